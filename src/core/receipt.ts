@@ -1,0 +1,33 @@
+// The receipt: what the generator host claims about one attempt. Untrusted until verified.
+// Outputs are a list of {path, sha256, bytes}, never a map keyed by path (a path like
+// "__proto__" must not be able to reach an object prototype).
+import { z } from 'zod';
+import { SHA256_HEX } from './sha256.js';
+
+export const RECEIPT_SCHEMA = 'genjob/receipt@1';
+export const MAX_RECEIPT_BYTES = 4 * 1024 * 1024;
+export const MAX_REASON_CHARS = 8 * 1024;
+
+const sha = z.string().regex(SHA256_HEX);
+const nat = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+const text = z.string().max(4096);
+
+export const ReceiptSchema = z.strictObject({
+  schema: z.literal(RECEIPT_SCHEMA),
+  key: sha,
+  job_digest: sha,
+  epoch: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  status: z.enum(['ok', 'rejected', 'aborted']),
+  outputs: z.array(z.strictObject({ path: z.string().max(4096), sha256: sha, bytes: nat })).max(10_000),
+  reason: z.string().max(MAX_REASON_CHARS).nullable(),
+  worker: z.strictObject({ id: text, host: text }),
+  generator: z.strictObject({ command: text, version: text.nullable() }),
+  timings: z.strictObject({ started_at: text, finished_at: text, generate_ms: nat }),
+  /** True when the host answered from its result cache instead of generating again. */
+  cached: z.boolean(),
+  usage: z.strictObject({ prompt_tokens: nat, completion_tokens: nat, requests: nat }).optional(),
+});
+
+export type Receipt = z.infer<typeof ReceiptSchema>;
+export type ReceiptOutput = Receipt['outputs'][number];
+export type ReceiptStatus = Receipt['status'];
