@@ -1,0 +1,80 @@
+// Attempts and epochs. Each attempt at a key is `attempts/<key>/<epoch>.json`, created
+// exclusively, so epochs strictly increase and are never reused — even across crashes.
+// The epoch is the fencing token: a receipt carries it, and only the newest epoch may commit.
+import { join } from 'node:path';
+import { errnoOf } from '../core/errors.js';
+import { publishExclusive, readIfExists, replaceFile } from './durable.js';
+import type { Store } from './store.js';
+
+export interface Worker {
+  id: string;
+  host: string;
+  pid: number;
+}
+
+export interface LeaseRecord {
+  key: string;
+  epoch: number;
+  worker: Worker;
+  ttl_s: number;
+  claimed_at: string;
+  destination: string;
+}
+
+/** Epochs recorded for a key, ascending. */
+export function epochsOf(store: Store, key: string): number[] {
+  let names: string[];
+  try {
+    names = store.fs.readdirSync(store.layout.attemptsDir(key));
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return [];
+    throw err;
+  }
+  return names
+    .map((n) => /^(\d+)\.json$/.exec(n)?.[1])
+    .filter((n): n is string => n !== undefined)
+    .map(Number)
+    .sort((a, b) => a - b);
+}
+
+/** The newest epoch of a key (0 when it was never attempted). */
+export function currentEpoch(store: Store, key: string): number {
+  return epochsOf(store, key).at(-1) ?? 0;
+}
+
+export function readAttempt(store: Store, key: string, epoch: number): LeaseRecord | undefined {
+  const bytes = readIfExists(store, store.layout.attempt(key, epoch));
+  return bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as LeaseRecord);
+}
+
+/** Record a new attempt with the next free epoch and make it the key's lease. */
+export function beginAttempt(
+  store: Store,
+  key: string,
+  worker: Worker,
+  ttlS: number,
+  destination: string,
+): LeaseRecord {
+  store.fs.mkdirSync(store.layout.attemptsDir(key), { recursive: true });
+  let epoch = currentEpoch(store, key) + 1;
+  for (;;) {
+    const record: LeaseRecord = {
+      key,
+      epoch,
+      worker,
+      ttl_s: ttlS,
+      claimed_at: new Date().toISOString(),
+      destination,
+    };
+    const bytes = Buffer.from(`${JSON.stringify(record)}\n`);
+    if (publishExclusive(store, store.layout.attempt(key, epoch), bytes)) {
+      replaceFile(store, store.layout.lease(key), bytes);
+      return record;
+    }
+    epoch += 1; // someone recorded this epoch first: never reuse it
+  }
+}
+
+export function attemptPath(store: Store, key: string): string {
+  return join(store.layout.dir('attempts'), key);
+}

@@ -1,0 +1,30 @@
+// Claim a job: rename(queue/<key>.json, running/<key>.json).
+// rename within one filesystem is atomic, so exactly one worker wins; a loser sees ENOENT
+// and moves on. Both directories are fsynced before we report the claim, so a crash never
+// shows a job in two states or in none.
+import { errnoOf } from '../core/errors.js';
+import { moveState } from './durable.js';
+import { keysIn } from './job-files.js';
+import { journal } from './journal.js';
+import type { Store } from './store.js';
+
+/** Try to claim `key`; false when another worker got it first. */
+export function claim(store: Store, key: string, worker: string): boolean {
+  try {
+    moveState(store, store.layout.jobFile('queue', key), store.layout.jobFile('running', key));
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return false;
+    throw err;
+  }
+  journal(store, { event: 'claimed', key, worker });
+  return true;
+}
+
+/** Claim the first queued job not in `skip`, in key order; undefined when none could be had. */
+export function claimNext(store: Store, worker: string, skip: ReadonlySet<string> = new Set()): string | undefined {
+  for (const key of keysIn(store, 'queue')) {
+    if (skip.has(key)) continue;
+    if (claim(store, key, worker)) return key;
+  }
+  return undefined;
+}

@@ -1,0 +1,123 @@
+// The durable-write recipes every state transition is built from (FACTS.md "Durable state transitions"):
+//   publish: tmp (O_EXCL) → write → fsync → link(tmp, final) → unlink(tmp) → fsync(dir)   never clobbers
+//   replace: tmp in the target's dir → write → fsync → rename over target → fsync(dir)
+//   move:    rename(a, b) → fsync both directories
+// An fsync error is fatal and never retried (fsyncgate): it surfaces as an IoError.
+import { constants } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { errnoOf, IoError } from '../core/errors.js';
+import type { Store } from './store.js';
+
+let tmpCounter = 0;
+
+function tmpName(dir: string): string {
+  tmpCounter += 1;
+  return join(dir, `.tmp-${process.pid}-${tmpCounter}-${Math.random().toString(36).slice(2, 10)}`);
+}
+
+export function fsyncDir(store: Store, dir: string): void {
+  const { fs } = store;
+  const fd = fs.openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    fs.fsyncSync(fd);
+  } catch (err) {
+    throw new IoError('fsync of directory', dir, err);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Write `bytes` to a fresh file in `dir` and fsync it; returns its path. */
+export function writeTempFile(store: Store, dir: string, bytes: Uint8Array, mode = 0o644): string {
+  const { fs } = store;
+  const path = tmpName(dir);
+  const fd = fs.openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  try {
+    let off = 0;
+    while (off < bytes.length) off += fs.writeSync(fd, bytes, off, bytes.length - off);
+    try {
+      fs.fsyncSync(fd);
+    } catch (err) {
+      throw new IoError('fsync', path, err);
+    }
+  } catch (err) {
+    fs.closeSync(fd);
+    fs.rmSync(path, { force: true });
+    throw err;
+  }
+  fs.closeSync(fd);
+  return path;
+}
+
+/** Publish `bytes` at `target` unless something is already there. Returns false when it was. */
+export function publishExclusive(store: Store, target: string, bytes: Uint8Array): boolean {
+  const { fs } = store;
+  const tmp = writeTempFile(store, store.layout.tmp, bytes);
+  let created = true;
+  try {
+    fs.linkSync(tmp, target);
+  } catch (err) {
+    if (errnoOf(err) !== 'EEXIST') {
+      fs.rmSync(tmp, { force: true });
+      throw new IoError('link', target, err);
+    }
+    created = false;
+  }
+  fs.unlinkSync(tmp);
+  if (created) fsyncDir(store, dirname(target));
+  return created;
+}
+
+/** Atomically replace (or create) `target` with `bytes`. */
+export function replaceFile(store: Store, target: string, bytes: Uint8Array, mode = 0o644): void {
+  const tmp = writeTempFile(store, dirname(target), bytes, mode);
+  try {
+    store.fs.renameSync(tmp, target);
+  } catch (err) {
+    store.fs.rmSync(tmp, { force: true });
+    throw new IoError('rename', target, err);
+  }
+  fsyncDir(store, dirname(target));
+}
+
+/** Move a file between state directories. Throws the raw ENOENT when `from` is gone (someone else moved it). */
+export function moveState(store: Store, from: string, to: string): void {
+  store.fs.renameSync(from, to);
+  fsyncDir(store, dirname(to));
+  if (dirname(from) !== dirname(to)) fsyncDir(store, dirname(from));
+}
+
+/** Read a whole file, or undefined when it does not exist. */
+export function readIfExists(store: Store, path: string): Buffer | undefined {
+  try {
+    return store.fs.readFileSync(path);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return undefined;
+    throw new IoError('read', path, err);
+  }
+}
+
+export function exists(store: Store, path: string): boolean {
+  try {
+    store.fs.lstatSync(path);
+    return true;
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return false;
+    throw err;
+  }
+}
+
+/** Names in a directory ending in `suffix`, without it (e.g. the keys in queue/). */
+export function listNames(store: Store, dir: string, suffix = '.json'): string[] {
+  let names: string[];
+  try {
+    names = store.fs.readdirSync(dir);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return [];
+    throw new IoError('readdir', dir, err);
+  }
+  return names
+    .filter((n) => n.endsWith(suffix) && !n.startsWith('.'))
+    .map((n) => basename(n, suffix))
+    .sort();
+}

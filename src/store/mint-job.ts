@@ -1,0 +1,45 @@
+// Put a minted job into queue/ — or recognise it. Same key + same digest anywhere in the flow
+// is "already minted"; same key + another digest is a conflict, never an overwrite.
+// The job file is published by exclusive link, so two racing minters cannot both create it.
+import { canonicalJson } from '../core/canonical-json.js';
+import { ConflictError } from '../core/errors.js';
+import { type Job, jobDigest } from '../core/job.js';
+import { publishExclusive } from './durable.js';
+import { findJob, loadJob } from './job-files.js';
+import { journal } from './journal.js';
+import type { JobState } from './layout.js';
+import type { Store } from './store.js';
+
+export interface MintOutcome {
+  key: string;
+  digest: string;
+  minted: boolean;
+  state: JobState;
+}
+
+export function jobFileBytes(job: Job): Buffer {
+  return Buffer.from(`${canonicalJson(job)}\n`);
+}
+
+function sameOrConflict(store: Store, job: Job, digest: string): MintOutcome | undefined {
+  const found = findJob(store, job.key);
+  if (!found) return undefined;
+  const existing = loadJob(store, found.state, job.key);
+  if (existing.digest !== digest) {
+    throw new ConflictError(
+      'EGJ_KEY_CONFLICT',
+      `${found.file}: key ${job.key.slice(0, 12)} already names a different job (digest ${existing.digest.slice(0, 12)}, this one ${digest.slice(0, 12)}); nothing was written`,
+    );
+  }
+  return { key: job.key, digest, minted: false, state: found.state };
+}
+
+export function mintJob(store: Store, job: Job): MintOutcome {
+  const digest = jobDigest(job);
+  const before = sameOrConflict(store, job, digest);
+  if (before) return before;
+  const created = publishExclusive(store, store.layout.jobFile('queue', job.key), jobFileBytes(job));
+  if (!created) return sameOrConflict(store, job, digest) ?? { key: job.key, digest, minted: false, state: 'queue' };
+  journal(store, { event: 'minted', key: job.key, digest, inputs: job.inputs.length });
+  return { key: job.key, digest, minted: true, state: 'queue' };
+}

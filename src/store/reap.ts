@@ -1,0 +1,40 @@
+// Reap stale leases: a running job whose last heartbeat is older than the TTL goes back to
+// queue/ (journalled); its next attempt gets epoch + 1. Reaping never deletes a job. The check
+// and the move happen under the key's lock, the same lock a committing worker holds.
+import { errnoOf } from '../core/errors.js';
+import { currentEpoch } from './attempts.js';
+import { moveState } from './durable.js';
+import { keysIn } from './job-files.js';
+import { journal } from './journal.js';
+import { withKeyLock } from './key-lock.js';
+import { leaseAgeMs, readLease } from './lease.js';
+import type { Store } from './store.js';
+
+export interface Reaped {
+  key: string;
+  epoch: number;
+  age_s: number;
+}
+
+export async function reapStale(store: Store, ttlS: number, now = Date.now()): Promise<Reaped[]> {
+  const reaped: Reaped[] = [];
+  for (const key of keysIn(store, 'running')) {
+    if (leaseAgeMs(store, key, now) <= ttlS * 1000) continue;
+    const done = await withKeyLock(store, key, () => {
+      const age = leaseAgeMs(store, key, Date.now());
+      if (age <= ttlS * 1000) return undefined; // it beat while we waited for the lock
+      try {
+        moveState(store, store.layout.jobFile('running', key), store.layout.jobFile('queue', key));
+      } catch (err) {
+        if (errnoOf(err) === 'ENOENT') return undefined; // committed or reaped meanwhile
+        throw err;
+      }
+      const epoch = readLease(store, key)?.epoch ?? currentEpoch(store, key);
+      store.fs.rmSync(store.layout.lease(key), { force: true });
+      journal(store, { event: 'reaped', key, epoch, age_s: Math.round(age / 1000) });
+      return { key, epoch, age_s: Math.round(age / 1000) };
+    });
+    if (done) reaped.push(done);
+  }
+  return reaped;
+}

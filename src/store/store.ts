@@ -1,0 +1,29 @@
+// A handle on one repository's .gen/ directory: its layout plus the filesystem it goes through.
+// Every store function takes a Store, so tests can swap the filesystem for a fault-injecting one.
+import { Layout, ALL_DIRS } from './layout.js';
+import { type FsPort, nodeFs } from './fs-port.js';
+import { join } from 'node:path';
+
+export class Store {
+  readonly layout: Layout;
+  constructor(
+    readonly root: string,
+    readonly fs: FsPort = nodeFs,
+  ) {
+    this.layout = new Layout(root);
+  }
+
+  /** Create any missing .gen/ directories (idempotent; cheap when they exist). */
+  ensure(): this {
+    const gen = this.layout.gen;
+    try {
+      this.fs.lstatSync(join(gen, 'locks'));
+      return this;
+    } catch {
+      // first use: fall through and create everything
+    }
+    this.fs.mkdirSync(gen, { recursive: true });
+    for (const d of ALL_DIRS) this.fs.mkdirSync(join(gen, d), { recursive: true });
+    return this;
+  }
+}
