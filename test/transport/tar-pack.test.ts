@@ -1,0 +1,213 @@
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Header, Parser } from 'tar';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { UsageError } from '../../src/core/errors.js';
+import { InputChangedError, InputNotRegularError } from '../../src/transport/archive-errors.js';
+import { safeExtract } from '../../src/transport/safe-extract.js';
+import { type PackEntry, packTar } from '../../src/transport/tar-pack.js';
+import { chunked } from '../helpers/hostile-tar.js';
+
+let root: string;
+
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), 'gj-pack-'));
+});
+
+afterEach(() => {
+  rmSync(root, { recursive: true, force: true });
+});
+
+const sha = (b: string | Uint8Array) => createHash('sha256').update(b).digest('hex');
+
+async function pack(entries: readonly PackEntry[], onChunk?: (chunk: Buffer, index: number) => void) {
+  const chunks: Buffer[] = [];
+  const files = await packTar(entries, async (c) => {
+    onChunk?.(c, chunks.length);
+    chunks.push(c);
+  });
+  return { files, chunks, tar: Buffer.concat(chunks) };
+}
+
+function write(rel: string, data: string | Buffer): string {
+  const p = join(root, rel);
+  mkdirSync(join(p, '..'), { recursive: true });
+  writeFileSync(p, data);
+  return p;
+}
+
+/** Entries as node-tar's own parser reads them: name, type, size, mode, uid, mtime. */
+async function listWithNodeTar(tar: Buffer) {
+  const seen: Array<{
+    path: string;
+    type: string;
+    size: number;
+    mode?: number;
+    uid?: number;
+    mtime?: number;
+  }> = [];
+  await new Promise<void>((resolve, reject) => {
+    const p = new Parser({ strict: true });
+    p.on('entry', (e) => {
+      seen.push({
+        path: e.path,
+        type: e.type,
+        size: e.size,
+        mode: e.mode,
+        uid: e.uid,
+        mtime: e.mtime?.getTime(),
+      });
+      e.resume();
+    });
+    p.on('error', reject);
+    p.on('end', () => resolve());
+    p.end(tar);
+  });
+  return seen;
+}
+
+describe('packTar', () => {
+  const big = Buffer.alloc(3 * 1024 * 1024 + 17, 0x5a);
+  const names: Array<{ title: string; name: string }> = [
+    { title: 'a short name', name: 'files/a.txt' },
+    { title: 'a name over 100 bytes', name: `files/${'long-dir/'.repeat(14)}file.txt` },
+    { title: 'a unicode name', name: 'files/ünïcödé/日本語.txt' },
+    { title: 'a long unicode name', name: `files/${'é'.repeat(120)}/${'日本'.repeat(30)}.txt` },
+  ];
+
+  it.each(names)('round-trips $title through safeExtract with equal bytes and sha256', async ({ name }) => {
+    const content = `content of ${name}\n`;
+    const file = write('src/input', content);
+    const { files, tar } = await pack([
+      { name: 'job.json', bytes: Buffer.from('{"k":1}') },
+      { name, file, expectSha256: sha(content) },
+    ]);
+    expect(files).toEqual([
+      { name: 'job.json', sha256: sha('{"k":1}'), bytes: 7 },
+      { name, sha256: sha(content), bytes: Buffer.byteLength(content) },
+    ]);
+    const rel = name.slice('files/'.length);
+    const staging = join(root, 'staging');
+    mkdirSync(staging);
+    const out = await safeExtract(chunked(tar, 777), {
+      stagingParent: staging,
+      prefix: 'files/',
+      inMemory: { 'job.json': 1024 },
+      allowed: new Set([rel]),
+      maxEntries: 10,
+      maxFileBytes: 1 << 20,
+      maxTotalBytes: 1 << 20,
+    });
+    expect(out.inMemory.get('job.json')?.toString()).toBe('{"k":1}');
+    expect(out.files).toEqual([{ path: rel, sha256: sha(content), bytes: Buffer.byteLength(content) }]);
+    expect(readFileSync(join(out.dir, rel), 'utf8')).toBe(content);
+    expect((await listWithNodeTar(tar)).map((e) => e.path)).toEqual(['job.json', name]);
+  });
+
+  it('writes regular files with mode 0644, uid/gid 0, empty owner names and mtime 0', async () => {
+    const { tar } = await pack([{ name: 'files/a.txt', bytes: Buffer.from('a') }]);
+    const h = new Header(tar.subarray(0, 512));
+    expect({ type: h.type, mode: h.mode, uid: h.uid, gid: h.gid, uname: h.uname, gname: h.gname }).toEqual({
+      type: 'File',
+      mode: 0o644,
+      uid: 0,
+      gid: 0,
+      uname: '',
+      gname: '',
+    });
+    expect(h.mtime?.getTime()).toBe(0);
+    expect(tar.length).toBe(512 + 512 + 1024);
+    expect(tar.subarray(1024).every((b) => b === 0)).toBe(true);
+  });
+
+  it('produces identical bytes for identical entries', async () => {
+    const file = write('f.bin', big);
+    const entries = [
+      { name: 'files/x.bin', file },
+      { name: 'files/日本.txt', bytes: Buffer.from('y') },
+    ];
+    const a = await pack(entries);
+    const b = await pack(entries);
+    expect(sha(a.tar)).toBe(sha(b.tar));
+  });
+
+  it('streams a large file in 1 MiB chunks and GNU tar reads it back', async () => {
+    const file = write('f.bin', big);
+    const { files, chunks, tar } = await pack([{ name: 'files/x.bin', file, expectSha256: sha(big) }]);
+    expect(files).toEqual([{ name: 'files/x.bin', sha256: sha(big), bytes: big.length }]);
+    expect(chunks.slice(0, -1).every((c) => c.length === 1024 * 1024)).toBe(true);
+    const out = join(root, 'gnu');
+    mkdirSync(out);
+    const r = spawnSync('tar', ['-xf', '-', '-C', out], { input: tar });
+    expect(r.status).toBe(0);
+    expect(sha(readFileSync(join(out, 'files/x.bin')))).toBe(sha(big));
+  });
+
+  it('throws InputChangedError when a file does not hash to expectSha256', async () => {
+    const file = write('f.txt', 'actual bytes');
+    const err = await pack([{ name: 'files/f.txt', file, expectSha256: sha('recorded bytes') }]).catch(
+      (e) => e,
+    );
+    expect(err).toBeInstanceOf(InputChangedError);
+    expect(err.code).toBe('EGJ_INPUT_CHANGED');
+    expect(err.exitCode).toBe(4);
+    expect(err.message).toContain(file);
+  });
+
+  const changes: Array<{ title: string; change: (file: string) => void; rule: string }> = [
+    { title: 'grows', change: (f) => appendFileSync(f, 'more'), rule: 'grew while being packed' },
+    { title: 'shrinks', change: (f) => truncateSync(f, 1024), rule: 'shrank while being packed' },
+  ];
+  it.each(changes)(
+    'throws InputChangedError when a file $title while it is read',
+    async ({ change, rule }) => {
+      const file = write('f.bin', big);
+      const err = await pack([{ name: 'files/f.bin', file }], (_c, index) => {
+        if (index === 0) change(file);
+      }).catch((e) => e);
+      expect(err).toBeInstanceOf(InputChangedError);
+      expect(err.message).toContain(rule);
+    },
+  );
+
+  it('refuses a symlink and a directory as input', async () => {
+    const target = write('target.txt', 'secret');
+    const link = join(root, 'link');
+    symlinkSync(target, link);
+    await expect(pack([{ name: 'files/l', file: link }])).rejects.toBeInstanceOf(InputNotRegularError);
+    await expect(pack([{ name: 'files/d', file: root }])).rejects.toBeInstanceOf(InputNotRegularError);
+  });
+
+  const badEntries: Array<{ title: string; entry: PackEntry }> = [
+    { title: 'a .. name', entry: { name: 'files/../x', bytes: Buffer.from('') } },
+    { title: 'an absolute name', entry: { name: '/etc/passwd', bytes: Buffer.from('') } },
+    { title: 'neither file nor bytes', entry: { name: 'files/a' } },
+    { title: 'both file and bytes', entry: { name: 'files/a', file: '/dev/null', bytes: Buffer.from('') } },
+  ];
+  it.each(badEntries)('refuses $title before writing anything', async ({ entry }) => {
+    const chunks: Buffer[] = [];
+    const err = await packTar([entry], async (c) => {
+      chunks.push(c);
+    }).catch((e) => e);
+    expect(err).toBeInstanceOf(UsageError);
+    expect(err.code).toBe('EGJ_PACK_ENTRY');
+    expect(chunks).toEqual([]);
+  });
+
+  it('refuses the same name twice', async () => {
+    const e = { name: 'files/a', bytes: Buffer.from('') };
+    await expect(pack([e, e])).rejects.toThrow('named twice');
+  });
+});
