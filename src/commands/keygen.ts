@@ -1,0 +1,24 @@
+// genjob keygen --out FILE: create the ed25519 key a generator host signs its receipts with.
+// The private key stays on that host (mode 0600, never overwritten); the printed public key
+// line is what the verifying side pins with `genjob trust add NAME KEY`.
+import { generateKeyFile } from '../trust/keys.js';
+
+export interface CommandResult {
+  exitCode: 0;
+  /** Lines for stdout. */
+  human: string;
+  json: Record<string, unknown>;
+}
+
+export async function runKeygen(opts: { out: string; json: boolean }): Promise<CommandResult> {
+  const { publicKey, keyid } = generateKeyFile(opts.out);
+  return {
+    exitCode: 0,
+    human:
+      `${publicKey}\n` +
+      `keyid ${keyid}\n` +
+      `private key written to ${opts.out} (mode 0600); keep it on the generator host\n` +
+      `on the verifying side: genjob trust add <name> ${publicKey}\n`,
+    json: { publicKey, keyid, privateKeyFile: opts.out },
+  };
+}

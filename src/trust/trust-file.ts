@@ -1,0 +1,200 @@
+// The pinned keys: genjob-trust.json at the repository root, meant to be committed so every
+// verifier of the repository trusts the same hosts. Names are unique and each key appears once;
+// the file is rewritten whole (tmp + fsync + rename + fsync of the root) so a crash leaves the old
+// list or the new one, never half of either. A missing file means no key is trusted.
+import {
+  closeSync,
+  constants,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { ConflictError, errnoOf, IoError, UsageError } from '../core/errors.js';
+import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
+import { keyIdOf, parsePublicKey, publicKeyString } from './keys.js';
+
+export const TRUST_FILE = 'genjob-trust.json';
+export const TRUST_SCHEMA = 'genjob/trust@1';
+export const TRUST_NAME = /^[a-z0-9._-]{1,64}$/;
+const MAX_TRUST_FILE_BYTES = 1024 * 1024;
+
+const TrustFileSchema = z.strictObject({
+  schema: z.literal(TRUST_SCHEMA),
+  keys: z
+    .array(
+      z.strictObject({
+        name: z.string().regex(TRUST_NAME, 'names are 1-64 of [a-z0-9._-]'),
+        key: z.string().startsWith('ed25519:'),
+        added: z
+          .string()
+          .regex(/^\d{4}-\d{2}-\d{2}/, 'must be an ISO date')
+          .max(64),
+      }),
+    )
+    .max(1000),
+});
+
+export type TrustEntry = z.infer<typeof TrustFileSchema>['keys'][number];
+
+export function trustFilePath(root: string): string {
+  return join(root, TRUST_FILE);
+}
+
+function malformed(file: string, rule: string): UsageError {
+  return new UsageError('EGJ_TRUST_FILE', `${file}: not a valid trust file: ${rule}`);
+}
+
+/** The trusted keys, in file order. Missing file → []. Malformed → UsageError EGJ_TRUST_FILE. */
+export function readTrust(root: string): TrustEntry[] {
+  const file = trustFilePath(root);
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return [];
+    throw new IoError('read', file, err);
+  }
+  if (bytes.length > MAX_TRUST_FILE_BYTES) throw malformed(file, `larger than ${MAX_TRUST_FILE_BYTES} bytes`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    throw malformed(file, `not JSON (${(err as Error).message})`);
+  }
+  const parsed = TrustFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw malformed(file, `at ${issue.path.join('.') || '(document)'}: ${issue.message}`);
+  }
+  const names = new Set<string>();
+  const keys = new Set<string>();
+  for (const entry of parsed.data.keys) {
+    let canonical: string;
+    try {
+      canonical = publicKeyString(parsePublicKey(entry.key));
+    } catch (err) {
+      throw malformed(file, `key '${entry.name}': ${(err as Error).message}`);
+    }
+    if (names.has(entry.name)) throw malformed(file, `name '${entry.name}' appears twice`);
+    if (keys.has(canonical)) throw malformed(file, `key '${entry.name}' is also trusted under another name`);
+    names.add(entry.name);
+    keys.add(canonical);
+  }
+  return parsed.data.keys;
+}
+
+/** The policy decodeReceiptWithPolicy needs, built from the trust file. */
+export function loadTrustPolicy(
+  root: string,
+  options: { requireSignature?: boolean } = {},
+): ReceiptTrustPolicy {
+  return {
+    trusted: readTrust(root).map((e) => ({ name: e.name, publicKey: parsePublicKey(e.key) })),
+    requireSignature: options.requireSignature ?? false,
+  };
+}
+
+function writeTrust(root: string, entries: TrustEntry[]): void {
+  const file = trustFilePath(root);
+  const sorted = [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const doc = {
+    schema: TRUST_SCHEMA,
+    keys: sorted.map((e) => ({ name: e.name, key: e.key, added: e.added })),
+  };
+  const bytes = Buffer.from(`${JSON.stringify(doc, null, 2)}\n`, 'utf8');
+  const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+  let fd: number;
+  try {
+    fd = openSync(
+      tmp,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o644,
+    );
+  } catch (err) {
+    throw new IoError('create', tmp, err);
+  }
+  try {
+    try {
+      let off = 0;
+      while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, file);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw new IoError('write', file, err);
+  }
+  const dirFd = openSync(root, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    fsyncSync(dirFd);
+  } catch (err) {
+    throw new IoError('fsync of directory', root, err);
+  } finally {
+    closeSync(dirFd);
+  }
+}
+
+export interface AddResult {
+  added: boolean;
+  name: string;
+  key: string;
+  keyid: string;
+}
+
+/**
+ * Trust `key` under `name`. The same name and key again is a no-op (added: false);
+ * a name bound to another key, or a key already trusted under another name, is a ConflictError.
+ */
+export function addTrustedKey(root: string, name: string, key: string, now: Date = new Date()): AddResult {
+  const file = trustFilePath(root);
+  if (!TRUST_NAME.test(name)) {
+    throw new UsageError('EGJ_TRUST_NAME', `${file}: key name '${name}' must be 1-64 of [a-z0-9._-]`);
+  }
+  const publicKey = parsePublicKey(key);
+  const canonical = publicKeyString(publicKey);
+  const keyid = keyIdOf(publicKey);
+  const entries = readTrust(root);
+  const byName = entries.find((e) => e.name === name);
+  if (byName !== undefined) {
+    if (byName.key === canonical) return { added: false, name, key: canonical, keyid };
+    throw new ConflictError(
+      'EGJ_TRUST_NAME_TAKEN',
+      `${file}: name '${name}' already trusts another key; remove it first (genjob trust remove ${name})`,
+    );
+  }
+  const byKey = entries.find((e) => e.key === canonical);
+  if (byKey !== undefined) {
+    throw new ConflictError(
+      'EGJ_TRUST_KEY_DUPLICATE',
+      `${file}: key ${keyid} is already trusted as '${byKey.name}'`,
+    );
+  }
+  writeTrust(root, [...entries, { name, key: canonical, added: now.toISOString() }]);
+  return { added: true, name, key: canonical, keyid };
+}
+
+/** Stop trusting the key called `name`; receipts it signs are rejected from then on. Unknown name → UsageError. */
+export function removeTrustedKey(root: string, name: string): TrustEntry {
+  const file = trustFilePath(root);
+  const entries = readTrust(root);
+  const entry = entries.find((e) => e.name === name);
+  if (entry === undefined) {
+    const known = entries.map((e) => e.name).join(', ') || '(none)';
+    throw new UsageError(
+      'EGJ_TRUST_UNKNOWN_NAME',
+      `${file}: no trusted key is named '${name}' (trusted: ${known})`,
+    );
+  }
+  writeTrust(
+    root,
+    entries.filter((e) => e !== entry),
+  );
+  return entry;
+}
