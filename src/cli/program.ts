@@ -1,0 +1,184 @@
+// commander wiring. Each command's module is imported only when that command runs, so
+// `genjob --version` and `genjob status` do not pay for execa, tar or the ssh code.
+import { Command, InvalidArgumentError } from 'commander';
+import { VERSION } from '../version.js';
+import { emit } from './main.js';
+import type { CommandResult } from './result.js';
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+function positiveInt(name: string) {
+  return (value: string) => {
+    if (!/^\d+$/.test(value) || Number(value) <= 0) throw new InvalidArgumentError(`${name} takes a whole number above 0`);
+    return Number(value);
+  };
+}
+
+function seconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('takes a number of seconds above 0');
+  return n;
+}
+
+/** The options every command shares. */
+function common(cmd: Command): Command {
+  return cmd
+    .option('--root <dir>', 'repository root (default: nearest directory above with .gen/ or .git/)')
+    .option('--json', 'print one machine-readable JSON result on stdout')
+    .option('--debug', 'print stack traces for internal errors');
+}
+
+/** Run a lazily imported command and print its result. */
+async function run(load: () => Promise<CommandResult>, json: boolean): Promise<void> {
+  emit(await load(), json);
+}
+
+export function buildProgram(): Command {
+  const program = new Command('genjob')
+    .description(
+      'Run model-generated code changes as replayable, verifiable jobs.\n\n' +
+        '  genjob mint -m "..." PATH...     write an immutable job (same work order → same key)\n' +
+        '  genjob work --drain --generator CMD   claim jobs, generate (locally or --host over ssh)\n' +
+        '  genjob verify --all && genjob apply --all   the pre-merge hook\n\n' +
+        'Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict (stale, key reuse, lock, lease lost).',
+    )
+    .version(VERSION, '-V, --version')
+    .exitOverride()
+    .showHelpAfterError('(run genjob <command> --help for usage)')
+    .configureOutput({ outputError: (str, write) => write(`genjob: ${str}`) });
+
+  common(program.command('mint'))
+    .description('mint a job: an instruction plus the files the generator may change (prints its key)')
+    .argument('[paths...]', 'files the generator may change (they must exist; see --create)')
+    .option('-m, --message <text>', 'the instruction')
+    .option('-f, --file <path>', 'read the instruction from a file')
+    .option('--create <path>', 'a file the generator is to create (must not exist yet); repeatable', collect)
+    .option('--allow-secret <path>', 'ship this path even though it looks like a secret; repeatable', collect)
+    .addHelpText('after', '\nExamples:\n  genjob mint -m "Add a timeout to fetch_user" src/user.py tests/test_user.py\n  genjob mint -f task.md --create src/new_module.py src/user.py')
+    .action(async (paths: string[], opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/mint.js')).mint({ ...o, paths }), !!o.json);
+    });
+
+  common(program.command('work'))
+    .description('claim queued jobs, ship each to `genjob serve` (here or over ssh), and store the results')
+    .option('--once', 'work one job, then stop')
+    .option('--drain', 'work jobs until the queue is empty')
+    .option('--watch', 'keep working as jobs arrive, until SIGINT/SIGTERM')
+    .option('--generator <command>', 'shell command run in the workspace (or builtin:openai)')
+    .option('--concurrency <n>', 'jobs in flight at once', positiveInt('--concurrency'), 1)
+    .option('--timeout <seconds>', 'generator time limit per job', seconds, 600)
+    .option('--lease-ttl <seconds>', 'a lease whose heartbeat is older than this is reaped', seconds, 60)
+    .option('--max-attempts <n>', 'attempts per job before it goes to dead/', positiveInt('--max-attempts'), 3)
+    .option('--max-tokens <n>', 'stop claiming once the receipts of this run report this many tokens', positiveInt('--max-tokens'))
+    .option('--host <[user@]host>', 'generate on this host over ssh')
+    .option('--port <port>', 'ssh port', positiveInt('--port'))
+    .option('--identity <file>', 'ssh private key')
+    .option('--remote-cmd <command>', 'how to start serve on the host', 'genjob serve --session')
+    .option('--ssh-option <KEY=VALUE>', 'extra ssh -o option; repeatable', collect)
+    .option('--ssh-config <file>', 'ssh client config file (default: ~/.ssh/config)')
+    .option('--quiet', 'no progress lines, no generator output')
+    .addHelpText('after', '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion')
+    .action(async (opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/work.js')).work(o as never), !!o.json);
+    });
+
+  program
+    .command('serve')
+    .description('answer bundles on stdin/stdout (run by `work`, locally or on the generator host over ssh)')
+    .option('--session', 'answer requests until stdin closes (the default; accepted for clarity)')
+    .option('--generator <command>', 'pin the generator this host runs (requests naming another are refused)')
+    .option('--cache-dir <dir>', 'where results are kept by key (default: $XDG_CACHE_HOME/genjob)')
+    .option('--sign-key <file>', 'sign every receipt with this ed25519 key (see genjob keygen)')
+    .action(async (opts) => {
+      await (await import('../commands/serve.js')).serve(opts);
+    });
+
+  common(program.command('verify'))
+    .description('check a job\'s receipt and bytes against DESIGN.md "Verify"; exit 3 naming the rule broken')
+    .argument('[key]', 'a key or a unique prefix (4+ characters)')
+    .option('--all', 'verify every received job')
+    .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
+    .action(async (key: string | undefined, opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/verify.js')).verify({ ...o, key }), !!o.json);
+    });
+
+  common(program.command('apply'))
+    .description('verify again, then write the outputs into the repository (atomic, idempotent)')
+    .argument('[key]', 'a key or a unique prefix (4+ characters)')
+    .option('--all', 'apply every received job')
+    .option('--dry-run', 'print what would change; write nothing')
+    .option('--diff', 'with --dry-run: print a unified diff')
+    .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
+    .action(async (key: string | undefined, opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/apply.js')).apply({ ...o, key }), !!o.json);
+    });
+
+  common(program.command('revert'))
+    .description('put back the bytes an applied job replaced (refused if the files changed since)')
+    .argument('<key>', 'a key or a unique prefix')
+    .action(async (key: string, opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/revert.js')).revert({ ...o, key }), !!o.json);
+    });
+
+  common(program.command('status'))
+    .description('counts per state and a table of jobs (key, state, epoch, age, instruction)')
+    .action(async (opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/status.js')).status(o), !!o.json);
+    });
+
+  common(program.command('show'))
+    .description('a job: its document, attempts, receipt and journal events')
+    .argument('<key>', 'a key or a unique prefix')
+    .action(async (key: string, opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/show.js')).show({ ...o, key }), !!o.json);
+    });
+
+  common(program.command('reap'))
+    .description('move running jobs whose lease stopped beating back to the queue')
+    .option('--lease-ttl <seconds>', 'a lease older than this is stale', seconds, 60)
+    .action(async (opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/reap.js')).reap(o as never), !!o.json);
+    });
+
+  program
+    .command('keygen')
+    .description('make an ed25519 signing key for a generator host; prints its public key')
+    .requiredOption('--out <file>', 'where to write the private key (mode 0600; never overwritten)')
+    .option('--json', 'machine-readable output')
+    .action(async (opts) => {
+      await run(async () => (await import('../commands/keygen.js')).runKeygen({ out: opts.out, json: !!opts.json }), !!opts.json);
+    });
+
+  const trust = common(program.command('trust')).description('manage the receipt-signing keys this repository trusts');
+  common(trust.command('add'))
+    .description('trust a host key (written to genjob-trust.json at the root; commit it)')
+    .argument('<name>', 'a name for the host')
+    .argument('<key>', "the host's public key, ed25519:BASE64")
+    .action(async (name: string, key: string, opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/trust-cli.js')).trustAdd(o, name, key), !!o.json);
+    });
+  common(trust.command('list'))
+    .description('list trusted keys')
+    .action(async (opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/trust-cli.js')).trustList(o), !!o.json);
+    });
+  common(trust.command('remove'))
+    .description('stop trusting a key')
+    .argument('<name>')
+    .action(async (name: string, opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/trust-cli.js')).trustRemove(o, name), !!o.json);
+    });
+
+  return program;
+}

@@ -1,0 +1,16 @@
+// What every command returns: a human text for a terminal and a JSON object for scripts.
+// main.ts prints exactly one of them and sets the exit code; commands never print results themselves.
+import type { ExitCode } from '../core/exit-codes.js';
+
+export interface CommandResult {
+  exitCode?: ExitCode;
+  human: string;
+  json: Record<string, unknown>;
+}
+
+/** Options every command accepts. */
+export interface CommonOptions {
+  root?: string;
+  json?: boolean;
+  debug?: boolean;
+}

@@ -1,0 +1,141 @@
+// genjob work --once | --drain | --watch: claim jobs and ship each to `genjob serve` (a local
+// child, or --host over ssh), keeping one session per slot for the whole run. Exit 0 when every
+// job taken ended with a receipt or in dead/; 4 when a lease was superseded and we stood down;
+// 3 when an answer was unusable and the job went back to the queue.
+import { EXIT } from '../core/exit-codes.js';
+import { UsageError } from '../core/errors.js';
+import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import { localLauncher } from '../transport/local-launcher.js';
+import type { ServeLauncher } from '../transport/launcher.js';
+import { loadTrustPolicy } from '../trust/trust-file.js';
+import type { JobOutcome } from '../worker/work-one.js';
+import { runWork } from '../worker/work-loop.js';
+import { openStore } from '../cli/root.js';
+import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { watchQueue } from '../worker/watch-queue.js';
+
+export interface WorkCliOptions extends CommonOptions {
+  once?: boolean;
+  drain?: boolean;
+  watch?: boolean;
+  generator?: string;
+  concurrency: number;
+  timeout: number;
+  leaseTtl: number;
+  maxAttempts: number;
+  maxTokens?: number;
+  host?: string;
+  port?: number;
+  identity?: string;
+  remoteCmd: string;
+  sshOption?: string[];
+  sshConfig?: string;
+  quiet?: boolean;
+  grace?: number;
+}
+
+async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
+  if (!o.host) {
+    if (o.port || o.identity || o.sshOption || o.sshConfig) throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');
+    return localLauncher();
+  }
+  const { sshLauncher, controlDirFor } = await import('../transport/ssh-launcher.js');
+  const at = o.host.lastIndexOf('@');
+  const user = at > 0 ? o.host.slice(0, at) : undefined;
+  const host = at > 0 ? o.host.slice(at + 1) : o.host;
+  return sshLauncher(
+    {
+      host,
+      options: o.sshOption ?? [],
+      remoteCmd: o.remoteCmd,
+      ...(user ? { user } : {}),
+      ...(o.port ? { port: o.port } : {}),
+      ...(o.identity ? { identity: o.identity } : {}),
+      ...(o.sshConfig ? { configFile: o.sshConfig } : {}),
+    },
+    controlDirFor(genDir),
+  );
+}
+
+function describe(o: JobOutcome, ms: number): string {
+  const k = o.key.slice(0, 12);
+  const t = `${(ms / 1000).toFixed(1)} s`;
+  switch (o.outcome) {
+    case 'received':
+      return `${k} received ${o.status}${o.cached ? ' (from the host cache)' : ''}${o.reason ? `: ${o.reason.split('\n')[0]}` : ''} (${t})`;
+    case 'recovered':
+      return `${k} recovered: its receipt had landed before a crash`;
+    case 'dead':
+      return `${k} dead-lettered: ${o.reason}`;
+    case 'requeued':
+      return `${k} back in the queue: ${o.reason}`;
+    case 'superseded':
+      return `${k} stood down: ${o.reason}`;
+  }
+}
+
+export async function work(o: WorkCliOptions): Promise<CommandResult> {
+  const modes = [o.once, o.drain, o.watch].filter(Boolean).length;
+  if (modes !== 1) throw new UsageError('EGJ_USAGE', 'choose exactly one of --once, --drain or --watch');
+  const store = openStore(o);
+  const launcher = await makeLauncher(o, store.layout.gen);
+  const policy = loadTrustPolicy(store.root);
+  const tty = process.stderr.isTTY === true && !o.quiet;
+  const controller = new AbortController();
+  const mode = o.once ? 'once' : o.drain ? 'drain' : 'watch';
+  const watcher = mode === 'watch' ? await watchQueue(store, controller.signal) : undefined;
+  const onSignal = (sig: string) => {
+    if (controller.signal.aborted) return;
+    process.stderr.write(`genjob: ${sig}: no new claims; letting jobs in flight finish\n`);
+    controller.abort();
+  };
+  const onInt = () => onSignal('SIGINT');
+  const onTerm = () => onSignal('SIGTERM');
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
+  let done = 0;
+  try {
+    const summary = await runWork({
+      store,
+      mode,
+      concurrency: o.concurrency,
+      launcher,
+      generator: o.generator ?? null,
+      timeoutMs: Math.round(o.timeout * 1000),
+      leaseTtlS: o.leaseTtl,
+      maxAttempts: o.maxAttempts,
+      decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
+      signal: controller.signal,
+      ...(watcher ? { waitForWork: watcher.next } : {}),
+      ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
+      ...(tty ? { relayStderr: (c: Buffer) => process.stderr.write(c) } : {}),
+      onStart: (key) => {
+        if (tty) process.stderr.write(`genjob: ${key.slice(0, 12)} working on ${launcher.destination}\n`);
+      },
+      onOutcome: (outcome, ms) => {
+        done += 1;
+        if (!o.quiet) process.stderr.write(`genjob: [${done}] ${describe(outcome, ms)}\n`);
+      },
+    });
+    const { outcomes } = summary;
+    const superseded = outcomes.some((x) => x.outcome === 'superseded');
+    const requeued = outcomes.filter((x) => x.outcome === 'requeued');
+    // a job requeued and later received in the same run ended well
+    const unsettled = requeued.filter((r) => !outcomes.some((x) => x.key === r.key && (x.outcome === 'received' || x.outcome === 'dead')));
+    const exitCode = superseded ? EXIT.CONFLICT : unsettled.length > 0 ? EXIT.REJECTED : EXIT.OK;
+    const lines = outcomes.length === 0 ? ['queue empty'] : [`${outcomes.length} job(s) taken`];
+    if (summary.reaped.length) lines.push(`${summary.reaped.length} stale lease(s) reaped back to the queue`);
+    if (summary.budgetSpent) lines.push(`token budget spent (${summary.tokens} ≥ ${o.maxTokens}): stopped claiming`);
+    if (unsettled.length) lines.push(`${unsettled.length} job(s) back in the queue after an unusable answer (see genjob show KEY)`);
+    return {
+      exitCode,
+      human: lines.join('\n'),
+      json: { ok: exitCode === EXIT.OK, outcomes, reaped: summary.reaped, tokens: summary.tokens, budget_spent: summary.budgetSpent, queue_empty: outcomes.length === 0 },
+    };
+  } finally {
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
+    await watcher?.close();
+    await launcher.close();
+  }
+}

@@ -1,0 +1,29 @@
+// Read fields of a receipt WITHOUT trusting it: its epoch, to order two receipts for the same
+// key on the worker (the newer epoch stands), and its token usage, for a worker's budget.
+// Verify still checks everything. Handles plain receipts and DSSE envelopes; unreadable → 0.
+function peekPayload(bytes: Uint8Array): Record<string, unknown> {
+  let doc = JSON.parse(Buffer.from(bytes).toString('utf8')) as Record<string, unknown>;
+  if (typeof doc.payload === 'string' && typeof doc.payloadType === 'string') {
+    doc = JSON.parse(Buffer.from(doc.payload, 'base64').toString('utf8')) as Record<string, unknown>;
+  }
+  return doc;
+}
+
+export function peekEpoch(bytes: Uint8Array): number {
+  try {
+    const { epoch } = peekPayload(bytes);
+    return Number.isSafeInteger(epoch) ? (epoch as number) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+export function peekTokens(bytes: Uint8Array): number {
+  try {
+    const usage = peekPayload(bytes).usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+    const n = (v: unknown) => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : 0);
+    return n(usage?.prompt_tokens) + n(usage?.completion_tokens);
+  } catch {
+    return 0;
+  }
+}

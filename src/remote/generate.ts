@@ -1,0 +1,99 @@
+// One generation: run the generator in the workspace, diff the workspace against the bundle,
+// and build the cache entry (result.json + files/<path>) in `built`. The outcome is ok,
+// rejected (a change outside the contract) or aborted (the generator failed or timed out).
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Job } from '../core/job.js';
+import { runGenerator } from './run-generator.js';
+import type { CachedResult } from './result-cache.js';
+import { diffWorkspace } from './workspace-diff.js';
+
+export const BUILTIN_PREFIX = 'builtin:';
+
+export interface GenerateInput {
+  job: Job;
+  jobDigest: string;
+  generator: string;
+  ws: string;
+  scratch: string;
+  built: string;
+  timeoutMs: number;
+}
+
+export async function generate(g: GenerateInput): Promise<CachedResult> {
+  const startedAt = new Date();
+  const base = { job_digest: g.jobDigest, generator: { command: g.generator, version: null as string | null } };
+  let status: CachedResult['status'];
+  let reason: string | null = null;
+  let usage: CachedResult['usage'];
+  let ms: number;
+
+  if (g.generator.startsWith(BUILTIN_PREFIX)) {
+    const builtin = await runBuiltin(g);
+    ({ status, reason, usage } = builtin);
+    base.generator.version = builtin.version;
+    ms = Date.now() - startedAt.getTime();
+  } else {
+    const run = await runGenerator({
+      command: g.generator,
+      workspace: g.ws,
+      timeoutMs: g.timeoutMs,
+      usageFile: join(g.scratch, 'usage.json'),
+      env: { GENJOB_INSTRUCTION: g.job.instruction, GENJOB_KEY: g.job.key, GENJOB_JOB: join(g.scratch, 'job.json') },
+    });
+    ms = run.ms;
+    usage = run.usage;
+    if (run.timedOut) {
+      status = 'aborted';
+      reason = `generator timed out after ${Math.round(g.timeoutMs / 1000)} s and was killed`;
+    } else if (run.exitCode !== 0) {
+      status = 'aborted';
+      const how = run.exitCode === null ? `was killed by ${run.signal}` : `exited with status ${run.exitCode}`;
+      reason = `generator ${how}${run.stderrTail ? `: ${run.stderrTail}` : ''}`;
+    } else {
+      status = 'ok';
+    }
+  }
+
+  let outputs: CachedResult['outputs'] = [];
+  if (status === 'ok') {
+    const diff = await diffWorkspace(g.ws, g.job);
+    if (diff.ok) outputs = diff.outputs;
+    else {
+      status = 'rejected';
+      reason = diff.reason;
+    }
+  }
+  await mkdir(join(g.built, 'files'), { recursive: true });
+  for (const o of outputs) {
+    const to = join(g.built, 'files', o.path);
+    await mkdir(dirname(to), { recursive: true });
+    await rename(join(g.ws, o.path), to);
+  }
+  const result: CachedResult = {
+    ...base,
+    status,
+    reason: reason === null ? null : reason.slice(0, 8000),
+    outputs,
+    timings: { started_at: startedAt.toISOString(), finished_at: new Date().toISOString(), generate_ms: ms },
+    ...(usage ? { usage } : {}),
+  };
+  await writeFile(join(g.built, 'result.json'), `${JSON.stringify(result)}\n`, { flush: true });
+  return result;
+}
+
+async function runBuiltin(g: GenerateInput) {
+  const { OPENAI_GENERATOR_NAME, runOpenAiGenerator } = await import('./generators/openai.js');
+  if (g.generator !== OPENAI_GENERATOR_NAME) {
+    return {
+      status: 'aborted' as const,
+      reason: `unknown built-in generator ${JSON.stringify(g.generator)} (known: ${OPENAI_GENERATOR_NAME})`,
+      usage: undefined,
+      version: null,
+    };
+  }
+  // kept in the cache entry so a rejected answer can be inspected on the host
+  const rawAnswerDir = join(g.built, 'raw');
+  await mkdir(rawAnswerDir, { recursive: true });
+  return runOpenAiGenerator({ workspace: g.ws, job: g.job, env: process.env, timeoutMs: g.timeoutMs, rawAnswerDir });
+}

@@ -1,0 +1,99 @@
+// Run the generator: a shell command in the workspace, with the serve process's environment
+// plus GENJOB_INSTRUCTION, GENJOB_KEY, GENJOB_JOB and GENJOB_USAGE_FILE. It runs in its own
+// process group so a timeout kills everything it started. Its stdout never reaches ours
+// (ours is the protocol channel): both of its streams are relayed to our stderr.
+import { readFile } from 'node:fs/promises';
+import { execa } from 'execa';
+
+export interface GeneratorRun {
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  stderrTail: string;
+  ms: number;
+  usage?: { prompt_tokens: number; completion_tokens: number; requests: number };
+}
+
+const TAIL_BYTES = 2048;
+
+function tailKeeper() {
+  let tail = Buffer.alloc(0);
+  return {
+    push(chunk: Buffer) {
+      tail = Buffer.concat([tail, chunk]);
+      if (tail.length > TAIL_BYTES) tail = tail.subarray(tail.length - TAIL_BYTES);
+    },
+    text: () => tail.toString('utf8').trim(),
+  };
+}
+
+export async function runGenerator(opts: {
+  command: string;
+  workspace: string;
+  env: Record<string, string>;
+  timeoutMs: number;
+  usageFile: string;
+}): Promise<GeneratorRun> {
+  const started = Date.now();
+  const child = execa('sh', ['-c', opts.command], {
+    cwd: opts.workspace,
+    env: { ...process.env, ...opts.env, GENJOB_USAGE_FILE: opts.usageFile },
+    extendEnv: false,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    buffer: false,
+    reject: false,
+    detached: true,
+    cleanup: true,
+  });
+  const tail = tailKeeper();
+  child.stdout?.on('data', (c: Buffer) => process.stderr.write(c));
+  child.stderr?.on('data', (c: Buffer) => {
+    tail.push(c);
+    process.stderr.write(c);
+  });
+  let timedOut = false;
+  const killGroup = () => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  };
+  const timer = setTimeout(() => {
+    timedOut = true;
+    killGroup();
+  }, opts.timeoutMs);
+  const result = await child;
+  clearTimeout(timer);
+  killGroup(); // reap anything the generator left running in its group
+  const run: GeneratorRun = {
+    exitCode: result.exitCode ?? null,
+    signal: result.signal ?? null,
+    timedOut,
+    stderrTail: tail.text(),
+    ms: Date.now() - started,
+  };
+  const usage = await readUsage(opts.usageFile);
+  if (usage) run.usage = usage;
+  return run;
+}
+
+/** Usage a generator may report in $GENJOB_USAGE_FILE; anything malformed is ignored. */
+async function readUsage(path: string): Promise<GeneratorRun['usage']> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+  if (text.length > 64 * 1024) return undefined;
+  try {
+    const u = JSON.parse(text) as Record<string, unknown>;
+    const nat = (v: unknown) => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);
+    return { prompt_tokens: nat(u.prompt_tokens), completion_tokens: nat(u.completion_tokens), requests: nat(u.requests) };
+  } catch {
+    return undefined;
+  }
+}

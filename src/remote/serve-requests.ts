@@ -1,0 +1,17 @@
+// The requests `genjob serve` answers, checked before anything is done with them.
+// run:   {key, job_digest, epoch, worker_id, generator, timeout_ms} + body = the bundle tar
+// fetch: the same header, empty body: "do you hold a result for this key?" (in-doubt recovery)
+import { z } from 'zod';
+import { SHA256_HEX } from '../core/sha256.js';
+
+export const RequestSchema = z.strictObject({
+  type: z.enum(['run', 'fetch']),
+  key: z.string().regex(SHA256_HEX),
+  job_digest: z.string().regex(SHA256_HEX),
+  epoch: z.number().int().positive(),
+  worker_id: z.string().max(256),
+  generator: z.string().min(1).max(4096).nullable(),
+  timeout_ms: z.number().int().positive().max(7 * 24 * 3600 * 1000),
+});
+
+export type ServeRequest = z.infer<typeof RequestSchema>;

@@ -1,0 +1,206 @@
+// `genjob serve`: answer run/fetch requests on stdin/stdout until stdin closes (one process can
+// serve a whole drain). A run extracts the bundle into a fresh private workspace, checks it
+// against the job, generates once per (key, generator) under the entry lock, diffs the workspace
+// and caches the result; every answer is a fresh receipt carrying the requester's epoch.
+import { rm, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import type { Writable } from 'node:stream';
+import { canonicalBytes } from '../core/canonical-json.js';
+import { GenjobError } from '../core/errors.js';
+import { allowedPaths, type Job, parseJob } from '../core/job.js';
+import { RECEIPT_SCHEMA, type Receipt } from '../core/receipt.js';
+import { packTar } from '../transport/tar-pack.js';
+import {
+  BodyAbortedError,
+  FrameReader,
+  FrameWriter,
+  type Header,
+  PROTOCOL,
+  ProtocolError,
+  unclosable,
+} from '../transport/protocol.js';
+import { safeExtract } from '../transport/safe-extract.js';
+import { VERSION } from '../version.js';
+import { generate } from './generate.js';
+import { type CachedResult, ResultCache } from './result-cache.js';
+import { RequestSchema, type ServeRequest } from './serve-requests.js';
+
+export const MAX_BUNDLE_BYTES = 8 * 1024 * 1024 * 1024;
+
+export interface ServeConfig {
+  cache: ResultCache;
+  /** A generator fixed by the host (`serve --generator`); requests naming another are refused. */
+  pinnedGenerator: string | null;
+  /** Turns a receipt into the bytes to send (e.g. a signed envelope). */
+  encodeReceipt: (receipt: Receipt) => Buffer;
+  hostId?: string;
+}
+
+class RefusedError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export async function serveSession(input: AsyncIterable<Uint8Array>, output: Writable, cfg: ServeConfig): Promise<void> {
+  await cfg.cache.init();
+  const reader = new FrameReader(input, MAX_BUNDLE_BYTES);
+  const writer = new FrameWriter(output);
+  const host = cfg.hostId ?? hostname();
+  await writer.message({ type: 'hello', protocol: PROTOCOL, version: VERSION, host });
+  for (;;) {
+    const header = await reader.readHeader();
+    if (header === null) return;
+    const body = reader.body();
+    try {
+      await answer(header, body, reader, writer, cfg, host);
+    } catch (err) {
+      // a broken stream cannot be answered; an aborted body leaves it in sync
+      if (err instanceof ProtocolError && !(err instanceof BodyAbortedError)) throw err;
+      await reader.drain(body);
+      const code = err instanceof RefusedError || err instanceof GenjobError ? err.code : 'EGJ_SERVE_FAILED';
+      await writer.message({ type: 'error', code, message: (err as Error).message });
+    }
+  }
+}
+
+async function answer(
+  header: Header,
+  body: AsyncGenerator<Buffer>,
+  reader: FrameReader,
+  writer: FrameWriter,
+  cfg: ServeConfig,
+  host: string,
+): Promise<void> {
+  const parsed = RequestSchema.safeParse(header);
+  if (!parsed.success) throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${parsed.error.issues[0]?.message}`);
+  const req = parsed.data;
+  const generator = cfg.pinnedGenerator ?? req.generator;
+  if (generator === null) throw new RefusedError('EGJ_NO_GENERATOR', 'no generator: pass --generator to work or serve');
+  if (cfg.pinnedGenerator !== null && req.generator !== null && req.generator !== cfg.pinnedGenerator) {
+    throw new RefusedError('EGJ_GENERATOR_PINNED', `this host runs only its pinned generator, not ${JSON.stringify(req.generator)}`);
+  }
+  const name = cfg.cache.entryName(req.key, generator, req.job_digest);
+  if (req.type === 'fetch') {
+    await reader.drain(body);
+    const cached = await cfg.cache.read(name);
+    if (!cached) return writer.message({ type: 'none', key: req.key });
+    return respond(writer, cfg, name, cached, req, host, true);
+  }
+  const cached = await cfg.cache.read(name);
+  if (cached) {
+    await reader.drain(body);
+    return respond(writer, cfg, name, cached, req, host, true);
+  }
+  const scratch = await cfg.cache.scratch();
+  try {
+    const { job, ws } = await receiveBundle(body, reader, scratch, req);
+    const release = await cfg.cache.lock(name);
+    try {
+      let result = await cfg.cache.read(name);
+      const fresh = !result;
+      if (!result) {
+        await writeFile(join(scratch, 'job.json'), canonicalBytes(job));
+        const built = await cfg.cache.tmpDir();
+        result = await generate({ job, jobDigest: req.job_digest, generator, ws, scratch, built, timeoutMs: req.timeout_ms });
+        await cfg.cache.commit(name, built);
+        result = (await cfg.cache.read(name)) ?? result;
+      }
+      return await respond(writer, cfg, name, result, req, host, !fresh);
+    } finally {
+      await release();
+    }
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/** Extract the bundle and check it is exactly the job's inputs; the body is always read to its end. */
+async function receiveBundle(
+  body: AsyncGenerator<Buffer>,
+  reader: FrameReader,
+  scratch: string,
+  req: ServeRequest,
+): Promise<{ job: Job; ws: string }> {
+  let job: Job | undefined;
+  let extracted: Awaited<ReturnType<typeof safeExtract>>;
+  try {
+    extracted = await safeExtract(unclosable(body), {
+      stagingParent: scratch,
+      prefix: 'files/',
+      inMemory: { 'job.json': 4 * 1024 * 1024 },
+      maxEntries: 10_001,
+      maxFileBytes: 4 * 1024 * 1024 * 1024,
+      maxTotalBytes: MAX_BUNDLE_BYTES,
+      allowed: (mem) => {
+        const bytes = mem.get('job.json');
+        if (!bytes) throw new RefusedError('EGJ_BUNDLE_NO_JOB', 'bundle has no job.json before its files');
+        const parsed = parseJob(bytes, 'bundle job.json');
+        if (parsed.job.key !== req.key || parsed.digest !== req.job_digest) {
+          throw new RefusedError('EGJ_BUNDLE_MISMATCH', 'bundle job.json does not match the requested key and digest');
+        }
+        job = parsed.job;
+        return allowedPaths(job);
+      },
+    });
+  } finally {
+    await reader.drain(body);
+  }
+  if (!job) {
+    const bytes = extracted.inMemory.get('job.json');
+    if (!bytes) throw new RefusedError('EGJ_BUNDLE_NO_JOB', 'bundle has no job.json');
+    job = parseJob(bytes, 'bundle job.json').job;
+  }
+  const got = new Map(extracted.files.map((f) => [f.path, f.sha256]));
+  for (const input of job.inputs) {
+    if (got.get(input.path) !== (input.sha256 ?? undefined)) {
+      throw new RefusedError('EGJ_BUNDLE_MISMATCH', `bundle file ${JSON.stringify(input.path)} does not match the job's digest`);
+    }
+  }
+  return { job, ws: extracted.dir };
+}
+
+async function respond(
+  writer: FrameWriter,
+  cfg: ServeConfig,
+  name: string,
+  result: CachedResult,
+  req: ServeRequest,
+  host: string,
+  cached: boolean,
+): Promise<void> {
+  const receipt: Receipt = {
+    schema: RECEIPT_SCHEMA,
+    key: req.key,
+    job_digest: req.job_digest,
+    epoch: req.epoch,
+    status: result.status,
+    outputs: result.outputs,
+    reason: result.reason,
+    worker: { id: req.worker_id, host },
+    generator: result.generator,
+    timings: result.timings,
+    cached,
+    ...(result.usage ? { usage: result.usage } : {}),
+  };
+  const receiptBytes = cfg.encodeReceipt(receipt);
+  await writer.header({ type: 'result', receipt_bytes: receiptBytes.length });
+  await writer.chunk(receiptBytes);
+  const files = join(cfg.cache.entryDir(name), 'files');
+  try {
+    await packTar(
+      result.outputs.map((o) => ({ name: `files/${o.path}`, file: join(files, o.path), expectSha256: o.sha256 })),
+      (chunk) => writer.chunk(chunk),
+    );
+  } catch (err) {
+    // the header is out: end the body as aborted so the worker treats the answer as unusable
+    process.stderr.write(`genjob serve: cache entry ${name} is damaged: ${(err as Error).message}\n`);
+    await writer.abort();
+    return;
+  }
+  await writer.end();
+}

@@ -1,0 +1,74 @@
+// Verify one key from what is on disk: the job (received/ or applied/), its receipt (decoded
+// under the trust policy), and rule 4 — out/<key>/ holds exactly the receipt's outputs, each a
+// regular file whose bytes hash to the named digest. Returns what apply needs; writes nothing.
+import type { Dirent } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { RejectedError, UsageError } from '../core/errors.js';
+import type { Job } from '../core/job.js';
+import type { Receipt } from '../core/receipt.js';
+import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
+import { sha256Hex } from '../core/sha256.js';
+import { checkReceipt } from '../core/verify-rules.js';
+import { currentEpoch } from '../store/attempts.js';
+import { readIfExists } from '../store/durable.js';
+import { hashFile } from '../store/hash-file.js';
+import { findJob, loadJob } from '../store/job-files.js';
+import type { Store } from '../store/store.js';
+
+export interface Verified {
+  job: Job;
+  jobDigest: string;
+  receipt: Receipt;
+  receiptSha256: string;
+  signer: string | null;
+  state: 'received' | 'applied';
+}
+
+export async function verifyKey(store: Store, key: string, policy: ReceiptTrustPolicy): Promise<Verified> {
+  const found = findJob(store, key);
+  if (!found || (found.state !== 'received' && found.state !== 'applied')) {
+    throw new UsageError('EGJ_NOT_RECEIVED', `${key.slice(0, 12)}: job is ${found ? `still in ${found.state}/` : 'unknown'}; nothing to verify until work has stored its receipt`);
+  }
+  const { job, digest } = loadJob(store, found.state, key);
+  const receiptFile = store.layout.receipt(key);
+  const bytes = readIfExists(store, receiptFile);
+  if (bytes === undefined) throw new RejectedError('EGJ_RECEIPT_MISSING', `${receiptFile}: no receipt for this job`, receiptFile);
+  const { receipt, signer } = decodeReceiptWithPolicy(bytes, receiptFile, policy);
+  checkReceipt(job, digest, receipt, currentEpoch(store, key), receiptFile);
+  await checkArtifacts(store.layout.outDir(key), receipt);
+  return { job, jobDigest: digest, receipt, receiptSha256: sha256Hex(bytes), signer, state: found.state };
+}
+
+/** Rule 4: the artifact directory holds exactly the outputs, as regular files with the named bytes. */
+async function checkArtifacts(outDir: string, receipt: Receipt): Promise<void> {
+  const expected = new Map(receipt.outputs.map((o) => [o.path, o]));
+  const found = new Set<string>();
+  async function walk(rel: string): Promise<void> {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(rel ? join(outDir, rel) : outDir, { withFileTypes: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && rel === '') return;
+      throw err;
+    }
+    for (const d of entries) {
+      const path = rel ? `${rel}/${d.name}` : d.name;
+      const file = join(outDir, path);
+      if (d.isDirectory()) await walk(path);
+      else if (!d.isFile()) throw new RejectedError('EGJ_ARTIFACT_NOT_REGULAR', `${file}: not a regular file (symlinks and devices are never applied)`, file);
+      else if (!expected.has(path)) throw new RejectedError('EGJ_ARTIFACT_EXTRA', `${file}: artifact the receipt does not name`, file);
+      else found.add(path);
+    }
+  }
+  await walk('');
+  for (const o of receipt.outputs) {
+    const file = join(outDir, o.path);
+    if (!found.has(o.path)) throw new RejectedError('EGJ_ARTIFACT_MISSING', `${file}: the receipt names this output but it is missing`, file);
+    const { sha256, bytes } = await hashFile(file);
+    if (sha256 !== o.sha256 || bytes !== o.bytes) {
+      throw new RejectedError('EGJ_ARTIFACT_DRIFT', `${file}: bytes hash to ${sha256.slice(0, 12)}, receipt says ${o.sha256.slice(0, 12)}`, file);
+    }
+  }
+}

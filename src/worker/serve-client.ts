@@ -1,0 +1,155 @@
+// The worker's end of one `genjob serve` session (local child or ssh). One session serves many
+// jobs: the remote shell, node start-up and ssh handshake are paid once per host per run.
+// Every request has a deadline; on expiry the whole process is killed and the answer is
+// "in doubt" — the next attempt asks the host for its stored result before generating again.
+import type { Readable } from 'node:stream';
+import { GenjobError } from '../core/errors.js';
+import type { ServeLauncher, ServeProcess } from '../transport/launcher.js';
+import { FrameReader, FrameWriter, type Header, PROTOCOL, ProtocolError } from '../transport/protocol.js';
+import type { ServeRequest } from '../remote/serve-requests.js';
+
+/** The host gave no usable answer (garbage, no answer, a dropped connection, a timeout). */
+export class InDoubtError extends GenjobError {
+  readonly code = 'EGJ_IN_DOUBT';
+  readonly exitCode = 1 as const;
+  constructor(
+    message: string,
+    readonly stderrTail = '',
+  ) {
+    super(stderrTail ? `${message} (host said: ${stderrTail.slice(-300)})` : message);
+  }
+}
+
+export type Answer =
+  | { type: 'result'; receiptBytes: Buffer; tar: AsyncGenerator<Buffer> }
+  | { type: 'none' }
+  | { type: 'error'; code: string; message: string };
+
+const MAX_STDERR_TAIL = 4096;
+
+export class ServeClient {
+  private readonly reader: FrameReader;
+  private readonly writer: FrameWriter;
+  private stderrTail = '';
+  private dead = false;
+  hello: Header | undefined;
+
+  private constructor(
+    private readonly proc: ServeProcess,
+    maxAnswerBytes: number,
+    relayStderr: ((chunk: Buffer) => void) | undefined,
+  ) {
+    this.reader = new FrameReader(proc.stdout as Readable, maxAnswerBytes);
+    this.writer = new FrameWriter(proc.stdin);
+    // always drain stderr, or a chatty generator would block the host on a full pipe
+    proc.stderr.on('data', (c: Buffer) => {
+      this.stderrTail = (this.stderrTail + c.toString('utf8')).slice(-MAX_STDERR_TAIL);
+      relayStderr?.(c);
+    });
+    proc.stdin.on('error', () => {
+      this.dead = true;
+    });
+    void proc.exited.then(() => {
+      this.dead = true;
+    });
+  }
+
+  static async open(
+    launcher: ServeLauncher,
+    args: readonly string[],
+    opts: { maxAnswerBytes: number; helloTimeoutMs: number; relayStderr?: (chunk: Buffer) => void },
+  ): Promise<ServeClient> {
+    const client = new ServeClient(launcher.start(args), opts.maxAnswerBytes, opts.relayStderr);
+    const hello = await client.deadline(opts.helloTimeoutMs, () => client.reader.readHeader());
+    if (!hello || hello.type !== 'hello' || hello.protocol !== PROTOCOL) {
+      client.kill();
+      throw new InDoubtError(`${launcher.destination}: did not answer as genjob serve (${PROTOCOL})`, client.stderrTail);
+    }
+    await client.reader.drain(client.reader.body());
+    client.hello = hello;
+    return client;
+  }
+
+  get alive(): boolean {
+    return !this.dead;
+  }
+
+  kill(): void {
+    this.dead = true;
+    this.proc.kill();
+  }
+
+  /** Run `fn` with a deadline; on expiry kill the session and report in doubt. */
+  async deadline<T>(ms: number, fn: () => Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        this.kill();
+        reject(new InDoubtError(`no answer within ${Math.round(ms / 1000)} s; killed the session`, this.stderrTail));
+      }, ms);
+    });
+    try {
+      return await Promise.race([fn(), expired]);
+    } catch (err) {
+      if (err instanceof ProtocolError || (err as NodeJS.ErrnoException).code === 'EPIPE') {
+        this.kill();
+        throw new InDoubtError(`session broke: ${(err as Error).message}`, this.stderrTail);
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Send a request (with `sendBody` streaming its body, or an empty body) and read the answer's header.
+   * The caller must consume `tar` of a result fully (or kill the session).
+   */
+  async request(
+    req: ServeRequest,
+    timeoutMs: number,
+    sendBody?: (w: FrameWriter) => Promise<void>,
+  ): Promise<Answer> {
+    if (this.dead) throw new InDoubtError('session is closed', this.stderrTail);
+    return this.deadline(timeoutMs, async () => {
+      await this.writer.header(req);
+      if (sendBody) await sendBody(this.writer);
+      else await this.writer.end();
+      const h = await this.reader.readHeader();
+      if (h === null) throw new ProtocolError('the host closed the session without answering');
+      if (h.type === 'result') {
+        const n = h.receipt_bytes;
+        if (!Number.isSafeInteger(n) || (n as number) <= 0 || (n as number) > 4 * 1024 * 1024) {
+          throw new ProtocolError('result header has no valid receipt_bytes');
+        }
+        const body = this.reader.body();
+        const parts: Buffer[] = [];
+        let got = 0;
+        while (got < (n as number)) {
+          const next = await body.next();
+          if (next.done) throw new ProtocolError('result ended inside its receipt');
+          parts.push(next.value);
+          got += next.value.length;
+        }
+        const all = Buffer.concat(parts);
+        const receiptBytes = all.subarray(0, n as number);
+        const rest = all.subarray(n as number);
+        async function* tar(): AsyncGenerator<Buffer> {
+          if (rest.length > 0) yield rest;
+          yield* body;
+        }
+        return { type: 'result', receiptBytes, tar: tar() };
+      }
+      await this.reader.drain(this.reader.body());
+      if (h.type === 'none') return { type: 'none' };
+      if (h.type === 'error') return { type: 'error', code: String(h.code), message: String(h.message).slice(0, 2000) };
+      throw new ProtocolError(`unexpected answer type ${JSON.stringify(h.type).slice(0, 40)}`);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (!this.dead) this.proc.stdin.end();
+    const exited = await Promise.race([this.proc.exited, new Promise((r) => setTimeout(r, 5000, 'timeout'))]);
+    if (exited === 'timeout') this.kill();
+  }
+}

@@ -1,0 +1,117 @@
+// The worker's loop: reap stale leases, then claim and work jobs with N slots in flight, each
+// slot keeping one serve session open for all its jobs. --once takes one job, --drain takes jobs
+// until the queue is empty (a requeued job is tried again until its attempts run out), --watch
+// keeps going until the stop signal, using watch events as hints plus a periodic full rescan.
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Receipt } from '../core/receipt.js';
+import { peekTokens } from '../core/receipt-peek.js';
+import { readIfExists } from '../store/durable.js';
+import type { Worker } from '../store/attempts.js';
+import { claimNext } from '../store/claim.js';
+import { reapStale, type Reaped } from '../store/reap.js';
+import type { Store } from '../store/store.js';
+import type { ServeLauncher } from '../transport/launcher.js';
+import { ServeClient } from './serve-client.js';
+import { type JobOutcome, workOne, type WorkContext } from './work-one.js';
+
+export interface WorkOptions {
+  store: Store;
+  mode: 'once' | 'drain' | 'watch';
+  concurrency: number;
+  launcher: ServeLauncher;
+  generator: string | null;
+  timeoutMs: number;
+  leaseTtlS: number;
+  maxAttempts: number;
+  decodeReceipt: (bytes: Buffer, file: string) => Receipt;
+  /** Stop claiming when this resolves/aborts (SIGINT/SIGTERM, or the budget is spent). */
+  signal?: AbortSignal;
+  /** Called when a slot has nothing to claim in watch mode; resolves when it is worth looking again. */
+  waitForWork?: () => Promise<void>;
+  /** Token budget: stop claiming once the receipts of this run report this many tokens. */
+  maxTokens?: number;
+  onOutcome?: (o: JobOutcome, elapsedMs: number) => void;
+  onStart?: (key: string) => void;
+  relayStderr?: (chunk: Buffer) => void;
+}
+
+export interface WorkSummary {
+  outcomes: JobOutcome[];
+  reaped: Reaped[];
+  tokens: number;
+  budgetSpent: boolean;
+}
+
+export function newWorker(): Worker {
+  return { id: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`, host: hostname(), pid: process.pid };
+}
+
+export async function runWork(o: WorkOptions): Promise<WorkSummary> {
+  const worker = newWorker();
+  const reaped = await reapStale(o.store, o.leaseTtlS);
+  const outcomes: JobOutcome[] = [];
+  let tokens = 0;
+  let budgetSpent = false;
+  let taken = 0;
+  const stopped = () => o.signal?.aborted === true || budgetSpent || (o.mode === 'once' && taken >= 1);
+
+  async function slot(): Promise<void> {
+    let client: ServeClient | undefined;
+    const ctx: WorkContext = {
+      store: o.store,
+      worker,
+      launcher: o.launcher,
+      generator: o.generator,
+      timeoutMs: o.timeoutMs,
+      leaseTtlS: o.leaseTtlS,
+      maxAttempts: o.maxAttempts,
+      decodeReceipt: o.decodeReceipt,
+      session: async () => {
+        if (client?.alive) return client;
+        client = await ServeClient.open(o.launcher, [], {
+          maxAnswerBytes: 8 * 1024 * 1024 * 1024,
+          helloTimeoutMs: 60_000,
+          ...(o.relayStderr ? { relayStderr: o.relayStderr } : {}),
+        });
+        return client;
+      },
+      dropSession: () => {
+        client?.kill();
+        client = undefined;
+      },
+    };
+    try {
+      while (!stopped()) {
+        const key = claimNext(o.store, worker.id);
+        if (key === undefined) {
+          if (o.mode !== 'watch' || !o.waitForWork) return;
+          await o.waitForWork();
+          if (o.mode === 'watch') await reapStale(o.store, o.leaseTtlS).then((r) => reaped.push(...r));
+          continue;
+        }
+        taken += 1;
+        o.onStart?.(key);
+        const started = Date.now();
+        const outcome = await workOne(ctx, key);
+        outcomes.push(outcome);
+        if (outcome.outcome === 'received' && o.maxTokens !== undefined) {
+          tokens += receiptTokens(o.store, key);
+          if (tokens >= o.maxTokens) budgetSpent = true;
+        }
+        o.onOutcome?.(outcome, Date.now() - started);
+      }
+    } finally {
+      await client?.close();
+    }
+  }
+
+  const slots = o.mode === 'once' ? 1 : Math.max(1, o.concurrency);
+  await Promise.all(Array.from({ length: slots }, () => slot()));
+  return { outcomes, reaped, tokens, budgetSpent };
+}
+
+function receiptTokens(store: Store, key: string): number {
+  const bytes = readIfExists(store, store.layout.receipt(key));
+  return bytes === undefined ? 0 : peekTokens(bytes);
+}

@@ -1,0 +1,247 @@
+// Work one claimed job: attempt (epoch + lease + heartbeat) → ship the bundle → take the answer
+// apart as hostile input → commit. Every way out leaves the job in exactly one state:
+// received/ (with its receipt), back in queue/ (in doubt, journalled), or dead/ (with the reason).
+import { join } from 'node:path';
+import { GenjobError } from '../core/errors.js';
+import { allowedPaths, type Job, JobInvalidError, parseJob } from '../core/job.js';
+import type { Receipt } from '../core/receipt.js';
+import { type LeaseRecord, beginAttempt, epochsOf, type Worker } from '../store/attempts.js';
+import { deadLetterBytes, deadLetterFile } from '../store/dead-letter.js';
+import { exists, moveState, readIfExists } from '../store/durable.js';
+import { journal } from '../store/journal.js';
+import { beat, removeLease } from '../store/lease.js';
+import type { Store } from '../store/store.js';
+import { InputChangedError } from '../transport/archive-errors.js';
+import type { ServeLauncher } from '../transport/launcher.js';
+import { jobFileBytes } from '../store/mint-job.js';
+import { safeExtract } from '../transport/safe-extract.js';
+import { packTar } from '../transport/tar-pack.js';
+import { commitResult } from './commit-result.js';
+import { type Answer, InDoubtError, type ServeClient } from './serve-client.js';
+
+export interface WorkContext {
+  store: Store;
+  worker: Worker;
+  launcher: ServeLauncher;
+  /** The session this slot uses; reopened when it died. */
+  session: () => Promise<ServeClient>;
+  dropSession: () => void;
+  generator: string | null;
+  timeoutMs: number;
+  leaseTtlS: number;
+  maxAttempts: number;
+  decodeReceipt: (bytes: Buffer, file: string) => Receipt;
+}
+
+export type JobOutcome =
+  | { key: string; outcome: 'received'; epoch: number; status: Receipt['status']; cached: boolean; reason: string | null }
+  | { key: string; outcome: 'recovered' }
+  | { key: string; outcome: 'dead'; reason: string }
+  | { key: string; outcome: 'requeued'; reason: string }
+  | { key: string; outcome: 'superseded'; reason: string };
+
+/** Extra time a request may take beyond the generator's own timeout (transfer, host start-up). */
+const REQUEST_MARGIN_MS = 120_000;
+
+export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome> {
+  const { store } = ctx;
+  const runningFile = store.layout.jobFile('running', key);
+  const bytes = readIfExists(store, runningFile);
+  if (bytes === undefined) return { key, outcome: 'superseded', reason: 'job vanished from running/ after the claim' };
+  let job: Job;
+  let digest: string;
+  try {
+    ({ job, digest } = parseJob(bytes, `running/${key}.json`));
+    if (job.key !== key) throw new JobInvalidError(`running/${key}.json`, `file name does not match its key ${job.key}`);
+  } catch (err) {
+    if (!(err instanceof GenjobError)) throw err;
+    deadLetterFile(store, runningFile, `${key}.job`, { key, code: err.code, reason: err.message });
+    return { key, outcome: 'dead', reason: err.message };
+  }
+
+  if (receiptAlreadyLanded(store, key)) {
+    moveState(store, runningFile, store.layout.jobFile('received', key));
+    journal(store, { event: 'recovered', key, reason: 'receipt had landed before a crash; job moved to received/' });
+    return { key, outcome: 'recovered' };
+  }
+  const tries = epochsOf(store, key).length;
+  if (tries >= ctx.maxAttempts) {
+    const reason = `no usable answer after ${tries} attempts (see the journal for each)`;
+    deadLetterFile(store, runningFile, `${key}.job`, { key, code: 'EGJ_ATTEMPTS_EXHAUSTED', reason });
+    return { key, outcome: 'dead', reason };
+  }
+
+  const lease = beginAttempt(store, key, ctx.worker, ctx.leaseTtlS, ctx.launcher.destination);
+  journal(store, { event: 'attempt', key, epoch: lease.epoch, worker: ctx.worker.id, destination: ctx.launcher.destination });
+  let lost = false;
+  const heartbeat = setInterval(
+    () => {
+      if (!beat(store, key, lease.epoch)) lost = true;
+    },
+    Math.max(250, (ctx.leaseTtlS * 1000) / 4),
+  );
+  try {
+    return await attempt(ctx, job, digest, lease, () => lost);
+  } finally {
+    clearInterval(heartbeat);
+  }
+}
+
+function receiptAlreadyLanded(store: Store, key: string): boolean {
+  return exists(store, store.layout.receipt(key)) && exists(store, store.layout.outDir(key));
+}
+
+function requeue(store: Store, key: string, epoch: number, reason: string, code: string): JobOutcome {
+  try {
+    moveState(store, store.layout.jobFile('running', key), store.layout.jobFile('queue', key));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  removeLease(store, key, epoch);
+  journal(store, { event: 'requeued', key, epoch, code, reason });
+  return { key, outcome: 'requeued', reason };
+}
+
+async function attempt(
+  ctx: WorkContext,
+  job: Job,
+  digest: string,
+  lease: LeaseRecord,
+  isLost: () => boolean,
+): Promise<JobOutcome> {
+  const { store } = ctx;
+  const { key } = job;
+  const epoch = lease.epoch;
+  const req = {
+    key,
+    job_digest: digest,
+    epoch,
+    worker_id: ctx.worker.id,
+    generator: ctx.generator,
+    timeout_ms: ctx.timeoutMs,
+  };
+  const budget = ctx.timeoutMs + REQUEST_MARGIN_MS;
+  let inputChanged: InputChangedError | undefined;
+  let answer: Answer;
+  let session: ServeClient | undefined;
+  try {
+    session = await ctx.session();
+    journal(store, {
+      event: 'shipping',
+      key,
+      epoch,
+      destination: ctx.launcher.destination,
+      files: job.inputs.filter((i) => i.sha256 !== null).map((i) => i.path),
+      ...(await ctx.launcher.shipmentFacts()),
+    });
+    // After an earlier attempt, ask first: the host may hold the result already (in doubt ≠ failed).
+    answer = epoch > 1 ? await session.request({ ...req, type: 'fetch' }, budget) : { type: 'none' };
+    if (answer.type === 'none') {
+      answer = await session.request({ ...req, type: 'run' }, budget, async (w) => {
+        try {
+          await packTar(
+            [
+              { name: 'job.json', bytes: jobFileBytes(job) },
+              ...job.inputs
+                .filter((i) => i.sha256 !== null)
+                .map((i) => ({ name: `files/${i.path}`, file: join(store.root, i.path), expectSha256: i.sha256! })),
+            ],
+            (chunk) => w.chunk(chunk),
+          );
+        } catch (err) {
+          if (!(err instanceof InputChangedError)) throw err;
+          inputChanged = err;
+          await w.abort();
+          return;
+        }
+        await w.end();
+      });
+    }
+  } catch (err) {
+    if (!(err instanceof InDoubtError)) throw err;
+    ctx.dropSession();
+    return requeue(store, key, epoch, err.message, err.code);
+  }
+  if (inputChanged) {
+    const reason = `${inputChanged.message}; the job is stale, mint it again`;
+    removeLease(store, key, epoch);
+    deadLetterFile(store, store.layout.jobFile('running', key), `${key}.job`, { key, code: inputChanged.code, reason });
+    return { key, outcome: 'dead', reason };
+  }
+  if (answer.type === 'none') return requeue(store, key, epoch, 'the host answered "none" to a run', 'EGJ_BAD_ANSWER');
+  if (answer.type === 'error') return requeue(store, key, epoch, `the host refused: ${answer.code}: ${answer.message}`, answer.code);
+  return takeResult(ctx, session!, job, digest, epoch, answer, isLost);
+}
+
+async function takeResult(
+  ctx: WorkContext,
+  session: ServeClient,
+  job: Job,
+  digest: string,
+  epoch: number,
+  answer: Extract<Answer, { type: 'result' }>,
+  isLost: () => boolean,
+): Promise<JobOutcome> {
+  const { store } = ctx;
+  const { key } = job;
+  const rejectAnswer = (code: string, reason: string): JobOutcome => {
+    deadLetterBytes(store, `${key}.receipt.e${epoch}`, answer.receiptBytes, { key, code, reason, epoch });
+    return requeue(store, key, epoch, reason, code);
+  };
+  let receipt: Receipt;
+  try {
+    receipt = ctx.decodeReceipt(answer.receiptBytes, `receipt from ${ctx.launcher.destination}`);
+  } catch (err) {
+    ctx.dropSession(); // its body is still in the pipe
+    if (!(err instanceof GenjobError)) throw err;
+    return rejectAnswer(err.code, err.message);
+  }
+  if (receipt.key !== key || receipt.job_digest !== digest || receipt.epoch !== epoch) {
+    ctx.dropSession();
+    return rejectAnswer('EGJ_RECEIPT_MISMATCH', `the host answered with a receipt for another job or epoch (key ${receipt.key.slice(0, 12)}, epoch ${receipt.epoch})`);
+  }
+  let staged: Awaited<ReturnType<typeof safeExtract>>;
+  try {
+    staged = await session.deadline(ctx.timeoutMs + REQUEST_MARGIN_MS, () =>
+      safeExtract(answer.tar, {
+        stagingParent: store.layout.staging,
+        prefix: 'files/',
+        allowed: allowedPaths(job),
+        maxEntries: job.inputs.length,
+        maxFileBytes: job.constraints.max_file_bytes,
+        maxTotalBytes: job.constraints.max_total_bytes,
+      }),
+    );
+  } catch (err) {
+    ctx.dropSession();
+    if (!(err instanceof GenjobError)) throw err;
+    return rejectAnswer(err.code, `result archive refused: ${err.message}`);
+  }
+  const mismatch = compareFiles(receipt, staged.files);
+  if (mismatch) {
+    store.fs.rmSync(staged.dir, { recursive: true, force: true });
+    return rejectAnswer('EGJ_RESULT_MISMATCH', mismatch);
+  }
+  if (isLost()) {
+    store.fs.rmSync(staged.dir, { recursive: true, force: true });
+    const reason = `lease of epoch ${epoch} was lost while the job ran; standing down`;
+    deadLetterBytes(store, `${key}.receipt.e${epoch}`, answer.receiptBytes, { key, code: 'EGJ_EPOCH_SUPERSEDED', reason, epoch });
+    return { key, outcome: 'superseded', reason };
+  }
+  const committed = await commitResult(store, key, epoch, answer.receiptBytes, staged.dir);
+  if (!committed.committed) return { key, outcome: 'superseded', reason: committed.reason };
+  return { key, outcome: 'received', epoch, status: receipt.status, cached: receipt.cached, reason: receipt.reason };
+}
+
+/** Why the extracted files are not exactly the receipt's outputs, or null. */
+function compareFiles(receipt: Receipt, files: ReadonlyArray<{ path: string; sha256: string; bytes: number }>): string | null {
+  const got = new Map(files.map((f) => [f.path, f]));
+  for (const o of receipt.outputs) {
+    const f = got.get(o.path);
+    if (!f) return `the receipt names ${JSON.stringify(o.path)} but the result has no such file`;
+    if (f.sha256 !== o.sha256 || f.bytes !== o.bytes) return `${JSON.stringify(o.path)}: bytes do not hash to the receipt's digest`;
+    got.delete(o.path);
+  }
+  const extra = [...got.keys()][0];
+  return extra === undefined ? null : `the result has ${JSON.stringify(extra)}, which the receipt does not name`;
+}
