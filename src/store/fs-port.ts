@@ -20,6 +20,7 @@ export type FsPort = Pick<
   | 'utimesSync'
   | 'readSync'
   | 'fstatSync'
+  | 'fchmodSync'
 >;
 
 export const nodeFs: FsPort = fs;

@@ -1,0 +1,292 @@
+// Apply one verified job to the repository: write-ahead, atomic per file, idempotent, recoverable.
+//   lock → applied/<key>.json? done → applying/<key>.json? finish it → stale check (rule 6) → objects/
+//   (outputs and backups of the replaced bytes) → publish applying/<key>.json → per file: temp, fsync,
+//   re-check, rename, fsync dir → publish applied/<key>.json → unlink received/<key>.json → drop applying/.
+// A crash at any point is finished by the next applyJob or recoverInterruptedApplies; if it leaves both
+// applied/ and received/ (or applying/), applied/ wins and the leftovers are removed.
+import { dirname, join } from 'node:path';
+import { canonicalBytes } from '../core/canonical-json.js';
+import { ConflictError, errnoOf, IoError, RejectedError, UsageError } from '../core/errors.js';
+import { type Job, jobDigest } from '../core/job.js';
+import { sha256Hex } from '../core/sha256.js';
+import { fsyncDir, listNames, publishExclusive, readIfExists, replaceFile } from '../store/durable.js';
+import { journal } from '../store/journal.js';
+import type { Store } from '../store/store.js';
+import { type ApplyLock, withApplyLock } from './apply-lock.js';
+import { type CurrentFile, expectPlan, planApply, staleError, type Write } from './apply-plan.js';
+import {
+  APPLIED_SCHEMA,
+  APPLYING_SCHEMA,
+  type AppliedRecord,
+  type ApplyingRecord,
+  readApplied,
+  readApplying,
+} from './apply-records.js';
+import {
+  commitTreeFile,
+  currentFile,
+  readObject,
+  readRegular,
+  readTreeFile,
+  sweepTornTemps,
+} from './tree-file.js';
+import { type FileChange, unifiedDiff } from './unified-diff.js';
+
+export type { Write } from './apply-plan.js';
+
+export interface VerifiedApply {
+  store: Store;
+  /** The job document (inputs: path → sha256 at mint, or null for a file to create). */
+  job: Job;
+  jobDigest: string;
+  /** sha256 of the receipt file's bytes, recorded in the apply record. */
+  receiptSha256: string;
+  epoch: number;
+  /** Verified outputs: each an allowed path whose bytes at out/<key>/<path> hash to sha256. */
+  outputs: Array<{ path: string; sha256: string; bytes: number }>;
+}
+
+export type ApplyOutcome =
+  | { status: 'applied'; writes: Write[]; recovered: boolean }
+  | { status: 'already-applied'; writes: Write[] }
+  | { status: 'dry-run'; writes: Write[]; diff?: string };
+
+export interface ApplyOptions {
+  dryRun?: boolean;
+  diff?: boolean;
+  /** How long to wait for another apply holding the lock before EGJ_LOCKED (default 0). */
+  lockTimeoutMs?: number;
+}
+
+export async function applyJob(v: VerifiedApply, opts: ApplyOptions = {}): Promise<ApplyOutcome> {
+  if (jobDigest(v.job) !== v.jobDigest) {
+    throw new UsageError(
+      'EGJ_APPLY_MISMATCH',
+      `job ${v.job.key.slice(0, 12)}: jobDigest is not the digest of the job`,
+    );
+  }
+  if (opts.dryRun) return dryRun(v, opts.diff === true);
+  v.store.ensure();
+  return withApplyLock(v.store, { timeoutMs: opts.lockTimeoutMs }, (lock) => applyLocked(v, lock));
+}
+
+/** Finish every apply a crash left in applying/. Returns the keys finished (or found already finished). */
+export async function recoverInterruptedApplies(
+  store: Store,
+  opts: { lockTimeoutMs?: number } = {},
+): Promise<string[]> {
+  if (listNames(store, store.layout.dir('applying')).length === 0) return [];
+  store.ensure();
+  return withApplyLock(store, { timeoutMs: opts.lockTimeoutMs }, (lock) => {
+    const finished: string[] = [];
+    // re-list under the lock: another process may have finished some meanwhile
+    for (const key of listNames(store, store.layout.dir('applying'))) {
+      if (readApplied(store, key) !== undefined) {
+        removeLeftovers(store, key);
+      } else {
+        const record = readApplying(store, key);
+        if (record === undefined) continue;
+        finishApply(store, record, lock, true);
+      }
+      finished.push(key);
+    }
+    return finished;
+  });
+}
+
+function applyLocked(v: VerifiedApply, lock: ApplyLock): ApplyOutcome {
+  const { store, job } = v;
+  const key = job.key;
+  const done = readApplied(store, key);
+  if (done !== undefined) {
+    removeLeftovers(store, key);
+    return { status: 'already-applied', writes: done.writes };
+  }
+  const pending = readApplying(store, key);
+  if (pending !== undefined) return finishPending(v, pending, lock);
+
+  const writes = expectPlan(planApply(job, v.outputs, currentFiles(store, job)));
+  // Every output must still hash right before anything at all is written (rule 4, again).
+  for (const out of v.outputs) readOutput(store, key, out.path, out.sha256);
+  for (const w of writes) if (w.before !== null) backupReplaced(store, { ...w, before: w.before });
+  for (const w of writes) putObject(store, w.after, readOutput(store, key, w.path, w.after));
+
+  lock.assertHeld(`publishing ${store.layout.applying(key)}`);
+  const finished = readApplied(store, key);
+  if (finished !== undefined) return { status: 'already-applied', writes: finished.writes };
+  const record: ApplyingRecord = {
+    schema: APPLYING_SCHEMA,
+    key,
+    job_digest: v.jobDigest,
+    receipt_sha256: v.receiptSha256,
+    epoch: v.epoch,
+    writes,
+    job,
+  };
+  if (!publishExclusive(store, store.layout.applying(key), canonicalBytes(record))) {
+    // Another process (a stale lock taken twice) published first: finish its intent instead of ours.
+    const raced = readApplied(store, key);
+    if (raced !== undefined) return { status: 'already-applied', writes: raced.writes };
+    const other = readApplying(store, key);
+    if (other === undefined) {
+      throw new ConflictError(
+        'EGJ_LOCK_LOST',
+        `${store.layout.applying(key)}: another apply raced this one; run apply again`,
+      );
+    }
+    return finishPending(v, other, lock);
+  }
+  return finishApply(store, record, lock, false);
+}
+
+function finishPending(v: VerifiedApply, pending: ApplyingRecord, lock: ApplyLock): ApplyOutcome {
+  if (pending.job_digest !== v.jobDigest) {
+    throw new ConflictError(
+      'EGJ_KEY_REUSED',
+      `${v.store.layout.applying(v.job.key)}: an interrupted apply of job digest ${pending.job_digest.slice(0, 12)} ` +
+        `is pending for this key, not of ${v.jobDigest.slice(0, 12)}; run \`genjob apply\` on that job first`,
+    );
+  }
+  return finishApply(v.store, pending, lock, true);
+}
+
+/** Bring the tree to the record's after-digests, then publish applied/ and clear the leftovers. */
+function finishApply(
+  store: Store,
+  record: ApplyingRecord,
+  lock: ApplyLock,
+  recovered: boolean,
+): ApplyOutcome {
+  const key = record.key;
+  const applyingFile = store.layout.applying(key);
+  const paths = record.writes.map((w) => w.path);
+  if (recovered) sweepTornTemps(store, paths);
+  const kept =
+    `stopped with ${applyingFile} kept, so the next \`genjob apply\` finishes once the file holds ` +
+    'the expected bytes again (files already written stay written)';
+  const todo: Write[] = [];
+  for (const w of record.writes) {
+    const now = currentFile(store, w.path).sha256;
+    if (now === w.after) continue;
+    if (now !== w.before) {
+      const what = recovered
+        ? 'the tree changed while an apply was interrupted; nothing more was written, '
+        : '';
+      throw staleError(w.path, w.before, now, what + kept);
+    }
+    todo.push(w);
+  }
+  for (const w of todo) {
+    lock.assertHeld(`writing ${w.path}`);
+    commitTreeFile(store, w.path, w.before, readObject(store, w.after), w.mode, `a concurrent edit; ${kept}`);
+  }
+  lock.assertHeld(`publishing ${store.layout.jobFile('applied', key)}`);
+  const applied: AppliedRecord = { ...record, schema: APPLIED_SCHEMA, applied_at: new Date().toISOString() };
+  const published = publishExclusive(store, store.layout.jobFile('applied', key), canonicalBytes(applied));
+  removeLeftovers(store, key);
+  if (!published) {
+    // someone else finished the same intent first; their record stands
+    return { status: 'already-applied', writes: readApplied(store, key)?.writes ?? record.writes };
+  }
+  journal(store, {
+    event: 'applied',
+    key,
+    writes: record.writes.length,
+    ...(recovered ? { recovered: true } : {}),
+  });
+  return { status: 'applied', writes: record.writes, recovered };
+}
+
+/** After applied/<key>.json exists: unlink received/<key>.json, then applying/<key>.json (applied/ wins). */
+function removeLeftovers(store: Store, key: string): void {
+  for (const file of [store.layout.jobFile('received', key), store.layout.applying(key)]) {
+    try {
+      store.fs.unlinkSync(file);
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') continue;
+      throw new IoError('unlink', file, err);
+    }
+    fsyncDir(store, dirname(file));
+  }
+}
+
+function currentFiles(store: Store, job: Job): Map<string, CurrentFile> {
+  return new Map(job.inputs.map((input) => [input.path, currentFile(store, input.path)]));
+}
+
+/** The verified bytes of an output (out/<key>/<path>, or objects/<sha256> when out/ holds only a manifest). */
+function readOutput(store: Store, key: string, path: string, sha256: string): Buffer {
+  const file = join(store.layout.outDir(key), ...path.split('/'));
+  let bytes: Buffer;
+  try {
+    bytes = readRegular(store, file);
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') throw new IoError('read', file, err);
+    if (readIfExists(store, store.layout.object(sha256)) === undefined) {
+      throw new RejectedError(
+        'EGJ_ARTIFACT_MISSING',
+        `${file}: output is missing (rule 4); nothing was written`,
+        file,
+      );
+    }
+    return readObject(store, sha256);
+  }
+  const actual = sha256Hex(bytes);
+  if (actual !== sha256) {
+    throw new RejectedError(
+      'EGJ_ARTIFACT_DRIFT',
+      `${file}: bytes hash to ${actual.slice(0, 12)}, receipt says ${sha256.slice(0, 12)} (rule 4); nothing was written`,
+      file,
+    );
+  }
+  return bytes;
+}
+
+/** Keep the bytes about to be replaced in objects/<before>, so the apply can be reverted. */
+function backupReplaced(store: Store, w: Write & { before: string }): void {
+  const file = readTreeFile(store, w.path);
+  const now = file === null ? null : sha256Hex(file.bytes);
+  if (file === null || now !== w.before) {
+    throw staleError(w.path, w.before, now, 'it changed during the stale check; nothing was written');
+  }
+  putObject(store, w.before, file.bytes);
+}
+
+/** Content-addressed: publish unless present; a present object that does not hash to its name is replaced. */
+function putObject(store: Store, sha256: string, bytes: Buffer): void {
+  const file = store.layout.object(sha256);
+  if (publishExclusive(store, file, bytes)) return;
+  const existing = readIfExists(store, file);
+  if (existing !== undefined && sha256Hex(existing) === sha256) return;
+  replaceFile(store, file, bytes);
+}
+
+function dryRun(v: VerifiedApply, withDiff: boolean): ApplyOutcome {
+  const { store, job } = v;
+  const key = job.key;
+  const done = readApplied(store, key);
+  if (done !== undefined) return { status: 'already-applied', writes: done.writes };
+  const changes: FileChange[] = [];
+  const pending = readApplying(store, key);
+  let writes: Write[];
+  if (pending !== undefined) {
+    // an interrupted apply: what the next real apply would still write
+    writes = pending.writes;
+    for (const w of withDiff ? writes : []) {
+      const now = readTreeFile(store, w.path);
+      if (now !== null && sha256Hex(now.bytes) === w.after) continue;
+      changes.push({ path: w.path, before: now?.bytes ?? null, after: readObject(store, w.after) });
+    }
+  } else {
+    writes = expectPlan(planApply(job, v.outputs, currentFiles(store, job)));
+    const after = new Map(v.outputs.map((o) => [o.path, readOutput(store, key, o.path, o.sha256)]));
+    for (const w of withDiff ? writes : []) {
+      changes.push({
+        path: w.path,
+        before: readTreeFile(store, w.path)?.bytes ?? null,
+        after: after.get(w.path)!,
+      });
+    }
+  }
+  return withDiff ? { status: 'dry-run', writes, diff: unifiedDiff(changes) } : { status: 'dry-run', writes };
+}

@@ -1,0 +1,89 @@
+// The two apply records in .gen/ (canonical JSON, published by exclusive create, never edited):
+//   applying/<key>.json  genjob/applying@1  the write-ahead intent, published before the tree is touched
+//   applied/<key>.json   genjob/applied@1   the outcome; it embeds the job document (the job leaves received/)
+// The applying record also embeds the job, so a crash can be finished from .gen/ alone.
+import { z } from 'zod';
+import { UsageError } from '../core/errors.js';
+import { type Job, JobSchema, jobDigest } from '../core/job.js';
+import { pathProblem } from '../core/paths.js';
+import { SHA256_HEX } from '../core/sha256.js';
+import { readIfExists } from '../store/durable.js';
+import type { Store } from '../store/store.js';
+import type { Write } from './apply-plan.js';
+
+export const APPLYING_SCHEMA = 'genjob/applying@1';
+export const APPLIED_SCHEMA = 'genjob/applied@1';
+
+const sha = z.string().regex(SHA256_HEX);
+const WriteSchema = z.object({
+  path: z.string(),
+  before: sha.nullable(),
+  after: sha,
+  mode: z.number().int().min(0).max(0o777),
+});
+const common = {
+  key: sha,
+  job_digest: sha,
+  receipt_sha256: sha,
+  epoch: z.number().int().nonnegative(),
+  writes: z.array(WriteSchema),
+  job: JobSchema,
+};
+const ApplyingSchema = z.object({ schema: z.literal(APPLYING_SCHEMA), ...common });
+const AppliedSchema = z.object({ schema: z.literal(APPLIED_SCHEMA), ...common, applied_at: z.string() });
+
+export interface ApplyingRecord {
+  schema: typeof APPLYING_SCHEMA;
+  key: string;
+  job_digest: string;
+  receipt_sha256: string;
+  epoch: number;
+  writes: Write[];
+  job: Job;
+}
+export interface AppliedRecord extends Omit<ApplyingRecord, 'schema'> {
+  schema: typeof APPLIED_SCHEMA;
+  applied_at: string;
+}
+
+function invalid(file: string, rule: string): UsageError {
+  return new UsageError('EGJ_RECORD_INVALID', `${file}: not a valid apply record: ${rule}`);
+}
+
+function read<T extends ApplyingRecord | AppliedRecord>(
+  store: Store,
+  file: string,
+  key: string,
+  schema: z.ZodType<T>,
+): T | undefined {
+  const bytes = readIfExists(store, file);
+  if (bytes === undefined) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    throw invalid(file, `malformed JSON (${(err as Error).message})`);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw invalid(file, `${issue.path.join('.') || '(document)'}: ${issue.message}`);
+  }
+  const record = parsed.data;
+  if (record.key !== key || record.job.key !== key) throw invalid(file, `it is not the record of key ${key}`);
+  if (jobDigest(record.job) !== record.job_digest)
+    throw invalid(file, 'job_digest is not the digest of its job');
+  for (const w of record.writes) {
+    const problem = pathProblem(w.path);
+    if (problem) throw invalid(file, `write ${JSON.stringify(w.path)}: ${problem}`);
+  }
+  return record;
+}
+
+export function readApplying(store: Store, key: string): ApplyingRecord | undefined {
+  return read(store, store.layout.applying(key), key, ApplyingSchema as z.ZodType<ApplyingRecord>);
+}
+
+export function readApplied(store: Store, key: string): AppliedRecord | undefined {
+  return read(store, store.layout.jobFile('applied', key), key, AppliedSchema as z.ZodType<AppliedRecord>);
+}

@@ -1,0 +1,51 @@
+// Revert an applied key: put back the bytes the apply replaced (kept in objects/<before>) and delete the
+// files it created. All or nothing up front: every target must still hold the apply's `after` (or already
+// its `before`, from a revert a crash interrupted), and every backup must be present, before anything is
+// written; each file is then re-checked right before its commit, so a user's later edit is never lost.
+import { UsageError } from '../core/errors.js';
+import { journal } from '../store/journal.js';
+import type { Store } from '../store/store.js';
+import { withApplyLock } from './apply-lock.js';
+import { staleError, type Write } from './apply-plan.js';
+import { readApplied } from './apply-records.js';
+import { commitTreeFile, currentFile, readObject, removeTreeFile, sweepTornTemps } from './tree-file.js';
+
+export async function revertApplied(
+  store: Store,
+  key: string,
+  opts: { lockTimeoutMs?: number } = {},
+): Promise<{ reverted: Write[] }> {
+  store.ensure();
+  return withApplyLock(store, { timeoutMs: opts.lockTimeoutMs }, (lock) => {
+    const record = readApplied(store, key);
+    if (record === undefined) {
+      throw new UsageError(
+        'EGJ_NOT_APPLIED',
+        `${store.layout.jobFile('applied', key)}: key ${key.slice(0, 12)} has no apply record; nothing to revert`,
+      );
+    }
+    sweepTornTemps(
+      store,
+      record.writes.map((w) => w.path),
+    );
+    const changed = 'it changed after the apply and reverting would overwrite that edit';
+    const todo: Write[] = [];
+    for (const w of record.writes) {
+      const now = currentFile(store, w.path).sha256;
+      if (now === w.before) continue;
+      if (now !== w.after) throw staleError(w.path, w.after, now, `${changed}; nothing was written`);
+      todo.push(w);
+    }
+    const originals = new Map(
+      todo.flatMap((w) => (w.before === null ? [] : [[w.path, readObject(store, w.before)]])),
+    );
+    for (const w of todo) {
+      lock.assertHeld(`reverting ${w.path}`);
+      const context = `${changed}; stopped (files already reverted stay reverted)`;
+      if (w.before === null) removeTreeFile(store, w.path, w.after, context);
+      else commitTreeFile(store, w.path, w.after, originals.get(w.path)!, w.mode, context);
+    }
+    journal(store, { event: 'reverted', key, writes: todo.length });
+    return { reverted: todo };
+  });
+}

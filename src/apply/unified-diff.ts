@@ -1,0 +1,45 @@
+// Unified diff of the changes an apply (or a revert) would make, for `apply --dry-run --diff`.
+// Text goes through jsdiff's createTwoFilesPatch with a/ b/ names (/dev/null for a created or deleted file);
+// a file that is not UTF-8 text (a NUL byte, or invalid UTF-8) is summarised as "binary file changed".
+import { createTwoFilesPatch } from 'diff';
+
+export interface FileChange {
+  path: string;
+  before: Uint8Array | null;
+  after: Uint8Array | null;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+export function isBinary(bytes: Uint8Array): boolean {
+  if (bytes.includes(0)) return true;
+  try {
+    utf8.decode(bytes);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+function text(bytes: Uint8Array | null): string {
+  return bytes === null ? '' : utf8.decode(bytes);
+}
+
+export function fileDiff(change: FileChange): string {
+  const from = change.before === null ? '/dev/null' : `a/${change.path}`;
+  const to = change.after === null ? '/dev/null' : `b/${change.path}`;
+  const sizes = `${change.before?.length ?? 0} → ${change.after?.length ?? 0} bytes`;
+  if (
+    (change.before !== null && isBinary(change.before)) ||
+    (change.after !== null && isBinary(change.after))
+  ) {
+    return `--- ${from}\n+++ ${to}\nbinary file changed: ${change.path} (${sizes})\n`;
+  }
+  const patch = createTwoFilesPatch(from, to, text(change.before), text(change.after));
+  // jsdiff opens with a "=====" rule line that git and patch(1) do not need
+  return patch.replace(/^=+\n/, '');
+}
+
+export function unifiedDiff(changes: readonly FileChange[]): string {
+  return changes.map(fileDiff).join('');
+}

@@ -1,0 +1,324 @@
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { applyJob, recoverInterruptedApplies } from '../../src/apply/apply-job.js';
+import { TREE_TMP_PREFIX } from '../../src/apply/tree-file.js';
+import { ConflictError, RejectedError } from '../../src/core/errors.js';
+import { sha256Hex } from '../../src/core/sha256.js';
+import { type FsPort, nodeFs } from '../../src/store/fs-port.js';
+import { readJournal } from '../../src/store/journal.js';
+import { makeFixture, readOrNull, removeTempDirs, snapshot, tempDir } from './fixture.js';
+
+afterEach(removeTempDirs);
+
+const sha = (s: string | Buffer) => sha256Hex(s);
+
+function threeFiles() {
+  return makeFixture({
+    files: {
+      'src/a.ts': { bytes: 'export const a = 1;\n', mode: 0o644 },
+      'bin/run.sh': { bytes: '#!/bin/sh\necho old\n', mode: 0o755 },
+      'README.md': 'readme\n',
+    },
+    inputs: ['README.md', 'bin/run.sh', 'src/a.ts', 'src/new/b.ts'],
+    outputs: {
+      'src/a.ts': 'export const a = 2;\n',
+      'bin/run.sh': '#!/bin/sh\necho new\n',
+      'src/new/b.ts': 'export const b = 1;\n',
+    },
+  });
+}
+
+async function expectConflict(p: Promise<unknown>, code: string): Promise<ConflictError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ConflictError);
+  expect((err as ConflictError).code).toBe(code);
+  expect((err as ConflictError).exitCode).toBe(4);
+  return err as ConflictError;
+}
+
+describe('applyJob', () => {
+  it('writes the exact output bytes of a single-file job and keeps the file mode', async () => {
+    const f = makeFixture({
+      files: { 'tool.sh': { bytes: 'echo 1\n', mode: 0o750 } },
+      inputs: ['tool.sh'],
+      outputs: { 'tool.sh': 'echo 2\n' },
+    });
+    const out = await applyJob(f.v, {});
+    expect(out).toEqual({
+      status: 'applied',
+      recovered: false,
+      writes: [{ path: 'tool.sh', before: sha('echo 1\n'), after: sha('echo 2\n'), mode: 0o750 }],
+    });
+    expect(readFileSync(join(f.root, 'tool.sh'), 'utf8')).toBe('echo 2\n');
+    expect(statSync(join(f.root, 'tool.sh')).mode & 0o777).toBe(0o750);
+  });
+
+  it('writes every file of a multi-file job, creating new files 0644 in new 0755 directories', async () => {
+    const f = threeFiles();
+    const out = await applyJob(f.v, {});
+    expect(out.status).toBe('applied');
+    expect(out.writes.map((w) => w.path)).toEqual(['bin/run.sh', 'src/a.ts', 'src/new/b.ts']);
+    for (const [path, bytes] of f.expected) expect(readOrNull(f.root, path)).toEqual(bytes);
+    expect(statSync(join(f.root, 'bin/run.sh')).mode & 0o777).toBe(0o755);
+    expect(statSync(join(f.root, 'src/new/b.ts')).mode & 0o777).toBe(0o644);
+    expect(statSync(join(f.root, 'src/new')).mode & 0o777).toBe(0o755);
+  });
+
+  it('records the apply, moves the job out of received/ and keeps before and after bytes in objects/', async () => {
+    const f = threeFiles();
+    const { store, job } = f.v;
+    await applyJob(f.v, {});
+    const record = JSON.parse(readFileSync(store.layout.jobFile('applied', job.key), 'utf8'));
+    expect(record).toMatchObject({
+      schema: 'genjob/applied@1',
+      key: job.key,
+      job_digest: f.v.jobDigest,
+      receipt_sha256: f.v.receiptSha256,
+      epoch: 1,
+      job,
+    });
+    expect(record.writes).toHaveLength(3);
+    expect(typeof record.applied_at).toBe('string');
+    expect(existsSync(store.layout.jobFile('received', job.key))).toBe(false);
+    expect(readdirSync(store.layout.dir('applying'))).toEqual([]);
+    for (const w of record.writes) {
+      expect(sha(readFileSync(store.layout.object(w.after)))).toBe(w.after);
+      if (w.before !== null) expect(sha(readFileSync(store.layout.object(w.before)))).toBe(w.before);
+    }
+    expect(readJournal(store, job.key).map((e) => [e.event, e.writes])).toEqual([['applied', 3]]);
+  });
+
+  it('says already-applied on a second apply and writes nothing, even when the repository changed since', async () => {
+    const f = threeFiles();
+    const first = await applyJob(f.v, {});
+    writeFileSync(join(f.root, 'src/a.ts'), 'a user edit\n');
+    const before = snapshot(f.root);
+    const second = await applyJob(f.v, {});
+    expect(second).toEqual({ status: 'already-applied', writes: first.writes });
+    expect(snapshot(f.root)).toEqual(before);
+  });
+
+  it.each([
+    { name: 'an edited input that is also an output', path: 'src/a.ts', edit: 'edit' },
+    { name: 'an edited input that is not an output', path: 'README.md', edit: 'edit' },
+    { name: 'a deleted input', path: 'bin/run.sh', edit: 'delete' },
+    { name: 'a path to create that now exists', path: 'src/new/b.ts', edit: 'create' },
+  ] as const)(
+    'refuses a stale job ($name) with EGJ_STALE and leaves the repository byte-identical',
+    async ({ path, edit }) => {
+      const f = threeFiles();
+      const abs = join(f.root, path);
+      if (edit === 'delete') unlinkSync(abs);
+      else {
+        mkdirSync(join(abs, '..'), { recursive: true });
+        writeFileSync(abs, 'the user wrote this after mint\n');
+      }
+      const before = snapshot(f.root);
+      const err = await expectConflict(applyJob(f.v, {}), 'EGJ_STALE');
+      expect(err.message).toContain(path);
+      expect(err.message).toContain('the repository changed under the job');
+      expect(snapshot(f.root)).toEqual(before);
+      if (edit !== 'delete') expect(readFileSync(abs, 'utf8')).toBe('the user wrote this after mint\n');
+    },
+  );
+
+  it('refuses a job whose directory became a symlink to elsewhere and writes nothing outside', async () => {
+    const f = makeFixture({
+      files: { 'lib/x.ts': 'x\n' },
+      inputs: ['lib/new.ts', 'lib/x.ts'],
+      outputs: { 'lib/new.ts': 'new\n', 'lib/x.ts': 'x2\n' },
+    });
+    const elsewhere = tempDir('genjob-elsewhere-');
+    writeFileSync(join(elsewhere, 'x.ts'), 'x\n');
+    rmSync(join(f.root, 'lib'), { recursive: true });
+    symlinkSync(elsewhere, join(f.root, 'lib'));
+    const outside = snapshot(elsewhere);
+    const repo = snapshot(f.root);
+    const err = await expectConflict(applyJob(f.v, {}), 'EGJ_UNSAFE_PATH');
+    expect(err.message).toContain('symlink');
+    expect(snapshot(elsewhere)).toEqual(outside);
+    expect(snapshot(f.root)).toEqual(repo);
+  });
+
+  it('refuses with EGJ_ARTIFACT_DRIFT (exit 3) when the output bytes changed after verify, writing nothing', async () => {
+    const f = threeFiles();
+    writeFileSync(join(f.v.store.layout.outDir(f.v.job.key), 'src/new/b.ts'), 'tampered\n');
+    const before = snapshot(f.root);
+    const err = await applyJob(f.v, {}).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RejectedError);
+    expect((err as RejectedError).code).toBe('EGJ_ARTIFACT_DRIFT');
+    expect((err as RejectedError).exitCode).toBe(3);
+    expect(snapshot(f.root)).toEqual(before);
+  });
+
+  it('writes nothing at all on a dry run and returns the plan', async () => {
+    const f = threeFiles();
+    const before = snapshot(f.root);
+    const out = await applyJob(f.v, { dryRun: true });
+    expect(out.status).toBe('dry-run');
+    expect(out.writes.map((w) => [w.path, w.mode])).toEqual([
+      ['bin/run.sh', 0o755],
+      ['src/a.ts', 0o644],
+      ['src/new/b.ts', 0o644],
+    ]);
+    expect(out).not.toHaveProperty('diff');
+    expect(snapshot(f.root)).toEqual(before);
+  });
+
+  it('shows a unified diff of every change on a dry run with diff, binary files summarised', async () => {
+    const f = makeFixture({
+      files: { 'a.txt': 'one\ntwo\n', 'logo.png': Buffer.from([0x89, 0x50, 0, 1]) },
+      inputs: ['a.txt', 'logo.png', 'new.txt'],
+      outputs: { 'a.txt': 'one\nTWO\n', 'logo.png': Buffer.from([0x89, 0x50, 0, 2]), 'new.txt': 'hello\n' },
+    });
+    const before = snapshot(f.root);
+    const out = await applyJob(f.v, { dryRun: true, diff: true });
+    expect(snapshot(f.root)).toEqual(before);
+    expect(out.status === 'dry-run' && out.diff).toBe(
+      [
+        '--- a/a.txt',
+        '+++ b/a.txt',
+        '@@ -1,2 +1,2 @@',
+        ' one',
+        '-two',
+        '+TWO',
+        '--- a/logo.png',
+        '+++ b/logo.png',
+        'binary file changed: logo.png (4 → 4 bytes)',
+        '--- /dev/null',
+        '+++ b/new.txt',
+        '@@ -0,0 +1,1 @@',
+        '+hello',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('still refuses a stale job on a dry run', async () => {
+    const f = threeFiles();
+    writeFileSync(join(f.root, 'README.md'), 'edited\n');
+    await expectConflict(applyJob(f.v, { dryRun: true }), 'EGJ_STALE');
+  });
+
+  it('stops with EGJ_STALE when a user edit races the rename, keeps the edit and the applying record, and finishes once the file is restored', async () => {
+    const f = threeFiles();
+    const target = join(f.root, 'src/a.ts');
+    let raced = false;
+    // the user saves src/a.ts at the worst moment: right after our temp file is fsynced
+    const racing: FsPort = {
+      ...nodeFs,
+      fsyncSync(fd: number) {
+        nodeFs.fsyncSync(fd);
+        const tmp = readdirSync(join(f.root, 'src')).find((n) => n.startsWith(TREE_TMP_PREFIX));
+        if (tmp !== undefined && !raced) {
+          raced = true;
+          writeFileSync(target, 'user edit\n');
+        }
+      },
+    };
+    const err = await expectConflict(applyJob(f.withFs(racing), {}), 'EGJ_STALE');
+    expect(err.message).toContain('src/a.ts');
+    expect(err.message).toContain('applying');
+    expect(readFileSync(target, 'utf8')).toBe('user edit\n');
+    expect(existsSync(f.v.store.layout.applying(f.v.job.key))).toBe(true);
+    expect(readdirSync(join(f.root, 'src')).filter((n) => n.startsWith(TREE_TMP_PREFIX))).toEqual([]);
+
+    await expectConflict(applyJob(f.v, {}), 'EGJ_STALE');
+    expect(readFileSync(target, 'utf8')).toBe('user edit\n');
+
+    writeFileSync(target, f.original.get('src/a.ts')!);
+    const out = await applyJob(f.v, {});
+    expect(out).toMatchObject({ status: 'applied', recovered: true });
+    for (const [path, bytes] of f.expected) expect(readOrNull(f.root, path)).toEqual(bytes);
+  });
+
+  it('removes torn temp files next to the targets when it finishes an interrupted apply', async () => {
+    const f = threeFiles();
+    const { store, job } = f.v;
+    // an apply that died after its write-ahead record, leaving half a temp file
+    let n = 0;
+    const dies: FsPort = {
+      ...nodeFs,
+      renameSync() {
+        n += 1;
+        throw new Error('died');
+      },
+    };
+    await expect(applyJob(f.withFs(dies), {})).rejects.toThrow('died');
+    expect(n).toBe(1);
+    writeFileSync(join(f.root, 'bin', `${TREE_TMP_PREFIX}999-1-torn`), '#!/bin/sh\nech');
+    expect(await recoverInterruptedApplies(store)).toEqual([job.key]);
+    expect(readdirSync(join(f.root, 'bin'))).toEqual(['run.sh']);
+    for (const [path, bytes] of f.expected) expect(readOrNull(f.root, path)).toEqual(bytes);
+    expect(await applyJob(f.v, {})).toMatchObject({ status: 'already-applied' });
+  });
+
+  it('gives the write to exactly one of two applies racing in one process', async () => {
+    for (const lockTimeoutMs of [0, 10_000]) {
+      const f = threeFiles();
+      const results = await Promise.allSettled([
+        applyJob(f.v, { lockTimeoutMs }),
+        applyJob(f.v, { lockTimeoutMs }),
+      ]);
+      const statuses = results.map((r) =>
+        r.status === 'fulfilled' ? r.value.status : (r.reason as ConflictError).code,
+      );
+      expect(statuses.filter((s) => s === 'applied')).toHaveLength(1);
+      expect(statuses.filter((s) => s !== 'applied')[0]).toMatch(/^(already-applied|EGJ_LOCKED)$/);
+      if (lockTimeoutMs > 0) expect(statuses.sort()).toEqual(['already-applied', 'applied']);
+      for (const [path, bytes] of f.expected) expect(readOrNull(f.root, path)).toEqual(bytes);
+    }
+  });
+
+  it('keeps a file mode it finds at apply time rather than the default', async () => {
+    const f = threeFiles();
+    chmodSync(join(f.root, 'src/a.ts'), 0o600);
+    const out = await applyJob(f.v, {});
+    expect(out.writes.find((w) => w.path === 'src/a.ts')?.mode).toBe(0o600);
+    expect(statSync(join(f.root, 'src/a.ts')).mode & 0o777).toBe(0o600);
+  });
+
+  it('recovers nothing, and writes nothing, when no apply was interrupted', async () => {
+    const f = threeFiles();
+    const before = snapshot(f.root);
+    expect(await recoverInterruptedApplies(f.v.store)).toEqual([]);
+    expect(snapshot(f.root)).toEqual(before);
+  });
+
+  it('shows on a dry run only what an interrupted apply still has to write', async () => {
+    const f = threeFiles();
+    let renames = 0;
+    const dies: FsPort = {
+      ...nodeFs,
+      renameSync(from, to) {
+        renames += 1;
+        if (renames > 1) throw new Error('died');
+        nodeFs.renameSync(from, to);
+      },
+    };
+    await expect(applyJob(f.withFs(dies), {})).rejects.toThrow('died');
+    const before = snapshot(f.root);
+    const out = await applyJob(f.v, { dryRun: true, diff: true });
+    expect(snapshot(f.root)).toEqual(before);
+    expect(out.writes).toHaveLength(3);
+    const diff = out.status === 'dry-run' ? (out.diff ?? '') : '';
+    expect(diff).not.toContain('bin/run.sh');
+    expect(diff).toContain('+++ b/src/a.ts');
+    expect(diff).toContain('+++ b/src/new/b.ts');
+  });
+});

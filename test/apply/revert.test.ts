@@ -1,0 +1,105 @@
+import { rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { applyJob } from '../../src/apply/apply-job.js';
+import { revertApplied } from '../../src/apply/revert.js';
+import { ConflictError, type GenjobError } from '../../src/core/errors.js';
+import { nodeFs } from '../../src/store/fs-port.js';
+import { readJournal } from '../../src/store/journal.js';
+import { Store } from '../../src/store/store.js';
+import { crashingFs, isCrash } from '../helpers/crashing-fs.js';
+import { makeFixture, readOrNull, removeTempDirs, snapshot } from './fixture.js';
+
+afterEach(removeTempDirs);
+
+function applied() {
+  return makeFixture({
+    files: {
+      'src/a.ts': { bytes: 'a = 1\n', mode: 0o600 },
+      'bin/run.sh': { bytes: '#!/bin/sh\necho old\n', mode: 0o755 },
+    },
+    inputs: ['bin/run.sh', 'src/a.ts', 'src/new/b.ts'],
+    outputs: { 'src/a.ts': 'a = 2\n', 'bin/run.sh': '#!/bin/sh\necho new\n', 'src/new/b.ts': 'b\n' },
+  });
+}
+
+describe('revertApplied', () => {
+  it('restores the exact bytes and modes the apply replaced and deletes the files it created', async () => {
+    const f = applied();
+    const beforeApply = snapshot(f.root, ['.gen']);
+    await applyJob(f.v, {});
+    const { reverted } = await revertApplied(f.v.store, f.v.job.key);
+    expect(reverted.map((w) => w.path)).toEqual(['bin/run.sh', 'src/a.ts', 'src/new/b.ts']);
+    for (const [path, bytes] of f.original) expect(readOrNull(f.root, path)).toEqual(bytes);
+    expect(statSync(join(f.root, 'src/a.ts')).mode & 0o777).toBe(0o600);
+    expect(statSync(join(f.root, 'bin/run.sh')).mode & 0o777).toBe(0o755);
+    // the directory the apply created stays (empty); everything else is as before the apply
+    const after = snapshot(f.root, ['.gen']);
+    after.delete('src/new');
+    expect(after).toEqual(beforeApply);
+    expect(readJournal(f.v.store, f.v.job.key).map((e) => e.event)).toEqual(['applied', 'reverted']);
+  });
+
+  it('refuses with a conflict and writes nothing when a target was edited after the apply', async () => {
+    const f = applied();
+    await applyJob(f.v, {});
+    writeFileSync(join(f.root, 'src/new/b.ts'), 'my edit\n');
+    const before = snapshot(f.root, ['.gen']);
+    const err = await revertApplied(f.v.store, f.v.job.key).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConflictError);
+    expect((err as ConflictError).code).toBe('EGJ_STALE');
+    expect((err as ConflictError).message).toContain('src/new/b.ts');
+    expect(snapshot(f.root, ['.gen'])).toEqual(before);
+  });
+
+  it('refuses and writes nothing when a backup object is missing', async () => {
+    const f = applied();
+    const out = await applyJob(f.v, {});
+    rmSync(f.v.store.layout.object(out.writes.find((w) => w.path === 'src/a.ts')!.before!));
+    const before = snapshot(f.root, ['.gen']);
+    const err = await revertApplied(f.v.store, f.v.job.key).catch((e: unknown) => e);
+    expect((err as GenjobError).code).toBe('EGJ_OBJECT_MISSING');
+    expect(snapshot(f.root, ['.gen'])).toEqual(before);
+  });
+
+  it('reverts nothing the second time', async () => {
+    const f = applied();
+    await applyJob(f.v, {});
+    await revertApplied(f.v.store, f.v.job.key);
+    expect(await revertApplied(f.v.store, f.v.job.key)).toEqual({ reverted: [] });
+  });
+
+  it('says EGJ_NOT_APPLIED for a key that was never applied', async () => {
+    const f = applied();
+    const err = await revertApplied(f.v.store, f.v.job.key).catch((e: unknown) => e);
+    expect((err as GenjobError).code).toBe('EGJ_NOT_APPLIED');
+    expect((err as GenjobError).exitCode).toBe(2);
+  });
+
+  it('is finished by a second revert, whichever mutating call a crash hits', async () => {
+    const probe = applied();
+    await applyJob(probe.v, {});
+    const counter = crashingFs(nodeFs, Number.POSITIVE_INFINITY);
+    await revertApplied(new Store(probe.root, counter), probe.v.job.key);
+    const total = counter.mutations;
+    expect(total).toBeGreaterThan(10);
+    const finalTree = snapshot(probe.root, ['.gen']);
+    for (let n = 1; n <= total; n++) {
+      const f = applied();
+      await applyJob(f.v, {});
+      const fs = crashingFs(nodeFs, n);
+      const err = await revertApplied(new Store(f.root, fs), f.v.job.key).catch((e: unknown) => e);
+      const where = `crash #${n} at ${fs.log.at(-1)}`;
+      expect(isCrash(err), where).toBe(true);
+      for (const [path, bytes] of f.original) {
+        expect([bytes, f.expected.get(path)], `${where}: ${path} torn`).toContainEqual(
+          readOrNull(f.root, path),
+        );
+      }
+      await revertApplied(f.v.store, f.v.job.key);
+      for (const [path, bytes] of f.original) expect(readOrNull(f.root, path), where).toEqual(bytes);
+      expect(snapshot(f.root, ['.gen']), where).toEqual(finalTree);
+      removeTempDirs();
+    }
+  });
+});

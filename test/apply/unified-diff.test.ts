@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { isBinary, unifiedDiff } from '../../src/apply/unified-diff.js';
+
+const b = (s: string) => Buffer.from(s);
+
+describe('unifiedDiff', () => {
+  it.each([
+    {
+      name: 'a changed text file',
+      change: { path: 'a.txt', before: b('x\ny\n'), after: b('x\nz\n') },
+      diff: '--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n x\n-y\n+z\n',
+    },
+    {
+      name: 'a created file against /dev/null',
+      change: { path: 'n.txt', before: null, after: b('hi\n') },
+      diff: '--- /dev/null\n+++ b/n.txt\n@@ -0,0 +1,1 @@\n+hi\n',
+    },
+    {
+      name: 'a deleted file against /dev/null',
+      change: { path: 'd.txt', before: b('bye\n'), after: null },
+      diff: '--- a/d.txt\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-bye\n',
+    },
+    {
+      name: 'a file without a final newline',
+      change: { path: 'e.txt', before: b('a'), after: b('b') },
+      diff: '--- a/e.txt\n+++ b/e.txt\n@@ -1,1 +1,1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n',
+    },
+    {
+      name: 'a binary file, summarised',
+      change: { path: 'img.bin', before: Buffer.from([1, 0, 2]), after: Buffer.from([1, 0, 3, 4]) },
+      diff: '--- a/img.bin\n+++ b/img.bin\nbinary file changed: img.bin (3 → 4 bytes)\n',
+    },
+    {
+      name: 'invalid UTF-8, summarised as binary',
+      change: { path: 'latin1.txt', before: b('ok\n'), after: Buffer.from([0xe9, 0x0a]) },
+      diff: '--- a/latin1.txt\n+++ b/latin1.txt\nbinary file changed: latin1.txt (3 → 2 bytes)\n',
+    },
+  ])('shows $name', ({ change, diff }) => {
+    expect(unifiedDiff([change])).toBe(diff);
+  });
+
+  it('treats NUL bytes and invalid UTF-8 as binary, and UTF-8 text as text', () => {
+    expect(isBinary(Buffer.from('héllo ✓\n'))).toBe(false);
+    expect(isBinary(Buffer.from([0x61, 0]))).toBe(true);
+    expect(isBinary(Buffer.from([0xff]))).toBe(true);
+  });
+});
