@@ -1,0 +1,462 @@
+// builtin:openai — a generator that asks an OpenAI-compatible chat-completions endpoint for whole files
+// and writes them into the workspace. A request that may have reached the model is never repeated:
+// a timeout after connecting, a reset mid-response or a 5xx ends the attempt "in doubt" (the tokens may
+// be spent). Only a refused connection or an HTTP 429 — proof that nothing was generated — is retried.
+// Tokens and requests are summed into every result, whatever its status: the spend ledger.
+import {
+  closeSync,
+  constants,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { join } from 'node:path';
+import { errnoOf } from '../../core/errors.js';
+import type { Job } from '../../core/job.js';
+import { ancestors } from '../../core/paths.js';
+import { type OpenAiConfig, readOpenAiConfig } from './openai-config.js';
+import {
+  type AnswerFormat,
+  buildMessages,
+  changesProblem,
+  type FileChange,
+  type PromptFile,
+  parseAnswer,
+  RESPONSE_FORMAT,
+} from './openai-prompt.js';
+
+export const OPENAI_GENERATOR_NAME = 'builtin:openai';
+
+export interface BuiltinGeneratorInput {
+  /** Directory holding the allowed files that exist, at their contract paths. */
+  workspace: string;
+  job: Job;
+  /** The serve process's environment (the host's), never the worker's. */
+  env: NodeJS.ProcessEnv;
+  /** Overall deadline for the attempt. */
+  timeoutMs: number;
+  /** Where each answer is kept for inspection: answer-<n>.txt, error-<n>.txt. */
+  rawAnswerDir: string;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  requests: number;
+}
+
+export interface BuiltinGeneratorResult {
+  status: 'ok' | 'rejected' | 'aborted';
+  reason: string | null;
+  usage: Usage;
+  /** The model name as reported by the endpoint. */
+  version: string | null;
+}
+
+const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
+const MAX_BACKOFF_MS = 30_000;
+const MAX_RETRY_AFTER_MS = 60_000;
+const SNIPPET_CHARS = 300;
+
+/** Ask the configured endpoint to carry out `job` in `workspace`; never throws for endpoint or answer faults. */
+export async function runOpenAiGenerator(input: BuiltinGeneratorInput): Promise<BuiltinGeneratorResult> {
+  const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, requests: 0 };
+  let version: string | null = null;
+  const end = (status: BuiltinGeneratorResult['status'], reason: string | null): BuiltinGeneratorResult => ({
+    status,
+    reason,
+    usage: { ...usage },
+    version,
+  });
+
+  const loaded = readOpenAiConfig(input.env);
+  if (!loaded.ok) return end('aborted', `${OPENAI_GENERATOR_NAME}: ${loaded.problem}`);
+  const config = loaded.config;
+  const deadline = Date.now() + input.timeoutMs;
+  mkdirSync(input.rawAnswerDir, { recursive: true });
+
+  const files = readWorkspace(input.workspace, input.job);
+  if (!Array.isArray(files)) return end('aborted', files.problem);
+
+  let format: AnswerFormat = config.structured === 'off' ? 'text' : 'structured';
+  let retriesLeft = config.maxRetries;
+  let tries = 0;
+  const target = `${config.endpoint.origin}${config.endpoint.pathname}`;
+
+  for (;;) {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0)
+      return end('aborted', `deadline of ${input.timeoutMs} ms reached before a request could be sent`);
+    const timeoutMs = Math.min(remaining, config.requestTimeoutMs ?? remaining);
+    tries += 1;
+    const body = requestBody(config, input.job, files, format);
+    const ex = await post(config, body, timeoutMs);
+    if (ex.reached) usage.requests += 1;
+    const n = usage.requests;
+
+    if (ex.kind === 'refused') {
+      const why = `connection refused by ${config.endpoint.host} (${plural(tries, 'try', 'tries')})`;
+      if (retriesLeft === 0) return end('aborted', why);
+      const wait = backoffMs(config, config.maxRetries - retriesLeft);
+      if (Date.now() + wait >= deadline)
+        return end('aborted', `${why}; no time left before the deadline to retry`);
+      retriesLeft -= 1;
+      await sleep(wait);
+      continue;
+    }
+    if (ex.kind === 'failed') return end('aborted', ex.reason);
+    if (ex.kind === 'in-doubt')
+      return end('aborted', `in doubt: ${ex.reason} (request ${n} to ${target}; not retried)`);
+
+    const { status, headers, text } = ex;
+    addUsage(usage, text);
+    if (status >= 200 && status < 300) {
+      const outcome = takeAnswer(text, format, input, n);
+      if (outcome.model !== null) version = outcome.model;
+      return end(outcome.status, outcome.reason);
+    }
+    writeFileSync(join(input.rawAnswerDir, `error-${n}.txt`), text);
+    const snippet = excerpt(text);
+
+    if (status === 429) {
+      const why = `rate limited (HTTP 429) by ${target}`;
+      if (retriesLeft === 0)
+        return end('aborted', `${why} after ${plural(tries, 'try', 'tries')}: ${snippet}`);
+      const after = retryAfterMs(headers['retry-after']);
+      const wait = after ?? backoffMs(config, config.maxRetries - retriesLeft);
+      if (Date.now() + wait >= deadline)
+        return end('aborted', `${why}; waiting ${wait} ms would pass the deadline`);
+      retriesLeft -= 1;
+      await sleep(wait);
+      continue;
+    }
+    if (
+      (status === 400 || status === 422) &&
+      format === 'structured' &&
+      /response_format|json_schema/i.test(text)
+    ) {
+      if (config.structured === 'auto') {
+        // The endpoint refused the request before generating: ask again in the fallback text format.
+        format = 'text';
+        continue;
+      }
+      return end(
+        'aborted',
+        `${target} does not accept response_format (GENJOB_OPENAI_STRUCTURED=on): ${snippet}`,
+      );
+    }
+    if (status >= 500)
+      return end('aborted', `in doubt: HTTP ${status} from ${target} (not retried): ${snippet}`);
+    return end('aborted', `HTTP ${status} from ${target}: ${snippet}`);
+  }
+}
+
+type AnswerOutcome = { status: 'ok' | 'rejected' | 'aborted'; reason: string | null; model: string | null };
+
+/** Read a 2xx chat completion, keep its text, parse it, and write the files it proposes. */
+function takeAnswer(
+  text: string,
+  format: AnswerFormat,
+  input: BuiltinGeneratorInput,
+  n: number,
+): AnswerOutcome {
+  const keep = (t: string) => writeFileSync(join(input.rawAnswerDir, `answer-${n}.txt`), t);
+  const completion = readCompletion(text);
+  if (typeof completion === 'string') {
+    keep(text);
+    return { status: 'rejected', reason: `answer could not be parsed: ${completion}`, model: null };
+  }
+  const { content, model, finish, refusal } = completion;
+  keep(content ?? refusal ?? text);
+  const fail = (problem: string): AnswerOutcome => ({ status: 'rejected', reason: problem, model });
+  if (refusal !== null) return fail(`the model refused: ${excerpt(refusal)}`);
+  if (finish === 'length') return fail('answer could not be parsed: it was cut off at the token limit');
+  if (content === null) return fail('answer could not be parsed: the completion has no message content');
+  const parsed = parseAnswer(content, format);
+  if (!parsed.ok) return fail(`answer could not be parsed: ${parsed.problem}`);
+  const problem = changesProblem(parsed.files, input.job);
+  if (problem) return fail(problem);
+  const writeProblem = writeChanges(input.workspace, parsed.files);
+  if (writeProblem) return { status: 'aborted', reason: writeProblem, model };
+  return { status: 'ok', reason: null, model };
+}
+
+type Completion = {
+  content: string | null;
+  model: string | null;
+  finish: string | null;
+  refusal: string | null;
+};
+
+function readCompletion(text: string): Completion | string {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return `the response is not JSON: ${excerpt(text)}`;
+  }
+  const choice = (raw as { choices?: unknown })?.choices;
+  const first = Array.isArray(choice) ? (choice[0] as Record<string, unknown> | undefined) : undefined;
+  const message = first?.['message'] as Record<string, unknown> | undefined;
+  if (typeof message !== 'object' || message === null)
+    return 'the response is not a chat completion (no choices[0].message)';
+  const str = (v: unknown) => (typeof v === 'string' ? v : null);
+  return {
+    content: str(message['content']),
+    refusal: str(message['refusal']),
+    finish: str(first?.['finish_reason']),
+    model: str((raw as { model?: unknown }).model),
+  };
+}
+
+function addUsage(usage: Usage, text: string): void {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return;
+  }
+  const u = (raw as { usage?: Record<string, unknown> } | null)?.usage;
+  if (typeof u !== 'object' || u === null) return;
+  const count = (v: unknown) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : 0);
+  usage.prompt_tokens += count(u['prompt_tokens']);
+  usage.completion_tokens += count(u['completion_tokens']);
+}
+
+function requestBody(config: OpenAiConfig, job: Job, files: PromptFile[], format: AnswerFormat): string {
+  return JSON.stringify({
+    model: config.model,
+    messages: buildMessages(job.instruction, files, format),
+    stream: false,
+    ...(format === 'structured' ? { response_format: RESPONSE_FORMAT } : {}),
+  });
+}
+
+/** Each allowed path with its current text; files are opened without following symlinks. */
+function readWorkspace(workspace: string, job: Job): PromptFile[] | { problem: string } {
+  const out: PromptFile[] = [];
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  for (const { path } of job.inputs) {
+    let fd: number;
+    try {
+      fd = openSync(join(workspace, path), constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch (err) {
+      const code = errnoOf(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') {
+        out.push({ path, content: null });
+        continue;
+      }
+      if (code === 'ELOOP')
+        return { problem: `${path}: is a symlink in the workspace; refusing to follow it` };
+      return { problem: `${path}: cannot be read from the workspace: ${(err as Error).message}` };
+    }
+    try {
+      const bytes = readAll(fd, job.constraints.max_file_bytes, path);
+      out.push({ path, content: decoder.decode(bytes) });
+    } catch (err) {
+      if (err instanceof TypeError)
+        return { problem: `${path}: is not UTF-8 text; ${OPENAI_GENERATOR_NAME} sends text only` };
+      return { problem: `${path}: cannot be read from the workspace: ${(err as Error).message}` };
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return out;
+}
+
+function readAll(fd: number, max: number, path: string): Buffer {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (;;) {
+    const buf = Buffer.alloc(64 * 1024);
+    const got = readSync(fd, buf, 0, buf.length, null);
+    if (got === 0) return Buffer.concat(chunks, total);
+    total += got;
+    if (total > max) throw new Error(`${path} is larger than the job's max_file_bytes (${max})`);
+    chunks.push(buf.subarray(0, got));
+  }
+}
+
+/**
+ * Write the proposed files at their contract paths. Every directory on the way is checked with lstat
+ * (a symlink is refused, never followed) before anything is written, and files are opened O_NOFOLLOW.
+ */
+function writeChanges(workspace: string, files: readonly FileChange[]): string | null {
+  for (const f of files) {
+    for (const dir of ancestors(f.path)) {
+      const st = lstatOrNull(join(workspace, dir));
+      if (st && !st.isDirectory()) return `${f.path}: ${dir} is not a directory in the workspace`;
+    }
+    const st = lstatOrNull(join(workspace, f.path));
+    if (st && !st.isFile()) return `${f.path}: is not a regular file in the workspace`;
+  }
+  try {
+    for (const f of files) {
+      for (const dir of ancestors(f.path)) {
+        try {
+          mkdirSync(join(workspace, dir));
+        } catch (err) {
+          if (errnoOf(err) !== 'EEXIST') throw err;
+        }
+      }
+      const fd = openSync(
+        join(workspace, f.path),
+        constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
+        0o644,
+      );
+      try {
+        const bytes = Buffer.from(f.content, 'utf8');
+        let off = 0;
+        while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+      } finally {
+        closeSync(fd);
+      }
+    }
+  } catch (err) {
+    return `writing the answer into the workspace failed: ${(err as Error).message}`;
+  }
+  return null;
+}
+
+function lstatOrNull(p: string) {
+  try {
+    return lstatSync(p);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+type Exchange =
+  | { kind: 'response'; reached: true; status: number; headers: http.IncomingHttpHeaders; text: string }
+  /** Connection refused: not one byte of the request left this host. */
+  | { kind: 'refused'; reached: false }
+  /** Failed before connecting (DNS, TLS, connect timeout...): nothing was generated, but not worth retrying. */
+  | { kind: 'failed'; reached: false; reason: string }
+  /** Failed after connecting: the model may have run. */
+  | { kind: 'in-doubt'; reached: true; reason: string };
+
+/**
+ * One POST on a fresh connection (no keep-alive: a reused socket that the server has closed fails with a
+ * reset that would look "in doubt"). The deadline destroys the socket, so a timeout really stops it.
+ */
+function post(config: OpenAiConfig, body: string, timeoutMs: number): Promise<Exchange> {
+  const url = config.endpoint;
+  const headers: http.OutgoingHttpHeaders = {
+    'content-type': 'application/json',
+    accept: 'application/json',
+    'content-length': Buffer.byteLength(body),
+  };
+  if (config.apiKey !== null) headers['authorization'] = `Bearer ${config.apiKey}`;
+  const tls = url.protocol === 'https:';
+
+  return new Promise((resolve) => {
+    let connected = false;
+    let settled = false;
+    const finish = (ex: Exchange) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(ex);
+      req.destroy();
+    };
+    const req = (tls ? https : http).request(url, { method: 'POST', headers, agent: false });
+    const timer = setTimeout(() => {
+      finish(
+        connected
+          ? { kind: 'in-doubt', reached: true, reason: `no complete answer within ${timeoutMs} ms` }
+          : {
+              kind: 'failed',
+              reached: false,
+              reason: `could not connect to ${url.host} within ${timeoutMs} ms`,
+            },
+      );
+    }, timeoutMs);
+
+    req.on('socket', (socket) => {
+      if (!socket.connecting && !tls) connected = true;
+      else socket.once(tls ? 'secureConnect' : 'connect', () => (connected = true));
+    });
+    req.on('error', (err) => {
+      if (connected) {
+        finish({
+          kind: 'in-doubt',
+          reached: true,
+          reason: `connection failed after the request was sent: ${describe(err)}`,
+        });
+      } else if (errnoOf(err) === 'ECONNREFUSED') {
+        finish({ kind: 'refused', reached: false });
+      } else {
+        finish({ kind: 'failed', reached: false, reason: `could not reach ${url.host}: ${describe(err)}` });
+      }
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const broken = (why: string) =>
+        finish({
+          kind: 'in-doubt',
+          reached: true,
+          reason: `the response broke off (${why}) after HTTP ${res.statusCode}`,
+        });
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > MAX_RESPONSE_BYTES) return broken(`larger than ${MAX_RESPONSE_BYTES} bytes`);
+        chunks.push(chunk);
+      });
+      res.on('error', (err) => broken(describe(err)));
+      res.on('close', () => {
+        if (!res.complete) broken('connection closed mid-response');
+      });
+      res.on('end', () =>
+        finish({
+          kind: 'response',
+          reached: true,
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          text: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
+    });
+    req.end(body);
+  });
+}
+
+/** Exponential backoff with equal jitter: half the step is fixed, half random. */
+function backoffMs(config: OpenAiConfig, retry: number): number {
+  const step = Math.min(MAX_BACKOFF_MS, config.retryBaseMs * 2 ** retry);
+  return Math.round(step / 2 + Math.random() * (step / 2));
+}
+
+/** Retry-After as seconds or an HTTP date, capped; null when absent or unreadable. */
+function retryAfterMs(value: string | string[] | undefined): number | null {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (v === undefined || v.trim() === '') return null;
+  const ms = /^\d+(\.\d+)?$/.test(v.trim()) ? Number(v) * 1000 : Date.parse(v) - Date.now();
+  if (!Number.isFinite(ms)) return null;
+  return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, Math.round(ms)));
+}
+
+function plural(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function describe(err: unknown): string {
+  const code = errnoOf(err);
+  const message = (err as Error)?.message ?? String(err);
+  return code && !message.includes(code) ? `${code}: ${message}` : message;
+}
+
+function excerpt(text: string): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > SNIPPET_CHARS ? `${flat.slice(0, SNIPPET_CHARS)}…` : flat || '(empty body)';
+}
