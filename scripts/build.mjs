@@ -1,7 +1,8 @@
 // Bundle the CLI with esbuild: one ESM entry plus lazily loaded chunks per command,
 // so `genjob --version` imports none of zod, execa or tar (start-up is most of a small command's cost).
-import { build } from 'esbuild';
+
 import { rm } from 'node:fs/promises';
+import { build } from 'esbuild';
 
 await rm('dist', { recursive: true, force: true });
 await build({
@@ -16,5 +17,7 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
   // proper-lockfile and graceful-fs are CommonJS and call require(); give the ESM bundle one.
-  banner: { js: "import { createRequire as __gjCreateRequire } from 'node:module'; const require = __gjCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __gjCreateRequire } from 'node:module'; const require = __gjCreateRequire(import.meta.url);",
+  },
 });

@@ -1,8 +1,9 @@
 // The only place that turns outcomes into exit codes (docs/exit-codes.md):
 // help/version → 0, usage → 2, a GenjobError → its own code, anything else → 1 ("this is a bug").
 // Results go to stdout (JSON with --json), errors to stderr as one line naming the file and rule.
-import { EXIT } from '../core/exit-codes.js';
+
 import { GenjobError } from '../core/errors.js';
+import { EXIT } from '../core/exit-codes.js';
 import type { CommandResult } from './result.js';
 
 function wantsJson(argv: readonly string[]): boolean {
@@ -11,7 +12,8 @@ function wantsJson(argv: readonly string[]): boolean {
 
 export function emit(result: CommandResult, json: boolean): void {
   if (json) process.stdout.write(`${JSON.stringify(result.json)}\n`);
-  else if (result.human) process.stdout.write(result.human.endsWith('\n') ? result.human : `${result.human}\n`);
+  else if (result.human)
+    process.stdout.write(result.human.endsWith('\n') ? result.human : `${result.human}\n`);
   process.exitCode = result.exitCode ?? EXIT.OK;
 }
 
@@ -24,21 +26,32 @@ export async function main(argv: string[]): Promise<void> {
     const e = err as { code?: string; exitCode?: number; message?: string };
     if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
       // help and version are successes; every other commander error is bad usage
-      const ok = e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help';
+      const ok =
+        e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help';
       process.exitCode = ok ? EXIT.OK : EXIT.USAGE;
-      if (!ok && json) process.stdout.write(`${JSON.stringify({ ok: false, code: 'EGJ_USAGE', message: e.message })}\n`);
+      if (!ok && json)
+        process.stdout.write(`${JSON.stringify({ ok: false, code: 'EGJ_USAGE', message: e.message })}\n`);
       return;
     }
     if (err instanceof GenjobError) {
       process.stderr.write(`genjob: ${err.code}: ${err.message}\n`);
-      if (json) process.stdout.write(`${JSON.stringify({ ok: false, code: err.code, message: err.message, ...err.details() })}\n`);
+      if (json)
+        process.stdout.write(
+          `${JSON.stringify({ ok: false, code: err.code, message: err.message, ...err.details() })}\n`,
+        );
       process.exitCode = err.exitCode;
       return;
     }
-    process.stderr.write(`genjob: internal error (this is a bug): ${(err as Error)?.message ?? String(err)}\n`);
-    if (argv.includes('--debug') || process.env.GENJOB_DEBUG) process.stderr.write(`${(err as Error)?.stack ?? ''}\n`);
+    process.stderr.write(
+      `genjob: internal error (this is a bug): ${(err as Error)?.message ?? String(err)}\n`,
+    );
+    if (argv.includes('--debug') || process.env.GENJOB_DEBUG)
+      process.stderr.write(`${(err as Error)?.stack ?? ''}\n`);
     else process.stderr.write('genjob: run again with --debug for the stack trace\n');
-    if (json) process.stdout.write(`${JSON.stringify({ ok: false, code: 'EGJ_BUG', message: String((err as Error)?.message) })}\n`);
+    if (json)
+      process.stdout.write(
+        `${JSON.stringify({ ok: false, code: 'EGJ_BUG', message: String((err as Error)?.message) })}\n`,
+      );
     process.exitCode = EXIT.BUG;
   }
 }

@@ -9,7 +9,8 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 
 function positiveInt(name: string) {
   return (value: string) => {
-    if (!/^\d+$/.test(value) || Number(value) <= 0) throw new InvalidArgumentError(`${name} takes a whole number above 0`);
+    if (!/^\d+$/.test(value) || Number(value) <= 0)
+      throw new InvalidArgumentError(`${name} takes a whole number above 0`);
     return Number(value);
   };
 }
@@ -54,8 +55,11 @@ export function buildProgram(): Command {
     .option('-f, --file <path>', 'read the instruction from a file')
     .option('--create <path>', 'a file the generator is to create (must not exist yet); repeatable', collect)
     .option('--allow-secret <path>', 'ship this path even though it looks like a secret; repeatable', collect)
-    .addHelpText('after', '\nExamples:\n  genjob mint -m "Add a timeout to fetch_user" src/user.py tests/test_user.py\n  genjob mint -f task.md --create src/new_module.py src/user.py')
-    .action(async (paths: string[], opts, cmd: Command) => {
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob mint -m "Add a timeout to fetch_user" src/user.py tests/test_user.py\n  genjob mint -f task.md --create src/new_module.py src/user.py',
+    )
+    .action(async (paths: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/mint.js')).mint({ ...o, paths }), !!o.json);
     });
@@ -69,8 +73,17 @@ export function buildProgram(): Command {
     .option('--concurrency <n>', 'jobs in flight at once', positiveInt('--concurrency'), 1)
     .option('--timeout <seconds>', 'generator time limit per job', seconds, 600)
     .option('--lease-ttl <seconds>', 'a lease whose heartbeat is older than this is reaped', seconds, 60)
-    .option('--max-attempts <n>', 'attempts per job before it goes to dead/', positiveInt('--max-attempts'), 3)
-    .option('--max-tokens <n>', 'stop claiming once the receipts of this run report this many tokens', positiveInt('--max-tokens'))
+    .option(
+      '--max-attempts <n>',
+      'attempts per job before it goes to dead/',
+      positiveInt('--max-attempts'),
+      3,
+    )
+    .option(
+      '--max-tokens <n>',
+      'stop claiming once the receipts of this run report this many tokens',
+      positiveInt('--max-tokens'),
+    )
     .option('--host <[user@]host>', 'generate on this host over ssh')
     .option('--port <port>', 'ssh port', positiveInt('--port'))
     .option('--identity <file>', 'ssh private key')
@@ -78,8 +91,11 @@ export function buildProgram(): Command {
     .option('--ssh-option <KEY=VALUE>', 'extra ssh -o option; repeatable', collect)
     .option('--ssh-config <file>', 'ssh client config file (default: ~/.ssh/config)')
     .option('--quiet', 'no progress lines, no generator output')
-    .addHelpText('after', '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion')
-    .action(async (opts, cmd: Command) => {
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion',
+    )
+    .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/work.js')).work(o as never), !!o.json);
     });
@@ -100,7 +116,7 @@ export function buildProgram(): Command {
     .argument('[key]', 'a key or a unique prefix (4+ characters)')
     .option('--all', 'verify every received job')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
-    .action(async (key: string | undefined, opts, cmd: Command) => {
+    .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/verify.js')).verify({ ...o, key }), !!o.json);
     });
@@ -112,7 +128,7 @@ export function buildProgram(): Command {
     .option('--dry-run', 'print what would change; write nothing')
     .option('--diff', 'with --dry-run: print a unified diff')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
-    .action(async (key: string | undefined, opts, cmd: Command) => {
+    .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/apply.js')).apply({ ...o, key }), !!o.json);
     });
@@ -120,14 +136,14 @@ export function buildProgram(): Command {
   common(program.command('revert'))
     .description('put back the bytes an applied job replaced (refused if the files changed since)')
     .argument('<key>', 'a key or a unique prefix')
-    .action(async (key: string, opts, cmd: Command) => {
+    .action(async (key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/revert.js')).revert({ ...o, key }), !!o.json);
     });
 
   common(program.command('status'))
     .description('counts per state and a table of jobs (key, state, epoch, age, instruction)')
-    .action(async (opts, cmd: Command) => {
+    .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/status.js')).status(o), !!o.json);
     });
@@ -135,7 +151,7 @@ export function buildProgram(): Command {
   common(program.command('show'))
     .description('a job: its document, attempts, receipt and journal events')
     .argument('<key>', 'a key or a unique prefix')
-    .action(async (key: string, opts, cmd: Command) => {
+    .action(async (key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/show.js')).show({ ...o, key }), !!o.json);
     });
@@ -143,7 +159,7 @@ export function buildProgram(): Command {
   common(program.command('reap'))
     .description('move running jobs whose lease stopped beating back to the queue')
     .option('--lease-ttl <seconds>', 'a lease older than this is stale', seconds, 60)
-    .action(async (opts, cmd: Command) => {
+    .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/reap.js')).reap(o as never), !!o.json);
     });
@@ -154,28 +170,33 @@ export function buildProgram(): Command {
     .requiredOption('--out <file>', 'where to write the private key (mode 0600; never overwritten)')
     .option('--json', 'machine-readable output')
     .action(async (opts) => {
-      await run(async () => (await import('../commands/keygen.js')).runKeygen({ out: opts.out, json: !!opts.json }), !!opts.json);
+      await run(
+        async () => (await import('../commands/keygen.js')).runKeygen({ out: opts.out, json: !!opts.json }),
+        !!opts.json,
+      );
     });
 
-  const trust = common(program.command('trust')).description('manage the receipt-signing keys this repository trusts');
+  const trust = common(program.command('trust')).description(
+    'manage the receipt-signing keys this repository trusts',
+  );
   common(trust.command('add'))
     .description('trust a host key (written to genjob-trust.json at the root; commit it)')
     .argument('<name>', 'a name for the host')
     .argument('<key>', "the host's public key, ed25519:BASE64")
-    .action(async (name: string, key: string, opts, cmd: Command) => {
+    .action(async (name: string, key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/trust-cli.js')).trustAdd(o, name, key), !!o.json);
     });
   common(trust.command('list'))
     .description('list trusted keys')
-    .action(async (opts, cmd: Command) => {
+    .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/trust-cli.js')).trustList(o), !!o.json);
     });
   common(trust.command('remove'))
     .description('stop trusting a key')
     .argument('<name>')
-    .action(async (name: string, opts, cmd: Command) => {
+    .action(async (name: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/trust-cli.js')).trustRemove(o, name), !!o.json);
     });

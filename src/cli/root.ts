@@ -18,7 +18,10 @@ export function findRoot(explicit?: string, cwd = process.cwd()): string {
     if (existsSync(join(dir, '.gen')) || existsSync(join(dir, '.git'))) return dir;
     const up = dirname(dir);
     if (up === dir) {
-      throw new UsageError('EGJ_NO_ROOT', `${cwd}: no .gen/ or .git/ here or above; run inside a repository or pass --root DIR`);
+      throw new UsageError(
+        'EGJ_NO_ROOT',
+        `${cwd}: no .gen/ or .git/ here or above; run inside a repository or pass --root DIR`,
+      );
     }
     dir = up;
   }

@@ -2,11 +2,11 @@
 // each job verify again (never trust an earlier verify) and write it. An applied key is a no-op
 // that says so. Stops at the first failure; what failed wrote nothing.
 import { applyJob, recoverInterruptedApplies } from '../apply/apply-job.js';
+import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { openStore } from '../cli/root.js';
 import { exists } from '../store/durable.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { verifyKey } from '../verify/verify-key.js';
-import { openStore } from '../cli/root.js';
-import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { selectKeys } from './verify.js';
 
 export interface ApplyOptions extends CommonOptions {
@@ -32,7 +32,14 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
     }
     const v = await verifyKey(store, key, policy);
     const outcome = await applyJob(
-      { store, job: v.job, jobDigest: v.jobDigest, receiptSha256: v.receiptSha256, epoch: v.receipt.epoch, outputs: v.receipt.outputs },
+      {
+        store,
+        job: v.job,
+        jobDigest: v.jobDigest,
+        receiptSha256: v.receiptSha256,
+        epoch: v.receipt.epoch,
+        outputs: v.receipt.outputs,
+      },
       { dryRun: o.dryRun === true, diff: o.diff === true },
     );
     results.push({ key, ...outcome });
@@ -43,7 +50,10 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
     } else if (outcome.status === 'already-applied') {
       lines.push(`${key.slice(0, 12)} already applied`);
     } else {
-      lines.push(`${key.slice(0, 12)} applied ${outcome.writes.length} file(s)${outcome.recovered ? ' (finished after a crash)' : ''}:`, ...files);
+      lines.push(
+        `${key.slice(0, 12)} applied ${outcome.writes.length} file(s)${outcome.recovered ? ' (finished after a crash)' : ''}:`,
+        ...files,
+      );
     }
   }
   if (keys.length === 0 && recovered.length === 0) lines.push('nothing to apply (no received jobs)');

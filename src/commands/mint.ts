@@ -3,14 +3,14 @@
 // by streaming, and scanned for secrets in the same read; the job file is published exclusively.
 import { lstatSync, readFileSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
+import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { buildJob, type JobInput } from '../core/job.js';
 import { ancestors, pathProblem } from '../core/paths.js';
 import { createSecretScanner, scanSecretText, secretError, secretPathProblem } from '../core/secrets.js';
 import { hashFile } from '../store/hash-file.js';
 import { mintJob } from '../store/mint-job.js';
-import { openStore } from '../cli/root.js';
-import type { CommandResult, CommonOptions } from '../cli/result.js';
 
 export interface MintOptions extends CommonOptions {
   paths: string[];
@@ -46,23 +46,32 @@ function checkAncestors(root: string, p: string, typed: string): void {
   for (const dir of ancestors(p)) {
     const st = lstatOrNull(resolve(root, dir));
     if (st === null) return; // the rest does not exist either
-    if (st.isSymbolicLink()) throw new UsageError('EGJ_BAD_PATH', `${typed}: ${dir} is a symlink; genjob never writes through links`);
+    if (st.isSymbolicLink())
+      throw new UsageError(
+        'EGJ_BAD_PATH',
+        `${typed}: ${dir} is a symlink; genjob never writes through links`,
+      );
     if (!st.isDirectory()) throw new UsageError('EGJ_BAD_PATH', `${typed}: ${dir} is not a directory`);
   }
 }
 
 function readInstruction(o: MintOptions): string {
-  if (o.message !== undefined && o.file !== undefined) throw new UsageError('EGJ_USAGE', 'give the instruction with -m or -f, not both');
+  if (o.message !== undefined && o.file !== undefined)
+    throw new UsageError('EGJ_USAGE', 'give the instruction with -m or -f, not both');
   let text: string;
   if (o.file !== undefined) {
     try {
       text = readFileSync(o.file, 'utf8');
     } catch (err) {
-      throw new UsageError('EGJ_BAD_INPUT', `${o.file}: cannot read the instruction file (${(err as Error).message})`);
+      throw new UsageError(
+        'EGJ_BAD_INPUT',
+        `${o.file}: cannot read the instruction file (${(err as Error).message})`,
+      );
     }
   } else if (o.message !== undefined) text = o.message;
   else throw new UsageError('EGJ_USAGE', 'no instruction: pass -m "..." or -f FILE');
-  if (text.trim() === '') throw new UsageError('EGJ_BAD_INPUT', `${o.file ?? '-m'}: the instruction is empty`);
+  if (text.trim() === '')
+    throw new UsageError('EGJ_BAD_INPUT', `${o.file ?? '-m'}: the instruction is empty`);
   return text;
 }
 
@@ -73,10 +82,12 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   const allowed = new Set((o.allowSecret ?? []).map((p) => toContractPath(root, p, '--allow-secret')));
   const creates = (o.create ?? []).map((typed) => ({ typed, path: toContractPath(root, typed, '--create') }));
   const reads = o.paths.map((typed) => ({ typed, path: toContractPath(root, typed, 'a path') }));
-  if (reads.length + creates.length === 0) throw new UsageError('EGJ_USAGE', 'name at least one file the generator may change (or --create one)');
+  if (reads.length + creates.length === 0)
+    throw new UsageError('EGJ_USAGE', 'name at least one file the generator may change (or --create one)');
 
   const instructionFinding = scanSecretText(instruction)[0];
-  if (instructionFinding) throw secretError(o.file ?? 'the instruction (-m)', instructionFinding.rule, instructionFinding.line);
+  if (instructionFinding)
+    throw secretError(o.file ?? 'the instruction (-m)', instructionFinding.rule, instructionFinding.line);
 
   for (const { typed, path } of [...reads, ...creates]) {
     checkAncestors(root, path, typed);
@@ -86,14 +97,18 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   const inputs: JobInput[] = [];
   for (const { typed, path } of creates) {
     if (lstatOrNull(resolve(root, path)) !== null) {
-      throw new UsageError('EGJ_BAD_PATH', `${typed}: --create names a file that already exists; list it as a path instead`);
+      throw new UsageError(
+        'EGJ_BAD_PATH',
+        `${typed}: --create names a file that already exists; list it as a path instead`,
+      );
     }
     inputs.push({ path, sha256: null });
   }
   // hash (and scan) with a few reads in flight: many small files are latency-bound
   const pending = [...reads];
   const workers = Array.from({ length: Math.min(8, pending.length) }, async () => {
-    for (let next = pending.shift(); next; next = pending.shift()) inputs.push(await readInput(root, next, allowed));
+    for (let next = pending.shift(); next; next = pending.shift())
+      inputs.push(await readInput(root, next, allowed));
   });
   await Promise.all(workers);
 
@@ -102,14 +117,33 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   const human = outcome.minted
     ? `${job.key}\nminted: ${job.inputs.length} path(s) → .gen/queue/${job.key}.json`
     : `${job.key}\nalready minted (${outcome.state})`;
-  return { human, json: { ok: true, key: job.key, digest: outcome.digest, minted: outcome.minted, state: outcome.state, inputs: job.inputs } };
+  return {
+    human,
+    json: {
+      ok: true,
+      key: job.key,
+      digest: outcome.digest,
+      minted: outcome.minted,
+      state: outcome.state,
+      inputs: job.inputs,
+    },
+  };
 }
 
-async function readInput(root: string, input: { typed: string; path: string }, allowSecret: ReadonlySet<string>): Promise<JobInput> {
+async function readInput(
+  root: string,
+  input: { typed: string; path: string },
+  allowSecret: ReadonlySet<string>,
+): Promise<JobInput> {
   const abs = resolve(root, input.path);
   const st = lstatOrNull(abs);
-  if (st === null) throw new UsageError('EGJ_BAD_PATH', `${input.typed}: no such file (use --create for a file the generator should create)`);
-  if (st.isSymbolicLink()) throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is a symlink; genjob only ships regular files`);
+  if (st === null)
+    throw new UsageError(
+      'EGJ_BAD_PATH',
+      `${input.typed}: no such file (use --create for a file the generator should create)`,
+    );
+  if (st.isSymbolicLink())
+    throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is a symlink; genjob only ships regular files`);
   if (!st.isFile()) throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is not a regular file`);
   const scanner = allowSecret.has(input.path) ? undefined : createSecretScanner();
   const { sha256 } = await hashFile(abs, scanner ? (c) => scanner.push(c) : undefined);

@@ -17,10 +17,13 @@ export async function serve(o: ServeOptions): Promise<void> {
   process.on('SIGHUP', () => {});
   process.stdout.on('error', () => {}); // the worker went away; answers are lost, the cache is not
   let encodeReceipt = (r: Receipt) => canonicalBytes(r);
-  if (o.signKey) {
+  // the local transport starts serve as a child inheriting the worker's environment, so the key
+  // can come from there (GENJOB_SIGN_KEY) as well as from --sign-key (see docs/trust.md)
+  const signKey = o.signKey ?? (process.env.GENJOB_SIGN_KEY || undefined);
+  if (signKey) {
     const { loadPrivateKey, keyIdOf } = await import('../trust/keys.js');
     const { signReceipt } = await import('../core/receipt-envelope.js');
-    const key = loadPrivateKey(o.signKey);
+    const key = loadPrivateKey(signKey);
     const keyid = keyIdOf(key);
     encodeReceipt = (r) => signReceipt(r, key, keyid);
   }

@@ -1,20 +1,23 @@
 // genjob show KEY: everything genjob knows about one job — its document, state, attempts and
 // lease, receipt (as stored; `verify` is what checks it), dead-lettered material and journal.
 import { readdirSync } from 'node:fs';
+import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { openStore } from '../cli/root.js';
 import { epochsOf, readAttempt } from '../store/attempts.js';
 import { readIfExists } from '../store/durable.js';
 import { findJob, resolveKey } from '../store/job-files.js';
 import { readJournal } from '../store/journal.js';
 import { readLease } from '../store/lease.js';
-import { openStore } from '../cli/root.js';
-import type { CommandResult, CommonOptions } from '../cli/result.js';
 
 function parseLoose(bytes: Buffer | undefined): unknown {
   if (!bytes) return null;
   try {
     const doc = JSON.parse(bytes.toString('utf8'));
     if (typeof doc.payload === 'string' && typeof doc.payloadType === 'string') {
-      return { envelope: { payloadType: doc.payloadType, signatures: doc.signatures }, payload: JSON.parse(Buffer.from(doc.payload, 'base64').toString('utf8')) };
+      return {
+        envelope: { payloadType: doc.payloadType, signatures: doc.signatures },
+        payload: JSON.parse(Buffer.from(doc.payload, 'base64').toString('utf8')),
+      };
     }
     return doc;
   } catch {
@@ -47,12 +50,34 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     `lease     ${lease ? `epoch ${lease.epoch}, worker ${lease.worker.id}` : 'none'}`,
     '',
     'instruction:',
-    ...String(job?.instruction ?? '').split('\n').map((l) => `  ${l}`),
+    ...String(job?.instruction ?? '')
+      .split('\n')
+      .map((l) => `  ${l}`),
     '',
     `receipt:   ${receipt ? JSON.stringify(receipt, null, 2).split('\n').join('\n  ') : 'none'}`,
   ];
   if (applied) lines.push('', `applied:   ${JSON.stringify(applied, null, 2).split('\n').join('\n  ')}`);
   if (dead.length) lines.push('', 'dead-lettered:', ...dead.map((d) => `  dead/${d}`));
-  lines.push('', 'journal:', ...events.map((e) => `  ${e.at} ${e.event}${e.reason ? `: ${e.reason}` : ''}${e.epoch ? ` (epoch ${e.epoch})` : ''}`));
-  return { human: lines.join('\n'), json: { ok: true, key, state: found?.state ?? null, job, attempts, lease, receipt, applied, dead, journal: events } };
+  lines.push(
+    '',
+    'journal:',
+    ...events.map(
+      (e) => `  ${e.at} ${e.event}${e.reason ? `: ${e.reason}` : ''}${e.epoch ? ` (epoch ${e.epoch})` : ''}`,
+    ),
+  );
+  return {
+    human: lines.join('\n'),
+    json: {
+      ok: true,
+      key,
+      state: found?.state ?? null,
+      job,
+      attempts,
+      lease,
+      receipt,
+      applied,
+      dead,
+      journal: events,
+    },
+  };
 }

@@ -2,13 +2,13 @@
 // status, first line of the instruction), plus token totals from receipts. Display only: it
 // reads files with JSON.parse and never loads the schema code, so it stays fast on big queues.
 import { readdirSync } from 'node:fs';
+import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { openStore } from '../cli/root.js';
 import { peekEpoch } from '../core/receipt-peek.js';
 import { currentEpoch } from '../store/attempts.js';
 import { readIfExists } from '../store/durable.js';
 import { FLOW, keysIn } from '../store/job-files.js';
 import type { Store } from '../store/store.js';
-import { openStore } from '../cli/root.js';
-import type { CommandResult, CommonOptions } from '../cli/result.js';
 
 interface Row {
   key: string;
@@ -19,11 +19,15 @@ interface Row {
   instruction: string;
 }
 
-export function receiptSummary(bytes: Buffer | undefined): { status: string | null; usage: { prompt_tokens: number; completion_tokens: number; requests: number } | null } {
+export function receiptSummary(bytes: Buffer | undefined): {
+  status: string | null;
+  usage: { prompt_tokens: number; completion_tokens: number; requests: number } | null;
+} {
   if (!bytes) return { status: null, usage: null };
   try {
     let doc = JSON.parse(bytes.toString('utf8'));
-    if (typeof doc.payload === 'string') doc = JSON.parse(Buffer.from(doc.payload, 'base64').toString('utf8'));
+    if (typeof doc.payload === 'string')
+      doc = JSON.parse(Buffer.from(doc.payload, 'base64').toString('utf8'));
     return { status: String(doc.status), usage: doc.usage ?? null };
   } catch {
     return { status: 'unreadable', usage: null };
@@ -35,7 +39,9 @@ function instructionOf(store: Store, state: string, key: string): string {
   if (!bytes) return '';
   try {
     const doc = JSON.parse(bytes.toString('utf8'));
-    return String(doc.instruction ?? doc.job?.instruction ?? '').split('\n')[0]!.slice(0, 60);
+    return String(doc.instruction ?? doc.job?.instruction ?? '')
+      .split('\n')[0]!
+      .slice(0, 60);
   } catch {
     return '(unreadable job file)';
   }
@@ -82,7 +88,9 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
   const usage = { prompt_tokens: 0, completion_tokens: 0, requests: 0 };
   for (const key of keysIn(store, 'received').concat(keysIn(store, 'applied'))) {
     const u = receiptSummary(readIfExists(store, store.layout.receipt(key))).usage;
-    if (u) for (const f of ['prompt_tokens', 'completion_tokens', 'requests'] as const) usage[f] += Number(u[f]) || 0;
+    if (u)
+      for (const f of ['prompt_tokens', 'completion_tokens', 'requests'] as const)
+        usage[f] += Number(u[f]) || 0;
   }
   const order = ['queue', 'running', 'received', 'applied'];
   rows.sort((a, b) => order.indexOf(a.state) - order.indexOf(b.state) || a.key.localeCompare(b.key));
@@ -90,12 +98,16 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
     `queue ${counts.queue}  running ${counts.running}  received ${counts.received}  applied ${counts.applied}  dead ${counts.dead}`,
   ];
   if (usage.requests + usage.prompt_tokens + usage.completion_tokens > 0) {
-    lines.push(`tokens: ${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion in ${usage.requests} request(s)`);
+    lines.push(
+      `tokens: ${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion in ${usage.requests} request(s)`,
+    );
   }
   if (rows.length > 0) {
     lines.push('', 'KEY           STATE     EPOCH  AGE   RECEIPT   INSTRUCTION');
     for (const r of rows) {
-      lines.push(`${r.key.slice(0, 12)}  ${r.state.padEnd(8)}  ${String(r.epoch).padStart(5)}  ${fmtAge(r.age_s).padEnd(4)}  ${(r.receipt ?? '-').padEnd(8)}  ${r.instruction}`);
+      lines.push(
+        `${r.key.slice(0, 12)}  ${r.state.padEnd(8)}  ${String(r.epoch).padStart(5)}  ${fmtAge(r.age_s).padEnd(4)}  ${(r.receipt ?? '-').padEnd(8)}  ${r.instruction}`,
+      );
     }
   }
   return { human: lines.join('\n'), json: { ok: true, counts, usage, jobs: rows } };

@@ -1,8 +1,11 @@
 // CLI glue for `genjob trust add|list|remove`: find the repository root, then call trust.ts.
-import { findRoot } from '../cli/root.js';
+
 import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { findRoot } from '../cli/root.js';
 import { runTrustAdd, runTrustList, runTrustRemove } from './trust.js';
 
-export const trustAdd = (o: CommonOptions, name: string, key: string): Promise<CommandResult> => runTrustAdd(findRoot(o.root), name, key);
+export const trustAdd = (o: CommonOptions, name: string, key: string): Promise<CommandResult> =>
+  runTrustAdd(findRoot(o.root), name, key);
 export const trustList = (o: CommonOptions): Promise<CommandResult> => runTrustList(findRoot(o.root));
-export const trustRemove = (o: CommonOptions, name: string): Promise<CommandResult> => runTrustRemove(findRoot(o.root), name);
+export const trustRemove = (o: CommonOptions, name: string): Promise<CommandResult> =>
+  runTrustRemove(findRoot(o.root), name);

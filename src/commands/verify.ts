@@ -1,12 +1,13 @@
 // genjob verify [KEY | --all]: check receipts and bytes (DESIGN.md "Verify"); exit 3 naming the
 // first rule broken. Writes nothing. With --all, every received job is checked.
+
+import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { keysIn, resolveKey } from '../store/job-files.js';
+import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { verifyKey } from '../verify/verify-key.js';
-import { openStore } from '../cli/root.js';
-import type { CommandResult, CommonOptions } from '../cli/result.js';
-import type { Store } from '../store/store.js';
 
 export interface VerifyOptions extends CommonOptions {
   key?: string;
@@ -18,7 +19,8 @@ export interface VerifyOptions extends CommonOptions {
 export function selectKeys(store: Store, o: { key?: string; all?: boolean }, allState: 'received'): string[] {
   if (o.all && o.key) throw new UsageError('EGJ_USAGE', 'give a key or --all, not both');
   if (o.all) return keysIn(store, allState);
-  if (!o.key) throw new UsageError('EGJ_USAGE', 'name a key (or a unique prefix of 4+ characters), or pass --all');
+  if (!o.key)
+    throw new UsageError('EGJ_USAGE', 'name a key (or a unique prefix of 4+ characters), or pass --all');
   return [resolveKey(store, o.key)];
 }
 
@@ -29,11 +31,22 @@ export async function verify(o: VerifyOptions): Promise<CommandResult> {
   const verified = [];
   for (const key of keys) {
     const v = await verifyKey(store, key, policy);
-    verified.push({ key, outputs: v.receipt.outputs.length, signer: v.signer, epoch: v.receipt.epoch, state: v.state });
+    verified.push({
+      key,
+      outputs: v.receipt.outputs.length,
+      signer: v.signer,
+      epoch: v.receipt.epoch,
+      state: v.state,
+    });
   }
   const human =
     verified.length === 0
       ? 'nothing to verify (no received jobs)'
-      : verified.map((v) => `${v.key.slice(0, 12)} ok: ${v.outputs} output(s), epoch ${v.epoch}${v.signer ? `, signed by ${v.signer}` : ''}`).join('\n');
+      : verified
+          .map(
+            (v) =>
+              `${v.key.slice(0, 12)} ok: ${v.outputs} output(s), epoch ${v.epoch}${v.signer ? `, signed by ${v.signer}` : ''}`,
+          )
+          .join('\n');
   return { human, json: { ok: true, verified } };
 }

@@ -2,17 +2,18 @@
 // child, or --host over ssh), keeping one session per slot for the whole run. Exit 0 when every
 // job taken ended with a receipt or in dead/; 4 when a lease was superseded and we stood down;
 // 3 when an answer was unusable and the job went back to the queue.
-import { EXIT } from '../core/exit-codes.js';
-import { UsageError } from '../core/errors.js';
-import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
-import { localLauncher } from '../transport/local-launcher.js';
-import type { ServeLauncher } from '../transport/launcher.js';
-import { loadTrustPolicy } from '../trust/trust-file.js';
-import type { JobOutcome } from '../worker/work-one.js';
-import { runWork } from '../worker/work-loop.js';
-import { openStore } from '../cli/root.js';
+
 import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { openStore } from '../cli/root.js';
+import { UsageError } from '../core/errors.js';
+import { EXIT } from '../core/exit-codes.js';
+import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import type { ServeLauncher } from '../transport/launcher.js';
+import { localLauncher } from '../transport/local-launcher.js';
+import { loadTrustPolicy } from '../trust/trust-file.js';
 import { watchQueue } from '../worker/watch-queue.js';
+import { runWork } from '../worker/work-loop.js';
+import type { JobOutcome } from '../worker/work-one.js';
 
 export interface WorkCliOptions extends CommonOptions {
   once?: boolean;
@@ -36,7 +37,8 @@ export interface WorkCliOptions extends CommonOptions {
 
 async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
   if (!o.host) {
-    if (o.port || o.identity || o.sshOption || o.sshConfig) throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');
+    if (o.port || o.identity || o.sshOption || o.sshConfig)
+      throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');
     return localLauncher();
   }
   const { sshLauncher, controlDirFor } = await import('../transport/ssh-launcher.js');
@@ -121,16 +123,29 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
     const superseded = outcomes.some((x) => x.outcome === 'superseded');
     const requeued = outcomes.filter((x) => x.outcome === 'requeued');
     // a job requeued and later received in the same run ended well
-    const unsettled = requeued.filter((r) => !outcomes.some((x) => x.key === r.key && (x.outcome === 'received' || x.outcome === 'dead')));
+    const unsettled = requeued.filter(
+      (r) => !outcomes.some((x) => x.key === r.key && (x.outcome === 'received' || x.outcome === 'dead')),
+    );
     const exitCode = superseded ? EXIT.CONFLICT : unsettled.length > 0 ? EXIT.REJECTED : EXIT.OK;
     const lines = outcomes.length === 0 ? ['queue empty'] : [`${outcomes.length} job(s) taken`];
     if (summary.reaped.length) lines.push(`${summary.reaped.length} stale lease(s) reaped back to the queue`);
-    if (summary.budgetSpent) lines.push(`token budget spent (${summary.tokens} ≥ ${o.maxTokens}): stopped claiming`);
-    if (unsettled.length) lines.push(`${unsettled.length} job(s) back in the queue after an unusable answer (see genjob show KEY)`);
+    if (summary.budgetSpent)
+      lines.push(`token budget spent (${summary.tokens} ≥ ${o.maxTokens}): stopped claiming`);
+    if (unsettled.length)
+      lines.push(
+        `${unsettled.length} job(s) back in the queue after an unusable answer (see genjob show KEY)`,
+      );
     return {
       exitCode,
       human: lines.join('\n'),
-      json: { ok: exitCode === EXIT.OK, outcomes, reaped: summary.reaped, tokens: summary.tokens, budget_spent: summary.budgetSpent, queue_empty: outcomes.length === 0 },
+      json: {
+        ok: exitCode === EXIT.OK,
+        outcomes,
+        reaped: summary.reaped,
+        tokens: summary.tokens,
+        budget_spent: summary.budgetSpent,
+        queue_empty: outcomes.length === 0,
+      },
     };
   } finally {
     process.off('SIGINT', onInt);

@@ -25,7 +25,10 @@ export const JobSchema = z.strictObject({
   key: sha,
   instruction: z.string().min(1).max(MAX_INSTRUCTION_BYTES),
   /** The allowed paths: each with the sha256 of its bytes at mint, or null for a file to create. */
-  inputs: z.array(z.strictObject({ path: z.string(), sha256: sha.nullable() })).min(1).max(MAX_INPUTS),
+  inputs: z
+    .array(z.strictObject({ path: z.string(), sha256: sha.nullable() }))
+    .min(1)
+    .max(MAX_INPUTS),
   /** Limits the returned outputs must respect (checked when a result is extracted). */
   constraints: z.strictObject({ max_file_bytes: count, max_total_bytes: count }),
 });
@@ -51,7 +54,11 @@ export function jobDigest(job: Job): string {
 }
 
 /** Build a job from a work order: inputs sorted by path, contract rules checked. */
-export function buildJob(instruction: string, inputs: readonly JobInput[], constraints = DEFAULT_CONSTRAINTS): Job {
+export function buildJob(
+  instruction: string,
+  inputs: readonly JobInput[],
+  constraints = DEFAULT_CONSTRAINTS,
+): Job {
   const sorted = [...inputs].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const job: Job = {
     schema: JOB_SCHEMA,
@@ -73,15 +80,18 @@ export function contractProblem(job: Pick<Job, 'inputs'>): string | null {
     const p = job.inputs[i]!.path;
     const problem = pathProblem(p);
     if (problem) return `${JSON.stringify(p)}: ${problem}`;
-    if (i > 0 && !(job.inputs[i - 1]!.path < p)) return `inputs are not sorted by path or repeat ${JSON.stringify(p)}`;
+    if (i > 0 && !(job.inputs[i - 1]!.path < p))
+      return `inputs are not sorted by path or repeat ${JSON.stringify(p)}`;
     const twin = folded.get(foldedPath(p));
-    if (twin !== undefined) return `${JSON.stringify(p)} and ${JSON.stringify(twin)} differ only in case or Unicode form`;
+    if (twin !== undefined)
+      return `${JSON.stringify(p)} and ${JSON.stringify(twin)} differ only in case or Unicode form`;
     folded.set(foldedPath(p), p);
     seen.add(p);
   }
   for (const p of seen) {
     for (const dir of ancestors(p)) {
-      if (seen.has(dir)) return `${JSON.stringify(dir)} is both a file and the directory of ${JSON.stringify(p)}`;
+      if (seen.has(dir))
+        return `${JSON.stringify(dir)} is both a file and the directory of ${JSON.stringify(p)}`;
     }
   }
   return null;

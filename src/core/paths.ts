@@ -15,7 +15,6 @@ export function pathProblem(p: unknown): string | null {
   if (p.length === 0) return 'path is empty';
   if (p.includes('\0')) return 'path contains NUL';
   if (p.includes('\\')) return 'path contains a backslash';
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what we refuse
   if (/[\x00-\x1f\x7f]/.test(p)) return 'path contains a control character';
   if (/\p{Cs}/u.test(p)) return 'path is not valid UTF-8 (lone surrogate)';
   if (p.startsWith('/')) return 'path is absolute';
@@ -26,7 +25,8 @@ export function pathProblem(p: unknown): string | null {
   for (const part of parts) {
     if (part === '') return 'path has an empty component (// or a trailing /)';
     if (part === '.' || part === '..') return `path has a '${part}' component`;
-    if (Buffer.byteLength(part) > MAX_COMPONENT_BYTES) return `a component is longer than ${MAX_COMPONENT_BYTES} bytes`;
+    if (Buffer.byteLength(part) > MAX_COMPONENT_BYTES)
+      return `a component is longer than ${MAX_COMPONENT_BYTES} bytes`;
   }
   if (RESERVED_TOP.has(parts[0]!)) return `path is inside ${parts[0]}/`;
   return null;

@@ -20,7 +20,9 @@ export function peekEpoch(bytes: Uint8Array): number {
 
 export function peekTokens(bytes: Uint8Array): number {
   try {
-    const usage = peekPayload(bytes).usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+    const usage = peekPayload(bytes).usage as
+      | { prompt_tokens?: unknown; completion_tokens?: unknown }
+      | undefined;
     const n = (v: unknown) => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : 0);
     return n(usage?.prompt_tokens) + n(usage?.completion_tokens);
   } catch {

@@ -4,8 +4,8 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Job } from '../core/job.js';
-import { runGenerator } from './run-generator.js';
 import type { CachedResult } from './result-cache.js';
+import { runGenerator } from './run-generator.js';
 import { diffWorkspace } from './workspace-diff.js';
 
 export const BUILTIN_PREFIX = 'builtin:';
@@ -22,7 +22,10 @@ export interface GenerateInput {
 
 export async function generate(g: GenerateInput): Promise<CachedResult> {
   const startedAt = new Date();
-  const base = { job_digest: g.jobDigest, generator: { command: g.generator, version: null as string | null } };
+  const base = {
+    job_digest: g.jobDigest,
+    generator: { command: g.generator, version: null as string | null },
+  };
   let status: CachedResult['status'];
   let reason: string | null = null;
   let usage: CachedResult['usage'];
@@ -39,7 +42,11 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
       workspace: g.ws,
       timeoutMs: g.timeoutMs,
       usageFile: join(g.scratch, 'usage.json'),
-      env: { GENJOB_INSTRUCTION: g.job.instruction, GENJOB_KEY: g.job.key, GENJOB_JOB: join(g.scratch, 'job.json') },
+      env: {
+        GENJOB_INSTRUCTION: g.job.instruction,
+        GENJOB_KEY: g.job.key,
+        GENJOB_JOB: join(g.scratch, 'job.json'),
+      },
     });
     ms = run.ms;
     usage = run.usage;
@@ -48,7 +55,8 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
       reason = `generator timed out after ${Math.round(g.timeoutMs / 1000)} s and was killed`;
     } else if (run.exitCode !== 0) {
       status = 'aborted';
-      const how = run.exitCode === null ? `was killed by ${run.signal}` : `exited with status ${run.exitCode}`;
+      const how =
+        run.exitCode === null ? `was killed by ${run.signal}` : `exited with status ${run.exitCode}`;
       reason = `generator ${how}${run.stderrTail ? `: ${run.stderrTail}` : ''}`;
     } else {
       status = 'ok';
@@ -95,5 +103,11 @@ async function runBuiltin(g: GenerateInput) {
   // kept in the cache entry so a rejected answer can be inspected on the host
   const rawAnswerDir = join(g.built, 'raw');
   await mkdir(rawAnswerDir, { recursive: true });
-  return runOpenAiGenerator({ workspace: g.ws, job: g.job, env: process.env, timeoutMs: g.timeoutMs, rawAnswerDir });
+  return runOpenAiGenerator({
+    workspace: g.ws,
+    job: g.job,
+    env: process.env,
+    timeoutMs: g.timeoutMs,
+    rawAnswerDir,
+  });
 }

@@ -21,7 +21,7 @@ export interface CachedResult {
 }
 
 export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CACHE_HOME && env.XDG_CACHE_HOME.startsWith('/') ? env.XDG_CACHE_HOME : join(homedir(), '.cache');
+  const base = env.XDG_CACHE_HOME?.startsWith('/') ? env.XDG_CACHE_HOME : join(homedir(), '.cache');
   return join(base, 'genjob');
 }
 
@@ -29,7 +29,8 @@ export class ResultCache {
   constructor(readonly dir: string) {}
 
   async init(): Promise<void> {
-    for (const d of ['results', 'tmp', 'work', 'locks']) await mkdir(join(this.dir, d), { recursive: true, mode: 0o700 });
+    for (const d of ['results', 'tmp', 'work', 'locks'])
+      await mkdir(join(this.dir, d), { recursive: true, mode: 0o700 });
   }
 
   entryName(key: string, generator: string, jobDigest: string): string {

@@ -92,7 +92,11 @@ async function readUsage(path: string): Promise<GeneratorRun['usage']> {
   try {
     const u = JSON.parse(text) as Record<string, unknown>;
     const nat = (v: unknown) => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);
-    return { prompt_tokens: nat(u.prompt_tokens), completion_tokens: nat(u.completion_tokens), requests: nat(u.requests) };
+    return {
+      prompt_tokens: nat(u.prompt_tokens),
+      completion_tokens: nat(u.completion_tokens),
+      requests: nat(u.requests),
+    };
   } catch {
     return undefined;
   }

@@ -11,7 +11,11 @@ export const RequestSchema = z.strictObject({
   epoch: z.number().int().positive(),
   worker_id: z.string().max(256),
   generator: z.string().min(1).max(4096).nullable(),
-  timeout_ms: z.number().int().positive().max(7 * 24 * 3600 * 1000),
+  timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .max(7 * 24 * 3600 * 1000),
 });
 
 export type ServeRequest = z.infer<typeof RequestSchema>;

@@ -10,7 +10,6 @@ import { canonicalBytes } from '../core/canonical-json.js';
 import { GenjobError } from '../core/errors.js';
 import { allowedPaths, type Job, parseJob } from '../core/job.js';
 import { RECEIPT_SCHEMA, type Receipt } from '../core/receipt.js';
-import { packTar } from '../transport/tar-pack.js';
 import {
   BodyAbortedError,
   FrameReader,
@@ -21,9 +20,10 @@ import {
   unclosable,
 } from '../transport/protocol.js';
 import { safeExtract } from '../transport/safe-extract.js';
+import { packTar } from '../transport/tar-pack.js';
 import { VERSION } from '../version.js';
 import { generate } from './generate.js';
-import { type CachedResult, ResultCache } from './result-cache.js';
+import type { CachedResult, ResultCache } from './result-cache.js';
 import { RequestSchema, type ServeRequest } from './serve-requests.js';
 
 export const MAX_BUNDLE_BYTES = 8 * 1024 * 1024 * 1024;
@@ -46,7 +46,11 @@ class RefusedError extends Error {
   }
 }
 
-export async function serveSession(input: AsyncIterable<Uint8Array>, output: Writable, cfg: ServeConfig): Promise<void> {
+export async function serveSession(
+  input: AsyncIterable<Uint8Array>,
+  output: Writable,
+  cfg: ServeConfig,
+): Promise<void> {
   await cfg.cache.init();
   const reader = new FrameReader(input, MAX_BUNDLE_BYTES);
   const writer = new FrameWriter(output);
@@ -77,12 +81,17 @@ async function answer(
   host: string,
 ): Promise<void> {
   const parsed = RequestSchema.safeParse(header);
-  if (!parsed.success) throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${parsed.error.issues[0]?.message}`);
+  if (!parsed.success)
+    throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${parsed.error.issues[0]?.message}`);
   const req = parsed.data;
   const generator = cfg.pinnedGenerator ?? req.generator;
-  if (generator === null) throw new RefusedError('EGJ_NO_GENERATOR', 'no generator: pass --generator to work or serve');
+  if (generator === null)
+    throw new RefusedError('EGJ_NO_GENERATOR', 'no generator: pass --generator to work or serve');
   if (cfg.pinnedGenerator !== null && req.generator !== null && req.generator !== cfg.pinnedGenerator) {
-    throw new RefusedError('EGJ_GENERATOR_PINNED', `this host runs only its pinned generator, not ${JSON.stringify(req.generator)}`);
+    throw new RefusedError(
+      'EGJ_GENERATOR_PINNED',
+      `this host runs only its pinned generator, not ${JSON.stringify(req.generator)}`,
+    );
   }
   const name = cfg.cache.entryName(req.key, generator, req.job_digest);
   if (req.type === 'fetch') {
@@ -106,7 +115,15 @@ async function answer(
       if (!result) {
         await writeFile(join(scratch, 'job.json'), canonicalBytes(job));
         const built = await cfg.cache.tmpDir();
-        result = await generate({ job, jobDigest: req.job_digest, generator, ws, scratch, built, timeoutMs: req.timeout_ms });
+        result = await generate({
+          job,
+          jobDigest: req.job_digest,
+          generator,
+          ws,
+          scratch,
+          built,
+          timeoutMs: req.timeout_ms,
+        });
         await cfg.cache.commit(name, built);
         result = (await cfg.cache.read(name)) ?? result;
       }
@@ -141,7 +158,10 @@ async function receiveBundle(
         if (!bytes) throw new RefusedError('EGJ_BUNDLE_NO_JOB', 'bundle has no job.json before its files');
         const parsed = parseJob(bytes, 'bundle job.json');
         if (parsed.job.key !== req.key || parsed.digest !== req.job_digest) {
-          throw new RefusedError('EGJ_BUNDLE_MISMATCH', 'bundle job.json does not match the requested key and digest');
+          throw new RefusedError(
+            'EGJ_BUNDLE_MISMATCH',
+            'bundle job.json does not match the requested key and digest',
+          );
         }
         job = parsed.job;
         return allowedPaths(job);
@@ -158,7 +178,10 @@ async function receiveBundle(
   const got = new Map(extracted.files.map((f) => [f.path, f.sha256]));
   for (const input of job.inputs) {
     if (got.get(input.path) !== (input.sha256 ?? undefined)) {
-      throw new RefusedError('EGJ_BUNDLE_MISMATCH', `bundle file ${JSON.stringify(input.path)} does not match the job's digest`);
+      throw new RefusedError(
+        'EGJ_BUNDLE_MISMATCH',
+        `bundle file ${JSON.stringify(input.path)} does not match the job's digest`,
+      );
     }
   }
   return { job, ws: extracted.dir };
@@ -193,7 +216,11 @@ async function respond(
   const files = join(cfg.cache.entryDir(name), 'files');
   try {
     await packTar(
-      result.outputs.map((o) => ({ name: `files/${o.path}`, file: join(files, o.path), expectSha256: o.sha256 })),
+      result.outputs.map((o) => ({
+        name: `files/${o.path}`,
+        file: join(files, o.path),
+        expectSha256: o.sha256,
+      })),
       (chunk) => writer.chunk(chunk),
     );
   } catch (err) {

@@ -44,7 +44,8 @@ export async function diffWorkspace(ws: string, job: Job): Promise<DiffResult> {
         if (!inputs.has(path)) return `wrote ${JSON.stringify(path)}, which is outside the allowed paths`;
         seen.add(path);
         const { sha256, bytes } = await hashFile(join(ws, path));
-        if (bytes > job.constraints.max_file_bytes) return `${JSON.stringify(path)} is ${bytes} bytes, over the job's max_file_bytes`;
+        if (bytes > job.constraints.max_file_bytes)
+          return `${JSON.stringify(path)} is ${bytes} bytes, over the job's max_file_bytes`;
         total += bytes;
         if (total > job.constraints.max_total_bytes) return `outputs exceed the job's max_total_bytes`;
         if (sha256 !== inputs.get(path)) outputs.push({ path, sha256, bytes });
@@ -58,7 +59,11 @@ export async function diffWorkspace(ws: string, job: Job): Promise<DiffResult> {
   const problem = await walk('');
   if (problem) return { ok: false, reason: problem };
   for (const [path, sha] of inputs) {
-    if (sha !== null && !seen.has(path)) return { ok: false, reason: `deleted allowed file ${JSON.stringify(path)}; genjob does not apply deletions` };
+    if (sha !== null && !seen.has(path))
+      return {
+        ok: false,
+        reason: `deleted allowed file ${JSON.stringify(path)}; genjob does not apply deletions`,
+      };
   }
   outputs.sort((a, b) => (a.path < b.path ? -1 : 1));
   return { ok: true, outputs };

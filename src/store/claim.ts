@@ -20,9 +20,18 @@ export function claim(store: Store, key: string, worker: string): boolean {
   return true;
 }
 
-/** Claim the first queued job not in `skip`, in key order; undefined when none could be had. */
-export function claimNext(store: Store, worker: string, skip: ReadonlySet<string> = new Set()): string | undefined {
-  for (const key of keysIn(store, 'queue')) {
+/**
+ * Claim a queued job not in `skip`; undefined when none could be had. Workers start at a random
+ * point of the sorted listing so that racing workers do not all fight over the same first key.
+ */
+export function claimNext(
+  store: Store,
+  worker: string,
+  skip: ReadonlySet<string> = new Set(),
+): string | undefined {
+  const keys = keysIn(store, 'queue');
+  const start = Math.floor(Math.random() * keys.length);
+  for (const key of [...keys.slice(start), ...keys.slice(0, start)]) {
     if (skip.has(key)) continue;
     if (claim(store, key, worker)) return key;
   }

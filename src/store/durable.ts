@@ -31,7 +31,11 @@ export function fsyncDir(store: Store, dir: string): void {
 export function writeTempFile(store: Store, dir: string, bytes: Uint8Array, mode = 0o644): string {
   const { fs } = store;
   const path = tmpName(dir);
-  const fd = fs.openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  const fd = fs.openSync(
+    path,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    mode,
+  );
   try {
     let off = 0;
     while (off < bytes.length) off += fs.writeSync(fd, bytes, off, bytes.length - off);

@@ -1,7 +1,8 @@
 // Reading job files and finding a key's visible state. A key lives in exactly one of
 // queue/ running/ received/ applied/ (applied/ wins if a crash left a received/ copy behind).
-import { parseJob, type Job } from '../core/job.js';
+
 import { UsageError } from '../core/errors.js';
+import { type Job, parseJob } from '../core/job.js';
 import { exists, listNames, readIfExists } from './durable.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
@@ -24,10 +25,15 @@ export function findJob(store: Store, key: string): StoredJob | undefined {
   return undefined;
 }
 
-export function loadJob(store: Store, state: JobState, key: string): { job: Job; digest: string; bytes: Buffer } {
+export function loadJob(
+  store: Store,
+  state: JobState,
+  key: string,
+): { job: Job; digest: string; bytes: Buffer } {
   const file = store.layout.jobFile(state, key);
   const bytes = readIfExists(store, file);
-  if (bytes === undefined) throw new UsageError('EGJ_NOT_IN_STATE', `${file}: job ${key.slice(0, 12)} is not in ${state}/`);
+  if (bytes === undefined)
+    throw new UsageError('EGJ_NOT_IN_STATE', `${file}: job ${key.slice(0, 12)} is not in ${state}/`);
   // applied/ holds the apply record, which embeds the job document
   if (state === 'applied') {
     const record = JSON.parse(bytes.toString('utf8')) as { job: unknown };
@@ -48,14 +54,21 @@ export function isKnownKey(store: Store, key: string): boolean {
 /** Resolve a full key or a unique prefix of at least 4 hex characters. */
 export function resolveKey(store: Store, prefix: string): string {
   if (!/^[0-9a-f]{4,64}$/.test(prefix)) {
-    throw new UsageError('EGJ_BAD_KEY', `${JSON.stringify(prefix)}: a key or key prefix is 4 to 64 lower-case hex characters`);
+    throw new UsageError(
+      'EGJ_BAD_KEY',
+      `${JSON.stringify(prefix)}: a key or key prefix is 4 to 64 lower-case hex characters`,
+    );
   }
   const matches = new Set<string>();
   for (const state of FLOW) for (const k of keysIn(store, state)) if (k.startsWith(prefix)) matches.add(k);
   for (const k of listNames(store, store.layout.dir('receipts'))) if (k.startsWith(prefix)) matches.add(k);
-  if (matches.size === 0) throw new UsageError('EGJ_UNKNOWN_KEY', `${prefix}: no job with this key in ${store.layout.gen}`);
+  if (matches.size === 0)
+    throw new UsageError('EGJ_UNKNOWN_KEY', `${prefix}: no job with this key in ${store.layout.gen}`);
   if (matches.size > 1) {
-    throw new UsageError('EGJ_AMBIGUOUS_KEY', `${prefix}: matches ${matches.size} jobs (${[...matches].map((k) => k.slice(0, 12)).join(', ')}); give more characters`);
+    throw new UsageError(
+      'EGJ_AMBIGUOUS_KEY',
+      `${prefix}: matches ${matches.size} jobs (${[...matches].map((k) => k.slice(0, 12)).join(', ')}); give more characters`,
+    );
   }
   return [...matches][0]!;
 }

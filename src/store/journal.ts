@@ -13,7 +13,9 @@ export interface JournalEvent {
 
 export function journal(store: Store, event: JournalEvent): void {
   const { fs } = store;
-  const line = Buffer.from(`${JSON.stringify({ at: new Date().toISOString(), pid: process.pid, ...event })}\n`);
+  const line = Buffer.from(
+    `${JSON.stringify({ at: new Date().toISOString(), pid: process.pid, ...event })}\n`,
+  );
   const path = store.layout.journal;
   const fd = fs.openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o644);
   try {

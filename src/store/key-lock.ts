@@ -26,7 +26,12 @@ export async function lockNamed(
       realpath: false,
       lockfilePath: `${path}.lock`,
       stale: opts.staleMs ?? 10_000,
-      retries: { retries: Math.max(1, Math.ceil(waitMs / 100)), minTimeout: 20, maxTimeout: 100, factor: 1.3 },
+      retries: {
+        retries: Math.max(1, Math.ceil(waitMs / 100)),
+        minTimeout: 20,
+        maxTimeout: 100,
+        factor: 1.3,
+      },
       // The default handler throws inside a timer and kills the process (#11, #81): record instead.
       onCompromised: () => {
         held.compromised = true;
@@ -37,16 +42,24 @@ export async function lockNamed(
     };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ELOCKED') {
-      throw new ConflictError('EGJ_LOCKED', `${path}.lock: held by another genjob process; try again when it is done`, {
-        cause: err,
-      });
+      throw new ConflictError(
+        'EGJ_LOCKED',
+        `${path}.lock: held by another genjob process; try again when it is done`,
+        {
+          cause: err,
+        },
+      );
     }
     throw err;
   }
   return held;
 }
 
-export async function withKeyLock<T>(store: Store, key: string, fn: (lock: HeldLock) => Promise<T> | T): Promise<T> {
+export async function withKeyLock<T>(
+  store: Store,
+  key: string,
+  fn: (lock: HeldLock) => Promise<T> | T,
+): Promise<T> {
   const lock = await lockNamed(store, `key-${key}`);
   try {
     return await fn(lock);

@@ -39,7 +39,8 @@ export function mintJob(store: Store, job: Job): MintOutcome {
   const before = sameOrConflict(store, job, digest);
   if (before) return before;
   const created = publishExclusive(store, store.layout.jobFile('queue', job.key), jobFileBytes(job));
-  if (!created) return sameOrConflict(store, job, digest) ?? { key: job.key, digest, minted: false, state: 'queue' };
+  if (!created)
+    return sameOrConflict(store, job, digest) ?? { key: job.key, digest, minted: false, state: 'queue' };
   journal(store, { event: 'minted', key: job.key, digest, inputs: job.inputs.length });
   return { key: job.key, digest, minted: true, state: 'queue' };
 }

@@ -1,8 +1,9 @@
 // A handle on one repository's .gen/ directory: its layout plus the filesystem it goes through.
 // Every store function takes a Store, so tests can swap the filesystem for a fault-injecting one.
-import { Layout, ALL_DIRS } from './layout.js';
-import { type FsPort, nodeFs } from './fs-port.js';
+
 import { join } from 'node:path';
+import { type FsPort, nodeFs } from './fs-port.js';
+import { ALL_DIRS, Layout } from './layout.js';
 
 export class Store {
   readonly layout: Layout;

@@ -94,7 +94,9 @@ export class FrameReader {
       if (nl >= 0) {
         const line = this.take(nl + 1);
         if (!line.subarray(0, MAGIC.length).equals(MAGIC)) {
-          throw new ProtocolError(`not a genjob serve message (starts ${JSON.stringify(line.subarray(0, 16).toString('latin1'))})`);
+          throw new ProtocolError(
+            `not a genjob serve message (starts ${JSON.stringify(line.subarray(0, 16).toString('latin1'))})`,
+          );
         }
         let parsed: unknown;
         try {
@@ -107,7 +109,8 @@ export class FrameReader {
         }
         return parsed as Header;
       }
-      if (this.buffered > MAX_HEADER_BYTES) throw new ProtocolError(`message header over ${MAX_HEADER_BYTES} bytes`);
+      if (this.buffered > MAX_HEADER_BYTES)
+        throw new ProtocolError(`message header over ${MAX_HEADER_BYTES} bytes`);
       if (!(await this.fill())) {
         if (this.buffered === 0) return null;
         throw new ProtocolError('stream ended inside a message header');
@@ -136,7 +139,8 @@ export class FrameReader {
       if (len === ABORT) throw new BodyAbortedError('the sender aborted this message body');
       if (len > MAX_CHUNK_BYTES) throw new ProtocolError(`body chunk of ${len} bytes is over the cap`);
       size += len;
-      if (size > this.maxBodyBytes) throw new ProtocolError(`message body over the ${this.maxBodyBytes}-byte cap`);
+      if (size > this.maxBodyBytes)
+        throw new ProtocolError(`message body over the ${this.maxBodyBytes}-byte cap`);
       await this.need(len);
       // copy: callers may keep the chunk while we keep reading into the shared buffer
       yield Buffer.from(this.take(len));

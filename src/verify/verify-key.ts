@@ -29,12 +29,16 @@ export interface Verified {
 export async function verifyKey(store: Store, key: string, policy: ReceiptTrustPolicy): Promise<Verified> {
   const found = findJob(store, key);
   if (!found || (found.state !== 'received' && found.state !== 'applied')) {
-    throw new UsageError('EGJ_NOT_RECEIVED', `${key.slice(0, 12)}: job is ${found ? `still in ${found.state}/` : 'unknown'}; nothing to verify until work has stored its receipt`);
+    throw new UsageError(
+      'EGJ_NOT_RECEIVED',
+      `${key.slice(0, 12)}: job is ${found ? `still in ${found.state}/` : 'unknown'}; nothing to verify until work has stored its receipt`,
+    );
   }
   const { job, digest } = loadJob(store, found.state, key);
   const receiptFile = store.layout.receipt(key);
   const bytes = readIfExists(store, receiptFile);
-  if (bytes === undefined) throw new RejectedError('EGJ_RECEIPT_MISSING', `${receiptFile}: no receipt for this job`, receiptFile);
+  if (bytes === undefined)
+    throw new RejectedError('EGJ_RECEIPT_MISSING', `${receiptFile}: no receipt for this job`, receiptFile);
   const { receipt, signer } = decodeReceiptWithPolicy(bytes, receiptFile, policy);
   checkReceipt(job, digest, receipt, currentEpoch(store, key), receiptFile);
   await checkArtifacts(store.layout.outDir(key), receipt);
@@ -57,18 +61,33 @@ async function checkArtifacts(outDir: string, receipt: Receipt): Promise<void> {
       const path = rel ? `${rel}/${d.name}` : d.name;
       const file = join(outDir, path);
       if (d.isDirectory()) await walk(path);
-      else if (!d.isFile()) throw new RejectedError('EGJ_ARTIFACT_NOT_REGULAR', `${file}: not a regular file (symlinks and devices are never applied)`, file);
-      else if (!expected.has(path)) throw new RejectedError('EGJ_ARTIFACT_EXTRA', `${file}: artifact the receipt does not name`, file);
+      else if (!d.isFile())
+        throw new RejectedError(
+          'EGJ_ARTIFACT_NOT_REGULAR',
+          `${file}: not a regular file (symlinks and devices are never applied)`,
+          file,
+        );
+      else if (!expected.has(path))
+        throw new RejectedError('EGJ_ARTIFACT_EXTRA', `${file}: artifact the receipt does not name`, file);
       else found.add(path);
     }
   }
   await walk('');
   for (const o of receipt.outputs) {
     const file = join(outDir, o.path);
-    if (!found.has(o.path)) throw new RejectedError('EGJ_ARTIFACT_MISSING', `${file}: the receipt names this output but it is missing`, file);
+    if (!found.has(o.path))
+      throw new RejectedError(
+        'EGJ_ARTIFACT_MISSING',
+        `${file}: the receipt names this output but it is missing`,
+        file,
+      );
     const { sha256, bytes } = await hashFile(file);
     if (sha256 !== o.sha256 || bytes !== o.bytes) {
-      throw new RejectedError('EGJ_ARTIFACT_DRIFT', `${file}: bytes hash to ${sha256.slice(0, 12)}, receipt says ${o.sha256.slice(0, 12)}`, file);
+      throw new RejectedError(
+        'EGJ_ARTIFACT_DRIFT',
+        `${file}: bytes hash to ${sha256.slice(0, 12)}, receipt says ${o.sha256.slice(0, 12)}`,
+        file,
+      );
     }
   }
 }

@@ -28,14 +28,23 @@ export async function commitResult(
     const running = exists(store, layout.jobFile('running', key));
     if (lease?.epoch !== epoch || newest !== epoch || !running) {
       const reason = `lease lost: this attempt is epoch ${epoch}, the newest is ${newest}${running ? '' : ' and the job is no longer running here'}`;
-      deadLetterBytes(store, `${key}.receipt.e${epoch}`, receiptBytes, { key, code: 'EGJ_EPOCH_SUPERSEDED', reason, epoch });
+      deadLetterBytes(store, `${key}.receipt.e${epoch}`, receiptBytes, {
+        key,
+        code: 'EGJ_EPOCH_SUPERSEDED',
+        reason,
+        epoch,
+      });
       store.fs.rmSync(stagingDir, { recursive: true, force: true });
       return { committed: false, reason };
     }
     // 1. the bytes: a leftover out/<key>/ (a crash before its receipt landed) is kept in dead/
     const out = layout.outDir(key);
     if (exists(store, out)) {
-      deadLetterFile(store, out, `${key}.out`, { key, code: 'EGJ_OUT_REPLACED', reason: 'outputs left by an earlier attempt without a committed receipt' });
+      deadLetterFile(store, out, `${key}.out`, {
+        key,
+        code: 'EGJ_OUT_REPLACED',
+        reason: 'outputs left by an earlier attempt without a committed receipt',
+      });
     }
     store.fs.renameSync(stagingDir, out);
     fsyncDir(store, layout.dir('out'));
@@ -56,7 +65,12 @@ export async function commitResult(
         continue;
       }
       const reason = `a receipt of epoch ${existingEpoch} is already committed`;
-      deadLetterBytes(store, `${key}.receipt.e${epoch}`, receiptBytes, { key, code: 'EGJ_DUPLICATE_RECEIPT', reason, epoch });
+      deadLetterBytes(store, `${key}.receipt.e${epoch}`, receiptBytes, {
+        key,
+        code: 'EGJ_DUPLICATE_RECEIPT',
+        reason,
+        epoch,
+      });
       return { committed: false, reason };
     }
     // 3. the job's state

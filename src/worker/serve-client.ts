@@ -4,9 +4,9 @@
 // "in doubt" — the next attempt asks the host for its stored result before generating again.
 import type { Readable } from 'node:stream';
 import { GenjobError } from '../core/errors.js';
+import type { ServeRequest } from '../remote/serve-requests.js';
 import type { ServeLauncher, ServeProcess } from '../transport/launcher.js';
 import { FrameReader, FrameWriter, type Header, PROTOCOL, ProtocolError } from '../transport/protocol.js';
-import type { ServeRequest } from '../remote/serve-requests.js';
 
 /** The host gave no usable answer (garbage, no answer, a dropped connection, a timeout). */
 export class InDoubtError extends GenjobError {
@@ -61,9 +61,12 @@ export class ServeClient {
   ): Promise<ServeClient> {
     const client = new ServeClient(launcher.start(args), opts.maxAnswerBytes, opts.relayStderr);
     const hello = await client.deadline(opts.helloTimeoutMs, () => client.reader.readHeader());
-    if (!hello || hello.type !== 'hello' || hello.protocol !== PROTOCOL) {
+    if (hello?.type !== 'hello' || hello.protocol !== PROTOCOL) {
       client.kill();
-      throw new InDoubtError(`${launcher.destination}: did not answer as genjob serve (${PROTOCOL})`, client.stderrTail);
+      throw new InDoubtError(
+        `${launcher.destination}: did not answer as genjob serve (${PROTOCOL})`,
+        client.stderrTail,
+      );
     }
     await client.reader.drain(client.reader.body());
     client.hello = hello;
@@ -85,7 +88,12 @@ export class ServeClient {
     const expired = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         this.kill();
-        reject(new InDoubtError(`no answer within ${Math.round(ms / 1000)} s; killed the session`, this.stderrTail));
+        reject(
+          new InDoubtError(
+            `no answer within ${Math.round(ms / 1000)} s; killed the session`,
+            this.stderrTail,
+          ),
+        );
       }, ms);
     });
     try {
@@ -142,14 +150,26 @@ export class ServeClient {
       }
       await this.reader.drain(this.reader.body());
       if (h.type === 'none') return { type: 'none' };
-      if (h.type === 'error') return { type: 'error', code: String(h.code), message: String(h.message).slice(0, 2000) };
+      if (h.type === 'error')
+        return { type: 'error', code: String(h.code), message: String(h.message).slice(0, 2000) };
       throw new ProtocolError(`unexpected answer type ${JSON.stringify(h.type).slice(0, 40)}`);
     });
   }
 
   async close(): Promise<void> {
     if (!this.dead) this.proc.stdin.end();
+    // Read stdout to its end: a stream nobody reads never ends, so the process's 'close' never came
+    // and every run waited the full 5 s below before killing a serve that had long exited.
+    void this.readToEnd();
     const exited = await Promise.race([this.proc.exited, new Promise((r) => setTimeout(r, 5000, 'timeout'))]);
     if (exited === 'timeout') this.kill();
+  }
+
+  private async readToEnd(): Promise<void> {
+    try {
+      while ((await this.reader.readHeader()) !== null) await this.reader.drain(this.reader.body());
+    } catch {
+      // a broken or killed session: nothing more to read
+    }
   }
 }

@@ -2,18 +2,19 @@
 // slot keeping one serve session open for all its jobs. --once takes one job, --drain takes jobs
 // until the queue is empty (a requeued job is tried again until its attempts run out), --watch
 // keeps going until the stop signal, using watch events as hints plus a periodic full rescan.
-import { hostname } from 'node:os';
+
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Receipt } from '../core/receipt.js';
 import { peekTokens } from '../core/receipt-peek.js';
-import { readIfExists } from '../store/durable.js';
 import type { Worker } from '../store/attempts.js';
 import { claimNext } from '../store/claim.js';
-import { reapStale, type Reaped } from '../store/reap.js';
+import { readIfExists } from '../store/durable.js';
+import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { ServeClient } from './serve-client.js';
-import { type JobOutcome, workOne, type WorkContext } from './work-one.js';
+import { type JobOutcome, type WorkContext, workOne } from './work-one.js';
 
 export interface WorkOptions {
   store: Store;
@@ -44,7 +45,11 @@ export interface WorkSummary {
 }
 
 export function newWorker(): Worker {
-  return { id: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`, host: hostname(), pid: process.pid };
+  return {
+    id: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
+    host: hostname(),
+    pid: process.pid,
+  };
 }
 
 export async function runWork(o: WorkOptions): Promise<WorkSummary> {
@@ -69,6 +74,8 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
       decodeReceipt: o.decodeReceipt,
       session: async () => {
         if (client?.alive) return client;
+        // fail fast and clearly on an unknown or changed host key, before any bytes are sent
+        await o.launcher.shipmentFacts();
         client = await ServeClient.open(o.launcher, [], {
           maxAnswerBytes: 8 * 1024 * 1024 * 1024,
           helloTimeoutMs: 60_000,

@@ -1,19 +1,20 @@
 // Work one claimed job: attempt (epoch + lease + heartbeat) → ship the bundle → take the answer
 // apart as hostile input → commit. Every way out leaves the job in exactly one state:
 // received/ (with its receipt), back in queue/ (in doubt, journalled), or dead/ (with the reason).
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { GenjobError } from '../core/errors.js';
 import { allowedPaths, type Job, JobInvalidError, parseJob } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
-import { type LeaseRecord, beginAttempt, epochsOf, type Worker } from '../store/attempts.js';
+import { beginAttempt, epochsOf, type LeaseRecord, type Worker } from '../store/attempts.js';
 import { deadLetterBytes, deadLetterFile } from '../store/dead-letter.js';
 import { exists, moveState, readIfExists } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import { beat, removeLease } from '../store/lease.js';
+import { jobFileBytes } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
 import { InputChangedError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
-import { jobFileBytes } from '../store/mint-job.js';
 import { safeExtract } from '../transport/safe-extract.js';
 import { packTar } from '../transport/tar-pack.js';
 import { commitResult } from './commit-result.js';
@@ -34,7 +35,14 @@ export interface WorkContext {
 }
 
 export type JobOutcome =
-  | { key: string; outcome: 'received'; epoch: number; status: Receipt['status']; cached: boolean; reason: string | null }
+  | {
+      key: string;
+      outcome: 'received';
+      epoch: number;
+      status: Receipt['status'];
+      cached: boolean;
+      reason: string | null;
+    }
   | { key: string; outcome: 'recovered' }
   | { key: string; outcome: 'dead'; reason: string }
   | { key: string; outcome: 'requeued'; reason: string }
@@ -47,12 +55,14 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   const { store } = ctx;
   const runningFile = store.layout.jobFile('running', key);
   const bytes = readIfExists(store, runningFile);
-  if (bytes === undefined) return { key, outcome: 'superseded', reason: 'job vanished from running/ after the claim' };
+  if (bytes === undefined)
+    return { key, outcome: 'superseded', reason: 'job vanished from running/ after the claim' };
   let job: Job;
   let digest: string;
   try {
     ({ job, digest } = parseJob(bytes, `running/${key}.json`));
-    if (job.key !== key) throw new JobInvalidError(`running/${key}.json`, `file name does not match its key ${job.key}`);
+    if (job.key !== key)
+      throw new JobInvalidError(`running/${key}.json`, `file name does not match its key ${job.key}`);
   } catch (err) {
     if (!(err instanceof GenjobError)) throw err;
     deadLetterFile(store, runningFile, `${key}.job`, { key, code: err.code, reason: err.message });
@@ -61,7 +71,11 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
 
   if (receiptAlreadyLanded(store, key)) {
     moveState(store, runningFile, store.layout.jobFile('received', key));
-    journal(store, { event: 'recovered', key, reason: 'receipt had landed before a crash; job moved to received/' });
+    journal(store, {
+      event: 'recovered',
+      key,
+      reason: 'receipt had landed before a crash; job moved to received/',
+    });
     return { key, outcome: 'recovered' };
   }
   const tries = epochsOf(store, key).length;
@@ -72,7 +86,13 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   }
 
   const lease = beginAttempt(store, key, ctx.worker, ctx.leaseTtlS, ctx.launcher.destination);
-  journal(store, { event: 'attempt', key, epoch: lease.epoch, worker: ctx.worker.id, destination: ctx.launcher.destination });
+  journal(store, {
+    event: 'attempt',
+    key,
+    epoch: lease.epoch,
+    worker: ctx.worker.id,
+    destination: ctx.launcher.destination,
+  });
   let lost = false;
   const heartbeat = setInterval(
     () => {
@@ -126,28 +146,32 @@ async function attempt(
   let session: ServeClient | undefined;
   try {
     session = await ctx.session();
-    journal(store, {
-      event: 'shipping',
-      key,
-      epoch,
-      destination: ctx.launcher.destination,
-      files: job.inputs.filter((i) => i.sha256 !== null).map((i) => i.path),
-      ...(await ctx.launcher.shipmentFacts()),
-    });
     // After an earlier attempt, ask first: the host may hold the result already (in doubt ≠ failed).
     answer = epoch > 1 ? await session.request({ ...req, type: 'fetch' }, budget) : { type: 'none' };
     if (answer.type === 'none') {
+      const bundleHash = createHash('sha256');
+      let bundleBytes = 0;
+      let shipped: string[] = [];
       answer = await session.request({ ...req, type: 'run' }, budget, async (w) => {
         try {
-          await packTar(
+          const packed = await packTar(
             [
               { name: 'job.json', bytes: jobFileBytes(job) },
               ...job.inputs
                 .filter((i) => i.sha256 !== null)
-                .map((i) => ({ name: `files/${i.path}`, file: join(store.root, i.path), expectSha256: i.sha256! })),
+                .map((i) => ({
+                  name: `files/${i.path}`,
+                  file: join(store.root, i.path),
+                  expectSha256: i.sha256!,
+                })),
             ],
-            (chunk) => w.chunk(chunk),
+            (chunk) => {
+              bundleHash.update(chunk);
+              bundleBytes += chunk.length;
+              return w.chunk(chunk);
+            },
           );
+          shipped = packed.map((f) => f.name);
         } catch (err) {
           if (!(err instanceof InputChangedError)) throw err;
           inputChanged = err;
@@ -155,6 +179,17 @@ async function attempt(
           return;
         }
         await w.end();
+        // what left the machine: the bundle's digest, its files, where it went (and the host key ssh verified)
+        journal(store, {
+          event: 'shipped',
+          key,
+          epoch,
+          bundle_sha256: bundleHash.digest('hex'),
+          bundle_bytes: bundleBytes,
+          files: shipped,
+          destination: ctx.launcher.destination,
+          ...(await ctx.launcher.shipmentFacts().catch((err: Error) => ({ host_key_error: err.message }))),
+        });
       });
     }
   } catch (err) {
@@ -165,11 +200,17 @@ async function attempt(
   if (inputChanged) {
     const reason = `${inputChanged.message}; the job is stale, mint it again`;
     removeLease(store, key, epoch);
-    deadLetterFile(store, store.layout.jobFile('running', key), `${key}.job`, { key, code: inputChanged.code, reason });
+    deadLetterFile(store, store.layout.jobFile('running', key), `${key}.job`, {
+      key,
+      code: inputChanged.code,
+      reason,
+    });
     return { key, outcome: 'dead', reason };
   }
-  if (answer.type === 'none') return requeue(store, key, epoch, 'the host answered "none" to a run', 'EGJ_BAD_ANSWER');
-  if (answer.type === 'error') return requeue(store, key, epoch, `the host refused: ${answer.code}: ${answer.message}`, answer.code);
+  if (answer.type === 'none')
+    return requeue(store, key, epoch, 'the host answered "none" to a run', 'EGJ_BAD_ANSWER');
+  if (answer.type === 'error')
+    return requeue(store, key, epoch, `the host refused: ${answer.code}: ${answer.message}`, answer.code);
   return takeResult(ctx, session!, job, digest, epoch, answer, isLost);
 }
 
@@ -198,7 +239,10 @@ async function takeResult(
   }
   if (receipt.key !== key || receipt.job_digest !== digest || receipt.epoch !== epoch) {
     ctx.dropSession();
-    return rejectAnswer('EGJ_RECEIPT_MISMATCH', `the host answered with a receipt for another job or epoch (key ${receipt.key.slice(0, 12)}, epoch ${receipt.epoch})`);
+    return rejectAnswer(
+      'EGJ_RECEIPT_MISMATCH',
+      `the host answered with a receipt for another job or epoch (key ${receipt.key.slice(0, 12)}, epoch ${receipt.epoch})`,
+    );
   }
   let staged: Awaited<ReturnType<typeof safeExtract>>;
   try {
@@ -225,23 +269,41 @@ async function takeResult(
   if (isLost()) {
     store.fs.rmSync(staged.dir, { recursive: true, force: true });
     const reason = `lease of epoch ${epoch} was lost while the job ran; standing down`;
-    deadLetterBytes(store, `${key}.receipt.e${epoch}`, answer.receiptBytes, { key, code: 'EGJ_EPOCH_SUPERSEDED', reason, epoch });
+    deadLetterBytes(store, `${key}.receipt.e${epoch}`, answer.receiptBytes, {
+      key,
+      code: 'EGJ_EPOCH_SUPERSEDED',
+      reason,
+      epoch,
+    });
     return { key, outcome: 'superseded', reason };
   }
   const committed = await commitResult(store, key, epoch, answer.receiptBytes, staged.dir);
   if (!committed.committed) return { key, outcome: 'superseded', reason: committed.reason };
-  return { key, outcome: 'received', epoch, status: receipt.status, cached: receipt.cached, reason: receipt.reason };
+  return {
+    key,
+    outcome: 'received',
+    epoch,
+    status: receipt.status,
+    cached: receipt.cached,
+    reason: receipt.reason,
+  };
 }
 
 /** Why the extracted files are not exactly the receipt's outputs, or null. */
-function compareFiles(receipt: Receipt, files: ReadonlyArray<{ path: string; sha256: string; bytes: number }>): string | null {
+function compareFiles(
+  receipt: Receipt,
+  files: ReadonlyArray<{ path: string; sha256: string; bytes: number }>,
+): string | null {
   const got = new Map(files.map((f) => [f.path, f]));
   for (const o of receipt.outputs) {
     const f = got.get(o.path);
     if (!f) return `the receipt names ${JSON.stringify(o.path)} but the result has no such file`;
-    if (f.sha256 !== o.sha256 || f.bytes !== o.bytes) return `${JSON.stringify(o.path)}: bytes do not hash to the receipt's digest`;
+    if (f.sha256 !== o.sha256 || f.bytes !== o.bytes)
+      return `${JSON.stringify(o.path)}: bytes do not hash to the receipt's digest`;
     got.delete(o.path);
   }
   const extra = [...got.keys()][0];
-  return extra === undefined ? null : `the result has ${JSON.stringify(extra)}, which the receipt does not name`;
+  return extra === undefined
+    ? null
+    : `the result has ${JSON.stringify(extra)}, which the receipt does not name`;
 }

@@ -1,0 +1,77 @@
+#!/usr/bin/env node
+// The end-to-end demo (`npm run demo`, which builds first): copy fixtures/toy-repo to a fresh temp
+// dir, make it a git repository, then run mint → status → work --once → verify → apply → apply
+// again with the deterministic fixtures/demo-generator.mjs, printing each command and its output,
+// and finish with the diff the job made. No network, no model. Exits non-zero if a step fails.
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const pkg = resolve(here, '..');
+const cli = join(pkg, 'bin', 'genjob.js');
+const generator = `node ${JSON.stringify(join(pkg, 'fixtures', 'demo-generator.mjs'))}`;
+const keep = process.argv.includes('--keep');
+
+const base = mkdtempSync(join(tmpdir(), 'genjob-demo-'));
+const repo = join(base, 'toy-repo');
+const env = { ...process.env, XDG_CACHE_HOME: join(base, 'cache'), GIT_CONFIG_NOSYSTEM: '1', NO_COLOR: '1' };
+mkdirSync(env.XDG_CACHE_HOME, { recursive: true });
+
+const quote = (a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`);
+
+/** Run a command in the repo, print it and its output; throw on an unexpected exit status. */
+function step(cmd, args, { show = true, expect = 0 } = {}) {
+  const shown = cmd === process.execPath ? ['genjob', ...args.slice(1)] : [cmd, ...args];
+  if (show) process.stdout.write(`\n$ ${shown.map(quote).join(' ')}\n`);
+  const r = spawnSync(cmd, args, { cwd: repo, env, encoding: 'utf8' });
+  if (r.error) throw new Error(`${shown[0]}: ${r.error.message}`);
+  if (show) process.stdout.write(`${r.stdout}${r.stderr}`);
+  if (r.status !== expect) {
+    if (!show) process.stdout.write(`${r.stdout}${r.stderr}`);
+    throw new Error(`\`${shown.map(quote).join(' ')}\` exited ${r.status}, expected ${expect}`);
+  }
+  return r.stdout;
+}
+
+const genjob = (...args) => step(process.execPath, [cli, ...args]);
+const git = (...args) =>
+  step('git', ['-c', 'user.name=genjob demo', '-c', 'user.email=demo@example.invalid', ...args], {
+    show: false,
+  });
+
+let failed = false;
+try {
+  cpSync(join(pkg, 'fixtures', 'toy-repo'), repo, { recursive: true });
+  git('init', '-q');
+  writeFileSync(join(repo, '.git', 'info', 'exclude'), '.gen/\n');
+  git('add', '-A');
+  git('commit', '-q', '-m', 'toy repository');
+  process.stdout.write(`genjob demo in ${repo}\n(generator: ${generator})\n`);
+
+  const instruction = 'Add a timeout to fetch_user';
+  const key = genjob('mint', '-m', instruction, 'src/user.py', 'tests/test_user.py').split('\n')[0].trim();
+  if (!/^[0-9a-f]{64}$/.test(key)) throw new Error(`mint printed ${JSON.stringify(key)}, not a key`);
+  genjob('mint', '-m', instruction, 'src/user.py', 'tests/test_user.py'); // same work order → same key
+  genjob('status');
+  genjob('work', '--once', '--generator', generator);
+  genjob('verify', key.slice(0, 12));
+  genjob('apply', key.slice(0, 12));
+  genjob('apply', key.slice(0, 12)); // already applied: a no-op, exit 0
+  genjob('status');
+
+  process.stdout.write('\n$ git diff\n');
+  process.stdout.write(git('-c', 'core.pager=cat', 'diff', '--no-color'));
+  process.stdout.write(
+    `\ndemo ok: the job ${key.slice(0, 12)} was minted, worked, verified and applied exactly once\n`,
+  );
+} catch (err) {
+  failed = true;
+  process.stderr.write(`\ndemo FAILED: ${err.message}\n`);
+} finally {
+  if (keep || failed) process.stdout.write(`(kept ${base} for inspection)\n`);
+  else rmSync(base, { recursive: true, force: true });
+}
+process.exitCode = failed ? 1 : 0;

@@ -1,0 +1,183 @@
+// serve-session and the worker's ServeClient talking in-process over pipes: the real protocol,
+// real bundle packing and extraction, a real shell generator and the real result cache.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { canonicalBytes } from '../../src/core/canonical-json.js';
+import { buildJob, jobDigest } from '../../src/core/job.js';
+import { decodeReceipt } from '../../src/core/receipt-decode.js';
+import { sha256Hex } from '../../src/core/sha256.js';
+import { ResultCache } from '../../src/remote/result-cache.js';
+import { serveSession } from '../../src/remote/serve-session.js';
+import { jobFileBytes } from '../../src/store/mint-job.js';
+import type { ServeLauncher } from '../../src/transport/launcher.js';
+import { safeExtract } from '../../src/transport/safe-extract.js';
+import { packTar } from '../../src/transport/tar-pack.js';
+import { ServeClient } from '../../src/worker/serve-client.js';
+
+let tmp: string;
+beforeEach(() => {
+  tmp = mkdtempSync(join(tmpdir(), 'gj-serve-'));
+});
+afterEach(() => rmSync(tmp, { recursive: true, force: true }));
+
+function inProcess(cache: ResultCache, pinned: string | null = null): ServeLauncher {
+  return {
+    destination: 'in-process',
+    start() {
+      const toServe = new PassThrough();
+      const fromServe = new PassThrough();
+      const stderr = new PassThrough();
+      const exited = serveSession(toServe, fromServe, {
+        cache,
+        pinnedGenerator: pinned,
+        encodeReceipt: (r) => canonicalBytes(r),
+      })
+        .then(() => fromServe.end())
+        .then(() => ({ exitCode: 0, signal: null }));
+      return { stdin: toServe, stdout: fromServe, stderr, exited, kill: () => toServe.destroy() };
+    },
+    shipmentFacts: async () => ({}),
+    close: async () => {},
+  };
+}
+
+const source = 'def f():\n    return 1\n';
+const job = buildJob('add a comment', [
+  { path: 'src/a.py', sha256: sha256Hex(source) },
+  { path: 'src/new.py', sha256: null },
+]);
+const digest = jobDigest(job);
+
+function request(type: 'run' | 'fetch', generator: string, epoch = 1) {
+  return { type, key: job.key, job_digest: digest, epoch, worker_id: 'w1', generator, timeout_ms: 10_000 };
+}
+
+async function run(client: ServeClient, generator: string, epoch = 1, bytes = source) {
+  writeFileSync(join(tmp, 'a.py'), bytes);
+  const answer = await client.request(request('run', generator, epoch), 30_000, async (w) => {
+    await packTar(
+      [
+        { name: 'job.json', bytes: jobFileBytes(job) },
+        { name: 'files/src/a.py', file: join(tmp, 'a.py') },
+      ],
+      (c) => w.chunk(c),
+    );
+    await w.end();
+  });
+  return answer;
+}
+
+async function take(answer: Awaited<ReturnType<ServeClient['request']>>) {
+  if (answer.type !== 'result') throw new Error(`expected a result, got ${JSON.stringify(answer)}`);
+  const receipt = decodeReceipt(answer.receiptBytes, 'receipt');
+  const staged = await safeExtract(answer.tar, {
+    stagingParent: tmp,
+    prefix: 'files/',
+    allowed: new Set(['src/a.py', 'src/new.py']),
+    maxEntries: 2,
+    maxFileBytes: 1 << 20,
+    maxTotalBytes: 1 << 20,
+  });
+  return { receipt, staged };
+}
+
+describe('genjob serve session', () => {
+  it('generates, answers with a receipt for the requested epoch, and ships exactly the outputs', async () => {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    const client = await ServeClient.open(inProcess(cache), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: 5000,
+    });
+    const gen = `printf '# %s\\n' "$GENJOB_INSTRUCTION" >> src/a.py && echo new > src/new.py && test -f "$GENJOB_JOB" && test "$GENJOB_KEY" = ${job.key}`;
+    const { receipt, staged } = await take(await run(client, gen, 7));
+    expect(receipt).toMatchObject({
+      key: job.key,
+      job_digest: digest,
+      epoch: 7,
+      status: 'ok',
+      cached: false,
+      reason: null,
+    });
+    expect(receipt.outputs.map((o) => o.path)).toEqual(['src/a.py', 'src/new.py']);
+    expect(readFileSync(join(staged.dir, 'src/a.py'), 'utf8')).toBe(`${source}# add a comment\n`);
+    expect(readFileSync(join(staged.dir, 'src/new.py'), 'utf8')).toBe('new\n');
+    await client.close();
+  });
+
+  it('answers a redelivery from its cache without running the generator again', async () => {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    const log = join(tmp, 'runs.log');
+    const gen = `echo run >> ${log} && echo changed > src/a.py`;
+    const client = await ServeClient.open(inProcess(cache), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: 5000,
+    });
+    const first = await take(await run(client, gen, 1));
+    const second = await take(await run(client, gen, 2));
+    const fetched = await take(await client.request(request('fetch', gen, 3), 10_000));
+    expect(readFileSync(log, 'utf8')).toBe('run\n');
+    expect([second.receipt.cached, fetched.receipt.cached]).toEqual([true, true]);
+    expect([second.receipt.epoch, fetched.receipt.epoch]).toEqual([2, 3]);
+    expect(second.receipt.outputs).toEqual(first.receipt.outputs);
+    await client.close();
+  });
+
+  it('answers "none" to a fetch for a job it never generated', async () => {
+    const client = await ServeClient.open(inProcess(new ResultCache(join(tmp, 'cache'))), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: 5000,
+    });
+    expect(await client.request(request('fetch', 'true'), 10_000)).toEqual({ type: 'none' });
+    await client.close();
+  });
+
+  it.each([
+    {
+      name: 'a generator that fails',
+      gen: 'echo boom >&2; exit 3',
+      status: 'aborted',
+      reason: /exited with status 3: boom/,
+    },
+    {
+      name: 'a generator that writes outside the contract',
+      gen: 'echo x > src/other.py',
+      status: 'rejected',
+      reason: /src\/other\.py.*outside/,
+    },
+  ])('reports $name in the receipt', async ({ gen, status, reason }) => {
+    const client = await ServeClient.open(inProcess(new ResultCache(join(tmp, 'cache'))), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: 5000,
+    });
+    const { receipt, staged } = await take(await run(client, gen));
+    expect(receipt.status).toBe(status);
+    expect(receipt.reason).toMatch(reason);
+    expect(receipt.outputs).toEqual([]);
+    expect(readdirSync(staged.dir)).toEqual([]);
+    await client.close();
+  });
+
+  it('refuses a bundle whose file does not match the job, and keeps serving', async () => {
+    const client = await ServeClient.open(inProcess(new ResultCache(join(tmp, 'cache'))), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: 5000,
+    });
+    const bad = await run(client, 'true', 1, 'tampered\n');
+    expect(bad).toMatchObject({ type: 'error', code: 'EGJ_BUNDLE_MISMATCH' });
+    const good = await take(await run(client, 'true', 1));
+    expect(good.receipt.status).toBe('ok');
+    await client.close();
+  });
+
+  it('refuses a request for another generator than the pinned one', async () => {
+    const client = await ServeClient.open(inProcess(new ResultCache(join(tmp, 'cache')), 'true'), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: 5000,
+    });
+    expect(await run(client, 'rm -rf /')).toMatchObject({ type: 'error', code: 'EGJ_GENERATOR_PINNED' });
+    await client.close();
+  });
+});

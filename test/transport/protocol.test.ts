@@ -1,0 +1,108 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { BodyAbortedError, FrameReader, FrameWriter, ProtocolError } from '../../src/transport/protocol.js';
+
+async function collect(body: AsyncGenerator<Buffer>): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const c of body) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+function pipe(maxBody = 1 << 30) {
+  const stream = new PassThrough();
+  return { writer: new FrameWriter(stream), reader: new FrameReader(stream, maxBody), stream };
+}
+
+/** Feed raw bytes in small pieces, the way a pipe may deliver them. */
+async function* pieces(bytes: Buffer, size: number) {
+  for (let i = 0; i < bytes.length; i += size) yield bytes.subarray(i, i + size);
+}
+
+describe('framed protocol', () => {
+  it('carries several messages with multi-megabyte bodies intact', async () => {
+    const { writer, reader, stream } = pipe();
+    const big = Buffer.alloc(3 * 1024 * 1024 + 17, 7);
+    const done = (async () => {
+      await writer.message({ type: 'a', n: 1 }, big);
+      await writer.message({ type: 'b' });
+      stream.end();
+    })();
+    const h1 = await reader.readHeader();
+    expect(h1).toEqual({ type: 'a', n: 1 });
+    expect((await collect(reader.body())).equals(big)).toBe(true);
+    expect(await reader.readHeader()).toEqual({ type: 'b' });
+    expect((await collect(reader.body())).length).toBe(0);
+    expect(await reader.readHeader()).toBeNull();
+    await done;
+  });
+
+  it('reads the same messages whatever the chunking of the stream', async () => {
+    const out = new PassThrough();
+    const chunks: Buffer[] = [];
+    out.on('data', (c: Buffer) => chunks.push(c));
+    const w = new FrameWriter(out);
+    await w.message({ type: 'x', s: 'héllo' }, Buffer.from('payload bytes'));
+    await w.message({ type: 'y' }, Buffer.from('more'));
+    const all = Buffer.concat(chunks);
+    for (const size of [1, 2, 3, 7, 64]) {
+      const r = new FrameReader(pieces(all, size), 1024);
+      expect(await r.readHeader()).toEqual({ type: 'x', s: 'héllo' });
+      expect((await collect(r.body())).toString()).toBe('payload bytes');
+      expect(await r.readHeader()).toEqual({ type: 'y' });
+      expect((await collect(r.body())).toString()).toBe('more');
+      expect(await r.readHeader()).toBeNull();
+    }
+  });
+
+  it('stays in sync after a body the sender aborted', async () => {
+    const { writer, reader, stream } = pipe();
+    const done = (async () => {
+      await writer.header({ type: 'run' });
+      await writer.chunk(Buffer.from('partial'));
+      await writer.abort();
+      await writer.message({ type: 'next' });
+      stream.end();
+    })();
+    await reader.readHeader();
+    await expect(collect(reader.body())).rejects.toBeInstanceOf(BodyAbortedError);
+    expect(await reader.readHeader()).toEqual({ type: 'next' });
+    await done;
+  });
+
+  it.each([
+    {
+      name: 'garbage instead of a header',
+      raw: Buffer.from('HTTP/1.1 200 OK\n'),
+      error: /not a genjob serve message/,
+    },
+    { name: 'a header that is not JSON', raw: Buffer.from('GJ1 {nope\n'), error: /not JSON/ },
+    { name: 'a header without a type', raw: Buffer.from('GJ1 {"x":1}\n'), error: /no type/ },
+    {
+      name: 'a stream that ends inside a header',
+      raw: Buffer.from('GJ1 {"type":'),
+      error: /inside a message header/,
+    },
+    {
+      name: 'an endless header line',
+      raw: Buffer.alloc(70 * 1024, 0x41),
+      error: /(over 65536 bytes|not a genjob)/,
+    },
+  ])('refuses $name', async ({ raw, error }) => {
+    const r = new FrameReader(pieces(raw, 4096), 1024);
+    await expect(r.readHeader()).rejects.toThrow(error);
+  });
+
+  it('refuses a body over its cap and a body cut short', async () => {
+    const out = new PassThrough();
+    const chunks: Buffer[] = [];
+    out.on('data', (c: Buffer) => chunks.push(c));
+    await new FrameWriter(out).message({ type: 'r' }, Buffer.alloc(5000));
+    const all = Buffer.concat(chunks);
+    const capped = new FrameReader(pieces(all, 512), 1000);
+    await capped.readHeader();
+    await expect(collect(capped.body())).rejects.toThrow(/over the 1000-byte cap/);
+    const cut = new FrameReader(pieces(all.subarray(0, all.length - 100), 512), 1 << 20);
+    await cut.readHeader();
+    await expect(collect(cut.body())).rejects.toBeInstanceOf(ProtocolError);
+  });
+});
