@@ -1,9 +1,3 @@
-// Reading and replacing one repository file through store.fs, never through a symlink.
-// Replace = temp file ".genjob-tmp-*" in the target's directory (O_CREAT|O_EXCL|O_NOFOLLOW) → write →
-// fchmod → fsync → re-check the target still holds `expected` → rename (or link, for a file that must
-// not exist yet, so a racing create is never clobbered) → fsync the directory. A crash leaves the target
-// whole (old or new bytes) plus at most one torn temp, which sweepTornTemps() removes.
-import * as nodeFs from 'node:fs';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { errnoOf, IoError, RejectedError } from '../core/errors.js';

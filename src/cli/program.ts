@@ -141,6 +141,15 @@ export function buildProgram(): Command {
       await run(async () => (await import('../commands/revert.js')).revert({ ...o, key }), !!o.json);
     });
 
+  common(program.command('drop'))
+    .description('give up on a queued or received job: its file, receipt and outputs move to dead/')
+    .argument('<key>', 'a key or a unique prefix')
+    .option('--reason <text>', 'why (kept in dead/ and the journal)')
+    .action(async (key: string, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/drop.js')).drop({ ...o, key }), !!o.json);
+    });
+
   common(program.command('status'))
     .description('counts per state and a table of jobs (key, state, epoch, age, instruction)')
     .action(async (_opts, cmd: Command) => {

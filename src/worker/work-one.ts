@@ -6,11 +6,12 @@ import { join } from 'node:path';
 import { GenjobError } from '../core/errors.js';
 import { allowedPaths, type Job, JobInvalidError, parseJob } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
-import { beginAttempt, epochsOf, type LeaseRecord, type Worker } from '../store/attempts.js';
+import { beginAttempt, currentEpoch, epochsOf, type LeaseRecord, type Worker } from '../store/attempts.js';
 import { deadLetterBytes, deadLetterFile } from '../store/dead-letter.js';
 import { exists, moveState, readIfExists } from '../store/durable.js';
 import { journal } from '../store/journal.js';
-import { beat, removeLease } from '../store/lease.js';
+import { withKeyLock } from '../store/key-lock.js';
+import { beat, readLease, removeLease } from '../store/lease.js';
 import { jobFileBytes } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
 import { InputChangedError } from '../transport/archive-errors.js';
@@ -111,13 +112,47 @@ function receiptAlreadyLanded(store: Store, key: string): boolean {
   return exists(store, store.layout.receipt(key)) && exists(store, store.layout.outDir(key));
 }
 
-function requeue(store: Store, key: string, epoch: number, reason: string, code: string): JobOutcome {
-  try {
-    moveState(store, store.layout.jobFile('running', key), store.layout.jobFile('queue', key));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+/**
+ * Give the job back (to queue/, or to dead/ with a reason) — but only while our epoch still owns
+ * it, checked under the key lock: after a reap another worker may hold running/<key>.json now.
+ */
+async function release(
+  store: Store,
+  key: string,
+  epoch: number,
+  to: 'queue' | 'dead',
+  why: { code: string; reason: string },
+): Promise<boolean> {
+  return withKeyLock(store, key, () => {
+    if (readLease(store, key)?.epoch !== epoch || currentEpoch(store, key) !== epoch) return false;
+    const running = store.layout.jobFile('running', key);
+    if (to === 'dead') deadLetterFile(store, running, `${key}.job`, { key, ...why });
+    else {
+      try {
+        moveState(store, running, store.layout.jobFile('queue', key));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      }
+    }
+    removeLease(store, key, epoch);
+    return true;
+  });
+}
+
+async function requeue(
+  store: Store,
+  key: string,
+  epoch: number,
+  reason: string,
+  code: string,
+): Promise<JobOutcome> {
+  if (!(await release(store, key, epoch, 'queue', { code, reason }))) {
+    return {
+      key,
+      outcome: 'superseded',
+      reason: `lease of epoch ${epoch} was lost before the job could be requeued`,
+    };
   }
-  removeLease(store, key, epoch);
   journal(store, { event: 'requeued', key, epoch, code, reason });
   return { key, outcome: 'requeued', reason };
 }
@@ -199,12 +234,9 @@ async function attempt(
   }
   if (inputChanged) {
     const reason = `${inputChanged.message}; the job is stale, mint it again`;
-    removeLease(store, key, epoch);
-    deadLetterFile(store, store.layout.jobFile('running', key), `${key}.job`, {
-      key,
-      code: inputChanged.code,
-      reason,
-    });
+    if (!(await release(store, key, epoch, 'dead', { code: inputChanged.code, reason }))) {
+      return { key, outcome: 'superseded', reason: `lease of epoch ${epoch} was lost` };
+    }
     return { key, outcome: 'dead', reason };
   }
   if (answer.type === 'none')
@@ -225,7 +257,7 @@ async function takeResult(
 ): Promise<JobOutcome> {
   const { store } = ctx;
   const { key } = job;
-  const rejectAnswer = (code: string, reason: string): JobOutcome => {
+  const rejectAnswer = (code: string, reason: string): Promise<JobOutcome> => {
     deadLetterBytes(store, `${key}.receipt.e${epoch}`, answer.receiptBytes, { key, code, reason, epoch });
     return requeue(store, key, epoch, reason, code);
   };

@@ -1,0 +1,39 @@
+// genjob drop KEY: give up on a queued or received job (say, one whose receipt is aborted or
+// rejected, which would keep `verify --all` failing). The job file, its receipt and its outputs
+// move to dead/ with the reason — nothing is deleted. Running and applied jobs are refused.
+
+import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { openStore } from '../cli/root.js';
+import { ConflictError } from '../core/errors.js';
+import { deadLetterFile } from '../store/dead-letter.js';
+import { exists } from '../store/durable.js';
+import { findJob, resolveKey } from '../store/job-files.js';
+import { journal } from '../store/journal.js';
+import { withKeyLock } from '../store/key-lock.js';
+
+export async function drop(o: CommonOptions & { key: string; reason?: string }): Promise<CommandResult> {
+  const store = openStore(o);
+  const key = resolveKey(store, o.key);
+  const reason = `dropped by the user${o.reason ? `: ${o.reason}` : ''}`;
+  const moved = await withKeyLock(store, key, () => {
+    const found = findJob(store, key);
+    if (!found || found.state === 'running' || found.state === 'applied') {
+      throw new ConflictError(
+        'EGJ_NOT_DROPPABLE',
+        `${found?.file ?? key}: only queued or received jobs can be dropped (this one is ${found?.state ?? 'unknown'}${found?.state === 'applied' ? '; use genjob revert' : ''})`,
+      );
+    }
+    const why = { key, code: 'EGJ_DROPPED', reason };
+    const names = [deadLetterFile(store, found.file, `${key}.job`, why)];
+    if (exists(store, store.layout.receipt(key)))
+      names.push(deadLetterFile(store, store.layout.receipt(key), `${key}.receipt`, why));
+    if (exists(store, store.layout.outDir(key)))
+      names.push(deadLetterFile(store, store.layout.outDir(key), `${key}.out`, why));
+    return names.filter((n): n is string => n !== null);
+  });
+  journal(store, { event: 'dropped', key, reason });
+  return {
+    human: `${key.slice(0, 12)} dropped: ${moved.map((n) => `dead/${n}`).join(', ')}`,
+    json: { ok: true, key, dead: moved },
+  };
+}
