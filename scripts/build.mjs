@@ -1,13 +1,16 @@
 // Bundle the CLI with esbuild: one ESM entry plus lazily loaded chunks per command,
 // so `genjob --version` imports none of zod, execa or tar (start-up is most of a small command's cost).
-
-import { rm } from 'node:fs/promises';
+// The bundle is built beside dist/ and swapped in by rename, so a CLI started meanwhile never
+// finds dist/ half-written or missing.
+import { rename, rm } from 'node:fs/promises';
 import { build } from 'esbuild';
 
-await rm('dist', { recursive: true, force: true });
+const next = `dist.next-${process.pid}`;
+const old = `dist.old-${process.pid}`;
+await rm(next, { recursive: true, force: true });
 await build({
   entryPoints: ['src/cli/main.ts'],
-  outdir: 'dist',
+  outdir: next,
   bundle: true,
   splitting: true,
   format: 'esm',
@@ -21,3 +24,6 @@ await build({
     js: "import { createRequire as __gjCreateRequire } from 'node:module'; const require = __gjCreateRequire(import.meta.url);",
   },
 });
+await rename('dist', old).catch(() => {});
+await rename(next, 'dist');
+await rm(old, { recursive: true, force: true });

@@ -91,6 +91,10 @@ export function buildProgram(): Command {
     .option('--ssh-option <KEY=VALUE>', 'extra ssh -o option; repeatable', collect)
     .option('--ssh-config <file>', 'ssh client config file (default: ~/.ssh/config)')
     .option('--quiet', 'no progress lines, no generator output')
+    .option(
+      '--retry-aborted',
+      'generate again where the host holds an aborted result for a job (default: reuse it)',
+    )
     .addHelpText(
       'after',
       '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion',

@@ -18,11 +18,12 @@ export function peekEpoch(bytes: Uint8Array): number {
   }
 }
 
+/** Tokens this delivery spent: a receipt answered from the host's cache spent none just now. */
 export function peekTokens(bytes: Uint8Array): number {
   try {
-    const usage = peekPayload(bytes).usage as
-      | { prompt_tokens?: unknown; completion_tokens?: unknown }
-      | undefined;
+    const payload = peekPayload(bytes);
+    if (payload.cached === true) return 0;
+    const usage = payload.usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
     const n = (v: unknown) => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : 0);
     return n(usage?.prompt_tokens) + n(usage?.completion_tokens);
   } catch {

@@ -64,6 +64,17 @@ export class ResultCache {
     }
   }
 
+  /** Set an entry aside and delete it (only for a deliberate retry of an aborted generation). */
+  async discard(name: string): Promise<void> {
+    const aside = join(this.dir, 'tmp', `discard-${name}-${process.pid}-${Date.now()}`);
+    try {
+      await rename(this.entryDir(name), aside);
+    } catch {
+      return; // no such entry
+    }
+    await rm(aside, { recursive: true, force: true });
+  }
+
   async tmpDir(): Promise<string> {
     return mkdtemp(join(this.dir, 'tmp', 'r-'));
   }

@@ -16,6 +16,8 @@ export const RequestSchema = z.strictObject({
     .int()
     .positive()
     .max(7 * 24 * 3600 * 1000),
+  /** Generate again instead of answering with a cached *aborted* result (`work --retry-aborted`). */
+  retry_aborted: z.boolean().optional(),
 });
 
 export type ServeRequest = z.infer<typeof RequestSchema>;

@@ -21,6 +21,14 @@ describe('receipt peeking', () => {
     expect(peekTokens(bytes)).toBe(15);
   });
 
+  it('counts no tokens for a receipt answered from the host cache', () => {
+    const cached = Buffer.from(
+      JSON.stringify({ epoch: 2, cached: true, usage: { prompt_tokens: 10, completion_tokens: 5 } }),
+    );
+    expect(peekTokens(cached)).toBe(0);
+    expect(peekEpoch(cached)).toBe(2);
+  });
+
   it.each([
     { form: 'garbage', bytes: Buffer.from('not json') },
     { form: 'a non-integer epoch', bytes: Buffer.from('{"epoch":1.5}') },

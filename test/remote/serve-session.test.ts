@@ -181,3 +181,41 @@ describe('genjob serve session', () => {
     await client.close();
   });
 });
+
+describe('aborted results', () => {
+  it('are answered from the cache on redelivery, and generated again when the worker asks to retry them', async () => {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    const log = join(tmp, 'runs.log');
+    const flag = join(tmp, 'fixed');
+    // fails until the flag file exists, like a generator whose endpoint was down
+    const gen = `echo run >> ${log}; test -f ${flag} || exit 9; echo fixed > src/a.py`;
+    const client = await ServeClient.open(inProcess(cache), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: 5000,
+    });
+    expect((await take(await run(client, gen, 1))).receipt.status).toBe('aborted');
+    writeFileSync(flag, '');
+    expect((await take(await run(client, gen, 2))).receipt).toMatchObject({
+      status: 'aborted',
+      cached: true,
+    });
+    const retry = await client.request(
+      { ...request('run', gen, 3), retry_aborted: true },
+      30_000,
+      async (w) => {
+        writeFileSync(join(tmp, 'a.py'), source);
+        await packTar(
+          [
+            { name: 'job.json', bytes: jobFileBytes(job) },
+            { name: 'files/src/a.py', file: join(tmp, 'a.py') },
+          ],
+          (c) => w.chunk(c),
+        );
+        await w.end();
+      },
+    );
+    expect((await take(retry)).receipt).toMatchObject({ status: 'ok', cached: false, epoch: 3 });
+    expect(readFileSync(log, 'utf8')).toBe('run\nrun\n');
+    await client.close();
+  });
+});
