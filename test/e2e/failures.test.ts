@@ -1,0 +1,133 @@
+// Things that go wrong during work: a malformed job file in the queue is dead-lettered with its
+// reason while the other jobs are worked; a generator that fails or runs out of time yields an
+// `aborted` receipt (never applied), and a timed-out generator's processes are killed.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEMO_GENERATOR, genDir, makeSandbox, mintKey, readJson, snapshot } from './helpers.js';
+
+describe('a malformed job file in the queue', () => {
+  const cases = [
+    { name: 'not JSON', bytes: '{"schema": "genjob/job@1", ', rule: /not a valid job: malformed JSON/ },
+    {
+      name: 'JSON of another shape',
+      bytes: '{"schema":"genjob/job@1","key":"nope"}\n',
+      rule: /not a valid job: key: /,
+    },
+    {
+      name: 'a key that is not its work order',
+      bytes: null, // built below from a real job with the instruction changed
+      rule: /not a valid job: key is not the sha256 of its work order/,
+    },
+  ];
+  for (const c of cases) {
+    it(`is moved to dead/ with a .why.json reason while the other jobs are worked (${c.name})`, async () => {
+      const sb = await makeSandbox();
+      const good1 = await mintKey(sb, 'First note', ['README.md']);
+      const good2 = await mintKey(sb, 'Second note', ['README.md']);
+      const bad = 'a'.repeat(64);
+      let bytes = c.bytes;
+      if (bytes === null) {
+        const doc = readJson(join(sb.repo, '.gen/queue', `${good1}.json`));
+        bytes = JSON.stringify({ ...doc, instruction: 'Something else entirely' });
+      }
+      writeFileSync(join(sb.repo, '.gen/queue', `${bad}.json`), bytes);
+
+      const r = await sb.genjob(['work', '--drain', '--generator', DEMO_GENERATOR]);
+      expect(r).toMatchObject({ exitCode: 0, stdout: '3 job(s) taken\n' });
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `genjob: \\[\\d\\] ${bad.slice(0, 12)} dead-lettered: running/${bad}\\.json: not a valid job`,
+        ),
+      );
+      expect(genDir(sb, 'queue')).toEqual([]);
+      expect(genDir(sb, 'running')).toEqual([]);
+      expect(genDir(sb, 'received')).toEqual([`${good1}.json`, `${good2}.json`].sort());
+      const dead = genDir(sb, 'dead');
+      expect(dead).toHaveLength(2);
+      const raw = dead.find((n) => !n.endsWith('.why.json'))!;
+      expect(raw).toMatch(new RegExp(`^${bad}\\.job\\.\\d+-[0-9a-f]{6}$`));
+      expect(readFileSync(join(sb.repo, '.gen/dead', raw), 'utf8')).toBe(bytes); // kept raw, byte for byte
+      const why = readJson<{ key: string; code: string; reason: string; at: string }>(
+        join(sb.repo, '.gen/dead', `${raw}.why.json`),
+      );
+      expect(why).toMatchObject({ key: bad, code: 'EGJ_JOB_INVALID' });
+      expect(why.reason).toMatch(c.rule);
+      const status = JSON.parse((await sb.genjob(['status', '--json'])).stdout);
+      expect(status.counts).toMatchObject({ queue: 0, running: 0, received: 2, dead: 1 });
+    });
+  }
+});
+
+describe('a generator that fails', () => {
+  it('yields an aborted receipt with the exit status and stderr tail; verify and apply exit 3, nothing applied', async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script(
+      'fail.sh',
+      'echo "# half an edit" >> src/user.py\necho "starting" >&2\necho "model quota exceeded" >&2\nexit 7',
+    );
+    const key = await mintKey(sb, 'Try and fail', ['src/user.py']);
+    const before = snapshot(sb.repo);
+    const work = await sb.genjob(['work', '--once', '--generator', gen]);
+    const reason = 'generator exited with status 7: starting\nmodel quota exceeded';
+    expect(work.exitCode).toBe(0);
+    expect(work.stderr).toContain(
+      `${key.slice(0, 12)} received aborted: generator exited with status 7: starting (`,
+    );
+    const receiptFile = join(sb.repo, '.gen/receipts', `${key}.json`);
+    expect(readJson(receiptFile)).toMatchObject({ status: 'aborted', reason, outputs: [] });
+    expect(genDir(sb, 'out')).toEqual([key]);
+    expect(genDir(sb, `out/${key}`)).toEqual([]);
+
+    const verify = await sb.genjob(['verify', key]);
+    expect(verify).toMatchObject({
+      exitCode: 3,
+      stderr: `genjob: EGJ_STATUS_NOT_OK: ${receiptFile}: status is aborted: ${reason}\n`,
+    });
+    const apply = await sb.genjob(['apply', key]);
+    expect(apply).toMatchObject({ exitCode: 3, stderr: verify.stderr });
+    expect(snapshot(sb.repo)).toEqual(before);
+    expect(genDir(sb, 'applied')).toEqual([]);
+  });
+
+  it('is killed with everything it started when it outlives --timeout, and the receipt says it timed out', async () => {
+    const sb = await makeSandbox();
+    const pidFile = join(sb.base, 'sleeper.pid');
+    const gen = sb.script('sleepy.sh', `sleep 300 &\necho $! > ${JSON.stringify(pidFile)}\nwait`);
+    const key = await mintKey(sb, 'Take forever', ['src/user.py']);
+    const before = snapshot(sb.repo);
+    const work = await sb.genjob(['work', '--once', '--timeout', '1', '--generator', gen]);
+    expect(work.exitCode).toBe(0);
+    const reason = 'generator timed out after 1 s and was killed';
+    expect(work.stderr).toContain(`${key.slice(0, 12)} received aborted: ${reason}`);
+    expect(readJson(join(sb.repo, '.gen/receipts', `${key}.json`))).toMatchObject({
+      status: 'aborted',
+      reason,
+      outputs: [],
+    });
+    const sleeper = Number(readFileSync(pidFile, 'utf8'));
+    expect(isAlive(sleeper)).toBe(false);
+    expect((await sb.genjob(['verify', key])).exitCode).toBe(3);
+    expect((await sb.genjob(['apply', key])).exitCode).toBe(3);
+    expect(snapshot(sb.repo)).toEqual(before);
+  });
+});
+
+/** A process counts as alive unless it is gone or a zombie waiting for a reaper. */
+function isAlive(pid: number): boolean {
+  if (!existsSync(`/proc/${pid}/stat`)) {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,139 @@
+// Shared helpers for the end-to-end tests: each test gets a fresh temp "sandbox" holding a copy of
+// fixtures/toy-repo (a git repository), its own XDG_CACHE_HOME (so the serve result cache is
+// isolated) and a place for generator scripts; the built CLI is spawned with execa, never imported.
+import {
+  chmodSync,
+  cpSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import { afterEach } from 'vitest';
+
+export const PKG = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CLI = join(PKG, 'bin', 'genjob.js');
+export const FIXTURE = join(PKG, 'fixtures', 'toy-repo');
+export const DEMO_GENERATOR = `node ${JSON.stringify(join(PKG, 'fixtures', 'demo-generator.mjs'))}`;
+export const TIMEOUT_INSTRUCTION = 'Add a timeout to fetch_user';
+
+export interface Sandbox {
+  /** The temp dir holding everything below; removed after the test. */
+  base: string;
+  /** The toy repository (a copy of fixtures/toy-repo with .git/). */
+  repo: string;
+  /** XDG_CACHE_HOME for every CLI this sandbox spawns. */
+  cache: string;
+  /** Run the built CLI: cwd defaults to the repository. */
+  genjob: (
+    args: readonly string[],
+    opts?: { cwd?: string; env?: Record<string, string> },
+  ) => Promise<CliResult>;
+  /** Write an executable shell script outside the repository; returns its absolute path. */
+  script: (name: string, body: string) => string;
+}
+
+export interface CliResult {
+  exitCode: number | undefined;
+  stdout: string;
+  stderr: string;
+}
+
+const sandboxes: string[] = [];
+afterEach(() => {
+  for (const dir of sandboxes.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh sandbox with the toy repository in it (git-initialised unless `git: false`). */
+export async function makeSandbox(opts: { git?: boolean } = {}): Promise<Sandbox> {
+  const base = mkdtempSync(join(tmpdir(), 'genjob-e2e-'));
+  sandboxes.push(base);
+  const repo = join(base, 'repo');
+  const cache = join(base, 'cache');
+  mkdirSync(cache);
+  mkdirSync(join(base, 'bin'));
+  cpSync(FIXTURE, repo, { recursive: true });
+  if (opts.git !== false) await execa('git', ['init', '-q'], { cwd: repo });
+  return {
+    base,
+    repo,
+    cache,
+    genjob: (args, o = {}) => runCli(args, { cwd: o.cwd ?? repo, env: { XDG_CACHE_HOME: cache, ...o.env } }),
+    script: (name, body) => {
+      const file = join(base, 'bin', name);
+      writeFileSync(file, `#!/bin/sh\n${body}\n`);
+      chmodSync(file, 0o755);
+      return file;
+    },
+  };
+}
+
+/** Spawn the built CLI (run `npm run build` first). XDG_CACHE_HOME must be given by the caller. */
+export async function runCli(
+  args: readonly string[],
+  opts: { cwd: string; env: Record<string, string> },
+): Promise<CliResult> {
+  if (!opts.env.XDG_CACHE_HOME)
+    throw new Error('runCli: set XDG_CACHE_HOME so the result cache stays isolated');
+  const r = await execa(process.execPath, [CLI, ...args], {
+    cwd: opts.cwd,
+    env: { ...opts.env, GENJOB_DEBUG: '' },
+    reject: false,
+    stripFinalNewline: false,
+  });
+  return { exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) };
+}
+
+/** Every entry of a tree, byte for byte (files: mode + bytes, links: target, dirs: mode), minus `exclude` top-level names. */
+export function snapshot(dir: string, exclude: readonly string[] = ['.gen', '.git']): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (rel: string) => {
+    for (const name of readdirSync(rel ? join(dir, rel) : dir).sort()) {
+      if (!rel && exclude.includes(name)) continue;
+      const path = rel ? `${rel}/${name}` : name;
+      const abs = join(dir, path);
+      const st = lstatSync(abs);
+      const mode = (st.mode & 0o7777).toString(8);
+      if (st.isSymbolicLink()) out.set(path, `link -> ${readlinkSync(abs)}`);
+      else if (st.isDirectory()) {
+        out.set(`${path}/`, `dir ${mode}`);
+        walk(path);
+      } else out.set(path, `file ${mode} ${readFileSync(abs).toString('base64')}`);
+    }
+  };
+  walk('');
+  return out;
+}
+
+/** Mint through the CLI (--json) and return the key; fails the test on any other exit. */
+export async function mintKey(
+  sb: Sandbox,
+  instruction: string,
+  paths: readonly string[],
+  extra: readonly string[] = [],
+): Promise<string> {
+  const r = await sb.genjob(['mint', '--json', '-m', instruction, ...extra, ...paths]);
+  if (r.exitCode !== 0) throw new Error(`mint exited ${r.exitCode}: ${r.stderr}`);
+  return (JSON.parse(r.stdout) as { key: string }).key;
+}
+
+/** The names in a .gen/ subdirectory, sorted ([] when it does not exist). */
+export function genDir(sb: Sandbox, name: string): string[] {
+  try {
+    return readdirSync(join(sb.repo, '.gen', name)).sort();
+  } catch {
+    return [];
+  }
+}
+
+export function readJson<T = Record<string, unknown>>(file: string): T {
+  return JSON.parse(readFileSync(file, 'utf8')) as T;
+}

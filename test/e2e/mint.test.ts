@@ -1,0 +1,287 @@
+// mint through the built CLI: every refused path exits 2 naming the path and the rule, and
+// nothing is written; --json results of mint, status and show; resolving key prefixes.
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { workOrderKey } from '../../src/core/job.js';
+import { DEMO_GENERATOR, genDir, makeSandbox, mintKey, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
+
+describe('mint refuses bad input with exit 2, naming the path and the rule', () => {
+  const cases = [
+    {
+      name: 'an absolute path outside the root',
+      args: ['-m', 'x', '/etc/passwd'],
+      code: 'EGJ_BAD_PATH',
+      rule: '/etc/passwd: a path must be inside the repository root {root}',
+    },
+    {
+      name: 'a .. path leaving the root',
+      args: ['-m', 'x', '../outside.txt'],
+      code: 'EGJ_BAD_PATH',
+      rule: '../outside.txt: a path must be inside the repository root {root}',
+    },
+    {
+      name: 'a .. path in the middle',
+      args: ['-m', 'x', 'src/../../outside.txt'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'src/../../outside.txt: a path must be inside the repository root {root}',
+    },
+    {
+      name: 'a symlink',
+      args: ['-m', 'x', 'link.py'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'link.py: is a symlink; genjob only ships regular files',
+    },
+    {
+      name: 'a path through a symlinked directory',
+      args: ['-m', 'x', 'srclink/user.py'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'srclink/user.py: srclink is a symlink; genjob never writes through links',
+    },
+    {
+      name: 'a directory',
+      args: ['-m', 'x', 'src'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'src: is not a regular file',
+    },
+    {
+      name: 'a file inside .gen/',
+      args: ['-m', 'x', '.gen/journal.jsonl'],
+      code: 'EGJ_BAD_PATH',
+      rule: '.gen/journal.jsonl: path is inside .gen/',
+    },
+    {
+      name: 'a file inside .git/',
+      args: ['-m', 'x', '.git/config'],
+      code: 'EGJ_BAD_PATH',
+      rule: '.git/config: path is inside .git/',
+    },
+    {
+      name: 'a missing file without --create',
+      args: ['-m', 'x', 'src/missing.py'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'src/missing.py: no such file (use --create for a file the generator should create)',
+    },
+    {
+      name: '--create of an existing file',
+      args: ['-m', 'x', '--create', 'README.md'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'README.md: --create names a file that already exists; list it as a path instead',
+    },
+    {
+      name: 'no instruction',
+      args: ['src/user.py'],
+      code: 'EGJ_USAGE',
+      rule: 'no instruction: pass -m "..." or -f FILE',
+    },
+    {
+      name: 'an empty instruction',
+      args: ['-m', '  ', 'src/user.py'],
+      code: 'EGJ_BAD_INPUT',
+      rule: '-m: the instruction is empty',
+    },
+    {
+      name: 'no paths',
+      args: ['-m', 'x'],
+      code: 'EGJ_USAGE',
+      rule: 'name at least one file the generator may change (or --create one)',
+    },
+    {
+      name: 'a secret file by name',
+      args: ['-m', 'x', 'deploy/.env'],
+      code: 'EGJ_SECRET',
+      rule: 'deploy/.env: ',
+    },
+  ];
+  for (const c of cases) {
+    it(`for ${c.name}`, async () => {
+      const sb = await makeSandbox();
+      symlinkSync('src/user.py', join(sb.repo, 'link.py'));
+      symlinkSync('src', join(sb.repo, 'srclink'));
+      mkdirSync(join(sb.repo, 'deploy'));
+      writeFileSync(join(sb.repo, 'deploy/.env'), 'PORT=8080\n');
+      await sb.genjob(['status']); // creates .gen/ (and its journal-less layout)
+      writeFileSync(join(sb.repo, '.gen/journal.jsonl'), '');
+      const before = snapshot(sb.repo, ['.git']);
+      const r = await sb.genjob(['mint', ...c.args]);
+      expect(r.exitCode).toBe(2);
+      const line = `genjob: ${c.code}: ${c.rule.replace('{root}', sb.repo)}`;
+      if (c.code === 'EGJ_SECRET') expect(r.stderr.startsWith(line)).toBe(true);
+      else expect(r.stderr).toBe(`${line}\n`);
+      expect(r.stdout).toBe('');
+      expect(snapshot(sb.repo, ['.git'])).toEqual(before);
+    });
+  }
+
+  it('prints a JSON error on stdout with --json', async () => {
+    const sb = await makeSandbox();
+    const r = await sb.genjob(['mint', '--json', '-m', 'x', 'src']);
+    expect(r.exitCode).toBe(2);
+    expect(JSON.parse(r.stdout)).toEqual({
+      ok: false,
+      code: 'EGJ_BAD_PATH',
+      message: 'src: is not a regular file',
+    });
+  });
+});
+
+describe('--json results', () => {
+  it('mint has key, digest and minted, and the job file is named by the key', async () => {
+    const sb = await makeSandbox();
+    const r = await sb.genjob([
+      'mint',
+      '--json',
+      '-m',
+      TIMEOUT_INSTRUCTION,
+      'tests/test_user.py',
+      'src/user.py',
+      '--create',
+      'src/http.py',
+    ]);
+    expect(r.exitCode).toBe(0);
+    const out = JSON.parse(r.stdout);
+    const sha = (p: string) =>
+      createHash('sha256')
+        .update(readFileSync(join(sb.repo, p)))
+        .digest('hex');
+    expect(out).toEqual({
+      ok: true,
+      key: expect.stringMatching(/^[0-9a-f]{64}$/),
+      digest: expect.stringMatching(/^[0-9a-f]{64}$/),
+      minted: true,
+      state: 'queue',
+      inputs: [
+        { path: 'src/http.py', sha256: null },
+        { path: 'src/user.py', sha256: sha('src/user.py') },
+        { path: 'tests/test_user.py', sha256: sha('tests/test_user.py') },
+      ],
+    });
+    const file = readFileSync(join(sb.repo, '.gen/queue', `${out.key}.json`));
+    expect(
+      createHash('sha256')
+        .update(file.subarray(0, file.length - 1))
+        .digest('hex'),
+    ).toBe(out.digest);
+  });
+
+  it('status has counts, usage and one row per job', async () => {
+    const sb = await makeSandbox();
+    const a = await mintKey(sb, TIMEOUT_INSTRUCTION, ['src/user.py']);
+    expect((await sb.genjob(['work', '--once', '--generator', DEMO_GENERATOR])).exitCode).toBe(0);
+    const b = await mintKey(sb, 'Second line\nwith more', ['README.md']);
+    const r = await sb.genjob(['status', '--json']);
+    expect(r.exitCode).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.ok).toBe(true);
+    expect(out.counts).toEqual({ queue: 1, running: 0, received: 1, applied: 0, dead: 0 });
+    expect(out.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, requests: 0 });
+    expect(out.jobs).toEqual([
+      {
+        key: b,
+        state: 'queue',
+        epoch: 0,
+        age_s: expect.any(Number),
+        receipt: null,
+        instruction: 'Second line',
+      },
+      {
+        key: a,
+        state: 'received',
+        epoch: 1,
+        age_s: expect.any(Number),
+        receipt: 'ok',
+        instruction: TIMEOUT_INSTRUCTION,
+      },
+    ]);
+  });
+
+  it('show has the job, its attempts, receipt and journal', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, TIMEOUT_INSTRUCTION, ['src/user.py']);
+    expect((await sb.genjob(['work', '--once', '--generator', DEMO_GENERATOR])).exitCode).toBe(0);
+    const r = await sb.genjob(['show', '--json', key.slice(0, 6)]);
+    expect(r.exitCode).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({
+      ok: true,
+      key,
+      state: 'received',
+      job: {
+        schema: 'genjob/job@1',
+        key,
+        instruction: TIMEOUT_INSTRUCTION,
+        inputs: [{ path: 'src/user.py' }],
+      },
+      attempts: [{ key, epoch: 1, destination: 'local' }],
+      lease: null,
+      receipt: {
+        schema: 'genjob/receipt@1',
+        key,
+        epoch: 1,
+        status: 'ok',
+        outputs: [{ path: 'src/user.py' }],
+      },
+      applied: null,
+      dead: [],
+    });
+    expect(out.journal.map((e: { event: string }) => e.event)).toEqual(
+      expect.arrayContaining(['minted', 'claimed', 'attempt', 'received']),
+    );
+  });
+});
+
+describe('key prefixes', () => {
+  it('resolve when unique and 4+ characters; an ambiguous, unknown or malformed one is exit 2', async () => {
+    const sb = await makeSandbox();
+    // two instructions whose keys share their first 4 hex digits (found, not guessed)
+    const readme = createHash('sha256')
+      .update(readFileSync(join(sb.repo, 'README.md')))
+      .digest('hex');
+    const keyOf = (i: number) => workOrderKey(`Probe ${i}`, [{ path: 'README.md', sha256: readme }]);
+    const byPrefix = new Map<string, number>();
+    let pair: [number, number] | undefined;
+    for (let i = 0; pair === undefined; i++) {
+      const p = keyOf(i).slice(0, 4);
+      const j = byPrefix.get(p);
+      if (j !== undefined) pair = [j, i];
+      else byPrefix.set(p, i);
+    }
+    const k1 = await mintKey(sb, `Probe ${pair[0]}`, ['README.md']);
+    const k2 = await mintKey(sb, `Probe ${pair[1]}`, ['README.md']);
+    expect(k1).toBe(keyOf(pair[0]));
+    const shared = k1.slice(0, 4);
+    let unique = 4;
+    while (k1.slice(0, unique) === k2.slice(0, unique)) unique++;
+
+    const show = await sb.genjob(['show', '--json', k1.slice(0, unique)]);
+    expect(show.exitCode).toBe(0);
+    expect(JSON.parse(show.stdout).key).toBe(k1);
+
+    const ambiguous = await sb.genjob(['show', shared]);
+    expect(ambiguous.exitCode).toBe(2);
+    const listed = [k1, k2]
+      .sort()
+      .map((k) => k.slice(0, 12))
+      .join(', ');
+    expect(ambiguous.stderr).toBe(
+      `genjob: EGJ_AMBIGUOUS_KEY: ${shared}: matches 2 jobs (${listed}); give more characters\n`,
+    );
+
+    let unknown = 'ffff';
+    for (let n = 0; [k1, k2].some((k) => k.startsWith(unknown)); n++)
+      unknown = n.toString(16).padStart(4, '0');
+    const missing = await sb.genjob(['verify', unknown]);
+    expect(missing).toMatchObject({
+      exitCode: 2,
+      stderr: `genjob: EGJ_UNKNOWN_KEY: ${unknown}: no job with this key in ${join(sb.repo, '.gen')}\n`,
+    });
+
+    const short = await sb.genjob(['apply', k1.slice(0, 3)]);
+    expect(short).toMatchObject({
+      exitCode: 2,
+      stderr: `genjob: EGJ_BAD_KEY: "${k1.slice(0, 3)}": a key or key prefix is 4 to 64 lower-case hex characters\n`,
+    });
+    expect(genDir(sb, 'applied')).toEqual([]);
+  });
+});
