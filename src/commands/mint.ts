@@ -86,8 +86,14 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
     throw new UsageError('EGJ_USAGE', 'name at least one file the generator may change (or --create one)');
 
   const instructionFinding = scanSecretText(instruction)[0];
-  if (instructionFinding)
-    throw secretError(o.file ?? 'the instruction (-m)', instructionFinding.rule, instructionFinding.line);
+  if (instructionFinding) {
+    // not secretError(): its hint, --allow-secret, cannot let an instruction through
+    const where = `${o.file ?? 'the instruction (-m)'}:${instructionFinding.line}`;
+    throw new UsageError(
+      'EGJ_SECRET',
+      `${where}: looks like a secret (${instructionFinding.rule}); refusing to ship it to the generator host. Take it out of the instruction (--allow-secret does not apply to it)`,
+    );
+  }
 
   for (const { typed, path } of [...reads, ...creates]) {
     checkAncestors(root, path, typed);

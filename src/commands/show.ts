@@ -1,6 +1,7 @@
 // genjob show KEY: everything genjob knows about one job — its document, state, attempts and
 // lease, receipt (as stored; `verify` is what checks it), dead-lettered material and journal.
 import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { epochsOf, readAttempt } from '../store/attempts.js';
@@ -8,6 +9,7 @@ import { readIfExists } from '../store/durable.js';
 import { findJob, resolveKey } from '../store/job-files.js';
 import { readJournal } from '../store/journal.js';
 import { readLease } from '../store/lease.js';
+import type { Store } from '../store/store.js';
 
 function parseLoose(bytes: Buffer | undefined): unknown {
   if (!bytes) return null;
@@ -25,6 +27,73 @@ function parseLoose(bytes: Buffer | undefined): unknown {
   }
 }
 
+interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  requests: number;
+}
+
+/** One attempt in the spend ledger: what its receipt (kept or dead-lettered) says it cost. */
+interface UsageRow {
+  epoch: number;
+  status: string | null;
+  cached: boolean;
+  usage: Usage | null;
+  /** Where the receipt is, relative to .gen/; null when the attempt brought none back. */
+  source: string | null;
+}
+
+/** One row per attempt, from receipts/<key>.json and the receipts of this key in dead/ (read loosely, not verified). */
+function usageRows(
+  store: Store,
+  key: string,
+  epochs: readonly number[],
+  dead: readonly string[],
+): UsageRow[] {
+  const rows = new Map<number, UsageRow>();
+  const sources = [
+    `receipts/${key}.json`,
+    ...dead.filter((n) => n.startsWith(`${key}.receipt.`)).map((n) => `dead/${n}`),
+  ];
+  for (const source of sources) {
+    const bytes = readIfExists(store, join(store.layout.gen, source));
+    if (bytes === undefined) continue;
+    const loose = parseLoose(bytes) as Record<string, unknown>;
+    const doc = (loose.payload ?? loose) as Record<string, unknown>;
+    const named = /\.receipt\.e(\d+)\./.exec(source)?.[1];
+    const epoch = Number.isSafeInteger(doc.epoch) ? (doc.epoch as number) : Number(named ?? 0);
+    if (rows.has(epoch)) continue; // receipts/ first: the receipt that stands wins
+    const u = doc.usage as Record<string, unknown> | undefined;
+    const n = (v: unknown) => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);
+    rows.set(epoch, {
+      epoch,
+      status: typeof doc.status === 'string' ? doc.status : 'unreadable',
+      cached: doc.cached === true,
+      usage:
+        u && typeof u === 'object'
+          ? {
+              prompt_tokens: n(u.prompt_tokens),
+              completion_tokens: n(u.completion_tokens),
+              requests: n(u.requests),
+            }
+          : null,
+      source,
+    });
+  }
+  for (const epoch of epochs)
+    if (!rows.has(epoch)) rows.set(epoch, { epoch, status: null, cached: false, usage: null, source: null });
+  return [...rows.values()].sort((a, b) => a.epoch - b.epoch);
+}
+
+function usageLine(r: UsageRow): string {
+  const spend = r.usage
+    ? `${r.usage.prompt_tokens} prompt + ${r.usage.completion_tokens} completion tokens in ${r.usage.requests} request(s)`
+    : r.source
+      ? 'no usage reported'
+      : 'no receipt';
+  return `epoch ${r.epoch}  ${(r.status ?? '-').padEnd(8)}  ${spend}${r.cached ? ' (answered from the host cache)' : ''}${r.source ? `  ${r.source}` : ''}`;
+}
+
 export async function show(o: CommonOptions & { key: string }): Promise<CommandResult> {
   const store = openStore(o);
   const key = resolveKey(store, o.key);
@@ -39,6 +108,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   } catch {
     // no dead/ yet
   }
+  const usage = usageRows(store, key, epochsOf(store, key), dead);
   const events = readJournal(store, key);
   const lease = readLease(store, key) ?? null;
   const applied = found?.state === 'applied' ? { writes: doc?.writes, applied_at: doc?.applied_at } : null;
@@ -48,6 +118,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     `inputs    ${((job?.inputs as Array<{ path: string; sha256: string | null }>) ?? []).map((i) => `${i.path}${i.sha256 === null ? ' (create)' : ''}`).join(', ')}`,
     `attempts  ${attempts.map((a) => `epoch ${a?.epoch} by ${a?.worker.id} at ${a?.claimed_at} → ${a?.destination}`).join('\n          ') || 'none'}`,
     `lease     ${lease ? `epoch ${lease.epoch}, worker ${lease.worker.id}` : 'none'}`,
+    `usage     ${usage.map(usageLine).join('\n          ') || 'none'}`,
     '',
     'instruction:',
     ...String(job?.instruction ?? '')
@@ -74,6 +145,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
       job,
       attempts,
       lease,
+      usage,
       receipt,
       applied,
       dead,

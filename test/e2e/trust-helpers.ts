@@ -1,0 +1,167 @@
+// Helpers for the trust, secrets and openai end-to-end tests: a throwaway repository with its own
+// cache and config directories, a runner for the built CLI (reject: false, a clean environment), and a
+// byte-for-byte snapshot of a directory tree so a refused command can be shown to have written nothing.
+import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa, type Result } from 'execa';
+
+// GENJOB_E2E_BIN runs another build of the CLI (e.g. a private one while others rebuild dist/).
+export const BIN =
+  process.env.GENJOB_E2E_BIN ?? fileURLToPath(new URL('../../bin/genjob.js', import.meta.url));
+
+export interface Repo {
+  /** The repository root (holds .gen/). */
+  root: string;
+  /** Scratch space outside the repository: keys, instruction files. */
+  outside: string;
+  /** $XDG_CACHE_HOME of every CLI run (the local serve's result cache lives under it). */
+  cache: string;
+  config: string;
+  /** Environment added to every run of this repository. */
+  env: Record<string, string>;
+}
+
+const made: string[] = [];
+
+/** A fresh repository holding `files`, with .gen/ created so the CLI finds its root. */
+export function makeRepo(files: Record<string, string> = {}): Repo {
+  const base = mkdtempSync(join(tmpdir(), 'genjob-e2e-'));
+  made.push(base);
+  const root = join(base, 'repo');
+  const repo: Repo = {
+    root,
+    outside: join(base, 'outside'),
+    cache: join(base, 'cache'),
+    config: join(base, 'config'),
+    env: {},
+  };
+  for (const d of [root, join(root, '.gen'), repo.outside, repo.cache, repo.config])
+    mkdirSync(d, { recursive: true });
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(root, path)), { recursive: true });
+    writeFileSync(join(root, path), text);
+  }
+  return repo;
+}
+
+/** Remove every repository made so far (call in afterEach/afterAll). */
+export function cleanupRepos(): void {
+  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
+}
+
+/** The parent environment without anything genjob or an OpenAI client would read. */
+function cleanEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined || k.startsWith('GENJOB_') || k === 'OPENAI_API_KEY' || k.startsWith('XDG_'))
+      continue;
+    env[k] = v;
+  }
+  return env;
+}
+
+/** Run the built CLI in the repository root; never throws for a non-zero exit. */
+export function gj(
+  repo: Repo,
+  args: string[],
+  opts: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<Result> {
+  return execa(process.execPath, [BIN, ...args], {
+    cwd: opts.cwd ?? repo.root,
+    reject: false,
+    extendEnv: false,
+    stdin: 'ignore',
+    env: {
+      ...cleanEnv(),
+      XDG_CACHE_HOME: repo.cache,
+      XDG_CONFIG_HOME: repo.config,
+      ...repo.env,
+      ...opts.env,
+    },
+  }) as unknown as Promise<Result>;
+}
+
+/** The one `genjob: EGJ_…: …` line of stderr (the error line main.ts prints). */
+export function errorLine(r: Result): string {
+  const lines = String(r.stderr)
+    .split('\n')
+    .filter((l) => /^genjob: EGJ_[A-Z_]+: /.test(l));
+  return lines.join('\n');
+}
+
+/** Every file (bytes as base64), directory and symlink under `dir`, by relative path. */
+export function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (rel: string) => {
+    const abs = rel ? join(dir, rel) : dir;
+    for (const name of readdirSync(abs).sort()) {
+      const path = rel ? `${rel}/${name}` : name;
+      const st = lstatSync(join(dir, path));
+      if (st.isDirectory()) {
+        out[`${path}/`] = `dir ${(st.mode & 0o777).toString(8)}`;
+        walk(path);
+      } else if (st.isSymbolicLink()) out[path] = `link ${readlinkSync(join(dir, path))}`;
+      else out[path] = `${(st.mode & 0o777).toString(8)} ${readFileSync(join(dir, path)).toString('base64')}`;
+    }
+  };
+  walk('');
+  return out;
+}
+
+/** `ed25519:<base64>` and the key id for a private key file written by `genjob keygen`. */
+export function publicKeyOfFile(file: string): { publicKey: string; keyid: string } {
+  const pub = createPublicKey(createPrivateKey(readFileSync(file)));
+  const raw = Buffer.from(pub.export({ format: 'jwk' }).x as string, 'base64url');
+  return {
+    publicKey: `ed25519:${raw.toString('base64')}`,
+    keyid: createHash('sha256').update(raw).digest('hex').slice(0, 16),
+  };
+}
+
+export interface JournalLine {
+  at: string;
+  event: string;
+  key?: string;
+  [field: string]: unknown;
+}
+
+export function readJournalFile(repo: Repo): JournalLine[] {
+  let text = '';
+  try {
+    text = readFileSync(join(repo.root, '.gen', 'journal.jsonl'), 'utf8');
+  } catch {
+    return [];
+  }
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as JournalLine);
+}
+
+/** Names in a .gen/ subdirectory ([] when it does not exist). */
+export function genDir(repo: Repo, name: string): string[] {
+  try {
+    return readdirSync(join(repo.root, '.gen', name)).sort();
+  } catch {
+    return [];
+  }
+}
+
+/** The key printed on the first line of `genjob mint`. */
+export function mintedKey(r: Result): string {
+  const key = String(r.stdout).split('\n')[0] ?? '';
+  if (!/^[0-9a-f]{64}$/.test(key)) throw new Error(`mint printed no key: ${r.stdout}\n${r.stderr}`);
+  return key;
+}
