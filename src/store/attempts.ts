@@ -47,6 +47,25 @@ export function readAttempt(store: Store, key: string, epoch: number): LeaseReco
   return bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as LeaseRecord);
 }
 
+/**
+ * Attempts made since the job was last minted. Epochs are never reused, so a job minted again
+ * after it was dropped keeps counting from its old epochs; `attempts/<key>/minted-after` holds
+ * the newest epoch at that mint, and only later epochs count against --max-attempts.
+ */
+export function attemptsSinceMint(store: Store, key: string): number {
+  const base = Number(
+    readIfExists(store, join(store.layout.attemptsDir(key), 'minted-after'))?.toString('utf8') ?? 0,
+  );
+  return epochsOf(store, key).filter((e) => e > (Number.isSafeInteger(base) ? base : 0)).length;
+}
+
+/** On a fresh mint of a key that was attempted before (dropped, dead-lettered), restart the count. */
+export function markMinted(store: Store, key: string): void {
+  const newest = currentEpoch(store, key);
+  if (newest > 0)
+    replaceFile(store, join(store.layout.attemptsDir(key), 'minted-after'), Buffer.from(String(newest)));
+}
+
 /** Record a new attempt with the next free epoch and make it the key's lease. */
 export function beginAttempt(
   store: Store,

@@ -4,6 +4,7 @@
 import { canonicalJson } from '../core/canonical-json.js';
 import { ConflictError } from '../core/errors.js';
 import { type Job, jobDigest } from '../core/job.js';
+import { markMinted } from './attempts.js';
 import { publishExclusive } from './durable.js';
 import { findJob, loadJob } from './job-files.js';
 import { journal } from './journal.js';
@@ -41,6 +42,7 @@ export function mintJob(store: Store, job: Job): MintOutcome {
   const created = publishExclusive(store, store.layout.jobFile('queue', job.key), jobFileBytes(job));
   if (!created)
     return sameOrConflict(store, job, digest) ?? { key: job.key, digest, minted: false, state: 'queue' };
+  markMinted(store, job.key);
   journal(store, { event: 'minted', key: job.key, digest, inputs: job.inputs.length });
   return { key: job.key, digest, minted: true, state: 'queue' };
 }
