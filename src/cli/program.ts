@@ -92,6 +92,12 @@ export function buildProgram(): Command {
     .option('--ssh-config <file>', 'ssh client config file (default: ~/.ssh/config)')
     .option('--quiet', 'no progress lines, no generator output')
     .option(
+      '--grace <seconds>',
+      'with --watch: after SIGINT/SIGTERM, how long jobs in flight may finish before they are requeued',
+      seconds,
+      30,
+    )
+    .option(
       '--retry-aborted',
       'generate again where the host holds an aborted result for a job (default: reuse it)',
     )

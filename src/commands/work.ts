@@ -32,6 +32,7 @@ export interface WorkCliOptions extends CommonOptions {
   sshOption?: string[];
   sshConfig?: string;
   quiet?: boolean;
+  retryAborted?: boolean;
   grace?: number;
 }
 
@@ -104,10 +105,12 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       launcher,
       generator: o.generator ?? null,
       timeoutMs: Math.round(o.timeout * 1000),
+      retryAborted: o.retryAborted === true,
       leaseTtlS: o.leaseTtl,
       maxAttempts: o.maxAttempts,
       decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
       signal: controller.signal,
+      ...(mode === 'watch' ? { graceMs: Math.round((o.grace ?? 30) * 1000) } : {}),
       ...(watcher ? { waitForWork: watcher.next } : {}),
       ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
       ...(tty ? { relayStderr: (c: Buffer) => process.stderr.write(c) } : {}),
@@ -123,12 +126,19 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
     const superseded = outcomes.some((x) => x.outcome === 'superseded');
     const requeued = outcomes.filter((x) => x.outcome === 'requeued');
     // a job requeued and later received in the same run ended well
+    // a job cut off by the end of the grace period is back in the queue by design, not unsettled
     const unsettled = requeued.filter(
-      (r) => !outcomes.some((x) => x.key === r.key && (x.outcome === 'received' || x.outcome === 'dead')),
+      (r) =>
+        !summary.cutAtShutdown.includes(r.key) &&
+        !outcomes.some((x) => x.key === r.key && (x.outcome === 'received' || x.outcome === 'dead')),
     );
     const exitCode = superseded ? EXIT.CONFLICT : unsettled.length > 0 ? EXIT.REJECTED : EXIT.OK;
     const lines = outcomes.length === 0 ? ['queue empty'] : [`${outcomes.length} job(s) taken`];
     if (summary.reaped.length) lines.push(`${summary.reaped.length} stale lease(s) reaped back to the queue`);
+    if (summary.cutAtShutdown.length)
+      lines.push(
+        `${summary.cutAtShutdown.length} job(s) still in flight when the grace period ended: requeued`,
+      );
     if (summary.budgetSpent)
       lines.push(`token budget spent (${summary.tokens} ≥ ${o.maxTokens}): stopped claiming`);
     if (unsettled.length)

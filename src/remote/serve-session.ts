@@ -2,9 +2,9 @@
 // serve a whole drain). A run extracts the bundle into a fresh private workspace, checks it
 // against the job, generates once per (key, generator) under the entry lock, diffs the workspace
 // and caches the result; every answer is a fresh receipt carrying the requester's epoch.
-import { rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { GenjobError } from '../core/errors.js';
@@ -94,13 +94,17 @@ async function answer(
     );
   }
   const name = cfg.cache.entryName(req.key, generator, req.job_digest);
+  // an aborted generation is kept like any other (no double spend on redelivery), unless the
+  // worker asked for a deliberate retry of aborted jobs (`work --retry-aborted`)
+  const usable = (r: CachedResult | undefined) =>
+    r && !(req.retry_aborted && r.status === 'aborted') ? r : undefined;
   if (req.type === 'fetch') {
     await reader.drain(body);
-    const cached = await cfg.cache.read(name);
+    const cached = usable(await cfg.cache.read(name));
     if (!cached) return writer.message({ type: 'none', key: req.key });
     return respond(writer, cfg, name, cached, req, host, true);
   }
-  const cached = await cfg.cache.read(name);
+  const cached = usable(await cfg.cache.read(name));
   if (cached) {
     await reader.drain(body);
     return respond(writer, cfg, name, cached, req, host, true);
@@ -110,9 +114,10 @@ async function answer(
     const { job, ws } = await receiveBundle(body, reader, scratch, req);
     const release = await cfg.cache.lock(name);
     try {
-      let result = await cfg.cache.read(name);
+      let result = usable(await cfg.cache.read(name));
       const fresh = !result;
       if (!result) {
+        await cfg.cache.discard(name); // an aborted entry being retried
         await writeFile(join(scratch, 'job.json'), canonicalBytes(job));
         const built = await cfg.cache.tmpDir();
         result = await generate({
@@ -153,6 +158,7 @@ async function receiveBundle(
       maxEntries: 10_001,
       maxFileBytes: 4 * 1024 * 1024 * 1024,
       maxTotalBytes: MAX_BUNDLE_BYTES,
+      sync: false, // a scratch workspace, removed after the request: durability buys nothing here
       allowed: (mem) => {
         const bytes = mem.get('job.json');
         if (!bytes) throw new RefusedError('EGJ_BUNDLE_NO_JOB', 'bundle has no job.json before its files');
@@ -183,6 +189,10 @@ async function receiveBundle(
         `bundle file ${JSON.stringify(input.path)} does not match the job's digest`,
       );
     }
+  }
+  // a file to create gets its parent directories, so `echo > new/dir/f` works as on the repo
+  for (const input of job.inputs) {
+    if (input.sha256 === null) await mkdir(join(extracted.dir, dirname(input.path)), { recursive: true });
   }
   return { job, ws: extracted.dir };
 }

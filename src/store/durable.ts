@@ -91,6 +91,50 @@ export function moveState(store: Store, from: string, to: string): void {
   if (dirname(from) !== dirname(to)) fsyncDir(store, dirname(from));
 }
 
+/**
+ * Remove `.tmp-<pid>-*` files a crash left inside publish/replace (in .gen/tmp, leases/, objects/): those of
+ * a process that no longer exists, or older than `maxAgeMs` (a reused pid). Returns how many were removed.
+ */
+export function sweepStaleTemps(store: Store, maxAgeMs = 3_600_000, now = Date.now()): number {
+  let removed = 0;
+  for (const dir of [store.layout.tmp, store.layout.dir('leases'), store.layout.dir('objects')]) {
+    let names: string[];
+    try {
+      names = store.fs.readdirSync(dir);
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') continue;
+      throw new IoError('readdir', dir, err);
+    }
+    let here = 0;
+    for (const name of names) {
+      const pid = Number(/^\.tmp-(\d+)-/.exec(name)?.[1]);
+      if (!pid) continue;
+      const path = join(dir, name);
+      let old = false;
+      try {
+        old = now - store.fs.lstatSync(path).mtimeMs > maxAgeMs;
+      } catch {
+        continue; // gone already
+      }
+      if (!old && (pid === process.pid || processAlive(pid))) continue;
+      store.fs.rmSync(path, { force: true });
+      here += 1;
+    }
+    if (here > 0) fsyncDir(store, dir);
+    removed += here;
+  }
+  return removed;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return errnoOf(err) === 'EPERM';
+  }
+}
+
 /** Read a whole file, or undefined when it does not exist. */
 export function readIfExists(store: Store, path: string): Buffer | undefined {
   try {

@@ -1,9 +1,10 @@
 // Reap stale leases: a running job whose last heartbeat is older than the TTL goes back to
 // queue/ (journalled); its next attempt gets epoch + 1. Reaping never deletes a job. The check
-// and the move happen under the key's lock, the same lock a committing worker holds.
+// and the move happen under the key's lock, the same lock a committing worker holds. It also sweeps
+// the temp files of writers that died inside a durable publish (src/store/durable.ts sweepStaleTemps).
 import { errnoOf } from '../core/errors.js';
 import { currentEpoch } from './attempts.js';
-import { moveState } from './durable.js';
+import { moveState, sweepStaleTemps } from './durable.js';
 import { keysIn } from './job-files.js';
 import { journal } from './journal.js';
 import { withKeyLock } from './key-lock.js';
@@ -18,6 +19,7 @@ export interface Reaped {
 
 export async function reapStale(store: Store, ttlS: number, now = Date.now()): Promise<Reaped[]> {
   const reaped: Reaped[] = [];
+  sweepStaleTemps(store); // temp files of writers that died inside publish/replace
   for (const key of keysIn(store, 'running')) {
     if (leaseAgeMs(store, key, now) <= ttlS * 1000) continue;
     const done = await withKeyLock(store, key, () => {

@@ -2,6 +2,7 @@
 // The receipt's exclusive create is the commit point. Under the key lock we first re-check that
 // our epoch is still the newest and the job is still ours; a stood-down worker commits nothing.
 // A receipt already there from an older epoch is superseded: it is moved to dead/, never clobbered.
+import { dirname } from 'node:path';
 import { errnoOf } from '../core/errors.js';
 import { peekEpoch } from '../core/receipt-peek.js';
 import { currentEpoch } from '../store/attempts.js';
@@ -48,6 +49,7 @@ export async function commitResult(
     }
     store.fs.renameSync(stagingDir, out);
     fsyncDir(store, layout.dir('out'));
+    fsyncDir(store, dirname(stagingDir)); // a move: both directories, like moveState
     // 2. the receipt (commit point)
     for (;;) {
       if (publishExclusive(store, layout.receipt(key), receiptBytes)) break;

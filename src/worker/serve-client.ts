@@ -161,7 +161,12 @@ export class ServeClient {
     // Read stdout to its end: a stream nobody reads never ends, so the process's 'close' never came
     // and every run waited the full 5 s below before killing a serve that had long exited.
     void this.readToEnd();
-    const exited = await Promise.race([this.proc.exited, new Promise((r) => setTimeout(r, 5000, 'timeout'))]);
+    let timer: NodeJS.Timeout | undefined;
+    const exited = await Promise.race([
+      this.proc.exited,
+      new Promise((r) => (timer = setTimeout(r, 5000, 'timeout'))),
+    ]);
+    clearTimeout(timer); // left running, it kept every `work` alive 5 s after its last job
     if (exited === 'timeout') this.kill();
   }
 

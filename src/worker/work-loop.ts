@@ -23,11 +23,14 @@ export interface WorkOptions {
   launcher: ServeLauncher;
   generator: string | null;
   timeoutMs: number;
+  retryAborted?: boolean;
   leaseTtlS: number;
   maxAttempts: number;
   decodeReceipt: (bytes: Buffer, file: string) => Receipt;
   /** Stop claiming when this resolves/aborts (SIGINT/SIGTERM, or the budget is spent). */
   signal?: AbortSignal;
+  /** After the stop signal, jobs in flight get this long; then their sessions are killed and they are requeued. */
+  graceMs?: number;
   /** Called when a slot has nothing to claim in watch mode; resolves when it is worth looking again. */
   waitForWork?: () => Promise<void>;
   /** Token budget: stop claiming once the receipts of this run report this many tokens. */
@@ -42,6 +45,8 @@ export interface WorkSummary {
   reaped: Reaped[];
   tokens: number;
   budgetSpent: boolean;
+  /** Keys still in flight when the grace period ran out (their sessions were killed; they went back to the queue). */
+  cutAtShutdown: string[];
 }
 
 export function newWorker(): Worker {
@@ -60,6 +65,22 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   let budgetSpent = false;
   let taken = 0;
   const stopped = () => o.signal?.aborted === true || budgetSpent || (o.mode === 'once' && taken >= 1);
+  // graceful shutdown: after the stop signal, in-flight jobs get graceMs, then their sessions are killed
+  // (the answer is then in doubt, so workOne requeues the job under its epoch and the host keeps the result)
+  const inFlight = new Map<string, () => void>();
+  const cutAtShutdown: string[] = [];
+  let graceTimer: NodeJS.Timeout | undefined;
+  const onStop = () => {
+    if (o.graceMs === undefined) return;
+    graceTimer = setTimeout(() => {
+      for (const [key, drop] of inFlight) {
+        cutAtShutdown.push(key);
+        drop();
+      }
+    }, o.graceMs);
+  };
+  if (o.signal?.aborted) onStop();
+  else o.signal?.addEventListener('abort', onStop, { once: true });
 
   async function slot(): Promise<void> {
     let client: ServeClient | undefined;
@@ -69,6 +90,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
       launcher: o.launcher,
       generator: o.generator,
       timeoutMs: o.timeoutMs,
+      retryAborted: o.retryAborted === true,
       leaseTtlS: o.leaseTtlS,
       maxAttempts: o.maxAttempts,
       decodeReceipt: o.decodeReceipt,
@@ -100,7 +122,8 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
         taken += 1;
         o.onStart?.(key);
         const started = Date.now();
-        const outcome = await workOne(ctx, key);
+        inFlight.set(key, ctx.dropSession);
+        const outcome = await workOne(ctx, key).finally(() => inFlight.delete(key));
         outcomes.push(outcome);
         if (outcome.outcome === 'received' && o.maxTokens !== undefined) {
           tokens += receiptTokens(o.store, key);
@@ -114,8 +137,13 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   }
 
   const slots = o.mode === 'once' ? 1 : Math.max(1, o.concurrency);
-  await Promise.all(Array.from({ length: slots }, () => slot()));
-  return { outcomes, reaped, tokens, budgetSpent };
+  try {
+    await Promise.all(Array.from({ length: slots }, () => slot()));
+  } finally {
+    clearTimeout(graceTimer);
+    o.signal?.removeEventListener('abort', onStop);
+  }
+  return { outcomes, reaped, tokens, budgetSpent, cutAtShutdown };
 }
 
 function receiptTokens(store: Store, key: string): number {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { GenjobError } from '../core/errors.js';
 import { allowedPaths, type Job, JobInvalidError, parseJob } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
-import { beginAttempt, currentEpoch, epochsOf, type LeaseRecord, type Worker } from '../store/attempts.js';
+import { attemptsSinceMint, beginAttempt, currentEpoch, type LeaseRecord, type Worker } from '../store/attempts.js';
 import { deadLetterBytes, deadLetterFile } from '../store/dead-letter.js';
 import { exists, moveState, readIfExists } from '../store/durable.js';
 import { journal } from '../store/journal.js';
@@ -30,6 +30,8 @@ export interface WorkContext {
   dropSession: () => void;
   generator: string | null;
   timeoutMs: number;
+  /** Ask the host to generate again rather than answer with a cached aborted result. */
+  retryAborted?: boolean;
   leaseTtlS: number;
   maxAttempts: number;
   decodeReceipt: (bytes: Buffer, file: string) => Receipt;
@@ -79,7 +81,7 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
     });
     return { key, outcome: 'recovered' };
   }
-  const tries = epochsOf(store, key).length;
+  const tries = attemptsSinceMint(store, key);
   if (tries >= ctx.maxAttempts) {
     const reason = `no usable answer after ${tries} attempts (see the journal for each)`;
     deadLetterFile(store, runningFile, `${key}.job`, { key, code: 'EGJ_ATTEMPTS_EXHAUSTED', reason });
@@ -174,6 +176,7 @@ async function attempt(
     worker_id: ctx.worker.id,
     generator: ctx.generator,
     timeout_ms: ctx.timeoutMs,
+    ...(ctx.retryAborted ? { retry_aborted: true } : {}),
   };
   const budget = ctx.timeoutMs + REQUEST_MARGIN_MS;
   let inputChanged: InputChangedError | undefined;
