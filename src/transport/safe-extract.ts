@@ -45,6 +45,12 @@ export interface ExtractOptions {
   maxTotalBytes: number;
   /** Max decompressed / compressed bytes for gzip input; default 200. */
   maxRatio?: number;
+  /**
+   * fsync every file and directory before returning (default true). false only for a scratch
+   * workspace that is deleted when the request ends: a crash loses it either way, and the fsyncs
+   * were most of the time of a bundle with many files (docs/performance.md).
+   */
+  sync?: boolean;
 }
 
 export interface Extracted {
@@ -628,7 +634,7 @@ export async function safeExtract(
   try {
     await pump(source, reader, opts.maxRatio ?? DEFAULT_RATIO);
     reader.finish();
-    await syncAll(reader.written, [...reader.dirsToSync.reverse(), dir]);
+    if (opts.sync !== false) await syncAll(reader.written, [...reader.dirsToSync.reverse(), dir]);
     return { dir, files: reader.files, inMemory: reader.inMemory };
   } catch (err) {
     try {
