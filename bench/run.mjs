@@ -1,0 +1,584 @@
+// npm run bench: every stage of genjob next to its physical floor, measured in the same run,
+// alternating genjob and baseline, several runs each (medians). Prints a table and writes
+// bench/results.json. Never part of the test suite; exits 0 unless the bench itself crashes.
+//   node bench/run.mjs [--quick] [--only STAGE[,STAGE...]] [--runs N] [--keep]
+// Stages: mint-big, mint-small, cold-version, cold-status, work-local, ship-big, ship-small,
+// second-job, verify, apply, memory. See docs/performance.md for what each measures and why.
+import { spawnSync } from 'node:child_process';
+import {
+  cpSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  ensureGen,
+  makeJob,
+  queueJob,
+  randomFile,
+  receivedJob,
+  sha256,
+  smallFiles,
+  textBytes,
+} from './fixtures.mjs';
+import { startSshd } from './sshd.mjs';
+
+const MiB = 1024 * 1024;
+const here = dirname(fileURLToPath(import.meta.url));
+const repoRoot = resolve(here, '..');
+
+// ---------- options ----------
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(name);
+const value = (name) => {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : undefined;
+};
+const QUICK = flag('--quick');
+const KEEP = flag('--keep');
+const ONLY = value('--only')?.split(',');
+const RUNS = Number(value('--runs') ?? (QUICK ? 3 : 5));
+const SIZES = QUICK
+  ? {
+      bigMint: 64 * MiB,
+      smallCount: 200,
+      statusJobs: 100,
+      workJobs: 50,
+      workRuns: 2,
+      shipBig: 20 * MiB,
+      shipSmall: 200,
+      verifyFiles: 1,
+      applyFiles: 100,
+      memBytes: 256 * MiB,
+      shipRuns: 2,
+    }
+  : {
+      bigMint: 512 * MiB,
+      smallCount: 2000,
+      statusJobs: 1000,
+      workJobs: 500,
+      workRuns: 3,
+      shipBig: 200 * MiB,
+      shipSmall: 2000,
+      verifyFiles: 8,
+      applyFiles: 1000,
+      memBytes: 1024 * MiB,
+      shipRuns: 3,
+    };
+
+const STAGES = [
+  'mint-big',
+  'mint-small',
+  'cold-version',
+  'cold-status',
+  'work-local',
+  'ship-big',
+  'ship-small',
+  'second-job',
+  'verify',
+  'apply',
+  'memory',
+];
+if (ONLY)
+  for (const s of ONLY)
+    if (!STAGES.includes(s)) {
+      process.stderr.write(`bench: unknown stage ${s} (known: ${STAGES.join(', ')})\n`);
+      process.exit(2);
+    }
+const wanted = (s) => !ONLY || ONLY.includes(s);
+
+// ---------- scratch and a private copy of the built CLI ----------
+const TMP = mkdtempSync(join(os.tmpdir(), 'gjb-'));
+// Other people rebuild dist/ while we run: snapshot bin/, dist/ and package.json once.
+const APP = join(TMP, 'app');
+for (const p of ['bin', 'dist', 'package.json']) cpSync(join(repoRoot, p), join(APP, p), { recursive: true });
+const GENJOB = join(APP, 'bin', 'genjob.js');
+const NODE = process.execPath;
+
+function cleanup() {
+  if (!KEEP) rmSync(TMP, { recursive: true, force: true });
+}
+process.on('SIGINT', () => {
+  cleanup();
+  process.exit(130);
+});
+
+// ---------- measuring ----------
+function run(cmd, args, opts = {}) {
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 256 * MiB, ...opts });
+  const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+  if (r.error) throw r.error;
+  if (r.status !== 0 && !opts.allowFail) {
+    throw new Error(
+      `${cmd} ${args.join(' ').slice(0, 200)} exited ${r.status ?? r.signal}: ${String(r.stderr).slice(-800)}`,
+    );
+  }
+  return { ms, stdout: String(r.stdout), stderr: String(r.stderr), status: r.status };
+}
+const genjob = (args, opts) => run(NODE, [GENJOB, ...args], opts);
+const sh = (script, opts) => run('sh', ['-c', script], opts);
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+/**
+ * Alternate genjob and baseline `runs` times after one discarded warm-up of each (page cache, disk
+ * cache, first-run costs). `prepare(i)` runs untimed before each pair. Returns median ms of each side.
+ */
+function alternate({ runs = RUNS, warmup = true, prepare, genjob: g, baseline: b }) {
+  const gs = [];
+  const bs = [];
+  const total = runs + (warmup ? 1 : 0);
+  for (let i = 0; i < total; i++) {
+    const ctx = prepare?.(i);
+    const order = i % 2 === 0 ? [g, b] : [b, g];
+    const times = order.map((f) => f(ctx, i));
+    const [gt, bt] = i % 2 === 0 ? times : times.reverse();
+    if (warmup && i === 0) continue;
+    gs.push(gt);
+    bs.push(bt);
+  }
+  return { genjob: median(gs), baseline: median(bs), genjobRuns: gs, baselineRuns: bs };
+}
+
+const results = [];
+function record(stage, { genjob: g, baseline: b, unit = 'ms', ratio, target, met, note }) {
+  const r = ratio ?? (b ? g / b : null);
+  const row = {
+    stage,
+    genjob: round(g),
+    baseline: b === null ? null : round(b),
+    unit,
+    ratio: r === null ? null : Math.round(r * 100) / 100,
+    target,
+    met: met ?? (r !== null && r <= target),
+    ...(note ? { note } : {}),
+  };
+  results.push(row);
+  process.stderr.write(`bench: ${fmtRow(row)}\n`);
+}
+const round = (x) => (x >= 100 ? Math.round(x) : Math.round(x * 100) / 100);
+
+function fmtRow(r) {
+  const t = typeof r.target === 'string' ? r.target : `≤ ${r.target}`;
+  return `${r.stage}: genjob ${r.genjob} ${r.unit}, baseline ${r.baseline ?? '—'}${r.baseline === null ? '' : ` ${r.unit}`}, ratio ${r.ratio ?? '—'}, target ${t}, ${r.met ? 'met' : 'NOT met'}${r.note ? ` (${r.note})` : ''}`;
+}
+
+function freshRepo(name) {
+  const root = join(TMP, name);
+  rmSync(root, { recursive: true, force: true });
+  mkdirSync(join(root, '.git'), { recursive: true });
+  ensureGen(root);
+  return root;
+}
+
+// ---------- self-check: our job files are byte-identical to genjob mint's ----------
+function selfCheck() {
+  const root = freshRepo('selfcheck');
+  const files = smallFiles(root, 3, 100);
+  const r = genjob(['mint', '--json', '-m', 'self check', ...files.map((f) => f.path)], { cwd: root });
+  const { key } = JSON.parse(r.stdout);
+  const made = makeJob(
+    'self check',
+    files.map((f) => ({ path: f.path, sha256: f.sha256 })),
+  );
+  const real = readFileSync(join(root, '.gen', 'queue', `${key}.json`));
+  if (made.key !== key || !real.equals(made.bytes))
+    throw new Error('bench fixtures: job bytes differ from genjob mint; fix bench/fixtures.mjs');
+  rmSync(root, { recursive: true, force: true });
+}
+
+// ---------- stages ----------
+const stages = {
+  'mint-big'() {
+    const root = freshRepo('mint-big');
+    randomFile(join(root, 'big.bin'), SIZES.bigMint);
+    const m = alternate({
+      genjob: (_, i) => genjob(['mint', '-m', `hash the big file, run ${i}`, 'big.bin'], { cwd: root }).ms,
+      baseline: () => run('openssl', ['dgst', '-sha256', join(root, 'big.bin')]).ms,
+    });
+    record('mint, one big input', { ...m, target: 1.3, note: `${SIZES.bigMint / MiB} MiB random` });
+    rmSync(root, { recursive: true, force: true });
+  },
+
+  'mint-small'() {
+    const root = freshRepo('mint-small');
+    const files = smallFiles(root, SIZES.smallCount, 4096).map((f) => f.path);
+    const m = alternate({
+      genjob: (_, i) => genjob(['mint', '-m', `small files, run ${i}`, ...files], { cwd: root }).ms,
+      baseline: () => run('openssl', ['dgst', '-sha256', ...files], { cwd: root }).ms,
+    });
+    record('mint, many small inputs', { ...m, target: 2.0, note: `${SIZES.smallCount} × 4 KiB text` });
+    rmSync(root, { recursive: true, force: true });
+  },
+
+  'cold-version'() {
+    const m = alternate({
+      runs: RUNS * 2,
+      genjob: () => genjob(['--version']).ms,
+      baseline: () => run(NODE, ['-e', '0']).ms,
+    });
+    record('cold start: --version', { ...m, target: 1.5 });
+  },
+
+  'cold-status'() {
+    const root = freshRepo('cold-status');
+    const input = smallFiles(root, 1, 1000)[0];
+    for (let i = 0; i < SIZES.statusJobs; i++)
+      queueJob(root, makeJob(`queued job ${i}\nsecond line`, [{ path: input.path, sha256: input.sha256 }]));
+    const out = genjob(['status'], { cwd: root }).stdout;
+    if (!out.startsWith(`queue ${SIZES.statusJobs} `)) throw new Error(`status saw: ${out.slice(0, 80)}`);
+    const m = alternate({
+      runs: RUNS * 2,
+      genjob: () => genjob(['status'], { cwd: root }).ms,
+      baseline: () => run(NODE, ['-e', '0']).ms,
+    });
+    record('cold start: status', { ...m, target: 2.5, note: `${SIZES.statusJobs} queued jobs` });
+    rmSync(root, { recursive: true, force: true });
+  },
+
+  'work-local'() {
+    const n = SIZES.workJobs;
+    const m = alternate({
+      runs: SIZES.workRuns,
+      warmup: false,
+      prepare: (i) => {
+        const root = freshRepo(`work-${i}`);
+        const input = smallFiles(root, 1, 4096)[0];
+        for (let j = 0; j < n; j++)
+          queueJob(root, makeJob(`no-op job ${j} of run ${i}`, [{ path: input.path, sha256: input.sha256 }]));
+        return root;
+      },
+      genjob: (root) => {
+        const env = { ...process.env, XDG_CACHE_HOME: join(root, 'cache') };
+        const ms = genjob(['work', '--drain', '--generator', 'true', '--quiet'], { cwd: root, env }).ms;
+        const got = readdirSync(join(root, '.gen', 'receipts')).length;
+        if (got !== n) throw new Error(`work-local: ${got} receipts for ${n} jobs`);
+        rmSync(root, { recursive: true, force: true });
+        return ms;
+      },
+      baseline: () => sh(`i=0; while [ $i -lt ${n} ]; do "${NODE}" -e 0; i=$((i+1)); done`).ms,
+    });
+    const jobsPerS = (n * 1000) / m.genjob;
+    const runsPerS = (n * 1000) / m.baseline;
+    record('work: claim + local generate + receipt', {
+      genjob: jobsPerS,
+      baseline: runsPerS,
+      unit: 'jobs/s',
+      ratio: runsPerS / jobsPerS,
+      target: 1.5,
+      note: `${n} jobs, generator \`true\`; baseline = ${n} \`node -e 0\` runs`,
+    });
+  },
+
+  async 'ship-big'(ssh) {
+    const root = freshRepo('ship-big');
+    const per = Math.min(50 * MiB, SIZES.shipBig);
+    const inputs = [];
+    for (let off = 0, i = 0; off < SIZES.shipBig; off += per, i++) {
+      const path = `data/part${i}.bin`;
+      inputs.push({ path, sha256: randomFile(join(root, path), Math.min(per, SIZES.shipBig - off)) });
+    }
+    shipStage(
+      ssh,
+      root,
+      inputs,
+      'ship over ssh: big files',
+      `${SIZES.shipBig / MiB} MiB in ${inputs.length} files`,
+    );
+  },
+
+  async 'ship-small'(ssh) {
+    const root = freshRepo('ship-small');
+    const inputs = smallFiles(root, SIZES.shipSmall, 4096).map(({ path, sha256: s }) => ({
+      path,
+      sha256: s,
+    }));
+    shipStage(ssh, root, inputs, 'ship over ssh: small files', `${SIZES.shipSmall} × 4 KiB`);
+  },
+
+  async 'second-job'(ssh) {
+    const firsts = [];
+    const seconds = [];
+    for (let i = 0; i < RUNS + 1; i++) {
+      const root = freshRepo(`second-${i}`);
+      const input = smallFiles(root, 1, 4096)[0];
+      const keys = [0, 1].map((j) => {
+        const made = makeJob(`job ${j} of run ${i}`, [{ path: input.path, sha256: input.sha256 }]);
+        queueJob(root, made);
+        return made.key;
+      });
+      genjob(['work', '--drain', ...sshArgs(ssh, i), '--generator', 'true', '--quiet'], { cwd: root });
+      const events = readFileSync(join(root, '.gen', 'journal.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      const span = (key) => {
+        const at = (ev) => Date.parse(events.find((e) => e.key === key && e.event === ev).at);
+        return { start: at('claimed'), ms: at('received') - at('claimed') };
+      };
+      const [a, b] = keys.map(span).sort((x, y) => x.start - y.start);
+      if (i > 0) {
+        firsts.push(a.ms);
+        seconds.push(b.ms);
+      }
+      rmSync(root, { recursive: true, force: true });
+    }
+    record('second job to the same host', {
+      genjob: median(seconds),
+      baseline: median(firsts),
+      target: 0.3,
+      note: 'claim → receipt of job 2 vs job 1 in one drain (journal times)',
+    });
+  },
+
+  verify() {
+    const root = freshRepo('verify');
+    const per = 64 * MiB; // a job's max_file_bytes: 512 MiB of outputs is 8 files
+    const made = makeJob(
+      'verify bench',
+      Array.from({ length: SIZES.verifyFiles }, (_, i) => ({ path: `gen/out${i}.bin`, sha256: null })),
+    );
+    const outputs = made.job.inputs.map((i) => {
+      const src = join(TMP, 'verify-src', i.path);
+      return { path: i.path, src, sha256: randomFile(src, per), bytes: per };
+    });
+    receivedJob(
+      root,
+      made,
+      outputs.map(({ path, sha256: s, bytes }) => ({ path, sha256: s, bytes })),
+      (file, o) => linkSync(outputs.find((x) => x.path === o.path).src, file),
+    );
+    const files = outputs.map((o) => join(root, '.gen', 'out', made.key, o.path));
+    const m = alternate({
+      genjob: () => genjob(['verify', made.key], { cwd: root }).ms,
+      baseline: () => run('openssl', ['dgst', '-sha256', ...files]).ms,
+    });
+    record('verify', {
+      ...m,
+      target: 1.3,
+      note: `${(per * SIZES.verifyFiles) / MiB} MiB in ${SIZES.verifyFiles} outputs`,
+    });
+    rmSync(root, { recursive: true, force: true });
+    rmSync(join(TMP, 'verify-src'), { recursive: true, force: true });
+  },
+
+  apply() {
+    const n = SIZES.applyFiles;
+    const m = alternate({
+      prepare: (i) => {
+        const root = freshRepo(`apply-${i}`);
+        const files = smallFiles(root, n, 4096);
+        const made = makeJob(
+          `apply bench ${i}`,
+          files.map((f) => ({ path: f.path, sha256: f.sha256 })),
+        );
+        const news = new Map(files.map((f) => [f.path, textBytes(4096)]));
+        receivedJob(
+          root,
+          made,
+          files.map((f) => ({ path: f.path, sha256: sha256(news.get(f.path)), bytes: 4096 })),
+          (file, o) => writeFileSync(file, news.get(o.path)),
+        );
+        // the baseline's own copy of the tree and of the new bytes
+        const base = join(TMP, `apply-base-${i}`);
+        rmSync(base, { recursive: true, force: true });
+        for (const f of files) {
+          mkdirSync(dirname(join(base, 'tree', f.path)), { recursive: true });
+          writeFileSync(join(base, 'tree', f.path), f.data);
+          mkdirSync(dirname(join(base, 'new', f.path)), { recursive: true });
+          writeFileSync(join(base, 'new', f.path), news.get(f.path));
+        }
+        writeFileSync(join(base, 'list'), `${files.map((f) => f.path).join('\n')}\n`);
+        return { root, key: made.key, base };
+      },
+      genjob: ({ root, key }) => {
+        const ms = genjob(['apply', key], { cwd: root }).ms;
+        rmSync(root, { recursive: true, force: true });
+        return ms;
+      },
+      baseline: ({ base }) => {
+        const ms = sh(
+          'while read f; do cp "new/$f" "tree/$f.tmp" && mv "tree/$f.tmp" "tree/$f"; done < list',
+          { cwd: base },
+        ).ms;
+        rmSync(base, { recursive: true, force: true });
+        return ms;
+      },
+    });
+    record('apply', { ...m, target: 1.5, note: `${n} files of 4 KiB` });
+  },
+
+  memory() {
+    const root = freshRepo('memory');
+    const big = join(root, 'big.bin');
+    const digest = randomFile(big, SIZES.memBytes);
+    const rss = (args) => {
+      const r = run('/usr/bin/time', ['-f', 'GJB_MAXRSS %M', NODE, GENJOB, ...args], { cwd: root });
+      return Number(/GJB_MAXRSS (\d+)/.exec(r.stderr)[1]) / 1024;
+    };
+    const mintRss = [];
+    for (let i = 0; i < 3; i++) mintRss.push(rss(['mint', '-m', `memory ${i}`, 'big.bin']));
+    const made = makeJob('memory verify', [{ path: 'gen/big.bin', sha256: null }]);
+    receivedJob(root, made, [{ path: 'gen/big.bin', sha256: digest, bytes: SIZES.memBytes }], (file) =>
+      linkSync(big, file),
+    );
+    const verifyRss = [];
+    for (let i = 0; i < 3; i++) verifyRss.push(rss(['verify', made.key]));
+    const nodeRss = run('/usr/bin/time', ['-f', 'GJB_MAXRSS %M', NODE, '-e', '0']).stderr;
+    const note = `${SIZES.memBytes / MiB} MiB file; \`node -e 0\` alone: ${Math.round(Number(/GJB_MAXRSS (\d+)/.exec(nodeRss)[1]) / 1024)} MiB`;
+    const mx = (xs) => Math.max(...xs);
+    record('memory: mint peak RSS', {
+      genjob: mx(mintRss),
+      baseline: null,
+      unit: 'MiB',
+      ratio: null,
+      target: '< 150 MiB',
+      met: mx(mintRss) < 150,
+      note,
+    });
+    record('memory: verify peak RSS', {
+      genjob: mx(verifyRss),
+      baseline: null,
+      unit: 'MiB',
+      ratio: null,
+      target: '< 150 MiB',
+      met: mx(verifyRss) < 150,
+      note,
+    });
+    rmSync(root, { recursive: true, force: true });
+  },
+};
+
+// ---------- ssh helpers ----------
+function sshArgs(ssh, i) {
+  return [
+    '--host',
+    ssh.alias,
+    '--ssh-config',
+    ssh.sshConfigFile,
+    '--remote-cmd',
+    `${NODE} ${GENJOB} serve --session --cache-dir ${join(TMP, `rcache-${i}`)}`,
+  ];
+}
+
+function shipStage(ssh, root, inputs, label, note) {
+  const listFile = join(TMP, 'ship-list');
+  writeFileSync(listFile, `${inputs.map((i) => i.path).join('\n')}\n`);
+  const m = alternate({
+    runs: SIZES.shipRuns,
+    prepare: (i) => {
+      queueJob(root, makeJob(`ship run ${i}`, inputs));
+      return i;
+    },
+    genjob: (i) => {
+      const ms = genjob(['work', '--once', ...sshArgs(ssh, i), '--generator', 'true', '--quiet'], {
+        cwd: root,
+      }).ms;
+      if (readdirSync(join(root, '.gen', 'received')).length !== i + 1)
+        throw new Error(`${label}: job ${i} was not received`);
+      return ms;
+    },
+    baseline: (i) => {
+      const dir = join(TMP, `ship-dest-${i}`);
+      const ms = sh(
+        `tar cf - -T '${listFile}' | ssh -F '${ssh.sshConfigFile}' ${ssh.alias} 'mkdir -p ${dir} && tar xf - -C ${dir}'`,
+        { cwd: root },
+      ).ms;
+      rmSync(dir, { recursive: true, force: true });
+      return ms;
+    },
+  });
+  process.stderr.write(
+    `bench: ${label} runs: genjob ${m.genjobRuns.map(Math.round)} baseline ${m.baselineRuns.map(Math.round)}\n`,
+  );
+  record(label, { ...m, target: 1.3, note });
+  rmSync(root, { recursive: true, force: true });
+}
+
+// ---------- main ----------
+function machine() {
+  const cpu = os.cpus()[0]?.model ?? 'unknown';
+  const disk = spawnSync('sh', ['-c', 'df -hT /tmp | tail -1 | awk \'{print $1" "$2" "$3}\''])
+    .stdout?.toString()
+    .trim();
+  return {
+    nproc: os.cpus().length,
+    cpu,
+    memory_gib: Math.round(os.totalmem() / 1024 ** 3),
+    node: process.version,
+    disk,
+    kernel: os.release(),
+  };
+}
+
+async function main() {
+  const started = Date.now();
+  process.stderr.write(`bench: ${QUICK ? 'quick' : 'full'} run, ${RUNS} runs per stage, scratch ${TMP}\n`);
+  selfCheck();
+  let ssh;
+  try {
+    for (const name of STAGES) {
+      if (!wanted(name)) continue;
+      process.stderr.write(`bench: ${name} ...\n`);
+      try {
+        const needsSsh = ['ship-big', 'ship-small', 'second-job'].includes(name);
+        if (needsSsh && !ssh) ssh = await startSshd();
+        await stages[name](ssh);
+      } catch (err) {
+        process.stderr.write(`bench: ${name} failed: ${err.stack}\n`);
+        results.push({
+          stage: name,
+          genjob: null,
+          baseline: null,
+          unit: null,
+          ratio: null,
+          target: null,
+          met: false,
+          error: String(err.message).slice(0, 500),
+        });
+      }
+    }
+  } finally {
+    await ssh?.stop();
+    cleanup();
+  }
+  const out = join(here, 'results.json');
+  writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(
+    join(here, 'machine.json'),
+    `${JSON.stringify({ ...machine(), quick: QUICK, runs: RUNS, seconds: Math.round((Date.now() - started) / 1000) }, null, 2)}\n`,
+  );
+  printTable();
+  process.stdout.write(
+    `\n${results.filter((r) => r.met).length} of ${results.length} targets met in ${Math.round((Date.now() - started) / 1000)} s; wrote ${out}\n`,
+  );
+}
+
+function printTable() {
+  const head = ['stage', 'genjob', 'baseline', 'unit', 'ratio', 'target', 'met'];
+  const rows = results.map((r) => [
+    r.stage,
+    r.genjob ?? 'error',
+    r.baseline ?? '—',
+    r.unit ?? '',
+    r.ratio ?? '—',
+    r.target === null ? '' : typeof r.target === 'string' ? r.target : `≤ ${r.target}`,
+    r.error ? `error: ${r.error.slice(0, 60)}` : r.met ? 'yes' : 'NO',
+  ]);
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const line = (cells) => `| ${cells.map((c, i) => String(c).padEnd(w[i])).join(' | ')} |`;
+  process.stdout.write(`${[line(head), line(w.map((n) => '-'.repeat(n))), ...rows.map(line)].join('\n')}\n`);
+}
+
+await main();
