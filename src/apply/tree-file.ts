@@ -1,9 +1,13 @@
+// Reading and replacing one repository file through store.fs, never through a symlink.
+// Replace = temp file ".genjob-tmp-*" in the target's directory (O_CREAT|O_EXCL|O_NOFOLLOW) → write →
+// fchmod → fsync → re-check the target still holds `expected` → rename (or link, for a file that must
+// not exist yet, so a racing create is never clobbered) → fsync the directory. A crash leaves the target
+// whole (old or new bytes) plus at most one torn temp, which sweepTornTemps() removes.
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { errnoOf, IoError, RejectedError } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
-import { fsyncDir } from '../store/durable.js';
-import type { FsPort } from '../store/fs-port.js';
+import { fsyncDir, writeTempFile } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import { type CurrentFile, staleError } from './apply-plan.js';
 import { resolveRepoPath, UnsafeRepoPathError } from './repo-path.js';
@@ -12,7 +16,6 @@ import { resolveRepoPath, UnsafeRepoPathError } from './repo-path.js';
 export const TREE_TMP_PREFIX = '.genjob-tmp-';
 
 const CHUNK = 1024 * 1024;
-let tmpCounter = 0;
 
 /** Read a whole regular file without following a symlink at its last component. Throws raw errno errors. */
 export function readRegular(store: Store, abs: string): Buffer {
@@ -82,40 +85,6 @@ export function readObject(store: Store, sha256: string): Buffer {
   return bytes;
 }
 
-function fchmod(fs: FsPort, fd: number, mode: number): void {
-  fs.fchmodSync(fd, mode);
-}
-
-function writeTreeTemp(store: Store, dir: string, bytes: Uint8Array, mode: number): string {
-  const { fs } = store;
-  tmpCounter += 1;
-  const tmp = join(
-    dir,
-    `${TREE_TMP_PREFIX}${process.pid}-${tmpCounter}-${Math.random().toString(36).slice(2, 10)}`,
-  );
-  const fd = fs.openSync(
-    tmp,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-    0o600,
-  );
-  try {
-    let off = 0;
-    while (off < bytes.length) off += fs.writeSync(fd, bytes, off, bytes.length - off);
-    fchmod(fs, fd, mode);
-    try {
-      fs.fsyncSync(fd);
-    } catch (err) {
-      throw new IoError('fsync', tmp, err);
-    }
-  } catch (err) {
-    fs.closeSync(fd);
-    removeQuietly(store, tmp);
-    throw err;
-  }
-  fs.closeSync(fd);
-  return tmp;
-}
-
 function removeQuietly(store: Store, file: string): void {
   try {
     store.fs.rmSync(file, { force: true });
@@ -137,7 +106,7 @@ export function commitTreeFile(
   context: string,
 ): void {
   const target = resolveRepoPath(store, path, { create: true });
-  const tmp = writeTreeTemp(store, target.dir, bytes, mode);
+  const tmp = writeTempFile(store, target.dir, bytes, mode, TREE_TMP_PREFIX);
   try {
     const now = currentFile(store, path).sha256;
     if (now !== expected) throw staleError(path, expected, now, context);

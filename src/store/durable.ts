@@ -8,14 +8,17 @@ import { basename, dirname, join } from 'node:path';
 import { errnoOf, IoError } from '../core/errors.js';
 import type { Store } from './store.js';
 
+/** What the recipes need of a Store: its filesystem. Code outside .gen/ (trust file, key files) passes { fs }. */
+export type HasFs = Pick<Store, 'fs'>;
+
 let tmpCounter = 0;
 
-function tmpName(dir: string): string {
+function tmpName(dir: string, prefix: string): string {
   tmpCounter += 1;
-  return join(dir, `.tmp-${process.pid}-${tmpCounter}-${Math.random().toString(36).slice(2, 10)}`);
+  return join(dir, `${prefix}${process.pid}-${tmpCounter}-${Math.random().toString(36).slice(2, 10)}`);
 }
 
-export function fsyncDir(store: Store, dir: string): void {
+export function fsyncDir(store: HasFs, dir: string): void {
   const { fs } = store;
   const fd = fs.openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
@@ -27,18 +30,21 @@ export function fsyncDir(store: Store, dir: string): void {
   }
 }
 
-/** Write `bytes` to a fresh file in `dir` and fsync it; returns its path. */
-export function writeTempFile(store: Store, dir: string, bytes: Uint8Array, mode = 0o644): string {
+/**
+ * Create `path`, which must not exist (EEXIST is thrown as is), holding `bytes`: O_EXCL|O_NOFOLLOW,
+ * the exact `mode` (fchmod, so the umask cannot widen or narrow it), fsynced. Removed again on failure.
+ */
+export function createExclusive(store: HasFs, path: string, bytes: Uint8Array, mode = 0o644): void {
   const { fs } = store;
-  const path = tmpName(dir);
   const fd = fs.openSync(
     path,
     constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-    mode,
+    0o600,
   );
   try {
     let off = 0;
     while (off < bytes.length) off += fs.writeSync(fd, bytes, off, bytes.length - off);
+    fs.fchmodSync(fd, mode);
     try {
       fs.fsyncSync(fd);
     } catch (err) {
@@ -50,6 +56,18 @@ export function writeTempFile(store: Store, dir: string, bytes: Uint8Array, mode
     throw err;
   }
   fs.closeSync(fd);
+}
+
+/** Write `bytes` to a fresh, fsynced file in `dir` named `<prefix><pid>-…`; returns its path. */
+export function writeTempFile(
+  store: HasFs,
+  dir: string,
+  bytes: Uint8Array,
+  mode = 0o644,
+  prefix = '.tmp-',
+): string {
+  const path = tmpName(dir, prefix);
+  createExclusive(store, path, bytes, mode);
   return path;
 }
 
@@ -73,7 +91,7 @@ export function publishExclusive(store: Store, target: string, bytes: Uint8Array
 }
 
 /** Atomically replace (or create) `target` with `bytes`. */
-export function replaceFile(store: Store, target: string, bytes: Uint8Array, mode = 0o644): void {
+export function replaceFile(store: HasFs, target: string, bytes: Uint8Array, mode = 0o644): void {
   const tmp = writeTempFile(store, dirname(target), bytes, mode);
   try {
     store.fs.renameSync(tmp, target);

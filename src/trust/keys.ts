@@ -3,20 +3,13 @@
 // try the likely key first, never a reason to trust. A private key file is created exclusively
 // with mode 0600 and is refused when group or others may read it (as ssh does).
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  fsyncSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeSync,
-} from 'node:fs';
+import * as nodeFs from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { strictBase64 } from '../core/dsse.js';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
+import { createExclusive, fsyncDir } from '../store/durable.js';
 
 export const PUBLIC_KEY_PREFIX = 'ed25519:';
 const RAW_KEY_BYTES = 32;
@@ -59,28 +52,12 @@ export function parsePublicKey(text: string): KeyObject {
   }
 }
 
-function fsyncDirOf(path: string): void {
-  const fd = openSync(dirname(path), constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    fsyncSync(fd);
-  } catch (err) {
-    throw new IoError('fsync of directory', dirname(path), err);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** Create a new ed25519 key pair; write the private key (PKCS8 PEM, 0600) to `path`, which must not exist. */
 export function generateKeyFile(path: string): { publicKey: string; keyid: string } {
   const { privateKey } = generateKeyPairSync('ed25519');
   const pem = Buffer.from(privateKey.export({ format: 'pem', type: 'pkcs8' }) as string, 'utf8');
-  let fd: number;
   try {
-    fd = openSync(
-      path,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      0o600,
-    );
+    createExclusive({ fs: nodeFs }, path, pem, 0o600);
   } catch (err) {
     if (errnoOf(err) === 'EEXIST') {
       throw new UsageError(
@@ -88,19 +65,9 @@ export function generateKeyFile(path: string): { publicKey: string; keyid: strin
         `${path}: a file is already there; keygen never overwrites a key`,
       );
     }
-    throw new IoError('create', path, err);
+    throw err instanceof IoError ? err : new IoError('create', path, err);
   }
-  try {
-    let off = 0;
-    while (off < pem.length) off += writeSync(fd, pem, off, pem.length - off);
-    fsyncSync(fd);
-  } catch (err) {
-    closeSync(fd);
-    rmSync(path, { force: true });
-    throw new IoError('write', path, err);
-  }
-  closeSync(fd);
-  fsyncDirOf(path);
+  fsyncDir({ fs: nodeFs }, dirname(path));
   return { publicKey: publicKeyString(privateKey), keyid: keyIdOf(privateKey) };
 }
 

@@ -2,20 +2,13 @@
 // verifier of the repository trusts the same hosts. Names are unique and each key appears once;
 // the file is rewritten whole (tmp + fsync + rename + fsync of the root) so a crash leaves the old
 // list or the new one, never half of either. A missing file means no key is trusted.
-import {
-  closeSync,
-  constants,
-  fsyncSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from 'node:fs';
+import * as nodeFs from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ConflictError, errnoOf, IoError, UsageError } from '../core/errors.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
+import { replaceFile } from '../store/durable.js';
 import { keyIdOf, parsePublicKey, publicKeyString } from './keys.js';
 
 export const TRUST_FILE = 'genjob-trust.json';
@@ -107,38 +100,7 @@ function writeTrust(root: string, entries: TrustEntry[]): void {
     keys: sorted.map((e) => ({ name: e.name, key: e.key, added: e.added })),
   };
   const bytes = Buffer.from(`${JSON.stringify(doc, null, 2)}\n`, 'utf8');
-  const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
-  let fd: number;
-  try {
-    fd = openSync(
-      tmp,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-      0o644,
-    );
-  } catch (err) {
-    throw new IoError('create', tmp, err);
-  }
-  try {
-    try {
-      let off = 0;
-      while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, file);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw new IoError('write', file, err);
-  }
-  const dirFd = openSync(root, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    fsyncSync(dirFd);
-  } catch (err) {
-    throw new IoError('fsync of directory', root, err);
-  } finally {
-    closeSync(dirFd);
-  }
+  replaceFile({ fs: nodeFs }, file, bytes);
 }
 
 export interface AddResult {
