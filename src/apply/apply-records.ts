@@ -4,7 +4,8 @@
 // The applying record also embeds the job, so a crash can be finished from .gen/ alone.
 import { z } from 'zod';
 import { UsageError } from '../core/errors.js';
-import { type Job, JobSchema, jobDigest } from '../core/job.js';
+import { type Job, jobDigest } from '../core/job.js';
+import { JobSchema } from '../core/job-schema.js';
 import { pathProblem } from '../core/paths.js';
 import { SHA256_HEX } from '../core/sha256.js';
 import { readIfExists } from '../store/durable.js';

@@ -7,7 +7,7 @@ import { openStore } from '../cli/root.js';
 import { ConflictError } from '../core/errors.js';
 import { deadLetterFile } from '../store/dead-letter.js';
 import { exists } from '../store/durable.js';
-import { findJob, resolveKey } from '../store/job-files.js';
+import { findJob, resolveKey } from '../store/job-states.js';
 import { journal } from '../store/journal.js';
 import { withKeyLock } from '../store/key-lock.js';
 

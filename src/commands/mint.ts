@@ -9,7 +9,7 @@ import { UsageError } from '../core/errors.js';
 import { buildJob, type JobInput } from '../core/job.js';
 import { ancestors, pathProblem } from '../core/paths.js';
 import { createSecretScanner, scanSecretText, secretError, secretPathProblem } from '../core/secrets.js';
-import { hashFile } from '../store/hash-file.js';
+import { hashFile, hashSmallFileSync, SMALL_FILE_BYTES } from '../store/hash-file.js';
 import { mintJob } from '../store/mint-job.js';
 
 export interface MintOptions extends CommonOptions {
@@ -152,7 +152,9 @@ async function readInput(
     throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is a symlink; genjob only ships regular files`);
   if (!st.isFile()) throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is not a regular file`);
   const scanner = allowSecret.has(input.path) ? undefined : createSecretScanner();
-  const { sha256 } = await hashFile(abs, scanner ? (c) => scanner.push(c) : undefined);
+  const onChunk = scanner ? (c: Buffer) => scanner.push(c) : undefined;
+  const { sha256 } =
+    st.size <= SMALL_FILE_BYTES ? hashSmallFileSync(abs, onChunk) : await hashFile(abs, onChunk);
   const finding = scanner?.end().findings[0];
   if (finding) throw secretError(input.typed, finding.rule, finding.line);
   return { path: input.path, sha256 };

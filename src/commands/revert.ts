@@ -3,7 +3,7 @@
 import { revertApplied } from '../apply/revert.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
-import { resolveKey } from '../store/job-files.js';
+import { resolveKey } from '../store/job-states.js';
 
 export async function revert(o: CommonOptions & { key: string }): Promise<CommandResult> {
   const store = openStore(o);

@@ -6,7 +6,7 @@ import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { epochsOf, readAttempt } from '../store/attempts.js';
 import { readIfExists } from '../store/durable.js';
-import { findJob, resolveKey } from '../store/job-files.js';
+import { findJob, resolveKey } from '../store/job-states.js';
 import { readJournal } from '../store/journal.js';
 import { readLease } from '../store/lease.js';
 import type { Store } from '../store/store.js';

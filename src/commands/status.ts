@@ -6,13 +6,9 @@ import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { peekEpoch } from '../core/receipt-peek.js';
 import { currentEpoch } from '../store/attempts.js';
-import { listNames, readIfExists } from '../store/durable.js';
-import type { JobState } from '../store/layout.js';
+import { readIfExists } from '../store/durable.js';
+import { FLOW, keysIn } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
-
-// As in store/job-files.ts, which is not imported: it pulls in the job schema (zod, ~85 ms to load).
-const FLOW: readonly JobState[] = ['queue', 'running', 'received', 'applied'];
-const keysIn = (store: Store, state: JobState): string[] => listNames(store, store.layout.dir(state));
 
 interface Row {
   key: string;

@@ -4,7 +4,7 @@
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
-import { keysIn, resolveKey } from '../store/job-files.js';
+import { keysIn, resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { verifyKey } from '../verify/verify-key.js';

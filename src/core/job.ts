@@ -2,11 +2,11 @@
 // key    = sha256(canonical {instruction, inputs: {path: sha256|null}})  — what is asked
 // digest = sha256(canonical job document)                                 — the whole contract
 // Operational facts (attempts, workers, times) never enter the document, so retries keep the digest.
-import { z } from 'zod';
+// No zod here: minting must not pay for the schema library (see job-schema.ts for parsing).
 import { canonicalBytes } from './canonical-json.js';
 import { UsageError } from './errors.js';
 import { ancestors, foldedPath, pathProblem } from './paths.js';
-import { SHA256_HEX, sha256Hex } from './sha256.js';
+import { sha256Hex } from './sha256.js';
 
 export const JOB_SCHEMA = 'genjob/job@1';
 export const MAX_INSTRUCTION_BYTES = 256 * 1024;
@@ -17,24 +17,21 @@ export const DEFAULT_CONSTRAINTS = {
   max_total_bytes: 512 * 1024 * 1024,
 } as const;
 
-const sha = z.string().regex(SHA256_HEX, 'must be 64 lower-case hex digits');
-const count = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+/** One allowed path: the sha256 of its bytes at mint, or null for a file the generator is to create. */
+export interface JobInput {
+  path: string;
+  sha256: string | null;
+}
 
-export const JobSchema = z.strictObject({
-  schema: z.literal(JOB_SCHEMA),
-  key: sha,
-  instruction: z.string().min(1).max(MAX_INSTRUCTION_BYTES),
-  /** The allowed paths: each with the sha256 of its bytes at mint, or null for a file to create. */
-  inputs: z
-    .array(z.strictObject({ path: z.string(), sha256: sha.nullable() }))
-    .min(1)
-    .max(MAX_INPUTS),
+/** The job document (schema checked by parseJob in job-schema.ts, which loads zod only where parsing happens). */
+export interface Job {
+  schema: typeof JOB_SCHEMA;
+  key: string;
+  instruction: string;
+  inputs: JobInput[];
   /** Limits the returned outputs must respect (checked when a result is extracted). */
-  constraints: z.strictObject({ max_file_bytes: count, max_total_bytes: count }),
-});
-
-export type Job = z.infer<typeof JobSchema>;
-export type JobInput = Job['inputs'][number];
+  constraints: { max_file_bytes: number; max_total_bytes: number };
+}
 
 export class JobInvalidError extends UsageError {
   constructor(file: string, rule: string) {
@@ -95,28 +92,6 @@ export function contractProblem(job: Pick<Job, 'inputs'>): string | null {
     }
   }
   return null;
-}
-
-/** Parse and check a job file's bytes; `file` names it in errors. Returns the job and its digest. */
-export function parseJob(bytes: Uint8Array, file: string): { job: Job; digest: string } {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(Buffer.from(bytes).toString('utf8'));
-  } catch (err) {
-    throw new JobInvalidError(file, `malformed JSON (${(err as Error).message})`);
-  }
-  const parsed = JobSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new JobInvalidError(file, `${issue.path.join('.') || '(document)'}: ${issue.message}`);
-  }
-  const job = parsed.data;
-  const problem = contractProblem(job);
-  if (problem) throw new JobInvalidError(file, problem);
-  if (workOrderKey(job.instruction, job.inputs) !== job.key) {
-    throw new JobInvalidError(file, 'key is not the sha256 of its work order');
-  }
-  return { job, digest: jobDigest(job) };
 }
 
 export function allowedPaths(job: Job): Set<string> {

@@ -4,7 +4,7 @@
 // shows a job in two states or in none.
 import { errnoOf } from '../core/errors.js';
 import { moveState } from './durable.js';
-import { keysIn } from './job-files.js';
+import { keysIn } from './job-states.js';
 import { journal } from './journal.js';
 import type { Store } from './store.js';
 

@@ -1,12 +1,13 @@
 // Put a minted job into queue/ — or recognise it. Same key + same digest anywhere in the flow
 // is "already minted"; same key + another digest is a conflict, never an overwrite.
 // The job file is published by exclusive link, so two racing minters cannot both create it.
-import { canonicalJson } from '../core/canonical-json.js';
+import { canonicalBytes, canonicalJson } from '../core/canonical-json.js';
 import { ConflictError } from '../core/errors.js';
 import { type Job, jobDigest } from '../core/job.js';
+import { sha256Hex } from '../core/sha256.js';
 import { markMinted } from './attempts.js';
 import { publishExclusive } from './durable.js';
-import { findJob, loadJob } from './job-files.js';
+import { findJob } from './job-states.js';
 import { journal } from './journal.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
@@ -22,14 +23,28 @@ export function jobFileBytes(job: Job): Buffer {
   return Buffer.from(`${canonicalJson(job)}\n`);
 }
 
+/**
+ * The digest of the job document already stored under the key (applied/ embeds it in the apply
+ * record), or null when unreadable. No schema check is needed to compare: any difference, valid or
+ * not, is a different job.
+ */
+function existingDigest(state: JobState, bytes: Buffer): string | null {
+  try {
+    const doc = JSON.parse(bytes.toString('utf8')) as { job?: unknown };
+    return sha256Hex(canonicalBytes(state === 'applied' ? doc.job : doc));
+  } catch {
+    return null;
+  }
+}
+
 function sameOrConflict(store: Store, job: Job, digest: string): MintOutcome | undefined {
   const found = findJob(store, job.key);
   if (!found) return undefined;
-  const existing = loadJob(store, found.state, job.key);
-  if (existing.digest !== digest) {
+  const existing = existingDigest(found.state, found.bytes);
+  if (existing !== digest) {
     throw new ConflictError(
       'EGJ_KEY_CONFLICT',
-      `${found.file}: key ${job.key.slice(0, 12)} already names a different job (digest ${existing.digest.slice(0, 12)}, this one ${digest.slice(0, 12)}); nothing was written`,
+      `${found.file}: key ${job.key.slice(0, 12)} already names a different job (${existing === null ? 'an unreadable file' : `digest ${existing.slice(0, 12)}`}, this one ${digest.slice(0, 12)}); nothing was written`,
     );
   }
   return { key: job.key, digest, minted: false, state: found.state };

@@ -5,7 +5,7 @@
 import { errnoOf } from '../core/errors.js';
 import { currentEpoch } from './attempts.js';
 import { moveState, sweepStaleTemps } from './durable.js';
-import { keysIn } from './job-files.js';
+import { keysIn } from './job-states.js';
 import { journal } from './journal.js';
 import { withKeyLock } from './key-lock.js';
 import { leaseAgeMs, readLease } from './lease.js';

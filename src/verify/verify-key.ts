@@ -14,7 +14,8 @@ import { checkReceipt } from '../core/verify-rules.js';
 import { currentEpoch } from '../store/attempts.js';
 import { readIfExists } from '../store/durable.js';
 import { hashFile } from '../store/hash-file.js';
-import { findJob, loadJob } from '../store/job-files.js';
+import { loadJob } from '../store/job-files.js';
+import { findJob } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 
 export interface Verified {

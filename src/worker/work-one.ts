@@ -4,7 +4,8 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { GenjobError } from '../core/errors.js';
-import { allowedPaths, type Job, JobInvalidError, parseJob } from '../core/job.js';
+import { allowedPaths, type Job, JobInvalidError } from '../core/job.js';
+import { parseJob } from '../core/job-schema.js';
 import type { Receipt } from '../core/receipt.js';
 import { attemptsSinceMint, beginAttempt, currentEpoch, type LeaseRecord, type Worker } from '../store/attempts.js';
 import { deadLetterBytes, deadLetterFile } from '../store/dead-letter.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/canonical-json.js';
-import { buildJob, JobInvalidError, jobDigest, parseJob, workOrderKey } from '../../src/core/job.js';
+import { buildJob, JobInvalidError, jobDigest, workOrderKey } from '../../src/core/job.js';
+import { parseJob } from '../../src/core/job-schema.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);

@@ -1,0 +1,50 @@
+// Parsing a job file: JSON → schema (zod) → contract rules → key check. Kept apart from job.ts
+// so that minting, which only builds jobs, never loads the schema library.
+import { z } from 'zod';
+import {
+  contractProblem,
+  JOB_SCHEMA,
+  type Job,
+  JobInvalidError,
+  jobDigest,
+  MAX_INPUTS,
+  MAX_INSTRUCTION_BYTES,
+  workOrderKey,
+} from './job.js';
+import { SHA256_HEX } from './sha256.js';
+
+const sha = z.string().regex(SHA256_HEX, 'must be 64 lower-case hex digits');
+const count = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
+export const JobSchema = z.strictObject({
+  schema: z.literal(JOB_SCHEMA),
+  key: sha,
+  instruction: z.string().min(1).max(MAX_INSTRUCTION_BYTES),
+  inputs: z
+    .array(z.strictObject({ path: z.string(), sha256: sha.nullable() }))
+    .min(1)
+    .max(MAX_INPUTS),
+  constraints: z.strictObject({ max_file_bytes: count, max_total_bytes: count }),
+}) satisfies z.ZodType<Job>;
+
+/** Parse and check a job file's bytes; `file` names it in errors. Returns the job and its digest. */
+export function parseJob(bytes: Uint8Array, file: string): { job: Job; digest: string } {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(Buffer.from(bytes).toString('utf8'));
+  } catch (err) {
+    throw new JobInvalidError(file, `malformed JSON (${(err as Error).message})`);
+  }
+  const parsed = JobSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new JobInvalidError(file, `${issue.path.join('.') || '(document)'}: ${issue.message}`);
+  }
+  const job = parsed.data;
+  const problem = contractProblem(job);
+  if (problem) throw new JobInvalidError(file, problem);
+  if (workOrderKey(job.instruction, job.inputs) !== job.key) {
+    throw new JobInvalidError(file, 'key is not the sha256 of its work order');
+  }
+  return { job, digest: jobDigest(job) };
+}
