@@ -8,7 +8,8 @@ import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { GenjobError } from '../core/errors.js';
-import { allowedPaths, type Job, parseJob } from '../core/job.js';
+import { allowedPaths, type Job } from '../core/job.js';
+import { parseJob } from '../core/job-schema.js';
 import { RECEIPT_SCHEMA, type Receipt } from '../core/receipt.js';
 import {
   BodyAbortedError,
