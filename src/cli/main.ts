@@ -25,9 +25,9 @@ export async function main(argv: string[]): Promise<void> {
   } catch (err) {
     const e = err as { code?: string; exitCode?: number; message?: string };
     if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
-      // help and version are successes; every other commander error is bad usage
-      const ok =
-        e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help';
+      // help asked for and version are successes; help shown for a missing command, and every
+      // other commander error, are bad usage
+      const ok = e.exitCode === 0;
       process.exitCode = ok ? EXIT.OK : EXIT.USAGE;
       if (!ok && json)
         process.stdout.write(`${JSON.stringify({ ok: false, code: 'EGJ_USAGE', message: e.message })}\n`);

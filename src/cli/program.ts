@@ -36,12 +36,20 @@ async function run(load: () => Promise<CommandResult>, json: boolean): Promise<v
 
 export function buildProgram(): Command {
   const program = new Command('genjob')
-    .description(
-      'Run model-generated code changes as replayable, verifiable jobs.\n\n' +
-        '  genjob mint -m "..." PATH...     write an immutable job (same work order → same key)\n' +
-        '  genjob work --drain --generator CMD   claim jobs, generate (locally or --host over ssh)\n' +
-        '  genjob verify --all && genjob apply --all   the pre-merge hook\n\n' +
+    .description('Run model-generated code changes as replayable, verifiable jobs.')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  genjob mint -m "Add a timeout to fetch_user" src/user.py   write an immutable job; prints its key',
+        "  genjob work --drain --generator './gen.sh'                  claim jobs and generate (--host H: over ssh)",
+        '  genjob status                                               what is queued, running, received, applied',
+        '  genjob verify --all && genjob apply --all                   the pre-merge hook',
+        '',
         'Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict (stale, key reuse, lock, lease lost).',
+        'Every command takes --json (one JSON result on stdout) and --root DIR. Docs: docs/ in the package.',
+      ].join('\n'),
     )
     .version(VERSION, '-V, --version')
     .exitOverride()

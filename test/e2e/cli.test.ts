@@ -47,9 +47,17 @@ describe('usage', () => {
     const sb = await makeSandbox();
     const r = await sb.genjob(['--help']);
     expect(r.exitCode).toBe(0);
-    expect(r.stdout).toContain('genjob mint -m "..." PATH...');
+    expect(r.stdout).toContain('\nExamples:\n  genjob mint -m "Add a timeout to fetch_user" src/user.py');
     expect(r.stdout).toContain('genjob verify --all && genjob apply --all');
     expect(r.stdout).toContain('Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict');
+  });
+
+  it('exits 2 when no command is given, showing the help on stderr', async () => {
+    const sb = await makeSandbox();
+    const r = await sb.genjob([]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('Usage: genjob [options] [command]');
   });
 
   const withExamples = ['mint', 'work'];
