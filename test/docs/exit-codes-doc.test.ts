@@ -1,0 +1,31 @@
+// Error codes are public API (docs/exit-codes.md): every EGJ_* code the source can raise must be
+// documented there, and the doc must not list codes that no longer exist.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = new URL('../..', import.meta.url).pathname;
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? sourceFiles(path) : path.endsWith('.ts') ? [path] : [];
+  });
+}
+
+const CODE = /EGJ_[A-Z][A-Z_]*[A-Z]/g;
+const inSource = new Set(
+  sourceFiles(join(root, 'src')).flatMap((f) => readFileSync(f, 'utf8').match(CODE) ?? []),
+);
+const doc = readFileSync(join(root, 'docs/exit-codes.md'), 'utf8');
+const inDoc = new Set([...doc.matchAll(/`(EGJ_[A-Z_]+)`/g)].map((m) => m[1]!));
+
+describe('docs/exit-codes.md', () => {
+  it('documents every error code the source can raise', () => {
+    expect([...inSource].filter((c) => !inDoc.has(c)).sort()).toEqual([]);
+  });
+
+  it('lists no code the source no longer has', () => {
+    expect([...inDoc].filter((c) => !inSource.has(c)).sort()).toEqual([]);
+  });
+});
