@@ -1,71 +1,61 @@
-// A real OpenSSH server on 127.0.0.1 (only) for the ssh stages of the benchmark: a plain-ESM port
-// of test/helpers/sshd.ts (fresh ed25519 host and client keys, a free high port, a client config with
-// the alias 'genjob-bench', everything in one temp dir that stop() removes after killing sshd and the
-// session processes it forked, by PID, never by name). Remote commands run root's login shell, so
-// they pay its rc files (~/.bashrc with pyenv init here): the baseline pays exactly the same.
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// A real OpenSSH server on 127.0.0.1 (only), for the ssh stages of the benchmark and (through
+// test/helpers/sshd.ts) the transport tests: fresh ed25519 host and client keys, a free high port, a
+// client config naming one Host alias, everything in one temp dir that stop() removes after killing
+// sshd and the session processes it forked (by PID, never by name). Remote commands run the user's
+// login shell and so pay its rc files (root's ~/.bashrc with pyenv init here, ~0.5 s); we never edit them.
+// Plain ESM so the benchmark runs it without a build; bench/sshd.d.mts types it for the tests.
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 
 const HOST = '127.0.0.1';
-export const ALIAS = 'genjob-bench';
 const READY_TIMEOUT_MS = 10_000;
+const PORT_ATTEMPTS = 5;
 
-export async function startSshd() {
-  execFileSync('install', ['-d', '-m', '0755', '/run/sshd']);
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'gjb-sshd-'));
+/** The benchmark's server: room for its concurrent sessions, and a client that never prompts. */
+const BENCH = { alias: 'genjob-bench', maxSessions: 64, batchMode: true };
+
+/** Start sshd; with no options, the benchmark's (see sshd.d.mts for each option). */
+export async function startSshd(opts = BENCH) {
+  await promisify(execFile)('install', ['-d', '-m', '0755', '/run/sshd']);
+  // Short prefix: ssh control sockets live under test temp dirs and sun_path is 108 bytes.
+  const tmp = await mkdtemp(path.join(os.tmpdir(), 'gj-sshd-'));
   try {
-    return await startIn(tmp);
+    return await startIn(tmp, opts);
   } catch (err) {
-    rmSync(tmp, { recursive: true, force: true });
+    await rm(tmp, { recursive: true, force: true });
     throw err;
   }
 }
 
-function keygen(file, comment) {
-  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', comment, '-f', file]);
-}
-
-async function startIn(tmp) {
-  const { username: user } = os.userInfo();
+async function startIn(tmp, opts) {
+  const { alias } = opts;
+  const { username: user, homedir: homeDir } = os.userInfo();
   const hostKey = path.join(tmp, 'host_ed25519');
   const identityFile = path.join(tmp, 'id_ed25519');
-  keygen(hostKey, 'genjob-bench-host');
-  keygen(identityFile, 'genjob-bench-client');
+  await keygen(hostKey, `${alias}-host`);
+  await keygen(identityFile, `${alias}-client`);
   const authorizedKeys = path.join(tmp, 'authorized_keys');
-  writeFileSync(authorizedKeys, readFileSync(`${identityFile}.pub`), { mode: 0o600 });
+  await writeFile(authorizedKeys, await readFile(`${identityFile}.pub`), { mode: 0o600 });
+
+  let forceCommand;
+  if (opts.loginShellRc !== undefined) {
+    const rc = path.join(tmp, 'login_rc');
+    forceCommand = path.join(tmp, 'force_command.sh');
+    await writeFile(rc, opts.loginShellRc, { mode: 0o644 });
+    await writeFile(forceCommand, `#!/bin/sh\n. '${rc}'\nexec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n`, {
+      mode: 0o755,
+    });
+  }
+
   let lastError;
-  for (let attempt = 0; attempt < 5; attempt++) {
+  for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
     const port = await freePort();
     const config = path.join(tmp, 'sshd_config');
-    writeFileSync(
-      config,
-      [
-        `ListenAddress ${HOST}`,
-        `Port ${port}`,
-        `HostKey ${hostKey}`,
-        `AuthorizedKeysFile ${authorizedKeys}`,
-        `PidFile ${path.join(tmp, 'sshd.pid')}`,
-        'PasswordAuthentication no',
-        'KbdInteractiveAuthentication no',
-        'PubkeyAuthentication yes',
-        'PermitRootLogin prohibit-password',
-        'StrictModes no',
-        'UsePAM no',
-        'AllowAgentForwarding no',
-        'AllowTcpForwarding no',
-        'X11Forwarding no',
-        'PermitUserEnvironment no',
-        'PermitUserRC no',
-        'PrintMotd no',
-        'PrintLastLog no',
-        'MaxSessions 64',
-        'MaxStartups 64',
-        '',
-      ].join('\n'),
-    );
+    await writeFile(config, sshdConfig({ ...opts, tmp, port, hostKey, authorizedKeys, forceCommand }));
     const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', config], {
       stdio: ['ignore', 'ignore', 'pipe'],
       detached: true,
@@ -74,7 +64,7 @@ async function startIn(tmp) {
     child.stderr.setEncoding('utf8').on('data', (d) => {
       log = (log + d).slice(-8192);
     });
-    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const exited = new Promise((resolve) => child.once('exit', () => resolve()));
     try {
       await waitListening(port, child, () => log);
     } catch (err) {
@@ -84,14 +74,14 @@ async function startIn(tmp) {
       if (/Address already in use|Cannot bind/i.test(log)) continue;
       throw err;
     }
-    const hostPub = readFileSync(`${hostKey}.pub`, 'utf8').trim().split(/\s+/);
+    const hostPub = (await readFile(`${hostKey}.pub`, 'utf8')).trim().split(/\s+/);
     const knownHostsFile = path.join(tmp, 'known_hosts');
-    writeFileSync(knownHostsFile, `[${HOST}]:${port} ${hostPub[0]} ${hostPub[1]}\n`);
+    await writeFile(knownHostsFile, `[${HOST}]:${port} ${hostPub[0]} ${hostPub[1]}\n`);
     const sshConfigFile = path.join(tmp, 'ssh_config');
-    writeFileSync(
+    await writeFile(
       sshConfigFile,
       [
-        `Host ${ALIAS}`,
+        `Host ${alias}`,
         `  HostName ${HOST}`,
         `  Port ${port}`,
         `  User ${user}`,
@@ -102,7 +92,7 @@ async function startIn(tmp) {
         '  StrictHostKeyChecking yes',
         '  UpdateHostKeys no',
         '  CheckHostIP no',
-        '  BatchMode yes',
+        ...(opts.batchMode ? ['  BatchMode yes'] : []),
         '',
       ].join('\n'),
     );
@@ -111,22 +101,56 @@ async function startIn(tmp) {
       host: HOST,
       port,
       user,
-      alias: ALIAS,
+      alias,
+      identityFile,
+      knownHostsFile,
       sshConfigFile,
+      hostKeyPubFile: `${hostKey}.pub`,
+      homeDir,
       tmp,
       stop() {
         stopped ??= (async () => {
-          // session processes are sshd's children but setsid() out of its group: collect them first
-          for (const pid of descendants(child.pid)) killPid(pid);
+          // Session processes are sshd's children but setsid() out of its group: collect them first.
+          for (const pid of await descendants(child.pid)) killPid(pid);
           killPid(child.pid);
           await exited;
-          rmSync(tmp, { recursive: true, force: true });
+          await rm(tmp, { recursive: true, force: true });
         })();
         return stopped;
       },
     };
   }
-  throw new Error('sshd: no free port after 5 attempts', { cause: lastError });
+  throw new Error(`sshd: no free port after ${PORT_ATTEMPTS} attempts`, { cause: lastError });
+}
+
+function sshdConfig(o) {
+  return [
+    `ListenAddress ${HOST}`,
+    `Port ${o.port}`,
+    `HostKey ${o.hostKey}`,
+    `AuthorizedKeysFile ${o.authorizedKeys}`,
+    `PidFile ${path.join(o.tmp, 'sshd.pid')}`,
+    'PasswordAuthentication no',
+    'KbdInteractiveAuthentication no',
+    'PubkeyAuthentication yes',
+    'PermitRootLogin prohibit-password',
+    'StrictModes no',
+    'UsePAM no',
+    'AllowAgentForwarding no',
+    'AllowTcpForwarding no',
+    'X11Forwarding no',
+    'PermitUserEnvironment no',
+    'PermitUserRC no',
+    'PrintMotd no',
+    'PrintLastLog no',
+    ...(o.maxSessions === undefined ? [] : [`MaxSessions ${o.maxSessions}`, `MaxStartups ${o.maxSessions}`]),
+    ...(o.forceCommand === undefined ? [] : [`ForceCommand ${o.forceCommand}`]),
+    '',
+  ].join('\n');
+}
+
+async function keygen(file, comment) {
+  await promisify(execFile)('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', comment, '-f', file]);
 }
 
 function freePort() {
@@ -134,8 +158,11 @@ function freePort() {
     const server = net.createServer();
     server.once('error', reject);
     server.listen(0, HOST, () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
+      const address = server.address();
+      server.close(() => {
+        if (address !== null && typeof address === 'object') resolve(address.port);
+        else reject(new Error('freePort: no address'));
+      });
     });
   });
 }
@@ -144,7 +171,7 @@ async function waitListening(port, child, log) {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null)
-      throw new Error(`sshd exited before listening: ${log().trim()}`);
+      throw new Error(`sshd on ${HOST}:${port} exited before listening: ${log().trim()}`);
     if (await accepts(port)) return;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -162,17 +189,18 @@ function accepts(port) {
   });
 }
 
-/** PIDs descended from `root`, from the ppid field of /proc/<pid>/stat. */
-function descendants(root) {
+/** PIDs descended from `root` (children found via the ppid field of /proc/<pid>/stat). */
+async function descendants(root) {
   if (root === undefined) return [];
   const parentOf = new Map();
-  for (const entry of readdirSync('/proc')) {
+  for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const stat = await readFile(`/proc/${entry}/stat`, 'utf8');
+      // Field 4 (ppid) follows the parenthesised command name, which may itself contain spaces.
       parentOf.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
     } catch {
-      // exited while we looked
+      // The process exited while we looked.
     }
   }
   const found = [];
@@ -194,6 +222,6 @@ function killPid(pid) {
   try {
     process.kill(pid, 'SIGKILL');
   } catch {
-    // already gone
+    // Already gone.
   }
 }

@@ -3,28 +3,19 @@
 // would — `reap`, `work --drain`, `apply --all` — and check the invariants: every minted key applied
 // exactly once, the generator run once per key, the repository byte for byte as expected, nothing torn.
 // The step of each run is drawn from a seeded PRNG; set GENJOB_CRASH_SEED to replay a failing matrix.
-import {
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa, type Result } from 'execa';
-import { afterAll, describe, expect, it } from 'vitest';
+import type { Result } from 'execa';
+import { describe, expect, it } from 'vitest';
 import { buildJob } from '../../src/core/job.js';
 import { peekEpoch } from '../../src/core/receipt-peek.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { currentEpoch } from '../../src/store/attempts.js';
 import { readJournal } from '../../src/store/journal.js';
 import { mintJob } from '../../src/store/mint-job.js';
-import { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/store.js';
+import { spawnCli, workerRepo } from './worker-helpers.js';
 
-const CLI = join(import.meta.dirname, '../../bin/genjob.js');
 const PRELOAD = join(import.meta.dirname, '../helpers/crash-preload.mjs');
 const RUNS = Number(process.env.GENJOB_CRASH_RUNS ?? 50);
 const PARALLEL = 3;
@@ -134,11 +125,6 @@ function mulberry32(seed: number): () => number {
   };
 }
 
-const temps: string[] = [];
-afterAll(() => {
-  for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
 interface RunResult {
   step: string;
   nth: number;
@@ -153,15 +139,8 @@ function agePastStale(store: Store): void {
 }
 
 async function oneRun(step: Step, nth: number): Promise<RunResult> {
-  const base = mkdtempSync(join(tmpdir(), 'genjob-crash-'));
-  temps.push(base);
-  const root = join(base, 'repo');
-  mkdirSync(join(root, '.git'), { recursive: true });
-  mkdirSync(join(root, 'm'));
-  mkdirSync(join(root, 's'));
   const original: Record<string, string> = { 's/one.txt': 'one\n', 'm/a.txt': 'a\n', 'm/b.txt': 'b\n' };
-  for (const [p, c] of Object.entries(original)) writeFileSync(join(root, p), c);
-  const store = new Store(root).ensure();
+  const { base, root, store, generator } = workerRepo('genjob-crash-', GENERATOR, original);
   const input = (p: string) => ({ path: p, sha256: p in original ? sha256Hex(original[p]!) : null });
   const jobs = [['s/one.txt'], ['m/a.txt', 'm/b.txt', 'm/new.txt']].map((paths) =>
     buildJob(paths.join(' '), paths.map(input)),
@@ -170,7 +149,6 @@ async function oneRun(step: Step, nth: number): Promise<RunResult> {
   const expected = new Map<string, string>();
   for (const job of jobs) for (const i of job.inputs) expected.set(i.path, `new ${i.path} ${job.key}\n`);
 
-  writeFileSync(join(base, 'gen.sh'), GENERATOR);
   const pidFile = join(base, 'worker.pid');
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -179,13 +157,8 @@ async function oneRun(step: Step, nth: number): Promise<RunResult> {
     WORKER_PID_FILE: pidFile,
     CRASH_GEN_MARK: join(base, 'gen-crashed'),
   };
-  const generator = ['--generator', `sh ${join(base, 'gen.sh')}`];
   const genjob = (args: string[], extraEnv: NodeJS.ProcessEnv = {}, preload = false) => {
-    const child = execa(process.execPath, [...(preload ? ['--import', PRELOAD] : []), CLI, ...args], {
-      cwd: root,
-      env: { ...env, ...extraEnv },
-      reject: false,
-    });
+    const child = spawnCli(root, args, { ...env, ...extraEnv }, preload ? PRELOAD : undefined);
     if (child.pid !== undefined) writeFileSync(pidFile, String(child.pid));
     return child;
   };

@@ -1,23 +1,12 @@
 // Shared helpers for the end-to-end tests: each test gets a fresh temp "sandbox" holding a copy of
 // fixtures/toy-repo (a git repository), its own XDG_CACHE_HOME (so the serve result cache is
 // isolated) and a place for generator scripts; the built CLI is spawned with execa, never imported.
-import {
-  chmodSync,
-  cpSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
-import { afterEach } from 'vitest';
+import { tempDir } from '../helpers/temp-store.js';
+import { type TreeSnapshot, snapshot as treeSnapshot } from '../helpers/tree-snapshot.js';
 
 export const PKG = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = join(PKG, 'bin', 'genjob.js');
@@ -47,15 +36,9 @@ export interface CliResult {
   stderr: string;
 }
 
-const sandboxes: string[] = [];
-afterEach(() => {
-  for (const dir of sandboxes.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
 /** A fresh sandbox with the toy repository in it (git-initialised unless `git: false`). */
 export async function makeSandbox(opts: { git?: boolean } = {}): Promise<Sandbox> {
-  const base = mkdtempSync(join(tmpdir(), 'genjob-e2e-'));
-  sandboxes.push(base);
+  const base = tempDir('genjob-e2e-');
   const repo = join(base, 'repo');
   const cache = join(base, 'cache');
   mkdirSync(cache);
@@ -92,25 +75,9 @@ export async function runCli(
   return { exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) };
 }
 
-/** Every entry of a tree, byte for byte (files: mode + bytes, links: target, dirs: mode), minus `exclude` top-level names. */
-export function snapshot(dir: string, exclude: readonly string[] = ['.gen', '.git']): Map<string, string> {
-  const out = new Map<string, string>();
-  const walk = (rel: string) => {
-    for (const name of readdirSync(rel ? join(dir, rel) : dir).sort()) {
-      if (!rel && exclude.includes(name)) continue;
-      const path = rel ? `${rel}/${name}` : name;
-      const abs = join(dir, path);
-      const st = lstatSync(abs);
-      const mode = (st.mode & 0o7777).toString(8);
-      if (st.isSymbolicLink()) out.set(path, `link -> ${readlinkSync(abs)}`);
-      else if (st.isDirectory()) {
-        out.set(`${path}/`, `dir ${mode}`);
-        walk(path);
-      } else out.set(path, `file ${mode} ${readFileSync(abs).toString('base64')}`);
-    }
-  };
-  walk('');
-  return out;
+/** The tree under `dir`, byte for byte (see tree-snapshot.ts), minus `exclude` top-level names. */
+export function snapshot(dir: string, exclude: readonly string[] = ['.gen', '.git']): TreeSnapshot {
+  return treeSnapshot(dir, exclude);
 }
 
 /** Mint through the CLI (--json) and return the key; fails the test on any other exit. */

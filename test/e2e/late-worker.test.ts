@@ -2,34 +2,18 @@
 // worker on another host. When the first worker resumes and delivers, it must detect the lost lease, stand
 // down with exit 4 and leave its receipt in dead/ (EGJ_EPOCH_SUPERSEDED); the applied bytes are epoch 2's.
 // "Thought dead" is made real with SIGSTOP (a heartbeat cannot be stopped from outside the process).
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa } from 'execa';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildJob } from '../../src/core/job.js';
 import { peekEpoch } from '../../src/core/receipt-peek.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { readJournal } from '../../src/store/journal.js';
 import { mintJob } from '../../src/store/mint-job.js';
-import { Store } from '../../src/store/store.js';
+import { afterTest } from '../helpers/temp-store.js';
+import { spawnCli, until as untilPolls, workerRepo } from './worker-helpers.js';
 
-const CLI = join(import.meta.dirname, '../../bin/genjob.js');
-const temps: string[] = [];
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  for (const c of cleanups.splice(0)) c();
-  for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const until = (what: string, cond: () => boolean) => untilPolls(what, cond, 2000); // polls of 10 ms
 
 // The first worker's generation blocks until the test releases it; each worker's bytes name the worker.
 const GENERATOR = `printf '%s %s\\n' "$GENJOB_KEY" "$WORKER_TAG" >> "$GEN_LOG"
@@ -40,14 +24,6 @@ fi
 printf 'from the %s worker\\n' "$WORKER_TAG" > a.txt
 `;
 
-async function until(what: string, cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 2000; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
-
 function procState(pid: number): string {
   // /proc/<pid>/stat: "pid (comm) S ..."
   return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '')[0]!;
@@ -55,15 +31,14 @@ function procState(pid: number): string {
 
 describe('a late worker', () => {
   it('stands down with exit 4 and its receipt goes to dead/ when its lease was reaped and the job worked again', async () => {
-    const base = mkdtempSync(join(tmpdir(), 'genjob-late-'));
-    temps.push(base);
-    const root = join(base, 'repo');
-    mkdirSync(join(root, '.git'), { recursive: true });
-    writeFileSync(join(root, 'a.txt'), 'original\n');
-    const store = new Store(root).ensure();
+    const {
+      base,
+      root,
+      store,
+      generator: gen,
+    } = workerRepo('genjob-late-', GENERATOR, { 'a.txt': 'original\n' });
     const job = buildJob('rewrite a.txt', [{ path: 'a.txt', sha256: sha256Hex('original\n') }]);
     const { key } = mintJob(store, job);
-    writeFileSync(join(base, 'gen.sh'), GENERATOR);
     const env = (tag: string) => ({
       ...process.env,
       WORKER_TAG: tag,
@@ -72,12 +47,10 @@ describe('a late worker', () => {
       STARTED: join(base, 'started'),
       RELEASE: join(base, 'release'),
     });
-    const gen = ['--generator', `sh ${join(base, 'gen.sh')}`];
-    const genjob = (args: string[], tag = 'ops') =>
-      execa(process.execPath, [CLI, ...args], { cwd: root, env: env(tag), reject: false });
+    const genjob = (args: string[], tag = 'ops') => spawnCli(root, args, env(tag));
 
     const first = genjob(['work', '--once', '--lease-ttl', '1', ...gen], 'first');
-    cleanups.push(() => {
+    afterTest(() => {
       writeFileSync(join(base, 'release'), '');
       first.kill('SIGCONT');
       first.kill('SIGKILL');

@@ -14,7 +14,6 @@ import {
   structuredAnswer,
 } from '../helpers/fake-openai.js';
 import {
-  cleanupRepos,
   errorLine,
   genDir,
   gj,
@@ -38,7 +37,6 @@ let fake: FakeOpenAi | undefined;
 afterEach(async () => {
   await fake?.close();
   fake = undefined;
-  cleanupRepos();
 });
 
 /** A repository with src/greet.ts, a fake endpoint answering `script`, and the endpoint wired into the env. */

@@ -3,17 +3,8 @@
 // EGJ_SECRET and nothing written; --allow-secret PATH lets exactly that path through.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  cleanupRepos,
-  errorLine,
-  genDir,
-  gj,
-  makeRepo,
-  mintedKey,
-  type Repo,
-  snapshot,
-} from './trust-helpers.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { errorLine, genDir, gj, makeRepo, mintedKey, type Repo, snapshot } from './trust-helpers.js';
 
 // Built at run time so this file itself holds no string a scanner would flag.
 const AWS_KEY_ID = ['AKIA', 'Q3VJ7ZP2XK4M9TRB'].join('');
@@ -35,8 +26,6 @@ beforeEach(async () => {
   // create .gen/'s directories first, so a refused mint can be shown to change nothing at all
   expect((await gj(repo, ['status'])).exitCode).toBe(0);
 });
-
-afterEach(cleanupRepos);
 
 const cases: Array<{ name: string; args: string[]; line: RegExp }> = [
   {

@@ -3,12 +3,15 @@
 // command that runs the built CLI (there is no global install) with its own cache dir, and
 // byte-for-byte snapshots of file trees. Only 127.0.0.1 is ever a target.
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa, type Options, type ResultPromise } from 'execa';
 import type { SshdHandle } from '../helpers/sshd.js';
+import { snapshot, type TreeSnapshot } from '../helpers/tree-snapshot.js';
+
+export { snapshot, treeEntries } from '../helpers/tree-snapshot.js';
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 /**
@@ -139,29 +142,8 @@ export function countLines(file: string): number {
   return readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
 }
 
-/** Every file under `root` (relative path → bytes, or "-> target" for a symlink), skipping `skip` names at top level. */
-export function snapshot(root: string, skip: readonly string[] = []): Map<string, Buffer | string> {
-  const out = new Map<string, Buffer | string>();
-  const walk = (dir: string, rel: string) => {
-    for (const name of readdirSync(dir).sort()) {
-      if (rel === '' && skip.includes(name)) continue;
-      const abs = path.join(dir, name);
-      const r = rel === '' ? name : `${rel}/${name}`;
-      const st = lstatSync(abs);
-      if (st.isSymbolicLink()) out.set(r, `-> ${readlinkSync(abs)}`);
-      else if (st.isDirectory()) {
-        out.set(`${r}/`, 'dir');
-        walk(abs, r);
-      } else if (st.isFile()) out.set(r, readFileSync(abs));
-      else out.set(r, `special mode ${st.mode.toString(8)}`);
-    }
-  };
-  walk(root, '');
-  return out;
-}
-
 /** The repository's working tree (everything but .gen/), byte for byte. */
-export function repoTree(sb: Sandbox): Map<string, Buffer | string> {
+export function repoTree(sb: Sandbox): TreeSnapshot {
   return snapshot(sb.repo, ['.gen']);
 }
 

@@ -19,6 +19,7 @@ import {
   sandbox,
   snapshot,
   sshFlags,
+  treeEntries,
 } from './ssh-helpers.js';
 
 const sshd = useSshd();
@@ -76,8 +77,8 @@ function hostileFlags(sb: Sandbox, name: string): string[] {
 function pwnedInGen(sb: Sandbox): string[] {
   const gen = path.join(sb.repo, '.gen');
   const found: string[] = [];
-  for (const [rel, bytes] of snapshot(gen, ['dead', 'journal.jsonl'])) {
-    if (Buffer.isBuffer(bytes) && bytes.includes('PWNED')) found.push(rel);
+  for (const e of treeEntries(gen, ['dead', 'journal.jsonl'])) {
+    if (e.kind === 'file' && e.bytes.includes('PWNED')) found.push(e.path);
   }
   return found;
 }

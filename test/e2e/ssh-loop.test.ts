@@ -52,6 +52,21 @@ function requestsSent(sb: Sandbox): Array<{ type: unknown; epoch: unknown }> {
   });
 }
 
+/** A generator that touches DIR/started, then waits for DIR/release before it writes `text` into `target`. */
+async function slowGenerator(sb: Sandbox, target: string, text: string) {
+  const counter = path.join(sb.dir, 'runs');
+  const started = path.join(sb.dir, 'started');
+  const release = path.join(sb.dir, 'release');
+  const gen = await writeGenerator(sb.dir, {
+    counter,
+    target,
+    text,
+    startedMarker: started,
+    releaseFile: release,
+  });
+  return { counter, started, release, gen };
+}
+
 function receiptOf(sb: Sandbox, key: string) {
   return JSON.parse(readFileSync(path.join(sb.repo, '.gen/receipts', `${key}.json`), 'utf8'));
 }
@@ -81,7 +96,8 @@ describe('work --host over a real ssh server', () => {
     const a = await genjob(sb, ['apply', key]);
     expect(a.exitCode).toBe(0);
     const after = repoTree(sb);
-    expect(after.get('src/a.txt')).toEqual(Buffer.from('ALPHA over ssh\n'));
+    expect(after.get('src/a.txt')).toMatch(/^file /); // a regular file still, holding exactly:
+    expect(readFileSync(path.join(sb.repo, 'src/a.txt'))).toEqual(Buffer.from('ALPHA over ssh\n'));
     after.set('src/a.txt', before.get('src/a.txt')!);
     expect(after).toEqual(before); // nothing else changed
     expect(countLines(counter)).toBe(1);
@@ -170,16 +186,11 @@ describe('work --host over a real ssh server', () => {
 
   it('survives a dropped connection mid-generation: the host finishes, the next attempt fetches, one generation', async () => {
     const sb = await box();
-    const counter = path.join(sb.dir, 'runs');
-    const started = path.join(sb.dir, 'started');
-    const release = path.join(sb.dir, 'release');
-    const gen = await writeGenerator(sb.dir, {
-      counter,
-      target: 'src/a.txt',
-      text: 'finished after the drop\n',
-      startedMarker: started,
-      releaseFile: release,
-    });
+    const { counter, started, release, gen } = await slowGenerator(
+      sb,
+      'src/a.txt',
+      'finished after the drop\n',
+    );
     const key = await mint(sb, 'slow edit', ['src/a.txt']);
     const flags = ['--generator', gen, ...sshFlags(sshd(), remoteServe(sb.hostCache))];
 
@@ -218,16 +229,7 @@ describe('work --host over a real ssh server', () => {
 
   it('makes a redelivery that arrives during the first generation wait for it instead of generating again', async () => {
     const sb = await box();
-    const counter = path.join(sb.dir, 'runs');
-    const started = path.join(sb.dir, 'started');
-    const release = path.join(sb.dir, 'release');
-    const gen = await writeGenerator(sb.dir, {
-      counter,
-      target: 'src/a.txt',
-      text: 'generated once\n',
-      startedMarker: started,
-      releaseFile: release,
-    });
+    const { counter, started, release, gen } = await slowGenerator(sb, 'src/a.txt', 'generated once\n');
     const key = await mint(sb, 'slow edit, redelivered early', ['src/a.txt']);
 
     const first = genjob(sb, [
@@ -263,16 +265,7 @@ describe('work --host over a real ssh server', () => {
 
   it('recovers a worker killed mid-job: reap, then the next attempt fetches the stored result', async () => {
     const sb = await box();
-    const counter = path.join(sb.dir, 'runs');
-    const started = path.join(sb.dir, 'started');
-    const release = path.join(sb.dir, 'release');
-    const gen = await writeGenerator(sb.dir, {
-      counter,
-      target: 'src/b.txt',
-      text: 'after a crash\n',
-      startedMarker: started,
-      releaseFile: release,
-    });
+    const { counter, started, release, gen } = await slowGenerator(sb, 'src/b.txt', 'after a crash\n');
     const key = await mint(sb, 'slow edit after a crash', ['src/b.txt']);
     const flags = ['--generator', gen, ...sshFlags(sshd(), remoteServe(sb.hostCache))];
 

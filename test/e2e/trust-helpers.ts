@@ -2,20 +2,14 @@
 // cache and config directories, a runner for the built CLI (reject: false, a clean environment), and a
 // byte-for-byte snapshot of a directory tree so a refused command can be shown to have written nothing.
 import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
-import {
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa, type Result } from 'execa';
+import { tempDir } from '../helpers/temp-store.js';
+
+// Every file, directory and symlink under a directory, byte for byte (nothing skipped by default).
+export { snapshot } from '../helpers/tree-snapshot.js';
 
 // GENJOB_E2E_BIN runs another build of the CLI (e.g. a private one while others rebuild dist/).
 export const BIN =
@@ -33,12 +27,9 @@ export interface Repo {
   env: Record<string, string>;
 }
 
-const made: string[] = [];
-
-/** A fresh repository holding `files`, with .gen/ created so the CLI finds its root. */
+/** A fresh repository holding `files`, with .gen/ created so the CLI finds its root; removed after the test. */
 export function makeRepo(files: Record<string, string> = {}): Repo {
-  const base = mkdtempSync(join(tmpdir(), 'genjob-e2e-'));
-  made.push(base);
+  const base = tempDir('genjob-e2e-');
   const root = join(base, 'repo');
   const repo: Repo = {
     root,
@@ -54,11 +45,6 @@ export function makeRepo(files: Record<string, string> = {}): Repo {
     writeFileSync(join(root, path), text);
   }
   return repo;
-}
-
-/** Remove every repository made so far (call in afterEach/afterAll). */
-export function cleanupRepos(): void {
-  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
 }
 
 /** The parent environment without anything genjob or an OpenAI client would read. */
@@ -99,25 +85,6 @@ export function errorLine(r: Result): string {
     .split('\n')
     .filter((l) => /^genjob: EGJ_[A-Z_]+: /.test(l));
   return lines.join('\n');
-}
-
-/** Every file (bytes as base64), directory and symlink under `dir`, by relative path. */
-export function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (rel: string) => {
-    const abs = rel ? join(dir, rel) : dir;
-    for (const name of readdirSync(abs).sort()) {
-      const path = rel ? `${rel}/${name}` : name;
-      const st = lstatSync(join(dir, path));
-      if (st.isDirectory()) {
-        out[`${path}/`] = `dir ${(st.mode & 0o777).toString(8)}`;
-        walk(path);
-      } else if (st.isSymbolicLink()) out[path] = `link ${readlinkSync(join(dir, path))}`;
-      else out[path] = `${(st.mode & 0o777).toString(8)} ${readFileSync(join(dir, path)).toString('base64')}`;
-    }
-  };
-  walk('');
-  return out;
 }
 
 /** `ed25519:<base64>` and the key id for a private key file written by `genjob keygen`. */

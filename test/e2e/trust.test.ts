@@ -4,9 +4,8 @@
 // one payload byte changed, unsigned under --require-signature — is exit 3 with the repository untouched.
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  cleanupRepos,
   errorLine,
   genDir,
   gj,
@@ -19,8 +18,6 @@ import {
 } from './trust-helpers.js';
 
 const GENERATOR = `printf 'hello world\\n' > a.txt`;
-
-afterEach(cleanupRepos);
 
 async function keygen(repo: Repo, name: string): Promise<{ file: string; publicKey: string; keyid: string }> {
   const file = join(repo.outside, name);

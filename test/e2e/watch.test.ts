@@ -1,35 +1,20 @@
 // `genjob work --watch`: picks up jobs present at start and minted later, and a job a reaper put back;
 // on SIGTERM it stops claiming, lets the job in flight finish and exits 0 — or, past --grace, kills the
 // session and requeues it. Nothing is left in running/ without a live lease.
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa } from 'execa';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildJob, type Job } from '../../src/core/job.js';
 import { peekEpoch } from '../../src/core/receipt-peek.js';
 import { beginAttempt } from '../../src/store/attempts.js';
 import { publishExclusive } from '../../src/store/durable.js';
 import { readJournal } from '../../src/store/journal.js';
 import { jobFileBytes, mintJob } from '../../src/store/mint-job.js';
-import { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/store.js';
+import { afterTest } from '../helpers/temp-store.js';
+import { spawnCli, until as untilPolls, workerRepo } from './worker-helpers.js';
 
-const CLI = join(import.meta.dirname, '../../bin/genjob.js');
-const temps: string[] = [];
-const cleanups: Array<() => void> = [];
-afterEach(() => {
-  for (const c of cleanups.splice(0)) c();
-  for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const until = (what: string, cond: () => boolean) => untilPolls(what, cond, 3000); // polls of 10 ms
 
 // An instruction "block <path>" makes the generator wait for the release file first.
 const GENERATOR = `set -- $GENJOB_INSTRUCTION
@@ -37,21 +22,8 @@ if [ "$1" = block ]; then : > "$STARTED"; while [ ! -e "$RELEASE" ]; do sleep 0.
 for p in "$@"; do printf 'new %s\\n' "$p" > "$p"; done
 `;
 
-async function until(what: string, cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 3000; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
-
 function setup() {
-  const base = mkdtempSync(join(tmpdir(), 'genjob-watch-'));
-  temps.push(base);
-  const root = join(base, 'repo');
-  mkdirSync(join(root, '.git'), { recursive: true });
-  const store = new Store(root).ensure();
-  writeFileSync(join(base, 'gen.sh'), GENERATOR);
+  const { base, root, store, generator } = workerRepo('genjob-watch-', GENERATOR);
   const env = {
     ...process.env,
     XDG_CACHE_HOME: join(base, 'cache'),
@@ -65,26 +37,16 @@ function setup() {
     return buildJob(`${block ? 'block ' : ''}f${n}.txt`, [{ path: `f${n}.txt`, sha256: null }]);
   };
   const watch = (extra: string[] = []) => {
-    const child = execa(
-      process.execPath,
-      [
-        CLI,
-        'work',
-        '--watch',
-        '--concurrency',
-        '2',
-        '--json',
-        '--generator',
-        `sh ${join(base, 'gen.sh')}`,
-        ...extra,
-      ],
-      { cwd: root, env, reject: false },
+    const child = spawnCli(
+      root,
+      ['work', '--watch', '--concurrency', '2', '--json', ...generator, ...extra],
+      env,
     );
     let stderr = '';
     child.stderr?.on('data', (c: Buffer) => {
       stderr += c.toString();
     });
-    cleanups.push(() => {
+    afterTest(() => {
       writeFileSync(join(base, 'release'), '');
       child.kill('SIGKILL');
     });
@@ -118,10 +80,7 @@ describe('work --watch', () => {
     beginAttempt(store, orphan.key, { id: 'dead-worker', host: 'gone', pid: 1 }, 1, 'local');
     const past = new Date(Date.now() - 3_600_000);
     utimesSync(store.layout.lease(orphan.key), past, past);
-    const reaper = await execa(process.execPath, [CLI, 'reap', '--lease-ttl', '1'], {
-      cwd: store.root,
-      reject: false,
-    });
+    const reaper = await spawnCli(store.root, ['reap', '--lease-ttl', '1'], process.env);
     expect(reaper.exitCode).toBe(0);
     await until('the requeued job', () => received(orphan.key));
     expect(peekEpoch(readFileSync(store.layout.receipt(orphan.key)))).toBe(2);

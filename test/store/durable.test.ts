@@ -1,25 +1,18 @@
 // The durable recipes: publish never clobbers, move fsyncs both directories, an fsync error is fatal
 // and never retried, and the temp files of a writer that died mid-publish are swept.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { IoError } from '../../src/core/errors.js';
 import { moveState, publishExclusive, replaceFile, sweepStaleTemps } from '../../src/store/durable.js';
 import { type FsPort, nodeFs } from '../../src/store/fs-port.js';
 import { Store } from '../../src/store/store.js';
 import { crashingFs } from '../helpers/crashing-fs.js';
+import { tempStore } from '../helpers/temp-store.js';
 
-const temps: string[] = [];
-afterEach(() => {
-  for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
+/** A root whose .gen/ was made with the real fs (a test then opens it through its own port). */
 function freshRoot(): string {
-  const root = mkdtempSync(join(tmpdir(), 'genjob-durable-'));
-  temps.push(root);
-  new Store(root).ensure();
-  return root;
+  return tempStore('genjob-durable-').root;
 }
 
 /** A port that records, in order, every rename and every fsync (by the path its fd was opened with). */

@@ -1,16 +1,7 @@
 // Claim, attempts and epochs, lease beats and age, reaping, dead letters — one temp .gen/ per test.
-import {
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildJob, type Job } from '../../src/core/job.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { beginAttempt, currentEpoch, epochsOf, readAttempt, type Worker } from '../../src/store/attempts.js';
@@ -23,23 +14,17 @@ import { mintJob } from '../../src/store/mint-job.js';
 import { reapStale } from '../../src/store/reap.js';
 import { Store } from '../../src/store/store.js';
 import { crashingFs, isCrash } from '../helpers/crashing-fs.js';
-
-const temps: string[] = [];
-afterEach(() => {
-  for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+import { tempDir, tempStore } from '../helpers/temp-store.js';
 
 const W: Worker = { id: 'w1', host: 'h', pid: 1 };
 
 function setup(jobs = 1): { root: string; store: Store; keys: string[]; jobs: Job[] } {
-  const root = mkdtempSync(join(tmpdir(), 'genjob-queue-'));
-  temps.push(root);
-  const store = new Store(root).ensure();
+  const store = tempStore('genjob-queue-');
   const made = Array.from({ length: jobs }, (_, i) =>
     buildJob(`job ${i}`, [{ path: `f${i}.txt`, sha256: sha256Hex(`${i}`) }]),
   );
   for (const j of made) mintJob(store, j);
-  return { root, store, keys: made.map((j) => j.key), jobs: made };
+  return { root: store.root, store, keys: made.map((j) => j.key), jobs: made };
 }
 
 function age(path: string, ms: number): void {
@@ -240,13 +225,10 @@ describe('mint', () => {
     const { root } = setup(0);
     const job = buildJob('crashy', [{ path: 'x.txt', sha256: null }]);
     const probe = crashingFs(nodeFs, Number.POSITIVE_INFINITY);
-    const probeRoot = mkdtempSync(join(tmpdir(), 'genjob-queue-'));
-    temps.push(probeRoot);
+    const probeRoot = tempDir('genjob-queue-');
     mintJob(new Store(probeRoot, probe).ensure(), job);
     for (let n = 1; n <= probe.mutations; n++) {
-      const dir = mkdtempSync(join(tmpdir(), 'genjob-queue-'));
-      temps.push(dir);
-      new Store(dir).ensure();
+      const dir = tempStore('genjob-queue-').root;
       try {
         mintJob(new Store(dir, crashingFs(nodeFs, n)), job);
       } catch (err) {

@@ -1,35 +1,20 @@
 // commitResult: the epoch is re-checked under the key lock; a superseded attempt commits nothing and its
 // receipt is dead-lettered raw; a receipt of an older epoch already in receipts/ is moved to dead/, not clobbered.
-import {
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildJob } from '../../src/core/job.js';
 import { beginAttempt } from '../../src/store/attempts.js';
 import { claim } from '../../src/store/claim.js';
 import { mintJob } from '../../src/store/mint-job.js';
 import { reapStale } from '../../src/store/reap.js';
-import { Store } from '../../src/store/store.js';
 import { commitResult } from '../../src/worker/commit-result.js';
+import { tempStore } from '../helpers/temp-store.js';
 
-const temps: string[] = [];
-afterEach(() => {
-  for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
-});
 const W = { id: 'w', host: 'h', pid: 1 };
 
 function setup() {
-  const root = mkdtempSync(join(tmpdir(), 'genjob-commit-'));
-  temps.push(root);
-  const store = new Store(root).ensure();
+  const store = tempStore('genjob-commit-');
   const { key } = mintJob(store, buildJob('make x', [{ path: 'x.txt', sha256: null }]));
   let n = 0;
   const stage = (bytes: string) => {

@@ -1,0 +1,46 @@
+// Helpers for the end-to-end tests that race, freeze, stop or kill `genjob work`: a temp repository
+// whose .gen/ the test also reads as a Store, a shell generator beside it (outside the repository),
+// the built CLI spawned with execa (reject: false, an env the caller gives) and a poll that names what
+// it waited for. Temp dirs and registered cleanups go after each test (test/helpers/temp-store.ts).
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import type { Store } from '../../src/store/store.js';
+import { tempRepo } from '../helpers/temp-store.js';
+
+export const CLI = join(import.meta.dirname, '../../bin/genjob.js');
+
+export interface WorkerRepo {
+  /** Scratch space holding the repository, gen.sh and whatever the test puts beside them. */
+  base: string;
+  /** The repository root (`base/repo`, with .git/). */
+  root: string;
+  store: Store;
+  /** `--generator sh base/gen.sh`. */
+  generator: string[];
+}
+
+/** A fresh repository holding `files`, its Store made, and `script` as base/gen.sh. */
+export function workerRepo(prefix: string, script: string, files: Record<string, string> = {}): WorkerRepo {
+  const { base, root, store } = tempRepo(prefix, files);
+  writeFileSync(join(base, 'gen.sh'), script);
+  return { base, root, store, generator: ['--generator', `sh ${join(base, 'gen.sh')}`] };
+}
+
+/** Spawn the built CLI in `root` with exactly `env`; `preload` is a module for node's --import. */
+export function spawnCli(root: string, args: readonly string[], env: NodeJS.ProcessEnv, preload?: string) {
+  return execa(process.execPath, [...(preload ? ['--import', preload] : []), CLI, ...args], {
+    cwd: root,
+    env,
+    reject: false,
+  });
+}
+
+/** Poll `cond` every 10 ms, at most `tries` times; then fail naming `what`. */
+export async function until(what: string, cond: () => boolean, tries: number): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    if (cond()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}

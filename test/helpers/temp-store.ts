@@ -1,0 +1,48 @@
+// Fresh temp directories for filesystem tests, each removed after the test that made it: a bare one, a
+// Store root with its .gen/ made, or a repository root (repo/ with .git/ and some files) beside scratch
+// space. Cleanups registered with `afterTest` run first, so a child process is killed before its
+// directory goes.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterEach } from 'vitest';
+import { Store } from '../../src/store/store.js';
+
+const temps: string[] = [];
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const c of cleanups.splice(0)) c();
+  for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** Run `fn` after the current test, before its temp directories are removed. */
+export function afterTest(fn: () => void): void {
+  cleanups.push(fn);
+}
+
+/** A fresh directory under the system temp dir, removed after the test. */
+export function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  temps.push(dir);
+  return dir;
+}
+
+/** A Store in a fresh temp root, its .gen/ directories made. */
+export function tempStore(prefix: string): Store {
+  return new Store(tempDir(prefix)).ensure();
+}
+
+/** `base/repo`: a repository root (an empty .git/ and `files`) with its Store made; `base` is scratch space. */
+export function tempRepo(
+  prefix: string,
+  files: Record<string, string> = {},
+): { base: string; root: string; store: Store } {
+  const base = tempDir(prefix);
+  const root = join(base, 'repo');
+  mkdirSync(join(root, '.git'), { recursive: true });
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(root, path)), { recursive: true });
+    writeFileSync(join(root, path), text);
+  }
+  return { base, root, store: new Store(root).ensure() };
+}
