@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import type { Job } from '../core/job.js';
 import type { CachedResult } from './result-cache.js';
 import { runGenerator } from './run-generator.js';
-import { diffWorkspace } from './workspace-diff.js';
+import { diffWorkspace, type KnownFiles } from './workspace-diff.js';
 
 export const BUILTIN_PREFIX = 'builtin:';
 
@@ -18,6 +18,8 @@ export interface GenerateInput {
   scratch: string;
   built: string;
   timeoutMs: number;
+  /** The extracted files with their stat, so the diff skips hashing those left untouched. */
+  known?: KnownFiles;
 }
 
 export async function generate(g: GenerateInput): Promise<CachedResult> {
@@ -65,7 +67,7 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
 
   let outputs: CachedResult['outputs'] = [];
   if (status === 'ok') {
-    const diff = await diffWorkspace(g.ws, g.job);
+    const diff = await diffWorkspace(g.ws, g.job, g.known);
     if (diff.ok) outputs = diff.outputs;
     else {
       status = 'rejected';

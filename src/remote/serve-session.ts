@@ -20,12 +20,13 @@ import {
   ProtocolError,
   unclosable,
 } from '../transport/protocol.js';
-import { safeExtract } from '../transport/safe-extract.js';
+import { type Extracted, safeExtract } from '../transport/safe-extract.js';
 import { packTar } from '../transport/tar-pack.js';
 import { VERSION } from '../version.js';
 import { generate } from './generate.js';
 import type { CachedResult, ResultCache } from './result-cache.js';
 import { RequestSchema, type ServeRequest } from './serve-requests.js';
+import { knownFiles } from './workspace-diff.js';
 
 export const MAX_BUNDLE_BYTES = 8 * 1024 * 1024 * 1024;
 
@@ -112,7 +113,7 @@ async function answer(
   }
   const scratch = await cfg.cache.scratch();
   try {
-    const { job, ws } = await receiveBundle(body, reader, scratch, req);
+    const { job, ws, files } = await receiveBundle(body, reader, scratch, req);
     const release = await cfg.cache.lock(name);
     try {
       let result = usable(await cfg.cache.read(name));
@@ -120,6 +121,8 @@ async function answer(
       if (!result) {
         await cfg.cache.discard(name); // an aborted entry being retried
         await writeFile(join(scratch, 'job.json'), canonicalBytes(job));
+        // the extraction hashed every file: the diff re-hashes only those touched since
+        const known = knownFiles(ws, files, join(scratch, 'extracted.fence'));
         const built = await cfg.cache.tmpDir();
         result = await generate({
           job,
@@ -129,6 +132,7 @@ async function answer(
           scratch,
           built,
           timeoutMs: req.timeout_ms,
+          known,
         });
         await cfg.cache.commit(name, built);
         result = (await cfg.cache.read(name)) ?? result;
@@ -148,7 +152,7 @@ async function receiveBundle(
   reader: FrameReader,
   scratch: string,
   req: ServeRequest,
-): Promise<{ job: Job; ws: string }> {
+): Promise<{ job: Job; ws: string; files: Extracted['files'] }> {
   let job: Job | undefined;
   let extracted: Awaited<ReturnType<typeof safeExtract>>;
   try {
@@ -195,7 +199,7 @@ async function receiveBundle(
   for (const input of job.inputs) {
     if (input.sha256 === null) await mkdir(join(extracted.dir, dirname(input.path)), { recursive: true });
   }
-  return { job, ws: extracted.dir };
+  return { job, ws: extracted.dir, files: extracted.files };
 }
 
 async function respond(

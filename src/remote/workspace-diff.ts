@@ -2,12 +2,16 @@
 // Changed or created regular files at allowed paths become outputs. Anything else — a file
 // outside the contract, a deleted allowed file, a symlink, a device, a stray directory —
 // makes the attempt `rejected` with a reason naming the path. Nothing is followed through links.
-import type { Dirent } from 'node:fs';
+// A file the extraction wrote and nothing touched since keeps its extraction digest unhashed: its
+// (ino, size, mtime, ctime) are unchanged and its ctime is older than a fence file written after the
+// extraction. User space cannot set ctime (every write, chmod, utimes or rename moves it to "now"),
+// and the fence rules out a change within the same clock tick (git's "racy" case). Others are hashed.
+import { closeSync, type Dirent, lstatSync, openSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Job } from '../core/job.js';
 import { ancestors } from '../core/paths.js';
-import { hashFile } from '../store/hash-file.js';
+import { type FileDigest, hashFile } from '../store/hash-file.js';
 
 export interface Output {
   path: string;
@@ -17,6 +21,57 @@ export interface Output {
 
 export type DiffResult = { ok: true; outputs: Output[] } | { ok: false; reason: string };
 
+/** A file as the extraction left it: its digest and the stat that shows it is still those bytes. */
+interface KnownFile {
+  sha256: string;
+  bytes: number;
+  ino: bigint;
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+}
+
+/** The extracted files, stat'ed before the generator ran, and the fence's ctime (see the header). */
+export interface KnownFiles {
+  files: ReadonlyMap<string, KnownFile>;
+  fenceCtimeNs: bigint;
+}
+
+/**
+ * Record the extraction's files (path, sha256, bytes as it hashed them while writing) with their stat,
+ * then write `fenceFile`. Call after the extraction and before the generator runs.
+ */
+export function knownFiles(
+  ws: string,
+  extracted: ReadonlyArray<{ path: string; sha256: string; bytes: number }>,
+  fenceFile: string,
+): KnownFiles {
+  const files = new Map<string, KnownFile>();
+  for (const f of extracted) {
+    const st = lstatSync(join(ws, f.path), { bigint: true });
+    if (!st.isFile() || st.size !== BigInt(f.bytes)) continue; // not as extracted: hash it later
+    const { ino, size, mtimeNs, ctimeNs } = st;
+    files.set(f.path, { sha256: f.sha256, bytes: f.bytes, ino, size, mtimeNs, ctimeNs });
+  }
+  closeSync(openSync(fenceFile, 'wx', 0o600)); // a fresh create: its ctime is "now"
+  return { files, fenceCtimeNs: lstatSync(fenceFile, { bigint: true }).ctimeNs };
+}
+
+/** The extraction's digest when `abs` is provably the file it wrote, else null. */
+function unchanged(abs: string, path: string, known: KnownFiles | undefined): FileDigest | null {
+  const k = known?.files.get(path);
+  if (k === undefined) return null;
+  const st = lstatSync(abs, { bigint: true });
+  const same =
+    st.isFile() &&
+    st.ino === k.ino &&
+    st.size === k.size &&
+    st.mtimeNs === k.mtimeNs &&
+    st.ctimeNs === k.ctimeNs &&
+    st.ctimeNs < known!.fenceCtimeNs;
+  return same ? { sha256: k.sha256, bytes: k.bytes } : null;
+}
+
 function kindOf(d: Dirent): string {
   if (d.isSymbolicLink()) return 'a symlink';
   if (d.isFIFO()) return 'a FIFO';
@@ -25,7 +80,7 @@ function kindOf(d: Dirent): string {
   return 'an unknown file type';
 }
 
-export async function diffWorkspace(ws: string, job: Job): Promise<DiffResult> {
+export async function diffWorkspace(ws: string, job: Job, known?: KnownFiles): Promise<DiffResult> {
   const inputs = new Map(job.inputs.map((i) => [i.path, i.sha256]));
   const dirs = new Set(job.inputs.flatMap((i) => ancestors(i.path)));
   const seen = new Set<string>();
@@ -43,7 +98,8 @@ export async function diffWorkspace(ws: string, job: Job): Promise<DiffResult> {
       } else if (d.isFile()) {
         if (!inputs.has(path)) return `wrote ${JSON.stringify(path)}, which is outside the allowed paths`;
         seen.add(path);
-        const { sha256, bytes } = await hashFile(join(ws, path));
+        const abs = join(ws, path);
+        const { sha256, bytes } = unchanged(abs, path, known) ?? (await hashFile(abs));
         if (bytes > job.constraints.max_file_bytes)
           return `${JSON.stringify(path)} is ${bytes} bytes, over the job's max_file_bytes`;
         total += bytes;

@@ -11,6 +11,8 @@ const MAGIC = Buffer.from('GJ1 ');
 export const MAX_HEADER_BYTES = 64 * 1024;
 const MAX_CHUNK_BYTES = 16 * 1024 * 1024;
 const WRITE_CHUNK_BYTES = 1024 * 1024;
+/** Bytes a writer may have queued before chunk() waits: enough to keep the pipe busy while the next chunk is read. */
+const MAX_IN_FLIGHT = 4 * 1024 * 1024;
 
 export class ProtocolError extends Error {
   readonly code = 'EGJ_PROTOCOL';
@@ -61,6 +63,7 @@ export class FrameReader {
     }
   }
 
+  /** The next `n` buffered bytes; copies only when they span source chunks (and then only those). */
   private take(n: number): Buffer {
     const first = this.chunks[0];
     let out: Buffer;
@@ -69,12 +72,32 @@ export class FrameReader {
       if (first.length === n) this.chunks.shift();
       else this.chunks[0] = first.subarray(n);
     } else {
-      const all = Buffer.concat(this.chunks, this.buffered);
-      out = all.subarray(0, n);
-      this.chunks = all.length > n ? [all.subarray(n)] : [];
+      out = Buffer.allocUnsafe(n);
+      let at = 0;
+      while (at < n) {
+        const c = this.chunks[0]!;
+        const k = Math.min(c.length, n - at);
+        c.copy(out, at, 0, k);
+        at += k;
+        if (k === c.length) this.chunks.shift();
+        else this.chunks[0] = c.subarray(k);
+      }
     }
     this.buffered -= n;
     return out;
+  }
+
+  /** Up to `n` bytes from the first buffered chunk, without copying. */
+  private takeSome(n: number): Buffer {
+    const first = this.chunks[0]!;
+    if (first.length <= n) {
+      this.chunks.shift();
+      this.buffered -= first.length;
+      return first;
+    }
+    this.chunks[0] = first.subarray(n);
+    this.buffered -= n;
+    return first.subarray(0, n);
   }
 
   private newlineAt(): number {
@@ -129,7 +152,11 @@ export class FrameReader {
     }
   }
 
-  /** The current message's body, chunk by chunk; must be consumed fully before the next readHeader(). */
+  /**
+   * The current message's body, in pieces; must be consumed fully before the next readHeader().
+   * Pieces are views of the source's own chunks, not copies (a Node stream never reuses a chunk it
+   * emitted), and may be smaller than the frames the sender wrote.
+   */
   async *body(): AsyncGenerator<Buffer> {
     let size = 0;
     for (;;) {
@@ -141,54 +168,98 @@ export class FrameReader {
       size += len;
       if (size > this.maxBodyBytes)
         throw new ProtocolError(`message body over the ${this.maxBodyBytes}-byte cap`);
-      await this.need(len);
-      // copy: callers may keep the chunk while we keep reading into the shared buffer
-      yield Buffer.from(this.take(len));
+      let left = len;
+      while (left > 0) {
+        if (this.buffered === 0 && !(await this.fill()))
+          throw new ProtocolError(`stream ended ${left} bytes early, inside a body chunk`);
+        const piece = this.takeSome(left);
+        left -= piece.length;
+        yield piece;
+      }
     }
   }
 }
 
-/** Writes messages to a stream, honouring back-pressure. */
+/**
+ * Writes messages to a stream, honouring back-pressure. Body chunks are pipelined: chunk() returns
+ * once at most MAX_IN_FLIGHT bytes are still queued, so the caller reads and hashes the next chunk
+ * while the OS takes the last one; end() and abort() wait until the whole message left. A chunk
+ * handed to chunk() must not be modified afterwards (it is written without a copy).
+ */
 export class FrameWriter {
-  constructor(private readonly out: Writable) {}
+  /** Writes not yet handed to the OS, oldest first: their size and their completion. */
+  private readonly pending: Array<{ bytes: number; done: Promise<void> }> = [];
+  private queued = 0;
+  private failed: Error | undefined;
 
-  private write(chunk: Uint8Array): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const onError = (err: Error) => reject(err);
-      this.out.once('error', onError);
-      const ok = this.out.write(chunk, (err) => {
-        this.out.off('error', onError);
-        if (err) reject(err);
-        else if (ok) resolve();
-      });
-      if (!ok) this.out.once('drain', () => resolve());
+  constructor(private readonly out: Writable) {
+    // a write error also comes as an 'error' event; without a listener it would crash the process
+    out.on('error', (err: Error) => {
+      this.failed ??= err;
     });
+  }
+
+  /** Queue `parts` as one write (cork: the length prefix and its data go out in one writev). */
+  private send(parts: Uint8Array[]): void {
+    if (this.failed) throw this.failed;
+    const bytes = parts.reduce((n, p) => n + p.length, 0);
+    const done = new Promise<void>((resolve, reject) => {
+      if (parts.length > 1) this.out.cork();
+      parts.forEach((p, i) => {
+        if (i < parts.length - 1) this.out.write(p);
+        else
+          this.out.write(p, (err) => {
+            if (err) {
+              this.failed ??= err;
+              reject(err);
+            } else resolve();
+          });
+      });
+      if (parts.length > 1) this.out.uncork();
+    });
+    done.catch(() => {}); // surfaced by the next wait or send
+    this.pending.push({ bytes, done });
+    this.queued += bytes;
+  }
+
+  /** Wait for the oldest writes until at most `limit` bytes are queued. */
+  private async settle(limit: number): Promise<void> {
+    while (this.pending.length > 0 && this.queued > limit) {
+      const oldest = this.pending.shift()!;
+      this.queued -= oldest.bytes;
+      await oldest.done;
+    }
+    if (this.failed) throw this.failed;
   }
 
   async header(header: Header): Promise<void> {
     const line = Buffer.from(`GJ1 ${JSON.stringify(header)}\n`);
     if (line.length > MAX_HEADER_BYTES) throw new ProtocolError('message header too large');
-    await this.write(line);
+    this.send([line]);
+    await this.settle(MAX_IN_FLIGHT);
   }
 
   async chunk(bytes: Uint8Array): Promise<void> {
     for (let off = 0; off < bytes.length; off += WRITE_CHUNK_BYTES) {
       const part = bytes.subarray(off, Math.min(bytes.length, off + WRITE_CHUNK_BYTES));
-      const len = Buffer.alloc(4);
+      const len = Buffer.allocUnsafe(4);
       len.writeUInt32BE(part.length, 0);
-      await this.write(Buffer.concat([len, part]));
+      this.send([len, part]);
+      await this.settle(MAX_IN_FLIGHT);
     }
   }
 
   async end(): Promise<void> {
-    await this.write(Buffer.alloc(4));
+    this.send([Buffer.alloc(4)]);
+    await this.settle(0);
   }
 
   /** End the current body as aborted; the reader throws BodyAbortedError and stays in sync. */
   async abort(): Promise<void> {
     const b = Buffer.alloc(4);
     b.writeUInt32BE(ABORT, 0);
-    await this.write(b);
+    this.send([b]);
+    await this.settle(0);
   }
 
   /** A whole message with an in-memory body. */

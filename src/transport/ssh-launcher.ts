@@ -3,8 +3,8 @@
 // (0700, ours, not a symlink), so a drain pays one TCP + key exchange + auth per host. Each ssh
 // client gets its own process group, so kill() takes the whole local side down at once.
 
-import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { lstatSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -17,6 +17,7 @@ import {
   sshArgv,
   sshControlArgv,
   sshHostKeyProbeArgv,
+  sshOptionArgs,
   sshResolveArgv,
   validateControlDir,
 } from './ssh-options.js';
@@ -91,6 +92,11 @@ export function ensureControlDir(dir: string): void {
   }
 }
 
+/** The control master alone: no session (-N); the key exchange shows in its log (FingerprintHash pinned). */
+function sshMasterArgv(target: SshTarget): string[] {
+  return ['-N', '-o', 'FingerprintHash=sha256', ...sshOptionArgs(target), '--', target.host];
+}
+
 function startSsh(argv: string[]): ServeProcess {
   const child = execa('ssh', argv, {
     buffer: false,
@@ -132,9 +138,80 @@ interface HostKeyFacts {
   host_key_fingerprint: string;
 }
 
-/** What ssh verified: the "Server host key" line just before "Host '<name>' is known and matches". */
+interface Resolved {
+  host: string;
+  port: number;
+  /** The name known_hosts is searched for. */
+  knownHostsName: string;
+  /** The control socket, %C expanded. */
+  controlPath: string | undefined;
+  /** Whether a master outlives its first client (ControlPersist), so it can be started on its own. */
+  persists: boolean;
+}
+
+/**
+ * The host key ssh verified. Normally read from the control master's own key exchange: we start the
+ * master ourselves (-N, verbose, logging to a private file) and the sessions then multiplex over it,
+ * so the fingerprint costs no extra connection. When a master already runs (or ControlPersist is
+ * off) a separate verbose connection is made just to read it, as before.
+ */
 async function probeHostKey(target: SshTarget, destination: string): Promise<Record<string, unknown>> {
   const resolved = await resolveConfig(target, destination);
+  if (resolved.persists && resolved.controlPath !== undefined && !exists(resolved.controlPath)) {
+    const facts = await hostKeyFromMaster(target, destination, resolved);
+    if (facts !== null) return { ...facts };
+  }
+  return { ...(await hostKeyFromProbe(target, destination, resolved)) };
+}
+
+function exists(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Start the control master (`ssh -v -E <log> -N`; with ControlPersist it forks to the background once
+ * authenticated) and read from its log the key it verified. null when the log shows no key exchange:
+ * another process's master won the socket in the meantime and this ssh was only its client.
+ */
+async function hostKeyFromMaster(
+  target: SshTarget,
+  destination: string,
+  resolved: Resolved,
+): Promise<HostKeyFacts | null> {
+  const log = path.join(target.controlDir, `master-${process.pid}-${randomBytes(6).toString('hex')}.log`);
+  try {
+    const result = await execa('ssh', ['-v', '-E', log, ...sshMasterArgv(target)], {
+      stdin: 'ignore',
+      stdout: 'ignore',
+      reject: false,
+      timeout: PROBE_TIMEOUT_MS,
+    });
+    let text = '';
+    try {
+      text = readFileSync(log, 'utf8');
+    } catch {
+      // ssh failed before it opened its log: its stderr says why
+    }
+    const seen = readSshLog(`${text}\n${String(result.stderr)}`, resolved);
+    if (result.exitCode === 0 && seen.found !== undefined) return seen.found;
+    if (result.exitCode === 0 && seen.offered === undefined) return null;
+    throw connectError(destination, resolved, seen, result);
+  } finally {
+    rmSync(log, { force: true }); // the master keeps writing to it; the space is freed when it exits
+  }
+}
+
+/** A fresh connection outside the control master, killed as soon as ssh says the key matched. */
+async function hostKeyFromProbe(
+  target: SshTarget,
+  destination: string,
+  resolved: Resolved,
+): Promise<HostKeyFacts> {
   const child = execa('ssh', sshHostKeyProbeArgv(target), {
     stdin: 'ignore',
     stdout: 'ignore',
@@ -142,33 +219,57 @@ async function probeHostKey(target: SshTarget, destination: string): Promise<Rec
     reject: false,
     timeout: PROBE_TIMEOUT_MS,
   });
-  let offered: { type: string; fingerprint: string } | undefined;
-  let found: HostKeyFacts | undefined;
-  const messages: string[] = [];
-  let partial = '';
+  let text = '';
+  let seen: SshLog = { messages: [] };
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', (data: string) => {
-    const lines = (partial + data).split('\n');
-    partial = lines.pop() ?? '';
-    for (const raw of lines) {
-      const line = raw.replace(/\r$/, '');
-      const key = /^debug1: Server host key: (\S+) (SHA256:\S+)/.exec(line);
-      if (key !== null) offered = { type: key[1]!, fingerprint: key[2]! };
-      const ok =
-        /^debug1: Host '(.+)' is known and matches the \S+ host (?:key|certificate)\.$/.exec(line) ??
-        /^Warning: Permanently added '(.+)' \(\S+\) to the list of known hosts\.$/.exec(line);
-      if (ok !== null && ok[1] === resolved.knownHostsName && offered !== undefined && found === undefined) {
-        found = { host: resolved.host, port: resolved.port, ...hostKey(offered) };
-        child.kill('SIGKILL');
-      }
-      if (!line.startsWith('debug')) messages.push(line);
-    }
+    text += data;
+    seen = readSshLog(text.slice(0, text.lastIndexOf('\n') + 1), resolved);
+    if (seen.found !== undefined) child.kill('SIGKILL');
   });
   const result = await child;
-  if (found !== undefined) return { ...found };
-  const said = messages.join(' ').trim().slice(-500);
+  seen = readSshLog(text, resolved);
+  if (seen.found !== undefined) return seen.found;
+  throw connectError(destination, resolved, seen, result);
+}
+
+interface SshLog {
+  /** The key the server offered, from the last "Server host key" line before the match. */
+  offered?: { type: string; fingerprint: string };
+  /** Set once ssh said that key is known and matches for our known_hosts name. */
+  found?: HostKeyFacts;
+  /** The lines that are not debug output (errors and warnings), for the error message. */
+  messages: string[];
+}
+
+/** What ssh verified: the "Server host key" line just before "Host '<name>' is known and matches". */
+function readSshLog(text: string, resolved: Resolved): SshLog {
+  const seen: SshLog = { messages: [] };
+  for (const raw of text.split('\n')) {
+    const line = raw.replace(/\r$/, '');
+    const key = /^debug1: Server host key: (\S+) (SHA256:\S+)/.exec(line);
+    if (key !== null && seen.found === undefined) seen.offered = { type: key[1]!, fingerprint: key[2]! };
+    const ok =
+      /^debug1: Host '(.+)' is known and matches the \S+ host (?:key|certificate)\.$/.exec(line) ??
+      /^Warning: Permanently added '(.+)' \(\S+\) to the list of known hosts\.$/.exec(line);
+    if (ok !== null && ok[1] === resolved.knownHostsName && seen.offered !== undefined && !seen.found) {
+      seen.found = { host: resolved.host, port: resolved.port, ...hostKey(seen.offered) };
+    }
+    if (line !== '' && !line.startsWith('debug') && !line.startsWith('OpenSSH_')) seen.messages.push(line);
+  }
+  return seen;
+}
+
+function connectError(
+  destination: string,
+  resolved: Resolved,
+  seen: SshLog,
+  result: { timedOut: boolean; exitCode?: number | undefined; signal?: string | undefined },
+): UsageError {
+  const said = seen.messages.join(' ').trim().slice(-500);
+  const { offered } = seen;
   if (/Host key verification failed|HOST IDENTIFICATION HAS CHANGED|host key is known for/i.test(said)) {
-    throw new UsageError(
+    return new UsageError(
       'EGJ_SSH_HOST_KEY',
       `${destination}: ssh could not verify the host key of ${resolved.knownHostsName} against known_hosts` +
         (offered === undefined ? '' : ` (server offered ${offered.type} ${offered.fingerprint})`) +
@@ -176,7 +277,7 @@ async function probeHostKey(target: SshTarget, destination: string): Promise<Rec
         `to known_hosts. ssh said: ${said}`,
     );
   }
-  throw new UsageError(
+  return new UsageError(
     'EGJ_SSH_CONNECT',
     `${destination}: ssh could not connect to ${resolved.host}:${resolved.port}` +
       (result.timedOut
@@ -190,11 +291,8 @@ function hostKey(offered: { type: string; fingerprint: string }) {
   return { host_key_type: offered.type, host_key_fingerprint: offered.fingerprint };
 }
 
-/** `ssh -G`: the real host name and port, and the name known_hosts is searched for. */
-async function resolveConfig(
-  target: SshTarget,
-  destination: string,
-): Promise<{ host: string; port: number; knownHostsName: string }> {
+/** `ssh -G`: the real host name and port, the name known_hosts is searched for, the control socket. */
+async function resolveConfig(target: SshTarget, destination: string): Promise<Resolved> {
   const r = await execa('ssh', sshResolveArgv(target), { reject: false, stdin: 'ignore', timeout: 10_000 });
   if (r.exitCode !== 0) {
     throw new UsageError(
@@ -212,5 +310,13 @@ async function resolveConfig(
   const alias = conf.get('hostkeyalias');
   const knownHostsName =
     alias !== undefined && alias !== 'none' ? alias : port === 22 ? host : `[${host}]:${port}`;
-  return { host, port, knownHostsName };
+  const controlPath = conf.get('controlpath');
+  const persist = conf.get('controlpersist');
+  return {
+    host,
+    port,
+    knownHostsName,
+    controlPath: controlPath === undefined || controlPath === 'none' ? undefined : controlPath,
+    persists: persist !== undefined && persist !== 'no' && persist !== '0',
+  };
 }

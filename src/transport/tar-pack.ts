@@ -3,6 +3,7 @@
 // node-tar's Header; the stream is framed here because async tar.c() can silently truncate with
 // hardlinked inputs (isaacs/node-tar#460). Each file is read once through O_NOFOLLOW with 1 MiB reads,
 // hashed as it streams; a size change during the read or a digest other than expectSha256 throws.
+// bundleSha256 names the stream by its index (headers + per-file digests), so no byte is hashed twice.
 import { createHash, type Hash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
@@ -90,6 +91,21 @@ function entryHeader(name: string, size: number): Buffer {
   const padded = Buffer.alloc(BLOCK * Math.ceil(body.length / BLOCK));
   body.copy(padded);
   return Buffer.concat([pax.block, padded, main.block]);
+}
+
+/**
+ * The digest that names a tar written by packTar: sha256 over, for each entry in order, its header
+ * blocks exactly as written followed by the 32-byte sha256 of its bytes. The headers fix every name,
+ * size and the (zero) padding, so this commits to the whole stream as sent, while costing no second
+ * pass over the data (the per-file digests are computed anyway).
+ */
+export function bundleSha256(packed: readonly PackedFile[]): string {
+  const hash = createHash('sha256');
+  for (const f of packed) {
+    hash.update(entryHeader(f.name, f.bytes));
+    hash.update(Buffer.from(f.sha256, 'hex'));
+  }
+  return hash.digest('hex');
 }
 
 function padding(size: number): number {

@@ -1,13 +1,18 @@
 // Work one claimed job: attempt (epoch + lease + heartbeat) → ship the bundle → take the answer
 // apart as hostile input → commit. Every way out leaves the job in exactly one state:
 // received/ (with its receipt), back in queue/ (in doubt, journalled), or dead/ (with the reason).
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { GenjobError } from '../core/errors.js';
 import { allowedPaths, type Job, JobInvalidError } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import type { Receipt } from '../core/receipt.js';
-import { attemptsSinceMint, beginAttempt, currentEpoch, type LeaseRecord, type Worker } from '../store/attempts.js';
+import {
+  attemptsSinceMint,
+  beginAttempt,
+  currentEpoch,
+  type LeaseRecord,
+  type Worker,
+} from '../store/attempts.js';
 import { deadLetterBytes, deadLetterFile } from '../store/dead-letter.js';
 import { exists, moveState, readIfExists } from '../store/durable.js';
 import { journal } from '../store/journal.js';
@@ -18,7 +23,7 @@ import type { Store } from '../store/store.js';
 import { InputChangedError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { safeExtract } from '../transport/safe-extract.js';
-import { packTar } from '../transport/tar-pack.js';
+import { bundleSha256, type PackedFile, packTar } from '../transport/tar-pack.js';
 import { commitResult } from './commit-result.js';
 import { type Answer, InDoubtError, type ServeClient } from './serve-client.js';
 
@@ -188,12 +193,11 @@ async function attempt(
     // After an earlier attempt, ask first: the host may hold the result already (in doubt ≠ failed).
     answer = epoch > 1 ? await session.request({ ...req, type: 'fetch' }, budget) : { type: 'none' };
     if (answer.type === 'none') {
-      const bundleHash = createHash('sha256');
       let bundleBytes = 0;
-      let shipped: string[] = [];
+      let packed: PackedFile[] = [];
       answer = await session.request({ ...req, type: 'run' }, budget, async (w) => {
         try {
-          const packed = await packTar(
+          packed = await packTar(
             [
               { name: 'job.json', bytes: jobFileBytes(job) },
               ...job.inputs
@@ -205,12 +209,10 @@ async function attempt(
                 })),
             ],
             (chunk) => {
-              bundleHash.update(chunk);
               bundleBytes += chunk.length;
               return w.chunk(chunk);
             },
           );
-          shipped = packed.map((f) => f.name);
         } catch (err) {
           if (!(err instanceof InputChangedError)) throw err;
           inputChanged = err;
@@ -223,9 +225,9 @@ async function attempt(
           event: 'shipped',
           key,
           epoch,
-          bundle_sha256: bundleHash.digest('hex'),
+          bundle_sha256: bundleSha256(packed), // from the per-file digests: the bytes are hashed once
           bundle_bytes: bundleBytes,
-          files: shipped,
+          files: packed.map((f) => f.name),
           destination: ctx.launcher.destination,
           ...(await ctx.launcher.shipmentFacts().catch((err: Error) => ({ host_key_error: err.message }))),
         });

@@ -1,10 +1,20 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildJob } from '../../src/core/job.js';
 import { sha256Hex } from '../../src/core/sha256.js';
-import { diffWorkspace } from '../../src/remote/workspace-diff.js';
+import { diffWorkspace, knownFiles } from '../../src/remote/workspace-diff.js';
 
 let ws: string;
 beforeEach(() => {
@@ -73,5 +83,59 @@ describe('diffWorkspace', () => {
     writeFileSync(join(ws, 'src/a.py'), 'abcdefgh');
     const got = await diffWorkspace(ws, small);
     expect(got.ok ? '' : got.reason).toMatch(/over the job's max_file_bytes/);
+  });
+
+  describe("with the extraction's stat", () => {
+    // A digest the file does not have: when the diff reports it, the file was not read again.
+    const recorded = 'f'.repeat(64);
+    const extracted = [{ path: 'src/a.py', sha256: recorded, bytes: 2 }];
+    const tick = () => new Promise((r) => setTimeout(r, 20)); // past the filesystem clock's granularity
+
+    it.each([
+      { name: 'is untouched', act: () => {}, rehashed: false },
+      {
+        name: 'is rewritten with the same size and its mtime put back',
+        act: () => {
+          const { atime, mtime } = lstatSync(join(ws, 'src/a.py'));
+          writeFileSync(join(ws, 'src/a.py'), 'Z\n');
+          utimesSync(join(ws, 'src/a.py'), atime, mtime);
+        },
+        rehashed: true,
+      },
+      {
+        name: 'only has its mode changed',
+        act: () => chmodSync(join(ws, 'src/a.py'), 0o600),
+        rehashed: true,
+      },
+      {
+        name: 'is replaced by another file of the same size',
+        act: () => {
+          unlinkSync(join(ws, 'src/a.py'));
+          writeFileSync(join(ws, 'src/a.py'), 'a\n');
+        },
+        rehashed: true,
+      },
+    ])('trusts the extraction digest only when the file $name', async ({ act, rehashed }) => {
+      await tick();
+      const known = knownFiles(ws, extracted, join(ws, '..', `${ws.split('/').pop()}.fence`));
+      await tick();
+      act();
+      const got = await diffWorkspace(ws, job, known);
+      rmSync(`${ws}.fence`, { force: true });
+      expect(got.ok).toBe(true);
+      const out = got.ok ? got.outputs : [];
+      if (!rehashed) expect(out).toEqual([{ path: 'src/a.py', sha256: recorded, bytes: 2 }]);
+      else expect(out.find((o) => o.sha256 === recorded)).toBeUndefined();
+    });
+
+    it('hashes a file changed within the same clock tick as the extraction (the fence is not older)', async () => {
+      const fence = `${ws}.fence`;
+      const known = knownFiles(ws, extracted, fence);
+      rmSync(fence);
+      // a fence whose ctime is not after the file's: as if extraction and fence shared one tick
+      const racy = { ...known, fenceCtimeNs: known.files.get('src/a.py')!.ctimeNs };
+      const got = await diffWorkspace(ws, job, racy);
+      expect(got).toEqual({ ok: true, outputs: [] }); // hashed: the real bytes match the job
+    });
   });
 });

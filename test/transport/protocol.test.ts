@@ -1,4 +1,4 @@
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { BodyAbortedError, FrameReader, FrameWriter, ProtocolError } from '../../src/transport/protocol.js';
 
@@ -104,5 +104,49 @@ describe('framed protocol', () => {
     const cut = new FrameReader(pieces(all.subarray(0, all.length - 100), 512), 1 << 20);
     await cut.readHeader();
     await expect(collect(cut.body())).rejects.toBeInstanceOf(ProtocolError);
+  });
+
+  it('pipelines body chunks but has the whole message written when end() resolves', async () => {
+    const written: Buffer[] = [];
+    let calls = 0;
+    const slow = new Writable({
+      highWaterMark: 1,
+      write(chunk: Buffer, _enc, cb) {
+        calls++;
+        written.push(chunk);
+        setTimeout(cb, 2);
+      },
+      writev(chunks, cb) {
+        calls++;
+        for (const c of chunks) written.push(c.chunk as Buffer);
+        setTimeout(cb, 2);
+      },
+    });
+    const w = new FrameWriter(slow);
+    const body = Buffer.alloc(3 * 1024 * 1024 + 5, 1);
+    await w.message({ type: 'm' }, body);
+    const all = Buffer.concat(written);
+    const r = new FrameReader(pieces(all, 65536), 1 << 30);
+    expect(await r.readHeader()).toEqual({ type: 'm' });
+    expect((await collect(r.body())).equals(body)).toBe(true);
+    expect(await r.readHeader()).toBeNull();
+    // header, 4 length-prefixed chunks (prefix and data in one writev each), end
+    expect(calls).toBeLessThanOrEqual(6);
+  });
+
+  it('reports a failed write on the next call instead of crashing the process', async () => {
+    const broken = new Writable({
+      write(_chunk, _enc, cb) {
+        cb(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+      },
+    });
+    const w = new FrameWriter(broken);
+    await expect(
+      (async () => {
+        await w.header({ type: 'x' });
+        await w.chunk(Buffer.alloc(10));
+        await w.end();
+      })(),
+    ).rejects.toMatchObject({ code: 'EPIPE' });
   });
 });

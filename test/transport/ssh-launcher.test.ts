@@ -325,6 +325,39 @@ describe('sshLauncher against a real sshd', () => {
     });
   });
 
+  it('reads the fingerprint from the control master it starts, and the sessions then reuse that connection', async () => {
+    const expected = (await execa('ssh-keygen', ['-lf', sshd().hostKeyPubFile])).stdout.split(' ')[1];
+    const dir = path.join(tmp, 'facts-master');
+    const l = launcher({ remoteCmd: 'echo $SSH_CLIENT' }, 'facts-master');
+    expect(await l.shipmentFacts()).toMatchObject({ host_key_fingerprint: expected });
+    // the master is up, and its log file is already gone: the socket is all the dir holds
+    expect(await readdir(dir)).toEqual([expect.stringMatching(/^[0-9a-f]{40}$/)]);
+    const target: SshTarget = {
+      host: sshd().hostAlias,
+      configFile: sshd().sshConfigFile,
+      options: [],
+      controlDir: dir,
+    };
+    expect((await execa('ssh', sshControlArgv(target, 'check'), { reject: false })).exitCode).toBe(0);
+    const ports: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const p = l.start([]);
+      p.stdin.end();
+      ports.push((await collect(p)).out.toString());
+    }
+    expect(ports[0]).toMatch(/^127\.0\.0\.1 \d+ \d+\n$/);
+    expect(ports[1]).toBe(ports[0]);
+  });
+
+  it('probes the fingerprint over a separate connection when a master already runs', async () => {
+    const expected = (await execa('ssh-keygen', ['-lf', sshd().hostKeyPubFile])).stdout.split(' ')[1];
+    const l = launcher({}, 'facts-probe');
+    const p = l.start([]); // becomes the master
+    p.stdin.end('x');
+    await collect(p);
+    expect(await l.shipmentFacts()).toMatchObject({ host_key_fingerprint: expected });
+  });
+
   it('works with explicit host, port, user and identity and names the destination user@host:port', async () => {
     const s = sshd();
     const l = launcher({

@@ -17,7 +17,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/core/errors.js';
 import { InputChangedError, InputNotRegularError } from '../../src/transport/archive-errors.js';
 import { safeExtract } from '../../src/transport/safe-extract.js';
-import { type PackEntry, packTar } from '../../src/transport/tar-pack.js';
+import { bundleSha256, type PackEntry, packTar } from '../../src/transport/tar-pack.js';
 import { chunked } from '../helpers/hostile-tar.js';
 
 let root: string;
@@ -209,5 +209,28 @@ describe('packTar', () => {
   it('refuses the same name twice', async () => {
     const e = { name: 'files/a', bytes: Buffer.from('') };
     await expect(pack([e, e])).rejects.toThrow('named twice');
+  });
+
+  it('names the bundle by its header blocks and per-file digests, so a changed byte changes the name', async () => {
+    const a = write('a.txt', 'alpha\n');
+    const first = await pack([
+      { name: 'job.json', bytes: Buffer.from('{}') },
+      { name: 'files/a.txt', file: a },
+    ]);
+    // recompute from the archive itself: each entry's 512-byte header, then sha256 of its bytes
+    const recomputed = createHash('sha256')
+      .update(first.tar.subarray(0, 512))
+      .update(Buffer.from(sha('{}'), 'hex'))
+      .update(first.tar.subarray(1024, 1536))
+      .update(Buffer.from(sha('alpha\n'), 'hex'))
+      .digest('hex');
+    expect(bundleSha256(first.files)).toBe(recomputed);
+    write('a.txt', 'alphA\n');
+    const second = await pack([
+      { name: 'job.json', bytes: Buffer.from('{}') },
+      { name: 'files/a.txt', file: a },
+    ]);
+    expect(second.tar.length).toBe(first.tar.length);
+    expect(bundleSha256(second.files)).not.toBe(bundleSha256(first.files));
   });
 });
