@@ -1,7 +1,8 @@
 // Apply one verified job to the repository: write-ahead, atomic per file, idempotent, recoverable.
-//   lock → applied/<key>.json? done → applying/<key>.json? finish it → stale check (rule 6) → objects/
-//   (outputs and backups of the replaced bytes) → publish applying/<key>.json → per file: temp, fsync,
-//   re-check, rename, fsync dir → publish applied/<key>.json → unlink received/<key>.json → drop applying/.
+//   lock → applied/<key>.json? done → applying/<key>.json? finish it → stale check (rules 6, 4), staging
+//   objects/ (outputs and backups of the replaced bytes) as each file is read → link them, fsync objects/
+//   once → publish applying/<key>.json → per directory: temps, fsync each; per file re-check, rename; fsync
+//   the directory once → publish applied/<key>.json → unlink received/<key>.json → drop applying/.
 // A crash at any point is finished by the next applyJob or recoverInterruptedApplies; if it leaves both
 // applied/ and received/ (or applying/), applied/ wins and the leftovers are removed.
 import { dirname, join } from 'node:path';
@@ -9,7 +10,7 @@ import { canonicalBytes } from '../core/canonical-json.js';
 import { ConflictError, errnoOf, IoError, RejectedError, UsageError } from '../core/errors.js';
 import { type Job, jobDigest } from '../core/job.js';
 import { sha256Hex } from '../core/sha256.js';
-import { fsyncDir, listNames, publishExclusive, readIfExists, replaceFile } from '../store/durable.js';
+import { fsyncDir, listNames, publishExclusive, readIfExists } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import type { Store } from '../store/store.js';
 import { type ApplyLock, withApplyLock } from './apply-lock.js';
@@ -22,8 +23,9 @@ import {
   readApplied,
   readApplying,
 } from './apply-records.js';
+import { ObjectBatch } from './object-batch.js';
 import {
-  commitTreeFile,
+  commitTreeFiles,
   currentFile,
   readObject,
   readRegular,
@@ -105,11 +107,15 @@ function applyLocked(v: VerifiedApply, lock: ApplyLock): ApplyOutcome {
   const pending = readApplying(store, key);
   if (pending !== undefined) return finishPending(v, pending, lock);
 
-  const writes = expectPlan(planApply(job, v.outputs, currentFiles(store, job)));
-  // Every output must still hash right before anything at all is written (rule 4, again).
-  for (const out of v.outputs) readOutput(store, key, out.path, out.sha256);
-  for (const w of writes) if (w.before !== null) backupReplaced(store, { ...w, before: w.before });
-  for (const w of writes) putObject(store, w.after, readOutput(store, key, w.path, w.after));
+  const objects = new ObjectBatch(store);
+  let writes: Write[];
+  try {
+    writes = stageObjects(v, objects);
+    objects.publish(); // one fsync of objects/, before the write-ahead record that relies on them
+  } catch (err) {
+    objects.discard();
+    throw err;
+  }
 
   lock.assertHeld(`publishing ${store.layout.applying(key)}`);
   const finished = readApplied(store, key);
@@ -176,10 +182,17 @@ function finishApply(
     }
     todo.push(w);
   }
-  for (const w of todo) {
-    lock.assertHeld(`writing ${w.path}`);
-    commitTreeFile(store, w.path, w.before, readObject(store, w.after), w.mode, `a concurrent edit; ${kept}`);
-  }
+  commitTreeFiles(
+    store,
+    todo.map((w) => ({
+      path: w.path,
+      expected: w.before,
+      mode: w.mode,
+      bytes: () => readObject(store, w.after),
+    })),
+    `a concurrent edit; ${kept}`,
+    (path) => lock.assertHeld(`writing ${path}`),
+  );
   lock.assertHeld(`publishing ${store.layout.jobFile('applied', key)}`);
   const applied: AppliedRecord = { ...record, schema: APPLIED_SCHEMA, applied_at: new Date().toISOString() };
   const published = publishExclusive(store, store.layout.jobFile('applied', key), canonicalBytes(applied));
@@ -242,23 +255,32 @@ function readOutput(store: Store, key: string, path: string, sha256: string): Bu
   return bytes;
 }
 
-/** Keep the bytes about to be replaced in objects/<before>, so the apply can be reverted. */
-function backupReplaced(store: Store, w: Write & { before: string }): void {
-  const file = readTreeFile(store, w.path);
-  const now = file === null ? null : sha256Hex(file.bytes);
-  if (file === null || now !== w.before) {
-    throw staleError(w.path, w.before, now, 'it changed during the stale check; nothing was written');
+/**
+ * The stale check of every input (rule 6) and of every output (rule 4, again), each file read once: the
+ * bytes a write replaces (objects/<before>, for revert) and the bytes it writes (objects/<after>, for
+ * recovery) are staged in `objects` as they are read. Returns the writes; throws if the job is stale.
+ */
+function stageObjects(v: VerifiedApply, objects: ObjectBatch): Write[] {
+  const { store, job } = v;
+  const outputs = new Map(v.outputs.map((o) => [o.path, o.sha256]));
+  const current = new Map<string, CurrentFile>();
+  for (const input of job.inputs) {
+    const file = readTreeFile(store, input.path);
+    const now = file === null ? null : sha256Hex(file.bytes);
+    current.set(input.path, { sha256: now, mode: file?.mode ?? null });
+    const after = outputs.get(input.path);
+    // bytes a write will replace (what the job was minted from, other than its output): kept for revert
+    if (file !== null && now !== null && now === input.sha256 && after !== undefined && after !== now) {
+      objects.add(now, file.bytes);
+    }
   }
-  putObject(store, w.before, file.bytes);
-}
-
-/** Content-addressed: publish unless present; a present object that does not hash to its name is replaced. */
-function putObject(store: Store, sha256: string, bytes: Buffer): void {
-  const file = store.layout.object(sha256);
-  if (publishExclusive(store, file, bytes)) return;
-  const existing = readIfExists(store, file);
-  if (existing !== undefined && sha256Hex(existing) === sha256) return;
-  replaceFile(store, file, bytes);
+  const writes = expectPlan(planApply(job, v.outputs, current));
+  const written = new Set(writes.map((w) => w.path));
+  for (const out of v.outputs) {
+    const bytes = readOutput(store, job.key, out.path, out.sha256);
+    if (written.has(out.path)) objects.add(out.sha256, bytes);
+  }
+  return writes;
 }
 
 function dryRun(v: VerifiedApply, withDiff: boolean): ApplyOutcome {

@@ -1,8 +1,9 @@
 // Resolve a contract path to a place inside the repository that is safe to read or write.
 // Invariant: every ancestor is an lstat-checked real directory under root (never a symlink) and the target
 // is a regular file or absent, so genjob never writes outside the repository or through a symlink.
-// Missing ancestors are created one at a time (0755, parent fsynced). Node has no openat(), so the
-// window between this check and a write is closed by re-resolving right before each rename (tree-file.ts).
+// Missing ancestors are created one at a time (0755, parent fsynced, or left to the caller's batch). Node has
+// no openat(), so the window between this check and a write is closed by re-resolving right before each
+// rename (tree-file.ts).
 import type { Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ConflictError, errnoOf, IoError, UsageError } from '../core/errors.js';
@@ -42,8 +43,15 @@ function lstatOrNull(store: Store, abs: string): Stats | null {
   }
 }
 
+export interface ResolveOptions {
+  /** Make missing ancestors (0755), each parent fsynced after its mkdir. */
+  create: boolean;
+  /** With `create`: add each such parent here instead, for the caller to fsync once for a whole batch. */
+  parentsToSync?: Set<string>;
+}
+
 /** Check (and with `create`, make) every ancestor of `path`; then look at the target itself. */
-export function resolveRepoPath(store: Store, path: string, opts: { create: boolean }): RepoTarget {
+export function resolveRepoPath(store: Store, path: string, opts: ResolveOptions): RepoTarget {
   const problem = pathProblem(path);
   if (problem) throw new UsageError('EGJ_BAD_PATH', `${JSON.stringify(path)}: ${problem}`);
   const abs = join(store.root, ...path.split('/'));
@@ -55,7 +63,8 @@ export function resolveRepoPath(store: Store, path: string, opts: { create: bool
       if (!opts.create) return { path, abs, dir, file: null };
       try {
         store.fs.mkdirSync(at, { mode: 0o755 });
-        fsyncDir(store, dirname(at));
+        if (opts.parentsToSync) opts.parentsToSync.add(dirname(at));
+        else fsyncDir(store, dirname(at));
       } catch (err) {
         if (errnoOf(err) !== 'EEXIST') throw err instanceof IoError ? err : new IoError('mkdir', at, err);
       }

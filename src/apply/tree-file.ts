@@ -1,10 +1,11 @@
-// Reading and replacing one repository file through store.fs, never through a symlink.
+// Reading and replacing repository files through store.fs, never through a symlink.
 // Replace = temp file ".genjob-tmp-*" in the target's directory (O_CREAT|O_EXCL|O_NOFOLLOW) → write →
 // fchmod → fsync → re-check the target still holds `expected` → rename (or link, for a file that must
-// not exist yet, so a racing create is never clobbered) → fsync the directory. A crash leaves the target
-// whole (old or new bytes) plus at most one torn temp, which sweepTornTemps() removes.
+// not exist yet, so a racing create is never clobbered) → fsync the directory. A batch does each step for
+// all the files of one directory, then fsyncs it once. A crash leaves every target whole (old or new bytes)
+// plus torn or unused temps, which sweepTornTemps() removes.
 import { constants } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { errnoOf, IoError, RejectedError } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
 import { fsyncDir, writeTempFile } from '../store/durable.js';
@@ -15,23 +16,27 @@ import { resolveRepoPath, UnsafeRepoPathError } from './repo-path.js';
 /** Every temp file genjob puts next to a repository file starts with this; recovery deletes them. */
 export const TREE_TMP_PREFIX = '.genjob-tmp-';
 
-const CHUNK = 1024 * 1024;
-
 /** Read a whole regular file without following a symlink at its last component. Throws raw errno errors. */
 export function readRegular(store: Store, abs: string): Buffer {
   const { fs } = store;
   const fd = fs.openSync(abs, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
-    if (!fs.fstatSync(fd).isFile())
-      throw Object.assign(new Error(`${abs}: not a regular file`), { code: 'EFTYPE' });
-    const chunks: Buffer[] = [];
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) throw Object.assign(new Error(`${abs}: not a regular file`), { code: 'EFTYPE' });
+    // sized by fstat (+1 so the read that fills it also shows EOF); grown only if the file grows meanwhile
+    let buf = Buffer.allocUnsafe(st.size + 1);
+    let len = 0;
     for (;;) {
-      const buf = Buffer.allocUnsafe(CHUNK);
-      const n = fs.readSync(fd, buf, 0, CHUNK, null);
+      if (len === buf.length) {
+        const bigger = Buffer.allocUnsafe(buf.length * 2);
+        buf.copy(bigger, 0, 0, len);
+        buf = bigger;
+      }
+      const n = fs.readSync(fd, buf, len, buf.length - len, null);
       if (n === 0) break;
-      chunks.push(n === CHUNK ? buf : buf.subarray(0, n));
+      len += n;
     }
-    return Buffer.concat(chunks);
+    return buf.subarray(0, len);
   } finally {
     fs.closeSync(fd);
   }
@@ -93,6 +98,15 @@ function removeQuietly(store: Store, file: string): void {
   }
 }
 
+/** One file for commitTreeFiles: `bytes()` (mode `mode`) goes to `path` if it still holds `expected` (null = absent). */
+export interface TreeCommit {
+  path: string;
+  expected: string | null;
+  mode: number;
+  /** Called once, when its temp file is written, so a batch holds one file's bytes at a time. */
+  bytes: () => Uint8Array;
+}
+
 /**
  * Put `bytes` (mode `mode`) at `path`, provided the target still holds `expected` (null = absent) just
  * before the commit. A mismatch is EGJ_STALE with `context` appended; nothing is replaced.
@@ -105,31 +119,77 @@ export function commitTreeFile(
   mode: number,
   context: string,
 ): void {
-  const target = resolveRepoPath(store, path, { create: true });
-  const tmp = writeTempFile(store, target.dir, bytes, mode, TREE_TMP_PREFIX);
-  try {
-    const now = currentFile(store, path).sha256;
-    if (now !== expected) throw staleError(path, expected, now, context);
-    if (expected === null) {
-      try {
-        store.fs.linkSync(tmp, target.abs);
-      } catch (err) {
-        if (errnoOf(err) === 'EEXIST') throw staleError(path, null, currentFile(store, path).sha256, context);
-        throw new IoError('link', target.abs, err);
-      }
-      store.fs.unlinkSync(tmp);
-    } else {
-      try {
-        store.fs.renameSync(tmp, target.abs);
-      } catch (err) {
-        throw new IoError('rename', target.abs, err);
-      }
-    }
-  } catch (err) {
-    removeQuietly(store, tmp);
-    throw err;
+  commitTreeFiles(store, [{ path, expected, mode, bytes: () => bytes }], context);
+}
+
+/**
+ * commitTreeFile for many files, one directory fsync per directory: per directory, a fsynced temp for each
+ * file, then each target re-checked and the temp renamed (or linked) over it, then one fsync of the directory
+ * (and of each parent a new directory was made in). `beforeCommit(path)` runs before each re-check. A stale
+ * target throws EGJ_STALE with `context`; the files already committed are made durable first, and the
+ * temps not yet committed are removed.
+ */
+export function commitTreeFiles(
+  store: Store,
+  commits: readonly TreeCommit[],
+  context: string,
+  beforeCommit: (path: string) => void = () => {},
+): void {
+  const byDir = new Map<string, TreeCommit[]>();
+  for (const c of commits) {
+    const dir = dirname(join(store.root, ...c.path.split('/')));
+    const group = byDir.get(dir) ?? [];
+    if (group.length === 0) byDir.set(dir, group);
+    group.push(c);
   }
-  fsyncDir(store, target.dir);
+  for (const group of byDir.values()) commitDirectory(store, group, context, beforeCommit);
+}
+
+function commitDirectory(
+  store: Store,
+  group: readonly TreeCommit[],
+  context: string,
+  beforeCommit: (path: string) => void,
+): void {
+  const parentsToSync = new Set<string>();
+  const targets = group.map((c) => resolveRepoPath(store, c.path, { create: true, parentsToSync }));
+  // a directory made here is durable in its parent before any file in it is committed
+  for (const parent of parentsToSync) fsyncDir(store, parent);
+  const dir = targets[0]!.dir;
+  const temps: Array<string | undefined> = [];
+  let committed = 0;
+  try {
+    for (const c of group) temps.push(writeTempFile(store, dir, c.bytes(), c.mode, TREE_TMP_PREFIX));
+    group.forEach((c, i) => {
+      const tmp = temps[i]!;
+      const abs = targets[i]!.abs;
+      beforeCommit(c.path);
+      const now = currentFile(store, c.path).sha256;
+      if (now !== c.expected) throw staleError(c.path, c.expected, now, context);
+      if (c.expected === null) {
+        try {
+          store.fs.linkSync(tmp, abs);
+        } catch (err) {
+          if (errnoOf(err) === 'EEXIST')
+            throw staleError(c.path, null, currentFile(store, c.path).sha256, context);
+          throw new IoError('link', abs, err);
+        }
+        committed += 1;
+        store.fs.unlinkSync(tmp);
+      } else {
+        try {
+          store.fs.renameSync(tmp, abs);
+        } catch (err) {
+          throw new IoError('rename', abs, err);
+        }
+        committed += 1;
+      }
+      temps[i] = undefined;
+    });
+  } finally {
+    for (const tmp of temps) if (tmp !== undefined) removeQuietly(store, tmp);
+    if (committed > 0) fsyncDir(store, dir);
+  }
 }
 
 /** Delete `path`, provided it still holds `expected`. */

@@ -1,5 +1,6 @@
 // The durable-write recipes every state transition is built from (FACTS.md "Durable state transitions"):
 //   publish: tmp (O_EXCL) → write → fsync → link(tmp, final) → unlink(tmp) → fsync(dir)   never clobbers
+//            (a batch: every tmp written and fsynced, then every link + unlink, then each dir fsynced once)
 //   replace: tmp in the target's dir → write → fsync → rename over target → fsync(dir)
 //   move:    rename(a, b) → fsync both directories
 // An fsync error is fatal and never retried (fsyncgate): it surfaces as an IoError.
@@ -88,6 +89,57 @@ export function publishExclusive(store: Store, target: string, bytes: Uint8Array
   fs.unlinkSync(tmp);
   if (created) fsyncDir(store, dirname(target));
   return created;
+}
+
+/** A file staged for publishStaged: fsynced bytes in .gen/tmp, to be published at `target`. */
+export interface StagedFile {
+  tmp: string;
+  target: string;
+}
+
+/** The first half of publishExclusive: `bytes` in a fresh, fsynced temp in .gen/tmp. */
+export function stageExclusive(store: Store, target: string, bytes: Uint8Array): StagedFile {
+  return { tmp: writeTempFile(store, store.layout.tmp, bytes), target };
+}
+
+/**
+ * publishExclusive for a batch, with one fsync per target directory instead of one per file: link each temp
+ * to its target (EEXIST: left alone, reported false), unlink it, then fsync each directory that got a new
+ * entry, once. Nothing in the batch is durable before this returns. On an error the remaining temps go.
+ */
+export function publishStaged(store: Store, staged: readonly StagedFile[]): boolean[] {
+  const { fs } = store;
+  const created: boolean[] = [];
+  const dirs = new Set<string>();
+  try {
+    for (const { tmp, target } of staged) {
+      try {
+        fs.linkSync(tmp, target);
+        created.push(true);
+        dirs.add(dirname(target));
+      } catch (err) {
+        if (errnoOf(err) !== 'EEXIST') throw new IoError('link', target, err);
+        created.push(false);
+      }
+      fs.unlinkSync(tmp);
+    }
+  } catch (err) {
+    discardStaged(store, staged);
+    throw err;
+  }
+  for (const dir of dirs) fsyncDir(store, dir);
+  return created;
+}
+
+/** Remove the temps of files staged but not published (best effort: sweepStaleTemps gets any left). */
+export function discardStaged(store: Store, staged: readonly StagedFile[]): void {
+  for (const { tmp } of staged) {
+    try {
+      store.fs.rmSync(tmp, { force: true });
+    } catch {
+      // a crash or an I/O error: the temp carries our pid and the sweeper removes it later
+    }
+  }
 }
 
 /** Atomically replace (or create) `target` with `bytes`. */

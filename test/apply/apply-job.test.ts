@@ -166,6 +166,42 @@ describe('applyJob', () => {
     expect(snapshot(f.root)).toEqual(before);
   });
 
+  it.each([
+    { name: 'absent', object: null, kept: false },
+    { name: 'present with the right bytes', object: 'export const a = 2;\n', kept: true },
+    { name: 'present but corrupt', object: 'not the bytes its name says\n', kept: false },
+  ] as const)(
+    'ends with objects/<after> holding the right bytes when it was $name before the apply',
+    async ({ object, kept }) => {
+      const f = threeFiles();
+      const { store } = f.v;
+      const after = sha('export const a = 2;\n');
+      const file = store.layout.object(after);
+      if (object !== null) writeFileSync(file, object);
+      const ino = object === null ? undefined : statSync(file).ino;
+      await applyJob(f.v, {});
+      expect(readFileSync(file, 'utf8')).toBe('export const a = 2;\n');
+      if (ino !== undefined) expect(statSync(file).ino === ino).toBe(kept);
+      expect(readdirSync(store.layout.tmp)).toEqual([]);
+    },
+  );
+
+  it('stores shared bytes once: two outputs alike, and an output equal to the bytes another file replaces', async () => {
+    const f = makeFixture({
+      files: { 'a.txt': 'one\n', 'b.txt': 'two\n' },
+      inputs: ['a.txt', 'b.txt', 'c.txt'],
+      // a.txt takes b.txt's old bytes; b.txt and the new c.txt get the same new bytes
+      outputs: { 'a.txt': 'two\n', 'b.txt': 'three\n', 'c.txt': 'three\n' },
+    });
+    const { store } = f.v;
+    await applyJob(f.v, {});
+    for (const [path, bytes] of f.expected) expect(readOrNull(f.root, path)).toEqual(bytes);
+    expect(readdirSync(store.layout.dir('objects')).sort()).toEqual(
+      [sha('one\n'), sha('two\n'), sha('three\n')].sort(),
+    );
+    expect(readdirSync(store.layout.tmp)).toEqual([]);
+  });
+
   it('writes nothing at all on a dry run and returns the plan', async () => {
     const f = threeFiles();
     const before = snapshot(f.root);
