@@ -3,29 +3,22 @@
 // received/ (with its receipt), back in queue/ (in doubt, journalled), or dead/ (with the reason).
 import { join } from 'node:path';
 import { GenjobError } from '../core/errors.js';
-import { allowedPaths, type Job, JobInvalidError } from '../core/job.js';
+import { type Job, JobInvalidError } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import type { Receipt } from '../core/receipt.js';
-import {
-  attemptsSinceMint,
-  beginAttempt,
-  currentEpoch,
-  type LeaseRecord,
-  type Worker,
-} from '../store/attempts.js';
-import { deadLetterBytes, deadLetterFile } from '../store/dead-letter.js';
+import { attemptsSinceMint, beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
+import { deadLetterFile } from '../store/dead-letter.js';
 import { exists, moveState, readIfExists } from '../store/durable.js';
 import { journal } from '../store/journal.js';
-import { withKeyLock } from '../store/key-lock.js';
-import { beat, readLease, removeLease } from '../store/lease.js';
+import { beat } from '../store/lease.js';
 import { jobFileBytes } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
 import { InputChangedError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
-import { safeExtract } from '../transport/safe-extract.js';
 import { bundleSha256, type PackedFile, packTar } from '../transport/tar-pack.js';
-import { commitResult } from './commit-result.js';
+import { release, requeue } from './release-job.js';
 import { type Answer, InDoubtError, type ServeClient } from './serve-client.js';
+import { takeResult } from './take-result.js';
 
 export interface WorkContext {
   store: Store;
@@ -58,7 +51,7 @@ export type JobOutcome =
   | { key: string; outcome: 'superseded'; reason: string };
 
 /** Extra time a request may take beyond the generator's own timeout (transfer, host start-up). */
-const REQUEST_MARGIN_MS = 120_000;
+export const REQUEST_MARGIN_MS = 120_000;
 
 export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome> {
   const { store } = ctx;
@@ -118,51 +111,6 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
 
 function receiptAlreadyLanded(store: Store, key: string): boolean {
   return exists(store, store.layout.receipt(key)) && exists(store, store.layout.outDir(key));
-}
-
-/**
- * Give the job back (to queue/, or to dead/ with a reason) — but only while our epoch still owns
- * it, checked under the key lock: after a reap another worker may hold running/<key>.json now.
- */
-async function release(
-  store: Store,
-  key: string,
-  epoch: number,
-  to: 'queue' | 'dead',
-  why: { code: string; reason: string },
-): Promise<boolean> {
-  return withKeyLock(store, key, () => {
-    if (readLease(store, key)?.epoch !== epoch || currentEpoch(store, key) !== epoch) return false;
-    const running = store.layout.jobFile('running', key);
-    if (to === 'dead') deadLetterFile(store, running, `${key}.job`, { key, ...why });
-    else {
-      try {
-        moveState(store, running, store.layout.jobFile('queue', key));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      }
-    }
-    removeLease(store, key, epoch);
-    return true;
-  });
-}
-
-async function requeue(
-  store: Store,
-  key: string,
-  epoch: number,
-  reason: string,
-  code: string,
-): Promise<JobOutcome> {
-  if (!(await release(store, key, epoch, 'queue', { code, reason }))) {
-    return {
-      key,
-      outcome: 'superseded',
-      reason: `lease of epoch ${epoch} was lost before the job could be requeued`,
-    };
-  }
-  journal(store, { event: 'requeued', key, epoch, code, reason });
-  return { key, outcome: 'requeued', reason };
 }
 
 async function attempt(
@@ -250,98 +198,4 @@ async function attempt(
   if (answer.type === 'error')
     return requeue(store, key, epoch, `the host refused: ${answer.code}: ${answer.message}`, answer.code);
   return takeResult(ctx, session!, job, digest, epoch, answer, isLost);
-}
-
-async function takeResult(
-  ctx: WorkContext,
-  session: ServeClient,
-  job: Job,
-  digest: string,
-  epoch: number,
-  answer: Extract<Answer, { type: 'result' }>,
-  isLost: () => boolean,
-): Promise<JobOutcome> {
-  const { store } = ctx;
-  const { key } = job;
-  const rejectAnswer = (code: string, reason: string): Promise<JobOutcome> => {
-    deadLetterBytes(store, `${key}.receipt.e${epoch}`, answer.receiptBytes, { key, code, reason, epoch });
-    return requeue(store, key, epoch, reason, code);
-  };
-  let receipt: Receipt;
-  try {
-    receipt = ctx.decodeReceipt(answer.receiptBytes, `receipt from ${ctx.launcher.destination}`);
-  } catch (err) {
-    ctx.dropSession(); // its body is still in the pipe
-    if (!(err instanceof GenjobError)) throw err;
-    return rejectAnswer(err.code, err.message);
-  }
-  if (receipt.key !== key || receipt.job_digest !== digest || receipt.epoch !== epoch) {
-    ctx.dropSession();
-    return rejectAnswer(
-      'EGJ_RECEIPT_MISMATCH',
-      `the host answered with a receipt for another job or epoch (key ${receipt.key.slice(0, 12)}, epoch ${receipt.epoch})`,
-    );
-  }
-  let staged: Awaited<ReturnType<typeof safeExtract>>;
-  try {
-    staged = await session.deadline(ctx.timeoutMs + REQUEST_MARGIN_MS, () =>
-      safeExtract(answer.tar, {
-        stagingParent: store.layout.staging,
-        prefix: 'files/',
-        allowed: allowedPaths(job),
-        maxEntries: job.inputs.length,
-        maxFileBytes: job.constraints.max_file_bytes,
-        maxTotalBytes: job.constraints.max_total_bytes,
-      }),
-    );
-  } catch (err) {
-    ctx.dropSession();
-    if (!(err instanceof GenjobError)) throw err;
-    return rejectAnswer(err.code, `result archive refused: ${err.message}`);
-  }
-  const mismatch = compareFiles(receipt, staged.files);
-  if (mismatch) {
-    store.fs.rmSync(staged.dir, { recursive: true, force: true });
-    return rejectAnswer('EGJ_RESULT_MISMATCH', mismatch);
-  }
-  if (isLost()) {
-    store.fs.rmSync(staged.dir, { recursive: true, force: true });
-    const reason = `lease of epoch ${epoch} was lost while the job ran; standing down`;
-    deadLetterBytes(store, `${key}.receipt.e${epoch}`, answer.receiptBytes, {
-      key,
-      code: 'EGJ_EPOCH_SUPERSEDED',
-      reason,
-      epoch,
-    });
-    return { key, outcome: 'superseded', reason };
-  }
-  const committed = await commitResult(store, key, epoch, answer.receiptBytes, staged.dir);
-  if (!committed.committed) return { key, outcome: 'superseded', reason: committed.reason };
-  return {
-    key,
-    outcome: 'received',
-    epoch,
-    status: receipt.status,
-    cached: receipt.cached,
-    reason: receipt.reason,
-  };
-}
-
-/** Why the extracted files are not exactly the receipt's outputs, or null. */
-function compareFiles(
-  receipt: Receipt,
-  files: ReadonlyArray<{ path: string; sha256: string; bytes: number }>,
-): string | null {
-  const got = new Map(files.map((f) => [f.path, f]));
-  for (const o of receipt.outputs) {
-    const f = got.get(o.path);
-    if (!f) return `the receipt names ${JSON.stringify(o.path)} but the result has no such file`;
-    if (f.sha256 !== o.sha256 || f.bytes !== o.bytes)
-      return `${JSON.stringify(o.path)}: bytes do not hash to the receipt's digest`;
-    got.delete(o.path);
-  }
-  const extra = [...got.keys()][0];
-  return extra === undefined
-    ? null
-    : `the result has ${JSON.stringify(extra)}, which the receipt does not name`;
 }

@@ -1,0 +1,107 @@
+// Take a host's answer apart as hostile input: decode the receipt (trust policy applied), check it
+// names this job and this epoch, extract the archive safely into staging, and check the files are
+// exactly the receipt's outputs — then commit. Any failure keeps the raw receipt in dead/ and
+// gives the job back; a lease lost meanwhile means standing down without committing.
+import { GenjobError } from '../core/errors.js';
+import { allowedPaths, type Job } from '../core/job.js';
+import type { Receipt } from '../core/receipt.js';
+import { deadLetterBytes } from '../store/dead-letter.js';
+import { safeExtract } from '../transport/safe-extract.js';
+import { commitResult } from './commit-result.js';
+import { requeue } from './release-job.js';
+import type { Answer, ServeClient } from './serve-client.js';
+import { type JobOutcome, REQUEST_MARGIN_MS, type WorkContext } from './work-one.js';
+
+export async function takeResult(
+  ctx: WorkContext,
+  session: ServeClient,
+  job: Job,
+  digest: string,
+  epoch: number,
+  answer: Extract<Answer, { type: 'result' }>,
+  isLost: () => boolean,
+): Promise<JobOutcome> {
+  const { store } = ctx;
+  const { key } = job;
+  const rejectAnswer = (code: string, reason: string): Promise<JobOutcome> => {
+    deadLetterBytes(store, `${key}.receipt.e${epoch}`, answer.receiptBytes, { key, code, reason, epoch });
+    return requeue(store, key, epoch, reason, code);
+  };
+  let receipt: Receipt;
+  try {
+    receipt = ctx.decodeReceipt(answer.receiptBytes, `receipt from ${ctx.launcher.destination}`);
+  } catch (err) {
+    ctx.dropSession(); // its body is still in the pipe
+    if (!(err instanceof GenjobError)) throw err;
+    return rejectAnswer(err.code, err.message);
+  }
+  if (receipt.key !== key || receipt.job_digest !== digest || receipt.epoch !== epoch) {
+    ctx.dropSession();
+    return rejectAnswer(
+      'EGJ_RECEIPT_MISMATCH',
+      `the host answered with a receipt for another job or epoch (key ${receipt.key.slice(0, 12)}, epoch ${receipt.epoch})`,
+    );
+  }
+  let staged: Awaited<ReturnType<typeof safeExtract>>;
+  try {
+    staged = await session.deadline(ctx.timeoutMs + REQUEST_MARGIN_MS, () =>
+      safeExtract(answer.tar, {
+        stagingParent: store.layout.staging,
+        prefix: 'files/',
+        allowed: allowedPaths(job),
+        maxEntries: job.inputs.length,
+        maxFileBytes: job.constraints.max_file_bytes,
+        maxTotalBytes: job.constraints.max_total_bytes,
+      }),
+    );
+  } catch (err) {
+    ctx.dropSession();
+    if (!(err instanceof GenjobError)) throw err;
+    return rejectAnswer(err.code, `result archive refused: ${err.message}`);
+  }
+  const mismatch = compareFiles(receipt, staged.files);
+  if (mismatch) {
+    store.fs.rmSync(staged.dir, { recursive: true, force: true });
+    return rejectAnswer('EGJ_RESULT_MISMATCH', mismatch);
+  }
+  if (isLost()) {
+    store.fs.rmSync(staged.dir, { recursive: true, force: true });
+    const reason = `lease of epoch ${epoch} was lost while the job ran; standing down`;
+    deadLetterBytes(store, `${key}.receipt.e${epoch}`, answer.receiptBytes, {
+      key,
+      code: 'EGJ_EPOCH_SUPERSEDED',
+      reason,
+      epoch,
+    });
+    return { key, outcome: 'superseded', reason };
+  }
+  const committed = await commitResult(store, key, epoch, answer.receiptBytes, staged.dir);
+  if (!committed.committed) return { key, outcome: 'superseded', reason: committed.reason };
+  return {
+    key,
+    outcome: 'received',
+    epoch,
+    status: receipt.status,
+    cached: receipt.cached,
+    reason: receipt.reason,
+  };
+}
+
+/** Why the extracted files are not exactly the receipt's outputs, or null. */
+function compareFiles(
+  receipt: Receipt,
+  files: ReadonlyArray<{ path: string; sha256: string; bytes: number }>,
+): string | null {
+  const got = new Map(files.map((f) => [f.path, f]));
+  for (const o of receipt.outputs) {
+    const f = got.get(o.path);
+    if (!f) return `the receipt names ${JSON.stringify(o.path)} but the result has no such file`;
+    if (f.sha256 !== o.sha256 || f.bytes !== o.bytes)
+      return `${JSON.stringify(o.path)}: bytes do not hash to the receipt's digest`;
+    got.delete(o.path);
+  }
+  const extra = [...got.keys()][0];
+  return extra === undefined
+    ? null
+    : `the result has ${JSON.stringify(extra)}, which the receipt does not name`;
+}
