@@ -6,6 +6,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    reporters: ['default', './test/plain-summary-reporter.ts'],
     // e2e tests spawn the built CLI; `npm test` builds first (see package.json).
   },
 });
