@@ -13,7 +13,7 @@ import { sha256Hex } from '../core/sha256.js';
 import { checkReceipt } from '../core/verify-rules.js';
 import { currentEpoch } from '../store/attempts.js';
 import { readIfExists } from '../store/durable.js';
-import { hashFile } from '../store/hash-file.js';
+import { hashFiles } from '../store/hash-files.js';
 import { loadJob } from '../store/job-files.js';
 import { findJob } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
@@ -82,7 +82,11 @@ async function checkArtifacts(outDir: string, receipt: Receipt): Promise<void> {
         `${file}: the receipt names this output but it is missing`,
         file,
       );
-    const { sha256, bytes } = await hashFile(file);
+  }
+  const digests = await hashFiles(receipt.outputs.map((o) => join(outDir, o.path)));
+  for (const [i, o] of receipt.outputs.entries()) {
+    const file = join(outDir, o.path);
+    const { sha256, bytes } = digests[i]!;
     if (sha256 !== o.sha256 || bytes !== o.bytes) {
       throw new RejectedError(
         'EGJ_ARTIFACT_DRIFT',
