@@ -33,26 +33,6 @@ export function makeJob(instruction, inputs) {
   return { job, key, digest: sha256(canonical(job)), bytes: Buffer.from(`${canonical(job)}\n`) };
 }
 
-export function ensureGen(root) {
-  for (const d of [
-    'queue',
-    'running',
-    'received',
-    'applied',
-    'dead',
-    'leases',
-    'attempts',
-    'receipts',
-    'out',
-    'objects',
-    'applying',
-    'tmp',
-    'staging',
-    'locks',
-  ]) {
-    mkdirSync(join(root, '.gen', d), { recursive: true });
-  }
-}
 
 export function queueJob(root, made) {
   writeFileSync(join(root, '.gen', 'queue', `${made.key}.json`), made.bytes);

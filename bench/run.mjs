@@ -19,7 +19,6 @@ import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  ensureGen,
   makeJob,
   queueJob,
   randomFile,
@@ -178,7 +177,7 @@ function freshRepo(name) {
   const root = join(TMP, name);
   rmSync(root, { recursive: true, force: true });
   mkdirSync(join(root, '.git'), { recursive: true });
-  ensureGen(root);
+  genjob(['status', '--root', root]); // genjob itself lays out .gen/ (Store.ensure)
   return root;
 }
 

@@ -8,7 +8,7 @@ import { constants } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { errnoOf, IoError, RejectedError } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
-import { fsyncDir, writeTempFile } from '../store/durable.js';
+import { fsyncDir, readdirOrEmpty, writeTempFile } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import { type CurrentFile, staleError } from './apply-plan.js';
 import { resolveRepoPath, UnsafeRepoPathError } from './repo-path.js';
@@ -211,14 +211,7 @@ export function sweepTornTemps(store: Store, paths: readonly string[]): string[]
   // resolveRepoPath refuses a directory chain with a symlink in it, so we never list or delete outside the tree
   const dirs = new Set(paths.map((p) => resolveRepoPath(store, p, { create: false }).dir));
   for (const dir of dirs) {
-    let names: string[];
-    try {
-      names = store.fs.readdirSync(dir);
-    } catch (err) {
-      if (errnoOf(err) === 'ENOENT') continue;
-      throw new IoError('readdir', dir, err);
-    }
-    const torn = names.filter((n) => n.startsWith(TREE_TMP_PREFIX));
+    const torn = readdirOrEmpty(store, dir).filter((n) => n.startsWith(TREE_TMP_PREFIX));
     for (const name of torn) {
       store.fs.rmSync(join(dir, name), { force: true });
       removed.push(join(dir, name));

@@ -1,11 +1,10 @@
 // genjob show KEY: everything genjob knows about one job — its document, state, attempts and
 // lease, receipt (as stored; `verify` is what checks it), dead-lettered material and journal.
-import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { epochsOf, readAttempt } from '../store/attempts.js';
-import { readIfExists } from '../store/durable.js';
+import { readdirOrEmpty, readIfExists } from '../store/durable.js';
 import { findJob, resolveKey } from '../store/job-states.js';
 import { readJournal } from '../store/journal.js';
 import { readLease } from '../store/lease.js';
@@ -102,12 +101,9 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   const job = found?.state === 'applied' ? (doc?.job as Record<string, unknown>) : doc;
   const attempts = epochsOf(store, key).map((e) => readAttempt(store, key, e));
   const receipt = parseLoose(readIfExists(store, store.layout.receipt(key)));
-  let dead: string[] = [];
-  try {
-    dead = readdirSync(store.layout.dir('dead')).filter((n) => n.startsWith(key) && !n.endsWith('.why.json'));
-  } catch {
-    // no dead/ yet
-  }
+  const dead = readdirOrEmpty(store, store.layout.dir('dead')).filter(
+    (n) => n.startsWith(key) && !n.endsWith('.why.json'),
+  );
   const usage = usageRows(store, key, epochsOf(store, key), dead);
   const events = readJournal(store, key);
   const lease = readLease(store, key) ?? null;

@@ -1,12 +1,11 @@
 // genjob status: counts per state and one row per job (key prefix, state, epoch, age, receipt
 // status, first line of the instruction), plus token totals from receipts. Display only: it
 // reads files with JSON.parse and never loads the schema code, so it stays fast on big queues.
-import { readdirSync } from 'node:fs';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { peekEpoch } from '../core/receipt-peek.js';
 import { currentEpoch } from '../store/attempts.js';
-import { readIfExists } from '../store/durable.js';
+import { readdirOrEmpty, readIfExists } from '../store/durable.js';
 import { FLOW, keysIn } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 
@@ -84,7 +83,9 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
       });
     }
   }
-  counts.dead = readdirSafe(store.layout.dir('dead')).filter((n) => !n.endsWith('.why.json')).length;
+  counts.dead = readdirOrEmpty(store, store.layout.dir('dead')).filter(
+    (n) => !n.endsWith('.why.json'),
+  ).length;
   const usage = { prompt_tokens: 0, completion_tokens: 0, requests: 0 };
   for (const key of keysIn(store, 'received').concat(keysIn(store, 'applied'))) {
     const u = receiptSummary(readIfExists(store, store.layout.receipt(key))).usage;
@@ -111,12 +112,4 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
     }
   }
   return { human: lines.join('\n'), json: { ok: true, counts, usage, jobs: rows } };
-}
-
-function readdirSafe(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
-  }
 }

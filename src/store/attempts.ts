@@ -2,8 +2,7 @@
 // exclusively, so epochs strictly increase and are never reused — even across crashes.
 // The epoch is the fencing token: a receipt carries it, and only the newest epoch may commit.
 import { join } from 'node:path';
-import { errnoOf } from '../core/errors.js';
-import { publishExclusive, readIfExists, replaceFile } from './durable.js';
+import { publishExclusive, readdirOrEmpty, readIfExists, replaceFile } from './durable.js';
 import type { Store } from './store.js';
 
 export interface Worker {
@@ -23,14 +22,7 @@ export interface LeaseRecord {
 
 /** Epochs recorded for a key, ascending. */
 export function epochsOf(store: Store, key: string): number[] {
-  let names: string[];
-  try {
-    names = store.fs.readdirSync(store.layout.attemptsDir(key));
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return [];
-    throw err;
-  }
-  return names
+  return readdirOrEmpty(store, store.layout.attemptsDir(key))
     .map((n) => /^(\d+)\.json$/.exec(n)?.[1])
     .filter((n): n is string => n !== undefined)
     .map(Number)

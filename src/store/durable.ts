@@ -168,15 +168,8 @@ export function moveState(store: Store, from: string, to: string): void {
 export function sweepStaleTemps(store: Store, maxAgeMs = 3_600_000, now = Date.now()): number {
   let removed = 0;
   for (const dir of [store.layout.tmp, store.layout.dir('leases'), store.layout.dir('objects')]) {
-    let names: string[];
-    try {
-      names = store.fs.readdirSync(dir);
-    } catch (err) {
-      if (errnoOf(err) === 'ENOENT') continue;
-      throw new IoError('readdir', dir, err);
-    }
     let here = 0;
-    for (const name of names) {
+    for (const name of readdirOrEmpty(store, dir)) {
       const pid = Number(/^\.tmp-(\d+)-/.exec(name)?.[1]);
       if (!pid) continue;
       const path = join(dir, name);
@@ -225,16 +218,19 @@ export function exists(store: Store, path: string): boolean {
   }
 }
 
-/** Names in a directory ending in `suffix`, without it (e.g. the keys in queue/). */
-export function listNames(store: Store, dir: string, suffix = '.json'): string[] {
-  let names: string[];
+/** The names in a directory, or none when it does not exist (yet); any other error is thrown. */
+export function readdirOrEmpty(store: HasFs, dir: string): string[] {
   try {
-    names = store.fs.readdirSync(dir);
+    return store.fs.readdirSync(dir);
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return [];
     throw new IoError('readdir', dir, err);
   }
-  return names
+}
+
+/** Names in a directory ending in `suffix`, without it (e.g. the keys in queue/). */
+export function listNames(store: Store, dir: string, suffix = '.json'): string[] {
+  return readdirOrEmpty(store, dir)
     .filter((n) => n.endsWith(suffix) && !n.startsWith('.'))
     .map((n) => basename(n, suffix))
     .sort();
