@@ -33,7 +33,6 @@ export function makeJob(instruction, inputs) {
   return { job, key, digest: sha256(canonical(job)), bytes: Buffer.from(`${canonical(job)}\n`) };
 }
 
-
 export function queueJob(root, made) {
   writeFileSync(join(root, '.gen', 'queue', `${made.key}.json`), made.bytes);
 }

@@ -18,15 +18,7 @@ import {
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  makeJob,
-  queueJob,
-  randomFile,
-  receivedJob,
-  sha256,
-  smallFiles,
-  textBytes,
-} from './fixtures.mjs';
+import { makeJob, queueJob, randomFile, receivedJob, sha256, smallFiles, textBytes } from './fixtures.mjs';
 import { startSshd } from './sshd.mjs';
 
 const MiB = 1024 * 1024;
