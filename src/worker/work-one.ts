@@ -104,6 +104,17 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   );
   try {
     return await attempt(ctx, job, digest, lease, () => lost);
+  } catch (err) {
+    // an error that ends the whole run (a changed host key, a full disk): give the job back now
+    // rather than leave it in running/ until its lease goes stale
+    await requeue(
+      store,
+      key,
+      lease.epoch,
+      `the worker stopped: ${(err as Error).message}`,
+      err instanceof GenjobError ? err.code : 'EGJ_WORKER_FAILED',
+    ).catch(() => {});
+    throw err;
   } finally {
     clearInterval(heartbeat);
   }

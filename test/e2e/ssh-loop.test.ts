@@ -116,6 +116,29 @@ describe('work --host over a real ssh server', () => {
     expect(genDir(sb, 'staging')).toEqual([]);
   });
 
+  it('refuses a host whose key is not known, sends nothing, and puts the claimed job back in the queue', async () => {
+    const sb = await box();
+    const counter = path.join(sb.dir, 'runs');
+    const gen = await writeGenerator(sb.dir, { counter, target: 'src/a.txt', text: 'never\n' });
+    const key = await mint(sb, 'shout alpha', ['src/a.txt']);
+    const emptyKnownHosts = path.join(sb.dir, 'known_hosts_empty');
+    await writeFile(emptyKnownHosts, '');
+    const flags = sshFlags(sshd(), remoteServe(sb.hostCache)).map((f) =>
+      f.startsWith('UserKnownHostsFile=') ? `UserKnownHostsFile=${emptyKnownHosts}` : f,
+    );
+
+    const w = await genjob(sb, ['work', '--once', '--generator', gen, ...flags]);
+    expect(w.exitCode).toBe(2);
+    expect(w.stderr).toMatch(/^genjob: EGJ_SSH_HOST_KEY: /m);
+    expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
+    expect([genDir(sb, 'running'), genDir(sb, 'leases'), genDir(sb, 'receipts')]).toEqual([[], [], []]);
+    expect(journal(sb, key).filter((e) => e.event === 'requeued')).toMatchObject([
+      { code: 'EGJ_SSH_HOST_KEY' },
+    ]);
+    expect(journal(sb, key).some((e) => e.event === 'shipped')).toBe(false);
+    expect(existsSync(counter)).toBe(false);
+  });
+
   it('drains several jobs through ONE ssh session to the host', async () => {
     const sb = await box();
     const sessions = path.join(sb.dir, 'sessions');
