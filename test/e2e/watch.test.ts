@@ -14,7 +14,8 @@ import type { Store } from '../../src/store/store.js';
 import { afterTest } from '../helpers/temp-store.js';
 import { spawnCli, until as untilPolls, workerRepo } from './worker-helpers.js';
 
-const until = (what: string, cond: () => boolean) => untilPolls(what, cond, 3000); // polls of 10 ms
+const until = (what: string, cond: () => boolean, explain?: () => string) =>
+  untilPolls(what, cond, 3000, explain); // polls of 10 ms
 
 // An instruction "block <path>" makes the generator wait for the release file first.
 const GENERATOR = `set -- $GENJOB_INSTRUCTION
@@ -82,7 +83,12 @@ describe('work --watch', () => {
     utimesSync(store.layout.lease(orphan.key), past, past);
     const reaper = await spawnCli(store.root, ['reap', '--lease-ttl', '1'], process.env);
     expect(reaper.exitCode).toBe(0);
-    await until('the requeued job', () => received(orphan.key));
+    await until(
+      'the requeued job',
+      () => received(orphan.key),
+      () =>
+        `journal: ${JSON.stringify(readJournal(store, orphan.key))}\nqueue: ${readdirSync(store.layout.dir('queue'))}\nrunning: ${readdirSync(store.layout.dir('running'))}\nworker stderr: ${w.stderr()}`,
+    );
     expect(peekEpoch(readFileSync(store.layout.receipt(orphan.key)))).toBe(2);
 
     w.child.kill('SIGTERM');

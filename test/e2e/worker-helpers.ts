@@ -36,11 +36,16 @@ export function spawnCli(root: string, args: readonly string[], env: NodeJS.Proc
   });
 }
 
-/** Poll `cond` every 10 ms, at most `tries` times; then fail naming `what`. */
-export async function until(what: string, cond: () => boolean, tries: number): Promise<void> {
+/** Poll `cond` every 10 ms, at most `tries` times; then fail naming `what` (and what `explain` says). */
+export async function until(
+  what: string,
+  cond: () => boolean,
+  tries: number,
+  explain?: () => string,
+): Promise<void> {
   for (let i = 0; i < tries; i++) {
     if (cond()) return;
     await new Promise((r) => setTimeout(r, 10));
   }
-  throw new Error(`gave up waiting for ${what}`);
+  throw new Error(`gave up waiting for ${what}${explain ? `\n${explain()}` : ''}`);
 }
