@@ -81,7 +81,9 @@ describe('work --watch', () => {
     beginAttempt(store, orphan.key, { id: 'dead-worker', host: 'gone', pid: 1 }, 1, 'local');
     const past = new Date(Date.now() - 3_600_000);
     utimesSync(store.layout.lease(orphan.key), past, past);
-    const reaper = await spawnCli(store.root, ['reap', '--lease-ttl', '1'], process.env);
+    // a TTL far above the watcher's live leases (their beats come every 15 s) and far below the
+    // orphan's hour-old one: with a 1 s TTL this reaper would also reap the watcher's own live jobs
+    const reaper = await spawnCli(store.root, ['reap', '--lease-ttl', '600'], process.env);
     expect(reaper.exitCode).toBe(0);
     await until(
       'the requeued job',
