@@ -5,6 +5,7 @@
 // login shell and so pay its rc files (root's ~/.bashrc with pyenv init here, ~0.5 s); we never edit them.
 // Plain ESM so the benchmark runs it without a build; bench/sshd.d.mts types it for the tests.
 import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -20,6 +21,11 @@ const BENCH = { alias: 'genjob-bench', maxSessions: 64, batchMode: true };
 
 /** Start sshd; with no options, the benchmark's (see sshd.d.mts for each option). */
 export async function startSshd(opts = BENCH) {
+  if (!existsSync('/usr/sbin/sshd') || !existsSync('/usr/bin/ssh')) {
+    throw new Error(
+      'the ssh tests need OpenSSH: apt-get install openssh-server openssh-client (.ci/run does this)',
+    );
+  }
   await promisify(execFile)('install', ['-d', '-m', '0755', '/run/sshd']);
   // Short prefix: ssh control sockets live under test temp dirs and sun_path is 108 bytes.
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'gj-sshd-'));
