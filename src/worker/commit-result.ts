@@ -38,6 +38,19 @@ export async function commitResult(
       store.fs.rmSync(stagingDir, { recursive: true, force: true });
       return { committed: false, reason };
     }
+    // 0. a receipt of this or a newer epoch already stands: leave it and its out/<key>/ alone
+    const standing = readIfExists(store, layout.receipt(key));
+    if (standing !== undefined && !standing.equals(receiptBytes) && peekEpoch(standing) >= epoch) {
+      const reason = `a receipt of epoch ${peekEpoch(standing)} is already committed`;
+      deadLetterBytes(store, `${key}.receipt.e${epoch}`, receiptBytes, {
+        key,
+        code: 'EGJ_DUPLICATE_RECEIPT',
+        reason,
+        epoch,
+      });
+      store.fs.rmSync(stagingDir, { recursive: true, force: true });
+      return { committed: false, reason };
+    }
     // 1. the bytes: a leftover out/<key>/ (a crash before its receipt landed) is kept in dead/
     const out = layout.outDir(key);
     if (exists(store, out)) {

@@ -77,4 +77,27 @@ describe('commitResult', () => {
     expect(dead).toHaveLength(1);
     expect(readFileSync(join(store.layout.dir('dead'), dead[0]!))).toEqual(receipt(1));
   });
+
+  it('leaves a standing receipt of the same epoch and its outputs alone, keeping the other one in dead/', async () => {
+    const { store, key, stage, receipt } = setup();
+    claim(store, key, 'w');
+    beginAttempt(store, key, W, 60, 'local');
+    // a stolen lock let another delivery of epoch 1 commit first, with other bytes
+    mkdirSync(store.layout.outDir(key));
+    writeFileSync(join(store.layout.outDir(key), 'x.txt'), 'first');
+    writeFileSync(
+      store.layout.receipt(key),
+      Buffer.from(`${JSON.stringify({ key, epoch: 1, other: true })}\n`),
+    );
+    const second = await commitResult(store, key, 1, receipt(1), stage('second'));
+    expect(second.committed).toBe(false);
+    expect(readFileSync(join(store.layout.outDir(key), 'x.txt'), 'utf8')).toBe('first');
+    const dead = readdirSync(store.layout.dir('dead'));
+    const raw = dead.find((n) => n.startsWith(`${key}.receipt.e1.`) && !n.endsWith('.why.json'))!;
+    expect(readFileSync(join(store.layout.dir('dead'), raw))).toEqual(receipt(1));
+    expect(JSON.parse(readFileSync(join(store.layout.dir('dead'), `${raw}.why.json`), 'utf8')).code).toBe(
+      'EGJ_DUPLICATE_RECEIPT',
+    );
+    expect(readdirSync(store.layout.staging)).toEqual([]);
+  });
 });
