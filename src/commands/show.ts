@@ -1,8 +1,10 @@
 // genjob show KEY: everything genjob knows about one job — its document, state, attempts and
 // lease, receipt (as stored; `verify` is what checks it), dead-lettered material and journal.
+
 import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { splitEnvelope } from '../core/receipt-peek.js';
 import { epochsOf, readAttempt } from '../store/attempts.js';
 import { readdirOrEmpty, readIfExists } from '../store/durable.js';
 import { findJob, resolveKey } from '../store/job-states.js';
@@ -13,14 +15,8 @@ import type { Store } from '../store/store.js';
 function parseLoose(bytes: Buffer | undefined): unknown {
   if (!bytes) return null;
   try {
-    const doc = JSON.parse(bytes.toString('utf8'));
-    if (typeof doc.payload === 'string' && typeof doc.payloadType === 'string') {
-      return {
-        envelope: { payloadType: doc.payloadType, signatures: doc.signatures },
-        payload: JSON.parse(Buffer.from(doc.payload, 'base64').toString('utf8')),
-      };
-    }
-    return doc;
+    const { payload, envelope } = splitEnvelope(JSON.parse(bytes.toString('utf8')));
+    return envelope ? { envelope, payload } : payload;
   } catch {
     return { unreadable: bytes.subarray(0, 200).toString('utf8') };
   }

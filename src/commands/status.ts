@@ -3,7 +3,7 @@
 // reads files with JSON.parse and never loads the schema code, so it stays fast on big queues.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
-import { peekEpoch } from '../core/receipt-peek.js';
+import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { currentEpoch } from '../store/attempts.js';
 import { readdirOrEmpty, readIfExists } from '../store/durable.js';
 import { FLOW, keysIn } from '../store/job-states.js';
@@ -24,10 +24,11 @@ export function receiptSummary(bytes: Buffer | undefined): {
 } {
   if (!bytes) return { status: null, usage: null };
   try {
-    let doc = JSON.parse(bytes.toString('utf8'));
-    if (typeof doc.payload === 'string')
-      doc = JSON.parse(Buffer.from(doc.payload, 'base64').toString('utf8'));
-    return { status: String(doc.status), usage: doc.usage ?? null };
+    const doc = splitEnvelope(JSON.parse(bytes.toString('utf8'))).payload;
+    return {
+      status: String(doc.status),
+      usage: (doc.usage as ReturnType<typeof receiptSummary>['usage']) ?? null,
+    };
   } catch {
     return { status: 'unreadable', usage: null };
   }

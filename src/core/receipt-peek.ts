@@ -1,12 +1,22 @@
 // Read fields of a receipt WITHOUT trusting it: its epoch, to order two receipts for the same
 // key on the worker (the newer epoch stands), and its token usage, for a worker's budget.
 // Verify still checks everything. Handles plain receipts and DSSE envelopes; unreadable → 0.
-function peekPayload(bytes: Uint8Array): Record<string, unknown> {
-  let doc = JSON.parse(Buffer.from(bytes).toString('utf8')) as Record<string, unknown>;
+/** A parsed receipt file as its receipt document plus, for a DSSE envelope, the envelope's own fields. Throws on bad JSON. */
+export function splitEnvelope(doc: Record<string, unknown>): {
+  payload: Record<string, unknown>;
+  envelope: { payloadType: string; signatures: unknown } | null;
+} {
   if (typeof doc.payload === 'string' && typeof doc.payloadType === 'string') {
-    doc = JSON.parse(Buffer.from(doc.payload, 'base64').toString('utf8')) as Record<string, unknown>;
+    return {
+      payload: JSON.parse(Buffer.from(doc.payload, 'base64').toString('utf8')) as Record<string, unknown>,
+      envelope: { payloadType: doc.payloadType, signatures: doc.signatures },
+    };
   }
-  return doc;
+  return { payload: doc, envelope: null };
+}
+
+function peekPayload(bytes: Uint8Array): Record<string, unknown> {
+  return splitEnvelope(JSON.parse(Buffer.from(bytes).toString('utf8')) as Record<string, unknown>).payload;
 }
 
 export function peekEpoch(bytes: Uint8Array): number {
