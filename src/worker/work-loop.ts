@@ -5,28 +5,45 @@
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Receipt } from '../core/receipt.js';
 import { peekTokens } from '../core/receipt-peek.js';
 import type { Worker } from '../store/attempts.js';
 import { claimNext } from '../store/claim.js';
 import { readIfExists } from '../store/durable.js';
 import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
-import type { ServeLauncher } from '../transport/launcher.js';
 import { ServeClient } from './serve-client.js';
 import { type JobOutcome, type WorkContext, workOne } from './work-one.js';
 
-export interface WorkOptions {
-  store: Store;
+/** What every job of a run is worked with: the same fields as WorkContext, set once per run. */
+type JobSettings = Pick<
+  WorkContext,
+  | 'store'
+  | 'launcher'
+  | 'generator'
+  | 'timeoutMs'
+  | 'retryAborted'
+  | 'leaseTtlS'
+  | 'maxAttempts'
+  | 'decodeReceipt'
+>;
+
+function pickJobSettings(o: JobSettings): JobSettings {
+  const { store, launcher, generator, timeoutMs, retryAborted, leaseTtlS, maxAttempts, decodeReceipt } = o;
+  return {
+    store,
+    launcher,
+    generator,
+    timeoutMs,
+    retryAborted: retryAborted === true,
+    leaseTtlS,
+    maxAttempts,
+    decodeReceipt,
+  };
+}
+
+export interface WorkOptions extends JobSettings {
   mode: 'once' | 'drain' | 'watch';
   concurrency: number;
-  launcher: ServeLauncher;
-  generator: string | null;
-  timeoutMs: number;
-  retryAborted?: boolean;
-  leaseTtlS: number;
-  maxAttempts: number;
-  decodeReceipt: (bytes: Buffer, file: string) => Receipt;
   /** Stop claiming when this resolves/aborts (SIGINT/SIGTERM, or the budget is spent). */
   signal?: AbortSignal;
   /** After the stop signal, jobs in flight get this long; then their sessions are killed and they are requeued. */
@@ -85,15 +102,8 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   async function slot(): Promise<void> {
     let client: ServeClient | undefined;
     const ctx: WorkContext = {
-      store: o.store,
+      ...pickJobSettings(o),
       worker,
-      launcher: o.launcher,
-      generator: o.generator,
-      timeoutMs: o.timeoutMs,
-      retryAborted: o.retryAborted === true,
-      leaseTtlS: o.leaseTtlS,
-      maxAttempts: o.maxAttempts,
-      decodeReceipt: o.decodeReceipt,
       session: async () => {
         if (client?.alive) return client;
         // fail fast and clearly on an unknown or changed host key, before any bytes are sent
