@@ -2,7 +2,7 @@
 // nothing is written; --json results of mint, status and show; resolving key prefixes.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { workOrderKey } from '../../src/core/job.js';
 import { DEMO_GENERATOR, genDir, makeSandbox, mintKey, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
@@ -58,6 +58,24 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       rule: '.git/config: path is inside .git/',
     },
     {
+      name: 'a file inside a nested .git/',
+      args: ['-m', 'x', 'vendor/lib/.git/config'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'vendor/lib/.git/config: path is inside .git/',
+    },
+    {
+      name: 'a file inside a case-folded .GIT/',
+      args: ['-m', 'x', '.GIT/hooks/pre-commit'],
+      code: 'EGJ_BAD_PATH',
+      rule: '.GIT/hooks/pre-commit: path is inside .git/ (component ".GIT" is .git after case folding, HFS+ or NTFS aliasing)',
+    },
+    {
+      name: 'a file inside .Gen/',
+      args: ['-m', 'x', '.Gen/queue/x.json'],
+      code: 'EGJ_BAD_PATH',
+      rule: '.Gen/queue/x.json: path is inside .gen/ (component ".Gen" is .gen after case folding, HFS+ or NTFS aliasing)',
+    },
+    {
       name: 'a missing file without --create',
       args: ['-m', 'x', 'src/missing.py'],
       code: 'EGJ_BAD_PATH',
@@ -101,6 +119,10 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       symlinkSync('src', join(sb.repo, 'srclink'));
       mkdirSync(join(sb.repo, 'deploy'));
       writeFileSync(join(sb.repo, 'deploy/.env'), 'PORT=8080\n');
+      for (const f of ['vendor/lib/.git/config', '.GIT/hooks/pre-commit', '.Gen/queue/x.json']) {
+        mkdirSync(join(sb.repo, dirname(f)), { recursive: true });
+        writeFileSync(join(sb.repo, f), '[core]\n\tfsmonitor = touch /tmp/pwned\n');
+      }
       await sb.genjob(['status']); // creates .gen/ (and its journal-less layout)
       writeFileSync(join(sb.repo, '.gen/journal.jsonl'), '');
       const before = snapshot(sb.repo, ['.git']);
