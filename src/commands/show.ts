@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
+import { terminalText } from '../core/terminal-text.js';
 import { epochsOf, readAttempt } from '../store/attempts.js';
 import { readdirOrEmpty, readIfExists } from '../store/durable.js';
 import { findJob, resolveKey } from '../store/job-states.js';
@@ -125,7 +126,8 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     '',
     'journal:',
     ...events.map(
-      (e) => `  ${e.at} ${e.event}${e.reason ? `: ${e.reason}` : ''}${e.epoch ? ` (epoch ${e.epoch})` : ''}`,
+      (e) =>
+        `  ${e.at} ${e.event}${e.reason ? `: ${terminalText(String(e.reason))}` : ''}${e.epoch ? ` (epoch ${e.epoch})` : ''}`,
     ),
   );
   return {

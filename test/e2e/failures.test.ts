@@ -82,12 +82,44 @@ describe('a generator that fails', () => {
     const verify = await sb.genjob(['verify', key]);
     expect(verify).toMatchObject({
       exitCode: 3,
-      stderr: `genjob: EGJ_STATUS_NOT_OK: ${receiptFile}: status is aborted: ${reason}\n`,
+      // one line: the reason's newline is escaped like every control character a host sends
+      stderr: `genjob: EGJ_STATUS_NOT_OK: ${receiptFile}: status is aborted: ${reason.replace('\n', '\\x0a')}\n`,
     });
     const apply = await sb.genjob(['apply', key]);
     expect(apply).toMatchObject({ exitCode: 3, stderr: verify.stderr });
     expect(snapshot(sb.repo)).toEqual(before);
     expect(genDir(sb, 'applied')).toEqual([]);
+  });
+
+  it('never lets escape sequences in its stderr tail reach the terminal raw (work, show, verify, apply); --json keeps them exact', async () => {
+    const sb = await makeSandbox();
+    // OSC title, erase line + CR (overwrite the line with a fake success), a C1 CSI, a bidi override
+    const gen = sb.script(
+      'hostile.sh',
+      `printf '\\033]0;pwned\\007\\033[2K\\rall tests passed \\302\\2332K\\342\\200\\256txt.exe\\n' >&2\nexit 3`,
+    );
+    const key = await mintKey(sb, 'Print hostile text', ['src/user.py']);
+    const work = await sb.genjob(['work', '--once', '--generator', gen]);
+    expect(work.exitCode).toBe(0);
+    const receipt = readJson<{ reason: string }>(join(sb.repo, '.gen/receipts', `${key}.json`));
+    const raw = '\x1b]0;pwned\x07\x1b[2K\rall tests passed \u009b2K\u202etxt.exe';
+    expect(receipt.reason).toBe(`generator exited with status 3: ${raw}`);
+    const inert = '\\x1b]0;pwned\\x07\\x1b[2K\\x0dall tests passed \\x9b2K\\u202etxt.exe';
+    const dangerous = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/u;
+    expect(work.stderr).toContain(`received aborted: generator exited with status 3: ${inert} (`);
+    const show = await sb.genjob(['show', key]);
+    const verify = await sb.genjob(['verify', key]);
+    const apply = await sb.genjob(['apply', key]);
+    expect(verify.stderr).toContain(inert);
+    expect(apply.stderr).toContain(inert);
+    for (const r of [work, show, verify, apply]) {
+      expect(r.stdout).not.toMatch(dangerous);
+      expect(r.stderr).not.toMatch(dangerous);
+    }
+    const showJson = await sb.genjob(['show', '--json', key]);
+    expect(JSON.parse(showJson.stdout).receipt.reason).toBe(receipt.reason);
+    const verifyJson = await sb.genjob(['verify', '--json', key]);
+    expect(JSON.parse(verifyJson.stdout).message).toContain(raw);
   });
 
   it('is killed with everything it started when it outlives --timeout, and the receipt says it timed out', async () => {
