@@ -65,3 +65,16 @@ export function errnoOf(err: unknown): string | undefined {
     ? String((err as { code: unknown }).code)
     : undefined;
 }
+
+/** A file where genjob keeps a record (queue/, running/, receipts/, leases/, …) is not a readable regular file. */
+export class RecordUnreadableError extends UsageError {
+  constructor(
+    readonly file: string,
+    rule: string,
+  ) {
+    super('EGJ_RECORD_UNREADABLE', `${file}: ${rule}; a record must be a regular file`);
+  }
+  override details(): Record<string, unknown> {
+    return { file: this.file };
+  }
+}

@@ -8,7 +8,7 @@ import { parseJob } from '../core/job-schema.js';
 import type { Receipt } from '../core/receipt.js';
 import { attemptsSinceMint, beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
 import { deadLetterFile } from '../store/dead-letter.js';
-import { exists, moveState, readIfExists } from '../store/durable.js';
+import { exists, moveState, readRecord } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
 import { jobFileBytes } from '../store/mint-job.js';
@@ -56,12 +56,13 @@ export const REQUEST_MARGIN_MS = 120_000;
 export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome> {
   const { store } = ctx;
   const runningFile = store.layout.jobFile('running', key);
-  const bytes = readIfExists(store, runningFile);
-  if (bytes === undefined)
-    return { key, outcome: 'superseded', reason: 'job vanished from running/ after the claim' };
   let job: Job;
   let digest: string;
   try {
+    // a directory, FIFO or symlink claimed as <key>.json fails here (RecordUnreadableError) and goes to dead/
+    const bytes = readRecord(store, runningFile);
+    if (bytes === undefined)
+      return { key, outcome: 'superseded', reason: 'job vanished from running/ after the claim' };
     ({ job, digest } = parseJob(bytes, `running/${key}.json`));
     if (job.key !== key)
       throw new JobInvalidError(`running/${key}.json`, `file name does not match its key ${job.key}`);

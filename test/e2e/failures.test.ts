@@ -1,7 +1,8 @@
 // Things that go wrong during work: a malformed job file in the queue is dead-lettered with its
 // reason while the other jobs are worked; a generator that fails or runs out of time yields an
 // `aborted` receipt (never applied), and a timed-out generator's processes are killed.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEMO_GENERATOR, genDir, makeSandbox, mintKey, readJson, snapshot } from './helpers.js';
@@ -57,6 +58,55 @@ describe('a malformed job file in the queue', () => {
       expect(status.counts).toMatchObject({ queue: 0, running: 0, received: 2, dead: 1 });
     });
   }
+});
+
+describe('a poison entry in the queue', () => {
+  it('a directory named <key>.json, a FIFO and a symlink to /dev/zero go to dead/ with a reason; the drain goes on and exits 0', async () => {
+    const sb = await makeSandbox();
+    const good1 = await mintKey(sb, 'First note', ['README.md']);
+    const good2 = await mintKey(sb, 'Second note', ['README.md']);
+    const queue = join(sb.repo, '.gen/queue');
+    const poison = {
+      directory: { key: 'a'.repeat(64), rule: 'is a directory' },
+      fifo: { key: 'b'.repeat(64), rule: 'is a FIFO' },
+      symlink: { key: 'c'.repeat(64), rule: 'is a symbolic link' },
+    };
+    mkdirSync(join(queue, `${poison.directory.key}.json`));
+    execFileSync('mkfifo', [join(queue, `${poison.fifo.key}.json`)]);
+    symlinkSync('/dev/zero', join(queue, `${poison.symlink.key}.json`));
+
+    const r = await sb.genjob(['work', '--drain', '--generator', DEMO_GENERATOR]);
+    expect(r).toMatchObject({ exitCode: 0, stdout: '5 job(s) taken\n' });
+    for (const { key, rule } of Object.values(poison)) {
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `${key.slice(0, 12)} dead-lettered: \\S*running/${key}\\.json: ${rule}; a record must be a regular file`,
+        ),
+      );
+    }
+    expect(genDir(sb, 'queue')).toEqual([]);
+    expect(genDir(sb, 'running')).toEqual([]);
+    expect(genDir(sb, 'received')).toEqual([`${good1}.json`, `${good2}.json`].sort());
+    const dead = genDir(sb, 'dead');
+    for (const { key, rule } of Object.values(poison)) {
+      const raw = dead.find((n) => n.startsWith(`${key}.job.`) && !n.endsWith('.why.json'))!;
+      const why = readJson<{ code: string; reason: string }>(join(sb.repo, '.gen/dead', `${raw}.why.json`));
+      expect(why.code).toBe('EGJ_RECORD_UNREADABLE');
+      expect(why.reason).toContain(rule);
+    }
+    expect(
+      lstatSync(
+        join(
+          sb.repo,
+          '.gen/dead',
+          dead.find((n) => n.startsWith(poison.symlink.key) && !n.endsWith('.json'))!,
+        ),
+      ).isSymbolicLink(),
+    ).toBe(true);
+    const status = await sb.genjob(['status', '--json']);
+    expect(status.exitCode).toBe(0);
+    expect(JSON.parse(status.stdout).counts).toMatchObject({ queue: 0, running: 0, received: 2, dead: 3 });
+  });
 });
 
 describe('a generator that fails', () => {
