@@ -1,7 +1,7 @@
 // genjob mint: turn an instruction and the paths it may touch into an immutable job in queue/.
 // Paths are checked (inside the root, regular files, no symlinks or hardlinks, not in .gen/ or .git/), hashed
 // by streaming, and scanned for secrets in the same read; the job file is published exclusively.
-import { lstatSync, readFileSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
@@ -57,6 +57,24 @@ function checkAncestors(root: string, p: string, typed: string): void {
   }
 }
 
+/** The first bytes of a file (never through a symlink), or undefined when there is none to read. */
+function firstBytes(path: string): Uint8Array | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const buf = Buffer.alloc(8);
+    return buf.subarray(0, readSync(fd, buf, 0, buf.length, 0));
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function readInstruction(o: MintOptions): string {
   if (o.message !== undefined && o.file !== undefined)
     throw new UsageError('EGJ_USAGE', 'give the instruction with -m or -f, not both');
@@ -99,7 +117,7 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
 
   for (const { typed, path } of [...reads, ...creates]) {
     checkAncestors(root, path, typed);
-    const why = secretPathProblem(path);
+    const why = secretPathProblem(path, () => firstBytes(resolve(root, path)));
     if (why && !allowed.has(path)) throw secretError(typed, why);
   }
   const inputs: JobInput[] = [];
