@@ -86,7 +86,10 @@ const PATH_RULES: readonly PathRule[] = [
  * Why `path` must not be shipped (naming the rule), or null. `path` is '/'-separated; `head`, when
  * the file exists, returns its first bytes (a .key file that is a zip is a Keynote document).
  */
-export function secretPathProblem(path: string, head: () => Uint8Array | undefined = () => undefined): string | null {
+export function secretPathProblem(
+  path: string,
+  head: () => Uint8Array | undefined = () => undefined,
+): string | null {
   const parts = path
     .toLowerCase()
     .split('/')
@@ -113,7 +116,9 @@ const PEM_BODY_LINE = /^[\s"'`]*(?:[A-Za-z0-9+/]{40,}={0,2}|Proc-Type:)/;
 /** A base64 run that decodes to a PEM private key header (a Kubernetes Secret's `tls.key: LS0t…`). */
 function isBase64Pem(m: string): boolean {
   const head = m.slice(0, 120);
-  return PEM_BEGIN.test(Buffer.from(head.slice(0, head.length - (head.length % 4)), 'base64').toString('latin1'));
+  return PEM_BEGIN.test(
+    Buffer.from(head.slice(0, head.length - (head.length % 4)), 'base64').toString('latin1'),
+  );
 }
 
 /** Fewer than 6 distinct characters in the 16 after the prefix: a placeholder such as AKIAXXXXXXXXXXXXXXXX. */
@@ -157,7 +162,8 @@ export interface SecretFinding {
 }
 
 /** Every rule's literal anchor: one cheap pass rules out most lines before the rules run. */
-const ANCHORS = /PRIVATE KEY|LS0tLS1CRUdJTi|AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[baprs]-|sk-|AIza|_live_|npm_|hf_/;
+const ANCHORS =
+  /PRIVATE KEY|LS0tLS1CRUdJTi|AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[baprs]-|sk-|AIza|_live_|npm_|hf_/;
 
 /** Rules that match somewhere in one line (each at most once). */
 function scanLine(text: string): string[] {
