@@ -34,6 +34,7 @@ function inProcess(cache: ResultCache, pinned: string | null = null): ServeLaunc
         cache,
         pinnedGenerator: pinned,
         encodeReceipt: (r) => canonicalBytes(r),
+        policy: { kind: 'bwrap', network: false, envNames: [], binds: [], bindsRw: [], hidden: [cache.dir] },
       })
         .then(() => fromServe.end())
         .then(() => ({ exitCode: 0, signal: null }));
