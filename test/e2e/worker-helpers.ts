@@ -3,7 +3,7 @@
 // the built CLI spawned with execa (reject: false, an env the caller gives) and a poll that names what
 // it waited for. Temp dirs and registered cleanups go after each test (test/helpers/temp-store.ts).
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import type { Store } from '../../src/store/store.js';
 import { tempRepo } from '../helpers/temp-store.js';
@@ -27,11 +27,14 @@ export function workerRepo(prefix: string, script: string, files: Record<string,
   return { base, root, store, generator: ['--generator', `sh ${join(base, 'gen.sh')}`] };
 }
 
-/** Spawn the built CLI in `root` with exactly `env`; `preload` is a module for node's --import. */
+/**
+ * Spawn the built CLI in `root` with `env`; `preload` is a module for node's --import. Unless `env`
+ * says otherwise, a confined generator may read and write the scratch space around the repository.
+ */
 export function spawnCli(root: string, args: readonly string[], env: NodeJS.ProcessEnv, preload?: string) {
   return execa(process.execPath, [...(preload ? ['--import', preload] : []), CLI, ...args], {
     cwd: root,
-    env,
+    env: { GENJOB_GENERATOR_BIND_RW: dirname(root), ...env },
     reject: false,
   });
 }

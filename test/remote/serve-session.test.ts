@@ -34,7 +34,15 @@ function inProcess(cache: ResultCache, pinned: string | null = null): ServeLaunc
         cache,
         pinnedGenerator: pinned,
         encodeReceipt: (r) => canonicalBytes(r),
-        policy: { kind: 'bwrap', network: false, envNames: [], binds: [], bindsRw: [], hidden: [cache.dir] },
+        // the test's generators log their runs in tmp; the cache inside it stays hidden
+        policy: {
+          kind: 'bwrap',
+          network: false,
+          envNames: [],
+          binds: [],
+          bindsRw: [tmp],
+          hidden: [cache.dir, cache.workDir],
+        },
       })
         .then(() => fromServe.end())
         .then(() => ({ exitCode: 0, signal: null }));
