@@ -11,6 +11,7 @@ import { GenjobError } from '../core/errors.js';
 import { allowedPaths, type Job } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import { RECEIPT_SCHEMA, type Receipt } from '../core/receipt.js';
+import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
 import {
   BodyAbortedError,
@@ -24,7 +25,7 @@ import {
 import { type Extracted, safeExtract } from '../transport/safe-extract.js';
 import { packTar } from '../transport/tar-pack.js';
 import { VERSION } from '../version.js';
-import { generate } from './generate.js';
+import { BUILTIN_PREFIX, generate } from './generate.js';
 import type { CachedResult, ResultCache } from './result-cache.js';
 import { RequestSchema, type ServeRequest } from './serve-requests.js';
 import { knownFiles } from './workspace-diff.js';
@@ -130,6 +131,9 @@ async function answer(
         );
       }
       await cfg.cache.clearStarted(name);
+      // no sandbox, no generation: refused before anything is recorded as started
+      if (cfg.policy.kind === 'bwrap' && !generator.startsWith(BUILTIN_PREFIX))
+        await requireBwrap(`genjob serve on ${host}`);
       await writeFile(join(scratch, 'job.json'), canonicalBytes(job));
       // the extraction hashed every file: the diff re-hashes only those touched since
       const known = knownFiles(ws, files, join(scratch, 'extracted.fence'));
