@@ -16,15 +16,30 @@ export interface WorkerRepo {
   /** The repository root (`base/repo`, with .git/). */
   root: string;
   store: Store;
-  /** `--generator sh base/gen.sh`. */
+  /** `--generator sh base/gen.sh`, plus `--generator-env NAME` for each of HARNESS_ENV. */
   generator: string[];
 }
+
+/**
+ * Variables the tests' generator scripts read (a confined generator gets only the environment
+ * names passed with --generator-env).
+ */
+export const HARNESS_ENV = [
+  'GEN_LOG',
+  'WORKER_TAG',
+  'STARTED',
+  'RELEASE',
+  'CRASH_GEN_NTH',
+  'CRASH_GEN_MARK',
+  'WORKER_PID_FILE',
+];
 
 /** A fresh repository holding `files`, its Store made, and `script` as base/gen.sh. */
 export function workerRepo(prefix: string, script: string, files: Record<string, string> = {}): WorkerRepo {
   const { base, root, store } = tempRepo(prefix, files);
   writeFileSync(join(base, 'gen.sh'), script);
-  return { base, root, store, generator: ['--generator', `sh ${join(base, 'gen.sh')}`] };
+  const passEnv = HARNESS_ENV.flatMap((name) => ['--generator-env', name]);
+  return { base, root, store, generator: ['--generator', `sh ${join(base, 'gen.sh')}`, ...passEnv] };
 }
 
 /**
