@@ -65,3 +65,14 @@ export function errnoOf(err: unknown): string | undefined {
     ? String((err as { code: unknown }).code)
     : undefined;
 }
+
+/** No usable sandbox for a generator (bwrap missing or unable to start) and no --no-sandbox. */
+export class SandboxUnavailableError extends GenjobError {
+  readonly code = 'EGJ_SANDBOX_UNAVAILABLE';
+  readonly exitCode = EXIT.USAGE;
+  constructor(where: string, why: string) {
+    super(
+      `${where}: ${why}; install the Debian package bubblewrap (apt-get install bubblewrap), or pass --no-sandbox to run generators unconfined`,
+    );
+  }
+}
