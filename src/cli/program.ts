@@ -228,5 +228,35 @@ export function buildProgram(): Command {
       await run(async () => (await import('../commands/trust-cli.js')).trustRemove(o, name), !!o.json);
     });
 
+  // Receipts travel with the repository: push/pull refs/genjob/, the commit gate's hook.
+  common(program.command('push'))
+    .description('publish the material of received and applied jobs under refs/genjob/ on a git remote')
+    .argument('[remote]', "the git remote (default: the branch's remote, else origin)")
+    .option('--key <key>', 'push only this key (or unique prefix); repeatable', collect)
+    .action(async (remote: string | undefined, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/push.js')).push({ ...o, remote }), !!o.json);
+    });
+  common(program.command('pull'))
+    .description(
+      'fetch refs/genjob/ from a git remote and import what is new as received jobs (checked again by verify)',
+    )
+    .argument('[remote]', "the git remote (default: the branch's remote, else origin)")
+    .action(async (remote: string | undefined, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/pull.js')).pull({ ...o, remote }), !!o.json);
+    });
+  const hook = common(program.command('hook')).description('git hooks that run the merge gate');
+  common(hook.command('install'))
+    .description(
+      'write a pre-push hook (or --pre-merge-commit) running `genjob pull` and `genjob verify --commits`',
+    )
+    .option('--pre-merge-commit', 'install the pre-merge-commit hook instead of pre-push')
+    .option('--force', 'replace a hook genjob did not write')
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/hook.js')).hookInstall(o), !!o.json);
+    });
+
   return program;
 }

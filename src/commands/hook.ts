@@ -1,0 +1,3 @@
+export async function hookInstall(_o: unknown): Promise<never> {
+  throw new Error('todo');
+}
