@@ -19,7 +19,7 @@ export type ImportOutcome =
   | { status: 'skipped'; why: string }
   | { status: 'conflict'; why: string };
 
-function digestOf(store: Store, state: string, bytes: Buffer): string | null {
+function digestOf(state: string, bytes: Buffer): string | null {
   try {
     const doc = JSON.parse(bytes.toString('utf8'));
     return jobDigest(state === 'applied' ? doc.job : doc);
@@ -32,7 +32,7 @@ export function importMaterial(store: Store, m: PulledMaterial, remote: string):
   const key = m.key;
   const digest = parseJob(m.job, 'job.json').digest;
   const found = findJob(store, key);
-  if (found && digestOf(store, found.state, found.bytes) !== digest)
+  if (found && digestOf(found.state, found.bytes) !== digest)
     return { status: 'conflict', why: `${found.file} is another job document for this key` };
   const receiptFile = store.layout.receipt(key);
   const localReceipt = readIfExists(store, receiptFile);

@@ -8,7 +8,7 @@ import { foldedPath, pathProblem } from '../core/paths.js';
 import { MAX_RECEIPT_BYTES } from '../core/receipt.js';
 import { decodeReceipt } from '../core/receipt-decode.js';
 import { jobFileBytes } from '../store/mint-job.js';
-import { catFile, parseTree, type TreeEntry } from './cat-file.js';
+import { catFile, type GitObject, parseTree, type TreeEntry } from './cat-file.js';
 import { JOB_ENTRY, KEY_REFS, keyOfRef, OUT_DIR, PULLED_REFS, RECEIPT_ENTRY } from './material-refs.js';
 import { git } from './run-git.js';
 
@@ -72,8 +72,9 @@ export async function readPulled(
 ): Promise<ReadOutcome[]> {
   const bad = new Map<string, string>();
   const files = new Map<string, FileEntry[]>();
-  const refuse = (key: string, rule: string) => {
+  const refuse = (key: string, rule: string): false => {
     if (!bad.has(key)) bad.set(key, rule);
+    return false;
   };
   for (const r of refs) {
     files.set(r.key, []);
@@ -102,39 +103,41 @@ export async function readPulled(
       { contents: true, maxOutput: 256 * 1024 * 1024 },
     );
     const next: typeof level = [];
-    level.forEach((t, i) => {
-      if (bad.has(t.key)) return;
-      const obj = trees[i];
-      if (!obj || obj.type !== 'tree') return refuse(t.key, `${t.dir || '(root)'} is not a tree`);
-      let entries: TreeEntry[];
-      try {
-        entries = parseTree(obj.content!, oidBytes);
-      } catch (err) {
-        return refuse(t.key, `${t.dir || '(root)'}: ${(err as Error).message}`);
-      }
-      for (const e of entries) {
-        const path = `${t.dir}${e.name}`;
-        if (t.dir === '') {
-          if (e.name === 'out' && e.mode === '40000') next.push({ key: t.key, dir: OUT_DIR, oid: e.oid });
-          else if ((e.name === JOB_ENTRY || e.name === RECEIPT_ENTRY) && e.mode === '100644')
-            files.get(t.key)!.push({ path, oid: e.oid });
-          else return refuse(t.key, `unexpected entry ${JSON.stringify(e.name)} (mode ${e.mode}) at the top`);
-          continue;
-        }
-        const problem = pathProblem(path.slice(OUT_DIR.length));
-        if (problem) return refuse(t.key, `${JSON.stringify(path)}: ${problem}`);
-        if (e.mode === '40000') next.push({ key: t.key, dir: `${path}/`, oid: e.oid });
-        else if (e.mode === '100644') files.get(t.key)!.push({ path, oid: e.oid });
-        else
-          return refuse(
-            t.key,
-            `${JSON.stringify(path)} has mode ${e.mode}: only regular files (100644) are accepted`,
-          );
-        if (files.get(t.key)!.length > MAX_OUTPUTS + 2)
-          return refuse(t.key, `more than ${MAX_OUTPUTS} outputs`);
-      }
-    });
+    for (const [i, t] of level.entries()) {
+      if (!bad.has(t.key)) walkTree(t, trees[i] ?? null, next);
+    }
     level = next.filter((t) => !bad.has(t.key));
+  }
+  function walkTree(t: { key: string; dir: string }, obj: GitObject | null, next: typeof level): boolean {
+    if (obj?.type !== 'tree' || !obj) return refuse(t.key, `${t.dir || '(root)'} is not a tree`);
+    let entries: TreeEntry[];
+    try {
+      entries = parseTree(obj.content!, oidBytes);
+    } catch (err) {
+      return refuse(t.key, `${t.dir || '(root)'}: ${(err as Error).message}`);
+    }
+    for (const e of entries) {
+      const path = `${t.dir}${e.name}`;
+      if (t.dir === '') {
+        if (e.name === 'out' && e.mode === '40000') next.push({ key: t.key, dir: OUT_DIR, oid: e.oid });
+        else if ((e.name === JOB_ENTRY || e.name === RECEIPT_ENTRY) && e.mode === '100644')
+          files.get(t.key)!.push({ path, oid: e.oid });
+        else return refuse(t.key, `unexpected entry ${JSON.stringify(e.name)} (mode ${e.mode}) at the top`);
+        continue;
+      }
+      const problem = pathProblem(path.slice(OUT_DIR.length));
+      if (problem) return refuse(t.key, `${JSON.stringify(path)}: ${problem}`);
+      if (e.mode === '40000') next.push({ key: t.key, dir: `${path}/`, oid: e.oid });
+      else if (e.mode === '100644') files.get(t.key)!.push({ path, oid: e.oid });
+      else
+        return refuse(
+          t.key,
+          `${JSON.stringify(path)} has mode ${e.mode}: only regular files (100644) are accepted`,
+        );
+      if (files.get(t.key)!.length > MAX_OUTPUTS + 2)
+        return refuse(t.key, `more than ${MAX_OUTPUTS} outputs`);
+    }
+    return true;
   }
   // names: both documents present, no two outputs folding together
   for (const r of live()) {
@@ -156,9 +159,12 @@ export async function readPulled(
     { contents: false },
   );
   let total = 0;
-  wanted.forEach((f, i) => {
+  for (const [i, f] of wanted.entries()) {
     const s = sizes[i];
-    if (!s || s.type !== 'blob') return refuse(f.key, `${f.path} is not a blob`);
+    if (s?.type !== 'blob' || !s) {
+      refuse(f.key, `${f.path} is not a blob`);
+      continue;
+    }
     const cap =
       f.path === JOB_ENTRY
         ? MAX_JOB_FILE_BYTES
@@ -167,7 +173,7 @@ export async function readPulled(
           : 64 * 1024 * 1024;
     if (s.size > cap) refuse(f.key, `${f.path} is ${s.size} bytes, above the cap of ${cap}`);
     total += s.size;
-  });
+  }
   if (total > MAX_PULL_BYTES)
     for (const r of live()) refuse(r.key, `the pull would read more than ${MAX_PULL_BYTES} bytes`);
   const toRead = wanted.filter((f) => !bad.has(f.key));
