@@ -134,6 +134,12 @@ export function buildProgram(): Command {
     .argument('[key]', 'a key or a unique prefix (4+ characters)')
     .option('--all', 'verify every received job')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
+    .option('--commits <range>', 'the merge gate: check every commit in RANGE with a Genjob-Key trailer')
+    .option(
+      '--require-genjob <pathspec>',
+      'with --commits: fail commits touching PATHSPEC without a trailer; repeatable',
+      collect,
+    )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/verify.js')).verify({ ...o, key }), !!o.json);
@@ -146,6 +152,10 @@ export function buildProgram(): Command {
     .option('--dry-run', 'print what would change; write nothing')
     .option('--diff', 'with --dry-run: print a unified diff')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
+    .option(
+      '--commit',
+      'then make one git commit per job holding exactly its outputs, with Genjob-* trailers',
+    )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/apply.js')).apply({ ...o, key }), !!o.json);
