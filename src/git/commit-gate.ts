@@ -31,15 +31,15 @@ class GateFailure extends Error {
   }
 }
 
-/** RANGE as rev-list arguments: whitespace-separated revisions; no options other than --not. */
+/** RANGE as rev-list arguments: whitespace-separated revisions; the only options are --not, --remotes, --branches, --tags. */
 export function rangeArgs(range: string): string[] {
   const args = range.split(/\s+/).filter(Boolean);
   if (args.length === 0) throw new UsageError('EGJ_USAGE', '--commits: the range is empty');
   for (const a of args)
-    if (a.startsWith('-') && a !== '--not')
+    if (a.startsWith('-') && !/^--(not|remotes|branches|tags)(=[^=]*)?$/.test(a))
       throw new UsageError(
         'EGJ_USAGE',
-        `--commits: ${JSON.stringify(a)}: a range holds revisions (and --not), no options`,
+        `--commits: ${JSON.stringify(a)}: a range holds revisions (and --not, --remotes=, --branches=), no other options`,
       );
   return args;
 }

@@ -36,6 +36,8 @@ export interface GitOptions {
   okCodes?: readonly number[];
   /** Refuse output larger than this (hostile remotes can name huge trees). */
   maxOutput?: number;
+  /** Leave core.hooksPath as configured (only to ask git where the hooks live). */
+  userHooksPath?: boolean;
 }
 
 export interface GitResult {
@@ -56,7 +58,7 @@ export function gitEnv(extra: Record<string, string> = {}): Record<string, strin
 /** Run `git -C cwd -c core.hooksPath=/dev/null ARGS`; throws GitFailedError on a non-zero exit not in okCodes. */
 export function git(cwd: string, args: readonly string[], opts: GitOptions = {}): Promise<GitResult> {
   const max = opts.maxOutput ?? MAX_GIT_OUTPUT;
-  const argv = ['-C', cwd, '-c', 'core.hooksPath=/dev/null', ...args];
+  const argv = ['-C', cwd, ...(opts.userHooksPath ? [] : ['-c', 'core.hooksPath=/dev/null']), ...args];
   return new Promise((resolve, reject) => {
     const child = spawn('git', argv, { env: gitEnv(opts.env), stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
