@@ -176,3 +176,60 @@ describe('genjob pull', () => {
     });
   });
 });
+
+describe('genjob hook install', () => {
+  it('keeps a foreign hook (exit 4) unless --force, and rewrites its own', async () => {
+    const { clones, cli } = await remoteAndClones(['x']);
+    const hook = join(clones.x!, '.git/hooks/pre-push');
+    writeFileSync(hook, '#!/bin/sh\necho the team hook\n');
+    const refused = await cli(clones.x!, ['hook', 'install']);
+    expect(refused).toMatchObject({
+      exitCode: 4,
+      stderr: `genjob: EGJ_HOOK_EXISTS: ${hook}: a pre-push hook genjob did not write is there; merge the gate into it by hand or pass --force to replace it\n`,
+    });
+    expect(readFileSync(hook, 'utf8')).toBe('#!/bin/sh\necho the team hook\n');
+    expect(await cli(clones.x!, ['hook', 'install', '--force'])).toMatchObject({
+      exitCode: 0,
+      stdout: `replaced ${hook}\n`,
+    });
+    expect(await cli(clones.x!, ['hook', 'install'])).toMatchObject({
+      exitCode: 0,
+      stdout: `rewrote ${hook}\n`,
+    });
+    expect(await cli(clones.x!, ['hook', 'install', '--pre-merge-commit'])).toMatchObject({
+      exitCode: 0,
+      stdout: `installed ${join(clones.x!, '.git/hooks/pre-merge-commit')}\n`,
+    });
+  });
+
+  it('writes a pre-push hook that stops a push of a generated commit without its receipt, and lets people push', async () => {
+    const { env, bare, clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    expect((await cli(x, ['hook', 'install'])).exitCode).toBe(0);
+    writeFileSync(join(x, 'human.txt'), 'by a person\n');
+    await git(x, ['add', 'human.txt'], env);
+    await git(x, ['commit', '-qm', 'a person wrote this'], env);
+    await git(x, ['push', '-q', 'origin', 'main'], env);
+    writeFileSync(join(x, 'human.txt'), 'claimed to be generated\n');
+    const key = 'b'.repeat(64);
+    await git(
+      x,
+      ['commit', '-qam', `generated\n\nGenjob-Key: ${key}\nGenjob-Receipt: sha256:${'c'.repeat(64)}`],
+      env,
+    );
+    const head = await git(x, ['rev-parse', 'HEAD'], env);
+    const before = await git(bare, ['rev-parse', 'main'], env);
+    const push = await import('execa').then(({ execa }) =>
+      execa('git', ['push', 'origin', 'main'], {
+        cwd: x,
+        env: { ...env, XDG_CACHE_HOME: join(x, '..', 'cache') },
+        reject: false,
+      }),
+    );
+    expect(push.exitCode).not.toBe(0);
+    expect(String(push.stderr)).toContain(
+      `genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ${head.slice(0, 12)}: no receipt for job ${key.slice(0, 12)} here (run genjob pull first)`,
+    );
+    expect(await git(bare, ['rev-parse', 'main'], env)).toBe(before);
+  });
+});
