@@ -8,7 +8,7 @@ import { ConflictError } from '../core/errors.js';
 import { buildMaterial } from '../git/build-material.js';
 import { listPushable, type Material, readMaterial } from '../git/local-material.js';
 import { materialSubject } from '../git/material-refs.js';
-import { defaultRemote, localKeyRefs, pushKeys } from '../git/push-material.js';
+import { defaultRemote, localKeyRefs, pruneKeyRefs, pushKeys } from '../git/push-material.js';
 import { resolveKey } from '../store/job-states.js';
 
 export interface PushOptions extends CommonOptions {
@@ -24,13 +24,14 @@ export async function push(o: PushOptions): Promise<CommandResult> {
   const pushable = listPushable(store, only);
   const local = await localKeyRefs(root);
   const stale = pushable.filter((p) => local.get(p.key)?.subject !== materialSubject(p.key, p.receiptSha256));
-  const materials: Material[] = [];
-  for (const p of stale) materials.push(await readMaterial(store, p));
+  const materials: Material[] = stale.map((p) => readMaterial(store, p));
   await buildMaterial(root, materials);
+  if (only === undefined) await pruneKeyRefs(root, local, new Set(pushable.map((p) => p.key)));
   const outcome = await pushKeys(
     root,
     remote,
     pushable.map((p) => p.key),
+    only === undefined,
   );
   const summary = `${outcome.created.length} key(s) pushed to ${remote}, ${outcome.present.length} already there`;
   if (outcome.conflicts.length > 0) {

@@ -1,11 +1,13 @@
 // What `genjob push` publishes, read from .gen/: for every received or applied key with a receipt, the
 // job file's bytes, the receipt's exact bytes (envelope included) and each output's bytes (out/<key>/ or,
 // when out/ holds only a manifest, objects/<sha256>), each output checked against the receipt's digest.
-// listPushable is cheap (no schema code): it hashes receipts so unchanged keys are never read again.
+// No schema code: push only copies (pull and verify check); receipts are hashed so unchanged keys are never read again.
 import { join } from 'node:path';
+import { canonicalJson } from '../core/canonical-json.js';
 import { RejectedError } from '../core/errors.js';
 import { pathProblem } from '../core/paths.js';
-import { sha256Hex } from '../core/sha256.js';
+import { splitEnvelope } from '../core/receipt-peek.js';
+import { SHA256_HEX, sha256Hex } from '../core/sha256.js';
 import { readIfExists } from '../store/durable.js';
 import { keysIn } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
@@ -42,41 +44,60 @@ export function listPushable(store: Store, only?: readonly string[]): Pushable[]
   return out;
 }
 
-/** The full material of one pushable key. Throws RejectedError when an output's bytes are missing or drifted. */
-export async function readMaterial(store: Store, p: Pushable): Promise<Material> {
-  const { readApplied } = await import('../apply/apply-records.js');
-  const { jobFileBytes } = await import('../store/mint-job.js');
-  const { decodeReceipt } = await import('../core/receipt-decode.js');
-  const receiptFile = store.layout.receipt(p.key);
-  let job: Buffer | undefined;
-  if (p.state === 'applied') {
-    const record = readApplied(store, p.key);
-    job = record === undefined ? undefined : jobFileBytes(record.job);
-  } else job = readIfExists(store, store.layout.jobFile('received', p.key));
-  if (job === undefined)
-    throw new RejectedError('EGJ_PUSH_INCOMPLETE', `${p.key.slice(0, 12)}: the job file is gone`);
-  const receipt = decodeReceipt(p.receipt, receiptFile);
-  const outputs: Material['outputs'] = [];
-  for (const o of receipt.outputs) {
-    const problem = pathProblem(o.path);
-    if (problem)
+/** The outputs a receipt names, read without the schema code (push only copies; pull and verify check). */
+function namedOutputs(bytes: Buffer, file: string): Array<{ path: string; sha256: string }> {
+  let outputs: unknown;
+  try {
+    outputs = splitEnvelope(JSON.parse(bytes.toString('utf8')) as Record<string, unknown>).payload.outputs;
+  } catch (err) {
+    throw new RejectedError(
+      'EGJ_RECEIPT_SCHEMA',
+      `${file}: not a readable receipt (${(err as Error).message})`,
+      file,
+    );
+  }
+  const list = Array.isArray(outputs) ? outputs : [];
+  return list.map((o: { path?: unknown; sha256?: unknown }) => {
+    const problem = pathProblem(o?.path);
+    if (problem || typeof o.sha256 !== 'string' || !SHA256_HEX.test(o.sha256))
       throw new RejectedError(
         'EGJ_PATH_FORM',
-        `${receiptFile}: output ${JSON.stringify(o.path)}: ${problem}`,
-        receiptFile,
+        `${file}: output ${JSON.stringify(o?.path)}: ${problem ?? 'no sha256'}`,
+        file,
       );
+    return { path: o.path as string, sha256: o.sha256 };
+  });
+}
+
+/** The job file's bytes: received/<key>.json, or the job an apply record embeds, in job-file form. */
+function jobBytes(store: Store, p: Pushable): Buffer | undefined {
+  if (p.state === 'received') return readIfExists(store, store.layout.jobFile('received', p.key));
+  const record = readIfExists(store, store.layout.jobFile('applied', p.key));
+  if (record === undefined) return undefined;
+  const doc = JSON.parse(record.toString('utf8')) as { key?: unknown; job?: unknown };
+  return doc.key === p.key && doc.job ? Buffer.from(`${canonicalJson(doc.job)}\n`) : undefined;
+}
+
+/** The full material of one pushable key. Throws RejectedError when an output's bytes are missing or drifted. */
+export function readMaterial(store: Store, p: Pushable): Material {
+  const receiptFile = store.layout.receipt(p.key);
+  const job = jobBytes(store, p);
+  if (job === undefined)
+    throw new RejectedError('EGJ_PUSH_INCOMPLETE', `${p.key.slice(0, 12)}: the job file is gone`);
+  const outputs: Material['outputs'] = [];
+  for (const o of namedOutputs(p.receipt, receiptFile)) {
     const file = join(store.layout.outDir(p.key), ...o.path.split('/'));
     const bytes = readIfExists(store, file) ?? readIfExists(store, store.layout.object(o.sha256));
     if (bytes === undefined)
       throw new RejectedError(
         'EGJ_PUSH_INCOMPLETE',
-        `${file}: output named by the receipt is missing; nothing of this key was pushed`,
+        `${file}: output named by the receipt is missing; nothing was pushed`,
         file,
       );
     if (sha256Hex(bytes) !== o.sha256)
       throw new RejectedError(
         'EGJ_ARTIFACT_DRIFT',
-        `${file}: bytes do not hash to the receipt's ${o.sha256.slice(0, 12)}; nothing of this key was pushed`,
+        `${file}: bytes do not hash to the receipt's ${o.sha256.slice(0, 12)}; nothing was pushed`,
         file,
       );
     outputs.push({ path: o.path, bytes });
