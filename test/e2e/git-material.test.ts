@@ -81,6 +81,28 @@ describe('genjob push', () => {
   });
 });
 
+describe('genjob push, what it sends', () => {
+  it('sends only the keys .gen/ holds (a dropped job stays home) and --key limits it', async () => {
+    const { base, env, bare, clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    const [a, b, c] = fakeReceived(x, 3, 'limits');
+    const one = await cli(x, ['push', '--key', b!.slice(0, 8)]);
+    expect(one).toMatchObject({ exitCode: 0, stdout: '1 key(s) pushed to origin, 0 already there\n' });
+    expect(await remoteKeys(bare, env)).toEqual([b]);
+    expect((await cli(x, ['push'])).stdout).toBe('2 key(s) pushed to origin, 1 already there\n');
+    // a second remote, after a is dropped here: a's ref built for the first remote is not sent
+    expect((await cli(x, ['drop', a!])).exitCode).toBe(0);
+    const second = join(base, 'second.git');
+    await git(base, ['init', '-q', '--bare', second], env);
+    const r = await cli(x, ['push', `file://${second}`]);
+    expect(r).toMatchObject({
+      exitCode: 0,
+      stdout: `2 key(s) pushed to file://${second}, 0 already there\n`,
+    });
+    expect(await remoteKeys(second, env)).toEqual([b, c].sort());
+  });
+});
+
 describe('genjob pull', () => {
   it('reports a key held here with other bytes as a conflict (exit 4) and keeps the local receipt', async () => {
     const { clones, cli } = await remoteAndClones(['x', 'y']);
