@@ -76,3 +76,18 @@ export class SandboxUnavailableError extends GenjobError {
     );
   }
 }
+
+/** A git command genjob ran failed (exit 2: a missing remote, no repository, an unreachable host). */
+export class GitFailedError extends GenjobError {
+  readonly code = 'EGJ_GIT';
+  readonly exitCode = EXIT.USAGE;
+  constructor(
+    readonly args: readonly string[],
+    readonly status: number,
+    stderr: string,
+    options?: ErrorOptions,
+  ) {
+    const last = stderr.trim().split('\n').filter(Boolean).slice(-3).join(' | ');
+    super(`git ${args.slice(0, 2).join(' ')} failed (exit ${status}): ${last || 'no message'}`, options);
+  }
+}
