@@ -82,6 +82,7 @@ export function buildProgram(): Command {
     .option('-f, --file <path>', 'read the instruction from a file')
     .option('--create <path>', 'a file the generator is to create (must not exist yet); repeatable', collect)
     .option('--allow-secret <path>', 'ship this path even though it looks like a secret; repeatable', collect)
+    .option('--allow-hardlinks', 'ship inputs that have more than one hard link (refused by default)')
     .addHelpText(
       'after',
       '\nExamples:\n  genjob mint -m "Add a timeout to fetch_user" src/user.py tests/test_user.py\n  genjob mint -f task.md --create src/new_module.py src/user.py',

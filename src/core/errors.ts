@@ -91,3 +91,16 @@ export class GitFailedError extends GenjobError {
     super(`git ${args.slice(0, 2).join(' ')} failed (exit ${status}): ${last || 'no message'}`, options);
   }
 }
+
+/** A file where genjob keeps a record (queue/, running/, receipts/, leases/, …) is not a readable regular file. */
+export class RecordUnreadableError extends UsageError {
+  constructor(
+    readonly file: string,
+    rule: string,
+  ) {
+    super('EGJ_RECORD_UNREADABLE', `${file}: ${rule}; a record must be a regular file`);
+  }
+  override details(): Record<string, unknown> {
+    return { file: this.file };
+  }
+}

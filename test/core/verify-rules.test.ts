@@ -90,6 +90,24 @@ describe('checkReceipt', () => {
       says: 'output "/etc/passwd": ',
     },
     {
+      rule: 'an output inside a nested .git',
+      r: receipt({ outputs: [{ path: 'vendor/lib/.git/config', sha256: C, bytes: 1 }] }),
+      code: 'EGJ_PATH_FORM',
+      says: 'output "vendor/lib/.git/config": ',
+    },
+    {
+      rule: 'an output inside an NTFS alias of .git',
+      r: receipt({ outputs: [{ path: 'src/GIT~1/hooks/pre-commit', sha256: C, bytes: 1 }] }),
+      code: 'EGJ_PATH_FORM',
+      says: 'output "src/GIT~1/hooks/pre-commit": ',
+    },
+    {
+      rule: 'an output inside a case-folded .gen',
+      r: receipt({ outputs: [{ path: '.GEN/queue/x.json', sha256: C, bytes: 1 }] }),
+      code: 'EGJ_PATH_FORM',
+      says: 'output ".GEN/queue/x.json": ',
+    },
+    {
       rule: 'an output named __proto__',
       r: receipt({ outputs: [{ path: '__proto__', sha256: C, bytes: 1 }] }),
       code: 'EGJ_PATH_OUTSIDE_CONTRACT',
