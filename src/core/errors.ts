@@ -65,3 +65,9 @@ export function errnoOf(err: unknown): string | undefined {
     ? String((err as { code: unknown }).code)
     : undefined;
 }
+
+/** The provider's batch API failed or answered unexpectedly (exit 3); the outbox keeps the step for the next run. */
+export class BatchApiError extends GenjobError {
+  readonly code = 'EGJ_BATCH_API';
+  readonly exitCode = EXIT.REJECTED;
+}

@@ -26,6 +26,8 @@ export const ReceiptSchema = z.strictObject({
   /** True when the host answered from its result cache instead of generating again. */
   cached: z.boolean(),
   usage: z.strictObject({ prompt_tokens: nat, completion_tokens: nat, requests: nat }).optional(),
+  /** The provider batch that answered this attempt (`work --batch`); absent for an interactive one. */
+  batch: text.optional(),
 });
 
 export type Receipt = z.infer<typeof ReceiptSchema>;

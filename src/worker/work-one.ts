@@ -120,7 +120,8 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   }
 }
 
-function receiptAlreadyLanded(store: Store, key: string): boolean {
+/** A receipt and its outputs landed for the key, but a crash kept the job from moving to received/. */
+export function receiptAlreadyLanded(store: Store, key: string): boolean {
   return exists(store, store.layout.receipt(key)) && exists(store, store.layout.outDir(key));
 }
 
