@@ -23,6 +23,8 @@ import type { JobOutcome } from './work-one.js';
 
 /** Provider statuses after which a batch will answer nothing more. */
 const FINISHED = new Set(['completed', 'expired', 'cancelled', 'failed']);
+/** Per-line error codes of requests the provider never ran (the window ended, the batch was cancelled). */
+const NOT_RUN = new Set(['batch_expired', 'batch_cancelled']);
 
 export interface OpenBatch {
   run: string;
@@ -114,7 +116,7 @@ async function settle(ctx: BatchContext, rec: BatchRecord, batch: ProviderBatch,
     }
     if (!stillOurs(store, e)) continue; // settled before a crash, or no longer this attempt's
     const line = lines.get(e.key);
-    if (line === undefined) {
+    if (line === undefined || NOT_RUN.has(line.error?.code ?? '')) {
       markUnspent(store, e.key, e.epoch);
       const reason = `batch ${batch.id} ended ${batch.status} without answering this job; back in the queue, no attempt spent`;
       s.outcomes.push(await requeue(store, e.key, e.epoch, reason, 'EGJ_BATCH_UNANSWERED'));
