@@ -58,7 +58,9 @@ export async function pollBatches(ctx: BatchContext): Promise<PollSummary> {
   for (const listed of openRecords(store)) {
     let lock: Awaited<ReturnType<typeof lockNamed>>;
     try {
-      lock = await lockNamed(store, `batch-${listed.run}`, { waitMs: 0 });
+      // short stale time: a poller killed mid-settle must not hold its batch back for long; the lock only
+      // narrows races, commitResult and release re-check the epoch under the key lock
+      lock = await lockNamed(store, `batch-${listed.run}`, { waitMs: 2500, staleMs: 2000 });
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
       summary.open.push(openOf(listed)); // another process is polling this one

@@ -6,11 +6,20 @@
 import { readFileSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type FakeBatchOptions } from '../helpers/fake-openai-batch.js';
-import { chatCompletion, type FakeOpenAi, startFakeOpenAi, structuredAnswer } from '../helpers/fake-openai.js';
+import {
+  chatCompletion,
+  type FakeOpenAi,
+  startFakeOpenAi,
+  structuredAnswer,
+} from '../helpers/fake-openai.js';
+import type { FakeBatchOptions } from '../helpers/fake-openai-batch.js';
 import { genDir, gj, makeRepo, mintedKey, type Repo } from './trust-helpers.js';
 
-const FILES = { 'src/a.ts': 'export const a = 1;\n', 'src/b.ts': 'export const b = 1;\n', 'src/c.ts': 'export const c = 1;\n' };
+const FILES = {
+  'src/a.ts': 'export const a = 1;\n',
+  'src/b.ts': 'export const b = 1;\n',
+  'src/c.ts': 'export const c = 1;\n',
+};
 const USAGE = { prompt_tokens: 1000, completion_tokens: 200 };
 
 let fake: FakeOpenAi | undefined;
@@ -67,16 +76,27 @@ describe('work --batch', () => {
 
     const upload = fake!.requests.find((q) => q.path === '/v1/files')!;
     expect(String(upload.body)).toContain('name="purpose"\r\n\r\nbatch');
-    const input = [...fake!.batch!.files.values()][0]!.content.trim().split('\n').map((l) => JSON.parse(l));
+    const input = [...fake!.batch!.files.values()][0]!.content
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(input.map((l) => l.custom_id).sort()).toEqual([...keys].sort());
-    expect(input.every((l) => l.url === '/v1/chat/completions' && l.method === 'POST' && l.body.model === 'm')).toBe(true);
+    expect(
+      input.every((l) => l.url === '/v1/chat/completions' && l.method === 'POST' && l.body.model === 'm'),
+    ).toBe(true);
     const create = fake!.requests.find((q) => q.method === 'POST' && q.path === '/v1/batches')!;
-    expect(create.body).toMatchObject({ endpoint: '/v1/chat/completions', metadata: { genjob_run: out.submitted.run } });
+    expect(create.body).toMatchObject({
+      endpoint: '/v1/chat/completions',
+      metadata: { genjob_run: out.submitted.run },
+    });
 
     expect(genDir(repo, 'queue')).toEqual([]);
     expect(genDir(repo, 'running')).toEqual(keys.map((k) => `${k}.json`).sort());
-    for (const k of keys) expect(lease(repo, k)).toMatchObject({ batch: batchId, destination: `batch ${batchId}` });
-    const record = JSON.parse(readFileSync(join(repo.root, '.gen', 'batches', out.submitted.run, 'record.json'), 'utf8'));
+    for (const k of keys)
+      expect(lease(repo, k)).toMatchObject({ batch: batchId, destination: `batch ${batchId}` });
+    const record = JSON.parse(
+      readFileSync(join(repo.root, '.gen', 'batches', out.submitted.run, 'record.json'), 'utf8'),
+    );
     expect(record).toMatchObject({ state: 'submitted', batch_id: batchId });
 
     const s = await gj(repo, ['status']);
@@ -93,7 +113,11 @@ describe('work --batch', () => {
         return rewrite(id, body);
       },
     });
-    const [a, b, c] = [await mint(repo, 'src/a.ts'), await mint(repo, 'src/b.ts'), await mint(repo, 'src/c.ts')];
+    const [a, b, c] = [
+      await mint(repo, 'src/a.ts'),
+      await mint(repo, 'src/b.ts'),
+      await mint(repo, 'src/c.ts'),
+    ];
     const s = await submit(repo);
     const batchId = json(s).submitted.batch_id as string;
 
@@ -110,11 +134,21 @@ describe('work --batch', () => {
     expect(genDir(repo, 'leases')).toEqual([]);
 
     const ra = receipt(repo, a!);
-    expect(ra).toMatchObject({ status: 'ok', batch: batchId, epoch: 1, cached: false, usage: { ...USAGE, requests: 1 } });
+    expect(ra).toMatchObject({
+      status: 'ok',
+      batch: batchId,
+      epoch: 1,
+      cached: false,
+      usage: { ...USAGE, requests: 1 },
+    });
     expect(ra.generator).toEqual({ command: 'builtin:openai', version: 'fake-model-1' });
     expect(receipt(repo, b!)).toMatchObject({ status: 'aborted', batch: batchId });
     expect(receipt(repo, b!).reason).toMatch(/context_length_exceeded: too long/);
-    expect(receipt(repo, c!)).toMatchObject({ status: 'rejected', batch: batchId, usage: { ...USAGE, requests: 1 } });
+    expect(receipt(repo, c!)).toMatchObject({
+      status: 'rejected',
+      batch: batchId,
+      usage: { ...USAGE, requests: 1 },
+    });
     expect(receipt(repo, c!).reason).toMatch(/^answer could not be parsed: not JSON/);
 
     expect((await gj(repo, ['verify', a!])).exitCode).toBe(0);
@@ -193,7 +227,9 @@ describe('work --batch', () => {
     const s = await gj(repo, ['status'], { env });
     expect(String(s.stdout)).toContain('tokens (batch): 2000 prompt + 400 completion in 2 request(s)');
     // 2000 in at 2/M + 400 out at 10/M = 0.008 interactively; batch at half
-    expect(String(s.stdout)).toContain('cost: 0.0040 (interactively: 0.0080; saved 0.0040; batch at 0.5× the price)');
+    expect(String(s.stdout)).toContain(
+      'cost: 0.0040 (interactively: 0.0080; saved 0.0040; batch at 0.5× the price)',
+    );
     const j = json(await gj(repo, ['status', '--json'], { env }));
     expect(j.spend.batch).toEqual({ prompt_tokens: 2000, completion_tokens: 400, requests: 2 });
     expect(j.spend.cost).toMatchObject({ total: 0.004, interactive_equivalent: 0.008 });
