@@ -4,22 +4,18 @@
 // sent — malformed, out of attempts, stale, not UTF-8 — ends here as an interactive attempt would.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { GenjobError } from '../core/errors.js';
-import { type Job, JobInvalidError } from '../core/job.js';
-import { parseJob } from '../core/job-schema.js';
 import { batchFormat, batchLine } from '../remote/generators/openai-batch.js';
-import { attemptsSinceMint, beginAttempt } from '../store/attempts.js';
+import { beginAttempt } from '../store/attempts.js';
 import { type BatchJobEntry, type BatchRecord, recordIntent, runDir } from '../store/batch-outbox.js';
 import { claimNext } from '../store/claim.js';
-import { deadLetterFile } from '../store/dead-letter.js';
-import { moveState, readIfExists } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
+import { admitClaimed } from './admit-job.js';
 import { commitAnswer } from './batch-commit.js';
 import type { BatchContext } from './batch-context.js';
 import { sendRecord } from './batch-send.js';
 import { release } from './release-job.js';
-import { type JobOutcome, receiptAlreadyLanded } from './work-one.js';
+import type { JobOutcome } from './work-one.js';
 
 export interface Submitted {
   record: BatchRecord | null;
@@ -85,36 +81,9 @@ async function prepare(
   format: BatchJobEntry['format'],
 ): Promise<Prepared> {
   const { store } = ctx;
-  const runningFile = store.layout.jobFile('running', key);
-  const bytes = readIfExists(store, runningFile);
-  if (bytes === undefined)
-    return { key, outcome: 'superseded', reason: 'job vanished from running/ after the claim' };
-  let job: Job;
-  let digest: string;
-  try {
-    ({ job, digest } = parseJob(bytes, `running/${key}.json`));
-    if (job.key !== key)
-      throw new JobInvalidError(`running/${key}.json`, `file name does not match its key ${job.key}`);
-  } catch (err) {
-    if (!(err instanceof GenjobError)) throw err;
-    deadLetterFile(store, runningFile, `${key}.job`, { key, code: err.code, reason: err.message });
-    return { key, outcome: 'dead', reason: err.message };
-  }
-  if (receiptAlreadyLanded(store, key)) {
-    moveState(store, runningFile, store.layout.jobFile('received', key));
-    journal(store, {
-      event: 'recovered',
-      key,
-      reason: 'receipt had landed before a crash; job moved to received/',
-    });
-    return { key, outcome: 'recovered' };
-  }
-  const tries = attemptsSinceMint(store, key);
-  if (tries >= ctx.maxAttempts) {
-    const reason = `no usable answer after ${tries} attempts (see the journal for each)`;
-    deadLetterFile(store, runningFile, `${key}.job`, { key, code: 'EGJ_ATTEMPTS_EXHAUSTED', reason });
-    return { key, outcome: 'dead', reason };
-  }
+  const admitted = admitClaimed(store, key, ctx.maxAttempts);
+  if ('outcome' in admitted) return admitted;
+  const { job, digest } = admitted;
   const lease = beginAttempt(store, key, ctx.worker, ctx.leaseTtlS, `batch ${run}`);
   journal(store, {
     event: 'attempt',

@@ -3,12 +3,9 @@
 // received/ (with its receipt), back in queue/ (in doubt, journalled), or dead/ (with the reason).
 import { join } from 'node:path';
 import { GenjobError } from '../core/errors.js';
-import { type Job, JobInvalidError } from '../core/job.js';
-import { parseJob } from '../core/job-schema.js';
+import type { Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
-import { attemptsSinceMint, beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
-import { deadLetterFile } from '../store/dead-letter.js';
-import { exists, moveState, readIfExists } from '../store/durable.js';
+import { beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
 import { jobFileBytes } from '../store/mint-job.js';
@@ -16,6 +13,7 @@ import type { Store } from '../store/store.js';
 import { InputChangedError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { bundleSha256, type PackedFile, packTar } from '../transport/tar-pack.js';
+import { admitClaimed } from './admit-job.js';
 import { release, requeue } from './release-job.js';
 import { type Answer, InDoubtError, type ServeClient } from './serve-client.js';
 import { takeResult } from './take-result.js';
@@ -55,37 +53,9 @@ export const REQUEST_MARGIN_MS = 120_000;
 
 export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome> {
   const { store } = ctx;
-  const runningFile = store.layout.jobFile('running', key);
-  const bytes = readIfExists(store, runningFile);
-  if (bytes === undefined)
-    return { key, outcome: 'superseded', reason: 'job vanished from running/ after the claim' };
-  let job: Job;
-  let digest: string;
-  try {
-    ({ job, digest } = parseJob(bytes, `running/${key}.json`));
-    if (job.key !== key)
-      throw new JobInvalidError(`running/${key}.json`, `file name does not match its key ${job.key}`);
-  } catch (err) {
-    if (!(err instanceof GenjobError)) throw err;
-    deadLetterFile(store, runningFile, `${key}.job`, { key, code: err.code, reason: err.message });
-    return { key, outcome: 'dead', reason: err.message };
-  }
-
-  if (receiptAlreadyLanded(store, key)) {
-    moveState(store, runningFile, store.layout.jobFile('received', key));
-    journal(store, {
-      event: 'recovered',
-      key,
-      reason: 'receipt had landed before a crash; job moved to received/',
-    });
-    return { key, outcome: 'recovered' };
-  }
-  const tries = attemptsSinceMint(store, key);
-  if (tries >= ctx.maxAttempts) {
-    const reason = `no usable answer after ${tries} attempts (see the journal for each)`;
-    deadLetterFile(store, runningFile, `${key}.job`, { key, code: 'EGJ_ATTEMPTS_EXHAUSTED', reason });
-    return { key, outcome: 'dead', reason };
-  }
+  const admitted = admitClaimed(store, key, ctx.maxAttempts);
+  if ('outcome' in admitted) return admitted;
+  const { job, digest } = admitted;
 
   const lease = beginAttempt(store, key, ctx.worker, ctx.leaseTtlS, ctx.launcher.destination);
   journal(store, {
@@ -118,11 +88,6 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   } finally {
     clearInterval(heartbeat);
   }
-}
-
-/** A receipt and its outputs landed for the key, but a crash kept the job from moving to received/. */
-export function receiptAlreadyLanded(store: Store, key: string): boolean {
-  return exists(store, store.layout.receipt(key)) && exists(store, store.layout.outDir(key));
 }
 
 async function attempt(

@@ -35,7 +35,7 @@ function pathOf(body: Record<string, unknown>): string {
 }
 
 /** A correct answer for any job: the file with `1` replaced by `2`. */
-export const rewrite = (_id: string, body: Record<string, unknown>) => {
+const rewrite = (_id: string, body: Record<string, unknown>) => {
   const path = pathOf(body);
   const content = (FILES as Record<string, string>)[path]!.replace('1', '2');
   return { body: chatCompletion(structuredAnswer([{ path, content }]), { usage: USAGE }) };
@@ -56,12 +56,14 @@ async function mint(repo: Repo, path: string): Promise<string> {
 
 const submit = (repo: Repo, extra: string[] = []) =>
   gj(repo, ['work', '--batch', '--generator', 'builtin:openai', '--json', ...extra]);
+// biome-ignore lint/suspicious/noExplicitAny: JSON read back from the CLI and .gen/, checked by the assertions
+type Json = Record<string, any>;
 const poll = (repo: Repo, extra: string[] = []) => gj(repo, ['work', '--batch-poll', '--json', ...extra]);
-const json = (r: { stdout: unknown }) => JSON.parse(String(r.stdout)) as Record<string, any>;
+const json = (r: { stdout: unknown }) => JSON.parse(String(r.stdout)) as Json;
 const receipt = (repo: Repo, key: string) =>
-  JSON.parse(readFileSync(join(repo.root, '.gen', 'receipts', `${key}.json`), 'utf8')) as Record<string, any>;
+  JSON.parse(readFileSync(join(repo.root, '.gen', 'receipts', `${key}.json`), 'utf8')) as Json;
 const lease = (repo: Repo, key: string) =>
-  JSON.parse(readFileSync(join(repo.root, '.gen', 'leases', `${key}.json`), 'utf8')) as Record<string, any>;
+  JSON.parse(readFileSync(join(repo.root, '.gen', 'leases', `${key}.json`), 'utf8')) as Json;
 
 describe('work --batch', () => {
   it('submits the queued jobs as one JSONL keyed by job key and leaves each running with a lease naming the batch', async () => {
