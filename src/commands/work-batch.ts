@@ -11,6 +11,7 @@ import { EXIT } from '../core/exit-codes.js';
 import type { Receipt } from '../core/receipt.js';
 import { OPENAI_GENERATOR_NAME } from '../remote/generators/openai-answer.js';
 import { readOpenAiConfig } from '../remote/generators/openai-config.js';
+import { reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
 import type { BatchContext } from '../worker/batch-context.js';
 import { pollBatches } from '../worker/batch-poll.js';
@@ -84,6 +85,8 @@ export async function workBatch(o: WorkBatchOptions): Promise<CommandResult> {
     if (!o.quiet) process.stderr.write(`genjob: ${line}\n`);
   };
 
+  // like any work run: stale leases of dead workers go back to the queue (a job in a batch is not one)
+  const reaped = await reapStale(store, o.leaseTtl);
   const polled = await pollBatches(ctx);
   const budgetSpent = o.maxTokens !== undefined && polled.tokens >= o.maxTokens;
   let submitted: Submitted = { record: null, outcomes: [] };
@@ -122,6 +125,7 @@ export async function workBatch(o: WorkBatchOptions): Promise<CommandResult> {
       jobs: rec.jobs.length,
     });
   lines.push(`${open.length} batch(es) open`);
+  if (reaped.length) lines.push(`${reaped.length} stale lease(s) reaped back to the queue`);
   if (budgetSpent) lines.push(`token budget spent (${polled.tokens} ≥ ${o.maxTokens}): no new batch`);
   lines.push(...problems);
   const superseded = outcomes.some((x) => x.outcome === 'superseded');
@@ -135,6 +139,7 @@ export async function workBatch(o: WorkBatchOptions): Promise<CommandResult> {
       outcomes,
       open,
       problems,
+      reaped,
       tokens: polled.tokens,
       budget_spent: budgetSpent,
     },

@@ -3,8 +3,9 @@
 // one JSONL with the job keys as custom_id, answers read like interactive ones (ok, rejected, aborted
 // with the provider's error), expiry requeues without spending an attempt, a 500 on create is resumed
 // without a second batch, leases in a batch are not reaped, and status shows spend per mode and cost.
-import { readFileSync, statSync, utimesSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ResultPromise } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   chatCompletion,
@@ -246,5 +247,25 @@ describe('work --batch', () => {
     expect(r.exitCode, String(r.stderr)).toBe(0);
     expect(json(r)).toMatchObject({ tokens: 1200, budget_spent: true, submitted: null });
     expect(genDir(repo, 'queue')).toEqual([`${b}.json`]);
+  });
+
+  it('a watching worker polls open batches and stores their answers', async () => {
+    const repo = await setup({ answer: rewrite, pollsToFinish: 2 });
+    const a = await mint(repo, 'src/a.ts');
+    await submit(repo);
+    const child = gj(repo, [
+      'work',
+      '--watch',
+      '--generator',
+      'builtin:openai',
+      '--batch-poll-interval',
+      '0.2',
+    ]) as unknown as ResultPromise;
+    for (let i = 0; i < 400 && !existsSync(join(repo.root, '.gen', 'received', `${a}.json`)); i++)
+      await new Promise((r) => setTimeout(r, 50));
+    child.kill('SIGTERM');
+    const r = await child;
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(receipt(repo, a)).toMatchObject({ status: 'ok', batch: fake!.batch!.batches[0]!.id });
   });
 });
