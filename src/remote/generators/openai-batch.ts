@@ -2,6 +2,7 @@
 // the same request body as an interactive call), and one result line back per job, read by the same
 // code as an interactive answer (openai-answer.ts): a 2xx line's body is a chat completion, parsed
 // strictly and written into the workspace; a failed line is an aborted attempt with the provider's error.
+import { mkdirSync } from 'node:fs';
 import type { Job } from '../../core/job.js';
 import { sha256Hex } from '../../core/sha256.js';
 import type { BuiltinOutcome } from '../generate.js';
@@ -102,6 +103,7 @@ export function lineOutcome(
   addUsage(usage, text);
   const ok = line.status_code !== null && line.status_code >= 200 && line.status_code < 300;
   if (ok && line.error === null) {
+    mkdirSync(target.rawAnswerDir, { recursive: true });
     const answer = takeAnswer(text, format, target, 1);
     return { status: answer.status, reason: answer.reason, usage, version: answer.model };
   }
