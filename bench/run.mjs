@@ -70,6 +70,7 @@ const STAGES = [
   'cold-version',
   'cold-status',
   'work-local',
+  'work-sandbox',
   'ship-big',
   'ship-small',
   'second-job',
@@ -269,6 +270,50 @@ const stages = {
       ratio: runsPerS / jobsPerS,
       target: 1.5,
       note: `${n} jobs, generator \`true\`; baseline = ${n} \`node -e 0\` runs`,
+    });
+  },
+
+  // the cost of confining each generator run (bubblewrap) against running it unconfined
+  'work-sandbox'() {
+    const n = SIZES.workJobs;
+    const drain = (root, extra) => {
+      const env = { ...process.env, XDG_CACHE_HOME: join(root, 'cache') };
+      const ms = genjob(['work', '--drain', '--generator', 'true', '--quiet', ...extra], {
+        cwd: root,
+        env,
+      }).ms;
+      const got = readdirSync(join(root, '.gen', 'receipts')).length;
+      if (got !== n) throw new Error(`work-sandbox: ${got} receipts for ${n} jobs`);
+      rmSync(root, { recursive: true, force: true });
+      return ms;
+    };
+    const fresh = (i, tag) => {
+      const root = freshRepo(`sandbox-${tag}-${i}`);
+      const input = smallFiles(root, 1, 4096)[0];
+      for (let j = 0; j < n; j++)
+        queueJob(
+          root,
+          makeJob(`no-op job ${j} of ${tag} run ${i}`, [{ path: input.path, sha256: input.sha256 }]),
+        );
+      return root;
+    };
+    const m = alternate({
+      runs: SIZES.workRuns,
+      warmup: false,
+      prepare: (i) => ({ confined: fresh(i, 'on'), unconfined: fresh(i, 'off') }),
+      genjob: (ctx) => drain(ctx.confined, []),
+      baseline: (ctx) => drain(ctx.unconfined, ['--no-sandbox']),
+    });
+    const perJob = m.genjob / n;
+    const perJobBare = m.baseline / n;
+    const added = perJob - perJobBare;
+    record('work with sandbox vs work --no-sandbox', {
+      genjob: perJob,
+      baseline: perJobBare,
+      unit: 'ms/job',
+      target: 20,
+      met: added < 20,
+      note: `${n} jobs, generator \`true\`; bubblewrap adds ${round(added)} ms per job (target < 20 ms)`,
     });
   },
 

@@ -29,6 +29,24 @@ function common(cmd: Command): Command {
     .option('--debug', 'print stack traces for internal errors');
 }
 
+/** How generators are confined (work and serve): one block, shared by both commands. */
+function sandboxOptions(cmd: Command): Command {
+  return cmd
+    .option(
+      '--generator-env <NAME>',
+      'pass this environment variable to the generator (repeatable; nothing else of the environment is passed)',
+      collect,
+    )
+    .option('--generator-network', 'let the generator reach the network (off by default)')
+    .option('--generator-bind <path>', 'expose this path read-only to the generator (repeatable)', collect)
+    .option(
+      '--generator-bind-rw <path>',
+      'expose this path writable to the generator (repeatable; weakens the confinement, see docs/trust.md)',
+      collect,
+    )
+    .option('--no-sandbox', 'run generators unconfined (no bubblewrap); receipts record sandbox kind "none"');
+}
+
 /** Run a lazily imported command and print its result. */
 async function run(load: () => Promise<CommandResult>, json: boolean): Promise<void> {
   emit(await load(), json);
@@ -72,7 +90,7 @@ export function buildProgram(): Command {
       await run(async () => (await import('../commands/mint.js')).mint({ ...o, paths }), !!o.json);
     });
 
-  common(program.command('work'))
+  sandboxOptions(common(program.command('work')))
     .description('claim queued jobs, ship each to `genjob serve` (here or over ssh), and store the results')
     .option('--once', 'work one job, then stop')
     .option('--drain', 'work jobs until the queue is empty')
@@ -128,8 +146,7 @@ export function buildProgram(): Command {
       await run(async () => (await import('../commands/work.js')).work(o as never), !!o.json);
     });
 
-  program
-    .command('serve')
+  sandboxOptions(program.command('serve'))
     .description('answer bundles on stdin/stdout (run by `work`, locally or on the generator host over ssh)')
     .option('--session', 'answer requests until stdin closes (the default; accepted for clarity)')
     .option('--generator <command>', 'pin the generator this host runs (requests naming another are refused)')
@@ -144,6 +161,10 @@ export function buildProgram(): Command {
     .argument('[key]', 'a key or a unique prefix (4+ characters)')
     .option('--all', 'verify every received job')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
+    .option(
+      '--require-sandbox',
+      'reject receipts whose generator ran unconfined (--no-sandbox, or no record)',
+    )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/verify.js')).verify({ ...o, key }), !!o.json);
@@ -156,6 +177,10 @@ export function buildProgram(): Command {
     .option('--dry-run', 'print what would change; write nothing')
     .option('--diff', 'with --dry-run: print a unified diff')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
+    .option(
+      '--require-sandbox',
+      'reject receipts whose generator ran unconfined (--no-sandbox, or no record)',
+    )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/apply.js')).apply({ ...o, key }), !!o.json);

@@ -6,6 +6,7 @@ import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { exists } from '../store/durable.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
+import { requireSandbox } from '../verify/require-sandbox.js';
 import { verifyKey } from '../verify/verify-key.js';
 import { selectKeys } from './verify.js';
 
@@ -15,6 +16,7 @@ export interface ApplyOptions extends CommonOptions {
   dryRun?: boolean;
   diff?: boolean;
   requireSignature?: boolean;
+  requireSandbox?: boolean;
 }
 
 export async function apply(o: ApplyOptions): Promise<CommandResult> {
@@ -31,6 +33,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
       continue;
     }
     const v = await verifyKey(store, key, policy);
+    if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
     const outcome = await applyJob(
       {
         store,

@@ -7,12 +7,14 @@ import { UsageError } from '../core/errors.js';
 import { keysIn, resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
+import { requireSandbox } from '../verify/require-sandbox.js';
 import { verifyKey } from '../verify/verify-key.js';
 
 export interface VerifyOptions extends CommonOptions {
   key?: string;
   all?: boolean;
   requireSignature?: boolean;
+  requireSandbox?: boolean;
 }
 
 /** The keys a verify/apply invocation names: one key (or prefix), or --all of a state. */
@@ -31,6 +33,7 @@ export async function verify(o: VerifyOptions): Promise<CommandResult> {
   const verified = [];
   for (const key of keys) {
     const v = await verifyKey(store, key, policy);
+    if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
     verified.push({
       key,
       outputs: v.receipt.outputs.length,

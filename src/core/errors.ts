@@ -66,6 +66,17 @@ export function errnoOf(err: unknown): string | undefined {
     : undefined;
 }
 
+/** No usable sandbox for a generator (bwrap missing or unable to start) and no --no-sandbox. */
+export class SandboxUnavailableError extends GenjobError {
+  readonly code = 'EGJ_SANDBOX_UNAVAILABLE';
+  readonly exitCode = EXIT.USAGE;
+  constructor(where: string, why: string) {
+    super(
+      `${where}: ${why}; install the Debian package bubblewrap (apt-get install bubblewrap), or pass --no-sandbox to run generators unconfined`,
+    );
+  }
+}
+
 /** The provider's batch API failed or answered unexpectedly (exit 3); the outbox keeps the step for the next run. */
 export class BatchApiError extends GenjobError {
   readonly code = 'EGJ_BATCH_API';

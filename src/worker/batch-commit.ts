@@ -22,6 +22,7 @@ import { peekEpoch } from '../core/receipt-peek.js';
 import { sha256Hex } from '../core/sha256.js';
 import { type BuiltinOutcome, generate } from '../remote/generate.js';
 import { type AnswerTarget, OPENAI_GENERATOR_NAME } from '../remote/generators/openai-answer.js';
+import type { SandboxPolicy } from '../sandbox/policy.js';
 import { currentEpoch } from '../store/attempts.js';
 import type { BatchJobEntry } from '../store/batch-outbox.js';
 import { exists, moveState, readIfExists } from '../store/durable.js';
@@ -33,6 +34,15 @@ import type { BatchContext } from './batch-context.js';
 import { commitResult } from './commit-result.js';
 import { release } from './release-job.js';
 import type { JobOutcome } from './work-one.js';
+
+const NO_COMMAND: SandboxPolicy = {
+  kind: 'none',
+  network: true,
+  envNames: [],
+  binds: [],
+  bindsRw: [],
+  hidden: [],
+};
 
 /** Whether the job is still this entry's: running, under the entry's epoch, with its lease. */
 export function stillOurs(store: Store, e: BatchJobEntry): boolean {
@@ -99,6 +109,7 @@ export async function commitAnswer(
       scratch,
       built,
       timeoutMs: ctx.timeoutMs,
+      policy: NO_COMMAND, // no generator command runs: the answer is the batch's line
       builtin: async () => answer({ workspace: ws, job, rawAnswerDir }),
     });
     const receipt: Receipt = {
@@ -114,6 +125,7 @@ export async function commitAnswer(
       timings: result.timings,
       cached: false,
       ...(result.usage ? { usage: result.usage } : {}),
+      ...(result.sandbox ? { sandbox: result.sandbox } : {}),
       ...(batchId !== null ? { batch: batchId } : {}),
     };
     const committed = await commitResult(
