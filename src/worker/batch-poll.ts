@@ -14,10 +14,10 @@ import { type BatchRecord, openRecords, readRecord, runDir, updateRecord } from 
 import { deadLetterFile } from '../store/dead-letter.js';
 import { exists, readIfExists, replaceFile } from '../store/durable.js';
 import { journal } from '../store/journal.js';
-import { lockNamed } from '../store/key-lock.js';
+import type { HeldLock } from '../store/key-lock.js';
 import { commitAnswer, finishLanded, stillOurs } from './batch-commit.js';
 import type { BatchContext } from './batch-context.js';
-import { keepLeases, sendRecord } from './batch-send.js';
+import { keepLeases, lockRun, sendRecord } from './batch-send.js';
 import { requeue } from './release-job.js';
 import type { JobOutcome } from './work-one.js';
 
@@ -56,11 +56,9 @@ export async function pollBatches(ctx: BatchContext): Promise<PollSummary> {
   const { store } = ctx;
   const summary: PollSummary = { outcomes: [], open: [], problems: [], tokens: 0 };
   for (const listed of openRecords(store)) {
-    let lock: Awaited<ReturnType<typeof lockNamed>>;
+    let lock: HeldLock;
     try {
-      // short stale time: a poller killed mid-settle must not hold its batch back for long; the lock only
-      // narrows races, commitResult and release re-check the epoch under the key lock
-      lock = await lockNamed(store, `batch-${listed.run}`, { waitMs: 2500, staleMs: 2000 });
+      lock = await lockRun(store, listed.run);
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
       summary.open.push(openOf(listed)); // another process is polling this one

@@ -9,7 +9,9 @@ import { createBatch, findBatchOfRun, uploadBatchInput } from '../remote/generat
 import { type BatchRecord, runDir, updateRecord } from '../store/batch-outbox.js';
 import { replaceFile } from '../store/durable.js';
 import { journal } from '../store/journal.js';
+import { type HeldLock, lockNamed } from '../store/key-lock.js';
 import { beat, readLease } from '../store/lease.js';
+import type { Store } from '../store/store.js';
 import type { BatchContext } from './batch-context.js';
 
 /** Advance `rec` until it is submitted; throws BatchApiError with the step left for the next run. */
@@ -55,4 +57,14 @@ export function keepLeases(ctx: BatchContext, rec: BatchRecord): void {
       beat(store, j.key, j.epoch);
     }
   }
+}
+
+/**
+ * Hold the run's lock (.gen/locks/batch-<run>.lock) while its record is carried forward, so a poller
+ * does not upload or create the batch of a run its submitter is sending right now. A short stale time:
+ * a process killed mid-step must not hold the run back for long. The lock narrows races; the outbox
+ * (find by metadata before create) and the epoch checks of every commit decide them.
+ */
+export async function lockRun(store: Store, run: string): Promise<HeldLock> {
+  return lockNamed(store, `batch-${run}`, { waitMs: 2500, staleMs: 2000 });
 }

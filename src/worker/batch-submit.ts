@@ -13,7 +13,7 @@ import { beat } from '../store/lease.js';
 import { admitClaimed } from './admit-job.js';
 import { commitAnswer } from './batch-commit.js';
 import type { BatchContext } from './batch-context.js';
-import { sendRecord } from './batch-send.js';
+import { lockRun, sendRecord } from './batch-send.js';
 import { release } from './release-job.js';
 import type { JobOutcome } from './work-one.js';
 
@@ -66,9 +66,15 @@ export async function submitBatch(ctx: BatchContext, batchSize: number): Promise
     batch_id: null,
     provider_status: null,
   };
-  recordIntent(store, record, Buffer.from(`${lines.join('\n')}\n`));
-  journal(store, { event: 'batch-intent', run, keys: entries.map((e) => e.key) });
-  record = await sendRecord(ctx, record);
+  // the run's lock is held from before the intent is visible until the batch id is recorded
+  const lock = await lockRun(store, run);
+  try {
+    recordIntent(store, record, Buffer.from(`${lines.join('\n')}\n`));
+    journal(store, { event: 'batch-intent', run, keys: entries.map((e) => e.key) });
+    record = await sendRecord(ctx, record);
+  } finally {
+    await lock.release();
+  }
   return { record, outcomes };
 }
 
