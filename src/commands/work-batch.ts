@@ -11,6 +11,7 @@ import { EXIT } from '../core/exit-codes.js';
 import type { Receipt } from '../core/receipt.js';
 import { OPENAI_GENERATOR_NAME } from '../remote/generators/openai-answer.js';
 import { readOpenAiConfig } from '../remote/generators/openai-config.js';
+import { openRecords } from '../store/batch-outbox.js';
 import { reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
 import type { BatchContext } from '../worker/batch-context.js';
@@ -80,6 +81,22 @@ export async function workBatch(o: WorkBatchOptions): Promise<CommandResult> {
   if (o.batch && o.generator !== OPENAI_GENERATOR_NAME)
     throw new UsageError('EGJ_USAGE', `--batch needs --generator ${OPENAI_GENERATOR_NAME}`);
   const store = openStore(o);
+  if (!o.batch && openRecords(store).length === 0) {
+    // nothing to poll: the endpoint settings are not needed
+    return {
+      human: '0 batch(es) open',
+      json: {
+        ok: true,
+        submitted: null,
+        outcomes: [],
+        open: [],
+        problems: [],
+        reaped: [],
+        tokens: 0,
+        budget_spent: false,
+      },
+    };
+  }
   const ctx = await batchContext(store, o);
   const say = (line: string) => {
     if (!o.quiet) process.stderr.write(`genjob: ${line}\n`);

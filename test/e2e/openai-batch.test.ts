@@ -268,4 +268,16 @@ describe('work --batch', () => {
     expect(r.exitCode, String(r.stderr)).toBe(0);
     expect(receipt(repo, a)).toMatchObject({ status: 'ok', batch: fake!.batch!.batches[0]!.id });
   });
+
+  it('refuses --batch without builtin:openai or with --host (exit 2); --batch-poll with nothing open needs no endpoint', async () => {
+    const repo = makeRepo(FILES);
+    const noGen = await gj(repo, ['work', '--batch']);
+    expect(noGen.exitCode).toBe(2);
+    expect(String(noGen.stderr)).toMatch(/--batch needs --generator builtin:openai/);
+    const host = await gj(repo, ['work', '--batch', '--generator', 'builtin:openai', '--host', 'h']);
+    expect(host.exitCode).toBe(2);
+    const idle = await gj(repo, ['work', '--batch-poll', '--json']);
+    expect(idle.exitCode, String(idle.stderr)).toBe(0);
+    expect(json(idle)).toMatchObject({ ok: true, open: [] });
+  });
 });
