@@ -129,9 +129,19 @@ export function buildProgram(): Command {
       '--retry-aborted',
       'generate again where the host holds an aborted result for a job (default: reuse it)',
     )
+    // batch generation (builtin:openai through the provider's batch endpoint)
+    .option('--batch', 'submit the queued jobs as one provider batch (with --generator builtin:openai)')
+    .option('--batch-poll', 'check open batches; store the answers of finished ones')
+    .option('--batch-size <n>', 'with --batch: jobs per batch at most', positiveInt('--batch-size'), 1000)
+    .option(
+      '--batch-poll-interval <seconds>',
+      'with --watch: how often open batches are checked',
+      seconds,
+      60,
+    )
     .addHelpText(
       'after',
-      '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion',
+      '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion\n  genjob work --batch --generator builtin:openai && genjob work --batch-poll',
     )
     .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();

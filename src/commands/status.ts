@@ -8,6 +8,7 @@ import { currentEpoch } from '../store/attempts.js';
 import { peekRecord, readdirOrEmpty } from '../store/durable.js';
 import { FLOW, keysIn } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
+import { openBatches, spendByMode, spendLines } from './status-spend.js';
 
 interface Row {
   key: string;
@@ -94,6 +95,9 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
       for (const f of ['prompt_tokens', 'completion_tokens', 'requests'] as const)
         usage[f] += Number(u[f]) || 0;
   }
+  // spend by mode (interactive / batch) and open provider batches
+  const spend = spendByMode(store, keysIn(store, 'received').concat(keysIn(store, 'applied')));
+  const batches = openBatches(store);
   const order = ['queue', 'running', 'received', 'applied'];
   rows.sort((a, b) => order.indexOf(a.state) - order.indexOf(b.state) || a.key.localeCompare(b.key));
   const lines = [
@@ -104,6 +108,11 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
       `tokens: ${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion in ${usage.requests} request(s)`,
     );
   }
+  lines.push(...spendLines(spend));
+  for (const b of batches)
+    lines.push(
+      `batch ${b.batch_id ?? '(not yet created)'}: ${b.jobs} job(s), ${b.provider_status ?? b.state} (run ${b.run})`,
+    );
   if (rows.length > 0) {
     lines.push('', 'KEY           STATE     EPOCH  AGE   RECEIPT   INSTRUCTION');
     for (const r of rows) {
@@ -112,5 +121,5 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
       );
     }
   }
-  return { human: lines.join('\n'), json: { ok: true, counts, usage, jobs: rows } };
+  return { human: lines.join('\n'), json: { ok: true, counts, usage, spend, batches, jobs: rows } };
 }

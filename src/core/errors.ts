@@ -104,3 +104,9 @@ export class RecordUnreadableError extends UsageError {
     return { file: this.file };
   }
 }
+
+/** The provider's batch API failed or answered unexpectedly (exit 3); the outbox keeps the step for the next run. */
+export class BatchApiError extends GenjobError {
+  readonly code = 'EGJ_BATCH_API';
+  readonly exitCode = EXIT.REJECTED;
+}
