@@ -113,8 +113,29 @@ export function buildProgram(): Command {
       'after',
       '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion',
     )
-    .action(async (_opts, cmd: Command) => {
+    // shadow plane (#15): run existing jobs again against another generator, never touching live state
+    .argument('[keys...]', 'with --shadow: the jobs to run again (keys or unique prefixes)')
+    .option(
+      '--shadow <name>',
+      'run existing jobs again in shadow plane NAME (results under .gen/shadow/NAME/)',
+    )
+    .option('--all', 'with --shadow: every queued, received and applied job')
+    .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
+      if (o.shadow) {
+        await run(
+          async () => (await import('../commands/shadow-work.js')).shadowWork({ ...o, keys } as never),
+          !!o.json,
+        );
+        return;
+      }
+      if (keys.length > 0 || o.all) {
+        const { UsageError } = await import('../core/errors.js');
+        throw new UsageError(
+          'EGJ_USAGE',
+          'keys and --all go with --shadow NAME; live work takes jobs from the queue',
+        );
+      }
       await run(async () => (await import('../commands/work.js')).work(o as never), !!o.json);
     });
 

@@ -36,7 +36,7 @@ export interface WorkCliOptions extends CommonOptions {
   grace?: number;
 }
 
-async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
+export async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
   if (!o.host) {
     if (o.port || o.identity || o.sshOption || o.sshConfig)
       throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');

@@ -2,6 +2,7 @@
 // Outputs are a list of {path, sha256, bytes}, never a map keyed by path (a path like
 // "__proto__" must not be able to reach an object prototype).
 import { z } from 'zod';
+import { PLANE } from './plane.js';
 import { SHA256_HEX } from './sha256.js';
 
 export const RECEIPT_SCHEMA = 'genjob/receipt@1';
@@ -26,6 +27,8 @@ export const ReceiptSchema = z.strictObject({
   /** True when the host answered from its result cache instead of generating again. */
   cached: z.boolean(),
   usage: z.strictObject({ prompt_tokens: nat, completion_tokens: nat, requests: nat }).optional(),
+  /** "live" or "shadow:NAME"; absent in receipts made before planes existed (= live). */
+  plane: z.string().regex(PLANE).optional(),
 });
 
 export type Receipt = z.infer<typeof ReceiptSchema>;
