@@ -189,6 +189,32 @@ export function buildProgram(): Command {
       await run(async () => (await import('../commands/drop.js')).drop({ ...o, key }), !!o.json);
     });
 
+  // shadow plane (#15): compare two planes' answers; promote a shadow answer through the live path
+  common(program.command('compare'))
+    .description(
+      'per job, live vs a shadow plane (or two shadow planes): identical, differs, aborted, rejected, missing',
+    )
+    .argument('[keys...]', 'jobs to compare (default: every job either side answered)')
+    .option('--shadow <name>', 'a shadow plane; once: live vs it, twice: the first vs the second', collect)
+    .action(async (keys: string[], _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/compare.js')).compare({ ...o, keys }), !!o.json);
+    });
+
+  common(program.command('promote'))
+    .description(
+      "make a shadow plane's answer the live one: requeue the job live with that plane's generator",
+    )
+    .argument('<key>', 'a key or a unique prefix')
+    .requiredOption('--shadow <name>', 'the shadow plane whose answer to promote')
+    .action(async (key: string, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(
+        async () => (await import('../commands/promote.js')).promote({ ...o, key } as never),
+        !!o.json,
+      );
+    });
+
   common(program.command('status'))
     .description('counts per state and a table of jobs (key, state, epoch, age, instruction)')
     .action(async (_opts, cmd: Command) => {
