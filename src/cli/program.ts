@@ -146,6 +146,10 @@ export function buildProgram(): Command {
     .option('--generator <command>', 'pin the generator this host runs (requests naming another are refused)')
     .option('--cache-dir <dir>', 'where results are kept by key (default: $XDG_CACHE_HOME/genjob)')
     .option('--sign-key <file>', 'sign every receipt with this ed25519 key (see genjob keygen)')
+    .option(
+      '--gc-older-than <duration>',
+      'on start, prune cache entries older than this (as genjob cache prune)',
+    )
     .action(async (opts) => {
       await (await import('../commands/serve.js')).serve(opts);
     });
@@ -213,6 +217,30 @@ export function buildProgram(): Command {
         async () => (await import('../commands/promote.js')).promote({ ...o, key } as never),
         !!o.json,
       );
+    });
+
+  // retention (#15): prune finished jobs' material, leaving tombstones; and the host's result cache
+  common(program.command('gc'))
+    .description('remove the bulky material of jobs finished before the window; leave a tombstone per key')
+    .option('--older-than <duration>', 'retention window: a number and s, m, h, d or w', '30d')
+    .option('--dry-run', 'print what would be pruned and its size; remove nothing')
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/gc.js')).gc(o), !!o.json);
+    });
+
+  const cache = program.command('cache').description("the generator host's result cache");
+  cache
+    .command('prune')
+    .description(
+      'remove cache entries older than the window and leftovers of crashed requests (never one in use)',
+    )
+    .option('--older-than <duration>', 'retention window: a number and s, m, h, d or w', '30d')
+    .option('--dry-run', 'print what would be pruned; remove nothing')
+    .option('--cache-dir <dir>', 'the cache (default: $XDG_CACHE_HOME/genjob)')
+    .option('--json', 'print one machine-readable JSON result on stdout')
+    .action(async (opts) => {
+      await run(async () => (await import('../commands/cache-prune.js')).cachePrune(opts), !!opts.json);
     });
 
   common(program.command('status'))

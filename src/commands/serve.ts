@@ -11,6 +11,7 @@ export interface ServeOptions {
   generator?: string;
   cacheDir?: string;
   signKey?: string;
+  gcOlderThan?: string;
 }
 
 export async function serve(o: ServeOptions): Promise<void> {
@@ -28,6 +29,12 @@ export async function serve(o: ServeOptions): Promise<void> {
     encodeReceipt = (r) => signReceipt(r, key, keyid);
   }
   const cache = new ResultCache(o.cacheDir ?? process.env.GENJOB_CACHE_DIR ?? defaultCacheDir());
+  if (o.gcOlderThan) {
+    // retention (#15): prune before serving; an entry another session is generating is skipped
+    const { parseDuration } = await import('../core/duration.js');
+    const { pruneCache } = await import('../remote/cache-prune.js');
+    await pruneCache(cache, parseDuration(o.gcOlderThan, '--gc-older-than'));
+  }
   await serveSession(process.stdin, process.stdout, {
     cache,
     pinnedGenerator: o.generator ?? process.env.GENJOB_GENERATOR ?? null,
