@@ -15,7 +15,17 @@ function summary(plan: GcPlan): string[] {
       .flatMap((k) => k.items)
       .concat(plan.other)
       .filter((i) => i.kind === kind).length;
-  const kinds = ['out', 'receipt', 'object', 'applied-record', 'dead', 'shadow', 'staging', 'tmp']
+  const kinds = [
+    'out',
+    'receipt',
+    'promotion',
+    'object',
+    'applied-record',
+    'dead',
+    'shadow',
+    'staging',
+    'tmp',
+  ]
     .map((k) => [k, count(k)] as const)
     .filter(([, n]) => n > 0)
     .map(([k, n]) => `${n} ${k}`);

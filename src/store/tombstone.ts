@@ -10,7 +10,7 @@ import type { Store } from './store.js';
 export const TOMBSTONE_SCHEMA = 'genjob/tombstone@1';
 
 export interface PrunedItem {
-  kind: 'out' | 'receipt' | 'object' | 'applied-record' | 'dead' | 'shadow' | 'staging' | 'tmp';
+  kind: 'out' | 'receipt' | 'promotion' | 'object' | 'applied-record' | 'dead' | 'shadow' | 'staging' | 'tmp';
   /** Relative to .gen/. */
   path: string;
   bytes: number;
