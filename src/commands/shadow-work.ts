@@ -35,7 +35,7 @@ export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
       '--shadow runs the jobs it is given (KEY… or --all); --once, --drain and --watch are for live work',
     );
   const keys = o.keys ?? [];
-  if (o.all === keys.length > 0)
+  if (Boolean(o.all) === keys.length > 0)
     throw new UsageError(
       'EGJ_USAGE',
       'with --shadow, name the jobs to run again (KEY…) or pass --all, not both',
