@@ -2,7 +2,8 @@
 // attempts/<key>/<N>.json (the plane's own epochs), staging/ and journal.jsonl. Nothing here is a
 // live name: live workers, verify and apply never look under shadow/, and nothing is ever moved
 // from here into a live directory (promote regenerates through the live path instead).
-import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from '../core/errors.js';
 import { SHADOW_NAME } from '../core/plane.js';
@@ -37,7 +38,8 @@ export class ShadowStore {
   }
 
   ensure(): this {
-    for (const d of ['results', 'attempts', 'staging']) mkdirSync(join(this.dir, d), { recursive: true });
+    for (const d of ['results', 'attempts', 'staging'])
+      this.store.fs.mkdirSync(join(this.dir, d), { recursive: true });
     return this;
   }
 
@@ -67,8 +69,8 @@ export class ShadowStore {
   /** The next epoch of this plane for the key (exclusive create: never reused, never a live epoch file). */
   nextEpoch(key: string): number {
     const dir = join(this.dir, 'attempts', key);
-    mkdirSync(dir, { recursive: true });
-    let epoch = Math.max(0, ...readdirSync(dir).map((n) => Number.parseInt(n, 10) || 0)) + 1;
+    this.store.fs.mkdirSync(dir, { recursive: true });
+    let epoch = Math.max(0, ...this.store.fs.readdirSync(dir).map((n) => Number.parseInt(n, 10) || 0)) + 1;
     for (;;) {
       try {
         createExclusive(
@@ -89,18 +91,20 @@ export class ShadowStore {
    * Built whole in staging/, then swapped in by rename; an older result is set aside and removed.
    */
   commit(key: string, receiptBytes: Uint8Array, filesDir: string): void {
-    const entry = mkdtempSync(join(this.staging, 'e-'));
-    renameSync(filesDir, join(entry, 'files'));
+    const { fs } = this.store;
+    const entry = join(this.staging, `e-${process.pid}-${randomBytes(6).toString('hex')}`);
+    fs.mkdirSync(entry, { mode: 0o700 });
+    fs.renameSync(filesDir, join(entry, 'files'));
     replaceFile(this.store, join(entry, 'receipt.json'), receiptBytes);
     const target = this.resultDir(key);
     const aside = `${entry}.old`;
     try {
-      renameSync(target, aside);
+      fs.renameSync(target, aside);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
-    renameSync(entry, target);
-    rmSync(aside, { recursive: true, force: true });
+    fs.renameSync(entry, target);
+    fs.rmSync(aside, { recursive: true, force: true });
   }
 
   journal(event: Record<string, unknown>): void {

@@ -228,7 +228,12 @@ function removePath(store: Store, relPath: string): void {
  * Prune what `plan` lists. Call it holding the apply lock (commands/gc.ts does), so no apply publishes
  * objects meanwhile. Per key: tombstone first, its material next, the apply record last.
  */
-export function executeGc(store: Store, plan: GcPlan, now = Date.now()): { keys: number; bytes: number } {
+export function executeGc(
+  store: Store,
+  plan: GcPlan,
+  opts: { now?: number; settleMs?: number } = {},
+): { keys: number; bytes: number } {
+  const now = opts.now ?? Date.now();
   const touched = new Set<string>();
   const pruned_at = new Date(now).toISOString();
   for (const k of plan.keys) {
@@ -258,6 +263,6 @@ export function executeGc(store: Store, plan: GcPlan, now = Date.now()): { keys:
       // a directory removed along with its contents
     }
   }
-  compactJournal(store, new Set(plan.keys.map((k) => k.key)), Date.parse(plan.cutoff));
+  compactJournal(store, new Set(plan.keys.map((k) => k.key)), Date.parse(plan.cutoff), opts.settleMs);
   return { keys: plan.keys.length, bytes: plan.bytes };
 }

@@ -51,6 +51,7 @@ export function compactJournal(
   store: Store,
   pruned: ReadonlySet<string>,
   cutoffMs: number,
+  settleMs = 25,
 ): { kept: number; dropped: number } {
   const gen = store.layout.gen;
   const sealed = join(gen, `journal.compacting-${process.pid}.jsonl`);
@@ -62,7 +63,7 @@ export function compactJournal(
   }
   // an append that opened the old file just before the rename lands in it: wait until it is quiet
   let settled = sizeOf(store, sealed);
-  for (let last = -2; settled !== last; last = settled, settled = sizeOf(store, sealed)) pause(25);
+  for (let last = -2; settled !== last; last = settled, settled = sizeOf(store, sealed)) if (settleMs > 0) pause(settleMs);
 
   const live = liveKeys(store);
   const drop = new Set([...pruned, ...tombstoneKeys(store)].filter((k) => !live.has(k)));

@@ -1,7 +1,6 @@
 // A promotion pin: .gen/promoted/<key>.json names the generator a shadow plane used, so the next live
 // attempts of the key run that generator through the live path (new epoch, live plane, every verify
 // rule). The pin is only a generator choice: no shadow byte or receipt is ever copied into live state.
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { readIfExists, replaceFile } from './durable.js';
 import type { Store } from './store.js';
@@ -32,6 +31,6 @@ export function readPromotion(store: Store, key: string): Promotion | undefined 
 }
 
 export function writePromotion(store: Store, p: Promotion): void {
-  mkdirSync(store.layout.dir('promoted'), { recursive: true });
+  store.fs.mkdirSync(store.layout.dir('promoted'), { recursive: true });
   replaceFile(store, pinFile(store, p.key), Buffer.from(`${JSON.stringify(p, null, 2)}\n`));
 }

@@ -2,7 +2,6 @@
 // state the job ended in, when, its job and receipt digests, what was pruned and when. An applied
 // key's tombstone outlives its apply record, so minting the same work order again says "already
 // applied (pruned on DATE)" instead of generating it a second time, and revert says why it cannot.
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { listNames, readIfExists, replaceFile } from './durable.js';
 import type { Store } from './store.js';
@@ -59,7 +58,7 @@ export function writeTombstone(store: Store, t: Tombstone): Tombstone {
     finished_at: t.finished_at ?? before?.finished_at ?? null,
     pruned: [...(before?.pruned ?? []), ...t.pruned.filter((p) => !seen.has(p.path))],
   };
-  mkdirSync(store.layout.dir('tombstones'), { recursive: true });
+  store.fs.mkdirSync(store.layout.dir('tombstones'), { recursive: true });
   replaceFile(store, tombstoneFile(store, t.key), Buffer.from(`${JSON.stringify(merged, null, 2)}\n`));
   return merged;
 }
