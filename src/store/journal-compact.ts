@@ -63,7 +63,8 @@ export function compactJournal(
   }
   // an append that opened the old file just before the rename lands in it: wait until it is quiet
   let settled = sizeOf(store, sealed);
-  for (let last = -2; settled !== last; last = settled, settled = sizeOf(store, sealed)) if (settleMs > 0) pause(settleMs);
+  for (let last = -2; settled !== last; last = settled, settled = sizeOf(store, sealed))
+    if (settleMs > 0) pause(settleMs);
 
   const live = liveKeys(store);
   const drop = new Set([...pruned, ...tombstoneKeys(store)].filter((k) => !live.has(k)));
