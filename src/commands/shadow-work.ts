@@ -7,6 +7,7 @@ import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { runShadow, type ShadowOutcome } from '../shadow/shadow-run.js';
 import { checkShadowName } from '../shadow/shadow-store.js';
 import { FLOW, keysIn, resolveKey } from '../store/job-states.js';
@@ -52,6 +53,7 @@ export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
         store,
         name,
         launcher,
+        serveArgs: serveArgsOf(o),
         generator: o.generator ?? null,
         timeoutMs: Math.round(o.timeout * 1000),
         workerId: `${newWorker().id}:shadow`,

@@ -8,6 +8,8 @@ import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import { requireBwrap } from '../sandbox/bwrap-probe.js';
+import { serveArgsOf } from '../sandbox/serve-policy.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { localLauncher } from '../transport/local-launcher.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
@@ -34,6 +36,12 @@ export interface WorkCliOptions extends CommonOptions {
   quiet?: boolean;
   retryAborted?: boolean;
   grace?: number;
+  generatorEnv?: string[];
+  generatorNetwork?: boolean;
+  generatorBind?: string[];
+  generatorBindRw?: string[];
+  /** commander's --no-sandbox: false when given. */
+  sandbox?: boolean;
 }
 
 export async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
@@ -81,6 +89,10 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const modes = [o.once, o.drain, o.watch].filter(Boolean).length;
   if (modes !== 1) throw new UsageError('EGJ_USAGE', 'choose exactly one of --once, --drain or --watch');
   const store = openStore(o);
+  // the sandbox flags travel to serve as arguments; a local serve is checked here, before any claim
+  const serveArgs = serveArgsOf(o);
+  if (!o.host && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
+    await requireBwrap('genjob work');
   const launcher = await makeLauncher(o, store.layout.gen);
   const policy = loadTrustPolicy(store.root);
   const tty = process.stderr.isTTY === true && !o.quiet;
@@ -106,6 +118,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       generator: o.generator ?? null,
       timeoutMs: Math.round(o.timeout * 1000),
       retryAborted: o.retryAborted === true,
+      serveArgs,
       leaseTtlS: o.leaseTtl,
       maxAttempts: o.maxAttempts,
       decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,

@@ -66,6 +66,31 @@ export function errnoOf(err: unknown): string | undefined {
     : undefined;
 }
 
+/** No usable sandbox for a generator (bwrap missing or unable to start) and no --no-sandbox. */
+export class SandboxUnavailableError extends GenjobError {
+  readonly code = 'EGJ_SANDBOX_UNAVAILABLE';
+  readonly exitCode = EXIT.USAGE;
+  constructor(where: string, why: string) {
+    super(
+      `${where}: ${why}; install the Debian package bubblewrap (apt-get install bubblewrap), or pass --no-sandbox to run generators unconfined`,
+    );
+  }
+}
+
+/** A git command genjob ran failed (exit 2: a missing remote, no repository, an unreachable host). */
+export class GitFailedError extends GenjobError {
+  readonly code = 'EGJ_GIT';
+  readonly exitCode = EXIT.USAGE;
+  constructor(
+    readonly args: readonly string[],
+    readonly status: number,
+    stderr: string,
+    options?: ErrorOptions,
+  ) {
+    const last = stderr.trim().split('\n').filter(Boolean).slice(-3).join(' | ');
+    super(`git ${args.slice(0, 2).join(' ')} failed (exit ${status}): ${last || 'no message'}`, options);
+  }
+}
 /** A receipt of a shadow plane (or naming one) where only live material may go: verify, apply, a live commit. */
 export class ShadowPlaneError extends RejectedError {
   constructor(file: string, plane: string) {

@@ -1,7 +1,7 @@
-// Retention on the generator host: remove result entries older than the window, and the scratch
-// workspaces and half-built entries crashed requests left in work/ and tmp/. Never an entry being
-// generated or served: an entry whose lock is held is skipped, and work/ and tmp/ are only swept
-// while no lock at all is held (a generation in flight keeps its scratch dirs there).
+// Retention on the generator host: remove result entries older than the window, and what crashed
+// requests left: scratch workspaces and half-built entries (<cache>-work/), tmp/ and quarantine/.
+// Never an entry being generated or served: one whose lock is held or whose outbox record
+// (started/) stands is skipped, and the leftovers are swept only while no lock at all is held.
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResultCache } from './result-cache.js';
@@ -51,11 +51,15 @@ export async function pruneCache(
   const locks = new Set(
     (await ls(join(cache.dir, 'locks'))).filter((n) => n.endsWith('.lock')).map((n) => n.slice(0, -5)),
   );
+  const started = new Set(
+    (await ls(join(cache.dir, 'started'))).filter((n) => n.endsWith('.json')).map((n) => n.slice(0, -5)),
+  );
   const out: CachePruned = { entries: [], leftovers: [], bytes: 0, skipped_locked: [] };
   for (const name of await ls(join(cache.dir, 'results'))) {
     const dir = cache.entryDir(name);
     if ((await mtime(join(dir, 'result.json'))) >= cutoff && (await mtime(dir)) >= cutoff) continue;
-    if (locks.has(name)) {
+    // a held lock or an outbox record (started/<name>.json): being generated or served right now
+    if (locks.has(name) || started.has(name)) {
       out.skipped_locked.push(name);
       continue;
     }
@@ -75,9 +79,14 @@ export async function pruneCache(
   }
   if (locks.size === 0) {
     const leftoverCutoff = Math.min(cutoff, now - 3_600_000);
-    for (const sub of ['work', 'tmp']) {
-      for (const name of await ls(join(cache.dir, sub))) {
-        const path = join(cache.dir, sub, name);
+    const places: Array<[string, string]> = [
+      ['work', cache.workDir],
+      ['tmp', join(cache.dir, 'tmp')],
+      ['quarantine', join(cache.dir, 'quarantine')],
+    ];
+    for (const [sub, dir] of places) {
+      for (const name of await ls(dir)) {
+        const path = join(dir, name);
         if ((await mtime(path)) >= leftoverCutoff) continue;
         out.bytes += await size(path);
         out.leftovers.push(`${sub}/${name}`);

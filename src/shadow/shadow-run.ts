@@ -26,6 +26,8 @@ export interface ShadowRunOptions {
   store: Store;
   name: string;
   launcher: ServeLauncher;
+  /** Arguments for the serve this run starts (the sandbox flags, as for live work). */
+  serveArgs?: readonly string[];
   generator: string | null;
   timeoutMs: number;
   workerId: string;
@@ -54,7 +56,7 @@ export async function runShadow(o: ShadowRunOptions, keys: readonly string[]): P
     if (client?.alive) return client;
     const { ServeClient } = await import('../worker/serve-client.js');
     await o.launcher.shipmentFacts();
-    client = await ServeClient.open(o.launcher, [], {
+    client = await ServeClient.open(o.launcher, o.serveArgs ?? [], {
       maxAnswerBytes: 8 * 1024 ** 3,
       helloTimeoutMs: 60_000,
     });

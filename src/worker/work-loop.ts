@@ -53,6 +53,8 @@ export interface WorkOptions extends JobSettings {
   /** Token budget: stop claiming once the receipts of this run report this many tokens. */
   maxTokens?: number;
   onOutcome?: (o: JobOutcome, elapsedMs: number) => void;
+  /** Arguments for every serve this run starts (the sandbox flags). */
+  serveArgs?: readonly string[];
   onStart?: (key: string) => void;
   relayStderr?: (chunk: Buffer) => void;
 }
@@ -108,7 +110,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
         if (client?.alive) return client;
         // fail fast and clearly on an unknown or changed host key, before any bytes are sent
         await o.launcher.shipmentFacts();
-        client = await ServeClient.open(o.launcher, [], {
+        client = await ServeClient.open(o.launcher, o.serveArgs ?? [], {
           maxAnswerBytes: 8 * 1024 * 1024 * 1024,
           helloTimeoutMs: 60_000,
           ...(o.relayStderr ? { relayStderr: o.relayStderr } : {}),

@@ -2,7 +2,7 @@
 // apart as hostile input → commit. Every way out leaves the job in exactly one state:
 // received/ (with its receipt), back in queue/ (in doubt, journalled), or dead/ (with the reason).
 import { join } from 'node:path';
-import { GenjobError } from '../core/errors.js';
+import { GenjobError, SandboxUnavailableError } from '../core/errors.js';
 import { type Job, JobInvalidError } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import type { Receipt } from '../core/receipt.js';
@@ -208,7 +208,11 @@ async function attempt(
   }
   if (answer.type === 'none')
     return requeue(store, key, epoch, 'the host answered "none" to a run', 'EGJ_BAD_ANSWER');
+  if (answer.type === 'error' && answer.code === 'EGJ_SANDBOX_UNAVAILABLE')
+    throw new SandboxUnavailableError(ctx.launcher.destination, answer.message); // ends the run; the job goes back
   if (answer.type === 'error')
     return requeue(store, key, epoch, `the host refused: ${answer.code}: ${answer.message}`, answer.code);
+  if (answer.cacheError)
+    journal(store, { event: 'host-cache-failed', key, epoch, reason: answer.cacheError });
   return takeResult(ctx, session!, job, digest, epoch, answer, isLost);
 }

@@ -1,7 +1,7 @@
 // Things that go wrong during work: a malformed job file in the queue is dead-lettered with its
 // reason while the other jobs are worked; a generator that fails or runs out of time yields an
 // `aborted` receipt (never applied), and a timed-out generator's processes are killed.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEMO_GENERATOR, genDir, makeSandbox, mintKey, readJson, snapshot } from './helpers.js';
@@ -92,8 +92,9 @@ describe('a generator that fails', () => {
 
   it('is killed with everything it started when it outlives --timeout, and the receipt says it timed out', async () => {
     const sb = await makeSandbox();
-    const pidFile = join(sb.base, 'sleeper.pid');
-    const gen = sb.script('sleepy.sh', `sleep 300 &\necho $! > ${JSON.stringify(pidFile)}\nwait`);
+    // the generator's pids are its sandbox's own, so its sleeper is found by a command line of its own
+    const marker = `300.${process.pid}`;
+    const gen = sb.script('sleepy.sh', `sleep ${marker} &\nwait`);
     const key = await mintKey(sb, 'Take forever', ['src/user.py']);
     const before = snapshot(sb.repo);
     const work = await sb.genjob(['work', '--once', '--timeout', '1', '--generator', gen]);
@@ -105,13 +106,27 @@ describe('a generator that fails', () => {
       reason,
       outputs: [],
     });
-    const sleeper = Number(readFileSync(pidFile, 'utf8'));
-    expect(isAlive(sleeper)).toBe(false);
+    expect(pidsRunning(['sleep', marker]).filter(isAlive)).toEqual([]);
     expect((await sb.genjob(['verify', key])).exitCode).toBe(3);
     expect((await sb.genjob(['apply', key])).exitCode).toBe(3);
     expect(snapshot(sb.repo)).toEqual(before);
   });
 });
+
+/** Pids whose command line is exactly `argv`. */
+function pidsRunning(argv: string[]): number[] {
+  const want = `${argv.join('\0')}\0`;
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        return readFileSync(`/proc/${n}/cmdline`, 'utf8') === want;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
 
 /** A process counts as alive unless it is gone or a zombie waiting for a reaper. */
 function isAlive(pid: number): boolean {

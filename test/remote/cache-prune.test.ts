@@ -36,23 +36,23 @@ describe('pruneCache', () => {
     const cache = await cacheWith(['busy.1', 'idle.1'], 3 * HOUR);
     mkdirSync(join(cache.dir, 'locks', 'busy.1.lock'));
     const then = new Date(Date.now() - 3 * HOUR);
-    mkdirSync(join(cache.dir, 'work', 'a-x'));
-    utimesSync(join(cache.dir, 'work', 'a-x'), then, then);
+    mkdirSync(join(cache.workDir, 'a-x'));
+    utimesSync(join(cache.workDir, 'a-x'), then, then);
     const r = await pruneCache(cache, 0);
     expect(r.skipped_locked).toEqual(['busy.1']);
     expect(readdirSync(join(cache.dir, 'results'))).toEqual(['busy.1']);
-    expect(readdirSync(join(cache.dir, 'work'))).toEqual(['a-x']);
+    expect(readdirSync(cache.workDir)).toEqual(['a-x']);
   });
 
   it('sweeps scratch leftovers older than an hour when no lock is held; --dry-run removes nothing', async () => {
     const cache = await cacheWith([], 0);
     const then = new Date(Date.now() - 2 * HOUR);
-    mkdirSync(join(cache.dir, 'work', 'a-old'));
-    utimesSync(join(cache.dir, 'work', 'a-old'), then, then);
-    mkdirSync(join(cache.dir, 'work', 'a-new'));
+    mkdirSync(join(cache.workDir, 'a-old'));
+    utimesSync(join(cache.workDir, 'a-old'), then, then);
+    mkdirSync(join(cache.workDir, 'a-new'));
     expect((await pruneCache(cache, 0, { dryRun: true })).leftovers).toEqual(['work/a-old']);
-    expect(readdirSync(join(cache.dir, 'work')).sort()).toEqual(['a-new', 'a-old']);
+    expect(readdirSync(cache.workDir).sort()).toEqual(['a-new', 'a-old']);
     await pruneCache(cache, 0);
-    expect(readdirSync(join(cache.dir, 'work'))).toEqual(['a-new']);
+    expect(readdirSync(cache.workDir)).toEqual(['a-new']);
   });
 });
