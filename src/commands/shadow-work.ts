@@ -7,6 +7,7 @@ import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { runShadow, type ShadowOutcome } from '../shadow/shadow-run.js';
 import { checkShadowName } from '../shadow/shadow-store.js';
@@ -45,6 +46,8 @@ export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
   const selected = o.all
     ? [...new Set(FLOW.filter((s) => s !== 'running').flatMap((s) => keysIn(store, s)))].sort()
     : [...new Set(keys.map((k) => resolveKey(store, k)))];
+  if (!o.host && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
+    await requireBwrap('genjob work --shadow');
   const launcher = await makeLauncher(o, store.layout.gen);
   const policy = loadTrustPolicy(store.root);
   try {

@@ -63,7 +63,7 @@ describe('genjob work --shadow', () => {
     const liveReceipt = readJson(join(sb.repo, '.gen', 'receipts', `${first[0]}.json`));
     expect(liveReceipt.plane).toBe('live');
     // the queued job stays queued: a live worker takes it as if nothing happened
-    expect(genDir(sb, 'queue')).toEqual([`${k3}.json`]);
+    expect(genDir(sb, 'queue')).toHaveLength(1);
   });
 
   it('refuses a shadow receipt copied by hand into received/ (verify and apply exit 3, EGJ_SHADOW) and a live receipt edited to name a shadow plane', async () => {
