@@ -49,7 +49,7 @@ export interface WorkCliOptions extends CommonOptions {
   batchPollInterval?: number;
 }
 
-async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
+export async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
   if (!o.host) {
     if (o.port || o.identity || o.sshOption || o.sshConfig)
       throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');

@@ -7,6 +7,7 @@ import type { Receipt } from '../core/receipt.js';
 import { beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
+import { readPromotion } from '../store/promotion.js';
 import type { Store } from '../store/store.js';
 import { InputChangedError, InputNotRegularError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
@@ -104,7 +105,8 @@ async function attempt(
     job_digest: digest,
     epoch,
     worker_id: ctx.worker.id,
-    generator: ctx.generator,
+    // a promoted job runs the generator of the shadow plane it was promoted from (store/promotion.ts)
+    generator: readPromotion(store, key)?.generator ?? ctx.generator,
     timeout_ms: ctx.timeoutMs,
     ...(ctx.retryAborted ? { retry_aborted: true } : {}),
   };
