@@ -152,7 +152,9 @@ export function buildProgram(): Command {
     });
 
   common(program.command('revert'))
-    .description('put back the bytes an applied job replaced (refused if the files changed since)')
+    .description(
+      'put back the bytes an applied job replaced (refused if the files changed since); the job is then reverted',
+    )
     .argument('<key>', 'a key or a unique prefix')
     .action(async (key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
@@ -160,7 +162,7 @@ export function buildProgram(): Command {
     });
 
   common(program.command('drop'))
-    .description('give up on a queued or received job: its file, receipt and outputs move to dead/')
+    .description('give up on a queued, received or reverted job: its file, receipt and outputs move to dead/')
     .argument('<key>', 'a key or a unique prefix')
     .option('--reason <text>', 'why (kept in dead/ and the journal)')
     .action(async (key: string, _opts, cmd: Command) => {

@@ -94,7 +94,8 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   const key = resolveKey(store, o.key);
   const found = findJob(store, key);
   const doc = parseLoose(found?.bytes) as Record<string, unknown> | null;
-  const job = found?.state === 'applied' ? (doc?.job as Record<string, unknown>) : doc;
+  const record = found?.state === 'applied' || found?.state === 'reverted';
+  const job = record ? (doc?.job as Record<string, unknown>) : doc;
   const attempts = epochsOf(store, key).map((e) => readAttempt(store, key, e));
   const receipt = parseLoose(readIfExists(store, store.layout.receipt(key)));
   const dead = readdirOrEmpty(store, store.layout.dir('dead')).filter(
@@ -103,7 +104,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   const usage = usageRows(store, key, epochsOf(store, key), dead);
   const events = readJournal(store, key);
   const lease = readLease(store, key) ?? null;
-  const applied = found?.state === 'applied' ? { writes: doc?.writes, applied_at: doc?.applied_at } : null;
+  const applied = record ? { writes: doc?.writes, applied_at: doc?.applied_at } : null;
   const lines = [
     `key       ${key}`,
     `state     ${found?.state ?? 'unknown'}`,

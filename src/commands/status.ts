@@ -6,7 +6,7 @@ import { openStore } from '../cli/root.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { currentEpoch } from '../store/attempts.js';
 import { readdirOrEmpty, readIfExists } from '../store/durable.js';
-import { FLOW, keysIn } from '../store/job-states.js';
+import { FLOW, keysIn, PRECEDENCE } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 
 interface Row {
@@ -68,7 +68,7 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
   const rows: Row[] = [];
   const counts: Record<string, number> = {};
   const seen = new Set<string>();
-  for (const state of [...FLOW].reverse()) {
+  for (const state of PRECEDENCE) {
     const keys = keysIn(store, state).filter((k) => !seen.has(k)); // applied/ wins over a crash leftover
     counts[state] = keys.length;
     for (const key of keys) {
@@ -94,10 +94,10 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
       for (const f of ['prompt_tokens', 'completion_tokens', 'requests'] as const)
         usage[f] += Number(u[f]) || 0;
   }
-  const order = ['queue', 'running', 'received', 'applied'];
+  const order: readonly string[] = FLOW;
   rows.sort((a, b) => order.indexOf(a.state) - order.indexOf(b.state) || a.key.localeCompare(b.key));
   const lines = [
-    `queue ${counts.queue}  running ${counts.running}  received ${counts.received}  applied ${counts.applied}  dead ${counts.dead}`,
+    `queue ${counts.queue}  running ${counts.running}  received ${counts.received}  applied ${counts.applied}  reverted ${counts.reverted}  dead ${counts.dead}`,
   ];
   if (usage.requests + usage.prompt_tokens + usage.completion_tokens > 0) {
     lines.push(

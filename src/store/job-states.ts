@@ -1,12 +1,16 @@
-// Which state a key is in: a key lives in exactly one of queue/ running/ received/ applied/
-// (applied/ wins if a crash left a received/ copy behind). Listing and lookup only — no parsing,
+// Which state a key is in: a key lives in exactly one of queue/ running/ received/ applied/ reverted/
+// (applied/ wins if a crash left a received/ or reverted/ copy behind). Listing and lookup only — no parsing,
 // so commands that only look (mint, status, claim) never load the job schema (see job-files.ts).
 import { UsageError } from '../core/errors.js';
 import { listNames, readIfExists } from './durable.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
 
-export const FLOW: readonly JobState[] = ['queue', 'running', 'received', 'applied'];
+export const FLOW: readonly JobState[] = ['queue', 'running', 'received', 'applied', 'reverted'];
+/** Which copy wins when a crash left a key in two state directories: the first found here. */
+export const PRECEDENCE: readonly JobState[] = ['applied', 'reverted', 'received', 'running', 'queue'];
+/** The states whose file is an apply record that embeds the job document. */
+export const RECORD_STATES: ReadonlySet<JobState> = new Set(['applied', 'reverted']);
 
 export interface StoredJob {
   state: JobState;
@@ -16,7 +20,7 @@ export interface StoredJob {
 
 /** The state a key is in, latest first, or undefined if it is in none. */
 export function findJob(store: Store, key: string): StoredJob | undefined {
-  for (const state of ['applied', 'received', 'running', 'queue'] as const) {
+  for (const state of PRECEDENCE) {
     const file = store.layout.jobFile(state, key);
     const bytes = readIfExists(store, file);
     if (bytes !== undefined) return { state, file, bytes };

@@ -174,7 +174,7 @@ describe('--json results', () => {
     expect(r.exitCode).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.ok).toBe(true);
-    expect(out.counts).toEqual({ queue: 1, running: 0, received: 1, applied: 0, dead: 0 });
+    expect(out.counts).toEqual({ queue: 1, running: 0, received: 1, applied: 0, reverted: 0, dead: 0 });
     expect(out.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, requests: 0 });
     expect(out.jobs).toEqual([
       {
