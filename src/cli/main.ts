@@ -14,6 +14,7 @@ export function emit(result: CommandResult, json: boolean): void {
   if (json) process.stdout.write(`${JSON.stringify(result.json)}\n`);
   else if (result.human)
     process.stdout.write(result.human.endsWith('\n') ? result.human : `${result.human}\n`);
+  if (result.stderr) process.stderr.write(result.stderr);
   process.exitCode = result.exitCode ?? EXIT.OK;
 }
 

@@ -144,7 +144,7 @@ export function buildProgram(): Command {
     .argument('[key]', 'a key or a unique prefix (4+ characters)')
     .option('--all', 'apply every received job')
     .option('--dry-run', 'print what would change; write nothing')
-    .option('--diff', 'with --dry-run: print a unified diff')
+    .option('--diff', 'print a unified diff of what was written (with --dry-run: of what would be)')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();

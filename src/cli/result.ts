@@ -6,6 +6,8 @@ export interface CommandResult {
   exitCode?: ExitCode;
   human: string;
   json: Record<string, unknown>;
+  /** Error lines for stderr (e.g. each failing job of verify --all), printed with or without --json. */
+  stderr?: string;
 }
 
 /** Options every command accepts. */
