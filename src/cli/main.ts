@@ -4,6 +4,7 @@
 
 import { GenjobError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
+import { writePaged } from './pager.js';
 import type { CommandResult } from './result.js';
 
 function wantsJson(argv: readonly string[]): boolean {
@@ -12,8 +13,11 @@ function wantsJson(argv: readonly string[]): boolean {
 
 export function emit(result: CommandResult, json: boolean): void {
   if (json) process.stdout.write(`${JSON.stringify(result.json)}\n`);
-  else if (result.human)
-    process.stdout.write(result.human.endsWith('\n') ? result.human : `${result.human}\n`);
+  else if (result.human) {
+    const text = result.human.endsWith('\n') ? result.human : `${result.human}\n`;
+    if (result.page) writePaged(text);
+    else process.stdout.write(text);
+  }
   if (result.stderr) process.stderr.write(result.stderr);
   process.exitCode = result.exitCode ?? EXIT.OK;
 }

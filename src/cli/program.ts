@@ -60,7 +60,7 @@ export function buildProgram(): Command {
     .description('mint a job: an instruction plus the files the generator may change (prints its key)')
     .argument('[paths...]', 'files the generator may change (they must exist; see --create)')
     .option('-m, --message <text>', 'the instruction')
-    .option('-f, --file <path>', 'read the instruction from a file')
+    .option('-f, --file <path>', 'read the instruction from a file (- for stdin)')
     .option('--create <path>', 'a file the generator is to create (must not exist yet); repeatable', collect)
     .option('--allow-secret <path>', 'ship this path even though it looks like a secret; repeatable', collect)
     .addHelpText(
@@ -74,6 +74,7 @@ export function buildProgram(): Command {
 
   common(program.command('work'))
     .description('claim queued jobs, ship each to `genjob serve` (here or over ssh), and store the results')
+    .argument('[keys...]', 'work only these jobs (keys or prefixes; without a mode: --drain of them)')
     .option('--once', 'work one job, then stop')
     .option('--drain', 'work jobs until the queue is empty')
     .option('--watch', 'keep working as jobs arrive, until SIGINT/SIGTERM')
@@ -113,9 +114,9 @@ export function buildProgram(): Command {
       'after',
       '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion',
     )
-    .action(async (_opts, cmd: Command) => {
+    .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
-      await run(async () => (await import('../commands/work.js')).work(o as never), !!o.json);
+      await run(async () => (await import('../commands/work.js')).work({ ...o, keys } as never), !!o.json);
     });
 
   program
@@ -168,6 +169,23 @@ export function buildProgram(): Command {
     .action(async (key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/drop.js')).drop({ ...o, key }), !!o.json);
+    });
+
+  common(program.command('retry'))
+    .description('send an aborted or rejected job back to the queue; its next attempt generates again')
+    .argument('<key>', 'a key or a unique prefix')
+    .action(async (key: string, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/retry.js')).retry({ ...o, key }), !!o.json);
+    });
+
+  common(program.command('cancel'))
+    .description('stop a queued or running job: it goes to dead/ as cancelled (a worker stands down)')
+    .argument('<key>', 'a key or a unique prefix')
+    .option('--reason <text>', 'why (kept in dead/ and the journal)')
+    .action(async (key: string, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/cancel.js')).cancel({ ...o, key }), !!o.json);
     });
 
   common(program.command('status'))

@@ -8,6 +8,8 @@ export interface CommandResult {
   json: Record<string, unknown>;
   /** Error lines for stderr (e.g. each failing job of verify --all), printed with or without --json. */
   stderr?: string;
+  /** Long human output: shown through $PAGER when stdout is a terminal (see pager.ts). */
+  page?: boolean;
 }
 
 /** Options every command accepts. */

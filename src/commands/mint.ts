@@ -61,17 +61,20 @@ function readInstruction(o: MintOptions): string {
   let text: string;
   if (o.file !== undefined) {
     try {
-      text = readFileSync(o.file, 'utf8');
+      text = readFileSync(o.file === '-' ? 0 : o.file, 'utf8'); // -f - reads stdin, like git commit -F -
     } catch (err) {
       throw new UsageError(
         'EGJ_BAD_INPUT',
-        `${o.file}: cannot read the instruction file (${(err as Error).message})`,
+        `${o.file === '-' ? 'stdin' : o.file}: cannot read the instruction file (${(err as Error).message})`,
       );
     }
   } else if (o.message !== undefined) text = o.message;
   else throw new UsageError('EGJ_USAGE', 'no instruction: pass -m "..." or -f FILE');
   if (text.trim() === '')
-    throw new UsageError('EGJ_BAD_INPUT', `${o.file ?? '-m'}: the instruction is empty`);
+    throw new UsageError(
+      'EGJ_BAD_INPUT',
+      `${o.file === '-' ? 'stdin' : (o.file ?? '-m')}: the instruction is empty`,
+    );
   return text;
 }
 

@@ -8,6 +8,9 @@ import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import { wasCancelled } from '../store/cancel-job.js';
+import { findJob, resolveKey } from '../store/job-states.js';
+import type { Store } from '../store/store.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { localLauncher } from '../transport/local-launcher.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
@@ -34,6 +37,7 @@ export interface WorkCliOptions extends CommonOptions {
   quiet?: boolean;
   retryAborted?: boolean;
   grace?: number;
+  keys?: string[];
 }
 
 async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
@@ -77,10 +81,30 @@ function describe(o: JobOutcome, ms: number): string {
   }
 }
 
+/** The named jobs (keys or prefixes), each of which must be waiting in the queue. */
+function queuedKeys(store: Store, typed: readonly string[]): string[] {
+  const keys = [...new Set(typed.map((t) => resolveKey(store, t)))];
+  for (const key of keys) {
+    const found = findJob(store, key);
+    if (found?.state !== 'queue') {
+      throw new UsageError(
+        'EGJ_NOT_QUEUED',
+        `${found?.file ?? key}: job ${key.slice(0, 12)} is ${found?.state ?? 'unknown'}, not queued${found?.state === 'received' ? ' (genjob retry KEY sends an aborted or rejected job back)' : ''}; nothing was claimed`,
+      );
+    }
+  }
+  return keys;
+}
+
 export async function work(o: WorkCliOptions): Promise<CommandResult> {
+  const chosen = o.keys ?? [];
   const modes = [o.once, o.drain, o.watch].filter(Boolean).length;
-  if (modes !== 1) throw new UsageError('EGJ_USAGE', 'choose exactly one of --once, --drain or --watch');
+  if (modes === 0 && chosen.length > 0)
+    o = { ...o, drain: true }; // `work KEY…` works those jobs
+  else if (modes !== 1) throw new UsageError('EGJ_USAGE', 'choose exactly one of --once, --drain or --watch');
+  if (chosen.length > 0 && o.watch) throw new UsageError('EGJ_USAGE', 'name jobs or --watch, not both');
   const store = openStore(o);
+  const keys = chosen.length > 0 ? queuedKeys(store, chosen) : undefined;
   const launcher = await makeLauncher(o, store.layout.gen);
   const policy = loadTrustPolicy(store.root);
   const tty = process.stderr.isTTY === true && !o.quiet;
@@ -110,6 +134,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       maxAttempts: o.maxAttempts,
       decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
       signal: controller.signal,
+      ...(keys ? { keys } : {}),
       ...(mode === 'watch' ? { graceMs: Math.round((o.grace ?? 30) * 1000) } : {}),
       ...(watcher ? { waitForWork: watcher.next } : {}),
       ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
@@ -123,7 +148,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       },
     });
     const { outcomes } = summary;
-    const superseded = outcomes.some((x) => x.outcome === 'superseded');
+    // a job cancelled under a worker is stood down on purpose, not a lost lease
+    const superseded = outcomes.some((x) => x.outcome === 'superseded' && !wasCancelled(store, x.key));
     const requeued = outcomes.filter((x) => x.outcome === 'requeued');
     // a job requeued and later received in the same run ended well
     // a job cut off by the end of the grace period is back in the queue by design, not unsettled

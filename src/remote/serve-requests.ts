@@ -18,6 +18,8 @@ export const RequestSchema = z.strictObject({
     .max(7 * 24 * 3600 * 1000),
   /** Generate again instead of answering with a cached *aborted* result (`work --retry-aborted`). */
   retry_aborted: z.boolean().optional(),
+  /** Generate again instead of answering with any cached result that is not ok (`genjob retry KEY`). */
+  regenerate: z.boolean().optional(),
 });
 
 export type ServeRequest = z.infer<typeof RequestSchema>;

@@ -97,9 +97,12 @@ async function answer(
   }
   const name = cfg.cache.entryName(req.key, generator, req.job_digest);
   // an aborted generation is kept like any other (no double spend on redelivery), unless the
-  // worker asked for a deliberate retry of aborted jobs (`work --retry-aborted`)
+  // worker asked for a deliberate retry of aborted jobs (`work --retry-aborted`), or of this
+  // aborted or rejected job (`genjob retry KEY`)
   const usable = (r: CachedResult | undefined) =>
-    r && !(req.retry_aborted && r.status === 'aborted') ? r : undefined;
+    r && !(req.retry_aborted && r.status === 'aborted') && !(req.regenerate && r.status !== 'ok')
+      ? r
+      : undefined;
   if (req.type === 'fetch') {
     await reader.drain(body);
     const cached = usable(await cfg.cache.read(name));
@@ -119,7 +122,7 @@ async function answer(
       let result = usable(await cfg.cache.read(name));
       const fresh = !result;
       if (!result) {
-        await cfg.cache.discard(name); // an aborted entry being retried
+        await cfg.cache.discard(name); // an aborted (or, retried on purpose, rejected) entry
         await writeFile(join(scratch, 'job.json'), canonicalBytes(job));
         // the extraction hashed every file: the diff re-hashes only those touched since
         const known = knownFiles(ws, files, join(scratch, 'extracted.fence'));

@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import { peekTokens } from '../core/receipt-peek.js';
 import type { Worker } from '../store/attempts.js';
 import { claimNext } from '../store/claim.js';
+import { claimChosen } from '../store/claim-chosen.js';
 import { readIfExists } from '../store/durable.js';
 import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
@@ -55,6 +56,8 @@ export interface WorkOptions extends JobSettings {
   onOutcome?: (o: JobOutcome, elapsedMs: number) => void;
   onStart?: (key: string) => void;
   relayStderr?: (chunk: Buffer) => void;
+  /** Claim only these keys (`genjob work KEY…`), in this order. */
+  keys?: readonly string[];
 }
 
 export interface WorkSummary {
@@ -122,7 +125,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     };
     try {
       while (!stopped()) {
-        const key = claimNext(o.store, worker.id);
+        const key = o.keys ? claimChosen(o.store, worker.id, o.keys) : claimNext(o.store, worker.id);
         if (key === undefined) {
           if (o.mode !== 'watch' || !o.waitForWork) return;
           await o.waitForWork();

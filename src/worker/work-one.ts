@@ -12,6 +12,7 @@ import { exists, moveState, readIfExists } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
 import { jobFileBytes } from '../store/mint-job.js';
+import { regenerateRequested } from '../store/retry-job.js';
 import type { Store } from '../store/store.js';
 import { InputChangedError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
@@ -98,7 +99,10 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   let lost = false;
   const heartbeat = setInterval(
     () => {
-      if (!beat(store, key, lease.epoch)) lost = true;
+      if (lost || beat(store, key, lease.epoch)) return;
+      // reaped, superseded or cancelled: stand down now, killing the session (and its generator)
+      lost = true;
+      ctx.dropSession();
     },
     Math.max(250, (ctx.leaseTtlS * 1000) / 4),
   );
@@ -142,6 +146,7 @@ async function attempt(
     generator: ctx.generator,
     timeout_ms: ctx.timeoutMs,
     ...(ctx.retryAborted ? { retry_aborted: true } : {}),
+    ...(regenerateRequested(store, key, epoch) ? { regenerate: true } : {}),
   };
   const budget = ctx.timeoutMs + REQUEST_MARGIN_MS;
   let inputChanged: InputChangedError | undefined;

@@ -280,7 +280,7 @@ describe('key prefixes', () => {
     const short = await sb.genjob(['apply', k1.slice(0, 3)]);
     expect(short).toMatchObject({
       exitCode: 2,
-      stderr: `genjob: EGJ_BAD_KEY: "${k1.slice(0, 3)}": a key or key prefix is 4 to 64 lower-case hex characters\n`,
+      stderr: `genjob: EGJ_BAD_KEY: "${k1.slice(0, 3)}": a key or key prefix is 4 to 64 hex characters\n`,
     });
     expect(genDir(sb, 'applied')).toEqual([]);
   });
