@@ -1,6 +1,6 @@
 // commander wiring. Each command's module is imported only when that command runs, so
 // `genjob --version` and `genjob status` do not pay for execa, tar or the ssh code.
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { VERSION } from '../version.js';
 import { emit } from './main.js';
 import type { CommandResult } from './result.js';
@@ -55,6 +55,13 @@ export function buildProgram(): Command {
     .exitOverride()
     .showHelpAfterError('(run genjob <command> --help for usage)')
     .configureOutput({ outputError: (str, write) => write(`genjob: ${str}`) });
+
+  common(program.command('init'))
+    .description('create .gen/ and make .gitignore ignore it')
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/init.js')).init(o), !!o.json);
+    });
 
   common(program.command('mint'))
     .description('mint a job: an instruction plus the files the generator may change (prints its key)')
@@ -189,7 +196,19 @@ export function buildProgram(): Command {
     });
 
   common(program.command('status'))
-    .description('counts per state and a table of jobs (key, state, epoch, age, instruction)')
+    .description('counts per state and a table of the most recent jobs (key, state, epoch, age, instruction)')
+    .option('--state <state>', 'only rows of this state (queue, running, received, applied, reverted, dead)')
+    .option(
+      '--limit <n>',
+      'show at most this many rows (default 50, the most recent)',
+      positiveInt('--limit'),
+    )
+    .option('--all', 'show every row')
+    .addOption(
+      new Option('--color <when>', 'colour the table: auto (on a terminal, unless NO_COLOR), always, never')
+        .choices(['auto', 'always', 'never'])
+        .default('auto'),
+    )
     .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/status.js')).status(o), !!o.json);

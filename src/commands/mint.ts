@@ -1,16 +1,18 @@
 // genjob mint: turn an instruction and the paths it may touch into an immutable job in queue/.
 // Paths are checked (inside the root, regular files, no symlinks, not in .gen/ or .git/), hashed
 // by streaming, and scanned for secrets in the same read; the job file is published exclusively.
-import { lstatSync, readFileSync } from 'node:fs';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { closeSync, lstatSync, openSync, readFileSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { buildJob, type JobInput } from '../core/job.js';
 import { ancestors, pathProblem } from '../core/paths.js';
 import { createSecretScanner, scanSecretText, secretError, secretPathProblem } from '../core/secrets.js';
+import { gitignoreIgnoresGen } from '../store/gitignore.js';
 import { hashFile, hashSmallFileSync, SMALL_FILE_BYTES } from '../store/hash-file.js';
 import { mintJob } from '../store/mint-job.js';
+import type { Store } from '../store/store.js';
 
 export interface MintOptions extends CommonOptions {
   paths: string[];
@@ -78,6 +80,17 @@ function readInstruction(o: MintOptions): string {
   return text;
 }
 
+/** True the first time a mint finds .gen/ not ignored (a marker in .gen/ keeps it to once). */
+function gitignoreNoteDue(store: Store): boolean {
+  if (gitignoreIgnoresGen(store.root)) return false;
+  try {
+    closeSync(openSync(join(store.layout.gen, 'gitignore-noted'), 'wx'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function mint(o: MintOptions): Promise<CommandResult> {
   const instruction = readInstruction(o);
   const store = openStore(o);
@@ -128,6 +141,12 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
     : `${job.key}\nalready minted (${outcome.state})`;
   return {
     human,
+    ...(gitignoreNoteDue(store)
+      ? {
+          stderr:
+            'genjob: note: .gitignore does not ignore .gen/ (the queue and its results); `genjob init` adds it (said once)\n',
+        }
+      : {}),
     json: {
       ok: true,
       key: job.key,

@@ -5,7 +5,7 @@
 
 import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
-import { openStore } from '../cli/root.js';
+import { lookStore } from '../cli/root.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
 import { epochsOf, readAttempt } from '../store/attempts.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
@@ -93,7 +93,7 @@ function usageLine(r: UsageRow): string {
 }
 
 export async function show(o: CommonOptions & { key: string }): Promise<CommandResult> {
-  const store = openStore(o);
+  const store = lookStore(o);
   const key = resolveKey(store, o.key, { dead: true });
   const found = findJob(store, key);
   const died = found ? undefined : deadJobs(store).find((d) => d.key === key);

@@ -4,7 +4,7 @@
 
 import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
-import { openStore } from '../cli/root.js';
+import { lookStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { keysIn, resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
@@ -27,7 +27,7 @@ export function selectKeys(store: Store, o: { key?: string; all?: boolean }, all
 }
 
 export async function verify(o: VerifyOptions): Promise<CommandResult> {
-  const store = openStore(o);
+  const store = lookStore(o);
   const keys = selectKeys(store, o, 'received');
   const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });
   const verified = [];

@@ -5,6 +5,7 @@ import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { workOrderKey } from '../../src/core/job.js';
+import { ALL_DIRS } from '../../src/store/layout.js';
 import { DEMO_GENERATOR, genDir, makeSandbox, mintKey, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 describe('mint refuses bad input with exit 2, naming the path and the rule', () => {
@@ -101,7 +102,7 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       symlinkSync('src', join(sb.repo, 'srclink'));
       mkdirSync(join(sb.repo, 'deploy'));
       writeFileSync(join(sb.repo, 'deploy/.env'), 'PORT=8080\n');
-      await sb.genjob(['status']); // creates .gen/ (and its journal-less layout)
+      for (const d of ALL_DIRS) mkdirSync(join(sb.repo, '.gen', d), { recursive: true }); // a used .gen/
       writeFileSync(join(sb.repo, '.gen/journal.jsonl'), '');
       const before = snapshot(sb.repo, ['.git']);
       const r = await sb.genjob(['mint', ...c.args]);
@@ -183,6 +184,7 @@ describe('--json results', () => {
         epoch: 0,
         age_s: expect.any(Number),
         receipt: null,
+        stale: false,
         instruction: 'Second line',
       },
       {
@@ -191,6 +193,7 @@ describe('--json results', () => {
         epoch: 1,
         age_s: expect.any(Number),
         receipt: 'ok',
+        stale: false,
         instruction: TIMEOUT_INSTRUCTION,
       },
     ]);
