@@ -114,6 +114,10 @@ export function buildProgram(): Command {
       30,
     )
     .option(
+      '--fail-on-error',
+      'exit 3 if any job this run took ended with an aborted or rejected receipt (for CI)',
+    )
+    .option(
       '--retry-aborted',
       'generate again where the host holds an aborted result for a job (default: reuse it)',
     )

@@ -9,7 +9,7 @@ import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
 import { wasCancelled } from '../store/cancel-job.js';
-import { findJob, resolveKey } from '../store/job-states.js';
+import { findJob, keysIn, resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { localLauncher } from '../transport/local-launcher.js';
@@ -38,6 +38,7 @@ export interface WorkCliOptions extends CommonOptions {
   retryAborted?: boolean;
   grace?: number;
   keys?: string[];
+  failOnError?: boolean;
 }
 
 async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
@@ -96,6 +97,23 @@ function queuedKeys(store: Store, typed: readonly string[]): string[] {
   return keys;
 }
 
+/**
+ * The prefix of a progress line: `genjob: [done/total]` (for --drain also elapsed and ETA); with
+ * --watch, whose total is open, `genjob: <time> [done]`.
+ */
+function progressLine(mode: 'once' | 'drain' | 'watch', total: number): (done: number) => string {
+  const started = Date.now();
+  const secs = (ms: number) => `${Math.round(ms / 1000)}s`;
+  return (done) => {
+    if (mode === 'watch') return `genjob: ${new Date().toISOString()} [${done}]`;
+    const of = Math.max(total, done);
+    if (mode === 'once') return `genjob: [${done}/${of}]`;
+    const elapsed = Date.now() - started;
+    const eta = done < of ? `, eta ${secs((elapsed / done) * (of - done))}` : '';
+    return `genjob: [${done}/${of}] elapsed ${secs(elapsed)}${eta}`;
+  };
+}
+
 export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const chosen = o.keys ?? [];
   const modes = [o.once, o.drain, o.watch].filter(Boolean).length;
@@ -111,8 +129,10 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const controller = new AbortController();
   const mode = o.once ? 'once' : o.drain ? 'drain' : 'watch';
   const watcher = mode === 'watch' ? await watchQueue(store, controller.signal) : undefined;
-  const onSignal = (sig: string) => {
+  let stoppedBy: 'SIGINT' | 'SIGTERM' | undefined;
+  const onSignal = (sig: 'SIGINT' | 'SIGTERM') => {
     if (controller.signal.aborted) return;
+    stoppedBy = sig;
     process.stderr.write(`genjob: ${sig}: no new claims; letting jobs in flight finish\n`);
     controller.abort();
   };
@@ -121,6 +141,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
   let done = 0;
+  const progress = progressLine(mode, keys?.length ?? (mode === 'once' ? 1 : keysIn(store, 'queue').length));
   try {
     const summary = await runWork({
       store,
@@ -144,7 +165,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       },
       onOutcome: (outcome, ms) => {
         done += 1;
-        if (!o.quiet) process.stderr.write(`genjob: [${done}] ${describe(outcome, ms)}\n`);
+        if (!o.quiet) process.stderr.write(`${progress(done)} ${describe(outcome, ms)}\n`);
       },
     });
     const { outcomes } = summary;
@@ -158,7 +179,17 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
         !summary.cutAtShutdown.includes(r.key) &&
         !outcomes.some((x) => x.key === r.key && (x.outcome === 'received' || x.outcome === 'dead')),
     );
-    const exitCode = superseded ? EXIT.CONFLICT : unsettled.length > 0 ? EXIT.REJECTED : EXIT.OK;
+    const failed = outcomes.filter(
+      (x) => x.outcome === 'received' && (x.status === 'aborted' || x.status === 'rejected'),
+    );
+    const exitCode =
+      stoppedBy === 'SIGINT'
+        ? EXIT.SIGINT
+        : superseded
+          ? EXIT.CONFLICT
+          : unsettled.length > 0 || (o.failOnError && failed.length > 0)
+            ? EXIT.REJECTED
+            : EXIT.OK;
     const lines = outcomes.length === 0 ? ['queue empty'] : [`${outcomes.length} job(s) taken`];
     if (summary.reaped.length) lines.push(`${summary.reaped.length} stale lease(s) reaped back to the queue`);
     if (summary.cutAtShutdown.length)
@@ -167,6 +198,10 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       );
     if (summary.budgetSpent)
       lines.push(`token budget spent (${summary.tokens} ≥ ${o.maxTokens}): stopped claiming`);
+    if (failed.length)
+      lines.push(
+        `${failed.length} job(s) ended aborted or rejected (genjob status --state received; genjob retry KEY)`,
+      );
     if (unsettled.length)
       lines.push(
         `${unsettled.length} job(s) back in the queue after an unusable answer (see genjob show KEY)`,
