@@ -127,7 +127,10 @@ export function buildProgram(): Command {
     )
     .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
-      await run(async () => (await import('../commands/work.js')).work({ ...o, keys } as never), !!o.json);
+      await run(async () => {
+        const { withWorkConfig } = await import('./config-file.js');
+        return (await import('../commands/work.js')).work(withWorkConfig(cmd, { ...o, keys }) as never);
+      }, !!o.json);
     });
 
   program
