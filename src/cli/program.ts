@@ -54,7 +54,8 @@ export function buildProgram(): Command {
     .version(VERSION, '-V, --version')
     .exitOverride()
     .showHelpAfterError('(run genjob <command> --help for usage)')
-    .configureOutput({ outputError: (str, write) => write(`genjob: ${str}`) });
+    .configureOutput({ outputError: (str, write) => write(`genjob: ${str}`) })
+    .helpCommand(false);
 
   common(program.command('init'))
     .description('create .gen/ and make .gitignore ignore it')
@@ -145,7 +146,9 @@ export function buildProgram(): Command {
     });
 
   common(program.command('verify'))
-    .description('check a job\'s receipt and bytes against DESIGN.md "Verify"; exit 3 naming the rule broken')
+    .description(
+      "check a job's receipt and bytes against the verify rules (docs/exit-codes.md); exit 3 naming the rule broken",
+    )
     .argument('[key]', 'a key or a unique prefix (4+ characters)')
     .option('--all', 'verify every received job')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
@@ -237,15 +240,15 @@ export function buildProgram(): Command {
       await run(async () => (await import('../commands/reap.js')).reap(o as never), !!o.json);
     });
 
-  program
-    .command('keygen')
+  common(program.command('keygen'))
     .description('make an ed25519 signing key for a generator host; prints its public key')
     .requiredOption('--out <file>', 'where to write the private key (mode 0600; never overwritten)')
-    .option('--json', 'machine-readable output')
-    .action(async (opts) => {
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
       await run(
-        async () => (await import('../commands/keygen.js')).runKeygen({ out: opts.out, json: !!opts.json }),
-        !!opts.json,
+        async () =>
+          (await import('../commands/keygen.js')).runKeygen({ out: o.out, json: !!o.json, root: o.root }),
+        !!o.json,
       );
     });
 
@@ -272,6 +275,19 @@ export function buildProgram(): Command {
     .action(async (name: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/trust-cli.js')).trustRemove(o, name), !!o.json);
+    });
+
+  // `help [command]` like commander's, but an unknown command is bad usage that says so (exit 2)
+  program
+    .command('help')
+    .description('display help for a command')
+    .argument('[command]', 'the command')
+    .action((name: string | undefined) => {
+      if (name === undefined) return program.outputHelp();
+      const sub = program.commands.find((c) => c.name() === name && c.name() !== 'help');
+      if (!sub)
+        program.error(`error: unknown command '${name}'`, { code: 'commander.unknownCommand', exitCode: 2 });
+      else sub.outputHelp();
     });
 
   return program;

@@ -1,4 +1,4 @@
-// genjob verify [KEY | --all]: check receipts and bytes (the Verify rules in docs/formats.md); exit 3
+// genjob verify [KEY | --all]: check receipts and bytes (the verify rules in docs/exit-codes.md); exit 3
 // naming the rule broken. Writes nothing. With --all, every received job is checked and every
 // failing one is reported (one stderr line each); the exit code is the worst seen.
 

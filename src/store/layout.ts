@@ -1,4 +1,4 @@
-// Where everything lives under .gen/ (DESIGN.md "The .gen/ directory"). On-disk names are public API.
+// Where everything lives under .gen/ (docs/queue-format.md). On-disk names are public API.
 import { join } from 'node:path';
 
 export const STATE_DIRS = ['queue', 'running', 'received', 'applied', 'reverted', 'dead'] as const;

@@ -120,6 +120,7 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
     const r = await sb.genjob(['mint', '--json', '-m', 'x', 'src']);
     expect(r.exitCode).toBe(2);
     expect(JSON.parse(r.stdout)).toEqual({
+      schema: 'genjob/result@1',
       ok: false,
       code: 'EGJ_BAD_PATH',
       message: 'src: is not a regular file',
