@@ -27,8 +27,10 @@ function docSections(): Map<string, Set<string>> {
   let current: Set<string> | undefined;
   for (const line of doc.split('\n')) {
     const head = /^### genjob (.+)$/.exec(line);
-    if (head) sections.set(head[1]!.trim(), (current = new Set()));
-    else if (/^## /.test(line)) current = undefined;
+    if (head) {
+      current = new Set();
+      sections.set(head[1]!.trim(), current);
+    } else if (/^## /.test(line)) current = undefined;
     else if (current && line.startsWith('| `')) {
       const first = /^\| `([^`]+)`/.exec(line)![1]!;
       for (const flag of first.match(/--[a-z][a-z-]*/g) ?? []) current.add(flag);
