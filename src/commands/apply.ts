@@ -9,10 +9,12 @@ import { unifiedDiff } from '../apply/unified-diff.js';
 import { type Failure, failureLines, failureOf } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { UsageError } from '../core/errors.js';
 import { exists } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
-import { verifyKey } from '../verify/verify-key.js';
+import { requireSandbox } from '../verify/require-sandbox.js';
+import { type Verified, verifyKey } from '../verify/verify-key.js';
 import { selectKeys } from './verify.js';
 
 export interface ApplyOptions extends CommonOptions {
@@ -21,6 +23,24 @@ export interface ApplyOptions extends CommonOptions {
   dryRun?: boolean;
   diff?: boolean;
   requireSignature?: boolean;
+  requireSandbox?: boolean;
+  /** One git commit per applied job holding exactly its outputs (src/git/commit-job.ts). */
+  commit?: boolean;
+}
+
+/** apply --commit: one commit holding exactly this job's verified outputs (src/git/commit-job.ts). */
+async function commitVerified(store: Store, v: Verified): Promise<{ commit?: string; line: string }> {
+  const { commitJob } = await import('../git/commit-job.js');
+  const c = await commitJob(store, {
+    key: v.job.key,
+    instruction: v.job.instruction,
+    receiptSha256: v.receiptSha256,
+    signer: v.signer,
+    outputs: v.receipt.outputs,
+  });
+  return c.status === 'committed'
+    ? { commit: c.commit, line: `  committed ${c.commit.slice(0, 12)}` }
+    : { line: '  nothing to commit: HEAD already holds these bytes' };
 }
 
 /** The diff of writes already made, from the objects apply kept: before (or nothing) → after. */
@@ -35,6 +55,8 @@ function writtenDiff(store: Store, writes: readonly Write[]): string {
 }
 
 export async function apply(o: ApplyOptions): Promise<CommandResult> {
+  if (o.commit && o.dryRun)
+    throw new UsageError('EGJ_USAGE', '--commit writes a commit; it cannot go with --dry-run');
   const store = openStore(o);
   const recovered = o.dryRun ? [] : await recoverInterruptedApplies(store);
   const keys = selectKeys(store, o, 'received');
@@ -50,6 +72,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
     }
     try {
       const v = await verifyKey(store, key, policy);
+      if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
       const outcome = await applyJob(
         {
           store,
@@ -61,6 +84,8 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
         },
         { dryRun: o.dryRun === true, diff: o.diff === true },
       );
+      const committed = o.commit && outcome.status !== 'dry-run' ? await commitVerified(store, v) : undefined;
+      const commitField = committed ? { commit: committed.commit ?? null } : {};
       const files = outcome.writes.map((w) => `  ${w.before === null ? 'create' : 'update'} ${w.path}`);
       const colon = files.length > 0 ? ':' : '';
       if (outcome.status === 'dry-run') {
@@ -68,17 +93,18 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
         lines.push(`${key.slice(0, 12)} would write ${outcome.writes.length} file(s)${colon}`, ...files);
         if (outcome.diff) lines.push(outcome.diff.replace(/\n$/, ''));
       } else if (outcome.status === 'already-applied') {
-        results.push({ key, ...outcome });
+        results.push({ key, ...outcome, ...commitField });
         lines.push(`${key.slice(0, 12)} already applied`);
       } else {
         const diff = o.diff ? writtenDiff(store, outcome.writes) : undefined;
-        results.push({ key, ...outcome, ...(diff === undefined ? {} : { diff }) });
+        results.push({ key, ...outcome, ...(diff === undefined ? {} : { diff }), ...commitField });
         lines.push(
           `${key.slice(0, 12)} applied ${outcome.writes.length} file(s)${outcome.recovered ? ' (finished after a crash)' : ''}${colon}`,
           ...files,
         );
         if (diff) lines.push(diff.replace(/\n$/, ''));
       }
+      if (committed) lines.push(committed.line);
     } catch (err) {
       if (!o.all) throw err; // one key: the error alone says it all
       failure = failureOf(key, err);

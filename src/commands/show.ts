@@ -7,9 +7,10 @@ import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
+import { terminalText } from '../core/terminal-text.js';
 import { epochsOf, readAttempt } from '../store/attempts.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
-import { readdirOrEmpty, readIfExists } from '../store/durable.js';
+import { peekRecord, readdirOrEmpty } from '../store/durable.js';
 import { findJob, resolveKey } from '../store/job-states.js';
 import { readJournal } from '../store/journal.js';
 import { readLease } from '../store/lease.js';
@@ -54,7 +55,7 @@ function usageRows(
     ...dead.filter((n) => n.startsWith(`${key}.receipt.`)).map((n) => `dead/${n}`),
   ];
   for (const source of sources) {
-    const bytes = readIfExists(store, join(store.layout.gen, source));
+    const bytes = peekRecord(store, join(store.layout.gen, source));
     if (bytes === undefined) continue;
     const loose = parseLoose(bytes) as Record<string, unknown>;
     const doc = (loose.payload ?? loose) as Record<string, unknown>;
@@ -99,13 +100,13 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   const died = found ? undefined : deadJobs(store).find((d) => d.key === key);
   const why = died ? deadReason(store, died.name) : null;
   const doc = parseLoose(
-    found?.bytes ?? (died ? readIfExists(store, join(store.layout.dir('dead'), died.name)) : undefined),
+    found?.bytes ?? (died ? peekRecord(store, join(store.layout.dir('dead'), died.name)) : undefined),
   ) as Record<string, unknown> | null;
   const job = doc && typeof doc.job === 'object' ? (doc.job as Record<string, unknown>) : doc;
   const record = found?.state === 'applied' || found?.state === 'reverted';
   const state = found?.state ?? (died ? 'dead' : 'unknown');
   const attempts = epochsOf(store, key).map((e) => readAttempt(store, key, e));
-  const receipt = parseLoose(readIfExists(store, store.layout.receipt(key)));
+  const receipt = parseLoose(peekRecord(store, store.layout.receipt(key)));
   const receiptDoc = ((receipt as { payload?: unknown } | null)?.payload ?? receipt) as Record<
     string,
     unknown
@@ -125,7 +126,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   const lines = [
     `key       ${key}`,
     `state     ${state}`,
-    ...(reason ? [`reason    ${reason.split('\n')[0]}`] : []),
+    ...(reason ? [`reason    ${terminalText(reason.split('\n')[0]!)}`] : []),
     `inputs    ${((job?.inputs as Array<{ path: string; sha256: string | null }>) ?? []).map((i) => `${i.path}${i.sha256 === null ? ' (create)' : ''}`).join(', ')}`,
     `attempts  ${attempts.map((a) => `epoch ${a?.epoch} by ${a?.worker.id} at ${a?.claimed_at} → ${a?.destination}`).join('\n          ') || 'none'}`,
     `lease     ${lease ? `epoch ${lease.epoch}, worker ${lease.worker.id}` : 'none'}`,
@@ -144,7 +145,8 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     '',
     'journal:',
     ...events.map(
-      (e) => `  ${e.at} ${e.event}${e.reason ? `: ${e.reason}` : ''}${e.epoch ? ` (epoch ${e.epoch})` : ''}`,
+      (e) =>
+        `  ${e.at} ${e.event}${e.reason ? `: ${terminalText(String(e.reason))}` : ''}${e.epoch ? ` (epoch ${e.epoch})` : ''}`,
     ),
   );
   return {

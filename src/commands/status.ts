@@ -10,7 +10,7 @@ import { UsageError } from '../core/errors.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { currentEpoch } from '../store/attempts.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
-import { readIfExists } from '../store/durable.js';
+import { peekRecord } from '../store/durable.js';
 import { FLOW, keysIn, PRECEDENCE } from '../store/job-states.js';
 import type { JobState } from '../store/layout.js';
 import { inputsChanged } from '../store/stale-inputs.js';
@@ -115,7 +115,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
   const receiptOf = new Map<string, Buffer | undefined>();
   for (const state of ['received', 'applied', 'reverted'] as const)
     for (const key of listed.get(state)!) {
-      const bytes = readIfExists(store, store.layout.receipt(key));
+      const bytes = peekRecord(store, store.layout.receipt(key));
       const summary = receiptSummary(bytes);
       if (state === 'received') {
         receiptOf.set(key, bytes);
@@ -142,12 +142,12 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     const file = c.deadName
       ? `${store.layout.dir('dead')}/${c.deadName}`
       : store.layout.jobFile(c.state as JobState, c.key);
-    const doc = jobDoc(readIfExists(store, file));
+    const doc = jobDoc(peekRecord(store, file));
     const receiptBytes =
       receiptOf.get(c.key) ??
       (c.state === 'dead' || c.state === 'queue'
         ? undefined
-        : readIfExists(store, store.layout.receipt(c.key)));
+        : peekRecord(store, store.layout.receipt(c.key)));
     const checkStale = c.state === 'queue' || c.state === 'received' || c.state === 'reverted';
     const why = c.deadName ? deadReason(store, c.deadName) : null;
     return {

@@ -8,6 +8,9 @@ import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import { terminalStream, terminalText } from '../core/terminal-text.js';
+import { requireBwrap } from '../sandbox/bwrap-probe.js';
+import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { wasCancelled } from '../store/cancel-job.js';
 import { findJob, keysIn, resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
@@ -39,6 +42,12 @@ export interface WorkCliOptions extends CommonOptions {
   grace?: number;
   keys?: string[];
   failOnError?: boolean;
+  generatorEnv?: string[];
+  generatorNetwork?: boolean;
+  generatorBind?: string[];
+  generatorBindRw?: string[];
+  /** commander's --no-sandbox: false when given. */
+  sandbox?: boolean;
 }
 
 async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
@@ -63,6 +72,12 @@ async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLau
     },
     controlDirFor(genDir),
   );
+}
+
+/** The generator's live stderr, relayed to our terminal with its control characters escaped. */
+function relayEscaped(): (c: Buffer) => void {
+  const inert = terminalStream();
+  return (c) => process.stderr.write(inert(c));
 }
 
 function describe(o: JobOutcome, ms: number): string {
@@ -122,6 +137,10 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   else if (modes !== 1) throw new UsageError('EGJ_USAGE', 'choose exactly one of --once, --drain or --watch');
   if (chosen.length > 0 && o.watch) throw new UsageError('EGJ_USAGE', 'name jobs or --watch, not both');
   const store = openStore(o);
+  // the sandbox flags travel to serve as arguments; a local serve is checked here, before any claim
+  const serveArgs = serveArgsOf(o);
+  if (!o.host && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
+    await requireBwrap('genjob work');
   const keys = chosen.length > 0 ? queuedKeys(store, chosen) : undefined;
   const launcher = await makeLauncher(o, store.layout.gen);
   const policy = loadTrustPolicy(store.root);
@@ -151,6 +170,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       generator: o.generator ?? null,
       timeoutMs: Math.round(o.timeout * 1000),
       retryAborted: o.retryAborted === true,
+      serveArgs,
       leaseTtlS: o.leaseTtl,
       maxAttempts: o.maxAttempts,
       decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
@@ -159,13 +179,13 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       ...(mode === 'watch' ? { graceMs: Math.round((o.grace ?? 30) * 1000) } : {}),
       ...(watcher ? { waitForWork: watcher.next } : {}),
       ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
-      ...(tty ? { relayStderr: (c: Buffer) => process.stderr.write(c) } : {}),
+      ...(tty ? { relayStderr: relayEscaped() } : {}),
       onStart: (key) => {
         if (tty) process.stderr.write(`genjob: ${key.slice(0, 12)} working on ${launcher.destination}\n`);
       },
       onOutcome: (outcome, ms) => {
         done += 1;
-        if (!o.quiet) process.stderr.write(`${progress(done)} ${describe(outcome, ms)}\n`);
+        if (!o.quiet) process.stderr.write(`${progress(done)} ${terminalText(describe(outcome, ms))}\n`);
       },
     });
     const { outcomes } = summary;

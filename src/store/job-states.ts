@@ -2,7 +2,7 @@
 // (applied/ wins if a crash left a received/ or reverted/ copy behind). Listing and lookup only — no parsing,
 // so commands that only look (mint, status, claim) never load the job schema (see job-files.ts).
 import { UsageError } from '../core/errors.js';
-import { listNames, readdirOrEmpty, readIfExists } from './durable.js';
+import { listNames, readdirOrEmpty, readRecord } from './durable.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
 
@@ -22,7 +22,7 @@ export interface StoredJob {
 export function findJob(store: Store, key: string): StoredJob | undefined {
   for (const state of PRECEDENCE) {
     const file = store.layout.jobFile(state, key);
-    const bytes = readIfExists(store, file);
+    const bytes = readRecord(store, file);
     if (bytes !== undefined) return { state, file, bytes };
   }
   return undefined;

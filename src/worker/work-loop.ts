@@ -9,7 +9,7 @@ import { peekTokens } from '../core/receipt-peek.js';
 import type { Worker } from '../store/attempts.js';
 import { claimNext } from '../store/claim.js';
 import { claimChosen } from '../store/claim-chosen.js';
-import { readIfExists } from '../store/durable.js';
+import { readRecord } from '../store/durable.js';
 import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
 import { ServeClient } from './serve-client.js';
@@ -54,6 +54,8 @@ export interface WorkOptions extends JobSettings {
   /** Token budget: stop claiming once the receipts of this run report this many tokens. */
   maxTokens?: number;
   onOutcome?: (o: JobOutcome, elapsedMs: number) => void;
+  /** Arguments for every serve this run starts (the sandbox flags). */
+  serveArgs?: readonly string[];
   onStart?: (key: string) => void;
   relayStderr?: (chunk: Buffer) => void;
   /** Claim only these keys (`genjob work KEY…`), in this order. */
@@ -111,7 +113,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
         if (client?.alive) return client;
         // fail fast and clearly on an unknown or changed host key, before any bytes are sent
         await o.launcher.shipmentFacts();
-        client = await ServeClient.open(o.launcher, [], {
+        client = await ServeClient.open(o.launcher, o.serveArgs ?? [], {
           maxAnswerBytes: 8 * 1024 * 1024 * 1024,
           helloTimeoutMs: 60_000,
           ...(o.relayStderr ? { relayStderr: o.relayStderr } : {}),
@@ -160,6 +162,6 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
 }
 
 function receiptTokens(store: Store, key: string): number {
-  const bytes = readIfExists(store, store.layout.receipt(key));
+  const bytes = readRecord(store, store.layout.receipt(key));
   return bytes === undefined ? 0 : peekTokens(bytes);
 }
