@@ -10,7 +10,6 @@ import { deadLetterFile } from '../store/dead-letter.js';
 import { exists, moveState, readRecord } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
-import { jobFileBytes } from '../store/mint-job.js';
 import { regenerateRequested } from '../store/retry-job.js';
 import type { Store } from '../store/store.js';
 import { InputChangedError, InputNotRegularError } from '../transport/archive-errors.js';
