@@ -24,7 +24,7 @@ export function emit(result: CommandResult, json: boolean): void {
   if (json) process.stdout.write(jsonLine({ ok: (result.exitCode ?? EXIT.OK) === EXIT.OK, ...result.json }));
   else if (result.human) {
     // Human output carries host-chosen text (receipt reasons, stderr tails): never raw to a terminal.
-    const human = terminalText(result.human, { lines: true });
+    const human = result.terminalSafe ? result.human : terminalText(result.human, { lines: true });
     const text = human.endsWith('\n') ? human : `${human}\n`;
     if (result.page) writePaged(text);
     else process.stdout.write(text);

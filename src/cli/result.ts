@@ -10,6 +10,8 @@ export interface CommandResult {
   stderr?: string;
   /** Long human output: shown through $PAGER when stdout is a terminal (see pager.ts). */
   page?: boolean;
+  /** The human text is already made safe for a terminal (its colour codes are genjob's own). */
+  terminalSafe?: boolean;
 }
 
 /** Options every command accepts. */

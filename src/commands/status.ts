@@ -8,6 +8,7 @@ import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
+import { terminalText } from '../core/terminal-text.js';
 import { currentEpoch } from '../store/attempts.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
 import { peekRecord } from '../store/durable.js';
@@ -188,11 +189,12 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     lines.push('', 'KEY           STATE     EPOCH  AGE   RECEIPT   INSTRUCTION');
     const room = Math.max(10, terminalWidth() - 47); // 47: the columns before the instruction
     for (const r of rows) {
-      const text = r.state === 'dead' && r.reason ? r.reason : r.instruction;
+      // host- and user-chosen text is made terminal-safe here, so the colour codes around it survive
+      const text = terminalText(r.state === 'dead' && r.reason ? r.reason : r.instruction);
       const marked = `${r.stale ? '(stale) ' : ''}${text}`;
       const fitted = marked.length > room ? `${marked.slice(0, room - 1)}…` : marked;
       lines.push(
-        `${r.key.slice(0, 12)}  ${paint(stateColour[r.state], r.state.padEnd(8))}  ${String(r.epoch).padStart(5)}  ${fmtAge(r.age_s).padEnd(4)}  ${r.receipt ? paint(receiptColour(r.receipt), r.receipt.padEnd(8)) : '-'.padEnd(8)}  ${r.stale ? paint('yellow', fitted) : fitted}`,
+        `${r.key.slice(0, 12)}  ${paint(stateColour[r.state], r.state.padEnd(8))}  ${String(r.epoch).padStart(5)}  ${fmtAge(r.age_s).padEnd(4)}  ${r.receipt ? paint(receiptColour(r.receipt), terminalText(r.receipt).padEnd(8)) : '-'.padEnd(8)}  ${r.stale ? paint('yellow', fitted) : fitted}`,
       );
     }
   }
@@ -201,6 +203,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     lines.push(`… ${hidden} older job(s) not shown (--all lists every one, --limit N more or fewer)`);
   return {
     human: lines.join('\n'),
+    terminalSafe: true,
     json: { ok: true, counts, received, usage, jobs: rows, total: candidates.length, shown: rows.length },
   };
 }

@@ -4,7 +4,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { CLI, genDir, makeSandbox, mintKey } from './helpers.js';
+import { CLI, genDir, makeSandbox, mintKey, PKG } from './helpers.js';
 
 describe('work progress and exit codes', () => {
   it('--drain counts [done/total] with the elapsed time and an ETA', async () => {
@@ -43,7 +43,7 @@ describe('work progress and exit codes', () => {
     const key = await mintKey(sb, 'Slow', ['README.md']);
     const w = execa(process.execPath, [CLI, 'work', '--watch', '--generator', gen], {
       cwd: sb.repo,
-      env: { XDG_CACHE_HOME: sb.cache },
+      env: { XDG_CACHE_HOME: sb.cache, GENJOB_GENERATOR_BIND: PKG, GENJOB_GENERATOR_BIND_RW: sb.base },
       reject: false,
     });
     for (let i = 0; i < 600 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 50));
