@@ -63,7 +63,8 @@ export function buildProgram(): Command {
         '  genjob mint -m "Add a timeout to fetch_user" src/user.py   write an immutable job; prints its key',
         "  genjob work --drain --generator './gen.sh'                  claim jobs and generate (--host H: over ssh)",
         '  genjob status                                               what is queued, running, received, applied',
-        '  genjob verify --all && genjob apply --all                   the pre-merge hook',
+        '  genjob verify --all && genjob apply --all                   check and write received jobs here',
+        '  genjob pull && genjob verify --commits origin/main..HEAD    the merge gate (CI, any clone)',
         '',
         'Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict (stale, key reuse, lock, lease lost).',
         'Every command takes --json (one JSON result on stdout) and --root DIR. Docs: docs/ in the package.',
@@ -81,6 +82,7 @@ export function buildProgram(): Command {
     .option('-f, --file <path>', 'read the instruction from a file')
     .option('--create <path>', 'a file the generator is to create (must not exist yet); repeatable', collect)
     .option('--allow-secret <path>', 'ship this path even though it looks like a secret; repeatable', collect)
+    .option('--allow-hardlinks', 'ship inputs that have more than one hard link (refused by default)')
     .addHelpText(
       'after',
       '\nExamples:\n  genjob mint -m "Add a timeout to fetch_user" src/user.py tests/test_user.py\n  genjob mint -f task.md --create src/new_module.py src/user.py',
@@ -155,6 +157,12 @@ export function buildProgram(): Command {
       '--require-sandbox',
       'reject receipts whose generator ran unconfined (--no-sandbox, or no record)',
     )
+    .option('--commits <range>', 'the merge gate: check every commit in RANGE with a Genjob-Key trailer')
+    .option(
+      '--require-genjob <pathspec>',
+      'with --commits: fail commits touching PATHSPEC without a trailer; repeatable',
+      collect,
+    )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/verify.js')).verify({ ...o, key }), !!o.json);
@@ -170,6 +178,10 @@ export function buildProgram(): Command {
     .option(
       '--require-sandbox',
       'reject receipts whose generator ran unconfined (--no-sandbox, or no record)',
+    )
+    .option(
+      '--commit',
+      'then make one git commit per job holding exactly its outputs, with Genjob-* trailers',
     )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
@@ -251,6 +263,36 @@ export function buildProgram(): Command {
     .action(async (name: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/trust-cli.js')).trustRemove(o, name), !!o.json);
+    });
+
+  // Receipts travel with the repository: push/pull refs/genjob/, the commit gate's hook.
+  common(program.command('push'))
+    .description('publish the material of received and applied jobs under refs/genjob/ on a git remote')
+    .argument('[remote]', "the git remote (default: the branch's remote, else origin)")
+    .option('--key <key>', 'push only this key (or unique prefix); repeatable', collect)
+    .action(async (remote: string | undefined, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/push.js')).push({ ...o, remote }), !!o.json);
+    });
+  common(program.command('pull'))
+    .description(
+      'fetch refs/genjob/ from a git remote and import what is new as received jobs (checked again by verify)',
+    )
+    .argument('[remote]', "the git remote (default: the branch's remote, else origin)")
+    .action(async (remote: string | undefined, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/pull.js')).pull({ ...o, remote }), !!o.json);
+    });
+  const hook = common(program.command('hook')).description('git hooks that run the merge gate');
+  common(hook.command('install'))
+    .description(
+      'write a pre-push hook (or --pre-merge-commit) running `genjob pull` and `genjob verify --commits`',
+    )
+    .option('--pre-merge-commit', 'install the pre-merge-commit hook instead of pre-push')
+    .option('--force', 'replace a hook genjob did not write')
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/hook.js')).hookInstall(o), !!o.json);
     });
 
   return program;

@@ -5,7 +5,7 @@ import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { currentEpoch } from '../store/attempts.js';
-import { readdirOrEmpty, readIfExists } from '../store/durable.js';
+import { peekRecord, readdirOrEmpty } from '../store/durable.js';
 import { FLOW, keysIn } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 
@@ -35,7 +35,7 @@ export function receiptSummary(bytes: Buffer | undefined): {
 }
 
 function instructionOf(store: Store, state: string, key: string): string {
-  const bytes = readIfExists(store, store.layout.jobFile(state as never, key));
+  const bytes = peekRecord(store, store.layout.jobFile(state as never, key));
   if (!bytes) return '';
   try {
     const doc = JSON.parse(bytes.toString('utf8'));
@@ -73,7 +73,7 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
     counts[state] = keys.length;
     for (const key of keys) {
       seen.add(key);
-      const receiptBytes = readIfExists(store, store.layout.receipt(key));
+      const receiptBytes = peekRecord(store, store.layout.receipt(key));
       rows.push({
         key,
         state,
@@ -89,7 +89,7 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
   ).length;
   const usage = { prompt_tokens: 0, completion_tokens: 0, requests: 0 };
   for (const key of keysIn(store, 'received').concat(keysIn(store, 'applied'))) {
-    const u = receiptSummary(readIfExists(store, store.layout.receipt(key))).usage;
+    const u = receiptSummary(peekRecord(store, store.layout.receipt(key))).usage;
     if (u)
       for (const f of ['prompt_tokens', 'completion_tokens', 'requests'] as const)
         usage[f] += Number(u[f]) || 0;

@@ -15,6 +15,9 @@ export interface VerifyOptions extends CommonOptions {
   all?: boolean;
   requireSignature?: boolean;
   requireSandbox?: boolean;
+  /** The merge gate: check the generated commits of this range (src/commands/verify-commits.ts). */
+  commits?: string;
+  requireGenjob?: string[];
 }
 
 /** The keys a verify/apply invocation names: one key (or prefix), or --all of a state. */
@@ -27,6 +30,10 @@ export function selectKeys(store: Store, o: { key?: string; all?: boolean }, all
 }
 
 export async function verify(o: VerifyOptions): Promise<CommandResult> {
+  if (o.requireGenjob && o.commits === undefined)
+    throw new UsageError('EGJ_USAGE', '--require-genjob goes with --commits RANGE');
+  if (o.commits !== undefined)
+    return (await import('./verify-commits.js')).verifyCommits({ ...o, commits: o.commits });
   const store = openStore(o);
   const keys = selectKeys(store, o, 'received');
   const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });

@@ -8,6 +8,7 @@ import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import { terminalStream, terminalText } from '../core/terminal-text.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import { serveArgsOf } from '../sandbox/serve-policy.js';
 import type { ServeLauncher } from '../transport/launcher.js';
@@ -68,6 +69,12 @@ async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLau
   );
 }
 
+/** The generator's live stderr, relayed to our terminal with its control characters escaped. */
+function relayEscaped(): (c: Buffer) => void {
+  const inert = terminalStream();
+  return (c) => process.stderr.write(inert(c));
+}
+
 function describe(o: JobOutcome, ms: number): string {
   const k = o.key.slice(0, 12);
   const t = `${(ms / 1000).toFixed(1)} s`;
@@ -126,13 +133,13 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       ...(mode === 'watch' ? { graceMs: Math.round((o.grace ?? 30) * 1000) } : {}),
       ...(watcher ? { waitForWork: watcher.next } : {}),
       ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
-      ...(tty ? { relayStderr: (c: Buffer) => process.stderr.write(c) } : {}),
+      ...(tty ? { relayStderr: relayEscaped() } : {}),
       onStart: (key) => {
         if (tty) process.stderr.write(`genjob: ${key.slice(0, 12)} working on ${launcher.destination}\n`);
       },
       onOutcome: (outcome, ms) => {
         done += 1;
-        if (!o.quiet) process.stderr.write(`genjob: [${done}] ${describe(outcome, ms)}\n`);
+        if (!o.quiet) process.stderr.write(`genjob: [${done}] ${terminalText(describe(outcome, ms))}\n`);
       },
     });
     const { outcomes } = summary;

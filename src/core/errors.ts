@@ -76,3 +76,31 @@ export class SandboxUnavailableError extends GenjobError {
     );
   }
 }
+
+/** A git command genjob ran failed (exit 2: a missing remote, no repository, an unreachable host). */
+export class GitFailedError extends GenjobError {
+  readonly code = 'EGJ_GIT';
+  readonly exitCode = EXIT.USAGE;
+  constructor(
+    readonly args: readonly string[],
+    readonly status: number,
+    stderr: string,
+    options?: ErrorOptions,
+  ) {
+    const last = stderr.trim().split('\n').filter(Boolean).slice(-3).join(' | ');
+    super(`git ${args.slice(0, 2).join(' ')} failed (exit ${status}): ${last || 'no message'}`, options);
+  }
+}
+
+/** A file where genjob keeps a record (queue/, running/, receipts/, leases/, …) is not a readable regular file. */
+export class RecordUnreadableError extends UsageError {
+  constructor(
+    readonly file: string,
+    rule: string,
+  ) {
+    super('EGJ_RECORD_UNREADABLE', `${file}: ${rule}; a record must be a regular file`);
+  }
+  override details(): Record<string, unknown> {
+    return { file: this.file };
+  }
+}

@@ -2,7 +2,7 @@
 // exclusively, so epochs strictly increase and are never reused — even across crashes.
 // The epoch is the fencing token: a receipt carries it, and only the newest epoch may commit.
 import { join } from 'node:path';
-import { publishExclusive, readdirOrEmpty, readIfExists, replaceFile } from './durable.js';
+import { publishExclusive, readdirOrEmpty, readRecord, replaceFile } from './durable.js';
 import type { Store } from './store.js';
 
 export interface Worker {
@@ -35,7 +35,7 @@ export function currentEpoch(store: Store, key: string): number {
 }
 
 export function readAttempt(store: Store, key: string, epoch: number): LeaseRecord | undefined {
-  const bytes = readIfExists(store, store.layout.attempt(key, epoch));
+  const bytes = readRecord(store, store.layout.attempt(key, epoch));
   return bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as LeaseRecord);
 }
 
@@ -46,7 +46,7 @@ export function readAttempt(store: Store, key: string, epoch: number): LeaseReco
  */
 export function attemptsSinceMint(store: Store, key: string): number {
   const base = Number(
-    readIfExists(store, join(store.layout.attemptsDir(key), 'minted-after'))?.toString('utf8') ?? 0,
+    readRecord(store, join(store.layout.attemptsDir(key), 'minted-after'))?.toString('utf8') ?? 0,
   );
   return epochsOf(store, key).filter((e) => e > (Number.isSafeInteger(base) ? base : 0)).length;
 }

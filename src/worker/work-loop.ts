@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import { peekTokens } from '../core/receipt-peek.js';
 import type { Worker } from '../store/attempts.js';
 import { claimNext } from '../store/claim.js';
-import { readIfExists } from '../store/durable.js';
+import { readRecord } from '../store/durable.js';
 import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
 import { ServeClient } from './serve-client.js';
@@ -159,6 +159,6 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
 }
 
 function receiptTokens(store: Store, key: string): number {
-  const bytes = readIfExists(store, store.layout.receipt(key));
+  const bytes = readRecord(store, store.layout.receipt(key));
   return bytes === undefined ? 0 : peekTokens(bytes);
 }
