@@ -1,13 +1,18 @@
 // genjob status: counts per state and one row per job (key prefix, state, epoch, age, receipt
 // status, first line of the instruction), plus token totals from receipts. Display only: it
 // reads files with JSON.parse and never loads the schema code, so it stays fast on big queues.
+
+import { formatBytes } from '../cli/format-bytes.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { DEFAULT_RETENTION, parseDuration } from '../core/duration.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { currentEpoch } from '../store/attempts.js';
 import { peekRecord, readdirOrEmpty } from '../store/durable.js';
+import { planGc, sizeOf } from '../store/gc.js';
 import { FLOW, keysIn } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
+import { openBatches, spendByMode, spendLines } from './status-spend.js';
 
 interface Row {
   key: string;
@@ -94,6 +99,9 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
       for (const f of ['prompt_tokens', 'completion_tokens', 'requests'] as const)
         usage[f] += Number(u[f]) || 0;
   }
+  // spend by mode (interactive / batch) and open provider batches
+  const spend = spendByMode(store, keysIn(store, 'received').concat(keysIn(store, 'applied')));
+  const batches = openBatches(store);
   const order = ['queue', 'running', 'received', 'applied'];
   rows.sort((a, b) => order.indexOf(a.state) - order.indexOf(b.state) || a.key.localeCompare(b.key));
   const lines = [
@@ -104,6 +112,16 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
       `tokens: ${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion in ${usage.requests} request(s)`,
     );
   }
+  lines.push(...spendLines(spend));
+  for (const b of batches)
+    lines.push(
+      `batch ${b.batch_id ?? '(not yet created)'}: ${b.jobs} job(s), ${b.provider_status ?? b.state} (run ${b.run})`,
+    );
+  // retention (#15): how big .gen/ is, and what `genjob gc` (default window) would free
+  const disk = retentionFacts(store);
+  lines.push(
+    `.gen/ ${formatBytes(disk.gen_bytes)}; genjob gc would free ${formatBytes(disk.gc_bytes)} (finished before ${disk.gc_cutoff.slice(0, 10)})`,
+  );
   if (rows.length > 0) {
     lines.push('', 'KEY           STATE     EPOCH  AGE   RECEIPT   INSTRUCTION');
     for (const r of rows) {
@@ -112,5 +130,10 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
       );
     }
   }
-  return { human: lines.join('\n'), json: { ok: true, counts, usage, jobs: rows } };
+  return { human: lines.join('\n'), json: { ok: true, counts, usage, spend, batches, disk, jobs: rows } };
+}
+
+function retentionFacts(store: Store): { gen_bytes: number; gc_bytes: number; gc_cutoff: string } {
+  const plan = planGc(store, parseDuration(DEFAULT_RETENTION));
+  return { gen_bytes: sizeOf(store, store.layout.gen), gc_bytes: plan.bytes, gc_cutoff: plan.cutoff };
 }

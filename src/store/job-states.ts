@@ -39,6 +39,8 @@ export function resolveKey(store: Store, prefix: string): string {
   const matches = new Set<string>();
   for (const state of FLOW) for (const k of keysIn(store, state)) if (k.startsWith(prefix)) matches.add(k);
   for (const k of listNames(store, store.layout.dir('receipts'))) if (k.startsWith(prefix)) matches.add(k);
+  // a key gc pruned is still known by its tombstone (show, revert say what became of it)
+  for (const k of listNames(store, store.layout.dir('tombstones'))) if (k.startsWith(prefix)) matches.add(k);
   if (matches.size === 0)
     throw new UsageError('EGJ_UNKNOWN_KEY', `${prefix}: no job with this key in ${store.layout.gen}`);
   if (matches.size > 1) {
