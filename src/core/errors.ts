@@ -23,7 +23,7 @@ export class UsageError extends GenjobError {
   }
 }
 
-/** Verification failed (exit 3): the receipt or the bytes break a rule of DESIGN.md "Verify". */
+/** Verification failed (exit 3): the receipt or the bytes break a verify rule (docs/exit-codes.md). */
 export class RejectedError extends GenjobError {
   readonly exitCode = EXIT.REJECTED;
   constructor(

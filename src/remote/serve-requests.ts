@@ -21,6 +21,8 @@ export const RequestSchema = z.strictObject({
   retry_aborted: z.boolean().optional(),
   /** The plane the answer is for (default live); the cache keeps each plane's results apart. */
   plane: z.string().regex(PLANE).optional(),
+  /** Generate again instead of answering with any cached result that is not ok (`genjob retry KEY`). */
+  regenerate: z.boolean().optional(),
 });
 
 export type ServeRequest = z.infer<typeof RequestSchema>;

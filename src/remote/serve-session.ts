@@ -101,9 +101,12 @@ async function answer(
   }
   const name = cfg.cache.entryName(req.key, generator, req.job_digest, req.plane ?? 'live');
   // an aborted generation is kept like any other (no double spend on redelivery), unless the
-  // worker asked for a deliberate retry of aborted jobs (`work --retry-aborted`)
+  // worker asked for a deliberate retry of aborted jobs (`work --retry-aborted`), or of this
+  // aborted or rejected job (`genjob retry KEY`)
   const usable = (r: CachedResult | undefined) =>
-    r && !(req.retry_aborted && r.status === 'aborted') ? r : undefined;
+    r && !(req.retry_aborted && r.status === 'aborted') && !(req.regenerate && r.status !== 'ok')
+      ? r
+      : undefined;
   if (req.type === 'fetch') {
     await reader.drain(body);
     const cached = usable(await cfg.cache.read(name));
@@ -122,9 +125,9 @@ async function answer(
     try {
       const result = usable(await cfg.cache.read(name));
       if (result) return await respond(writer, cfg, cfg.cache.entryDir(name), result, req, host, true);
-      await cfg.cache.discard(name); // an aborted entry being retried
+      await cfg.cache.discard(name); // an aborted (or, retried on purpose, rejected) entry
       const started = await cfg.cache.startedRecord(name);
-      if (started && !req.retry_aborted) {
+      if (started && !req.retry_aborted && !req.regenerate) {
         throw new RefusedError(
           'EGJ_GENERATION_IN_DOUBT',
           `a generation of this job started at ${started.started_at} on this host and never finished; it is not run again without consent (work --retry-aborted)`,

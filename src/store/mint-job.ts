@@ -7,7 +7,7 @@ import { type Job, jobDigest } from '../core/job.js';
 import { sha256Hex } from '../core/sha256.js';
 import { markMinted } from './attempts.js';
 import { publishExclusive } from './durable.js';
-import { findJob } from './job-states.js';
+import { findJob, RECORD_STATES } from './job-states.js';
 import { journal } from './journal.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
@@ -34,7 +34,7 @@ export function jobFileBytes(job: Job): Buffer {
 function existingDigest(state: JobState, bytes: Buffer): string | null {
   try {
     const doc = JSON.parse(bytes.toString('utf8')) as { job?: unknown };
-    return sha256Hex(canonicalBytes(state === 'applied' ? doc.job : doc));
+    return sha256Hex(canonicalBytes(RECORD_STATES.has(state) ? doc.job : doc));
   } catch {
     return null;
   }

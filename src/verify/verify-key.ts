@@ -1,4 +1,4 @@
-// Verify one key from what is on disk: the job (received/ or applied/), its receipt (decoded
+// Verify one key from what is on disk: the job (received/, applied/ or reverted/), its receipt (decoded
 // under the trust policy), and rule 4 — out/<key>/ holds exactly the receipt's outputs, each a
 // regular file whose bytes hash to the named digest. Returns what apply needs; writes nothing.
 import type { Dirent } from 'node:fs';
@@ -25,12 +25,12 @@ export interface Verified {
   receipt: Receipt;
   receiptSha256: string;
   signer: string | null;
-  state: 'received' | 'applied';
+  state: 'received' | 'applied' | 'reverted';
 }
 
 export async function verifyKey(store: Store, key: string, policy: ReceiptTrustPolicy): Promise<Verified> {
   const found = findJob(store, key);
-  if (!found || (found.state !== 'received' && found.state !== 'applied')) {
+  if (!found || (found.state !== 'received' && found.state !== 'applied' && found.state !== 'reverted')) {
     throw new UsageError(
       'EGJ_NOT_RECEIVED',
       `${key.slice(0, 12)}: job is ${found ? `still in ${found.state}/` : 'unknown'}; nothing to verify until work has stored its receipt`,

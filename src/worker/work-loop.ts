@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import { peekTokens } from '../core/receipt-peek.js';
 import type { Worker } from '../store/attempts.js';
 import { claimNext } from '../store/claim.js';
+import { claimChosen } from '../store/claim-chosen.js';
 import { readRecord } from '../store/durable.js';
 import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
@@ -59,6 +60,8 @@ export interface WorkOptions extends JobSettings {
   serveArgs?: readonly string[];
   onStart?: (key: string) => void;
   relayStderr?: (chunk: Buffer) => void;
+  /** Claim only these keys (`genjob work KEY…`), in this order. */
+  keys?: readonly string[];
 }
 
 export interface WorkSummary {
@@ -131,7 +134,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     };
     try {
       while (!stopped()) {
-        const key = claimNext(o.store, worker.id);
+        const key = o.keys ? claimChosen(o.store, worker.id, o.keys) : claimNext(o.store, worker.id);
         if (key === undefined) {
           if (o.mode !== 'watch' || !o.waitForWork) return;
           await o.waitForWork();
