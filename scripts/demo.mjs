@@ -27,6 +27,14 @@ const env = {
 };
 mkdirSync(env.XDG_CACHE_HOME, { recursive: true });
 
+// genjob refuses to run a generator unconfined unless told to; on a machine without bubblewrap the
+// demo says so and runs with --no-sandbox rather than failing (npm test installs bubblewrap).
+const confined =
+  spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-all', '--die-with-parent', 'true'], {
+    stdio: 'ignore',
+  }).status === 0;
+const sandboxFlags = confined ? [] : ['--no-sandbox'];
+
 const quote = (a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`);
 
 /** Run a command in the repo, print it and its output; throw on an unexpected exit status. */
@@ -63,7 +71,11 @@ try {
   if (!/^[0-9a-f]{64}$/.test(key)) throw new Error(`mint printed ${JSON.stringify(key)}, not a key`);
   genjob('mint', '-m', instruction, 'src/user.py', 'tests/test_user.py'); // same work order → same key
   genjob('status');
-  genjob('work', '--once', '--generator', generator);
+  if (!confined)
+    process.stdout.write(
+      '(bubblewrap is not usable here, so the generator runs unconfined: --no-sandbox; apt-get install bubblewrap)\n',
+    );
+  genjob('work', '--once', '--generator', generator, ...sandboxFlags);
   genjob('verify', key.slice(0, 12));
   genjob('apply', key.slice(0, 12));
   genjob('apply', key.slice(0, 12)); // already applied: a no-op, exit 0
