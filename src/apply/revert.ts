@@ -8,6 +8,7 @@ import { UsageError } from '../core/errors.js';
 import { exists, moveState } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import type { Store } from '../store/store.js';
+import { prunedOn, readTombstone, tombstoneFile } from '../store/tombstone.js';
 import { withApplyLock } from './apply-lock.js';
 import { staleError, type Write } from './apply-plan.js';
 import { readApplied } from './apply-records.js';
@@ -20,6 +21,13 @@ export async function revertApplied(
 ): Promise<{ reverted: Write[]; already: boolean }> {
   store.ensure();
   return withApplyLock(store, { timeoutMs: opts.lockTimeoutMs }, (lock) => {
+    const tomb = readTombstone(store, key);
+    if (tomb?.state === 'applied') {
+      throw new UsageError(
+        'EGJ_PRUNED',
+        `${tombstoneFile(store, key)}: key ${key.slice(0, 12)} was applied and its material pruned by genjob gc on ${prunedOn(tomb)} (its backups in objects/ are gone); it cannot be reverted — change the files back by hand or with git`,
+      );
+    }
     const record = readApplied(store, key);
     const revertedFile = store.layout.jobFile('reverted', key);
     if (record === undefined && exists(store, revertedFile)) return { reverted: [], already: true };

@@ -142,12 +142,42 @@ export function buildProgram(): Command {
       '--retry-aborted',
       'generate again where the host holds an aborted result for a job (default: reuse it)',
     )
+    // batch generation (builtin:openai through the provider's batch endpoint)
+    .option('--batch', 'submit the queued jobs as one provider batch (with --generator builtin:openai)')
+    .option('--batch-poll', 'check open batches; store the answers of finished ones')
+    .option('--batch-size <n>', 'with --batch: jobs per batch at most', positiveInt('--batch-size'), 1000)
+    .option(
+      '--batch-poll-interval <seconds>',
+      'with --watch: how often open batches are checked',
+      seconds,
+      60,
+    )
     .addHelpText(
       'after',
-      '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion',
+      '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion\n  genjob work --batch --generator builtin:openai && genjob work --batch-poll',
     )
+    // shadow plane (#15): run existing jobs again against another generator, never touching live state
+    .option(
+      '--shadow <name>',
+      'run existing jobs again in shadow plane NAME (results under .gen/shadow/NAME/)',
+    )
+    .option('--all', 'with --shadow: every queued, received and applied job')
     .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
+      if (o.shadow) {
+        await run(
+          async () => (await import('../commands/shadow-work.js')).shadowWork({ ...o, keys } as never),
+          !!o.json,
+        );
+        return;
+      }
+      if (o.all) {
+        const { UsageError } = await import('../core/errors.js');
+        throw new UsageError(
+          'EGJ_USAGE',
+          '--all goes with --shadow NAME; live work takes jobs from the queue',
+        );
+      }
       await run(async () => {
         const { withWorkConfig } = await import('./config-file.js');
         return (await import('../commands/work.js')).work(withWorkConfig(cmd, { ...o, keys }) as never);
@@ -160,6 +190,10 @@ export function buildProgram(): Command {
     .option('--generator <command>', 'pin the generator this host runs (requests naming another are refused)')
     .option('--cache-dir <dir>', 'where results are kept by key (default: $XDG_CACHE_HOME/genjob)')
     .option('--sign-key <file>', 'sign every receipt with this ed25519 key (see genjob keygen)')
+    .option(
+      '--gc-older-than <duration>',
+      'on start, prune cache entries older than this (as genjob cache prune)',
+    )
     .action(async (opts) => {
       await (await import('../commands/serve.js')).serve(opts);
     });
@@ -223,6 +257,56 @@ export function buildProgram(): Command {
     .action(async (key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/drop.js')).drop({ ...o, key }), !!o.json);
+    });
+
+  // shadow plane (#15): compare two planes' answers; promote a shadow answer through the live path
+  common(program.command('compare'))
+    .description(
+      'per job, live vs a shadow plane (or two shadow planes): identical, differs, aborted, rejected, missing',
+    )
+    .argument('[keys...]', 'jobs to compare (default: every job either side answered)')
+    .option('--shadow <name>', 'a shadow plane; once: live vs it, twice: the first vs the second', collect)
+    .action(async (keys: string[], _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/compare.js')).compare({ ...o, keys }), !!o.json);
+    });
+
+  common(program.command('promote'))
+    .description(
+      "make a shadow plane's answer the live one: requeue the job live with that plane's generator",
+    )
+    .argument('<key>', 'a key or a unique prefix')
+    .requiredOption('--shadow <name>', 'the shadow plane whose answer to promote')
+    .action(async (key: string, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(
+        async () => (await import('../commands/promote.js')).promote({ ...o, key } as never),
+        !!o.json,
+      );
+    });
+
+  // retention (#15): prune finished jobs' material, leaving tombstones; and the host's result cache
+  common(program.command('gc'))
+    .description('remove the bulky material of jobs finished before the window; leave a tombstone per key')
+    .option('--older-than <duration>', 'retention window: a number and s, m, h, d or w', '30d')
+    .option('--dry-run', 'print what would be pruned and its size; remove nothing')
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/gc.js')).gc(o), !!o.json);
+    });
+
+  const cache = program.command('cache').description("the generator host's result cache");
+  cache
+    .command('prune')
+    .description(
+      'remove cache entries older than the window and leftovers of crashed requests (never one in use)',
+    )
+    .option('--older-than <duration>', 'retention window: a number and s, m, h, d or w', '30d')
+    .option('--dry-run', 'print what would be pruned; remove nothing')
+    .option('--cache-dir <dir>', 'the cache (default: $XDG_CACHE_HOME/genjob)')
+    .option('--json', 'print one machine-readable JSON result on stdout')
+    .action(async (opts) => {
+      await run(async () => (await import('../commands/cache-prune.js')).cachePrune(opts), !!opts.json);
     });
 
   common(program.command('retry'))

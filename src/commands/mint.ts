@@ -158,7 +158,9 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   const outcome = mintJob(store, job);
   const human = outcome.minted
     ? `${job.key}\nminted: ${job.inputs.length} path(s) → .gen/queue/${job.key}.json`
-    : `${job.key}\nalready minted (${outcome.state})`;
+    : outcome.prunedOn
+      ? `${job.key}\nalready applied (pruned on ${outcome.prunedOn})`
+      : `${job.key}\nalready minted (${outcome.state})`;
   return {
     human,
     ...(gitignoreNoteDue(store)
@@ -173,6 +175,7 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
       digest: outcome.digest,
       minted: outcome.minted,
       state: outcome.state,
+      ...(outcome.prunedOn ? { pruned_on: outcome.prunedOn } : {}),
       inputs: job.inputs,
     },
   };

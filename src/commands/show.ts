@@ -15,6 +15,7 @@ import { findJob, resolveKey } from '../store/job-states.js';
 import { readJournal } from '../store/journal.js';
 import { readLease } from '../store/lease.js';
 import type { Store } from '../store/store.js';
+import { readTombstone } from '../store/tombstone.js';
 
 function parseLoose(bytes: Buffer | undefined): unknown {
   if (!bytes) return null;
@@ -141,6 +142,16 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   ];
   if (applied) lines.push('', `applied:   ${JSON.stringify(applied, null, 2).split('\n').join('\n  ')}`);
   if (dead.length) lines.push('', 'dead-lettered:', ...dead.map((d) => `  dead/${d}`));
+  // retention (#15): what gc pruned of this key, and when
+  const tombstone = readTombstone(store, key) ?? null;
+  if (tombstone) {
+    lines.push(
+      '',
+      `tombstone: ${tombstone.state}${tombstone.finished_at ? ` at ${tombstone.finished_at}` : ''}, pruned on ${tombstone.pruned_at}`,
+      `  receipt sha256 ${tombstone.receipt_sha256 ?? '-'}, job digest ${tombstone.job_digest ?? '-'}`,
+      ...tombstone.pruned.map((p) => `  pruned ${p.kind} ${p.path} (${p.bytes} bytes)`),
+    );
+  }
   lines.push(
     '',
     'journal:',
@@ -165,6 +176,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
       applied,
       dead,
       journal: events,
+      tombstone,
     },
   };
 }

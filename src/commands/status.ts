@@ -4,18 +4,22 @@
 // rows shown are parsed, so a .gen/ of 100,000 jobs prints as fast as `ls` of it. Never creates .gen/.
 import type { ColorMode } from '../cli/colour.js';
 import { painter, useColour } from '../cli/colour.js';
+import { formatBytes } from '../cli/format-bytes.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
+import { DEFAULT_RETENTION, parseDuration } from '../core/duration.js';
 import { UsageError } from '../core/errors.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { terminalText } from '../core/terminal-text.js';
 import { currentEpoch } from '../store/attempts.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
 import { peekRecord } from '../store/durable.js';
+import { planGc, sizeOf } from '../store/gc.js';
 import { FLOW, keysIn, PRECEDENCE } from '../store/job-states.js';
 import type { JobState } from '../store/layout.js';
 import { inputsChanged } from '../store/stale-inputs.js';
 import type { Store } from '../store/store.js';
+import { openBatches, spendByMode, spendLines } from './status-spend.js';
 
 export const DEFAULT_ROWS = 50;
 const ROW_STATES = [...FLOW, 'dead'] as const;
@@ -137,6 +141,9 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       for (const key of listed.get(state)!)
         candidates.push({ key, state, at: ctimeMs(store, store.layout.jobFile(state as JobState, key)) });
   }
+  // spend by mode (interactive / batch) and open provider batches
+  const spend = spendByMode(store, keysIn(store, 'received').concat(keysIn(store, 'applied')));
+  const batches = openBatches(store);
   const limit = o.all ? Number.POSITIVE_INFINITY : (o.limit ?? DEFAULT_ROWS);
   const chosen = [...candidates].sort((a, b) => b.at - a.at || a.key.localeCompare(b.key)).slice(0, limit);
   const rows: Row[] = chosen.map((c) => {
@@ -185,6 +192,16 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       `tokens: ${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion in ${usage.requests} request(s)`,
     );
   }
+  lines.push(...spendLines(spend));
+  for (const b of batches)
+    lines.push(
+      `batch ${b.batch_id ?? '(not yet created)'}: ${b.jobs} job(s), ${b.provider_status ?? b.state} (run ${b.run})`,
+    );
+  // retention (#15): how big .gen/ is, and what `genjob gc` (default window) would free
+  const disk = retentionFacts(store);
+  lines.push(
+    `.gen/ ${formatBytes(disk.gen_bytes)}; genjob gc would free ${formatBytes(disk.gc_bytes)} (finished before ${disk.gc_cutoff.slice(0, 10)})`,
+  );
   if (rows.length > 0) {
     lines.push('', 'KEY           STATE     EPOCH  AGE   RECEIPT   INSTRUCTION');
     const room = Math.max(10, terminalWidth() - 47); // 47: the columns before the instruction
@@ -204,6 +221,22 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
   return {
     human: lines.join('\n'),
     terminalSafe: true,
-    json: { ok: true, counts, received, usage, jobs: rows, total: candidates.length, shown: rows.length },
+    json: {
+      ok: true,
+      counts,
+      received,
+      usage,
+      spend,
+      batches,
+      disk,
+      jobs: rows,
+      total: candidates.length,
+      shown: rows.length,
+    },
   };
+}
+
+function retentionFacts(store: Store): { gen_bytes: number; gc_bytes: number; gc_cutoff: string } {
+  const plan = planGc(store, parseDuration(DEFAULT_RETENTION));
+  return { gen_bytes: sizeOf(store, store.layout.gen), gc_bytes: plan.bytes, gc_cutoff: plan.cutoff };
 }

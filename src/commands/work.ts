@@ -48,9 +48,13 @@ export interface WorkCliOptions extends CommonOptions {
   generatorBindRw?: string[];
   /** commander's --no-sandbox: false when given. */
   sandbox?: boolean;
+  batch?: boolean;
+  batchPoll?: boolean;
+  batchSize?: number;
+  batchPollInterval?: number;
 }
 
-async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
+export async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
   if (!o.host) {
     if (o.port || o.identity || o.sshOption || o.sshConfig)
       throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');
@@ -130,6 +134,8 @@ function progressLine(mode: 'once' | 'drain' | 'watch', total: number): (done: n
 }
 
 export async function work(o: WorkCliOptions): Promise<CommandResult> {
+  // batch generation: submitting to and polling a provider's batch endpoint (see work-batch.ts)
+  if (o.batch || o.batchPoll) return (await import('./work-batch.js')).workBatch(o);
   const chosen = o.keys ?? [];
   const modes = [o.once, o.drain, o.watch].filter(Boolean).length;
   if (modes === 0 && chosen.length > 0)
@@ -160,6 +166,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
   let done = 0;
+  // --watch also polls open batches (work --batch), whose answers then count against --max-tokens
+  const batches = mode === 'watch' ? await startBatchWatch(o, store) : undefined;
   const progress = progressLine(mode, keys?.length ?? (mode === 'once' ? 1 : keysIn(store, 'queue').length));
   try {
     const summary = await runWork({
@@ -179,6 +187,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       ...(mode === 'watch' ? { graceMs: Math.round((o.grace ?? 30) * 1000) } : {}),
       ...(watcher ? { waitForWork: watcher.next } : {}),
       ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
+      ...(batches ? { extraTokens: batches.tokens } : {}),
       ...(tty ? { relayStderr: relayEscaped() } : {}),
       onStart: (key) => {
         if (tty) process.stderr.write(`genjob: ${key.slice(0, 12)} working on ${launcher.destination}\n`);
@@ -241,7 +250,26 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   } finally {
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
+    await batches?.stop();
     await watcher?.close();
     await launcher.close();
   }
+}
+
+async function startBatchWatch(o: WorkCliOptions, store: ReturnType<typeof openStore>) {
+  const { watchBatches } = await import('../worker/batch-watch.js');
+  const { batchContext } = await import('./work-batch.js');
+  const say = (line: string) => {
+    if (!o.quiet) process.stderr.write(`genjob: ${line}\n`);
+  };
+  return watchBatches(
+    store,
+    () => batchContext(store, o),
+    Math.round((o.batchPollInterval ?? 60) * 1000),
+    (s) => {
+      for (const x of s.outcomes) say(`${x.key.slice(0, 12)} ${x.outcome} from a batch`);
+      for (const p of s.problems) say(p);
+    },
+    (err) => say(`polling batches failed: ${err.message}`),
+  );
 }

@@ -104,3 +104,20 @@ export class RecordUnreadableError extends UsageError {
     return { file: this.file };
   }
 }
+
+/** The provider's batch API failed or answered unexpectedly (exit 3); the outbox keeps the step for the next run. */
+export class BatchApiError extends GenjobError {
+  readonly code = 'EGJ_BATCH_API';
+  readonly exitCode = EXIT.REJECTED;
+}
+
+/** A receipt of a shadow plane (or naming one) where only live material may go: verify, apply, a live commit. */
+export class ShadowPlaneError extends RejectedError {
+  constructor(file: string, plane: string) {
+    super(
+      'EGJ_SHADOW',
+      `${file}: receipt is of plane ${JSON.stringify(plane.slice(0, 80))}; shadow results are never verified or applied (make one live with genjob promote)`,
+      file,
+    );
+  }
+}

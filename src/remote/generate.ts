@@ -23,6 +23,16 @@ export interface GenerateInput {
   policy: SandboxPolicy;
   /** The extracted files with their stat, so the diff skips hashing those left untouched. */
   known?: KnownFiles;
+  /** Stands in for the built-in generator's run, e.g. an answer already returned by a batch. */
+  builtin?: () => Promise<BuiltinOutcome>;
+}
+
+/** What a built-in generator reports: the same fields for a live request and for a batch line. */
+export interface BuiltinOutcome {
+  status: CachedResult['status'];
+  reason: string | null;
+  usage: CachedResult['usage'];
+  version: string | null;
 }
 
 export async function generate(g: GenerateInput): Promise<CachedResult> {
@@ -38,7 +48,7 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
   let sandbox: CachedResult['sandbox'];
 
   if (g.generator.startsWith(BUILTIN_PREFIX)) {
-    const builtin = await runBuiltin(g);
+    const builtin = g.builtin ? await g.builtin() : await runBuiltin(g);
     ({ status, reason, usage } = builtin);
     base.generator.version = builtin.version;
     ms = Date.now() - startedAt.getTime();
@@ -102,7 +112,7 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
   return result;
 }
 
-async function runBuiltin(g: GenerateInput) {
+async function runBuiltin(g: GenerateInput): Promise<BuiltinOutcome> {
   const { OPENAI_GENERATOR_NAME, runOpenAiGenerator } = await import('./generators/openai.js');
   if (g.generator !== OPENAI_GENERATOR_NAME) {
     return {

@@ -99,7 +99,7 @@ async function answer(
       `this host runs only its pinned generator, not ${JSON.stringify(req.generator)}`,
     );
   }
-  const name = cfg.cache.entryName(req.key, generator, req.job_digest);
+  const name = cfg.cache.entryName(req.key, generator, req.job_digest, req.plane ?? 'live');
   // an aborted generation is kept like any other (no double spend on redelivery), unless the
   // worker asked for a deliberate retry of aborted jobs (`work --retry-aborted`), or of this
   // aborted or rejected job (`genjob retry KEY`)
@@ -257,6 +257,7 @@ async function respond(
     cached,
     ...(result.usage ? { usage: result.usage } : {}),
     ...(result.sandbox ? { sandbox: result.sandbox } : {}),
+    plane: req.plane ?? 'live',
   };
   const receiptBytes = cfg.encodeReceipt(receipt);
   await writer.header({

@@ -18,6 +18,8 @@ export interface LeaseRecord {
   ttl_s: number;
   claimed_at: string;
   destination: string;
+  /** The provider batch this attempt waits in (work --batch); its poller keeps the lease alive. */
+  batch?: string;
 }
 
 /** Epochs recorded for a key, ascending. */
@@ -48,7 +50,18 @@ export function attemptsSinceMint(store: Store, key: string): number {
   const base = Number(
     readRecord(store, join(store.layout.attemptsDir(key), 'minted-after'))?.toString('utf8') ?? 0,
   );
-  return epochsOf(store, key).filter((e) => e > (Number.isSafeInteger(base) ? base : 0)).length;
+  return epochsOf(store, key).filter(
+    (e) => e > (Number.isSafeInteger(base) ? base : 0) && !unspent(store, key, e),
+  ).length;
+}
+
+/** An attempt that never reached a model (its batch expired or was cancelled unanswered) is not counted. */
+export function markUnspent(store: Store, key: string, epoch: number): void {
+  replaceFile(store, join(store.layout.attemptsDir(key), `${epoch}.unspent`), Buffer.from(''));
+}
+
+function unspent(store: Store, key: string, epoch: number): boolean {
+  return readRecord(store, join(store.layout.attemptsDir(key), `${epoch}.unspent`)) !== undefined;
 }
 
 /** On a fresh mint of a key that was attempted before (dropped, dead-lettered), restart the count. */

@@ -47,6 +47,8 @@ export function resolveKey(store: Store, typed: string, opts: { dead?: boolean }
   const matches = new Set<string>();
   for (const state of FLOW) for (const k of keysIn(store, state)) if (k.startsWith(prefix)) matches.add(k);
   for (const k of listNames(store, store.layout.dir('receipts'))) if (k.startsWith(prefix)) matches.add(k);
+  // a key gc pruned is still known by its tombstone (show, revert say what became of it)
+  for (const k of listNames(store, store.layout.dir('tombstones'))) if (k.startsWith(prefix)) matches.add(k);
   if (opts.dead)
     for (const name of readdirOrEmpty(store, store.layout.dir('dead'))) {
       const k = /^([0-9a-f]{64})\./.exec(name)?.[1];

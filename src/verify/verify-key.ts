@@ -6,6 +6,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RejectedError, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
+import { peekPlane, planeOf, refuseShadow } from '../core/plane.js';
 import type { Receipt } from '../core/receipt.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
@@ -40,7 +41,10 @@ export async function verifyKey(store: Store, key: string, policy: ReceiptTrustP
   const bytes = readRecord(store, receiptFile);
   if (bytes === undefined)
     throw new RejectedError('EGJ_RECEIPT_MISSING', `${receiptFile}: no receipt for this job`, receiptFile);
+  // a shadow plane's receipt is refused before anything else, whatever else is wrong with it
+  refuseShadow(peekPlane(bytes), receiptFile);
   const { receipt, signer } = decodeReceiptWithPolicy(bytes, receiptFile, policy);
+  refuseShadow(planeOf(receipt), receiptFile);
   checkReceipt(job, digest, receipt, currentEpoch(store, key), receiptFile);
   await checkArtifacts(store.layout.outDir(key), receipt);
   return { job, jobDigest: digest, receipt, receiptSha256: sha256Hex(bytes), signer, state: found.state };

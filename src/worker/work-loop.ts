@@ -53,6 +53,8 @@ export interface WorkOptions extends JobSettings {
   waitForWork?: () => Promise<void>;
   /** Token budget: stop claiming once the receipts of this run report this many tokens. */
   maxTokens?: number;
+  /** Tokens spent elsewhere in this run that count against maxTokens (batch answers polled meanwhile). */
+  extraTokens?: () => number;
   onOutcome?: (o: JobOutcome, elapsedMs: number) => void;
   /** Arguments for every serve this run starts (the sandbox flags). */
   serveArgs?: readonly string[];
@@ -86,7 +88,12 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   let tokens = 0;
   let budgetSpent = false;
   let taken = 0;
-  const stopped = () => o.signal?.aborted === true || budgetSpent || (o.mode === 'once' && taken >= 1);
+  const overBudget = () => {
+    if (o.maxTokens !== undefined && o.extraTokens && tokens + o.extraTokens() >= o.maxTokens)
+      budgetSpent = true;
+    return budgetSpent;
+  };
+  const stopped = () => o.signal?.aborted === true || overBudget() || (o.mode === 'once' && taken >= 1);
   // graceful shutdown: after the stop signal, in-flight jobs get graceMs, then their sessions are killed
   // (the answer is then in doubt, so workOne requeues the job under its epoch and the host keeps the result)
   const inFlight = new Map<string, () => void>();
@@ -158,7 +165,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     clearTimeout(graceTimer);
     o.signal?.removeEventListener('abort', onStop);
   }
-  return { outcomes, reaped, tokens, budgetSpent, cutAtShutdown };
+  return { outcomes, reaped, tokens: tokens + (o.extraTokens?.() ?? 0), budgetSpent, cutAtShutdown };
 }
 
 function receiptTokens(store: Store, key: string): number {

@@ -2,19 +2,18 @@
 // apart as hostile input → commit. Every way out leaves the job in exactly one state:
 // received/ (with its receipt), back in queue/ (in doubt, journalled), or dead/ (with the reason).
 import { GenjobError, SandboxUnavailableError } from '../core/errors.js';
-import { type Job, JobInvalidError } from '../core/job.js';
-import { parseJob } from '../core/job-schema.js';
+import type { Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
-import { attemptsSinceMint, beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
-import { deadLetterFile } from '../store/dead-letter.js';
-import { exists, moveState, readRecord } from '../store/durable.js';
+import { beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
+import { readPromotion } from '../store/promotion.js';
 import { regenerateRequested } from '../store/retry-job.js';
 import type { Store } from '../store/store.js';
 import { InputChangedError, InputNotRegularError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { bundleSha256 } from '../transport/tar-pack.js';
+import { admitClaimed } from './admit-job.js';
 import { release, requeue } from './release-job.js';
 import { type Answer, InDoubtError, type ServeClient } from './serve-client.js';
 import { type SpooledBundle, spoolBundle } from './spool-bundle.js';
@@ -55,38 +54,9 @@ export const REQUEST_MARGIN_MS = 120_000;
 
 export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome> {
   const { store } = ctx;
-  const runningFile = store.layout.jobFile('running', key);
-  let job: Job;
-  let digest: string;
-  try {
-    // a directory, FIFO or symlink claimed as <key>.json fails here (RecordUnreadableError) and goes to dead/
-    const bytes = readRecord(store, runningFile);
-    if (bytes === undefined)
-      return { key, outcome: 'superseded', reason: 'job vanished from running/ after the claim' };
-    ({ job, digest } = parseJob(bytes, `running/${key}.json`));
-    if (job.key !== key)
-      throw new JobInvalidError(`running/${key}.json`, `file name does not match its key ${job.key}`);
-  } catch (err) {
-    if (!(err instanceof GenjobError)) throw err;
-    deadLetterFile(store, runningFile, `${key}.job`, { key, code: err.code, reason: err.message });
-    return { key, outcome: 'dead', reason: err.message };
-  }
-
-  if (receiptAlreadyLanded(store, key)) {
-    moveState(store, runningFile, store.layout.jobFile('received', key));
-    journal(store, {
-      event: 'recovered',
-      key,
-      reason: 'receipt had landed before a crash; job moved to received/',
-    });
-    return { key, outcome: 'recovered' };
-  }
-  const tries = attemptsSinceMint(store, key);
-  if (tries >= ctx.maxAttempts) {
-    const reason = `no usable answer after ${tries} attempts (see the journal for each)`;
-    deadLetterFile(store, runningFile, `${key}.job`, { key, code: 'EGJ_ATTEMPTS_EXHAUSTED', reason });
-    return { key, outcome: 'dead', reason };
-  }
+  const admitted = admitClaimed(store, key, ctx.maxAttempts);
+  if ('outcome' in admitted) return admitted;
+  const { job, digest } = admitted;
 
   const lease = beginAttempt(store, key, ctx.worker, ctx.leaseTtlS, ctx.launcher.destination);
   journal(store, {
@@ -124,10 +94,6 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   }
 }
 
-function receiptAlreadyLanded(store: Store, key: string): boolean {
-  return exists(store, store.layout.receipt(key)) && exists(store, store.layout.outDir(key));
-}
-
 async function attempt(
   ctx: WorkContext,
   job: Job,
@@ -143,7 +109,8 @@ async function attempt(
     job_digest: digest,
     epoch,
     worker_id: ctx.worker.id,
-    generator: ctx.generator,
+    // a promoted job runs the generator of the shadow plane it was promoted from (store/promotion.ts)
+    generator: readPromotion(store, key)?.generator ?? ctx.generator,
     timeout_ms: ctx.timeoutMs,
     ...(ctx.retryAborted ? { retry_aborted: true } : {}),
     ...(regenerateRequested(store, key, epoch) ? { regenerate: true } : {}),
