@@ -1,13 +1,19 @@
 // Leases: leases/<key>.json names the current attempt; its mtime is the heartbeat.
 // A beat is a utimes() call (cheap, no fsync needed: a lost beat after a crash only makes
 // the lease look older, which is the safe direction). A lease older than its TTL is stale.
-import { errnoOf } from '../core/errors.js';
+import { errnoOf, RecordUnreadableError } from '../core/errors.js';
 import type { LeaseRecord } from './attempts.js';
 import { readRecord } from './durable.js';
 import type { Store } from './store.js';
 
 export function readLease(store: Store, key: string): LeaseRecord | undefined {
-  const bytes = readRecord(store, store.layout.lease(key));
+  let bytes: Buffer | undefined;
+  try {
+    bytes = readRecord(store, store.layout.lease(key));
+  } catch (err) {
+    if (err instanceof RecordUnreadableError) return undefined; // a FIFO or symlink is no lease either
+    throw err;
+  }
   if (bytes === undefined) return undefined;
   try {
     return JSON.parse(bytes.toString('utf8')) as LeaseRecord;

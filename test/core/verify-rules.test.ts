@@ -93,19 +93,19 @@ describe('checkReceipt', () => {
       rule: 'an output inside a nested .git',
       r: receipt({ outputs: [{ path: 'vendor/lib/.git/config', sha256: C, bytes: 1 }] }),
       code: 'EGJ_PATH_FORM',
-      says: 'output "vendor/lib/.git/config": ',
+      says: 'output "vendor/lib/.git/config": path is inside .git/',
     },
     {
       rule: 'an output inside an NTFS alias of .git',
       r: receipt({ outputs: [{ path: 'src/GIT~1/hooks/pre-commit', sha256: C, bytes: 1 }] }),
       code: 'EGJ_PATH_FORM',
-      says: 'output "src/GIT~1/hooks/pre-commit": ',
+      says: 'output "src/GIT~1/hooks/pre-commit": path is inside .git/ (component "GIT~1" is .git after case folding, HFS+ or NTFS aliasing)',
     },
     {
       rule: 'an output inside a case-folded .gen',
       r: receipt({ outputs: [{ path: '.GEN/queue/x.json', sha256: C, bytes: 1 }] }),
       code: 'EGJ_PATH_FORM',
-      says: 'output ".GEN/queue/x.json": ',
+      says: 'output ".GEN/queue/x.json": path is inside .gen/ (component ".GEN" is .gen after case folding, HFS+ or NTFS aliasing)',
     },
     {
       rule: 'an output named __proto__',

@@ -80,3 +80,23 @@ describe('an input that changed after mint', () => {
     expect(readFileSync(captured).includes('alpha')).toBe(false);
   });
 });
+
+describe('a send cut short', () => {
+  it('is journalled as a partial-send with the bytes that left', async () => {
+    const sb = await sandbox({ 'data/big.txt': 'y'.repeat(4 * 1024 * 1024) });
+    boxes.push(sb);
+    const key = await mint(sb, 'edit it', ['data/big.txt']);
+    // the host reads 64 KiB of the session and then hangs up
+    const remote = `head -c 65536 | ${remoteServe(sb.hostCache)}`;
+    const r = await genjob(sb, ['work', '--once', '--generator', 'true', ...sshFlags(sshd(), remote)]);
+    expect([0, 3]).toContain(r.exitCode);
+    const partial = journal(sb, key).filter((e) => e.event === 'partial-send');
+    expect(partial).toHaveLength(1);
+    const p = partial[0] as unknown as { bytes_sent: number; bundle_bytes: number; bundle_sha256: string };
+    // bytes handed to the transport before it failed: an upper bound of what reached the host
+    expect(p.bytes_sent).toBeGreaterThan(0);
+    expect(p.bytes_sent).toBeLessThanOrEqual(p.bundle_bytes);
+    expect(p.bundle_sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(journal(sb, key).map((e) => e.event)).not.toContain('shipped');
+  });
+});
