@@ -48,6 +48,7 @@ export async function confine(policy: SandboxPolicy, run: ConfineRun): Promise<C
     };
   }
   const tag = randomBytes(12).toString('hex');
+  let quiet = false;
   const home = join(run.scratch, 'home');
   await mkdir(home, { recursive: true });
   const env = { [RUN_TAG_VAR]: tag, ...generatorEnv(process.env, policy.envNames, run.jobEnv, home) };
@@ -57,7 +58,8 @@ export async function confine(policy: SandboxPolicy, run: ConfineRun): Promise<C
     env,
     cwd: run.workspace,
     finish: (pid) => {
-      sweepRun(tag, pid);
+      // a sweep reads every process's environment: once more only while the last one found any
+      if (!quiet) quiet = sweepRun(tag, pid) === 0;
     },
   };
 }

@@ -17,6 +17,7 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { errnoOf } from '../core/errors.js';
 import type { Job } from '../core/job.js';
+import { LIVE_PLANE } from '../core/plane.js';
 import { RECEIPT_SCHEMA, type Receipt } from '../core/receipt.js';
 import { peekEpoch } from '../core/receipt-peek.js';
 import { sha256Hex } from '../core/sha256.js';
@@ -126,6 +127,7 @@ export async function commitAnswer(
       cached: false,
       ...(result.usage ? { usage: result.usage } : {}),
       ...(result.sandbox ? { sandbox: result.sandbox } : {}),
+      plane: LIVE_PLANE, // batches run on the live plane only
       ...(batchId !== null ? { batch: batchId } : {}),
     };
     const committed = await commitResult(

@@ -139,6 +139,7 @@ describe('work --batch', () => {
     const ra = receipt(repo, a!);
     expect(ra).toMatchObject({
       status: 'ok',
+      plane: 'live',
       batch: batchId,
       epoch: 1,
       cached: false,

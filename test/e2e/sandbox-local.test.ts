@@ -80,10 +80,13 @@ describe('a confined generator run by a local serve', () => {
     });
     for (let i = 0; i < 3000 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 10));
     expect(existsSync(started)).toBe(true);
+    // the setpgid child is started in the background just before `started`: wait until it runs
+    for (let i = 0; i < 500 && running(['sleep', marker]).length === 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
     expect(running(['sleep', marker])).toHaveLength(1);
     child.kill('SIGINT');
     const done = await child;
-    expect(done.exitCode, String(done.stderr)).toBe(0);
+    expect(done.exitCode, String(done.stderr)).toBe(130); // work's exit after SIGINT (docs/exit-codes.md)
     expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
     for (let i = 0; i < 200 && running(['sleep', marker]).length > 0; i++)
       await new Promise((r) => setTimeout(r, 10));
