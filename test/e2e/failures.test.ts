@@ -46,7 +46,7 @@ describe('a malformed job file in the queue', () => {
       expect(r).toMatchObject({ exitCode: 0, stdout: '3 job(s) taken\n' });
       expect(r.stderr).toMatch(
         new RegExp(
-          `genjob: \\[\\d\\] ${bad.slice(0, 12)} dead-lettered: running/${bad}\\.json: not a valid job`,
+          `genjob: \\[\\d\\/3\\] elapsed \\d+s(, eta \\d+s)? ${bad.slice(0, 12)} dead-lettered: running/${bad}\\.json: not a valid job`,
         ),
       );
       expect(genDir(sb, 'queue')).toEqual([]);

@@ -194,6 +194,7 @@ describe('--json results', () => {
         .update(readFileSync(join(sb.repo, p)))
         .digest('hex');
     expect(out).toEqual({
+      schema: 'genjob/result@1',
       ok: true,
       key: expect.stringMatching(/^[0-9a-f]{64}$/),
       digest: expect.stringMatching(/^[0-9a-f]{64}$/),
