@@ -4,7 +4,7 @@
 import { applyJob, recoverInterruptedApplies } from '../apply/apply-job.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
-import { exists } from '../store/durable.js';
+import { exists, sweepStaleTemps } from '../store/durable.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { verifyKey } from '../verify/verify-key.js';
 import { selectKeys } from './verify.js';
@@ -19,6 +19,7 @@ export interface ApplyOptions extends CommonOptions {
 
 export async function apply(o: ApplyOptions): Promise<CommandResult> {
   const store = openStore(o);
+  if (!o.dryRun) sweepStaleTemps(store); // .gen/tmp temps of applies (and workers) that died mid-publish
   const recovered = o.dryRun ? [] : await recoverInterruptedApplies(store);
   const keys = selectKeys(store, o, 'received');
   const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });

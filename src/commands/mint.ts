@@ -5,7 +5,7 @@ import { lstatSync, readFileSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
-import { UsageError } from '../core/errors.js';
+import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { buildJob, type JobInput } from '../core/job.js';
 import { ancestors, pathProblem } from '../core/paths.js';
 import { createSecretScanner, scanSecretText, secretError, secretPathProblem } from '../core/secrets.js';
@@ -37,8 +37,8 @@ function lstatOrNull(path: string) {
   try {
     return lstatSync(path);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw IoError.wrap('lstat', path, err);
   }
 }
 

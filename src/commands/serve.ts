@@ -28,9 +28,15 @@ export async function serve(o: ServeOptions): Promise<void> {
     encodeReceipt = (r) => signReceipt(r, key, keyid);
   }
   const cache = new ResultCache(o.cacheDir ?? process.env.GENJOB_CACHE_DIR ?? defaultCacheDir());
-  await serveSession(process.stdin, process.stdout, {
-    cache,
-    pinnedGenerator: o.generator ?? process.env.GENJOB_GENERATOR ?? null,
-    encodeReceipt,
-  });
+  try {
+    await serveSession(process.stdin, process.stdout, {
+      cache,
+      pinnedGenerator: o.generator ?? process.env.GENJOB_GENERATOR ?? null,
+      encodeReceipt,
+    });
+  } finally {
+    // a session that ended on an error (an answer that could not be written) must end the process, so the
+    // worker sees its stdout close at once; an open stdin would keep serve alive until the request deadline
+    process.stdin.destroy();
+  }
 }

@@ -5,6 +5,8 @@ export const EXIT = {
   USAGE: 2,
   REJECTED: 3,
   CONFLICT: 4,
+  /** The environment failed: disk full, quota, permission, I/O error (EGJ_IO). */
+  IO: 5,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

@@ -9,6 +9,8 @@ export interface Worker {
   id: string;
   host: string;
   pid: number;
+  /** The worker process's start time (process-identity.ts): with host and pid, tells when it is gone. */
+  start?: number;
 }
 
 export interface LeaseRecord {
@@ -48,7 +50,17 @@ export function attemptsSinceMint(store: Store, key: string): number {
   const base = Number(
     readIfExists(store, join(store.layout.attemptsDir(key), 'minted-after'))?.toString('utf8') ?? 0,
   );
-  return epochsOf(store, key).filter((e) => e > (Number.isSafeInteger(base) ? base : 0)).length;
+  const unspent = new Set(
+    readdirOrEmpty(store, store.layout.attemptsDir(key)).filter((n) => n.endsWith('.unspent')),
+  );
+  return epochsOf(store, key).filter(
+    (e) => e > (Number.isSafeInteger(base) ? base : 0) && !unspent.has(`${e}.unspent`),
+  ).length;
+}
+
+/** Mark attempt `epoch` as not counting against --max-attempts (`attempts/<key>/<epoch>.unspent`). */
+export function markUnspent(store: Store, key: string, epoch: number): void {
+  publishExclusive(store, join(store.layout.attemptsDir(key), `${epoch}.unspent`), Buffer.from(''));
 }
 
 /** On a fresh mint of a key that was attempted before (dropped, dead-lettered), restart the count. */

@@ -1,7 +1,7 @@
 // Claim a job: rename(queue/<key>.json, running/<key>.json).
 // rename within one filesystem is atomic, so exactly one worker wins; a loser sees ENOENT
 // and moves on. Both directories are fsynced before we report the claim, so a crash never
-// shows a job in two states or in none.
+// shows a job in two states or in none. A claim whose journal line cannot be written is undone.
 import { errnoOf } from '../core/errors.js';
 import { moveState } from './durable.js';
 import { keysIn } from './job-states.js';
@@ -16,7 +16,19 @@ export function claim(store: Store, key: string, worker: string): boolean {
     if (errnoOf(err) === 'ENOENT') return false;
     throw err;
   }
-  journal(store, { event: 'claimed', key, worker });
+  try {
+    journal(store, { event: 'claimed', key, worker });
+  } catch (err) {
+    // a claim that cannot be journalled is undone at once, not left in running/ for a lease TTL
+    try {
+      moveState(store, store.layout.jobFile('running', key), store.layout.jobFile('queue', key));
+      if (err instanceof Error)
+        err.message = `${err.message}; job ${key.slice(0, 12)} was put back in queue/`;
+    } catch {
+      // still in running/ with no lease: the next `genjob work` reaps it once the claim is older than its TTL (two faults in a row)
+    }
+    throw err;
+  }
   return true;
 }
 

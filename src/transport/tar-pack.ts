@@ -133,7 +133,7 @@ async function openRegular(file: string): Promise<{ fh: FileHandle; size: number
     fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
     if (errnoOf(err) === 'ELOOP') throw new InputNotRegularError(file, 'a symbolic link', { cause: err });
-    throw new IoError('open', file, err);
+    throw IoError.wrap('open', file, err);
   }
   try {
     const st = await fh.stat();

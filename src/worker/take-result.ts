@@ -75,7 +75,14 @@ export async function takeResult(
     });
     return { key, outcome: 'superseded', reason };
   }
-  const committed = await commitResult(store, key, epoch, answer.receiptBytes, staged.dir);
+  const committed = await commitResult(store, key, epoch, answer.receiptBytes, staged.dir).catch((err) => {
+    try {
+      store.fs.rmSync(staged.dir, { recursive: true, force: true }); // moved to out/ already, or not: never left
+    } catch {
+      // the staging sweep of the next work removes it
+    }
+    throw err;
+  });
   if (!committed.committed) return { key, outcome: 'superseded', reason: committed.reason };
   return {
     key,

@@ -9,6 +9,7 @@ import { peekTokens } from '../core/receipt-peek.js';
 import type { Worker } from '../store/attempts.js';
 import { claimNext } from '../store/claim.js';
 import { readIfExists } from '../store/durable.js';
+import { thisProcess } from '../store/process-identity.js';
 import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
 import { ServeClient } from './serve-client.js';
@@ -71,6 +72,7 @@ export function newWorker(): Worker {
     id: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
     host: hostname(),
     pid: process.pid,
+    start: thisProcess().start,
   };
 }
 

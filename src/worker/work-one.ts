@@ -16,7 +16,7 @@ import type { Store } from '../store/store.js';
 import { InputChangedError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { bundleSha256, type PackedFile, packTar } from '../transport/tar-pack.js';
-import { release, requeue } from './release-job.js';
+import { giveBack, release, requeue } from './release-job.js';
 import { type Answer, InDoubtError, type ServeClient } from './serve-client.js';
 import { takeResult } from './take-result.js';
 
@@ -53,7 +53,22 @@ export type JobOutcome =
 /** Extra time a request may take beyond the generator's own timeout (transfer, host start-up). */
 export const REQUEST_MARGIN_MS = 120_000;
 
+/**
+ * Work the job this worker just claimed. Whatever error ends it, the job is given back first (giveBack:
+ * to queue/ at once, journalled) and the error's message says so; then the error goes on up.
+ */
 export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome> {
+  const attempt: { epoch?: number } = {};
+  try {
+    return await workClaimed(ctx, key, attempt);
+  } catch (err) {
+    const note = await giveBack(ctx.store, key, err, attempt);
+    if (err instanceof Error) err.message = `${err.message}; ${note}`;
+    throw err;
+  }
+}
+
+async function workClaimed(ctx: WorkContext, key: string, started: { epoch?: number }): Promise<JobOutcome> {
   const { store } = ctx;
   const runningFile = store.layout.jobFile('running', key);
   const bytes = readIfExists(store, runningFile);
@@ -88,6 +103,7 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   }
 
   const lease = beginAttempt(store, key, ctx.worker, ctx.leaseTtlS, ctx.launcher.destination);
+  started.epoch = lease.epoch;
   journal(store, {
     event: 'attempt',
     key,
@@ -98,23 +114,16 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   let lost = false;
   const heartbeat = setInterval(
     () => {
-      if (!beat(store, key, lease.epoch)) lost = true;
+      try {
+        if (!beat(store, key, lease.epoch)) lost = true;
+      } catch {
+        // a beat that could not be written only makes the lease look older; the commit re-checks the epoch
+      }
     },
     Math.max(250, (ctx.leaseTtlS * 1000) / 4),
   );
   try {
     return await attempt(ctx, job, digest, lease, () => lost);
-  } catch (err) {
-    // an error that ends the whole run (a changed host key, a full disk): give the job back now
-    // rather than leave it in running/ until its lease goes stale
-    await requeue(
-      store,
-      key,
-      lease.epoch,
-      `the worker stopped: ${(err as Error).message}`,
-      err instanceof GenjobError ? err.code : 'EGJ_WORKER_FAILED',
-    ).catch(() => {});
-    throw err;
   } finally {
     clearInterval(heartbeat);
   }
