@@ -73,19 +73,17 @@ export async function acquireApplyLock(store: Store, opts: ApplyLockOptions = {}
           );
         },
         async release() {
-          try {
-            dropOwner(file);
-          } finally {
-            await release().catch((err: unknown) => {
-              // already released or compromised: nothing of ours is left to remove; anything else is reported
-              if (compromised === undefined && isSystemError(err))
-                throw IoError.wrap(
-                  'remove lock (the work under it is done; the next apply takes the lock over)',
-                  file,
-                  err,
-                );
-            });
-          }
+          await release().catch((err: unknown) => {
+            // already released or compromised: nothing of ours is left to remove; anything else is reported,
+            // and our owner record stays, so the next apply sees this process gone and takes the lock over
+            if (compromised === undefined && isSystemError(err))
+              throw IoError.wrap(
+                'remove lock (the work under it is done; the next apply takes the lock over)',
+                file,
+                err,
+              );
+          });
+          dropOwner(file);
         },
       };
     } catch (err) {
