@@ -5,6 +5,7 @@ import { lstatSync, readFileSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { buildJob, type JobInput } from '../core/job.js';
 import { ancestors, pathProblem } from '../core/paths.js';
@@ -153,8 +154,13 @@ async function readInput(
   if (!st.isFile()) throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is not a regular file`);
   const scanner = allowSecret.has(input.path) ? undefined : createSecretScanner();
   const onChunk = scanner ? (c: Buffer) => scanner.push(c) : undefined;
-  const { sha256 } =
-    st.size <= SMALL_FILE_BYTES ? hashSmallFileSync(abs, onChunk) : await hashFile(abs, onChunk);
+  let sha256: string;
+  try {
+    ({ sha256 } =
+      st.size <= SMALL_FILE_BYTES ? hashSmallFileSync(abs, onChunk) : await hashFile(abs, onChunk));
+  } catch (err) {
+    throw isSystemError(err) ? IoError.wrap('read', abs, err) : err;
+  }
   const finding = scanner?.end().findings[0];
   if (finding) throw secretError(input.typed, finding.rule, finding.line);
   return { path: input.path, sha256 };

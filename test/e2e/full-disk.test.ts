@@ -95,7 +95,9 @@ async function freshBox(name: string): Promise<Box> {
   mkdirSync(host, { recursive: true });
   const count = join(host, 'generator-runs');
   const gen = join(host, 'gen.sh');
-  writeFileSync(gen, `#!/bin/sh\necho run >> ${JSON.stringify(count)}\nexec ${DEMO_GENERATOR}\n`, { mode: 0o755 });
+  writeFileSync(gen, `#!/bin/sh\necho run >> ${JSON.stringify(count)}\nexec ${DEMO_GENERATOR}\n`, {
+    mode: 0o755,
+  });
   return { repo, gen, count, env: { XDG_CACHE_HOME: join(host, 'cache') } };
 }
 
@@ -131,7 +133,11 @@ const LEVELS = [
 ];
 
 const SCENARIOS = [
-  { name: 'mint', prepare: async (_b: Box) => {}, args: (_b: Box) => ['mint', '-m', TIMEOUT_INSTRUCTION, ...PATHS] },
+  {
+    name: 'mint',
+    prepare: async (_b: Box) => {},
+    args: (_b: Box) => ['mint', '-m', TIMEOUT_INSTRUCTION, ...PATHS],
+  },
   { name: 'work', prepare: async (b: Box) => void (await mint(b)), args: workArgs },
   {
     name: 'apply',
@@ -170,7 +176,9 @@ describe.skipIf(mountProblem !== undefined)('a really full disk (tmpfs, bytes an
           expect(r.exitCode, context).toBe(5);
           const lines = r.stderr.split('\n').filter((l) => l.startsWith('genjob: EGJ_'));
           expect(lines, context).toHaveLength(1);
-          expect(lines[0], context).toMatch(/^genjob: EGJ_IO: \/.*: [\w ()]+ failed: no space left on device \(ENOSPC\)/);
+          expect(lines[0], context).toMatch(
+            /^genjob: EGJ_IO: \/.*: [\w ()]+ failed: no space left on device \(ENOSPC\)/,
+          );
         }
         expect(ls(b, 'running'), context).toEqual([]);
         seen.push(`${JSON.stringify(level)}→${r.exitCode}`);
