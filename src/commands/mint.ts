@@ -10,6 +10,7 @@ import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { buildJob, type JobInput } from '../core/job.js';
 import { ancestors, pathProblem } from '../core/paths.js';
 import { createSecretScanner, scanSecretText, secretError, secretPathProblem } from '../core/secrets.js';
+import { sweepStaleTemps } from '../store/durable.js';
 import { hashFile, hashSmallFileSync, SMALL_FILE_BYTES } from '../store/hash-file.js';
 import { mintJob } from '../store/mint-job.js';
 
@@ -79,6 +80,7 @@ function readInstruction(o: MintOptions): string {
 export async function mint(o: MintOptions): Promise<CommandResult> {
   const instruction = readInstruction(o);
   const store = openStore(o);
+  sweepStaleTemps(store, undefined, undefined, [store.layout.tmp]); // temps of dead writers of its kind
   const { root } = store;
   const allowed = new Set((o.allowSecret ?? []).map((p) => toContractPath(root, p, '--allow-secret')));
   const creates = (o.create ?? []).map((typed) => ({ typed, path: toContractPath(root, typed, '--create') }));

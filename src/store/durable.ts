@@ -169,9 +169,14 @@ export function moveState(store: Store, from: string, to: string): void {
  * a process that no longer exists (pid gone, or reused: the start time in the name differs), or older than
  * `maxAgeMs`. Returns how many were removed. apply and reap run it; see also sweep-staging.ts for work.
  */
-export function sweepStaleTemps(store: Store, maxAgeMs = 3_600_000, now = Date.now()): number {
+export function sweepStaleTemps(
+  store: Store,
+  maxAgeMs = 3_600_000,
+  now = Date.now(),
+  dirs: readonly string[] = [store.layout.tmp, store.layout.dir('leases'), store.layout.dir('objects')],
+): number {
   let removed = 0;
-  for (const dir of [store.layout.tmp, store.layout.dir('leases'), store.layout.dir('objects')]) {
+  for (const dir of dirs) {
     let here = 0;
     for (const name of readdirOrEmpty(store, dir)) {
       const m = /^\.tmp-(\d+)-(?:(\d+)-\d+-)?/.exec(name);

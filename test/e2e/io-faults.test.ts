@@ -250,7 +250,9 @@ async function runPoint(
   try {
     s.done(b, key, expected);
     expect(leftovers(b.repo)).toEqual([]);
-    if (landing !== 'host') expect(runs(b) - before).toBeLessThanOrEqual(s.name === 'work' ? 1 : 0);
+    // a fault in Node's runtime can hang or kill a process mid-generation: excluded (see the header)
+    if (landing === 'repo' || landing === 'missed')
+      expect(runs(b) - before).toBeLessThanOrEqual(s.name === 'work' ? 1 : 0);
   } catch (err) {
     throw new Error(`${context}\nafter the re-run: ${(err as Error).message}`);
   }
@@ -298,9 +300,16 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
           `${s.name}: ${points.length} repository call sites, ${all.length} points; running ${chosen.length} (GENJOB_IOFAULT_SEED=${SEED})`,
         );
         const results: PointResult[] = [];
+        const failures: string[] = [];
         let i = 0;
-        for (const p of chosen)
-          results.push(await runPoint(s, start, startKey, expected as Expected, p, p.errno, i++));
+        for (const p of chosen) {
+          try {
+            results.push(await runPoint(s, start, startKey, expected as Expected, p, p.errno, i++));
+          } catch (err) {
+            failures.push((err as Error).message);
+            if (!KEEP_GOING) break; // the first broken rule fails the default run; a sweep counts them all
+          }
+        }
         const by = (f: (r: PointResult) => string) =>
           Object.entries(
             results.reduce<Record<string, number>>((acc, r) => {
@@ -310,9 +319,13 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
           )
             .map(([k, v]) => `${k}=${v}`)
             .join(' ');
-        const line = `${s.name}: ${results.length} points; landing ${by((r) => r.landing)}; exit ${by((r) => String(r.exit))}`;
+        const line = `${s.name}: ${results.length + failures.length} points; landing ${by((r) => r.landing)}; exit ${by((r) => String(r.exit))}; failed ${failures.length}`;
         console.log(line);
-        if (process.env.GENJOB_IOFAULT_REPORT) appendFileSync(process.env.GENJOB_IOFAULT_REPORT, `${line}\n`);
+        if (process.env.GENJOB_IOFAULT_REPORT) {
+          const detail = failures.map((f) => `  FAIL ${f.split('\n').slice(0, 4).join(' | ')}\n`).join('');
+          appendFileSync(process.env.GENJOB_IOFAULT_REPORT, `${line}\n${detail}`);
+        }
+        expect(failures).toEqual([]);
       },
       KEEP_GOING ? 24 * 3_600_000 : 180_000,
     );
