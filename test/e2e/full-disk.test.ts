@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import {
   closeSync,
   mkdirSync,
+  mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -16,6 +17,7 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,7 +26,8 @@ import { leftovers } from './fault-sweep.js';
 import { DEMO_GENERATOR, FIXTURE, runCli, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 const PATHS = ['src/user.py', 'tests/test_user.py'];
-const mnt = tempDir('genjob-fulldisk-');
+// not a tempDir(): those are removed after each test, and a mount point is busy until the end
+const mnt = mkdtempSync(join(tmpdir(), 'genjob-fulldisk-'));
 const outside = tempDir('genjob-fulldisk-host-');
 
 function tryMount(): string | undefined {
@@ -40,6 +43,7 @@ if (mountProblem) console.log(`full-disk test skipped: cannot mount a tmpfs here
 
 afterAll(() => {
   if (!mountProblem) execFileSync('umount', [mnt]);
+  rmSync(mnt, { recursive: true, force: true });
 });
 
 const filler = () => join(mnt, 'filler');
