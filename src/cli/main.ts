@@ -1,22 +1,38 @@
 // The only place that turns outcomes into exit codes (docs/exit-codes.md):
 // help/version → 0, usage → 2, a GenjobError → its own code (EGJ_IO → 5, also for a system error that escaped
 // unwrapped), anything else → 1 ("this is a bug"). A stdout that cannot be written ends quietly (output-errors.ts).
-// Results go to stdout (JSON with --json), errors to stderr as one line naming the file and rule.
+// Results go to stdout (JSON with --json, exact), errors to stderr as one line naming the file and rule;
+// human text and error lines pass through terminalText(), since parts of them come from a host.
 
 import { isSystemError } from '../core/errno.js';
 import { GenjobError, IoError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
+import { terminalText } from '../core/terminal-text.js';
 import { guardOutput, outputFailed } from './output-errors.js';
+import { writePaged } from './pager.js';
 import type { CommandResult } from './result.js';
 
 function wantsJson(argv: readonly string[]): boolean {
   return argv.includes('--json');
 }
 
+/** The version of every --json result's shape (docs/cli.md); it changes only when a field changes meaning. */
+export const RESULT_SCHEMA = 'genjob/result@1';
+
+function jsonLine(fields: Record<string, unknown>): string {
+  return `${JSON.stringify({ schema: RESULT_SCHEMA, ...fields })}\n`;
+}
+
 export function emit(result: CommandResult, json: boolean): void {
-  if (json) process.stdout.write(`${JSON.stringify(result.json)}\n`);
-  else if (result.human)
-    process.stdout.write(result.human.endsWith('\n') ? result.human : `${result.human}\n`);
+  if (json) process.stdout.write(jsonLine({ ok: (result.exitCode ?? EXIT.OK) === EXIT.OK, ...result.json }));
+  else if (result.human) {
+    // Human output carries host-chosen text (receipt reasons, stderr tails): never raw to a terminal.
+    const human = result.terminalSafe ? result.human : terminalText(result.human, { lines: true });
+    const text = human.endsWith('\n') ? human : `${human}\n`;
+    if (result.page) writePaged(text);
+    else process.stdout.write(text);
+  }
+  if (result.stderr) process.stderr.write(terminalText(result.stderr, { lines: true }));
   process.exitCode = outputFailed() ? EXIT.IO : (result.exitCode ?? EXIT.OK);
 }
 
@@ -42,28 +58,25 @@ export async function main(argv: string[]): Promise<void> {
       // other commander error, are bad usage
       const ok = e.exitCode === 0;
       process.exitCode = ok ? EXIT.OK : EXIT.USAGE;
-      if (!ok && json)
-        process.stdout.write(`${JSON.stringify({ ok: false, code: 'EGJ_USAGE', message: e.message })}\n`);
+      if (!ok && json) process.stdout.write(jsonLine({ ok: false, code: 'EGJ_USAGE', message: e.message }));
       return;
     }
     if (err instanceof GenjobError) {
-      process.stderr.write(`genjob: ${err.code}: ${err.message}\n`);
+      process.stderr.write(`genjob: ${err.code}: ${terminalText(err.message)}\n`);
       if (json)
-        process.stdout.write(
-          `${JSON.stringify({ ok: false, code: err.code, message: err.message, ...err.details() })}\n`,
-        );
+        process.stdout.write(jsonLine({ ok: false, code: err.code, message: err.message, ...err.details() }));
       process.exitCode = err.exitCode;
       return;
     }
     process.stderr.write(
-      `genjob: internal error (this is a bug): ${(err as Error)?.message ?? String(err)}\n`,
+      `genjob: internal error (this is a bug): ${terminalText((err as Error)?.message ?? String(err))}\n`,
     );
     if (argv.includes('--debug') || process.env.GENJOB_DEBUG)
       process.stderr.write(`${(err as Error)?.stack ?? ''}\n`);
     else process.stderr.write('genjob: run again with --debug for the stack trace\n');
     if (json)
       process.stdout.write(
-        `${JSON.stringify({ ok: false, code: 'EGJ_BUG', message: String((err as Error)?.message) })}\n`,
+        jsonLine({ ok: false, code: 'EGJ_BUG', message: String((err as Error)?.message) }),
       );
     process.exitCode = EXIT.BUG;
   }

@@ -1,8 +1,8 @@
 // genjob mint: turn an instruction and the paths it may touch into an immutable job in queue/.
-// Paths are checked (inside the root, regular files, no symlinks, not in .gen/ or .git/), hashed
+// Paths are checked (inside the root, regular files, no symlinks or hardlinks, not in .gen/ or .git/), hashed
 // by streaming, and scanned for secrets in the same read; the job file is published exclusively.
-import { lstatSync, readFileSync } from 'node:fs';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { closeSync, constants, lstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { isSystemError } from '../core/errno.js';
@@ -11,8 +11,10 @@ import { buildJob, type JobInput } from '../core/job.js';
 import { ancestors, pathProblem } from '../core/paths.js';
 import { createSecretScanner, scanSecretText, secretError, secretPathProblem } from '../core/secrets.js';
 import { sweepStaleTemps } from '../store/durable.js';
+import { gitignoreIgnoresGen } from '../store/gitignore.js';
 import { hashFile, hashSmallFileSync, SMALL_FILE_BYTES } from '../store/hash-file.js';
 import { mintJob } from '../store/mint-job.js';
+import type { Store } from '../store/store.js';
 
 export interface MintOptions extends CommonOptions {
   paths: string[];
@@ -20,6 +22,8 @@ export interface MintOptions extends CommonOptions {
   file?: string;
   create?: string[];
   allowSecret?: string[];
+  /** Ship inputs with a link count above 1 (refused by default, like symlinks). */
+  allowHardlinks?: boolean;
 }
 
 /** A user-typed path (relative to the working directory) as a contract path relative to the root. */
@@ -57,24 +61,56 @@ function checkAncestors(root: string, p: string, typed: string): void {
   }
 }
 
+/** The first bytes of a file (never through a symlink), or undefined when there is none to read. */
+function firstBytes(path: string): Uint8Array | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const buf = Buffer.alloc(8);
+    return buf.subarray(0, readSync(fd, buf, 0, buf.length, 0));
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function readInstruction(o: MintOptions): string {
   if (o.message !== undefined && o.file !== undefined)
     throw new UsageError('EGJ_USAGE', 'give the instruction with -m or -f, not both');
   let text: string;
   if (o.file !== undefined) {
     try {
-      text = readFileSync(o.file, 'utf8');
+      text = readFileSync(o.file === '-' ? 0 : o.file, 'utf8'); // -f - reads stdin, like git commit -F -
     } catch (err) {
       throw new UsageError(
         'EGJ_BAD_INPUT',
-        `${o.file}: cannot read the instruction file (${(err as Error).message})`,
+        `${o.file === '-' ? 'stdin' : o.file}: cannot read the instruction file (${(err as Error).message})`,
       );
     }
   } else if (o.message !== undefined) text = o.message;
   else throw new UsageError('EGJ_USAGE', 'no instruction: pass -m "..." or -f FILE');
   if (text.trim() === '')
-    throw new UsageError('EGJ_BAD_INPUT', `${o.file ?? '-m'}: the instruction is empty`);
+    throw new UsageError(
+      'EGJ_BAD_INPUT',
+      `${o.file === '-' ? 'stdin' : (o.file ?? '-m')}: the instruction is empty`,
+    );
   return text;
+}
+
+/** True the first time a mint finds .gen/ not ignored (a marker in .gen/ keeps it to once). */
+function gitignoreNoteDue(store: Store): boolean {
+  if (gitignoreIgnoresGen(store.root)) return false;
+  try {
+    closeSync(openSync(join(store.layout.gen, 'gitignore-noted'), 'wx'));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export async function mint(o: MintOptions): Promise<CommandResult> {
@@ -100,7 +136,7 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
 
   for (const { typed, path } of [...reads, ...creates]) {
     checkAncestors(root, path, typed);
-    const why = secretPathProblem(path);
+    const why = secretPathProblem(path, () => firstBytes(resolve(root, path)));
     if (why && !allowed.has(path)) throw secretError(typed, why);
   }
   const inputs: JobInput[] = [];
@@ -117,7 +153,7 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   const pending = [...reads];
   const workers = Array.from({ length: Math.min(8, pending.length) }, async () => {
     for (let next = pending.shift(); next; next = pending.shift())
-      inputs.push(await readInput(root, next, allowed));
+      inputs.push(await readInput(root, next, allowed, o.allowHardlinks === true));
   });
   await Promise.all(workers);
 
@@ -125,15 +161,24 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   const outcome = mintJob(store, job);
   const human = outcome.minted
     ? `${job.key}\nminted: ${job.inputs.length} path(s) → .gen/queue/${job.key}.json`
-    : `${job.key}\nalready minted (${outcome.state})`;
+    : outcome.prunedOn
+      ? `${job.key}\nalready applied (pruned on ${outcome.prunedOn})`
+      : `${job.key}\nalready minted (${outcome.state})`;
   return {
     human,
+    ...(gitignoreNoteDue(store)
+      ? {
+          stderr:
+            'genjob: note: .gitignore does not ignore .gen/ (the queue and its results); `genjob init` adds it (said once)\n',
+        }
+      : {}),
     json: {
       ok: true,
       key: job.key,
       digest: outcome.digest,
       minted: outcome.minted,
       state: outcome.state,
+      ...(outcome.prunedOn ? { pruned_on: outcome.prunedOn } : {}),
       inputs: job.inputs,
     },
   };
@@ -143,6 +188,7 @@ async function readInput(
   root: string,
   input: { typed: string; path: string },
   allowSecret: ReadonlySet<string>,
+  allowHardlinks: boolean,
 ): Promise<JobInput> {
   const abs = resolve(root, input.path);
   const st = lstatOrNull(abs);
@@ -154,6 +200,13 @@ async function readInput(
   if (st.isSymbolicLink())
     throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is a symlink; genjob only ships regular files`);
   if (!st.isFile()) throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is not a regular file`);
+  if (st.nlink > 1 && !allowHardlinks) {
+    // Another name for the same bytes, possibly outside the repository (a key file, another checkout).
+    throw new UsageError(
+      'EGJ_BAD_PATH',
+      `${input.typed}: has ${st.nlink} hard links; genjob only ships files with one name (pass --allow-hardlinks to ship it anyway)`,
+    );
+  }
   const scanner = allowSecret.has(input.path) ? undefined : createSecretScanner();
   const onChunk = scanner ? (c: Buffer) => scanner.push(c) : undefined;
   let sha256: string;

@@ -6,6 +6,7 @@
 // reaped at once, whatever its age: no job waits out a TTL for a worker known to be dead.
 import { errnoOf } from '../core/errors.js';
 import { currentEpoch } from './attempts.js';
+import { batchHeldKeys } from './batch-outbox.js';
 import { moveState, sweepStaleTemps } from './durable.js';
 import { keysIn } from './job-states.js';
 import { journal } from './journal.js';
@@ -25,8 +26,11 @@ export async function reapStale(store: Store, ttlS: number, now = Date.now()): P
   const reaped: Reaped[] = [];
   sweepStaleTemps(store); // temp files of writers that died inside publish/replace
   sweepDeadStaging(store); // staging directories of workers that died mid-extract
+  // a job waiting in a provider's batch is not a dead worker's: its batch record owns it
+  const inBatch = batchHeldKeys(store);
   for (const key of keysIn(store, 'running')) {
     if (leaseAgeMs(store, key, now) <= ttlS * 1000 && !holderGone(store, key)) continue;
+    if (inBatch.has(key) && inBatch.get(key) === currentEpoch(store, key)) continue;
     const done = await withKeyLock(store, key, () => {
       const age = leaseAgeMs(store, key, Date.now());
       // it beat while we waited for the lock

@@ -8,7 +8,8 @@ import { hostname } from 'node:os';
 import { peekTokens } from '../core/receipt-peek.js';
 import type { Worker } from '../store/attempts.js';
 import { claimNext } from '../store/claim.js';
-import { readIfExists } from '../store/durable.js';
+import { claimChosen } from '../store/claim-chosen.js';
+import { readRecord } from '../store/durable.js';
 import { thisProcess } from '../store/process-identity.js';
 import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
@@ -53,9 +54,15 @@ export interface WorkOptions extends JobSettings {
   waitForWork?: () => Promise<void>;
   /** Token budget: stop claiming once the receipts of this run report this many tokens. */
   maxTokens?: number;
+  /** Tokens spent elsewhere in this run that count against maxTokens (batch answers polled meanwhile). */
+  extraTokens?: () => number;
   onOutcome?: (o: JobOutcome, elapsedMs: number) => void;
+  /** Arguments for every serve this run starts (the sandbox flags). */
+  serveArgs?: readonly string[];
   onStart?: (key: string) => void;
   relayStderr?: (chunk: Buffer) => void;
+  /** Claim only these keys (`genjob work KEY…`), in this order. */
+  keys?: readonly string[];
 }
 
 export interface WorkSummary {
@@ -83,7 +90,12 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   let tokens = 0;
   let budgetSpent = false;
   let taken = 0;
-  const stopped = () => o.signal?.aborted === true || budgetSpent || (o.mode === 'once' && taken >= 1);
+  const overBudget = () => {
+    if (o.maxTokens !== undefined && o.extraTokens && tokens + o.extraTokens() >= o.maxTokens)
+      budgetSpent = true;
+    return budgetSpent;
+  };
+  const stopped = () => o.signal?.aborted === true || overBudget() || (o.mode === 'once' && taken >= 1);
   // graceful shutdown: after the stop signal, in-flight jobs get graceMs, then their sessions are killed
   // (the answer is then in doubt, so workOne requeues the job under its epoch and the host keeps the result)
   const inFlight = new Map<string, () => void>();
@@ -110,7 +122,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
         if (client?.alive) return client;
         // fail fast and clearly on an unknown or changed host key, before any bytes are sent
         await o.launcher.shipmentFacts();
-        client = await ServeClient.open(o.launcher, [], {
+        client = await ServeClient.open(o.launcher, o.serveArgs ?? [], {
           maxAnswerBytes: 8 * 1024 * 1024 * 1024,
           helloTimeoutMs: 60_000,
           ...(o.relayStderr ? { relayStderr: o.relayStderr } : {}),
@@ -124,7 +136,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     };
     try {
       while (!stopped()) {
-        const key = claimNext(o.store, worker.id);
+        const key = o.keys ? claimChosen(o.store, worker.id, o.keys) : claimNext(o.store, worker.id);
         if (key === undefined) {
           if (o.mode !== 'watch' || !o.waitForWork) return;
           await o.waitForWork();
@@ -155,10 +167,10 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     clearTimeout(graceTimer);
     o.signal?.removeEventListener('abort', onStop);
   }
-  return { outcomes, reaped, tokens, budgetSpent, cutAtShutdown };
+  return { outcomes, reaped, tokens: tokens + (o.extraTokens?.() ?? 0), budgetSpent, cutAtShutdown };
 }
 
 function receiptTokens(store: Store, key: string): number {
-  const bytes = readIfExists(store, store.layout.receipt(key));
+  const bytes = readRecord(store, store.layout.receipt(key));
   return bytes === undefined ? 0 : peekTokens(bytes);
 }

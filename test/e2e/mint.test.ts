@@ -1,10 +1,11 @@
 // mint through the built CLI: every refused path exits 2 naming the path and the rule, and
 // nothing is written; --json results of mint, status and show; resolving key prefixes.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { workOrderKey } from '../../src/core/job.js';
+import { ALL_DIRS } from '../../src/store/layout.js';
 import { DEMO_GENERATOR, genDir, makeSandbox, mintKey, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 describe('mint refuses bad input with exit 2, naming the path and the rule', () => {
@@ -58,6 +59,30 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       rule: '.git/config: path is inside .git/',
     },
     {
+      name: 'a file inside a nested .git/',
+      args: ['-m', 'x', 'vendor/lib/.git/config'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'vendor/lib/.git/config: path is inside .git/',
+    },
+    {
+      name: 'a file inside a case-folded .GIT/',
+      args: ['-m', 'x', '.GIT/hooks/pre-commit'],
+      code: 'EGJ_BAD_PATH',
+      rule: '.GIT/hooks/pre-commit: path is inside .git/ (component ".GIT" is .git after case folding, HFS+ or NTFS aliasing)',
+    },
+    {
+      name: 'a file inside .Gen/',
+      args: ['-m', 'x', '.Gen/queue/x.json'],
+      code: 'EGJ_BAD_PATH',
+      rule: '.Gen/queue/x.json: path is inside .gen/ (component ".Gen" is .gen after case folding, HFS+ or NTFS aliasing)',
+    },
+    {
+      name: 'a hardlink',
+      args: ['-m', 'x', 'hard.py'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'hard.py: has 2 hard links; genjob only ships files with one name (pass --allow-hardlinks to ship it anyway)',
+    },
+    {
       name: 'a missing file without --create',
       args: ['-m', 'x', 'src/missing.py'],
       code: 'EGJ_BAD_PATH',
@@ -99,9 +124,15 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       const sb = await makeSandbox();
       symlinkSync('src/user.py', join(sb.repo, 'link.py'));
       symlinkSync('src', join(sb.repo, 'srclink'));
+      writeFileSync(join(sb.base, 'outside-secret.txt'), 'outside the repository\n');
+      linkSync(join(sb.base, 'outside-secret.txt'), join(sb.repo, 'hard.py'));
       mkdirSync(join(sb.repo, 'deploy'));
       writeFileSync(join(sb.repo, 'deploy/.env'), 'PORT=8080\n');
-      await sb.genjob(['status']); // creates .gen/ (and its journal-less layout)
+      for (const f of ['vendor/lib/.git/config', '.GIT/hooks/pre-commit', '.Gen/queue/x.json']) {
+        mkdirSync(join(sb.repo, dirname(f)), { recursive: true });
+        writeFileSync(join(sb.repo, f), '[core]\n\tfsmonitor = touch /tmp/pwned\n');
+      }
+      for (const d of ALL_DIRS) mkdirSync(join(sb.repo, '.gen', d), { recursive: true }); // a used .gen/
       writeFileSync(join(sb.repo, '.gen/journal.jsonl'), '');
       const before = snapshot(sb.repo, ['.git']);
       const r = await sb.genjob(['mint', ...c.args]);
@@ -119,10 +150,27 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
     const r = await sb.genjob(['mint', '--json', '-m', 'x', 'src']);
     expect(r.exitCode).toBe(2);
     expect(JSON.parse(r.stdout)).toEqual({
+      schema: 'genjob/result@1',
       ok: false,
       code: 'EGJ_BAD_PATH',
       message: 'src: is not a regular file',
     });
+  });
+});
+
+describe('mint --allow-hardlinks', () => {
+  it('ships an input with a second hard link when asked to, and records its hash', async () => {
+    const sb = await makeSandbox();
+    linkSync(join(sb.repo, 'src/user.py'), join(sb.base, 'second-name.py'));
+    const refused = await sb.genjob(['mint', '-m', 'x', 'src/user.py']);
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toMatch(/src\/user\.py: has 2 hard links/);
+    const r = await sb.genjob(['mint', '--json', '--allow-hardlinks', '-m', 'x', 'src/user.py']);
+    expect(r.exitCode).toBe(0);
+    const sha = createHash('sha256')
+      .update(readFileSync(join(sb.repo, 'src/user.py')))
+      .digest('hex');
+    expect(JSON.parse(r.stdout).inputs).toEqual([{ path: 'src/user.py', sha256: sha }]);
   });
 });
 
@@ -174,7 +222,7 @@ describe('--json results', () => {
     expect(r.exitCode).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.ok).toBe(true);
-    expect(out.counts).toEqual({ queue: 1, running: 0, received: 1, applied: 0, dead: 0 });
+    expect(out.counts).toEqual({ queue: 1, running: 0, received: 1, applied: 0, reverted: 0, dead: 0 });
     expect(out.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, requests: 0 });
     expect(out.jobs).toEqual([
       {
@@ -183,6 +231,7 @@ describe('--json results', () => {
         epoch: 0,
         age_s: expect.any(Number),
         receipt: null,
+        stale: false,
         instruction: 'Second line',
       },
       {
@@ -191,6 +240,7 @@ describe('--json results', () => {
         epoch: 1,
         age_s: expect.any(Number),
         receipt: 'ok',
+        stale: false,
         instruction: TIMEOUT_INSTRUCTION,
       },
     ]);
@@ -280,7 +330,7 @@ describe('key prefixes', () => {
     const short = await sb.genjob(['apply', k1.slice(0, 3)]);
     expect(short).toMatchObject({
       exitCode: 2,
-      stderr: `genjob: EGJ_BAD_KEY: "${k1.slice(0, 3)}": a key or key prefix is 4 to 64 lower-case hex characters\n`,
+      stderr: `genjob: EGJ_BAD_KEY: "${k1.slice(0, 3)}": a key or key prefix is 4 to 64 hex characters\n`,
     });
     expect(genDir(sb, 'applied')).toEqual([]);
   });
