@@ -1,7 +1,7 @@
 // Work one claimed job: attempt (epoch + lease + heartbeat) → ship the bundle → take the answer
 // apart as hostile input → commit. Every way out leaves the job in exactly one state:
 // received/ (with its receipt), back in queue/ (in doubt, journalled), or dead/ (with the reason).
-import { GenjobError, SandboxUnavailableError } from '../core/errors.js';
+import { SandboxUnavailableError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
 import { beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
