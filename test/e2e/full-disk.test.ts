@@ -129,7 +129,7 @@ async function ok(b: Box, args: readonly string[]): Promise<string> {
 
 const mint = async (b: Box): Promise<string> =>
   JSON.parse(await ok(b, ['mint', '--json', '-m', TIMEOUT_INSTRUCTION, ...PATHS])).key;
-const workArgs = (b: Box) => ['work', '--once', '--lease-ttl', '3600', '--generator', b.gen];
+const workArgs = (b: Box) => ['work', '--once', '--no-sandbox', '--lease-ttl', '3600', '--generator', b.gen];
 
 const LEVELS = [
   ...[0, 4096, 12_288, 24_576, 49_152].map((bytes) => ({ bytes })),

@@ -112,7 +112,8 @@ interface Expected {
 
 const mint = (b: Box) =>
   ok(b, ['mint', '--json', '-m', TIMEOUT_INSTRUCTION, ...PATHS]).then((o) => JSON.parse(o).key);
-const work = (b: Box) => ok(b, ['work', '--once', '--lease-ttl', '3600', '--generator', b.gen]);
+const work = (b: Box) =>
+  ok(b, ['work', '--once', '--no-sandbox', '--lease-ttl', '3600', '--generator', b.gen]);
 
 function receivedOnce(b: Box, key: string): void {
   expect(ls(b, 'queue')).toEqual([]);
@@ -139,7 +140,7 @@ const SCENARIOS: Scenario[] = [
   {
     name: 'work',
     prepare: mint,
-    args: (b) => ['work', '--once', '--lease-ttl', '3600', '--generator', b.gen],
+    args: (b) => ['work', '--once', '--no-sandbox', '--lease-ttl', '3600', '--generator', b.gen],
     finish: async (b) => {
       await work(b);
     },
