@@ -222,7 +222,7 @@ function removeLeftovers(store: Store, key: string): void {
       store.fs.unlinkSync(file);
     } catch (err) {
       if (errnoOf(err) === 'ENOENT') continue;
-      throw new IoError('unlink', file, err);
+      throw IoError.wrap('unlink', file, err);
     }
     fsyncDir(store, dirname(file));
   }
@@ -239,7 +239,7 @@ function readOutput(store: Store, key: string, path: string, sha256: string): Bu
   try {
     bytes = readRegular(store, file);
   } catch (err) {
-    if (errnoOf(err) !== 'ENOENT') throw new IoError('read', file, err);
+    if (errnoOf(err) !== 'ENOENT') throw IoError.wrap('read', file, err);
     if (readIfExists(store, store.layout.object(sha256)) === undefined) {
       throw new RejectedError(
         'EGJ_ARTIFACT_MISSING',

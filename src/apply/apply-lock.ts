@@ -2,9 +2,13 @@
 // refreshed while held). A held lock is EGJ_LOCKED (exit 4). The lock only narrows races: a stale lock can
 // be taken by two processes (moxystudio/node-proper-lockfile#121), so apply re-checks the state right before
 // each commit step, and a compromise is recorded (never thrown from a timer, #11/#81) and stops the next step.
+// The holder is recorded beside the lock (lock-owner.ts), so a lock whose owner died is taken over at once;
+// a lock that cannot be removed at the end is reported (EGJ_IO), not ignored.
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
-import { ConflictError, errnoOf } from '../core/errors.js';
+import { isSystemError } from '../core/errno.js';
+import { ConflictError, errnoOf, IoError } from '../core/errors.js';
+import { dropOwner, recordOwner, takeOverIfOwnerGone } from '../store/lock-owner.js';
 import type { Store } from '../store/store.js';
 
 export interface ApplyLock {
@@ -48,6 +52,12 @@ export async function acquireApplyLock(store: Store, opts: ApplyLockOptions = {}
           compromised = err;
         },
       });
+      try {
+        recordOwner(file);
+      } catch (err) {
+        await release().catch(() => {});
+        throw err;
+      }
       return {
         file,
         get compromised() {
@@ -63,13 +73,23 @@ export async function acquireApplyLock(store: Store, opts: ApplyLockOptions = {}
           );
         },
         async release() {
-          await release().catch(() => {
-            // already released or compromised: nothing of ours is left to remove
+          await release().catch((err: unknown) => {
+            // already released or compromised: nothing of ours is left to remove; anything else is reported,
+            // and our owner record stays, so the next apply sees this process gone and takes the lock over
+            if (compromised === undefined && isSystemError(err))
+              throw IoError.wrap(
+                'remove lock (the work under it is done; the next apply takes the lock over)',
+                file,
+                err,
+              );
           });
+          dropOwner(file);
         },
       };
     } catch (err) {
-      if (errnoOf(err) !== 'ELOCKED') throw err;
+      if (errnoOf(err) !== 'ELOCKED')
+        throw isSystemError(err) ? IoError.wrap('lock (mkdir)', file, err) : err;
+      if (takeOverIfOwnerGone(file)) continue;
       const left = deadline - Date.now();
       if (left <= 0) {
         throw new ConflictError(

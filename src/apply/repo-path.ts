@@ -39,7 +39,7 @@ function lstatOrNull(store: Store, abs: string): Stats | null {
     return store.fs.lstatSync(abs);
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return null;
-    throw new IoError('lstat', abs, err);
+    throw IoError.wrap('lstat', abs, err);
   }
 }
 
@@ -66,7 +66,7 @@ export function resolveRepoPath(store: Store, path: string, opts: ResolveOptions
         if (opts.parentsToSync) opts.parentsToSync.add(dirname(at));
         else fsyncDir(store, dirname(at));
       } catch (err) {
-        if (errnoOf(err) !== 'EEXIST') throw err instanceof IoError ? err : new IoError('mkdir', at, err);
+        if (errnoOf(err) !== 'EEXIST') throw IoError.wrap('mkdir', at, err);
       }
       st = lstatOrNull(store, at);
     }

@@ -53,7 +53,7 @@ export function readTreeFile(store: Store, path: string): { bytes: Buffer; mode:
     if (errno === 'ENOENT') return null;
     if (errno === 'ELOOP') throw new UnsafeRepoPathError(path, 'the target is a symlink');
     if (errno === 'EFTYPE') throw new UnsafeRepoPathError(path, 'the target is not a regular file');
-    throw new IoError('read', target.abs, err);
+    throw IoError.wrap('read', target.abs, err);
   }
 }
 
@@ -77,7 +77,7 @@ export function readObject(store: Store, sha256: string): Buffer {
         file,
       );
     }
-    throw new IoError('read', file, err);
+    throw IoError.wrap('read', file, err);
   }
   const actual = sha256Hex(bytes);
   if (actual !== sha256) {
@@ -172,7 +172,7 @@ function commitDirectory(
         } catch (err) {
           if (errnoOf(err) === 'EEXIST')
             throw staleError(c.path, null, currentFile(store, c.path).sha256, context);
-          throw new IoError('link', abs, err);
+          throw IoError.wrap('link', abs, err);
         }
         committed += 1;
         store.fs.unlinkSync(tmp);
@@ -180,7 +180,7 @@ function commitDirectory(
         try {
           store.fs.renameSync(tmp, abs);
         } catch (err) {
-          throw new IoError('rename', abs, err);
+          throw IoError.wrap('rename', abs, err);
         }
         committed += 1;
       }
@@ -200,7 +200,7 @@ export function removeTreeFile(store: Store, path: string, expected: string, con
   try {
     store.fs.unlinkSync(target.abs);
   } catch (err) {
-    throw new IoError('unlink', target.abs, err);
+    throw IoError.wrap('unlink', target.abs, err);
   }
   fsyncDir(store, target.dir);
 }

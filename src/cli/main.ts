@@ -1,11 +1,14 @@
 // The only place that turns outcomes into exit codes (docs/exit-codes.md):
-// help/version → 0, usage → 2, a GenjobError → its own code, anything else → 1 ("this is a bug").
+// help/version → 0, usage → 2, a GenjobError → its own code (EGJ_IO → 5, also for a system error that escaped
+// unwrapped), anything else → 1 ("this is a bug"). A stdout that cannot be written ends quietly (output-errors.ts).
 // Results go to stdout (JSON with --json, exact), errors to stderr as one line naming the file and rule;
 // human text and error lines pass through terminalText(), since parts of them come from a host.
 
-import { GenjobError } from '../core/errors.js';
+import { isSystemError } from '../core/errno.js';
+import { GenjobError, IoError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { terminalText } from '../core/terminal-text.js';
+import { guardOutput, outputFailed } from './output-errors.js';
 import { writePaged } from './pager.js';
 import type { CommandResult } from './result.js';
 
@@ -30,15 +33,25 @@ export function emit(result: CommandResult, json: boolean): void {
     else process.stdout.write(text);
   }
   if (result.stderr) process.stderr.write(terminalText(result.stderr, { lines: true }));
-  process.exitCode = result.exitCode ?? EXIT.OK;
+  process.exitCode = outputFailed() ? EXIT.IO : (result.exitCode ?? EXIT.OK);
+}
+
+/** A system error that escaped unwrapped is still the environment's failure, not a bug: name it so. */
+function asIoError(err: unknown): unknown {
+  if (err instanceof GenjobError || !isSystemError(err)) return err;
+  const { syscall, path, dest } = err as { syscall: string; path?: string; dest?: string };
+  const file = path === undefined ? '(no file named)' : dest === undefined ? path : `${path} → ${dest}`;
+  return new IoError(syscall, file, err);
 }
 
 export async function main(argv: string[]): Promise<void> {
   const { buildProgram } = await import('./program.js');
   const json = wantsJson(argv);
+  guardOutput();
   try {
     await buildProgram().parseAsync(argv);
-  } catch (err) {
+  } catch (caught) {
+    const err = asIoError(caught);
     const e = err as { code?: string; exitCode?: number; message?: string };
     if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
       // help asked for and version are successes; help shown for a missing command, and every

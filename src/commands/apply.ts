@@ -10,7 +10,7 @@ import { type Failure, failureLines, failureOf } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
-import { exists } from '../store/durable.js';
+import { exists, sweepStaleTemps } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { requireSandbox } from '../verify/require-sandbox.js';
@@ -58,6 +58,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   if (o.commit && o.dryRun)
     throw new UsageError('EGJ_USAGE', '--commit writes a commit; it cannot go with --dry-run');
   const store = openStore(o);
+  if (!o.dryRun) sweepStaleTemps(store); // .gen/tmp temps of applies (and workers) that died mid-publish
   const recovered = o.dryRun ? [] : await recoverInterruptedApplies(store);
   const keys = selectKeys(store, o, 'received');
   const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });

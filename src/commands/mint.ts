@@ -5,10 +5,12 @@ import { closeSync, constants, lstatSync, openSync, readFileSync, readSync } fro
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
-import { UsageError } from '../core/errors.js';
+import { isSystemError } from '../core/errno.js';
+import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { buildJob, type JobInput } from '../core/job.js';
 import { ancestors, pathProblem } from '../core/paths.js';
 import { createSecretScanner, scanSecretText, secretError, secretPathProblem } from '../core/secrets.js';
+import { sweepStaleTemps } from '../store/durable.js';
 import { gitignoreIgnoresGen } from '../store/gitignore.js';
 import { hashFile, hashSmallFileSync, SMALL_FILE_BYTES } from '../store/hash-file.js';
 import { mintJob } from '../store/mint-job.js';
@@ -41,8 +43,8 @@ function lstatOrNull(path: string) {
   try {
     return lstatSync(path);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
+    if (errnoOf(err) === 'ENOENT') return null;
+    throw IoError.wrap('lstat', path, err);
   }
 }
 
@@ -114,6 +116,7 @@ function gitignoreNoteDue(store: Store): boolean {
 export async function mint(o: MintOptions): Promise<CommandResult> {
   const instruction = readInstruction(o);
   const store = openStore(o);
+  sweepStaleTemps(store, undefined, undefined, [store.layout.tmp]); // temps of dead writers of its kind
   const { root } = store;
   const allowed = new Set((o.allowSecret ?? []).map((p) => toContractPath(root, p, '--allow-secret')));
   const creates = (o.create ?? []).map((typed) => ({ typed, path: toContractPath(root, typed, '--create') }));
@@ -206,8 +209,13 @@ async function readInput(
   }
   const scanner = allowSecret.has(input.path) ? undefined : createSecretScanner();
   const onChunk = scanner ? (c: Buffer) => scanner.push(c) : undefined;
-  const { sha256 } =
-    st.size <= SMALL_FILE_BYTES ? hashSmallFileSync(abs, onChunk) : await hashFile(abs, onChunk);
+  let sha256: string;
+  try {
+    ({ sha256 } =
+      st.size <= SMALL_FILE_BYTES ? hashSmallFileSync(abs, onChunk) : await hashFile(abs, onChunk));
+  } catch (err) {
+    throw isSystemError(err) ? IoError.wrap('read', abs, err) : err;
+  }
   const finding = scanner?.end().findings[0];
   if (finding) throw secretError(input.typed, finding.rule, finding.line);
   return { path: input.path, sha256 };

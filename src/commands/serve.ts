@@ -49,10 +49,16 @@ export async function serve(o: ServeOptions): Promise<void> {
     const { pruneCache } = await import('../remote/cache-prune.js');
     await pruneCache(cache, parseDuration(o.gcOlderThan, '--gc-older-than'));
   }
-  await serveSession(process.stdin, process.stdout, {
-    cache,
-    pinnedGenerator: o.generator ?? process.env.GENJOB_GENERATOR ?? null,
-    encodeReceipt,
-    policy,
-  });
+  try {
+    await serveSession(process.stdin, process.stdout, {
+      cache,
+      pinnedGenerator: o.generator ?? process.env.GENJOB_GENERATOR ?? null,
+      encodeReceipt,
+      policy,
+    });
+  } finally {
+    // a session that ended on an error (an answer that could not be written) must end the process, so the
+    // worker sees its stdout close at once; an open stdin would keep serve alive until the request deadline
+    process.stdin.destroy();
+  }
 }

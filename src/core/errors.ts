@@ -1,5 +1,6 @@
 // Every failure genjob expects is a GenjobError with a stable `code` and the exit code it maps to.
 // Anything else that escapes to main.ts is a bug (exit 1). Messages name the file and the rule.
+import { errnoName, errnoWords } from './errno.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 
 export abstract class GenjobError extends Error {
@@ -51,16 +52,35 @@ export class ConflictError extends GenjobError {
   }
 }
 
-/** An operating-system error wrapped with the file and the step that failed. Exit 1 unless reclassified. */
+/**
+ * An operating-system call failed (disk full, quota, permission, I/O error): exit 5, never "a bug". Made
+ * once, where the call is made, naming the operation, the file and the errno in words.
+ */
 export class IoError extends GenjobError {
   readonly code = 'EGJ_IO';
-  readonly exitCode = EXIT.BUG;
-  constructor(step: string, file: string, cause: unknown) {
-    super(`${file}: ${step} failed: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+  readonly exitCode = EXIT.IO;
+  /** The errno name ('ENOSPC', 'EDQUOT'), when the cause carried one. */
+  readonly errno: string | undefined;
+  constructor(
+    readonly op: string,
+    readonly file: string,
+    cause: unknown,
+  ) {
+    super(`${file}: ${op} failed: ${errnoWords(cause)}`, { cause });
+    this.errno = errnoName(cause);
+  }
+  /** `err` itself when it is an IoError already (wrapped once, where the call was made), else a new one. */
+  static wrap(op: string, file: string, err: unknown): IoError {
+    return err instanceof IoError ? err : new IoError(op, file, err);
+  }
+  override details(): Record<string, unknown> {
+    return { file: this.file, op: this.op, ...(this.errno ? { errno: this.errno } : {}) };
   }
 }
 
+/** The errno name of `err` ('ENOENT'), also through an IoError; or the `code` of any other coded error. */
 export function errnoOf(err: unknown): string | undefined {
+  if (err instanceof IoError) return err.errno;
   return typeof err === 'object' && err !== null && 'code' in err
     ? String((err as { code: unknown }).code)
     : undefined;

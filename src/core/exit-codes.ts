@@ -5,6 +5,8 @@ export const EXIT = {
   USAGE: 2,
   REJECTED: 3,
   CONFLICT: 4,
+  /** The environment failed: disk full, quota, permission, I/O error (EGJ_IO). */
+  IO: 5,
   /** `work` stopped by SIGINT (128 + 2, as shells expect); SIGTERM, a service stop, still exits 0. */
   SIGINT: 130,
 } as const;

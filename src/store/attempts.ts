@@ -9,6 +9,8 @@ export interface Worker {
   id: string;
   host: string;
   pid: number;
+  /** The worker process's start time (process-identity.ts): with host and pid, tells when it is gone. */
+  start?: number;
 }
 
 export interface LeaseRecord {

@@ -3,6 +3,7 @@
 // ({reason, code, key, at}); the reason also goes to the journal.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { errnoOf } from '../core/errors.js';
 import { moveState, publishExclusive } from './durable.js';
 import { journal } from './journal.js';
 import type { Store } from './store.js';
@@ -38,7 +39,7 @@ export function deadLetterFile(store: Store, from: string, base: string, why: De
   try {
     moveState(store, from, join(store.layout.dir('dead'), name));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    if (errnoOf(err) === 'ENOENT') return null;
     throw err;
   }
   writeWhy(store, name, why);

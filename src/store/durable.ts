@@ -7,6 +7,7 @@
 import { constants } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { errnoOf, IoError, RecordUnreadableError } from '../core/errors.js';
+import { ownerGone, thisProcess } from './process-identity.js';
 import { MAX_RECORD_BYTES, readRecordFile } from './read-record.js';
 import type { Store } from './store.js';
 
@@ -15,9 +16,11 @@ export type HasFs = Pick<Store, 'fs'>;
 
 let tmpCounter = 0;
 
+/** `<prefix><pid>-<start>-<n>-<random>`: pid and start time name the writer, so a sweeper knows when it is gone. */
 function tmpName(dir: string, prefix: string): string {
   tmpCounter += 1;
-  return join(dir, `${prefix}${process.pid}-${tmpCounter}-${Math.random().toString(36).slice(2, 10)}`);
+  const { pid, start } = thisProcess();
+  return join(dir, `${prefix}${pid}-${start}-${tmpCounter}-${Math.random().toString(36).slice(2, 10)}`);
 }
 
 export function fsyncDir(store: HasFs, dir: string): void {
@@ -26,7 +29,7 @@ export function fsyncDir(store: HasFs, dir: string): void {
   try {
     fs.fsyncSync(fd);
   } catch (err) {
-    throw new IoError('fsync of directory', dir, err);
+    throw IoError.wrap('fsync of directory', dir, err);
   } finally {
     fs.closeSync(fd);
   }
@@ -50,7 +53,7 @@ export function createExclusive(store: HasFs, path: string, bytes: Uint8Array, m
     try {
       fs.fsyncSync(fd);
     } catch (err) {
-      throw new IoError('fsync', path, err);
+      throw IoError.wrap('fsync', path, err);
     }
   } catch (err) {
     fs.closeSync(fd);
@@ -83,7 +86,7 @@ export function publishExclusive(store: Store, target: string, bytes: Uint8Array
   } catch (err) {
     if (errnoOf(err) !== 'EEXIST') {
       fs.rmSync(tmp, { force: true });
-      throw new IoError('link', target, err);
+      throw IoError.wrap('link', target, err);
     }
     created = false;
   }
@@ -119,7 +122,7 @@ export function publishStaged(store: Store, staged: readonly StagedFile[]): bool
         created.push(true);
         dirs.add(dirname(target));
       } catch (err) {
-        if (errnoOf(err) !== 'EEXIST') throw new IoError('link', target, err);
+        if (errnoOf(err) !== 'EEXIST') throw IoError.wrap('link', target, err);
         created.push(false);
       }
       fs.unlinkSync(tmp);
@@ -150,12 +153,12 @@ export function replaceFile(store: HasFs, target: string, bytes: Uint8Array, mod
     store.fs.renameSync(tmp, target);
   } catch (err) {
     store.fs.rmSync(tmp, { force: true });
-    throw new IoError('rename', target, err);
+    throw IoError.wrap('rename', target, err);
   }
   fsyncDir(store, dirname(target));
 }
 
-/** Move a file between state directories. Throws the raw ENOENT when `from` is gone (someone else moved it). */
+/** Move a file between state directories. Throws an error with errno ENOENT (errnoOf) when `from` is gone. */
 export function moveState(store: Store, from: string, to: string): void {
   store.fs.renameSync(from, to);
   fsyncDir(store, dirname(to));
@@ -164,15 +167,23 @@ export function moveState(store: Store, from: string, to: string): void {
 
 /**
  * Remove `.tmp-<pid>-*` files a crash left inside publish/replace (in .gen/tmp, leases/, objects/): those of
- * a process that no longer exists, or older than `maxAgeMs` (a reused pid). Returns how many were removed.
+ * a process that no longer exists (pid gone, or reused: the start time in the name differs), or older than
+ * `maxAgeMs`. Returns how many were removed. apply and reap run it; see also sweep-staging.ts for work.
  */
-export function sweepStaleTemps(store: Store, maxAgeMs = 3_600_000, now = Date.now()): number {
+export function sweepStaleTemps(
+  store: Store,
+  maxAgeMs = 3_600_000,
+  now = Date.now(),
+  dirs: readonly string[] = [store.layout.tmp, store.layout.dir('leases'), store.layout.dir('objects')],
+): number {
   let removed = 0;
-  for (const dir of [store.layout.tmp, store.layout.dir('leases'), store.layout.dir('objects')]) {
+  for (const dir of dirs) {
     let here = 0;
     for (const name of readdirOrEmpty(store, dir)) {
-      const pid = Number(/^\.tmp-(\d+)-/.exec(name)?.[1]);
+      const m = /^\.tmp-(\d+)-(?:(\d+)-\d+-)?/.exec(name);
+      const pid = Number(m?.[1]);
       if (!pid) continue;
+      const start = Number(m?.[2] ?? 0);
       const path = join(dir, name);
       let old = false;
       try {
@@ -180,7 +191,8 @@ export function sweepStaleTemps(store: Store, maxAgeMs = 3_600_000, now = Date.n
       } catch {
         continue; // gone already
       }
-      if (!old && (pid === process.pid || processAlive(pid))) continue;
+      const gone = pid !== process.pid && (!processAlive(pid) || ownerGone({ ...thisProcess(), pid, start }));
+      if (!old && !gone) continue;
       store.fs.rmSync(path, { force: true });
       here += 1;
     }
@@ -245,7 +257,7 @@ export function readdirOrEmpty(store: HasFs, dir: string): string[] {
     return store.fs.readdirSync(dir);
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return [];
-    throw new IoError('readdir', dir, err);
+    throw IoError.wrap('readdir', dir, err);
   }
 }
 

@@ -23,7 +23,7 @@ export function journal(store: Store, event: JournalEvent): void {
     fs.writeSync(fd, line);
     fs.fsyncSync(fd);
   } catch (err) {
-    throw new IoError('append', path, err);
+    throw IoError.wrap('append', path, err);
   } finally {
     fs.closeSync(fd);
   }

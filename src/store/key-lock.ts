@@ -4,7 +4,8 @@
 // commit re-checks the epoch under it, and verify/apply check the epoch again.
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
-import { ConflictError } from '../core/errors.js';
+import { isSystemError } from '../core/errno.js';
+import { ConflictError, errnoOf, IoError } from '../core/errors.js';
 import type { Store } from './store.js';
 
 export interface HeldLock {
@@ -41,7 +42,7 @@ export async function lockNamed(
       await release().catch(() => {});
     };
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ELOCKED') {
+    if (errnoOf(err) === 'ELOCKED') {
       throw new ConflictError(
         'EGJ_LOCKED',
         `${path}.lock: held by another genjob process; try again when it is done`,
@@ -50,7 +51,7 @@ export async function lockNamed(
         },
       );
     }
-    throw err;
+    throw isSystemError(err) ? IoError.wrap('lock (mkdir)', `${path}.lock`, err) : err;
   }
   return held;
 }

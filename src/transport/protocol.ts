@@ -155,9 +155,10 @@ export class FrameReader {
   /**
    * The current message's body, in pieces; must be consumed fully before the next readHeader().
    * Pieces are views of the source's own chunks, not copies (a Node stream never reuses a chunk it
-   * emitted), and may be smaller than the frames the sender wrote.
+   * emitted), and may be smaller than the frames the sender wrote. `maxBytes` lowers the cap for this body.
    */
-  async *body(): AsyncGenerator<Buffer> {
+  async *body(maxBytes = this.maxBodyBytes): AsyncGenerator<Buffer> {
+    const cap = Math.min(maxBytes, this.maxBodyBytes);
     let size = 0;
     for (;;) {
       await this.need(4);
@@ -166,8 +167,7 @@ export class FrameReader {
       if (len === ABORT) throw new BodyAbortedError('the sender aborted this message body');
       if (len > MAX_CHUNK_BYTES) throw new ProtocolError(`body chunk of ${len} bytes is over the cap`);
       size += len;
-      if (size > this.maxBodyBytes)
-        throw new ProtocolError(`message body over the ${this.maxBodyBytes}-byte cap`);
+      if (size > cap) throw new ProtocolError(`message body over the ${cap}-byte cap`);
       let left = len;
       while (left > 0) {
         if (this.buffered === 0 && !(await this.fill()))

@@ -11,27 +11,40 @@ import {
   mkdtempSync,
   openSync,
   readdirSync,
+  rmSync,
   writeSync,
 } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { IoError } from '../core/errors.js';
+import { thisProcess } from '../store/process-identity.js';
 import type { Extracted } from './safe-extract.js';
 import type { EntrySink } from './tar-reader.js';
 
 const FSYNC_CONCURRENCY = 16;
 
+/** Every staging directory is `<parent>/.extract-<pid>-<start>-XXXXXX`. */
+export const STAGING_PREFIX = '.extract-';
+
 /** A fresh 0700 directory inside `parent`, checked to be a real, empty directory. */
 export function makeStaging(parent: string): string {
   let dir: string;
   try {
-    dir = mkdtempSync(join(parent, '.extract-'));
+    const { pid, start } = thisProcess(); // named for its writer, so sweepDeadStaging knows when it is gone
+    dir = mkdtempSync(join(parent, `${STAGING_PREFIX}${pid}-${start}-`));
   } catch (err) {
-    throw new IoError('mkdtemp', parent, err);
+    throw IoError.wrap('mkdtemp', parent, err);
   }
-  const st = lstatSync(dir);
-  if (!st.isDirectory() || (st.mode & 0o777) !== 0o700 || readdirSync(dir).length !== 0) {
-    throw new IoError('check staging directory', dir, new Error('not a fresh empty 0700 directory'));
+  let fresh: boolean;
+  try {
+    const st = lstatSync(dir);
+    fresh = st.isDirectory() && (st.mode & 0o777) === 0o700 && readdirSync(dir).length === 0;
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw IoError.wrap('check staging directory', dir, err);
+  }
+  if (!fresh) {
+    throw IoError.wrap('check staging directory', dir, new Error('not a fresh empty 0700 directory'));
   }
   return dir;
 }
@@ -58,7 +71,7 @@ export class StagingWriter {
         0o644,
       );
     } catch (err) {
-      throw new IoError('create', abs, err);
+      throw IoError.wrap('create', abs, err);
     }
     const hash: Hash = createHash('sha256');
     this.#fd = fd;
@@ -69,12 +82,16 @@ export class StagingWriter {
         try {
           while (off < data.length) off += writeSync(fd, data, off, data.length - off);
         } catch (err) {
-          throw new IoError('write', abs, err);
+          throw IoError.wrap('write', abs, err);
         }
       },
       end: () => {
         this.#fd = -1;
-        closeSync(fd);
+        try {
+          closeSync(fd);
+        } catch (err) {
+          throw IoError.wrap('close', abs, err);
+        }
         this.files.push({ path, sha256: hash.digest('hex'), bytes: size });
         this.#written.push(abs);
       },
@@ -92,13 +109,15 @@ export class StagingWriter {
   /** fsync every written file, then every directory made (deepest first), then the staging root. */
   async sync(): Promise<void> {
     const syncOne = async (p: string) => {
-      const fh = await open(p, constants.O_RDONLY | constants.O_NOFOLLOW);
+      const fh = await open(p, constants.O_RDONLY | constants.O_NOFOLLOW).catch((err: unknown) => {
+        throw IoError.wrap('open', p, err);
+      });
       try {
         await fh.sync();
       } catch (err) {
-        throw new IoError('fsync', p, err);
+        throw IoError.wrap('fsync', p, err);
       } finally {
-        await fh.close();
+        await fh.close().catch(() => {}); // opened read-only, after the fsync: nothing of ours to lose
       }
     };
     for (const list of [this.#written, [...this.#dirsToSync.reverse(), this.dir]]) {
@@ -115,7 +134,7 @@ export class StagingWriter {
     try {
       mkdirSync(abs, 0o755);
     } catch (err) {
-      throw new IoError('mkdir', abs, err);
+      throw IoError.wrap('mkdir', abs, err);
     }
     this.#madeDirs.add(dir);
     this.#dirsToSync.push(abs);

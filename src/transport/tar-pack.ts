@@ -9,6 +9,7 @@ import { createHash, type Hash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { Header, Pax } from 'tar';
+import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { pathProblem } from '../core/paths.js';
 import { InputChangedError, InputNotRegularError } from './archive-errors.js';
@@ -137,7 +138,7 @@ async function openRegular(file: string): Promise<{ fh: FileHandle; size: number
     fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
     if (errnoOf(err) === 'ELOOP') throw new InputNotRegularError(file, 'a symbolic link', { cause: err });
-    throw new IoError('open', file, err);
+    throw IoError.wrap('open', file, err);
   }
   try {
     const st = await fh.stat();
@@ -145,8 +146,8 @@ async function openRegular(file: string): Promise<{ fh: FileHandle; size: number
       throw new InputNotRegularError(file, st.isDirectory() ? 'a directory' : 'not a regular file');
     return { fh, size: st.size };
   } catch (err) {
-    await fh.close();
-    throw err;
+    await fh.close().catch(() => {});
+    throw isSystemError(err) ? IoError.wrap('fstat', file, err) : err;
   }
 }
 
@@ -172,7 +173,9 @@ async function streamFile(
   while (left > 0) {
     const free = await out.space();
     const want = Math.min(free.length, left);
-    const { bytesRead } = await fh.read(free, 0, want, null);
+    const { bytesRead } = await fh.read(free, 0, want, null).catch((err: unknown) => {
+      throw IoError.wrap('read', file, err);
+    });
     if (bytesRead === 0)
       throw new InputChangedError(file, `shrank while being packed (expected ${size} bytes)`);
     hash.update(free.subarray(0, bytesRead));
@@ -180,7 +183,9 @@ async function streamFile(
     left -= bytesRead;
   }
   const probe = Buffer.allocUnsafe(1);
-  const { bytesRead } = await fh.read(probe, 0, 1, null);
+  const { bytesRead } = await fh.read(probe, 0, 1, null).catch((err: unknown) => {
+    throw IoError.wrap('read', file, err);
+  });
   if (bytesRead !== 0) throw new InputChangedError(file, `grew while being packed (expected ${size} bytes)`);
 }
 
@@ -213,7 +218,7 @@ export async function packTar(
         await out.write(entryHeader(e.name, size));
         await streamFile(opened.fh, file, size, out, hash);
       } finally {
-        await opened.fh.close();
+        await opened.fh.close().catch(() => {}); // read-only: a failed close loses nothing
       }
     }
     await out.zeros(padding(size));

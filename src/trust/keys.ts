@@ -65,7 +65,7 @@ export function generateKeyFile(path: string): { publicKey: string; keyid: strin
         `${path}: a file is already there; keygen never overwrites a key`,
       );
     }
-    throw err instanceof IoError ? err : new IoError('create', path, err);
+    throw IoError.wrap('create', path, err);
   }
   fsyncDir({ fs: nodeFs }, dirname(path));
   return { publicKey: publicKeyString(privateKey), keyid: keyIdOf(privateKey) };
@@ -95,7 +95,7 @@ export function loadPrivateKey(path: string): KeyObject {
     if (err instanceof UsageError) throw err;
     if (errnoOf(err) === 'ENOENT')
       throw new UsageError('EGJ_KEY_MISSING', `${path}: no such key file`, { cause: err });
-    throw new IoError('read', path, err);
+    throw IoError.wrap('read', path, err);
   }
   let key: KeyObject;
   try {

@@ -50,7 +50,7 @@ export function readTrust(root: string): TrustEntry[] {
     bytes = readFileSync(file);
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return [];
-    throw new IoError('read', file, err);
+    throw IoError.wrap('read', file, err);
   }
   if (bytes.length > MAX_TRUST_FILE_BYTES) throw malformed(file, `larger than ${MAX_TRUST_FILE_BYTES} bytes`);
   let raw: unknown;

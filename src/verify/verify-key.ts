@@ -4,7 +4,7 @@
 import type { Dirent } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { RejectedError, UsageError } from '../core/errors.js';
+import { errnoOf, IoError, RejectedError, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { peekPlane, planeOf, refuseShadow } from '../core/plane.js';
 import type { Receipt } from '../core/receipt.js';
@@ -59,8 +59,8 @@ async function checkArtifacts(outDir: string, receipt: Receipt): Promise<void> {
     try {
       entries = await readdir(rel ? join(outDir, rel) : outDir, { withFileTypes: true });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && rel === '') return;
-      throw err;
+      if (errnoOf(err) === 'ENOENT' && rel === '') return;
+      throw IoError.wrap('readdir', rel ? join(outDir, rel) : outDir, err);
     }
     for (const d of entries) {
       const path = rel ? `${rel}/${d.name}` : d.name;

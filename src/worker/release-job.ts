@@ -1,7 +1,9 @@
 // Give a job back — to queue/ (in doubt: try again) or to dead/ (with the reason) — only while
 // this attempt's epoch still owns it. The check runs under the key lock, because after a reap
 // another worker may hold running/<key>.json by now, and moving its claim would lose its work.
-import { currentEpoch } from '../store/attempts.js';
+// giveBack() is the one exit for a worker stopped by an error after its claim: every such path ends here.
+import { errnoOf, GenjobError } from '../core/errors.js';
+import { currentEpoch, markUnspent } from '../store/attempts.js';
 import { deadLetterFile } from '../store/dead-letter.js';
 import { moveState } from '../store/durable.js';
 import { journal } from '../store/journal.js';
@@ -29,7 +31,7 @@ export async function release(
       try {
         moveState(store, running, store.layout.jobFile('queue', key));
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        if (errnoOf(err) !== 'ENOENT') throw err;
       }
     }
     removeLease(store, key, epoch);
@@ -53,4 +55,54 @@ export async function requeue(
   }
   journal(store, { event: 'requeued', key, epoch, code, reason });
   return { key, outcome: 'requeued', reason };
+}
+
+export interface GiveBack {
+  /** The attempt this worker recorded; undefined when the error came between the claim and the attempt. */
+  epoch?: number;
+  /** false: this attempt does not count against --max-attempts (nothing reached the host). Default true. */
+  spendAttempt?: boolean;
+}
+
+/**
+ * A worker that claimed `key` was stopped by `err`: put the job back in queue/ at once (never leave it
+ * to wait for a lease TTL), journal it, and return the sentence to add to the error's message. When even
+ * that fails (the disk is gone), the job stays in running/ under a lease naming this process, and the next
+ * `work` on this host takes it back at once because this process is gone (reap.ts).
+ */
+export async function giveBack(
+  store: Store,
+  key: string,
+  err: unknown,
+  opts: GiveBack = {},
+): Promise<string> {
+  const code = err instanceof GenjobError ? err.code : 'EGJ_WORKER_FAILED';
+  const reason = `the worker stopped: ${(err as Error)?.message ?? String(err)}`;
+  const k = key.slice(0, 12);
+  try {
+    if (opts.epoch === undefined) {
+      // claimed, no attempt recorded yet: nobody else can own running/<key>.json, so move it straight back
+      moveState(store, store.layout.jobFile('running', key), store.layout.jobFile('queue', key));
+    } else {
+      if (opts.spendAttempt === false) markUnspent(store, key, opts.epoch);
+      if (!(await release(store, key, opts.epoch, 'queue', { code, reason })))
+        return `job ${k} was taken over by a newer attempt`;
+    }
+  } catch (failed) {
+    if (errnoOf(failed) === 'ENOENT') return `job ${k} had already left running/`;
+    return `job ${k} could not be put back (${(failed as Error).message}); the next \`genjob work\` takes it back at once`;
+  }
+  try {
+    journal(store, {
+      event: 'requeued',
+      key,
+      ...(opts.epoch === undefined ? {} : { epoch: opts.epoch }),
+      code,
+      reason,
+      ...(opts.spendAttempt === false ? { spend_attempt: false } : {}),
+    });
+  } catch {
+    return `job ${k} was put back in queue/ (the journal could not record it)`;
+  }
+  return `job ${k} was put back in queue/`;
 }

@@ -1,7 +1,8 @@
 // The worker's end of one `genjob serve` session (local child or ssh). One session serves many
 // jobs: the remote shell, node start-up and ssh handshake are paid once per host per run.
 // Every request has a deadline; on expiry the whole process is killed and the answer is
-// "in doubt" — the next attempt asks the host for its stored result before generating again.
+// "in doubt" — the next attempt asks the host for its stored result before generating again. Every read
+// (hello, headers, bodies) runs under a deadline, and headers and small bodies are capped.
 import type { Readable } from 'node:stream';
 import { GenjobError } from '../core/errors.js';
 import type { ServeRequest } from '../remote/serve-requests.js';
@@ -26,6 +27,8 @@ export type Answer =
   | { type: 'error'; code: string; message: string };
 
 const MAX_STDERR_TAIL = 4096;
+/** Cap on the body of a hello, "none" or "error" answer: none of them carries one worth more than this. */
+const MAX_SMALL_BODY_BYTES = 64 * 1024;
 
 export class ServeClient {
   private readonly reader: FrameReader;
@@ -60,15 +63,21 @@ export class ServeClient {
     opts: { maxAnswerBytes: number; helloTimeoutMs: number; relayStderr?: (chunk: Buffer) => void },
   ): Promise<ServeClient> {
     const client = new ServeClient(launcher.start(args), opts.maxAnswerBytes, opts.relayStderr);
-    const hello = await client.deadline(opts.helloTimeoutMs, () => client.reader.readHeader());
-    if (hello?.type !== 'hello' || hello.protocol !== PROTOCOL) {
+    // the whole hello — header and body, the body capped small — is read within the deadline: a body that
+    // never ends must not hang the worker while its heartbeat keeps the job in running/
+    const hello = await client.deadline(opts.helloTimeoutMs, async () => {
+      const h = await client.reader.readHeader();
+      if (h?.type !== 'hello' || h.protocol !== PROTOCOL) return undefined;
+      await client.reader.drain(client.reader.body(MAX_SMALL_BODY_BYTES));
+      return h;
+    });
+    if (hello === undefined) {
       client.kill();
       throw new InDoubtError(
         `${launcher.destination}: did not answer as genjob serve (${PROTOCOL})`,
         client.stderrTail,
       );
     }
-    await client.reader.drain(client.reader.body());
     client.hello = hello;
     return client;
   }
@@ -150,7 +159,7 @@ export class ServeClient {
         const cacheError = typeof h.cache_error === 'string' ? h.cache_error.slice(0, 1000) : undefined;
         return { type: 'result', receiptBytes, tar: tar(), ...(cacheError ? { cacheError } : {}) };
       }
-      await this.reader.drain(this.reader.body());
+      await this.reader.drain(this.reader.body(MAX_SMALL_BODY_BYTES));
       if (h.type === 'none') return { type: 'none' };
       if (h.type === 'error')
         return { type: 'error', code: String(h.code), message: String(h.message).slice(0, 2000) };

@@ -2,7 +2,7 @@
 // names this job and this epoch, extract the archive safely into staging, and check the files are
 // exactly the receipt's outputs — then commit. Any failure keeps the raw receipt in dead/ and
 // gives the job back; a lease lost meanwhile means standing down without committing.
-import { GenjobError } from '../core/errors.js';
+import { GenjobError, IoError } from '../core/errors.js';
 import { allowedPaths, type Job } from '../core/job.js';
 import { LIVE_PLANE, planeOf } from '../core/plane.js';
 import type { Receipt } from '../core/receipt.js';
@@ -64,7 +64,8 @@ export async function takeResult(
     );
   } catch (err) {
     ctx.dropSession();
-    if (!(err instanceof GenjobError)) throw err;
+    // our own disk failing is not the host's fault: the job is given back (work-one.ts), not its answer refused
+    if (!(err instanceof GenjobError) || err instanceof IoError) throw err;
     return rejectAnswer(err.code, `result archive refused: ${err.message}`);
   }
   const mismatch = compareFiles(receipt, staged.files);
@@ -83,7 +84,14 @@ export async function takeResult(
     });
     return { key, outcome: 'superseded', reason };
   }
-  const committed = await commitResult(store, key, epoch, answer.receiptBytes, staged.dir);
+  const committed = await commitResult(store, key, epoch, answer.receiptBytes, staged.dir).catch((err) => {
+    try {
+      store.fs.rmSync(staged.dir, { recursive: true, force: true }); // moved to out/ already, or not: never left
+    } catch {
+      // the staging sweep of the next work removes it
+    }
+    throw err;
+  });
   if (!committed.committed) return { key, outcome: 'superseded', reason: committed.reason };
   return {
     key,

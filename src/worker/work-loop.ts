@@ -10,6 +10,7 @@ import type { Worker } from '../store/attempts.js';
 import { claimNext } from '../store/claim.js';
 import { claimChosen } from '../store/claim-chosen.js';
 import { readRecord } from '../store/durable.js';
+import { thisProcess } from '../store/process-identity.js';
 import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
 import { ServeClient } from './serve-client.js';
@@ -78,6 +79,7 @@ export function newWorker(): Worker {
     id: `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`,
     host: hostname(),
     pid: process.pid,
+    start: thisProcess().start,
   };
 }
 

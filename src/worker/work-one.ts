@@ -1,7 +1,7 @@
 // Work one claimed job: attempt (epoch + lease + heartbeat) → ship the bundle → take the answer
 // apart as hostile input → commit. Every way out leaves the job in exactly one state:
 // received/ (with its receipt), back in queue/ (in doubt, journalled), or dead/ (with the reason).
-import { GenjobError, SandboxUnavailableError } from '../core/errors.js';
+import { SandboxUnavailableError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
 import { beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
@@ -14,7 +14,7 @@ import { InputChangedError, InputNotRegularError } from '../transport/archive-er
 import type { ServeLauncher } from '../transport/launcher.js';
 import { bundleSha256 } from '../transport/tar-pack.js';
 import { admitClaimed } from './admit-job.js';
-import { release, requeue } from './release-job.js';
+import { giveBack, release, requeue } from './release-job.js';
 import { type Answer, InDoubtError, type ServeClient } from './serve-client.js';
 import { type SpooledBundle, spoolBundle } from './spool-bundle.js';
 import { takeResult } from './take-result.js';
@@ -52,13 +52,29 @@ export type JobOutcome =
 /** Extra time a request may take beyond the generator's own timeout (transfer, host start-up). */
 export const REQUEST_MARGIN_MS = 120_000;
 
+/**
+ * Work the job this worker just claimed. Whatever error ends it, the job is given back first (giveBack:
+ * to queue/ at once, journalled) and the error's message says so; then the error goes on up.
+ */
 export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome> {
+  const attempt: { epoch?: number } = {};
+  try {
+    return await workClaimed(ctx, key, attempt);
+  } catch (err) {
+    const note = await giveBack(ctx.store, key, err, attempt);
+    if (err instanceof Error) err.message = `${err.message}; ${note}`;
+    throw err;
+  }
+}
+
+async function workClaimed(ctx: WorkContext, key: string, started: { epoch?: number }): Promise<JobOutcome> {
   const { store } = ctx;
   const admitted = admitClaimed(store, key, ctx.maxAttempts);
   if ('outcome' in admitted) return admitted;
   const { job, digest } = admitted;
 
   const lease = beginAttempt(store, key, ctx.worker, ctx.leaseTtlS, ctx.launcher.destination);
+  started.epoch = lease.epoch;
   journal(store, {
     event: 'attempt',
     key,
@@ -69,7 +85,11 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   let lost = false;
   const heartbeat = setInterval(
     () => {
-      if (lost || beat(store, key, lease.epoch)) return;
+      try {
+        if (lost || beat(store, key, lease.epoch)) return;
+      } catch {
+        return; // a beat that could not be written only makes the lease look older; the commit re-checks the epoch
+      }
       // reaped, superseded or cancelled: stand down now, killing the session (and its generator)
       lost = true;
       ctx.dropSession();
@@ -78,17 +98,6 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   );
   try {
     return await attempt(ctx, job, digest, lease, () => lost);
-  } catch (err) {
-    // an error that ends the whole run (a changed host key, a full disk): give the job back now
-    // rather than leave it in running/ until its lease goes stale
-    await requeue(
-      store,
-      key,
-      lease.epoch,
-      `the worker stopped: ${(err as Error).message}`,
-      err instanceof GenjobError ? err.code : 'EGJ_WORKER_FAILED',
-    ).catch(() => {});
-    throw err;
   } finally {
     clearInterval(heartbeat);
   }

@@ -1,4 +1,6 @@
-import { utimesSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acquireApplyLock, applyLockFile, withApplyLock } from '../../src/apply/apply-lock.js';
 import { ConflictError } from '../../src/core/errors.js';
@@ -44,5 +46,51 @@ describe('apply lock', () => {
       /compromised.*stopped before publishing the record/,
     );
     await lock.release();
+  });
+});
+
+describe('apply lock owner', () => {
+  /** A pid that certainly ran and is gone now. */
+  function deadPid(): number {
+    const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']);
+    return Number(child.stdout.toString());
+  }
+
+  it('is taken over at once when the process recorded as its holder is gone', async () => {
+    const s = store();
+    const first = await acquireApplyLock(s, { staleMs: 60_000 });
+    const owner = `${applyLockFile(s)}.owner`;
+    const record = JSON.parse(readFileSync(owner, 'utf8'));
+    expect(record).toMatchObject({ pid: process.pid, ino: statSync(applyLockFile(s)).ino });
+    writeFileSync(owner, JSON.stringify({ ...record, pid: deadPid() }));
+    const started = Date.now();
+    const second = await acquireApplyLock(s, { timeoutMs: 0 });
+    expect(Date.now() - started).toBeLessThan(5_000); // not the 60 s staleness; EGJ_LOCKED at once without the takeover
+    await second.release();
+    await first.release();
+  });
+
+  it('is not taken over while its holder runs, nor on a record that names another lock directory', async () => {
+    const s = store();
+    const first = await acquireApplyLock(s, { staleMs: 60_000 });
+    const owner = `${applyLockFile(s)}.owner`;
+    const record = JSON.parse(readFileSync(owner, 'utf8'));
+    await expect(acquireApplyLock(s)).rejects.toMatchObject({ code: 'EGJ_LOCKED' });
+    writeFileSync(owner, JSON.stringify({ ...record, pid: deadPid(), ino: record.ino + 1 }));
+    await expect(acquireApplyLock(s)).rejects.toMatchObject({ code: 'EGJ_LOCKED' });
+    await first.release();
+  });
+
+  it('reports a lock it could not remove as EGJ_IO, and the next apply takes it over at once', async () => {
+    const s = store();
+    const err = await withApplyLock(s, {}, () => {
+      writeFileSync(join(applyLockFile(s), 'in-the-way'), ''); // rmdir of the lock now fails (ENOTEMPTY)
+    }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'EGJ_IO', exitCode: 5, errno: 'ENOTEMPTY' });
+    expect((err as Error).message).toContain(applyLockFile(s));
+    // this process still runs, so make the record name a gone one, as after the failed apply exited
+    const owner = `${applyLockFile(s)}.owner`;
+    writeFileSync(owner, JSON.stringify({ ...JSON.parse(readFileSync(owner, 'utf8')), pid: deadPid() }));
+    await (await acquireApplyLock(s, { timeoutMs: 0 })).release();
   });
 });

@@ -87,7 +87,7 @@ describe('moveState', () => {
     expect(fs.calls).toEqual([`rename ${from} ${to}`, `fsync ${dirname(to)}`, `fsync ${dirname(from)}`]);
   });
 
-  it('throws the raw ENOENT when the file was moved by someone else', () => {
+  it('throws an error whose errno is ENOENT when the file was moved by someone else', () => {
     const store = new Store(freshRoot());
     expect(() =>
       moveState(
@@ -95,7 +95,7 @@ describe('moveState', () => {
         store.layout.jobFile('queue', 'd'.repeat(64)),
         store.layout.jobFile('running', 'd'.repeat(64)),
       ),
-    ).toThrow(expect.objectContaining({ code: 'ENOENT' }));
+    ).toThrow(expect.objectContaining({ code: 'EGJ_IO', errno: 'ENOENT' }));
   });
 });
 

@@ -1,0 +1,33 @@
+// Remove the `.gen/staging/.extract-<pid>-<start>-*` directories of workers that died (or failed to
+// clean up) mid-extract. A directory of a live process is left alone; one without pid in its name
+// (an older genjob) only once it is older than `maxAgeMs`. `work` and `reap` run it before they start.
+import { join } from 'node:path';
+import { STAGING_PREFIX } from '../transport/staging-writer.js';
+import { readdirOrEmpty } from './durable.js';
+import { ownerGone, thisProcess } from './process-identity.js';
+import type { Store } from './store.js';
+
+export function sweepDeadStaging(store: Store, maxAgeMs = 3_600_000, now = Date.now()): string[] {
+  const removed: string[] = [];
+  const dir = store.layout.staging;
+  for (const name of readdirOrEmpty(store, dir)) {
+    if (!name.startsWith(STAGING_PREFIX)) continue;
+    const path = join(dir, name);
+    const m = /^(\d+)-(\d+)-/.exec(name.slice(STAGING_PREFIX.length));
+    let gone: boolean;
+    if (m) {
+      const pid = Number(m[1]);
+      gone = pid !== process.pid && ownerGone({ host: thisProcess().host, pid, start: Number(m[2]) });
+    } else {
+      try {
+        gone = now - store.fs.lstatSync(path).mtimeMs > maxAgeMs;
+      } catch {
+        continue; // gone already
+      }
+    }
+    if (!gone) continue;
+    store.fs.rmSync(path, { recursive: true, force: true });
+    removed.push(path);
+  }
+  return removed;
+}

@@ -1,0 +1,176 @@
+// Syscall fault injection for the end-to-end I/O tests: run the built CLI under
+// `strace -f -y -e inject=SYSCALL:error=ERRNO:when=N`, find where the fault landed (the "(INJECTED)"
+// line, with the path strace resolved for its fd or argument), and classify it: inside the repository
+// (.gen/ or the tree: genjob's own call sites), in the host's cache (the generator host's side), or
+// elsewhere (Node's runtime: loading modules, its eventfd and signal pipe, libuv internals; the shell).
+import { cpSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { CLI, type CliResult } from './helpers.js';
+
+/** The syscalls Node makes for genjob's file operations (x86-64 names). */
+export const SYSCALLS = [
+  'openat',
+  'write',
+  'pwrite64',
+  'writev',
+  'fsync',
+  'rename',
+  'link',
+  'mkdir',
+  'unlink',
+  'rmdir',
+  'close',
+  'fchmod',
+  'utimensat',
+] as const;
+export const ERRNOS = ['ENOSPC', 'EIO', 'EDQUOT', 'EACCES'] as const;
+
+export type Landing = 'repo' | 'host' | 'elsewhere' | 'missed';
+
+export interface Call {
+  pid: number;
+  syscall: string;
+  /** Invocation number of this syscall in this tracee (what strace's when= counts). */
+  n: number;
+  /** The paths the call names (arguments and fds resolved by -y). */
+  paths: string[];
+  injected: boolean;
+}
+
+/** Parse an strace -f -y log into calls numbered per tracee and syscall. */
+export function parseLog(text: string): Call[] {
+  const counts = new Map<string, number>();
+  const calls: Call[] = [];
+  const pending = new Map<number, string>();
+  for (const raw of text.split('\n')) {
+    const m = /^(\d+)\s+(.*)$/.exec(raw);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    let line = m[2]!;
+    // an interrupted call is logged as "<unfinished ...>" then "<... name resumed>"
+    if (line.endsWith('<unfinished ...>')) {
+      pending.set(pid, line.slice(0, -'<unfinished ...>'.length));
+      continue;
+    }
+    const resumed = /^<\.\.\. (\w+) resumed>(.*)$/.exec(line);
+    if (resumed) {
+      line = (pending.get(pid) ?? `${resumed[1]}(`) + resumed[2];
+      pending.delete(pid);
+    }
+    const call = /^(\w+)\((.*)$/.exec(line);
+    if (!call) continue;
+    const syscall = call[1]!;
+    const key = `${pid} ${syscall}`;
+    const n = (counts.get(key) ?? 0) + 1;
+    counts.set(key, n);
+    const paths = [
+      // an fd resolved by -y (not AT_FDCWD: that is only the working directory, the repository itself)
+      ...[...line.matchAll(/(?<!AT_FDCWD)<(\/[^>]*)>/g)].map((x) => x[1]!),
+      ...[...line.matchAll(/"(\/[^"]*)"/g)].map((x) => x[1]!),
+    ];
+    calls.push({ pid, syscall, n, paths, injected: line.includes('(INJECTED)') });
+  }
+  return calls;
+}
+
+export interface Where {
+  repo: string;
+  cache: string;
+}
+
+export function classify(call: Call | undefined, where: Where): Landing {
+  if (call === undefined) return 'missed';
+  if (call.paths.some((p) => p === where.repo || p.startsWith(`${where.repo}/`))) return 'repo';
+  if (call.paths.some((p) => p.startsWith(`${where.cache}/`))) return 'host';
+  return 'elsewhere';
+}
+
+export interface Traced extends CliResult {
+  calls: Call[];
+  /** The call the fault landed on first (undefined: the run never reached the invocation). */
+  landed: Call | undefined;
+}
+
+/** Run the CLI under strace, injecting `errno` into invocation `n` of `syscall` (n = 0: no injection). */
+export async function traced(
+  args: readonly string[],
+  opts: { cwd: string; env: Record<string, string>; log: string },
+  fault: { syscall: string; errno: string; n: number } | undefined,
+  trace: readonly string[] = SYSCALLS,
+): Promise<Traced> {
+  const inject = fault ? ['-e', `inject=${fault.syscall}:error=${fault.errno}:when=${fault.n}`] : [];
+  const r = await execa(
+    'strace',
+    [
+      '-f',
+      '-y',
+      '-qq',
+      '-o',
+      opts.log,
+      '-e',
+      `trace=${[...new Set([...trace, ...(fault ? [fault.syscall] : [])])].join(',')}`,
+      ...inject,
+      process.execPath,
+      CLI,
+      ...args,
+    ],
+    {
+      cwd: opts.cwd,
+      env: { ...opts.env, GENJOB_DEBUG: '' },
+      reject: false,
+      stripFinalNewline: false,
+      timeout: 120_000,
+    },
+  );
+  const calls = parseLog(readFileSync(opts.log, 'utf8'));
+  return {
+    exitCode: r.exitCode,
+    stdout: String(r.stdout),
+    stderr: String(r.stderr),
+    calls,
+    landed: calls.find((c) => c.injected),
+  };
+}
+
+/** The points of a probe run worth injecting: each syscall invocation of the CLI's main thread that names a repository path. */
+export function repoPoints(probe: Traced, where: Where): Array<{ syscall: string; n: number; path: string }> {
+  const main = probe.calls[0]?.pid;
+  return probe.calls
+    .filter((c) => c.pid === main && classify(c, where) === 'repo')
+    .map((c) => ({ syscall: c.syscall, n: c.n, path: c.paths.find((p) => p.startsWith(where.repo))! }));
+}
+
+/** A deterministic PRNG (mulberry32) for sampling points with a printed seed. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Copy a prepared sandbox (repository, host cache, scripts) to `to`. */
+export function cloneSandbox(from: string, to: string): void {
+  rmSync(to, { recursive: true, force: true });
+  cpSync(from, to, { recursive: true, verbatimSymlinks: true });
+}
+
+/** Leftovers nothing may keep after a clean re-run: temps, staging dirs, tree temps. */
+export function leftovers(repo: string): string[] {
+  const found: string[] = [];
+  const walk = (dir: string, rel: string) => {
+    for (const d of readdirSync(dir, { withFileTypes: true })) {
+      const r = rel ? `${rel}/${d.name}` : d.name;
+      if (r === '.git') continue;
+      if (d.name.startsWith('.tmp-') || d.name.startsWith('.genjob-tmp-') || d.name.startsWith('.extract-'))
+        found.push(r);
+      else if (d.isDirectory()) walk(join(dir, d.name), r);
+    }
+  };
+  walk(repo, '');
+  return found;
+}

@@ -1,0 +1,204 @@
+// A really full disk: the repository on a 2 MiB tmpfs with few inodes, filled so that only a little
+// space (bytes) or a few inodes are left, then mint, work and apply run on it. Each run either succeeds
+// or exits 5 with one EGJ_IO line naming ENOSPC and the file (no "internal error", no stack); nothing is
+// left in running/; after the disk is freed a clean re-run finishes the job exactly once, with no temp or
+// staging file left and the generator run at most once. Needs root to mount (skipped with the reason
+// otherwise).
+import { execFileSync } from 'node:child_process';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/temp-store.js';
+import { leftovers } from './fault-sweep.js';
+import { DEMO_GENERATOR, FIXTURE, runCli, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
+
+const PATHS = ['src/user.py', 'tests/test_user.py'];
+// not a tempDir(): those are removed after each test, and a mount point is busy until the end
+const mnt = mkdtempSync(join(tmpdir(), 'genjob-fulldisk-'));
+const outside = tempDir('genjob-fulldisk-host-');
+
+function tryMount(): string | undefined {
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m,nr_inodes=400', 'tmpfs', mnt], { stdio: 'pipe' });
+    return undefined;
+  } catch (err) {
+    return String((err as { stderr?: Buffer }).stderr ?? err).trim();
+  }
+}
+const mountProblem = tryMount();
+if (mountProblem) console.log(`full-disk test skipped: cannot mount a tmpfs here (${mountProblem})`);
+
+afterAll(() => {
+  if (!mountProblem) execFileSync('umount', [mnt]);
+  rmSync(mnt, { recursive: true, force: true });
+});
+
+const filler = () => join(mnt, 'filler');
+
+/** Fill the disk so that only `bytes` bytes (rounded to pages) or `inodes` inodes stay free. */
+function fill(level: { bytes?: number; inodes?: number }): void {
+  mkdirSync(filler(), { recursive: true });
+  if (level.inodes !== undefined) {
+    const reserve = Array.from({ length: level.inodes }, (_, i) => join(filler(), `r${i}`));
+    for (const r of reserve) writeFileSync(r, '');
+    for (let i = 0; ; i++) {
+      try {
+        writeFileSync(join(filler(), `i${i}`), '');
+      } catch {
+        break;
+      }
+    }
+    for (const r of reserve) unlinkSync(r);
+    return;
+  }
+  const reserve = join(filler(), 'reserve');
+  writeFileSync(reserve, Buffer.alloc(level.bytes ?? 0));
+  const fd = openSync(join(filler(), 'bytes'), 'w');
+  const chunk = Buffer.alloc(4096);
+  try {
+    for (;;) writeSync(fd, chunk);
+  } catch {
+    // full
+  } finally {
+    closeSync(fd);
+  }
+  unlinkSync(reserve);
+}
+
+const unfill = () => rmSync(filler(), { recursive: true, force: true });
+
+interface Box {
+  repo: string;
+  env: Record<string, string>;
+  gen: string;
+  count: string;
+}
+
+async function freshBox(name: string): Promise<Box> {
+  unfill();
+  const repo = join(mnt, name);
+  rmSync(repo, { recursive: true, force: true });
+  await execa('cp', ['-a', FIXTURE, repo]);
+  await execa('git', ['init', '-q'], { cwd: repo });
+  rmSync(join(repo, '.git', 'hooks'), { recursive: true, force: true }); // inodes are scarce here
+  const host = join(outside, name);
+  rmSync(host, { recursive: true, force: true });
+  mkdirSync(host, { recursive: true });
+  const count = join(host, 'generator-runs');
+  const gen = join(host, 'gen.sh');
+  writeFileSync(gen, `#!/bin/sh\necho run >> ${JSON.stringify(count)}\nexec ${DEMO_GENERATOR}\n`, {
+    mode: 0o755,
+  });
+  return { repo, gen, count, env: { XDG_CACHE_HOME: join(host, 'cache') } };
+}
+
+const cli = (b: Box, args: readonly string[]) => runCli(args, { cwd: b.repo, env: b.env });
+const ls = (b: Box, d: string) => {
+  try {
+    return readdirSync(join(b.repo, '.gen', d));
+  } catch {
+    return [];
+  }
+};
+const runs = (b: Box) => {
+  try {
+    return readFileSync(b.count, 'utf8').split('\n').filter(Boolean).length;
+  } catch {
+    return 0;
+  }
+};
+
+async function ok(b: Box, args: readonly string[]): Promise<string> {
+  const r = await cli(b, args);
+  if (r.exitCode !== 0) throw new Error(`genjob ${args.join(' ')} exited ${r.exitCode}: ${r.stderr}`);
+  return r.stdout;
+}
+
+const mint = async (b: Box): Promise<string> =>
+  JSON.parse(await ok(b, ['mint', '--json', '-m', TIMEOUT_INSTRUCTION, ...PATHS])).key;
+const workArgs = (b: Box) => ['work', '--once', '--no-sandbox', '--lease-ttl', '3600', '--generator', b.gen];
+
+const LEVELS = [
+  ...[0, 4096, 12_288, 24_576, 49_152].map((bytes) => ({ bytes })),
+  ...[0, 2, 5, 9, 14].map((inodes) => ({ inodes })),
+];
+
+const SCENARIOS = [
+  {
+    name: 'mint',
+    prepare: async (_b: Box) => {},
+    args: (_b: Box) => ['mint', '-m', TIMEOUT_INSTRUCTION, ...PATHS],
+  },
+  { name: 'work', prepare: async (b: Box) => void (await mint(b)), args: workArgs },
+  {
+    name: 'apply',
+    prepare: async (b: Box) => {
+      await mint(b);
+      await ok(b, workArgs(b));
+    },
+    args: (_b: Box) => ['apply', '--all'],
+  },
+];
+
+describe.skipIf(mountProblem !== undefined)('a really full disk (tmpfs, bytes and inodes)', () => {
+  let applied: ReturnType<typeof snapshot>;
+  beforeAll(async () => {
+    const b = await freshBox('reference');
+    await mint(b);
+    await ok(b, workArgs(b));
+    await ok(b, ['apply', '--all']);
+    applied = snapshot(b.repo);
+    rmSync(b.repo, { recursive: true, force: true });
+  });
+
+  for (const s of SCENARIOS) {
+    it(`${s.name}: fails as EGJ_IO (ENOSPC) or succeeds, and a re-run after freeing space finishes the job once`, async () => {
+      const seen: string[] = [];
+      for (const level of LEVELS) {
+        const b = await freshBox(`box-${s.name}`);
+        await s.prepare(b);
+        const before = runs(b);
+        fill(level);
+        const r = await cli(b, s.args(b));
+        unfill();
+        const context = `${s.name} with ${JSON.stringify(level)} free: exit ${r.exitCode}\n${r.stderr}`;
+        expect(r.stderr, context).not.toMatch(/internal error|\n\s+at /);
+        if (r.exitCode !== 0) {
+          expect(r.exitCode, context).toBe(5);
+          const lines = r.stderr.split('\n').filter((l) => l.startsWith('genjob: EGJ_'));
+          expect(lines, context).toHaveLength(1);
+          expect(lines[0], context).toMatch(
+            /^genjob: EGJ_IO: \/.*: [\w ()]+ failed: no space left on device \(ENOSPC\)/,
+          );
+        }
+        expect(ls(b, 'running'), context).toEqual([]);
+        seen.push(`${JSON.stringify(level)}→${r.exitCode}`);
+        // the clean re-run(s)
+        if (s.name === 'mint') await mint(b);
+        else {
+          if (s.name === 'work' || ls(b, 'received').length === 0) await ok(b, workArgs(b));
+          if (s.name === 'apply') await ok(b, ['apply', '--all']);
+          expect(ls(b, 'receipts'), context).toHaveLength(1);
+          expect(runs(b) - before, context).toBeLessThanOrEqual(s.name === 'work' ? 1 : 0);
+        }
+        if (s.name === 'apply') expect(snapshot(b.repo), context).toEqual(applied);
+        expect(ls(b, 'queue').length + ls(b, 'received').length + ls(b, 'applied').length, context).toBe(1);
+        expect(leftovers(b.repo), context).toEqual([]);
+      }
+      console.log(`${s.name}: ${seen.join(' ')}`);
+    }, 300_000);
+  }
+});
