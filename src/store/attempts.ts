@@ -48,7 +48,19 @@ export function attemptsSinceMint(store: Store, key: string): number {
   const base = Number(
     readIfExists(store, join(store.layout.attemptsDir(key), 'minted-after'))?.toString('utf8') ?? 0,
   );
-  return epochsOf(store, key).filter((e) => e > (Number.isSafeInteger(base) ? base : 0)).length;
+  const names = new Set(readdirOrEmpty(store, store.layout.attemptsDir(key)));
+  return epochsOf(store, key).filter(
+    (e) => e > (Number.isSafeInteger(base) ? base : 0) && !names.has(`${e}.unspent`),
+  ).length;
+}
+
+/**
+ * Mark an attempt as not spent: it failed before its bundle was delivered (connect, hello, a host's
+ * refusal, a shutdown). Its epoch stays used (fencing never reuses one) but it does not count
+ * against --max-attempts. `attempts/<key>/<epoch>.unspent` is created exclusively, once.
+ */
+export function markUnspent(store: Store, key: string, epoch: number): void {
+  publishExclusive(store, join(store.layout.attemptsDir(key), `${epoch}.unspent`), Buffer.from(''));
 }
 
 /** On a fresh mint of a key that was attempted before (dropped, dead-lettered), restart the count. */

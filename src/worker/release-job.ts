@@ -1,7 +1,7 @@
 // Give a job back — to queue/ (in doubt: try again) or to dead/ (with the reason) — only while
 // this attempt's epoch still owns it. The check runs under the key lock, because after a reap
 // another worker may hold running/<key>.json by now, and moving its claim would lose its work.
-import { currentEpoch } from '../store/attempts.js';
+import { currentEpoch, markUnspent } from '../store/attempts.js';
 import { deadLetterFile } from '../store/dead-letter.js';
 import { moveState } from '../store/durable.js';
 import { journal } from '../store/journal.js';
@@ -37,13 +37,27 @@ export async function release(
   });
 }
 
+/**
+ * How a requeue counts: `spent: false` when the bundle never reached a generator (connect, hello,
+ * refusal, shutdown), so the attempt does not count against --max-attempts; `destination` is where
+ * the attempt went, journalled with it.
+ */
+export interface RequeueFacts {
+  spent?: boolean;
+  destination?: string;
+}
+
 export async function requeue(
   store: Store,
   key: string,
   epoch: number,
   reason: string,
   code: string,
+  facts: RequeueFacts = {},
 ): Promise<JobOutcome> {
+  const spent = facts.spent !== false;
+  // marked before the job is visible in queue/ again, so the next claimer already counts it right
+  if (!spent) markUnspent(store, key, epoch);
   if (!(await release(store, key, epoch, 'queue', { code, reason }))) {
     return {
       key,
@@ -51,6 +65,14 @@ export async function requeue(
       reason: `lease of epoch ${epoch} was lost before the job could be requeued`,
     };
   }
-  journal(store, { event: 'requeued', key, epoch, code, reason });
-  return { key, outcome: 'requeued', reason };
+  journal(store, {
+    event: 'requeued',
+    key,
+    epoch,
+    code,
+    reason,
+    attempt_spent: spent,
+    ...(facts.destination === undefined ? {} : { destination: facts.destination }),
+  });
+  return { key, outcome: 'requeued', reason, attempt_spent: spent };
 }

@@ -47,7 +47,7 @@ export type JobOutcome =
     }
   | { key: string; outcome: 'recovered' }
   | { key: string; outcome: 'dead'; reason: string }
-  | { key: string; outcome: 'requeued'; reason: string }
+  | { key: string; outcome: 'requeued'; reason: string; attempt_spent?: boolean }
   | { key: string; outcome: 'superseded'; reason: string };
 
 /** Extra time a request may take beyond the generator's own timeout (transfer, host start-up). */
