@@ -65,3 +65,16 @@ export function errnoOf(err: unknown): string | undefined {
     ? String((err as { code: unknown }).code)
     : undefined;
 }
+
+/** A generator host could not be reached (connect, hello) in the middle of a run: recorded, never an exit status. */
+export class HostDownError extends GenjobError {
+  readonly code = 'EGJ_HOST_DOWN';
+  readonly exitCode = EXIT.BUG;
+  constructor(
+    readonly destination: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(`${destination}: ${message}`, options);
+  }
+}

@@ -49,6 +49,11 @@ export class Claimer {
   /** How many times the queue directory was listed (for tests and the bench). */
   listings = 0;
 
+  /** Keys of the current batch that were declined; after next() found nothing, jobs held back. */
+  get held(): number {
+    return this.batch.length;
+  }
+
   constructor(
     private readonly store: Store,
     private readonly worker: string,

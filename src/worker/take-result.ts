@@ -6,6 +6,7 @@ import { GenjobError } from '../core/errors.js';
 import { allowedPaths, type Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
 import { deadLetterBytes } from '../store/dead-letter.js';
+import { recordInDoubt } from '../store/in-doubt.js';
 import { safeExtract } from '../transport/safe-extract.js';
 import { commitResult } from './commit-result.js';
 import { requeue } from './release-job.js';
@@ -25,7 +26,9 @@ export async function takeResult(
   const { key } = job;
   const rejectAnswer = (code: string, reason: string): Promise<JobOutcome> => {
     deadLetterBytes(store, `${key}.receipt.e${epoch}`, answer.receiptBytes, { key, code, reason, epoch });
-    return requeue(store, key, epoch, reason, code);
+    // the answer broke off mid-way: the host holds the result, so ask it again first
+    if (code === 'EGJ_IN_DOUBT') recordInDoubt(store, key, epoch, ctx.launcher.destination);
+    return requeue(store, key, epoch, reason, code, { destination: ctx.launcher.destination });
   };
   let receipt: Receipt;
   try {
@@ -75,7 +78,9 @@ export async function takeResult(
     });
     return { key, outcome: 'superseded', reason };
   }
-  const committed = await commitResult(store, key, epoch, answer.receiptBytes, staged.dir);
+  const committed = await commitResult(store, key, epoch, answer.receiptBytes, staged.dir, {
+    destination: ctx.launcher.destination,
+  });
   if (!committed.committed) return { key, outcome: 'superseded', reason: committed.reason };
   return {
     key,

@@ -2,13 +2,14 @@
 // apart as hostile input → commit. Every way out leaves the job in exactly one state:
 // received/ (with its receipt), back in queue/ (in doubt, journalled), or dead/ (with the reason).
 import { join } from 'node:path';
-import { GenjobError } from '../core/errors.js';
+import { GenjobError, HostDownError, UsageError } from '../core/errors.js';
 import { type Job, JobInvalidError } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import type { Receipt } from '../core/receipt.js';
 import { attemptsSinceMint, beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
 import { deadLetterFile } from '../store/dead-letter.js';
 import { exists, moveState, readIfExists } from '../store/durable.js';
+import { recordInDoubt } from '../store/in-doubt.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
 import { jobFileBytes } from '../store/mint-job.js';
@@ -34,7 +35,19 @@ export interface WorkContext {
   leaseTtlS: number;
   maxAttempts: number;
   decodeReceipt: (bytes: Buffer, file: string) => Receipt;
+  /** True when the session was cut by the end of the shutdown grace period (the attempt is not spent). */
+  wasCut?: () => boolean;
+  /** The host misbehaved before a bundle reached its generator (a broken session, a refusal). */
+  hostTrouble?: (reason: string) => void;
 }
+
+/** Refusals a host gives before it reads a bundle: no generator ran, so no attempt is spent. */
+const REFUSED_BEFORE_GENERATING = new Set([
+  'EGJ_NO_GENERATOR',
+  'EGJ_GENERATOR_PINNED',
+  'EGJ_GENERATOR_CONFIG',
+  'EGJ_BAD_REQUEST',
+]);
 
 export type JobOutcome =
   | {
@@ -113,6 +126,8 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
       lease.epoch,
       `the worker stopped: ${(err as Error).message}`,
       err instanceof GenjobError ? err.code : 'EGJ_WORKER_FAILED',
+      // a configuration error (a changed host key) stops the run before anything is generated
+      { spent: !(err instanceof UsageError), destination: ctx.launcher.destination },
     ).catch(() => {});
     throw err;
   } finally {
@@ -147,6 +162,8 @@ async function attempt(
   let inputChanged: InputChangedError | undefined;
   let answer: Answer;
   let session: ServeClient | undefined;
+  let delivered = false;
+  const destination = ctx.launcher.destination;
   try {
     session = await ctx.session();
     // After an earlier attempt, ask first: the host may hold the result already (in doubt ≠ failed).
@@ -179,6 +196,7 @@ async function attempt(
           return;
         }
         await w.end();
+        delivered = true;
         // what left the machine: the bundle's digest, its files, where it went (and the host key ssh verified)
         journal(store, {
           event: 'shipped',
@@ -193,9 +211,23 @@ async function attempt(
       });
     }
   } catch (err) {
+    if (err instanceof HostDownError) {
+      return requeue(store, key, epoch, err.message, err.code, { spent: false, destination });
+    }
     if (!(err instanceof InDoubtError)) throw err;
     ctx.dropSession();
-    return requeue(store, key, epoch, err.message, err.code);
+    if (!delivered) {
+      // the bundle never reached a generator: the job goes back unspent, and the host is suspect
+      ctx.hostTrouble?.(err.message);
+      return requeue(store, key, epoch, err.message, err.code, { spent: false, destination });
+    }
+    // delivered, answer lost: the host may finish and keep the result, so it is asked again first
+    recordInDoubt(store, key, epoch, destination);
+    const cut = ctx.wasCut?.() === true;
+    return requeue(store, key, epoch, cut ? `shutdown: ${err.message}` : err.message, err.code, {
+      spent: !cut,
+      destination,
+    });
   }
   if (inputChanged) {
     const reason = `${inputChanged.message}; the job is stale, mint it again`;
@@ -206,7 +238,13 @@ async function attempt(
   }
   if (answer.type === 'none')
     return requeue(store, key, epoch, 'the host answered "none" to a run', 'EGJ_BAD_ANSWER');
-  if (answer.type === 'error')
-    return requeue(store, key, epoch, `the host refused: ${answer.code}: ${answer.message}`, answer.code);
+  if (answer.type === 'error') {
+    const before = REFUSED_BEFORE_GENERATING.has(answer.code);
+    if (before) ctx.hostTrouble?.(`refused: ${answer.code}: ${answer.message}`);
+    return requeue(store, key, epoch, `the host refused: ${answer.code}: ${answer.message}`, answer.code, {
+      spent: !before,
+      destination,
+    });
+  }
   return takeResult(ctx, session!, job, digest, epoch, answer, isLost);
 }
