@@ -89,13 +89,22 @@ function usageLine(r: UsageRow): string {
   return `epoch ${r.epoch}  ${(r.status ?? '-').padEnd(8)}  ${spend}${r.cached ? ' (answered from the host cache)' : ''}${r.source ? `  ${r.source}` : ''}`;
 }
 
+/** Each attempt's record, whether it counted against --max-attempts, and the host that answered it. */
+function attemptRows(store: Store, key: string) {
+  const names = new Set(readdirOrEmpty(store, store.layout.attemptsDir(key)));
+  return epochsOf(store, key).map((e) => {
+    const a = readAttempt(store, key, e);
+    return a === undefined ? a : { ...a, spent: !names.has(`${e}.unspent`) };
+  });
+}
+
 export async function show(o: CommonOptions & { key: string }): Promise<CommandResult> {
   const store = openStore(o);
   const key = resolveKey(store, o.key);
   const found = findJob(store, key);
   const doc = parseLoose(found?.bytes) as Record<string, unknown> | null;
   const job = found?.state === 'applied' ? (doc?.job as Record<string, unknown>) : doc;
-  const attempts = epochsOf(store, key).map((e) => readAttempt(store, key, e));
+  const attempts = attemptRows(store, key);
   const receipt = parseLoose(readIfExists(store, store.layout.receipt(key)));
   const dead = readdirOrEmpty(store, store.layout.dir('dead')).filter(
     (n) => n.startsWith(key) && !n.endsWith('.why.json'),
@@ -108,7 +117,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     `key       ${key}`,
     `state     ${found?.state ?? 'unknown'}`,
     `inputs    ${((job?.inputs as Array<{ path: string; sha256: string | null }>) ?? []).map((i) => `${i.path}${i.sha256 === null ? ' (create)' : ''}`).join(', ')}`,
-    `attempts  ${attempts.map((a) => `epoch ${a?.epoch} by ${a?.worker.id} at ${a?.claimed_at} → ${a?.destination}`).join('\n          ') || 'none'}`,
+    `attempts  ${attempts.map((a) => `epoch ${a?.epoch} by ${a?.worker.id} at ${a?.claimed_at} → ${a?.destination}${a?.spent === false ? ' (not counted: no generator was reached)' : ''}`).join('\n          ') || 'none'}`,
     `lease     ${lease ? `epoch ${lease.epoch}, worker ${lease.worker.id}` : 'none'}`,
     `usage     ${usage.map(usageLine).join('\n          ') || 'none'}`,
     '',
