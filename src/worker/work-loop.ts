@@ -189,8 +189,9 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
       while (!stopped()) {
         if (host.retired !== undefined) return;
         if (host.isDown()) {
+          // look once a second whether anything is left for it to do, so a drain ends on time
           if (o.mode !== 'watch' && keysIn(o.store, 'queue').length === 0) return;
-          await sleep(host.downUntil - Date.now(), o.signal);
+          await sleep(Math.min(1000, host.downUntil - Date.now()), o.signal);
           if (stopped() || host.isDown()) continue;
           client = await reconnect(host);
           continue;
