@@ -4,7 +4,7 @@
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
-import { currentEpoch } from '../store/attempts.js';
+import { currentEpoch, readAttempt } from '../store/attempts.js';
 import { readdirOrEmpty, readIfExists } from '../store/durable.js';
 import { FLOW, keysIn } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
@@ -15,6 +15,8 @@ interface Row {
   epoch: number;
   age_s: number;
   receipt: string | null;
+  /** Where the newest attempt went (`--host`, `--launch` or local); null before any attempt. */
+  host: string | null;
   instruction: string;
 }
 
@@ -74,10 +76,13 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
     for (const key of keys) {
       seen.add(key);
       const receiptBytes = readIfExists(store, store.layout.receipt(key));
+      const newest = currentEpoch(store, key);
+      const epoch = receiptBytes ? peekEpoch(receiptBytes) || newest : newest;
       rows.push({
         key,
         state,
-        epoch: receiptBytes ? peekEpoch(receiptBytes) || currentEpoch(store, key) : currentEpoch(store, key),
+        epoch,
+        host: epoch > 0 ? (readAttempt(store, key, epoch)?.destination ?? null) : null,
         age_s: age(store, state, key, now),
         receipt: receiptSummary(receiptBytes).status,
         instruction: instructionOf(store, state, key),
@@ -105,10 +110,10 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
     );
   }
   if (rows.length > 0) {
-    lines.push('', 'KEY           STATE     EPOCH  AGE   RECEIPT   INSTRUCTION');
+    lines.push('', 'KEY           STATE     EPOCH  AGE   RECEIPT   HOST          INSTRUCTION');
     for (const r of rows) {
       lines.push(
-        `${r.key.slice(0, 12)}  ${r.state.padEnd(8)}  ${String(r.epoch).padStart(5)}  ${fmtAge(r.age_s).padEnd(4)}  ${(r.receipt ?? '-').padEnd(8)}  ${r.instruction}`,
+        `${r.key.slice(0, 12)}  ${r.state.padEnd(8)}  ${String(r.epoch).padStart(5)}  ${fmtAge(r.age_s).padEnd(4)}  ${(r.receipt ?? '-').padEnd(8)}  ${(r.host ?? '-').slice(0, 12).padEnd(12)}  ${r.instruction}`,
       );
     }
   }
