@@ -117,6 +117,8 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   // (the answer is then in doubt, so workOne requeues the job without spending an attempt, and the
   // host keeps the result)
   const inFlight = new Map<string, () => void>();
+  /** Idle slots waiting for a job in flight elsewhere to settle (it may have gone back to the queue). */
+  const settledWaiters: Array<() => void> = [];
   const cutAtShutdown: string[] = [];
   let graceTimer: NodeJS.Timeout | undefined;
   const onStop = () => {
@@ -199,9 +201,10 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
         const key = claimer.next((k) => o.pool.accepts(o.store, host, k));
         if (key === undefined) {
           if (o.mode === 'once') return;
-          if (claimer.held > 0) {
-            // jobs in doubt on a host that is down: wait for it, or for --in-doubt-after
-            await sleep(1000, o.signal);
+          if (claimer.held > 0 || inFlight.size > 0) {
+            // jobs in doubt on a host that is down (wait for it, or for --in-doubt-after), or jobs
+            // in flight on other slots that may yet come back to the queue: a drain waits for them
+            await Promise.race([new Promise<void>((r) => settledWaiters.push(r)), sleep(1000, o.signal)]);
             continue;
           }
           if (o.mode !== 'watch' || !o.waitForWork) return;
@@ -217,7 +220,10 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
           cut = true;
           ctx.dropSession();
         });
-        const outcome = await workOne(ctx, key).finally(() => inFlight.delete(key));
+        const outcome = await workOne(ctx, key).finally(() => {
+          inFlight.delete(key);
+          for (const wake of settledWaiters.splice(0)) wake();
+        });
         outcomes.push(outcome);
         const counted = outcome.outcome in host.counts ? (outcome.outcome as 'received') : 'other';
         host.counts[counted] += 1;

@@ -1,7 +1,9 @@
 // A pool of three real sshd hosts on loopback, each with its own result cache: one is killed -9
 // (its sshd and its serve) in the middle of a drain. No job is lost, none is generated twice on a
-// host that answered, every job is received once. Spawns the built CLI (npm run build first).
-import { readFileSync } from 'node:fs';
+// host that answered, every job is received once. And a host that crashes after delivery and comes
+// back answers its in-doubt job from its cache. Spawns the built CLI (npm run build first).
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,8 +12,10 @@ import { eventsPerKey, mintMany } from './pool-helpers.js';
 import {
   CLI,
   countLines,
+  descendantsOf,
   genDir,
   genjob,
+  hostResults,
   journal,
   NODE,
   type Sandbox,
@@ -142,5 +146,95 @@ describe('work --drain over a pool of three ssh hosts', () => {
       expect(row.host).toBe(answeredBy.get(row.key));
     const total = result.hosts.reduce((n: number, h: { received: number }) => n + h.received, 0);
     expect(total).toBe(24);
+  }, 300_000);
+});
+
+describe('a host that comes back after a crash', () => {
+  const hosts: SshdHandle[] = [];
+  let sb: Sandbox;
+  const restarted: number[] = [];
+  beforeAll(async () => {
+    for (let i = 0; i < 2; i++) hosts.push(await startSshd());
+    sb = await sandbox();
+  }, 60_000);
+  afterAll(async () => {
+    for (const pid of restarted) {
+      for (const d of descendantsOf(pid)) process.kill(d.pid, 'SIGKILL');
+      process.kill(pid, 'SIGKILL');
+    }
+    for (const h of hosts) await h.stop();
+    await sb?.cleanup();
+  });
+
+  it('answers its in-doubt job from its cache; the other host never replays it', async () => {
+    const [key] = mintMany(sb, 1);
+    const counter = path.join(sb.dir, 'runs');
+    const started = path.join(sb.dir, 'started');
+    const release = path.join(sb.dir, 'release');
+    const genFile = path.join(sb.dir, 'gen-back.mjs');
+    await writeFile(
+      genFile,
+      [
+        "import { appendFileSync, existsSync, writeFileSync } from 'node:fs';",
+        `appendFileSync(${JSON.stringify(counter)}, 'run ' + process.env.GENJOB_KEY + '\\n');`,
+        `writeFileSync(${JSON.stringify(started)}, process.cwd());`, // the workspace lies in the host's cache
+        `while (!existsSync(${JSON.stringify(release)})) await new Promise((r) => setTimeout(r, 50));`,
+        "writeFileSync('src/a.txt', 'generated once\\n');",
+        '',
+      ].join('\n'),
+    );
+    const gen = `${NODE} ${genFile}`;
+    const config = await poolConfig(sb.dir, hosts);
+    const remote = `${NODE} ${CLI} serve --session --cache-dir ${sb.hostCache}/$(echo $SSH_CONNECTION | cut -d' ' -f4)`;
+    const work = genjob(sb, [
+      'work',
+      '--drain',
+      '--json',
+      '--generator',
+      gen,
+      '--ssh-config',
+      config,
+      '--remote-cmd',
+      remote,
+      '--in-doubt-after',
+      '600',
+      '--host',
+      'h0',
+      '--host',
+      'h1',
+    ]);
+    await waitFor('the generator to start', () => existsSync(started));
+    const port = Number(/\/(\d+)\/work\//.exec(readFileSync(started, 'utf8'))?.[1]);
+    const victim = hosts.find((h) => h.port === port)!;
+    const other = hosts.find((h) => h.port !== port)!;
+    const name = `h${hosts.indexOf(victim)}`;
+    // the host crashes: its sshd and every connection die (serve, orphaned, finishes and caches)
+    const listener = Number(readFileSync(path.join(victim.tmp, 'sshd.pid'), 'utf8'));
+    for (const d of descendantsOf(listener)) if (d.cmdline.startsWith('sshd')) process.kill(d.pid, 'SIGKILL');
+    process.kill(listener, 'SIGKILL');
+    await waitFor('the worker to see it', () =>
+      journal(sb, key).some((e) => e.event === 'requeued' && e.destination === name),
+    );
+    await writeFile(release, '');
+    const cache = path.join(sb.hostCache, String(victim.port));
+    await waitFor('the crashed host to cache the result', () => hostResults(cache, key!).length === 1);
+    // the host comes back on the same port
+    const again = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', path.join(victim.tmp, 'sshd_config')], {
+      stdio: 'ignore',
+      detached: true,
+    });
+    restarted.push(again.pid!);
+    const w = await work;
+    expect(w.exitCode, w.stderr).toBe(0);
+    expect(genDir(sb, 'received')).toEqual([`${key}.json`]);
+    expect(countLines(counter)).toBe(1); // generated once, on the host that crashed
+    const got = journal(sb, key).filter((e) => e.event === 'received');
+    expect(got).toMatchObject([{ destination: name }]);
+    const receipt = JSON.parse(readFileSync(path.join(sb.repo, '.gen/receipts', `${key}.json`), 'utf8'));
+    expect(receipt).toMatchObject({ status: 'ok', cached: true, epoch: got[0]!.epoch });
+    // only the delivered attempt counted; tries while the host was down were not spent
+    const requeued = journal(sb, key).filter((e) => e.event === 'requeued');
+    expect(requeued.map((e) => e.attempt_spent)).toEqual([true, ...requeued.slice(1).map(() => false)]);
+    expect(hostResults(path.join(sb.hostCache, String(other.port)), key!)).toEqual([]);
   }, 300_000);
 });
