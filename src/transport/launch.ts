@@ -1,5 +1,5 @@
 // `work --launch CMD`: any engine that runs a command somewhere and connects its pipes is a
-// transport. CMD runs through `sh -c` (e.g. `srun -N1 --quiet genjob serve --session`, `kubectl exec
+// transport. CMD runs through `sh -c` (e.g. `srun -N1 --quiet -u genjob serve --session`, `kubectl exec
 // -i POD -- genjob serve --session`, `podman run -i --rm IMAGE genjob serve --session`) and the
 // framed protocol flows over its stdin/stdout, exactly as with a local child or ssh. CMD gets its
 // own process group, so a timeout kills the launcher client and everything it started here.
