@@ -3,7 +3,7 @@
 // bench/results.json. Never part of the test suite; exits 0 unless the bench itself crashes.
 //   node bench/run.mjs [--quick] [--only STAGE[,STAGE...]] [--runs N] [--keep]
 // Stages: mint-big, mint-small, cold-version, cold-status, work-local, ship-big, ship-small,
-// second-job, verify, apply, memory. See docs/performance.md for what each measures and why.
+// second-job, verify, apply, memory, git-push, git-push-again. See docs/performance.md for what each measures and why.
 import { spawnSync } from 'node:child_process';
 import {
   cpSync,
@@ -47,6 +47,7 @@ const SIZES = QUICK
       shipSmall: 200,
       verifyFiles: 1,
       applyFiles: 100,
+      pushJobs: 200,
       memBytes: 256 * MiB,
       shipRuns: 2,
     }
@@ -60,6 +61,7 @@ const SIZES = QUICK
       shipSmall: 2000,
       verifyFiles: 8,
       applyFiles: 1000,
+      pushJobs: 1000,
       memBytes: 1024 * MiB,
       shipRuns: 3,
     };
@@ -70,12 +72,15 @@ const STAGES = [
   'cold-version',
   'cold-status',
   'work-local',
+  'work-sandbox',
   'ship-big',
   'ship-small',
   'second-job',
   'verify',
   'apply',
   'memory',
+  'git-push',
+  'git-push-again',
 ];
 if (ONLY)
   for (const s of ONLY)
@@ -272,6 +277,50 @@ const stages = {
     });
   },
 
+  // the cost of confining each generator run (bubblewrap) against running it unconfined
+  'work-sandbox'() {
+    const n = SIZES.workJobs;
+    const drain = (root, extra) => {
+      const env = { ...process.env, XDG_CACHE_HOME: join(root, 'cache') };
+      const ms = genjob(['work', '--drain', '--generator', 'true', '--quiet', ...extra], {
+        cwd: root,
+        env,
+      }).ms;
+      const got = readdirSync(join(root, '.gen', 'receipts')).length;
+      if (got !== n) throw new Error(`work-sandbox: ${got} receipts for ${n} jobs`);
+      rmSync(root, { recursive: true, force: true });
+      return ms;
+    };
+    const fresh = (i, tag) => {
+      const root = freshRepo(`sandbox-${tag}-${i}`);
+      const input = smallFiles(root, 1, 4096)[0];
+      for (let j = 0; j < n; j++)
+        queueJob(
+          root,
+          makeJob(`no-op job ${j} of ${tag} run ${i}`, [{ path: input.path, sha256: input.sha256 }]),
+        );
+      return root;
+    };
+    const m = alternate({
+      runs: SIZES.workRuns,
+      warmup: false,
+      prepare: (i) => ({ confined: fresh(i, 'on'), unconfined: fresh(i, 'off') }),
+      genjob: (ctx) => drain(ctx.confined, []),
+      baseline: (ctx) => drain(ctx.unconfined, ['--no-sandbox']),
+    });
+    const perJob = m.genjob / n;
+    const perJobBare = m.baseline / n;
+    const added = perJob - perJobBare;
+    record('work with sandbox vs work --no-sandbox', {
+      genjob: perJob,
+      baseline: perJobBare,
+      unit: 'ms/job',
+      target: 20,
+      met: added < 20,
+      note: `${n} jobs, generator \`true\`; bubblewrap adds ${round(added)} ms per job (target < 20 ms)`,
+    });
+  },
+
   async 'ship-big'(ssh) {
     const root = freshRepo('ship-big');
     const per = Math.min(50 * MiB, SIZES.shipBig);
@@ -450,6 +499,102 @@ const stages = {
     rmSync(root, { recursive: true, force: true });
   },
 };
+
+// ---------- material in git ----------
+/**
+ * Two repositories holding the same bytes: `gj` with SIZES.pushJobs received jobs in .gen/ (job, receipt,
+ * one 2 KiB output each), `plain` with those bytes as plain files in one commit. Pushes go to fresh bare
+ * repositories over file://.
+ */
+function pushRepos() {
+  const base = join(TMP, 'git-push');
+  rmSync(base, { recursive: true, force: true });
+  mkdirSync(base, { recursive: true });
+  const gj = join(base, 'gj');
+  const plain = join(base, 'plain');
+  for (const r of [gj, plain]) sh(`git init -q '${r}' && git -C '${r}' commit -q --allow-empty -m seed`);
+  genjob(['status', '--root', gj]);
+  for (let i = 0; i < SIZES.pushJobs; i++) {
+    const path = `gen/f${i}.txt`;
+    const made = makeJob(`push bench job ${i}`, [{ path, sha256: null }]);
+    const data = textBytes(2048);
+    receivedJob(gj, made, [{ path, sha256: sha256(data), bytes: data.length }], (file) =>
+      writeFileSync(file, data),
+    );
+    const dir = join(plain, made.key);
+    mkdirSync(join(dir, 'out', 'gen'), { recursive: true });
+    writeFileSync(join(dir, 'job.json'), made.bytes);
+    cpSync(join(gj, '.gen', 'receipts', `${made.key}.json`), join(dir, 'receipt.json'));
+    writeFileSync(join(dir, 'out', path), data);
+  }
+  sh(`git -C '${plain}' add -A && git -C '${plain}' commit -q -m 'the same bytes as plain files'`);
+  let n = 0;
+  const bare = () => {
+    const b = join(base, `remote-${n++}.git`);
+    sh(`git init -q --bare '${b}'`);
+    return `file://${b}`;
+  };
+  return { base, gj, plain, bare };
+}
+
+const gitEnvBench = {
+  ...process.env,
+  GIT_AUTHOR_NAME: 'bench',
+  GIT_AUTHOR_EMAIL: 'bench@example.com',
+  GIT_COMMITTER_NAME: 'bench',
+  GIT_COMMITTER_EMAIL: 'bench@example.com',
+};
+
+Object.assign(stages, {
+  'git-push'() {
+    const { base, gj, plain, bare } = pushRepos();
+    const m = alternate({
+      // each pair: fresh remotes, and push's local cache of built refs dropped, so it builds every object again
+      prepare: () => {
+        rmSync(join(gj, '.git', 'refs', 'genjob'), { recursive: true, force: true });
+        return { g: bare(), b: bare() };
+      },
+      genjob: (ctx) => {
+        const r = genjob(['push', '--json', ctx.g], { cwd: gj, env: gitEnvBench });
+        if (JSON.parse(r.stdout).created.length !== SIZES.pushJobs)
+          throw new Error('git-push: not every key landed');
+        return r.ms;
+      },
+      baseline: (ctx) =>
+        run('git', ['push', '-q', ctx.b, 'HEAD:refs/heads/main'], { cwd: plain, env: gitEnvBench }).ms,
+    });
+    record('genjob push, first time', {
+      ...m,
+      target: 1.5,
+      note: `${SIZES.pushJobs} received jobs vs git push of the same bytes in one commit`,
+    });
+    rmSync(base, { recursive: true, force: true });
+  },
+
+  'git-push-again'() {
+    const { base, gj, plain, bare } = pushRepos();
+    const g = bare();
+    const b = bare();
+    genjob(['push', g], { cwd: gj, env: gitEnvBench });
+    run('git', ['push', '-q', b, 'HEAD:refs/heads/main'], { cwd: plain, env: gitEnvBench });
+    const m = alternate({
+      runs: RUNS * 2,
+      genjob: () => {
+        const r = genjob(['push', '--json', g], { cwd: gj, env: gitEnvBench });
+        if (JSON.parse(r.stdout).created.length !== 0) throw new Error('git-push-again: sent something');
+        return r.ms;
+      },
+      baseline: () =>
+        run('git', ['push', '-q', b, 'HEAD:refs/heads/main'], { cwd: plain, env: gitEnvBench }).ms,
+    });
+    record('genjob push, nothing new', {
+      ...m,
+      target: 1.2,
+      note: `${SIZES.pushJobs} keys already on the remote vs git push with nothing new`,
+    });
+    rmSync(base, { recursive: true, force: true });
+  },
+});
 
 // ---------- ssh helpers ----------
 function sshArgs(ssh, i) {

@@ -12,6 +12,8 @@ export interface SshdOptions {
   loginShellRc?: string;
   /** MaxSessions and MaxStartups of the server (sshd's defaults when absent). */
   maxSessions?: number;
+  /** `AcceptEnv` patterns of the server, e.g. '*' for a host that takes every variable a client sends. */
+  acceptEnv?: string;
   /** `BatchMode yes` in the client config: ssh fails instead of prompting. */
   batchMode?: boolean;
 }

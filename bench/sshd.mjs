@@ -151,6 +151,7 @@ function sshdConfig(o) {
     'PrintLastLog no',
     ...(o.maxSessions === undefined ? [] : [`MaxSessions ${o.maxSessions}`, `MaxStartups ${o.maxSessions}`]),
     ...(o.forceCommand === undefined ? [] : [`ForceCommand ${o.forceCommand}`]),
+    ...(o.acceptEnv === undefined ? [] : [`AcceptEnv ${o.acceptEnv}`]),
     '',
   ].join('\n');
 }

@@ -17,7 +17,14 @@ const keep = process.argv.includes('--keep');
 
 const base = mkdtempSync(join(tmpdir(), 'genjob-demo-'));
 const repo = join(base, 'toy-repo');
-const env = { ...process.env, XDG_CACHE_HOME: join(base, 'cache'), GIT_CONFIG_NOSYSTEM: '1', NO_COLOR: '1' };
+// the demo generator runs confined: the package it lives in is exposed to it read-only
+const env = {
+  ...process.env,
+  XDG_CACHE_HOME: join(base, 'cache'),
+  GIT_CONFIG_NOSYSTEM: '1',
+  NO_COLOR: '1',
+  GENJOB_GENERATOR_BIND: pkg,
+};
 mkdirSync(env.XDG_CACHE_HOME, { recursive: true });
 
 const quote = (a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`);

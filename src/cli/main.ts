@@ -1,9 +1,11 @@
 // The only place that turns outcomes into exit codes (docs/exit-codes.md):
 // help/version → 0, usage → 2, a GenjobError → its own code, anything else → 1 ("this is a bug").
-// Results go to stdout (JSON with --json), errors to stderr as one line naming the file and rule.
+// Results go to stdout (JSON with --json, exact), errors to stderr as one line naming the file and rule;
+// human text and error lines pass through terminalText(), since parts of them come from a host.
 
 import { GenjobError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
+import { terminalText } from '../core/terminal-text.js';
 import type { CommandResult } from './result.js';
 
 function wantsJson(argv: readonly string[]): boolean {
@@ -12,8 +14,11 @@ function wantsJson(argv: readonly string[]): boolean {
 
 export function emit(result: CommandResult, json: boolean): void {
   if (json) process.stdout.write(`${JSON.stringify(result.json)}\n`);
-  else if (result.human)
-    process.stdout.write(result.human.endsWith('\n') ? result.human : `${result.human}\n`);
+  else if (result.human) {
+    // Human output carries host-chosen text (receipt reasons, stderr tails): never raw to a terminal.
+    const human = terminalText(result.human, { lines: true });
+    process.stdout.write(human.endsWith('\n') ? human : `${human}\n`);
+  }
   process.exitCode = result.exitCode ?? EXIT.OK;
 }
 
@@ -34,7 +39,7 @@ export async function main(argv: string[]): Promise<void> {
       return;
     }
     if (err instanceof GenjobError) {
-      process.stderr.write(`genjob: ${err.code}: ${err.message}\n`);
+      process.stderr.write(`genjob: ${err.code}: ${terminalText(err.message)}\n`);
       if (json)
         process.stdout.write(
           `${JSON.stringify({ ok: false, code: err.code, message: err.message, ...err.details() })}\n`,
@@ -43,7 +48,7 @@ export async function main(argv: string[]): Promise<void> {
       return;
     }
     process.stderr.write(
-      `genjob: internal error (this is a bug): ${(err as Error)?.message ?? String(err)}\n`,
+      `genjob: internal error (this is a bug): ${terminalText((err as Error)?.message ?? String(err))}\n`,
     );
     if (argv.includes('--debug') || process.env.GENJOB_DEBUG)
       process.stderr.write(`${(err as Error)?.stack ?? ''}\n`);

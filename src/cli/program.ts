@@ -29,6 +29,24 @@ function common(cmd: Command): Command {
     .option('--debug', 'print stack traces for internal errors');
 }
 
+/** How generators are confined (work and serve): one block, shared by both commands. */
+function sandboxOptions(cmd: Command): Command {
+  return cmd
+    .option(
+      '--generator-env <NAME>',
+      'pass this environment variable to the generator (repeatable; nothing else of the environment is passed)',
+      collect,
+    )
+    .option('--generator-network', 'let the generator reach the network (off by default)')
+    .option('--generator-bind <path>', 'expose this path read-only to the generator (repeatable)', collect)
+    .option(
+      '--generator-bind-rw <path>',
+      'expose this path writable to the generator (repeatable; weakens the confinement, see docs/trust.md)',
+      collect,
+    )
+    .option('--no-sandbox', 'run generators unconfined (no bubblewrap); receipts record sandbox kind "none"');
+}
+
 /** Run a lazily imported command and print its result. */
 async function run(load: () => Promise<CommandResult>, json: boolean): Promise<void> {
   emit(await load(), json);
@@ -45,7 +63,8 @@ export function buildProgram(): Command {
         '  genjob mint -m "Add a timeout to fetch_user" src/user.py   write an immutable job; prints its key',
         "  genjob work --drain --generator './gen.sh'                  claim jobs and generate (--host H: over ssh)",
         '  genjob status                                               what is queued, running, received, applied',
-        '  genjob verify --all && genjob apply --all                   the pre-merge hook',
+        '  genjob verify --all && genjob apply --all                   check and write received jobs here',
+        '  genjob pull && genjob verify --commits origin/main..HEAD    the merge gate (CI, any clone)',
         '',
         'Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict (stale, key reuse, lock, lease lost).',
         'Every command takes --json (one JSON result on stdout) and --root DIR. Docs: docs/ in the package.',
@@ -63,6 +82,7 @@ export function buildProgram(): Command {
     .option('-f, --file <path>', 'read the instruction from a file')
     .option('--create <path>', 'a file the generator is to create (must not exist yet); repeatable', collect)
     .option('--allow-secret <path>', 'ship this path even though it looks like a secret; repeatable', collect)
+    .option('--allow-hardlinks', 'ship inputs that have more than one hard link (refused by default)')
     .addHelpText(
       'after',
       '\nExamples:\n  genjob mint -m "Add a timeout to fetch_user" src/user.py tests/test_user.py\n  genjob mint -f task.md --create src/new_module.py src/user.py',
@@ -72,7 +92,7 @@ export function buildProgram(): Command {
       await run(async () => (await import('../commands/mint.js')).mint({ ...o, paths }), !!o.json);
     });
 
-  common(program.command('work'))
+  sandboxOptions(common(program.command('work')))
     .description('claim queued jobs, ship each to `genjob serve` (here or over ssh), and store the results')
     .option('--once', 'work one job, then stop')
     .option('--drain', 'work jobs until the queue is empty')
@@ -124,17 +144,26 @@ export function buildProgram(): Command {
       '--retry-aborted',
       'generate again where the host holds an aborted result for a job (default: reuse it)',
     )
+    // batch generation (builtin:openai through the provider's batch endpoint)
+    .option('--batch', 'submit the queued jobs as one provider batch (with --generator builtin:openai)')
+    .option('--batch-poll', 'check open batches; store the answers of finished ones')
+    .option('--batch-size <n>', 'with --batch: jobs per batch at most', positiveInt('--batch-size'), 1000)
+    .option(
+      '--batch-poll-interval <seconds>',
+      'with --watch: how often open batches are checked',
+      seconds,
+      60,
+    )
     .addHelpText(
       'after',
-      '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion',
+      '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion\n  genjob work --batch --generator builtin:openai && genjob work --batch-poll',
     )
     .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/work.js')).work(o as never), !!o.json);
     });
 
-  program
-    .command('serve')
+  sandboxOptions(program.command('serve'))
     .description('answer bundles on stdin/stdout (run by `work`, locally or on the generator host over ssh)')
     .option('--session', 'answer requests until stdin closes (the default; accepted for clarity)')
     .option('--generator <command>', 'pin the generator this host runs (requests naming another are refused)')
@@ -149,6 +178,16 @@ export function buildProgram(): Command {
     .argument('[key]', 'a key or a unique prefix (4+ characters)')
     .option('--all', 'verify every received job')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
+    .option(
+      '--require-sandbox',
+      'reject receipts whose generator ran unconfined (--no-sandbox, or no record)',
+    )
+    .option('--commits <range>', 'the merge gate: check every commit in RANGE with a Genjob-Key trailer')
+    .option(
+      '--require-genjob <pathspec>',
+      'with --commits: fail commits touching PATHSPEC without a trailer; repeatable',
+      collect,
+    )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/verify.js')).verify({ ...o, key }), !!o.json);
@@ -161,6 +200,14 @@ export function buildProgram(): Command {
     .option('--dry-run', 'print what would change; write nothing')
     .option('--diff', 'with --dry-run: print a unified diff')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
+    .option(
+      '--require-sandbox',
+      'reject receipts whose generator ran unconfined (--no-sandbox, or no record)',
+    )
+    .option(
+      '--commit',
+      'then make one git commit per job holding exactly its outputs, with Genjob-* trailers',
+    )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/apply.js')).apply({ ...o, key }), !!o.json);
@@ -241,6 +288,36 @@ export function buildProgram(): Command {
     .action(async (name: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/trust-cli.js')).trustRemove(o, name), !!o.json);
+    });
+
+  // Receipts travel with the repository: push/pull refs/genjob/, the commit gate's hook.
+  common(program.command('push'))
+    .description('publish the material of received and applied jobs under refs/genjob/ on a git remote')
+    .argument('[remote]', "the git remote (default: the branch's remote, else origin)")
+    .option('--key <key>', 'push only this key (or unique prefix); repeatable', collect)
+    .action(async (remote: string | undefined, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/push.js')).push({ ...o, remote }), !!o.json);
+    });
+  common(program.command('pull'))
+    .description(
+      'fetch refs/genjob/ from a git remote and import what is new as received jobs (checked again by verify)',
+    )
+    .argument('[remote]', "the git remote (default: the branch's remote, else origin)")
+    .action(async (remote: string | undefined, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/pull.js')).pull({ ...o, remote }), !!o.json);
+    });
+  const hook = common(program.command('hook')).description('git hooks that run the merge gate');
+  common(hook.command('install'))
+    .description(
+      'write a pre-push hook (or --pre-merge-commit) running `genjob pull` and `genjob verify --commits`',
+    )
+    .option('--pre-merge-commit', 'install the pre-merge-commit hook instead of pre-push')
+    .option('--force', 'replace a hook genjob did not write')
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/hook.js')).hookInstall(o), !!o.json);
     });
 
   return program;

@@ -4,9 +4,12 @@
 import { applyJob, recoverInterruptedApplies } from '../apply/apply-job.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { UsageError } from '../core/errors.js';
 import { exists } from '../store/durable.js';
+import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
-import { verifyKey } from '../verify/verify-key.js';
+import { requireSandbox } from '../verify/require-sandbox.js';
+import { type Verified, verifyKey } from '../verify/verify-key.js';
 import { selectKeys } from './verify.js';
 
 export interface ApplyOptions extends CommonOptions {
@@ -15,9 +18,29 @@ export interface ApplyOptions extends CommonOptions {
   dryRun?: boolean;
   diff?: boolean;
   requireSignature?: boolean;
+  requireSandbox?: boolean;
+  /** One git commit per applied job holding exactly its outputs (src/git/commit-job.ts). */
+  commit?: boolean;
+}
+
+/** apply --commit: one commit holding exactly this job's verified outputs (src/git/commit-job.ts). */
+async function commitVerified(store: Store, v: Verified): Promise<{ commit?: string; line: string }> {
+  const { commitJob } = await import('../git/commit-job.js');
+  const c = await commitJob(store, {
+    key: v.job.key,
+    instruction: v.job.instruction,
+    receiptSha256: v.receiptSha256,
+    signer: v.signer,
+    outputs: v.receipt.outputs,
+  });
+  return c.status === 'committed'
+    ? { commit: c.commit, line: `  committed ${c.commit.slice(0, 12)}` }
+    : { line: '  nothing to commit: HEAD already holds these bytes' };
 }
 
 export async function apply(o: ApplyOptions): Promise<CommandResult> {
+  if (o.commit && o.dryRun)
+    throw new UsageError('EGJ_USAGE', '--commit writes a commit; it cannot go with --dry-run');
   const store = openStore(o);
   const recovered = o.dryRun ? [] : await recoverInterruptedApplies(store);
   const keys = selectKeys(store, o, 'received');
@@ -31,6 +54,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
       continue;
     }
     const v = await verifyKey(store, key, policy);
+    if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
     const outcome = await applyJob(
       {
         store,
@@ -42,7 +66,8 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
       },
       { dryRun: o.dryRun === true, diff: o.diff === true },
     );
-    results.push({ key, ...outcome });
+    const committed = o.commit && outcome.status !== 'dry-run' ? await commitVerified(store, v) : undefined;
+    results.push({ key, ...outcome, ...(committed ? { commit: committed.commit ?? null } : {}) });
     const files = outcome.writes.map((w) => `  ${w.before === null ? 'create' : 'update'} ${w.path}`);
     if (outcome.status === 'dry-run') {
       lines.push(`${key.slice(0, 12)} would write ${outcome.writes.length} file(s):`, ...files);
@@ -55,6 +80,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
         ...files,
       );
     }
+    if (committed) lines.push(committed.line);
   }
   if (keys.length === 0 && recovered.length === 0) lines.push('nothing to apply (no received jobs)');
   return { human: lines.join('\n'), json: { ok: true, recovered, results } };

@@ -1,7 +1,7 @@
 // genjob mint: turn an instruction and the paths it may touch into an immutable job in queue/.
-// Paths are checked (inside the root, regular files, no symlinks, not in .gen/ or .git/), hashed
+// Paths are checked (inside the root, regular files, no symlinks or hardlinks, not in .gen/ or .git/), hashed
 // by streaming, and scanned for secrets in the same read; the job file is published exclusively.
-import { lstatSync, readFileSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
@@ -18,6 +18,8 @@ export interface MintOptions extends CommonOptions {
   file?: string;
   create?: string[];
   allowSecret?: string[];
+  /** Ship inputs with a link count above 1 (refused by default, like symlinks). */
+  allowHardlinks?: boolean;
 }
 
 /** A user-typed path (relative to the working directory) as a contract path relative to the root. */
@@ -52,6 +54,24 @@ function checkAncestors(root: string, p: string, typed: string): void {
         `${typed}: ${dir} is a symlink; genjob never writes through links`,
       );
     if (!st.isDirectory()) throw new UsageError('EGJ_BAD_PATH', `${typed}: ${dir} is not a directory`);
+  }
+}
+
+/** The first bytes of a file (never through a symlink), or undefined when there is none to read. */
+function firstBytes(path: string): Uint8Array | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const buf = Buffer.alloc(8);
+    return buf.subarray(0, readSync(fd, buf, 0, buf.length, 0));
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
   }
 }
 
@@ -97,7 +117,7 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
 
   for (const { typed, path } of [...reads, ...creates]) {
     checkAncestors(root, path, typed);
-    const why = secretPathProblem(path);
+    const why = secretPathProblem(path, () => firstBytes(resolve(root, path)));
     if (why && !allowed.has(path)) throw secretError(typed, why);
   }
   const inputs: JobInput[] = [];
@@ -114,7 +134,7 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   const pending = [...reads];
   const workers = Array.from({ length: Math.min(8, pending.length) }, async () => {
     for (let next = pending.shift(); next; next = pending.shift())
-      inputs.push(await readInput(root, next, allowed));
+      inputs.push(await readInput(root, next, allowed, o.allowHardlinks === true));
   });
   await Promise.all(workers);
 
@@ -140,6 +160,7 @@ async function readInput(
   root: string,
   input: { typed: string; path: string },
   allowSecret: ReadonlySet<string>,
+  allowHardlinks: boolean,
 ): Promise<JobInput> {
   const abs = resolve(root, input.path);
   const st = lstatOrNull(abs);
@@ -151,6 +172,13 @@ async function readInput(
   if (st.isSymbolicLink())
     throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is a symlink; genjob only ships regular files`);
   if (!st.isFile()) throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is not a regular file`);
+  if (st.nlink > 1 && !allowHardlinks) {
+    // Another name for the same bytes, possibly outside the repository (a key file, another checkout).
+    throw new UsageError(
+      'EGJ_BAD_PATH',
+      `${input.typed}: has ${st.nlink} hard links; genjob only ships files with one name (pass --allow-hardlinks to ship it anyway)`,
+    );
+  }
   const scanner = allowSecret.has(input.path) ? undefined : createSecretScanner();
   const onChunk = scanner ? (c: Buffer) => scanner.push(c) : undefined;
   const { sha256 } =

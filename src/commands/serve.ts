@@ -2,15 +2,24 @@
 // stdin closes. Run by `work` (a local child, or over ssh). It keeps going after the worker
 // disappears mid-job (SIGHUP ignored, EPIPE tolerated) so a generation that started is finished
 // and cached, and the worker's next attempt fetches it instead of generating again.
+// The sandbox policy is serve's own: its flags and environment decide on this host.
+import { resolve } from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
 import type { Receipt } from '../core/receipt.js';
 import { defaultCacheDir, ResultCache } from '../remote/result-cache.js';
 import { serveSession } from '../remote/serve-session.js';
+import { sandboxPolicy } from '../sandbox/serve-policy.js';
 
 export interface ServeOptions {
   generator?: string;
   cacheDir?: string;
   signKey?: string;
+  generatorEnv?: string[];
+  generatorNetwork?: boolean;
+  generatorBind?: string[];
+  generatorBindRw?: string[];
+  /** commander's --no-sandbox: false when given. */
+  sandbox?: boolean;
 }
 
 export async function serve(o: ServeOptions): Promise<void> {
@@ -28,9 +37,15 @@ export async function serve(o: ServeOptions): Promise<void> {
     encodeReceipt = (r) => signReceipt(r, key, keyid);
   }
   const cache = new ResultCache(o.cacheDir ?? process.env.GENJOB_CACHE_DIR ?? defaultCacheDir());
+  const policy = sandboxPolicy(o, process.env, [
+    resolve(cache.dir),
+    resolve(cache.workDir),
+    ...(signKey ? [resolve(signKey)] : []),
+  ]);
   await serveSession(process.stdin, process.stdout, {
     cache,
     pinnedGenerator: o.generator ?? process.env.GENJOB_GENERATOR ?? null,
     encodeReceipt,
+    policy,
   });
 }

@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
+import { terminalText } from '../core/terminal-text.js';
 import { epochsOf, readAttempt } from '../store/attempts.js';
-import { readdirOrEmpty, readIfExists } from '../store/durable.js';
+import { peekRecord, readdirOrEmpty } from '../store/durable.js';
 import { findJob, resolveKey } from '../store/job-states.js';
 import { readJournal } from '../store/journal.js';
 import { readLease } from '../store/lease.js';
@@ -51,7 +52,7 @@ function usageRows(
     ...dead.filter((n) => n.startsWith(`${key}.receipt.`)).map((n) => `dead/${n}`),
   ];
   for (const source of sources) {
-    const bytes = readIfExists(store, join(store.layout.gen, source));
+    const bytes = peekRecord(store, join(store.layout.gen, source));
     if (bytes === undefined) continue;
     const loose = parseLoose(bytes) as Record<string, unknown>;
     const doc = (loose.payload ?? loose) as Record<string, unknown>;
@@ -105,7 +106,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   const doc = parseLoose(found?.bytes) as Record<string, unknown> | null;
   const job = found?.state === 'applied' ? (doc?.job as Record<string, unknown>) : doc;
   const attempts = attemptRows(store, key);
-  const receipt = parseLoose(readIfExists(store, store.layout.receipt(key)));
+  const receipt = parseLoose(peekRecord(store, store.layout.receipt(key)));
   const dead = readdirOrEmpty(store, store.layout.dir('dead')).filter(
     (n) => n.startsWith(key) && !n.endsWith('.why.json'),
   );
@@ -134,7 +135,8 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     '',
     'journal:',
     ...events.map(
-      (e) => `  ${e.at} ${e.event}${e.reason ? `: ${e.reason}` : ''}${e.epoch ? ` (epoch ${e.epoch})` : ''}`,
+      (e) =>
+        `  ${e.at} ${e.event}${e.reason ? `: ${terminalText(String(e.reason))}` : ''}${e.epoch ? ` (epoch ${e.epoch})` : ''}`,
     ),
   );
   return {

@@ -5,9 +5,10 @@ import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { currentEpoch, readAttempt } from '../store/attempts.js';
-import { readdirOrEmpty, readIfExists } from '../store/durable.js';
+import { peekRecord, readdirOrEmpty } from '../store/durable.js';
 import { FLOW, keysIn } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
+import { openBatches, spendByMode, spendLines } from './status-spend.js';
 
 interface Row {
   key: string;
@@ -37,7 +38,7 @@ export function receiptSummary(bytes: Buffer | undefined): {
 }
 
 function instructionOf(store: Store, state: string, key: string): string {
-  const bytes = readIfExists(store, store.layout.jobFile(state as never, key));
+  const bytes = peekRecord(store, store.layout.jobFile(state as never, key));
   if (!bytes) return '';
   try {
     const doc = JSON.parse(bytes.toString('utf8'));
@@ -75,7 +76,7 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
     counts[state] = keys.length;
     for (const key of keys) {
       seen.add(key);
-      const receiptBytes = readIfExists(store, store.layout.receipt(key));
+      const receiptBytes = peekRecord(store, store.layout.receipt(key));
       const newest = currentEpoch(store, key);
       const epoch = receiptBytes ? peekEpoch(receiptBytes) || newest : newest;
       rows.push({
@@ -94,11 +95,14 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
   ).length;
   const usage = { prompt_tokens: 0, completion_tokens: 0, requests: 0 };
   for (const key of keysIn(store, 'received').concat(keysIn(store, 'applied'))) {
-    const u = receiptSummary(readIfExists(store, store.layout.receipt(key))).usage;
+    const u = receiptSummary(peekRecord(store, store.layout.receipt(key))).usage;
     if (u)
       for (const f of ['prompt_tokens', 'completion_tokens', 'requests'] as const)
         usage[f] += Number(u[f]) || 0;
   }
+  // spend by mode (interactive / batch) and open provider batches
+  const spend = spendByMode(store, keysIn(store, 'received').concat(keysIn(store, 'applied')));
+  const batches = openBatches(store);
   const order = ['queue', 'running', 'received', 'applied'];
   rows.sort((a, b) => order.indexOf(a.state) - order.indexOf(b.state) || a.key.localeCompare(b.key));
   const lines = [
@@ -109,6 +113,11 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
       `tokens: ${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion in ${usage.requests} request(s)`,
     );
   }
+  lines.push(...spendLines(spend));
+  for (const b of batches)
+    lines.push(
+      `batch ${b.batch_id ?? '(not yet created)'}: ${b.jobs} job(s), ${b.provider_status ?? b.state} (run ${b.run})`,
+    );
   if (rows.length > 0) {
     lines.push('', 'KEY           STATE     EPOCH  AGE   RECEIPT   HOST          INSTRUCTION');
     for (const r of rows) {
@@ -117,5 +126,5 @@ export async function status(o: CommonOptions): Promise<CommandResult> {
       );
     }
   }
-  return { human: lines.join('\n'), json: { ok: true, counts, usage, jobs: rows } };
+  return { human: lines.join('\n'), json: { ok: true, counts, usage, spend, batches, jobs: rows } };
 }

@@ -7,12 +7,17 @@ import { UsageError } from '../core/errors.js';
 import { keysIn, resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
+import { requireSandbox } from '../verify/require-sandbox.js';
 import { verifyKey } from '../verify/verify-key.js';
 
 export interface VerifyOptions extends CommonOptions {
   key?: string;
   all?: boolean;
   requireSignature?: boolean;
+  requireSandbox?: boolean;
+  /** The merge gate: check the generated commits of this range (src/commands/verify-commits.ts). */
+  commits?: string;
+  requireGenjob?: string[];
 }
 
 /** The keys a verify/apply invocation names: one key (or prefix), or --all of a state. */
@@ -25,12 +30,17 @@ export function selectKeys(store: Store, o: { key?: string; all?: boolean }, all
 }
 
 export async function verify(o: VerifyOptions): Promise<CommandResult> {
+  if (o.requireGenjob && o.commits === undefined)
+    throw new UsageError('EGJ_USAGE', '--require-genjob goes with --commits RANGE');
+  if (o.commits !== undefined)
+    return (await import('./verify-commits.js')).verifyCommits({ ...o, commits: o.commits });
   const store = openStore(o);
   const keys = selectKeys(store, o, 'received');
   const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });
   const verified = [];
   for (const key of keys) {
     const v = await verifyKey(store, key, policy);
+    if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
     verified.push({
       key,
       outputs: v.receipt.outputs.length,

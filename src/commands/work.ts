@@ -9,6 +9,9 @@ import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import { terminalStream, terminalText } from '../core/terminal-text.js';
+import { requireBwrap } from '../sandbox/bwrap-probe.js';
+import { serveArgsOf } from '../sandbox/serve-policy.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { localLauncher } from '../transport/local-launcher.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
@@ -38,6 +41,16 @@ export interface WorkCliOptions extends CommonOptions {
   quiet?: boolean;
   retryAborted?: boolean;
   grace?: number;
+  generatorEnv?: string[];
+  generatorNetwork?: boolean;
+  generatorBind?: string[];
+  generatorBindRw?: string[];
+  /** commander's --no-sandbox: false when given. */
+  sandbox?: boolean;
+  batch?: boolean;
+  batchPoll?: boolean;
+  batchSize?: number;
+  batchPollInterval?: number;
 }
 
 /** The ssh launcher for one `--host [N/][user@]host`, with the run's ssh settings. */
@@ -97,6 +110,12 @@ async function makePool(o: WorkCliOptions, genDir: string): Promise<Pool> {
   return new Pool(hosts, Math.round((o.inDoubtAfter ?? DEFAULT_IN_DOUBT_AFTER_S) * 1000));
 }
 
+/** The generator's live stderr, relayed to our terminal with its control characters escaped. */
+function relayEscaped(): (c: Buffer) => void {
+  const inert = terminalStream();
+  return (c) => process.stderr.write(inert(c));
+}
+
 function describe(o: JobOutcome, ms: number): string {
   const k = o.key.slice(0, 12);
   const t = `${(ms / 1000).toFixed(1)} s`;
@@ -115,9 +134,21 @@ function describe(o: JobOutcome, ms: number): string {
 }
 
 export async function work(o: WorkCliOptions): Promise<CommandResult> {
+  // batch generation: submitting to and polling a provider's batch endpoint (see work-batch.ts)
+  if (o.batch || o.batchPoll) return (await import('./work-batch.js')).workBatch(o);
   const modes = [o.once, o.drain, o.watch].filter(Boolean).length;
   if (modes !== 1) throw new UsageError('EGJ_USAGE', 'choose exactly one of --once, --drain or --watch');
   const store = openStore(o);
+  // the sandbox flags travel to serve as arguments; a local serve is checked here, before any claim
+  const serveArgs = serveArgsOf(o);
+  if (
+    !o.host?.length &&
+    !o.launch?.length &&
+    o.sandbox !== false &&
+    o.generator &&
+    !o.generator.startsWith('builtin:')
+  )
+    await requireBwrap('genjob work');
   const pool = await makePool(o, store.layout.gen);
   const policy = loadTrustPolicy(store.root);
   const tty = process.stderr.isTTY === true && !o.quiet;
@@ -134,6 +165,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   process.on('SIGINT', onInt);
   process.on('SIGTERM', onTerm);
   let done = 0;
+  // --watch also polls open batches (work --batch), whose answers then count against --max-tokens
+  const batches = mode === 'watch' ? await startBatchWatch(o, store) : undefined;
   try {
     // every host is reached and asked about the generator before the first claim: a usage or
     // configuration error is exit 2 with nothing claimed, not an attempt spent
@@ -149,6 +182,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       generator: o.generator ?? null,
       timeoutMs: Math.round(o.timeout * 1000),
       retryAborted: o.retryAborted === true,
+      serveArgs,
       leaseTtlS: o.leaseTtl,
       maxAttempts: o.maxAttempts,
       decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
@@ -156,7 +190,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       ...(mode === 'watch' ? { graceMs: Math.round((o.grace ?? 30) * 1000) } : {}),
       ...(watcher ? { waitForWork: watcher.next } : {}),
       ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
-      ...(tty ? { relayStderr: (c: Buffer) => process.stderr.write(c) } : {}),
+      ...(batches ? { extraTokens: batches.tokens } : {}),
+      ...(tty ? { relayStderr: relayEscaped() } : {}),
       onStart: (key, destination) => {
         if (tty) process.stderr.write(`genjob: ${key.slice(0, 12)} working on ${destination}\n`);
       },
@@ -167,7 +202,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       },
       onOutcome: (outcome, ms) => {
         done += 1;
-        if (!o.quiet) process.stderr.write(`genjob: [${done}] ${describe(outcome, ms)}\n`);
+        if (!o.quiet) process.stderr.write(`genjob: [${done}] ${terminalText(describe(outcome, ms))}\n`);
       },
     });
     const { outcomes } = summary;
@@ -221,7 +256,26 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   } finally {
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
+    await batches?.stop();
     await watcher?.close();
     await Promise.all(pool.hosts.map((h) => h.launcher.close()));
   }
+}
+
+async function startBatchWatch(o: WorkCliOptions, store: ReturnType<typeof openStore>) {
+  const { watchBatches } = await import('../worker/batch-watch.js');
+  const { batchContext } = await import('./work-batch.js');
+  const say = (line: string) => {
+    if (!o.quiet) process.stderr.write(`genjob: ${line}\n`);
+  };
+  return watchBatches(
+    store,
+    () => batchContext(store, o),
+    Math.round((o.batchPollInterval ?? 60) * 1000),
+    (s) => {
+      for (const x of s.outcomes) say(`${x.key.slice(0, 12)} ${x.outcome} from a batch`);
+      for (const p of s.problems) say(p);
+    },
+    (err) => say(`polling batches failed: ${err.message}`),
+  );
 }

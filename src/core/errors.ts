@@ -66,6 +66,51 @@ export function errnoOf(err: unknown): string | undefined {
     : undefined;
 }
 
+/** No usable sandbox for a generator (bwrap missing or unable to start) and no --no-sandbox. */
+export class SandboxUnavailableError extends GenjobError {
+  readonly code = 'EGJ_SANDBOX_UNAVAILABLE';
+  readonly exitCode = EXIT.USAGE;
+  constructor(where: string, why: string) {
+    super(
+      `${where}: ${why}; install the Debian package bubblewrap (apt-get install bubblewrap), or pass --no-sandbox to run generators unconfined`,
+    );
+  }
+}
+
+/** A git command genjob ran failed (exit 2: a missing remote, no repository, an unreachable host). */
+export class GitFailedError extends GenjobError {
+  readonly code = 'EGJ_GIT';
+  readonly exitCode = EXIT.USAGE;
+  constructor(
+    readonly args: readonly string[],
+    readonly status: number,
+    stderr: string,
+    options?: ErrorOptions,
+  ) {
+    const last = stderr.trim().split('\n').filter(Boolean).slice(-3).join(' | ');
+    super(`git ${args.slice(0, 2).join(' ')} failed (exit ${status}): ${last || 'no message'}`, options);
+  }
+}
+
+/** A file where genjob keeps a record (queue/, running/, receipts/, leases/, …) is not a readable regular file. */
+export class RecordUnreadableError extends UsageError {
+  constructor(
+    readonly file: string,
+    rule: string,
+  ) {
+    super('EGJ_RECORD_UNREADABLE', `${file}: ${rule}; a record must be a regular file`);
+  }
+  override details(): Record<string, unknown> {
+    return { file: this.file };
+  }
+}
+
+/** The provider's batch API failed or answered unexpectedly (exit 3); the outbox keeps the step for the next run. */
+export class BatchApiError extends GenjobError {
+  readonly code = 'EGJ_BATCH_API';
+  readonly exitCode = EXIT.REJECTED;
+}
+
 /** A generator host could not be reached (connect, hello) in the middle of a run: recorded, never an exit status. */
 export class HostDownError extends GenjobError {
   readonly code = 'EGJ_HOST_DOWN';

@@ -1,13 +1,35 @@
 // The one rule for a path inside a job's contract: relative, '/'-separated, normalised.
 // Everything that names a file — mint arguments, bundle entries, receipt outputs, apply
-// targets — goes through pathProblem(), so there is exactly one definition of "inside".
+// targets — goes through pathProblem(), so there is exactly one definition of "inside". No component
+// may be .git or .gen under any spelling a filesystem folds to them (git's own verify_path rules).
 
 export const MAX_PATH_BYTES = 1024;
 export const MAX_COMPONENT_BYTES = 255;
 export const MAX_DEPTH = 32;
 
-/** Top-level directories that belong to genjob or git and never appear in a contract. */
-export const RESERVED_TOP = new Set(['.gen', '.git']);
+/** Directory names that belong to git or genjob and never appear as a component of a contract path. */
+export const RESERVED_NAMES = ['.git', '.gen'] as const;
+
+// Code points HFS+ ignores when it compares names (git's utf8.c next_hfs_char): '.g\u200cit' is '.git' there.
+const HFS_IGNORABLE = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/gu;
+// NTFS drops trailing dots and spaces, reads '::$INDEX_ALLOCATION' streams and knows the 8.3 alias
+// 'GIT~1' (git's path.c is_ntfs_dotgit); the same holds for '.gen' and 'GEN~1'.
+const NTFS_ALIAS = /^(?:\.(git|gen)|(git|gen)~1)[. ]*(?::.*)?$/;
+
+/** Which reserved directory `part` names on some filesystem git protects against, or null. */
+export function reservedAlias(part: string): string | null {
+  const folded = part.normalize('NFC').replace(HFS_IGNORABLE, '').toLowerCase();
+  const m = NTFS_ALIAS.exec(folded);
+  return m === null ? null : `.${m[1] ?? m[2]}`;
+}
+
+/** `s` with everything outside printable ASCII written as \uXXXX, for a message. */
+function shown(s: string): string {
+  return JSON.stringify(s).replace(
+    /[^\x20-\x7e]/gu,
+    (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`,
+  );
+}
 
 /** Why `p` is not a valid contract path, or null when it is. */
 export function pathProblem(p: unknown): string | null {
@@ -27,8 +49,13 @@ export function pathProblem(p: unknown): string | null {
     if (part === '.' || part === '..') return `path has a '${part}' component`;
     if (Buffer.byteLength(part) > MAX_COMPONENT_BYTES)
       return `a component is longer than ${MAX_COMPONENT_BYTES} bytes`;
+    const reserved = reservedAlias(part);
+    if (reserved !== null) {
+      return part === reserved
+        ? `path is inside ${reserved}/`
+        : `path is inside ${reserved}/ (component ${shown(part)} is ${reserved} after case folding, HFS+ or NTFS aliasing)`;
+    }
   }
-  if (RESERVED_TOP.has(parts[0]!)) return `path is inside ${parts[0]}/`;
   return null;
 }
 

@@ -26,6 +26,10 @@ export const ReceiptSchema = z.strictObject({
   /** True when the host answered from its result cache instead of generating again. */
   cached: z.boolean(),
   usage: z.strictObject({ prompt_tokens: nat, completion_tokens: nat, requests: nat }).optional(),
+  /** How the generator ran: bwrap (confined), none (--no-sandbox), builtin (no generator code ran). Absent: unconfined. */
+  sandbox: z.strictObject({ kind: z.enum(['bwrap', 'none', 'builtin']), network: z.boolean() }).optional(),
+  /** The provider batch that answered this attempt (`work --batch`); absent for an interactive one. */
+  batch: text.optional(),
 });
 
 export type Receipt = z.infer<typeof ReceiptSchema>;

@@ -6,13 +6,20 @@
 import { StringDecoder } from 'node:string_decoder';
 import { UsageError } from './errors.js';
 
-/** Template files that conventionally hold no secrets and are committed on purpose. */
-const ENV_TEMPLATES = new Set(['.env.example', '.env.sample', '.env.template', '.env.dist', '.env.defaults']);
+/** Template suffixes: `.env.example`, `.env.local.example`, … conventionally hold no secrets. */
+const ENV_TEMPLATE_SUFFIXES = ['.example', '.sample', '.template', '.dist', '.defaults'];
+const isEnvTemplate = (b: string) => ENV_TEMPLATE_SUFFIXES.some((s) => b.endsWith(s));
 
 interface PathRule {
   rule: string;
   why: string;
-  test: (base: string, parts: readonly string[]) => boolean;
+  /** `head` gives the file's first bytes, when there is a file, for a rule that a format can clear. */
+  test: (base: string, parts: readonly string[], head: () => Uint8Array | undefined) => boolean;
+}
+
+/** A zip archive (a Keynote .key document is one): its first bytes are 'PK\x03\x04'. */
+function isZip(head: Uint8Array | undefined): boolean {
+  return head !== undefined && head[0] === 0x50 && head[1] === 0x4b && head[2] === 0x03 && head[3] === 0x04;
 }
 
 const BASENAMES = new Set([
@@ -36,17 +43,24 @@ const PATH_RULES: readonly PathRule[] = [
   {
     rule: 'env-file',
     why: 'a .env file holds environment secrets',
-    test: (b) => (b === '.env' || b.startsWith('.env.')) && !ENV_TEMPLATES.has(b),
+    test: (b) => (b === '.env' || b === '.envrc' || b.startsWith('.env.')) && !isEnvTemplate(b),
   },
   {
     rule: 'key-file',
     why: `a ${KEY_EXTENSIONS.join('/')} file holds a private key or certificate`,
-    test: (b) => KEY_EXTENSIONS.some((ext) => b.endsWith(ext) && b.length > ext.length),
+    test: (b, _p, head) =>
+      KEY_EXTENSIONS.some((ext) => b.endsWith(ext) && b.length > ext.length) &&
+      !(b.endsWith('.key') && isZip(head())), // a Keynote document is a zip, not a key
   },
   {
     rule: 'ssh-private-key',
-    why: 'an id_* file is a private ssh key',
-    test: (b) => /^id_[a-z0-9_]+$/.test(b),
+    why: 'an id_<type> file is a private ssh key',
+    test: (b) => /^id_(?:rsa|dsa|ecdsa|ed25519|ecdsa_sk|ed25519_sk|xmss)(?:[_-][a-z0-9_-]+)?$/.test(b),
+  },
+  {
+    rule: 'terraform-state',
+    why: 'Terraform state holds every secret of its resources in plain text',
+    test: (b) => b.endsWith('.tfstate') || b.endsWith('.tfstate.backup'),
   },
   {
     rule: 'credential-dir',
@@ -68,15 +82,21 @@ const PATH_RULES: readonly PathRule[] = [
   },
 ];
 
-/** Why `path` must not be shipped (naming the rule), or null. `path` is '/'-separated. */
-export function secretPathProblem(path: string): string | null {
+/**
+ * Why `path` must not be shipped (naming the rule), or null. `path` is '/'-separated; `head`, when
+ * the file exists, returns its first bytes (a .key file that is a zip is a Keynote document).
+ */
+export function secretPathProblem(
+  path: string,
+  head: () => Uint8Array | undefined = () => undefined,
+): string | null {
   const parts = path
     .toLowerCase()
     .split('/')
     .filter((p) => p !== '');
   const base = parts[parts.length - 1];
   if (base === undefined) return null;
-  for (const r of PATH_RULES) if (r.test(base, parts)) return `${r.why} (rule ${r.rule})`;
+  for (const r of PATH_RULES) if (r.test(base, parts, head)) return `${r.why} (rule ${r.rule})`;
   return null;
 }
 
@@ -88,9 +108,28 @@ interface TextRule {
 }
 
 // Quantifiers are bounded where the pattern could otherwise run long: detection needs a prefix only.
+const PEM_BEGIN = /-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----/;
+// A key's body: base64 right after the BEGIN line (in JSON, after a literal \n), or an encrypted PEM's headers.
+const PEM_INLINE_BODY = /PRIVATE KEY(?: BLOCK)?-----(?:\\n|\s)*(?:[A-Za-z0-9+/]{40}|Proc-Type:)/;
+const PEM_BODY_LINE = /^[\s"'`]*(?:[A-Za-z0-9+/]{40,}={0,2}|Proc-Type:)/;
+
+/** A base64 run that decodes to a PEM private key header (a Kubernetes Secret's `tls.key: LS0t…`). */
+function isBase64Pem(m: string): boolean {
+  const head = m.slice(0, 120);
+  return PEM_BEGIN.test(
+    Buffer.from(head.slice(0, head.length - (head.length % 4)), 'base64').toString('latin1'),
+  );
+}
+
+/** Fewer than 6 distinct characters in the 16 after the prefix: a placeholder such as AKIAXXXXXXXXXXXXXXXX. */
+const isPlaceholderAwsId = (m: string) => m.includes('EXAMPLE') || new Set(m.slice(4)).size < 6;
+
 const TEXT_RULES: readonly TextRule[] = [
-  { rule: 'private-key', re: /-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----/ },
-  { rule: 'aws-access-key-id', re: /\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/, ignore: (m) => m.endsWith('EXAMPLE') },
+  // confirmed by its body (same line or the next, see the scanner), so code and docs quoting it pass
+  { rule: 'private-key', re: PEM_BEGIN },
+  { rule: 'private-key', re: /LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}/, ignore: (m) => !isBase64Pem(m) },
+  // AWS key ids are base32: A-Z and 2-7
+  { rule: 'aws-access-key-id', re: /\b(?:AKIA|ASIA)[A-Z2-7]{16}\b/, ignore: isPlaceholderAwsId },
   {
     rule: 'github-token',
     re: /\b(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})(?![A-Za-z0-9_])/,
@@ -102,10 +141,11 @@ const TEXT_RULES: readonly TextRule[] = [
     re: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{8,200}T3BlbkFJ[A-Za-z0-9_-]{8,}/,
   },
   { rule: 'anthropic-api-key', re: /\bsk-ant-(?:api|admin)\d\d-[A-Za-z0-9_-]{80,}/ },
-  // Bare sk-<32+ alnum> (legacy OpenAI and compatible endpoints): must mix letters and digits.
+  // Bare sk-<32+ alnum> (legacy OpenAI and compatible endpoints): must mix letters and digits, and not
+  // be a URL path segment (/guides/sk-<hex>) or part of a longer dotted or hyphenated name.
   {
     rule: 'api-secret-key',
-    re: /\bsk-(?=[A-Za-z0-9]{0,200}\d)(?=[A-Za-z0-9]{0,200}[A-Za-z])[A-Za-z0-9]{32,}(?![A-Za-z0-9_-])/,
+    re: /(?<![\w/.-])sk-(?=[A-Za-z0-9]{0,200}\d)(?=[A-Za-z0-9]{0,200}[A-Za-z])[A-Za-z0-9]{32,}(?![A-Za-z0-9_-])/,
   },
   { rule: 'google-api-key', re: /\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])/ },
   { rule: 'stripe-live-key', re: /\b(?:sk|rk)_live_[0-9A-Za-z]{24,}/ },
@@ -122,7 +162,8 @@ export interface SecretFinding {
 }
 
 /** Every rule's literal anchor: one cheap pass rules out most lines before the rules run. */
-const ANCHORS = /PRIVATE KEY|AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[baprs]-|sk-|AIza|_live_|npm_|hf_/;
+const ANCHORS =
+  /PRIVATE KEY|LS0tLS1CRUdJTi|AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|xox[baprs]-|sk-|AIza|_live_|npm_|hf_/;
 
 /** Rules that match somewhere in one line (each at most once). */
 function scanLine(text: string): string[] {
@@ -149,25 +190,78 @@ export interface SecretScanner {
   end(): { findings: SecretFinding[]; binary: boolean };
 }
 
+/** 'utf16le' / 'utf16be' for text with a UTF-16 byte-order mark, or ASCII-range UTF-16LE without one. */
+function utf16Of(head: Uint8Array): 'utf16le' | 'utf16be' | null {
+  if (head[0] === 0xff && head[1] === 0xfe) return 'utf16le';
+  if (head[0] === 0xfe && head[1] === 0xff) return 'utf16be';
+  const n = Math.min(head.length, BINARY_SNIFF_BYTES) & ~1;
+  if (n < 16) return null;
+  let oddZero = 0;
+  let evenZero = 0;
+  for (let i = 0; i < n; i += 2) {
+    if (head[i] === 0) evenZero++;
+    if (head[i + 1] === 0) oddZero++;
+  }
+  return oddZero >= 0.9 * (n / 2) && evenZero === 0 ? 'utf16le' : null;
+}
+
+/** A UTF-16BE decoder: swaps each byte pair (carrying an odd byte over) and decodes as UTF-16LE. */
+function utf16beDecoder(): { write(b: Buffer): string; end(): string } {
+  const le = new StringDecoder('utf16le');
+  let carry: number | undefined;
+  return {
+    write(b) {
+      const bytes = carry === undefined ? b : Buffer.concat([Buffer.of(carry), b]);
+      const even = bytes.length & ~1;
+      carry = even < bytes.length ? bytes[even] : undefined;
+      const swapped = Buffer.from(bytes.subarray(0, even));
+      swapped.swap16();
+      return le.write(swapped);
+    },
+    end: () => le.end(),
+  };
+}
+
 /**
  * A streaming scanner: memory stays bounded (one window of MAX_LINE_CHARS) whatever the file size,
- * a line split across chunks is seen whole, and content with a NUL in its first 8000 bytes is
- * treated as binary and skipped (no text rule can be meant for it).
+ * a line split across chunks is seen whole, UTF-16 text (a BOM, or ASCII-range UTF-16LE) is decoded
+ * as such, and other content with a NUL in its first 8000 bytes is treated as binary and skipped. A
+ * PEM BEGIN line counts only when a key body follows it (same line or the next), so code and docs
+ * that merely quote the line pass.
  */
 export function createSecretScanner(): SecretScanner {
-  const decoder = new StringDecoder('utf8');
+  let decoder: { write(b: Buffer): string; end(): string } = new StringDecoder('utf8');
   const findings: SecretFinding[] = [];
   let pending = '';
   let line = 1;
   let sniffed = 0;
   let binary = false;
   let reported = new Set<string>(); // rules already reported for the current line
+  let pemCandidate: number | null = null; // line of a BEGIN … PRIVATE KEY line awaiting its body
+
+  const add = (at: number, rule: string) => {
+    if (findings.length < MAX_FINDINGS) findings.push({ line: at, rule });
+  };
 
   const record = (text: string) => {
+    if (pemCandidate !== null && pemCandidate < line) {
+      // PGP armor (and encrypted PEM) may put "Key: value" headers and a blank line before the body
+      const header = text.trim() === '' || /^[A-Za-z][A-Za-z-]*: /.test(text);
+      if (PEM_BODY_LINE.test(text)) {
+        add(pemCandidate, 'private-key');
+        pemCandidate = null;
+      } else if (!header || line - pemCandidate > 8) pemCandidate = null;
+    }
     for (const rule of scanLine(text)) {
-      if (reported.has(rule) || findings.length >= MAX_FINDINGS) continue;
+      if (reported.has(rule)) continue;
+      if (rule === 'private-key' && PEM_BEGIN.test(text) && !PEM_INLINE_BODY.test(text)) {
+        if (!/LS0tLS1CRUdJTi/.test(text)) {
+          pemCandidate ??= line;
+          continue;
+        }
+      }
       reported.add(rule);
-      findings.push({ line, rule });
+      add(line, rule);
     }
   };
 
@@ -192,6 +286,12 @@ export function createSecretScanner(): SecretScanner {
   return {
     push(chunk) {
       if (binary) return;
+      if (typeof chunk !== 'string' && sniffed === 0 && chunk.length >= 2) {
+        const utf16 = utf16Of(chunk);
+        if (utf16 === 'utf16le') decoder = new StringDecoder('utf16le');
+        if (utf16 === 'utf16be') decoder = utf16beDecoder();
+        if (utf16 !== null) sniffed = BINARY_SNIFF_BYTES; // its NULs are text
+      }
       if (sniffed < BINARY_SNIFF_BYTES) {
         const head =
           typeof chunk === 'string'

@@ -1,9 +1,10 @@
 // One generation: run the generator in the workspace, diff the workspace against the bundle,
 // and build the cache entry (result.json + files/<path>) in `built`. The outcome is ok,
 // rejected (a change outside the contract) or aborted (the generator failed or timed out).
-import { mkdir, rename, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Job } from '../core/job.js';
+import { recordOf, type SandboxPolicy } from '../sandbox/policy.js';
 import type { CachedResult } from './result-cache.js';
 import { runGenerator } from './run-generator.js';
 import { diffWorkspace, type KnownFiles } from './workspace-diff.js';
@@ -18,8 +19,20 @@ export interface GenerateInput {
   scratch: string;
   built: string;
   timeoutMs: number;
+  /** How the host confines generator commands. */
+  policy: SandboxPolicy;
   /** The extracted files with their stat, so the diff skips hashing those left untouched. */
   known?: KnownFiles;
+  /** Stands in for the built-in generator's run, e.g. an answer already returned by a batch. */
+  builtin?: () => Promise<BuiltinOutcome>;
+}
+
+/** What a built-in generator reports: the same fields for a live request and for a batch line. */
+export interface BuiltinOutcome {
+  status: CachedResult['status'];
+  reason: string | null;
+  usage: CachedResult['usage'];
+  version: string | null;
 }
 
 export async function generate(g: GenerateInput): Promise<CachedResult> {
@@ -32,18 +45,24 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
   let reason: string | null = null;
   let usage: CachedResult['usage'];
   let ms: number;
+  let sandbox: CachedResult['sandbox'];
 
   if (g.generator.startsWith(BUILTIN_PREFIX)) {
-    const builtin = await runBuiltin(g);
+    const builtin = g.builtin ? await g.builtin() : await runBuiltin(g);
     ({ status, reason, usage } = builtin);
     base.generator.version = builtin.version;
     ms = Date.now() - startedAt.getTime();
+    sandbox = { kind: 'builtin', network: true }; // no generator code runs; serve makes the call
   } else {
+    sandbox = recordOf(g.policy);
     const run = await runGenerator({
       command: g.generator,
       workspace: g.ws,
       timeoutMs: g.timeoutMs,
       usageFile: join(g.scratch, 'usage.json'),
+      scratch: g.scratch,
+      readOnly: [join(g.scratch, 'job.json'), join(g.scratch, 'extracted.fence')],
+      policy: g.policy,
       env: {
         GENJOB_INSTRUCTION: g.job.instruction,
         GENJOB_KEY: g.job.key,
@@ -78,13 +97,14 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
   for (const o of outputs) {
     const to = join(g.built, 'files', o.path);
     await mkdir(dirname(to), { recursive: true });
-    await rename(join(g.ws, o.path), to);
+    await moveFile(join(g.ws, o.path), to);
   }
   const result: CachedResult = {
     ...base,
     status,
     reason: reason === null ? null : reason.slice(0, 8000),
     outputs,
+    sandbox,
     timings: { started_at: startedAt.toISOString(), finished_at: new Date().toISOString(), generate_ms: ms },
     ...(usage ? { usage } : {}),
   };
@@ -92,7 +112,7 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
   return result;
 }
 
-async function runBuiltin(g: GenerateInput) {
+async function runBuiltin(g: GenerateInput): Promise<BuiltinOutcome> {
   const { OPENAI_GENERATOR_NAME, runOpenAiGenerator } = await import('./generators/openai.js');
   if (g.generator !== OPENAI_GENERATOR_NAME) {
     return {
@@ -112,4 +132,14 @@ async function runBuiltin(g: GenerateInput) {
     timeoutMs: g.timeoutMs,
     rawAnswerDir,
   });
+}
+
+/** The workspace lies outside the cache, possibly on another filesystem: rename, else copy. */
+async function moveFile(from: string, to: string): Promise<void> {
+  try {
+    await rename(from, to);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+    await copyFile(from, to);
+  }
 }

@@ -1,13 +1,20 @@
 // The generator host's result cache: one entry per (key, generator, job digest) under
 // $XDG_CACHE_HOME/genjob (default ~/.cache/genjob). A redelivered job — a retry, a reaped
 // lease, a second worker — is answered from here, so the generator runs once per key per host.
-// An entry is built in tmp/ and renamed into results/ whole; a per-entry lock makes racing
-// deliveries wait for the first generation instead of starting a second one.
+// An entry is built outside the cache and renamed into results/ whole, sealed with a MAC that only
+// serve can make (cache-mac.ts); an entry that fails its MAC or its file hashes is set aside in
+// quarantine/ and never served. Workspaces live in a sibling directory (<cache>-work), never inside.
+// Outbox rule: started/<name>.json is written before a generation starts and removed once its
+// entry is in place, so a generation that died mid-way is seen as in doubt, not silently re-run.
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, mkdtemp, open, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
+import type { SandboxRecord } from '../sandbox/policy.js';
+import { hashFile } from '../store/hash-file.js';
+import { entryMac, loadCacheSecret, macMatches } from './cache-mac.js';
 import type { Output } from './workspace-diff.js';
 
 export interface CachedResult {
@@ -17,7 +24,14 @@ export interface CachedResult {
   outputs: Output[];
   generator: { command: string; version: string | null };
   timings: { started_at: string; finished_at: string; generate_ms: number };
+  /** How the generator was confined; absent in entries made before the sandbox (unconfined). */
+  sandbox?: SandboxRecord;
   usage?: { prompt_tokens: number; completion_tokens: number; requests: number };
+}
+
+export interface StartedRecord {
+  pid: number;
+  started_at: string;
 }
 
 export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -25,12 +39,30 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(base, 'genjob');
 }
 
+const MAC_FILE = 'mac';
+
 export class ResultCache {
-  constructor(readonly dir: string) {}
+  /** Where per-run scratch directories (workspace, job file) and entries being built live. */
+  readonly workDir: string;
+  private secret: Buffer | undefined;
+
+  constructor(
+    readonly dir: string,
+    workDir?: string,
+  ) {
+    this.workDir = workDir ?? `${dir.replace(/\/+$/, '')}-work`;
+  }
 
   async init(): Promise<void> {
-    for (const d of ['results', 'tmp', 'work', 'locks'])
+    for (const d of ['results', 'tmp', 'locks', 'started', 'quarantine'])
       await mkdir(join(this.dir, d), { recursive: true, mode: 0o700 });
+    await mkdir(this.workDir, { recursive: true, mode: 0o700 });
+    this.secret = await loadCacheSecret(this.dir);
+  }
+
+  private key(): Buffer {
+    if (!this.secret) throw new Error('result cache used before init()');
+    return this.secret;
   }
 
   entryName(key: string, generator: string, jobDigest: string): string {
@@ -42,24 +74,65 @@ export class ResultCache {
     return join(this.dir, 'results', name);
   }
 
+  /** The entry, when it exists and is intact (MAC and every file's hash); a damaged one is quarantined. */
   async read(name: string): Promise<CachedResult | undefined> {
+    const dir = this.entryDir(name);
+    let bytes: Buffer;
     try {
-      return JSON.parse(await readFile(join(this.entryDir(name), 'result.json'), 'utf8')) as CachedResult;
-    } catch {
-      return undefined;
+      bytes = await readFile(join(dir, 'result.json'), { flag: constants.O_RDONLY | constants.O_NOFOLLOW });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      return this.quarantine(name, `result.json unreadable (${(err as Error).message})`);
     }
+    const mac = await readFile(join(dir, MAC_FILE), 'utf8').catch(() => '');
+    if (!macMatches(this.key(), name, bytes, mac))
+      return this.quarantine(name, 'its MAC does not match: changed by something other than serve');
+    const result = JSON.parse(bytes.toString('utf8')) as CachedResult;
+    for (const o of result.outputs) {
+      const got = await hashFile(join(dir, 'files', o.path)).catch(() => undefined);
+      if (got?.sha256 !== o.sha256 || got.bytes !== o.bytes)
+        return this.quarantine(name, `output ${JSON.stringify(o.path)} does not hash to its recorded sha256`);
+    }
+    return result;
   }
 
-  /** A fresh private directory for one attempt (workspace, job file, raw answers). */
+  private async quarantine(name: string, why: string): Promise<undefined> {
+    const aside = join(this.dir, 'quarantine', `${name}-${Date.now()}-${process.pid}`);
+    await rename(this.entryDir(name), aside).catch(() => {});
+    process.stderr.write(
+      `genjob serve: EGJ_CACHE_TAMPERED: ${this.entryDir(name)}: ${why}; set aside in ${aside}, not served\n`,
+    );
+    return undefined;
+  }
+
+  /** A fresh private directory for one attempt (workspace, job file, usage file), outside the cache. */
   async scratch(): Promise<string> {
-    return mkdtemp(join(this.dir, 'work', 'a-'));
+    return mkdtemp(join(this.workDir, 'a-'));
   }
 
-  /** Move a finished entry (built in `built`, holding result.json and files/) into place. */
+  /** A fresh directory to build an entry in (outside the cache and outside any sandbox's view). */
+  async tmpDir(): Promise<string> {
+    return mkdtemp(join(this.workDir, 'b-'));
+  }
+
+  /**
+   * Seal a finished entry (built in `built`, holding result.json and files/) and move it into place.
+   * An entry already there (a racing delivery) stands; any other failure is thrown (the caller still
+   * holds the result in `built` and delivers it from there).
+   */
   async commit(name: string, built: string): Promise<void> {
+    const bytes = await readFile(join(built, 'result.json'));
+    const fh = await open(join(built, MAC_FILE), 'wx', 0o600);
+    try {
+      await fh.writeFile(`${entryMac(this.key(), name, bytes)}\n`);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
     try {
       await rename(built, this.entryDir(name));
-    } catch {
+    } catch (err) {
+      if (!(await stat(this.entryDir(name)).catch(() => undefined))) throw err;
       await rm(built, { recursive: true, force: true }); // someone committed it first: theirs stands
     }
   }
@@ -75,8 +148,36 @@ export class ResultCache {
     await rm(aside, { recursive: true, force: true });
   }
 
-  async tmpDir(): Promise<string> {
-    return mkdtemp(join(this.dir, 'tmp', 'r-'));
+  private startedFile(name: string): string {
+    return join(this.dir, 'started', `${name}.json`);
+  }
+
+  /** Outbox: record (durably, exclusively) that a generation for this entry is starting. */
+  async markStarted(name: string): Promise<void> {
+    const fh = await open(this.startedFile(name), 'wx', 0o600);
+    try {
+      const rec: StartedRecord = { pid: process.pid, started_at: new Date().toISOString() };
+      await fh.writeFile(`${JSON.stringify(rec)}\n`);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /** A generation that started and never put its entry in place (read under the entry lock). */
+  async startedRecord(name: string): Promise<StartedRecord | undefined> {
+    try {
+      return JSON.parse(await readFile(this.startedFile(name), 'utf8')) as StartedRecord;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      return { pid: 0, started_at: 'unknown (unreadable record)' };
+    }
+  }
+
+  async clearStarted(name: string): Promise<void> {
+    await unlink(this.startedFile(name)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
   }
 
   /** Hold the entry's lock while generating; waits (up to hours) for another delivery of the same job. */

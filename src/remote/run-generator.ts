@@ -1,9 +1,12 @@
-// Run the generator: a shell command in the workspace, with the serve process's environment
-// plus GENJOB_INSTRUCTION, GENJOB_KEY, GENJOB_JOB and GENJOB_USAGE_FILE. It runs in its own
-// process group so a timeout kills everything it started. Its stdout never reaches ours
-// (ours is the protocol channel): both of its streams are relayed to our stderr.
+// Run the generator: a shell command in the workspace, confined as the host's policy says
+// (src/sandbox: bubblewrap, or --no-sandbox with the environment allowlist), with GENJOB_INSTRUCTION,
+// GENJOB_KEY, GENJOB_JOB and GENJOB_USAGE_FILE. When it exits or times out, every process it
+// started is ended. Its stdout never reaches ours (ours is the protocol channel): both of its
+// streams are relayed to our stderr.
 import { readFile } from 'node:fs/promises';
 import { execa } from 'execa';
+import { confine } from '../sandbox/confine.js';
+import type { SandboxPolicy } from '../sandbox/policy.js';
 
 export interface GeneratorRun {
   exitCode: number | null;
@@ -33,11 +36,23 @@ export async function runGenerator(opts: {
   env: Record<string, string>;
   timeoutMs: number;
   usageFile: string;
+  /** The per-run directory holding the workspace, the job file and the usage file. */
+  scratch: string;
+  /** Files in scratch the generator may read but not change. */
+  readOnly: readonly string[];
+  policy: SandboxPolicy;
 }): Promise<GeneratorRun> {
   const started = Date.now();
-  const child = execa('sh', ['-c', opts.command], {
-    cwd: opts.workspace,
-    env: { ...process.env, ...opts.env, GENJOB_USAGE_FILE: opts.usageFile },
+  const confined = await confine(opts.policy, {
+    command: opts.command,
+    scratch: opts.scratch,
+    workspace: opts.workspace,
+    readOnly: opts.readOnly,
+    jobEnv: { ...opts.env, GENJOB_USAGE_FILE: opts.usageFile },
+  });
+  const child = execa(confined.file, confined.args, {
+    cwd: confined.cwd,
+    env: confined.env,
     extendEnv: false,
     stdin: 'ignore',
     stdout: 'pipe',
@@ -61,13 +76,21 @@ export async function runGenerator(opts: {
       // already gone
     }
   };
+  // the run ends when its first process does: whatever it left behind (holding our pipes open,
+  // say) is ended then, not when the pipes close
+  child.once('exit', () => {
+    killGroup();
+    confined.finish(child.pid);
+  });
   const timer = setTimeout(() => {
     timedOut = true;
     killGroup();
+    confined.finish(child.pid);
   }, opts.timeoutMs);
   const result = await child;
   clearTimeout(timer);
   killGroup(); // reap anything the generator left running in its group
+  confined.finish(child.pid); // and anything that left the group (setpgid, setsid)
   const run: GeneratorRun = {
     exitCode: result.exitCode ?? null,
     signal: result.signal ?? null,

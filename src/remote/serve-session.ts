@@ -11,6 +11,8 @@ import { GenjobError } from '../core/errors.js';
 import { allowedPaths, type Job } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import { RECEIPT_SCHEMA, type Receipt } from '../core/receipt.js';
+import { requireBwrap } from '../sandbox/bwrap-probe.js';
+import type { SandboxPolicy } from '../sandbox/policy.js';
 import {
   BodyAbortedError,
   FrameReader,
@@ -23,7 +25,7 @@ import {
 import { type Extracted, safeExtract } from '../transport/safe-extract.js';
 import { packTar } from '../transport/tar-pack.js';
 import { VERSION } from '../version.js';
-import { generate } from './generate.js';
+import { BUILTIN_PREFIX, generate } from './generate.js';
 import { chooseGenerator, generatorConfigProblem } from './generator-check.js';
 import type { CachedResult, ResultCache } from './result-cache.js';
 import { CheckSchema, RequestSchema, type ServeRequest } from './serve-requests.js';
@@ -38,6 +40,8 @@ export interface ServeConfig {
   /** Turns a receipt into the bytes to send (e.g. a signed envelope). */
   encodeReceipt: (receipt: Receipt) => Buffer;
   hostId?: string;
+  /** How generator commands are confined on this host. */
+  policy: SandboxPolicy;
 }
 
 class RefusedError extends Error {
@@ -110,12 +114,12 @@ async function answer(
     await reader.drain(body);
     const cached = usable(await cfg.cache.read(name));
     if (!cached) return writer.message({ type: 'none', key: req.key });
-    return respond(writer, cfg, name, cached, req, host, true);
+    return respond(writer, cfg, cfg.cache.entryDir(name), cached, req, host, true);
   }
   const cached = usable(await cfg.cache.read(name));
   if (cached) {
     await reader.drain(body);
-    return respond(writer, cfg, name, cached, req, host, true);
+    return respond(writer, cfg, cfg.cache.entryDir(name), cached, req, host, true);
   }
   // a generator that cannot run produces no result to cache: refuse before reading the bundle
   const problem = await generatorConfigProblem(generator, process.env);
@@ -125,15 +129,27 @@ async function answer(
     const { job, ws, files } = await receiveBundle(body, reader, scratch, req);
     const release = await cfg.cache.lock(name);
     try {
-      let result = usable(await cfg.cache.read(name));
-      const fresh = !result;
-      if (!result) {
-        await cfg.cache.discard(name); // an aborted entry being retried
-        await writeFile(join(scratch, 'job.json'), canonicalBytes(job));
-        // the extraction hashed every file: the diff re-hashes only those touched since
-        const known = knownFiles(ws, files, join(scratch, 'extracted.fence'));
-        const built = await cfg.cache.tmpDir();
-        result = await generate({
+      const result = usable(await cfg.cache.read(name));
+      if (result) return await respond(writer, cfg, cfg.cache.entryDir(name), result, req, host, true);
+      await cfg.cache.discard(name); // an aborted entry being retried
+      const started = await cfg.cache.startedRecord(name);
+      if (started && !req.retry_aborted) {
+        throw new RefusedError(
+          'EGJ_GENERATION_IN_DOUBT',
+          `a generation of this job started at ${started.started_at} on this host and never finished; it is not run again without consent (work --retry-aborted)`,
+        );
+      }
+      await cfg.cache.clearStarted(name);
+      // no sandbox, no generation: refused before anything is recorded as started
+      if (cfg.policy.kind === 'bwrap' && !generator.startsWith(BUILTIN_PREFIX))
+        await requireBwrap(`genjob serve on ${host}`);
+      await writeFile(join(scratch, 'job.json'), canonicalBytes(job));
+      // the extraction hashed every file: the diff re-hashes only those touched since
+      const known = knownFiles(ws, files, join(scratch, 'extracted.fence'));
+      const built = await cfg.cache.tmpDir();
+      try {
+        await cfg.cache.markStarted(name); // outbox: recorded before the generator starts
+        const fresh = await generate({
           job,
           jobDigest: req.job_digest,
           generator,
@@ -141,12 +157,24 @@ async function answer(
           scratch,
           built,
           timeoutMs: req.timeout_ms,
+          policy: cfg.policy,
           known,
         });
-        await cfg.cache.commit(name, built);
-        result = (await cfg.cache.read(name)) ?? result;
+        let cacheError: string | undefined;
+        try {
+          await cfg.cache.commit(name, built);
+          await cfg.cache.clearStarted(name);
+        } catch (err) {
+          // the result is in hand: deliver it from where it was built and say it could not be kept
+          cacheError = `the host could not store this result in its cache: ${(err as Error).message}`;
+          process.stderr.write(`genjob serve: ${cacheError}\n`);
+          return await respond(writer, cfg, built, fresh, req, host, false, cacheError);
+        }
+        const kept = (await cfg.cache.read(name)) ?? fresh;
+        return await respond(writer, cfg, cfg.cache.entryDir(name), kept, req, host, false);
+      } finally {
+        await rm(built, { recursive: true, force: true });
       }
-      return await respond(writer, cfg, name, result, req, host, !fresh);
     } finally {
       await release();
     }
@@ -214,11 +242,12 @@ async function receiveBundle(
 async function respond(
   writer: FrameWriter,
   cfg: ServeConfig,
-  name: string,
+  entryDir: string,
   result: CachedResult,
   req: ServeRequest,
   host: string,
   cached: boolean,
+  cacheError?: string,
 ): Promise<void> {
   const receipt: Receipt = {
     schema: RECEIPT_SCHEMA,
@@ -233,11 +262,16 @@ async function respond(
     timings: result.timings,
     cached,
     ...(result.usage ? { usage: result.usage } : {}),
+    ...(result.sandbox ? { sandbox: result.sandbox } : {}),
   };
   const receiptBytes = cfg.encodeReceipt(receipt);
-  await writer.header({ type: 'result', receipt_bytes: receiptBytes.length });
+  await writer.header({
+    type: 'result',
+    receipt_bytes: receiptBytes.length,
+    ...(cacheError ? { cache_error: cacheError.slice(0, 1000) } : {}),
+  });
   await writer.chunk(receiptBytes);
-  const files = join(cfg.cache.entryDir(name), 'files');
+  const files = join(entryDir, 'files');
   try {
     await packTar(
       result.outputs.map((o) => ({
@@ -249,7 +283,7 @@ async function respond(
     );
   } catch (err) {
     // the header is out: end the body as aborted so the worker treats the answer as unusable
-    process.stderr.write(`genjob serve: cache entry ${name} is damaged: ${(err as Error).message}\n`);
+    process.stderr.write(`genjob serve: cache entry ${entryDir} is damaged: ${(err as Error).message}\n`);
     await writer.abort();
     return;
   }

@@ -2,7 +2,7 @@
 // exclusively, so epochs strictly increase and are never reused — even across crashes.
 // The epoch is the fencing token: a receipt carries it, and only the newest epoch may commit.
 import { join } from 'node:path';
-import { publishExclusive, readdirOrEmpty, readIfExists, replaceFile } from './durable.js';
+import { publishExclusive, readdirOrEmpty, readRecord, replaceFile } from './durable.js';
 import type { Store } from './store.js';
 
 export interface Worker {
@@ -18,6 +18,8 @@ export interface LeaseRecord {
   ttl_s: number;
   claimed_at: string;
   destination: string;
+  /** The provider batch this attempt waits in (work --batch); its poller keeps the lease alive. */
+  batch?: string;
 }
 
 /** Epochs recorded for a key, ascending. */
@@ -35,7 +37,7 @@ export function currentEpoch(store: Store, key: string): number {
 }
 
 export function readAttempt(store: Store, key: string, epoch: number): LeaseRecord | undefined {
-  const bytes = readIfExists(store, store.layout.attempt(key, epoch));
+  const bytes = readRecord(store, store.layout.attempt(key, epoch));
   return bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as LeaseRecord);
 }
 
@@ -46,21 +48,20 @@ export function readAttempt(store: Store, key: string, epoch: number): LeaseReco
  */
 export function attemptsSinceMint(store: Store, key: string): number {
   const base = Number(
-    readIfExists(store, join(store.layout.attemptsDir(key), 'minted-after'))?.toString('utf8') ?? 0,
+    readRecord(store, join(store.layout.attemptsDir(key), 'minted-after'))?.toString('utf8') ?? 0,
   );
-  const names = new Set(readdirOrEmpty(store, store.layout.attemptsDir(key)));
   return epochsOf(store, key).filter(
-    (e) => e > (Number.isSafeInteger(base) ? base : 0) && !names.has(`${e}.unspent`),
+    (e) => e > (Number.isSafeInteger(base) ? base : 0) && !unspent(store, key, e),
   ).length;
 }
 
-/**
- * Mark an attempt as not spent: it failed before its bundle was delivered (connect, hello, a host's
- * refusal, a shutdown). Its epoch stays used (fencing never reuses one) but it does not count
- * against --max-attempts. `attempts/<key>/<epoch>.unspent` is created exclusively, once.
- */
+/** An attempt that never reached a model (its batch expired or was cancelled unanswered) is not counted. */
 export function markUnspent(store: Store, key: string, epoch: number): void {
-  publishExclusive(store, join(store.layout.attemptsDir(key), `${epoch}.unspent`), Buffer.from(''));
+  replaceFile(store, join(store.layout.attemptsDir(key), `${epoch}.unspent`), Buffer.from(''));
+}
+
+function unspent(store: Store, key: string, epoch: number): boolean {
+  return readRecord(store, join(store.layout.attemptsDir(key), `${epoch}.unspent`)) !== undefined;
 }
 
 /** On a fresh mint of a key that was attempted before (dropped, dead-lettered), restart the count. */

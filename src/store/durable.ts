@@ -6,7 +6,8 @@
 // An fsync error is fatal and never retried (fsyncgate): it surfaces as an IoError.
 import { constants } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { errnoOf, IoError } from '../core/errors.js';
+import { errnoOf, IoError, RecordUnreadableError } from '../core/errors.js';
+import { MAX_RECORD_BYTES, readRecordFile } from './read-record.js';
 import type { Store } from './store.js';
 
 /** What the recipes need of a Store: its filesystem. Code outside .gen/ (trust file, key files) passes { fs }. */
@@ -198,14 +199,34 @@ function processAlive(pid: number): boolean {
   }
 }
 
-/** Read a whole file, or undefined when it does not exist. */
-export function readIfExists(store: Store, path: string): Buffer | undefined {
+/**
+ * Read a whole file, or undefined when it does not exist. It must be a regular file (never followed
+ * through a symlink, never a FIFO that would block) of at most `maxBytes` (read-record.ts).
+ */
+export function readIfExists(
+  store: Store,
+  path: string,
+  maxBytes = Number.MAX_SAFE_INTEGER,
+): Buffer | undefined {
+  return readRecordFile(store.fs, path, maxBytes);
+}
+
+/**
+ * For commands that only look (status, show): a record that is not a readable regular file reads as
+ * no bytes, so it shows as unreadable instead of failing (or hanging) the whole listing.
+ */
+export function peekRecord(store: Store, path: string): Buffer | undefined {
   try {
-    return store.fs.readFileSync(path);
+    return readRecord(store, path);
   } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return undefined;
-    throw new IoError('read', path, err);
+    if (err instanceof RecordUnreadableError) return Buffer.alloc(0);
+    throw err;
   }
+}
+
+/** A record of .gen/ (a job file, receipt, lease, attempt): readIfExists with the record size cap. */
+export function readRecord(store: Store, path: string): Buffer | undefined {
+  return readRecordFile(store.fs, path, MAX_RECORD_BYTES);
 }
 
 export function exists(store: Store, path: string): boolean {

@@ -2,7 +2,7 @@
 import { UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
-import { readIfExists } from './durable.js';
+import { readRecord } from './durable.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
 
@@ -12,7 +12,7 @@ export function loadJob(
   key: string,
 ): { job: Job; digest: string; bytes: Buffer } {
   const file = store.layout.jobFile(state, key);
-  const bytes = readIfExists(store, file);
+  const bytes = readRecord(store, file);
   if (bytes === undefined)
     throw new UsageError('EGJ_NOT_IN_STATE', `${file}: job ${key.slice(0, 12)} is not in ${state}/`);
   // applied/ holds the apply record, which embeds the job document

@@ -2,7 +2,7 @@
 // (applied/ wins if a crash left a received/ copy behind). Listing and lookup only — no parsing,
 // so commands that only look (mint, status, claim) never load the job schema (see job-files.ts).
 import { UsageError } from '../core/errors.js';
-import { listNames, readIfExists } from './durable.js';
+import { listNames, readRecord } from './durable.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
 
@@ -18,7 +18,7 @@ export interface StoredJob {
 export function findJob(store: Store, key: string): StoredJob | undefined {
   for (const state of ['applied', 'received', 'running', 'queue'] as const) {
     const file = store.layout.jobFile(state, key);
-    const bytes = readIfExists(store, file);
+    const bytes = readRecord(store, file);
     if (bytes !== undefined) return { state, file, bytes };
   }
   return undefined;

@@ -3,11 +3,11 @@
 // the lease look older, which is the safe direction). A lease older than its TTL is stale.
 import { errnoOf } from '../core/errors.js';
 import type { LeaseRecord } from './attempts.js';
-import { readIfExists } from './durable.js';
+import { readRecord } from './durable.js';
 import type { Store } from './store.js';
 
 export function readLease(store: Store, key: string): LeaseRecord | undefined {
-  const bytes = readIfExists(store, store.layout.lease(key));
+  const bytes = readRecord(store, store.layout.lease(key));
   if (bytes === undefined) return undefined;
   try {
     return JSON.parse(bytes.toString('utf8')) as LeaseRecord;

@@ -4,6 +4,7 @@
 // the temp files of writers that died inside a durable publish (src/store/durable.ts sweepStaleTemps).
 import { errnoOf } from '../core/errors.js';
 import { currentEpoch } from './attempts.js';
+import { batchHeldKeys } from './batch-outbox.js';
 import { moveState, sweepStaleTemps } from './durable.js';
 import { keysIn } from './job-states.js';
 import { journal } from './journal.js';
@@ -20,8 +21,11 @@ export interface Reaped {
 export async function reapStale(store: Store, ttlS: number, now = Date.now()): Promise<Reaped[]> {
   const reaped: Reaped[] = [];
   sweepStaleTemps(store); // temp files of writers that died inside publish/replace
+  // a job waiting in a provider's batch is not a dead worker's: its batch record owns it
+  const inBatch = batchHeldKeys(store);
   for (const key of keysIn(store, 'running')) {
     if (leaseAgeMs(store, key, now) <= ttlS * 1000) continue;
+    if (inBatch.has(key) && inBatch.get(key) === currentEpoch(store, key)) continue;
     const done = await withKeyLock(store, key, () => {
       const age = leaseAgeMs(store, key, Date.now());
       if (age <= ttlS * 1000) return undefined; // it beat while we waited for the lock

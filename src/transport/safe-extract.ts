@@ -10,9 +10,10 @@
 // maxEntries and maxTotalBytes; on rejection the source is not drained (drop the connection).
 
 import { rmSync } from 'node:fs';
-import { UsageError } from '../core/errors.js';
+import { GenjobError, UsageError } from '../core/errors.js';
 import { EntryPolicy } from './entry-policy.js';
 import { feedArchive } from './feed-archive.js';
+import { rejectArchive } from './reject-archive.js';
 import { makeStaging, StagingWriter } from './staging-writer.js';
 import { type EntrySink, TarReader } from './tar-reader.js';
 
@@ -62,6 +63,16 @@ function memorySink(into: Map<string, Buffer>, name: string, size: number): Entr
   };
 }
 
+/** Run one parser step: whatever a hostile archive makes the parser throw is the archive's fault, never a bug. */
+function parsing(step: () => void): void {
+  try {
+    step();
+  } catch (err) {
+    if (err instanceof GenjobError) throw err;
+    rejectArchive('EGJ_ARCHIVE_CORRUPT', undefined, `unreadable: ${(err as Error)?.message ?? err}`, err);
+  }
+}
+
 /** Extract `source` under opts.stagingParent; see the module header for every rule. */
 export async function safeExtract(
   source: AsyncIterable<Uint8Array>,
@@ -84,8 +95,8 @@ export async function safeExtract(
       : staging.open(admitted.path, admitted.dirs, size);
   });
   try {
-    await feedArchive(source, (chunk) => reader.push(chunk), opts.maxRatio ?? DEFAULT_RATIO);
-    reader.finish();
+    await feedArchive(source, (chunk) => parsing(() => reader.push(chunk)), opts.maxRatio ?? DEFAULT_RATIO);
+    parsing(() => reader.finish());
     policy.allowed(); // the function form runs even when no file entry came: it may refuse the bundle
     if (opts.sync !== false) await staging.sync();
     return { dir, files: staging.files, inMemory };

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { UsageError } from '../core/errors.js';
 import type { ServeLauncher, ServeProcess } from './launcher.js';
+import { sshEnv } from './ssh-env.js';
 import {
   MAX_CONTROL_DIR_BYTES,
   remoteCommandLine,
@@ -21,6 +22,11 @@ import {
   sshResolveArgv,
   validateControlDir,
 } from './ssh-options.js';
+
+/** Every ssh we start gets the minimal environment of ssh-env.ts, never the worker's whole one. */
+function sshSpawnEnv(): { env: Record<string, string>; extendEnv: false } {
+  return { env: sshEnv(), extendEnv: false };
+}
 
 /** The default remote command; a custom one (e.g. an absolute path to genjob) must end the same way. */
 export const DEFAULT_REMOTE_CMD = 'genjob serve --session';
@@ -50,7 +56,12 @@ export function sshLauncher(target: SshLauncherTarget, controlDir: string): Serv
     },
     async close() {
       // Ends the master (and any session still on it); "no master running" is fine.
-      await execa('ssh', sshControlArgv(full, 'exit'), { reject: false, stdin: 'ignore', timeout: 10_000 });
+      await execa('ssh', sshControlArgv(full, 'exit'), {
+        ...sshSpawnEnv(),
+        reject: false,
+        stdin: 'ignore',
+        timeout: 10_000,
+      });
     },
   };
 }
@@ -99,6 +110,7 @@ function sshMasterArgv(target: SshTarget): string[] {
 
 function startSsh(argv: string[]): ServeProcess {
   const child = execa('ssh', argv, {
+    ...sshSpawnEnv(),
     buffer: false,
     stdin: 'pipe',
     stdout: 'pipe',
@@ -186,6 +198,7 @@ async function hostKeyFromMaster(
   const log = path.join(target.controlDir, `master-${process.pid}-${randomBytes(6).toString('hex')}.log`);
   try {
     const result = await execa('ssh', ['-v', '-E', log, ...sshMasterArgv(target)], {
+      ...sshSpawnEnv(),
       stdin: 'ignore',
       stdout: 'ignore',
       reject: false,
@@ -213,6 +226,7 @@ async function hostKeyFromProbe(
   resolved: Resolved,
 ): Promise<HostKeyFacts> {
   const child = execa('ssh', sshHostKeyProbeArgv(target), {
+    ...sshSpawnEnv(),
     stdin: 'ignore',
     stdout: 'ignore',
     buffer: false,
@@ -293,7 +307,12 @@ function hostKey(offered: { type: string; fingerprint: string }) {
 
 /** `ssh -G`: the real host name and port, the name known_hosts is searched for, the control socket. */
 async function resolveConfig(target: SshTarget, destination: string): Promise<Resolved> {
-  const r = await execa('ssh', sshResolveArgv(target), { reject: false, stdin: 'ignore', timeout: 10_000 });
+  const r = await execa('ssh', sshResolveArgv(target), {
+    ...sshSpawnEnv(),
+    reject: false,
+    stdin: 'ignore',
+    timeout: 10_000,
+  });
   if (r.exitCode !== 0) {
     throw new UsageError(
       'EGJ_SSH_CONFIG',

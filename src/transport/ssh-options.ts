@@ -1,8 +1,8 @@
 // Build the ssh argv for one remote command; pure, no I/O. ssh keeps the FIRST value it sees for an
 // option, so the order is: pinned options (batch mode, no forwarding, our control socket), then the
 // target's flags, then the user's --ssh-option values, then defaults the user may override
-// (ConnectTimeout, keep-alives, ControlPersist), then ~/.ssh/config. Pinned keys, and keys that run
-// local commands or load local code, are refused in --ssh-option: they belong in your own ssh config.
+// (ConnectTimeout, keep-alives, ControlPersist), then ~/.ssh/config. Pinned keys, keys that run local
+// code (your own ssh config may set those) and SendEnv/SetEnv are refused in --ssh-option, any form.
 import { UsageError } from '../core/errors.js';
 
 export interface SshTarget {
@@ -57,10 +57,14 @@ const LOCAL_CODE_KEYS = [
   'securitykeyprovider',
   'include',
 ];
+/** Options that send the worker's environment to the host: ssh starts with a minimal one (ssh-env.ts) anyway. */
+const ENV_KEYS = ['sendenv', 'setenv'];
 /** Options that would change what the session is: genjob runs exactly one command without a tty. */
 const SESSION_KEYS = ['remotecommand', 'requesttty', 'sessiontype', 'stdinnull', 'forkafterauthentication'];
 
 const KEY = /^[A-Za-z][A-Za-z0-9]*$/;
+// ssh reads `Key=Value`, `Key Value` and `Key = Value` alike: the key ends at the first '=' or blank.
+const KEY_VALUE = /^[ \t]*([^ \t=]*)[ \t]*(?:=[ \t]*|[ \t]+|$)(.*)$/s;
 
 /** Checks one --ssh-option value; throws UsageError EGJ_BAD_SSH_OPTION naming the rule it breaks. */
 export function validateSshOption(option: string): void {
@@ -68,12 +72,18 @@ export function validateSshOption(option: string): void {
     throw new UsageError('EGJ_BAD_SSH_OPTION', `--ssh-option ${JSON.stringify(option)}: ${rule}`);
   };
   if (/[\0\r\n]/.test(option)) bad('must not contain NUL, CR or newline');
-  const eq = option.indexOf('=');
-  if (eq <= 0) bad('must be KEY=VALUE (e.g. ConnectTimeout=30)');
-  const key = option.slice(0, eq);
+  const [, key = '', value = ''] = KEY_VALUE.exec(option) ?? [];
+  if (key === '') bad('must be KEY=VALUE (e.g. ConnectTimeout=30)');
   if (!KEY.test(key)) bad(`"${key}" is not an ssh option name (letters and digits only)`);
-  if (option.slice(eq + 1).trim() === '') bad('has an empty value');
   const lower = key.toLowerCase();
+  if (ENV_KEYS.includes(lower))
+    bad(`${key} is refused: the worker's environment (API keys, cloud credentials) never goes to a host`);
+  if (value.trim() === '')
+    bad(
+      value === '' && !option.includes('=')
+        ? 'must be KEY=VALUE (e.g. ConnectTimeout=30)'
+        : 'has an empty value',
+    );
   if (PINNED_KEYS.includes(lower)) bad(`${key} is fixed by genjob (batch mode, private control socket)`);
   if (FORWARDING_KEYS.includes(lower))
     bad(`${key} is refused: genjob never forwards anything to a generator host`);

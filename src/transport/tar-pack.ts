@@ -3,6 +3,7 @@
 // node-tar's Header; the stream is framed here because async tar.c() can silently truncate with
 // hardlinked inputs (isaacs/node-tar#460). Each file is read once through O_NOFOLLOW with 1 MiB reads,
 // hashed as it streams; a size change during the read or a digest other than expectSha256 throws.
+// With `root`, every path component is opened without following links (open-beneath.ts).
 // bundleSha256 names the stream by its index (headers + per-file digests), so no byte is hashed twice.
 import { createHash, type Hash } from 'node:crypto';
 import { constants } from 'node:fs';
@@ -11,10 +12,13 @@ import { Header, Pax } from 'tar';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { pathProblem } from '../core/paths.js';
 import { InputChangedError, InputNotRegularError } from './archive-errors.js';
+import { openBeneath } from './open-beneath.js';
 
 export interface PackEntry {
   name: string;
+  /** A file to read; with `root`, a contract path under root opened without following any link. */
   file?: string;
+  root?: string;
   bytes?: Uint8Array;
   expectSha256?: string;
 }
@@ -146,6 +150,16 @@ async function openRegular(file: string): Promise<{ fh: FileHandle; size: number
   }
 }
 
+async function openUnder(root: string, rel: string): Promise<{ fh: FileHandle; size: number }> {
+  const fh = await openBeneath(root, rel);
+  try {
+    return { fh, size: (await fh.stat()).size };
+  } catch (err) {
+    await fh.close();
+    throw new IoError('fstat', rel, err);
+  }
+}
+
 /** Stream exactly `size` bytes of `fh` into the writer, hashing them; throws if the file shrank or grew. */
 async function streamFile(
   fh: FileHandle,
@@ -193,7 +207,7 @@ export async function packTar(
       await out.write(e.bytes);
     } else {
       const file = e.file!;
-      const opened = await openRegular(file);
+      const opened = e.root === undefined ? await openRegular(file) : await openUnder(e.root, file);
       size = opened.size;
       try {
         await out.write(entryHeader(e.name, size));

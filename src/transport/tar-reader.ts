@@ -27,6 +27,20 @@ function isZero(b: Uint8Array): boolean {
   return true;
 }
 
+/** node-tar's Header throws a plain Error on some fields (base-256 above 2^53): that is a corrupt archive. */
+function decodeHeader(block: Buffer): Header {
+  try {
+    return new Header(block);
+  } catch (err) {
+    return reject(
+      'EGJ_ARCHIVE_CORRUPT',
+      undefined,
+      `unreadable header: ${(err as Error)?.message ?? err}`,
+      err,
+    );
+  }
+}
+
 type Target =
   | { kind: 'entry'; name: string; sink: EntrySink }
   | { kind: 'meta'; type: 'x' | 'g' | 'L'; name: string; buf: Buffer; at: number };
@@ -140,7 +154,7 @@ export class TarReader {
         undefined,
         'a lone zero block inside the archive (concatenated archives are refused)',
       );
-    const h = new Header(block);
+    const h = decodeHeader(block);
     if (!h.cksumValid)
       reject('EGJ_ARCHIVE_CORRUPT', undefined, 'header checksum mismatch: not a tar stream, or damaged');
     const type = h.typeKey;

@@ -12,7 +12,7 @@ import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { sha256Hex } from '../core/sha256.js';
 import { checkReceipt } from '../core/verify-rules.js';
 import { currentEpoch } from '../store/attempts.js';
-import { readIfExists } from '../store/durable.js';
+import { readRecord } from '../store/durable.js';
 import { hashFiles } from '../store/hash-files.js';
 import { loadJob } from '../store/job-files.js';
 import { findJob } from '../store/job-states.js';
@@ -37,7 +37,7 @@ export async function verifyKey(store: Store, key: string, policy: ReceiptTrustP
   }
   const { job, digest } = loadJob(store, found.state, key);
   const receiptFile = store.layout.receipt(key);
-  const bytes = readIfExists(store, receiptFile);
+  const bytes = readRecord(store, receiptFile);
   if (bytes === undefined)
     throw new RejectedError('EGJ_RECEIPT_MISSING', `${receiptFile}: no receipt for this job`, receiptFile);
   const { receipt, signer } = decodeReceiptWithPolicy(bytes, receiptFile, policy);

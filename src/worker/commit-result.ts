@@ -7,7 +7,7 @@ import { errnoOf } from '../core/errors.js';
 import { peekEpoch } from '../core/receipt-peek.js';
 import { currentEpoch } from '../store/attempts.js';
 import { deadLetterBytes, deadLetterFile } from '../store/dead-letter.js';
-import { exists, fsyncDir, moveState, publishExclusive, readIfExists } from '../store/durable.js';
+import { exists, fsyncDir, moveState, publishExclusive, readRecord } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import { withKeyLock } from '../store/key-lock.js';
 import { readLease, removeLease } from '../store/lease.js';
@@ -41,7 +41,7 @@ export async function commitResult(
       return { committed: false, reason };
     }
     // 0. a receipt of this or a newer epoch already stands: leave it and its out/<key>/ alone
-    const standing = readIfExists(store, layout.receipt(key));
+    const standing = readRecord(store, layout.receipt(key));
     if (standing !== undefined && !standing.equals(receiptBytes) && peekEpoch(standing) >= epoch) {
       const reason = `a receipt of epoch ${peekEpoch(standing)} is already committed`;
       deadLetterBytes(store, `${key}.receipt.e${epoch}`, receiptBytes, {
@@ -68,7 +68,7 @@ export async function commitResult(
     // 2. the receipt (commit point)
     for (;;) {
       if (publishExclusive(store, layout.receipt(key), receiptBytes)) break;
-      const existing = readIfExists(store, layout.receipt(key));
+      const existing = readRecord(store, layout.receipt(key));
       if (existing === undefined) continue;
       if (existing.equals(receiptBytes)) break;
       // unreadable peeks as 0: treated as older, so the newest epoch's receipt stands

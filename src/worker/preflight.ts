@@ -8,6 +8,8 @@ import type { ServeLauncher } from '../transport/launcher.js';
 import { InDoubtError, ServeClient } from './serve-client.js';
 
 export interface SessionOptions {
+  /** Arguments for serve (the sandbox flags). */
+  args?: readonly string[];
   maxAnswerBytes: number;
   helloTimeoutMs: number;
   relayStderr?: (chunk: Buffer) => void;
@@ -23,7 +25,7 @@ export async function openCheckedSession(
   await launcher.shipmentFacts();
   let client: ServeClient;
   try {
-    client = await ServeClient.open(launcher, [], opts);
+    client = await ServeClient.open(launcher, opts.args ?? [], opts);
   } catch (err) {
     if (!(err instanceof InDoubtError)) throw err;
     throw new UsageError(

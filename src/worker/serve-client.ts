@@ -21,7 +21,7 @@ export class InDoubtError extends GenjobError {
 }
 
 export type Answer =
-  | { type: 'result'; receiptBytes: Buffer; tar: AsyncGenerator<Buffer> }
+  | { type: 'result'; receiptBytes: Buffer; tar: AsyncGenerator<Buffer>; cacheError?: string }
   | { type: 'none' }
   | { type: 'error'; code: string; message: string };
 
@@ -146,7 +146,9 @@ export class ServeClient {
           if (rest.length > 0) yield rest;
           yield* body;
         }
-        return { type: 'result', receiptBytes, tar: tar() };
+        // a result the host holds but could not keep in its cache (its journal line says so)
+        const cacheError = typeof h.cache_error === 'string' ? h.cache_error.slice(0, 1000) : undefined;
+        return { type: 'result', receiptBytes, tar: tar(), ...(cacheError ? { cacheError } : {}) };
       }
       await this.reader.drain(this.reader.body());
       if (h.type === 'none') return { type: 'none' };

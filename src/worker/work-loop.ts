@@ -10,7 +10,7 @@ import { HostDownError, UsageError } from '../core/errors.js';
 import { peekTokens } from '../core/receipt-peek.js';
 import type { Worker } from '../store/attempts.js';
 import { Claimer } from '../store/claim.js';
-import { readIfExists } from '../store/durable.js';
+import { readRecord } from '../store/durable.js';
 import { keysIn } from '../store/job-states.js';
 import { journal } from '../store/journal.js';
 import { type Reaped, reapStale } from '../store/reap.js';
@@ -51,7 +51,11 @@ export interface WorkOptions extends JobSettings {
   waitForWork?: () => Promise<void>;
   /** Token budget: stop claiming once the receipts of this run report this many tokens. */
   maxTokens?: number;
+  /** Tokens spent elsewhere in this run that count against maxTokens (batch answers polled meanwhile). */
+  extraTokens?: () => number;
   onOutcome?: (o: JobOutcome, elapsedMs: number) => void;
+  /** Arguments for every serve this run starts (the sandbox flags). */
+  serveArgs?: readonly string[];
   onStart?: (key: string, destination: string) => void;
   /** A host could not be reached and takes no jobs for `ms` (or no more this run, when retired). */
   onHostDown?: (destination: string, reason: string, ms: number, retired: boolean) => void;
@@ -112,7 +116,12 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   let tokens = 0;
   let budgetSpent = false;
   let taken = 0;
-  const stopped = () => o.signal?.aborted === true || budgetSpent || (o.mode === 'once' && taken >= 1);
+  const overBudget = () => {
+    if (o.maxTokens !== undefined && o.extraTokens && tokens + o.extraTokens() >= o.maxTokens)
+      budgetSpent = true;
+    return budgetSpent;
+  };
+  const stopped = () => o.signal?.aborted === true || overBudget() || (o.mode === 'once' && taken >= 1);
   // graceful shutdown: after the stop signal, in-flight jobs get graceMs, then their sessions are killed
   // (the answer is then in doubt, so workOne requeues the job without spending an attempt, and the
   // host keeps the result)
@@ -133,6 +142,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   if (o.signal?.aborted) onStop();
   else o.signal?.addEventListener('abort', onStop, { once: true });
   const sessionOpts: SessionOptions = {
+    args: o.serveArgs ?? [],
     maxAnswerBytes: 8 * 1024 * 1024 * 1024,
     helloTimeoutMs: 60_000,
     ...(o.relayStderr ? { relayStderr: o.relayStderr } : {}),
@@ -246,10 +256,17 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     o.signal?.removeEventListener('abort', onStop);
     await Promise.all(o.pool.hosts.map((h) => h.spare?.close()));
   }
-  return { outcomes, reaped, tokens, budgetSpent, cutAtShutdown, queueListings: claimer.listings };
+  return {
+    outcomes,
+    reaped,
+    tokens: tokens + (o.extraTokens?.() ?? 0),
+    budgetSpent,
+    cutAtShutdown,
+    queueListings: claimer.listings,
+  };
 }
 
 function receiptTokens(store: Store, key: string): number {
-  const bytes = readIfExists(store, store.layout.receipt(key));
+  const bytes = readRecord(store, store.layout.receipt(key));
   return bytes === undefined ? 0 : peekTokens(bytes);
 }

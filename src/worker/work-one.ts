@@ -1,24 +1,21 @@
 // Work one claimed job: attempt (epoch + lease + heartbeat) → ship the bundle → take the answer
 // apart as hostile input → commit. Every way out leaves the job in exactly one state:
 // received/ (with its receipt), back in queue/ (in doubt, journalled), or dead/ (with the reason).
-import { join } from 'node:path';
-import { GenjobError, HostDownError, UsageError } from '../core/errors.js';
-import { type Job, JobInvalidError } from '../core/job.js';
-import { parseJob } from '../core/job-schema.js';
+import { GenjobError, HostDownError, SandboxUnavailableError, UsageError } from '../core/errors.js';
+import type { Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
-import { attemptsSinceMint, beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
-import { deadLetterFile } from '../store/dead-letter.js';
-import { exists, moveState, readIfExists } from '../store/durable.js';
+import { beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
 import { recordInDoubt } from '../store/in-doubt.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
-import { jobFileBytes } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
-import { InputChangedError } from '../transport/archive-errors.js';
+import { InputChangedError, InputNotRegularError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
-import { bundleSha256, type PackedFile, packTar } from '../transport/tar-pack.js';
+import { bundleSha256 } from '../transport/tar-pack.js';
+import { admitClaimed } from './admit-job.js';
 import { release, requeue } from './release-job.js';
 import { type Answer, InDoubtError, type ServeClient } from './serve-client.js';
+import { type SpooledBundle, spoolBundle } from './spool-bundle.js';
 import { takeResult } from './take-result.js';
 
 export interface WorkContext {
@@ -68,37 +65,9 @@ export const REQUEST_MARGIN_MS = 120_000;
 
 export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome> {
   const { store } = ctx;
-  const runningFile = store.layout.jobFile('running', key);
-  const bytes = readIfExists(store, runningFile);
-  if (bytes === undefined)
-    return { key, outcome: 'superseded', reason: 'job vanished from running/ after the claim' };
-  let job: Job;
-  let digest: string;
-  try {
-    ({ job, digest } = parseJob(bytes, `running/${key}.json`));
-    if (job.key !== key)
-      throw new JobInvalidError(`running/${key}.json`, `file name does not match its key ${job.key}`);
-  } catch (err) {
-    if (!(err instanceof GenjobError)) throw err;
-    deadLetterFile(store, runningFile, `${key}.job`, { key, code: err.code, reason: err.message });
-    return { key, outcome: 'dead', reason: err.message };
-  }
-
-  if (receiptAlreadyLanded(store, key)) {
-    moveState(store, runningFile, store.layout.jobFile('received', key));
-    journal(store, {
-      event: 'recovered',
-      key,
-      reason: 'receipt had landed before a crash; job moved to received/',
-    });
-    return { key, outcome: 'recovered' };
-  }
-  const tries = attemptsSinceMint(store, key);
-  if (tries >= ctx.maxAttempts) {
-    const reason = `no usable answer after ${tries} attempts (see the journal for each)`;
-    deadLetterFile(store, runningFile, `${key}.job`, { key, code: 'EGJ_ATTEMPTS_EXHAUSTED', reason });
-    return { key, outcome: 'dead', reason };
-  }
+  const admitted = admitClaimed(store, key, ctx.maxAttempts);
+  if ('outcome' in admitted) return admitted;
+  const { job, digest } = admitted;
 
   const lease = beginAttempt(store, key, ctx.worker, ctx.leaseTtlS, ctx.launcher.destination);
   journal(store, {
@@ -135,10 +104,6 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   }
 }
 
-function receiptAlreadyLanded(store: Store, key: string): boolean {
-  return exists(store, store.layout.receipt(key)) && exists(store, store.layout.outDir(key));
-}
-
 async function attempt(
   ctx: WorkContext,
   job: Job,
@@ -159,7 +124,7 @@ async function attempt(
     ...(ctx.retryAborted ? { retry_aborted: true } : {}),
   };
   const budget = ctx.timeoutMs + REQUEST_MARGIN_MS;
-  let inputChanged: InputChangedError | undefined;
+  let inputChanged: InputChangedError | InputNotRegularError | undefined;
   let answer: Answer;
   let session: ServeClient | undefined;
   let delivered = false;
@@ -169,46 +134,58 @@ async function attempt(
     // After an earlier attempt, ask first: the host may hold the result already (in doubt ≠ failed).
     answer = epoch > 1 ? await session.request({ ...req, type: 'fetch' }, budget) : { type: 'none' };
     if (answer.type === 'none') {
-      let bundleBytes = 0;
-      let packed: PackedFile[] = [];
-      answer = await session.request({ ...req, type: 'run' }, budget, async (w) => {
+      // every input hashed in full, and the bundle spooled, before the first byte leaves (spool-bundle.ts)
+      let bundle: SpooledBundle;
+      try {
+        bundle = await spoolBundle(store, job);
+      } catch (err) {
+        if (!(err instanceof InputChangedError || err instanceof InputNotRegularError)) throw err;
+        inputChanged = err;
+      }
+      if (!inputChanged) {
+        const spooled = bundle!;
         try {
-          packed = await packTar(
-            [
-              { name: 'job.json', bytes: jobFileBytes(job) },
-              ...job.inputs
-                .filter((i) => i.sha256 !== null)
-                .map((i) => ({
-                  name: `files/${i.path}`,
-                  file: join(store.root, i.path),
-                  expectSha256: i.sha256!,
-                })),
-            ],
-            (chunk) => {
-              bundleBytes += chunk.length;
-              return w.chunk(chunk);
-            },
-          );
-        } catch (err) {
-          if (!(err instanceof InputChangedError)) throw err;
-          inputChanged = err;
-          await w.abort();
-          return;
+          answer = await session.request({ ...req, type: 'run' }, budget, async (w) => {
+            let sent = 0;
+            try {
+              for await (const chunk of spooled.chunks()) {
+                await w.chunk(chunk);
+                sent += chunk.length;
+              }
+              await w.end();
+              delivered = true;
+            } catch (err) {
+              // a send cut short still put bytes on the host: say how many, and of what
+              journal(store, {
+                event: 'partial-send',
+                key,
+                epoch,
+                bundle_sha256: bundleSha256(spooled.packed),
+                bytes_sent: sent,
+                bundle_bytes: spooled.bytes,
+                destination: ctx.launcher.destination,
+                reason: (err as Error).message,
+              });
+              throw err;
+            }
+            // what left the machine: the bundle's digest, its files, where it went (and the host key ssh verified)
+            journal(store, {
+              event: 'shipped',
+              key,
+              epoch,
+              bundle_sha256: bundleSha256(spooled.packed), // from the per-file digests: the bytes are hashed once
+              bundle_bytes: spooled.bytes,
+              files: spooled.packed.map((f) => f.name),
+              destination: ctx.launcher.destination,
+              ...(await ctx.launcher
+                .shipmentFacts()
+                .catch((err: Error) => ({ host_key_error: err.message }))),
+            });
+          });
+        } finally {
+          await spooled.discard();
         }
-        await w.end();
-        delivered = true;
-        // what left the machine: the bundle's digest, its files, where it went (and the host key ssh verified)
-        journal(store, {
-          event: 'shipped',
-          key,
-          epoch,
-          bundle_sha256: bundleSha256(packed), // from the per-file digests: the bytes are hashed once
-          bundle_bytes: bundleBytes,
-          files: packed.map((f) => f.name),
-          destination: ctx.launcher.destination,
-          ...(await ctx.launcher.shipmentFacts().catch((err: Error) => ({ host_key_error: err.message }))),
-        });
-      });
+      }
     }
   } catch (err) {
     if (err instanceof HostDownError) {
@@ -238,6 +215,8 @@ async function attempt(
   }
   if (answer.type === 'none')
     return requeue(store, key, epoch, 'the host answered "none" to a run', 'EGJ_BAD_ANSWER');
+  if (answer.type === 'error' && answer.code === 'EGJ_SANDBOX_UNAVAILABLE')
+    throw new SandboxUnavailableError(ctx.launcher.destination, answer.message); // ends the run; the job goes back
   if (answer.type === 'error') {
     const before = REFUSED_BEFORE_GENERATING.has(answer.code);
     if (before) ctx.hostTrouble?.(`refused: ${answer.code}: ${answer.message}`);
@@ -246,5 +225,7 @@ async function attempt(
       destination,
     });
   }
+  if (answer.cacheError)
+    journal(store, { event: 'host-cache-failed', key, epoch, reason: answer.cacheError });
   return takeResult(ctx, session!, job, digest, epoch, answer, isLost);
 }

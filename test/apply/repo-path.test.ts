@@ -79,11 +79,16 @@ describe('resolveRepoPath', () => {
     expect(snapshot(r.outside)).toEqual(outside);
   });
 
-  it.each(['../escape', '/etc/passwd', '.gen/applied/x', 'a//b'])(
-    'refuses the non-contract path %s',
-    (path) => {
-      const r = repo();
-      expect(() => resolveRepoPath(r.store, path, { create: true })).toThrow(GenjobError);
-    },
-  );
+  it.each([
+    '../escape',
+    '/etc/passwd',
+    '.gen/applied/x',
+    'a//b',
+    'vendor/.git/config',
+    '.GIT/config',
+    'GEN~1/x',
+  ])('refuses the non-contract path %s', (path) => {
+    const r = repo();
+    expect(() => resolveRepoPath(r.store, path, { create: true })).toThrow(GenjobError);
+  });
 });

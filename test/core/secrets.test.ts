@@ -12,9 +12,10 @@ import {
 // Fake credentials are assembled at run time so this file holds no string a scanner would flag.
 const rep = (s: string, n: number) => s.repeat(n);
 const FAKE = {
-  pem: '-----BEGIN ' + 'RSA PRIVATE KEY-----',
-  openssh: '-----BEGIN ' + 'OPENSSH PRIVATE KEY-----',
-  pgp: '-----BEGIN ' + 'PGP PRIVATE KEY BLOCK-----',
+  // a BEGIN line counts only with a key body after it
+  pem: '-----BEGIN ' + 'RSA PRIVATE KEY-----\n' + rep('MIIBOgIBAAJBAKj34GkxFhD9', 3),
+  openssh: '-----BEGIN ' + 'OPENSSH PRIVATE KEY-----\n' + rep('b3BlbnNzaC1rZXktdjEAAAAA', 3),
+  pgp: '-----BEGIN ' + 'PGP PRIVATE KEY BLOCK-----\n\n' + rep('lQOYBF0000000000000000', 3),
   aws: 'AKIA' + 'Q3EGRTX5ZWUV7PLM',
   awsSession: 'ASIA' + 'Q3EGRTX5ZWUV7PLM',
   ghp: 'ghp_' + rep('a1B2', 9),

@@ -140,7 +140,9 @@ function agePastStale(store: Store): void {
 
 async function oneRun(step: Step, nth: number): Promise<RunResult> {
   const original: Record<string, string> = { 's/one.txt': 'one\n', 'm/a.txt': 'a\n', 'm/b.txt': 'b\n' };
-  const { base, root, store, generator } = workerRepo('genjob-crash-', GENERATOR, original);
+  const { base, root, store, generator: gen } = workerRepo('genjob-crash-', GENERATOR, original);
+  // this generator kills the worker by its pid on purpose: it must run outside the sandbox to see it
+  const generator = [...gen, '--no-sandbox'];
   const input = (p: string) => ({ path: p, sha256: p in original ? sha256Hex(original[p]!) : null });
   const jobs = [['s/one.txt'], ['m/a.txt', 'm/b.txt', 'm/new.txt']].map((paths) =>
     buildJob(paths.join(' '), paths.map(input)),

@@ -1,6 +1,8 @@
 // Shared helpers for the end-to-end tests: each test gets a fresh temp "sandbox" holding a copy of
 // fixtures/toy-repo (a git repository), its own XDG_CACHE_HOME (so the serve result cache is
 // isolated) and a place for generator scripts; the built CLI is spawned with execa, never imported.
+// Generators run inside the sandbox: the package is exposed read-only and the temp dir writable
+// (GENJOB_GENERATOR_BIND / GENJOB_GENERATOR_BIND_RW), so scripts, logs and markers there just work.
 import { chmodSync, cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,7 +51,13 @@ export async function makeSandbox(opts: { git?: boolean } = {}): Promise<Sandbox
     base,
     repo,
     cache,
-    genjob: (args, o = {}) => runCli(args, { cwd: o.cwd ?? repo, env: { XDG_CACHE_HOME: cache, ...o.env } }),
+    genjob: (args, o = {}) =>
+      runCli(args, {
+        cwd: o.cwd ?? repo,
+        // generators run confined: they see the sandbox's scripts and logs (writable), never its
+        // cache (serve hides that even inside an exposed path)
+        env: { XDG_CACHE_HOME: cache, GENJOB_GENERATOR_BIND_RW: base, ...o.env },
+      }),
     script: (name, body) => {
       const file = join(base, 'bin', name);
       writeFileSync(file, `#!/bin/sh\n${body}\n`);
@@ -68,7 +76,8 @@ export async function runCli(
     throw new Error('runCli: set XDG_CACHE_HOME so the result cache stays isolated');
   const r = await execa(process.execPath, [CLI, ...args], {
     cwd: opts.cwd,
-    env: { ...opts.env, GENJOB_DEBUG: '' },
+    // the package (fixtures/demo-generator.mjs) is readable by confined generators
+    env: { GENJOB_GENERATOR_BIND: PKG, ...opts.env, GENJOB_DEBUG: '' },
     reject: false,
     stripFinalNewline: false,
   });

@@ -1,8 +1,8 @@
 // mint through the built CLI: every refused path exits 2 naming the path and the rule, and
 // nothing is written; --json results of mint, status and show; resolving key prefixes.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { workOrderKey } from '../../src/core/job.js';
 import { DEMO_GENERATOR, genDir, makeSandbox, mintKey, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
@@ -58,6 +58,30 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       rule: '.git/config: path is inside .git/',
     },
     {
+      name: 'a file inside a nested .git/',
+      args: ['-m', 'x', 'vendor/lib/.git/config'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'vendor/lib/.git/config: path is inside .git/',
+    },
+    {
+      name: 'a file inside a case-folded .GIT/',
+      args: ['-m', 'x', '.GIT/hooks/pre-commit'],
+      code: 'EGJ_BAD_PATH',
+      rule: '.GIT/hooks/pre-commit: path is inside .git/ (component ".GIT" is .git after case folding, HFS+ or NTFS aliasing)',
+    },
+    {
+      name: 'a file inside .Gen/',
+      args: ['-m', 'x', '.Gen/queue/x.json'],
+      code: 'EGJ_BAD_PATH',
+      rule: '.Gen/queue/x.json: path is inside .gen/ (component ".Gen" is .gen after case folding, HFS+ or NTFS aliasing)',
+    },
+    {
+      name: 'a hardlink',
+      args: ['-m', 'x', 'hard.py'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'hard.py: has 2 hard links; genjob only ships files with one name (pass --allow-hardlinks to ship it anyway)',
+    },
+    {
       name: 'a missing file without --create',
       args: ['-m', 'x', 'src/missing.py'],
       code: 'EGJ_BAD_PATH',
@@ -99,8 +123,14 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       const sb = await makeSandbox();
       symlinkSync('src/user.py', join(sb.repo, 'link.py'));
       symlinkSync('src', join(sb.repo, 'srclink'));
+      writeFileSync(join(sb.base, 'outside-secret.txt'), 'outside the repository\n');
+      linkSync(join(sb.base, 'outside-secret.txt'), join(sb.repo, 'hard.py'));
       mkdirSync(join(sb.repo, 'deploy'));
       writeFileSync(join(sb.repo, 'deploy/.env'), 'PORT=8080\n');
+      for (const f of ['vendor/lib/.git/config', '.GIT/hooks/pre-commit', '.Gen/queue/x.json']) {
+        mkdirSync(join(sb.repo, dirname(f)), { recursive: true });
+        writeFileSync(join(sb.repo, f), '[core]\n\tfsmonitor = touch /tmp/pwned\n');
+      }
       await sb.genjob(['status']); // creates .gen/ (and its journal-less layout)
       writeFileSync(join(sb.repo, '.gen/journal.jsonl'), '');
       const before = snapshot(sb.repo, ['.git']);
@@ -123,6 +153,22 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       code: 'EGJ_BAD_PATH',
       message: 'src: is not a regular file',
     });
+  });
+});
+
+describe('mint --allow-hardlinks', () => {
+  it('ships an input with a second hard link when asked to, and records its hash', async () => {
+    const sb = await makeSandbox();
+    linkSync(join(sb.repo, 'src/user.py'), join(sb.base, 'second-name.py'));
+    const refused = await sb.genjob(['mint', '-m', 'x', 'src/user.py']);
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toMatch(/src\/user\.py: has 2 hard links/);
+    const r = await sb.genjob(['mint', '--json', '--allow-hardlinks', '-m', 'x', 'src/user.py']);
+    expect(r.exitCode).toBe(0);
+    const sha = createHash('sha256')
+      .update(readFileSync(join(sb.repo, 'src/user.py')))
+      .digest('hex');
+    expect(JSON.parse(r.stdout).inputs).toEqual([{ path: 'src/user.py', sha256: sha }]);
   });
 });
 

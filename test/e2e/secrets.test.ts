@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { errorLine, genDir, gj, makeRepo, mintedKey, type Repo, snapshot } from './trust-helpers.js';
 
 // Built at run time so this file itself holds no string a scanner would flag.
-const AWS_KEY_ID = ['AKIA', 'Q3VJ7ZP2XK4M9TRB'].join('');
+const AWS_KEY_ID = ['AKIA', 'Q3VJ7ZP2XK4M6TRB'].join(''); // AWS key ids are base32 (A-Z, 2-7)
 const GITHUB_TOKEN = ['ghp', '_', 'a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8'].join('');
 const PEM_BEGIN = ['-----BEGIN', 'RSA PRIVATE', 'KEY-----'].join(' ');
 
@@ -20,7 +20,7 @@ beforeEach(async () => {
     'keys/id_rsa': 'not really a key\n',
     'certs/x.pem': 'not really a certificate\n',
     'src/config.ts': `export const region = 'eu-west-1';\n\nexport const keyId = '${AWS_KEY_ID}';\n`,
-    'notes/deploy.md': `# deploy\n\nthe key:\n${PEM_BEGIN}\nMIIEow...\n`,
+    'notes/deploy.md': `# deploy\n\nthe key:\n${PEM_BEGIN}\n${'MIIEowIBAAKCAQEAq3'.repeat(4)}\n`,
     'src/app.ts': 'export const app = 1;\n',
   });
   // create .gen/'s directories first, so a refused mint can be shown to change nothing at all

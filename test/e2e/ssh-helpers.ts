@@ -69,14 +69,20 @@ export function genjob(
     cwd: sb.repo,
     reject: false,
     stdin: 'ignore',
-    env: { XDG_CACHE_HOME: sb.workerCache, NO_COLOR: '1' },
+    // a confined local generator may use the test's scratch dir (scripts, counters, markers)
+    env: { XDG_CACHE_HOME: sb.workerCache, NO_COLOR: '1', GENJOB_GENERATOR_BIND_RW: path.dirname(sb.repo) },
     ...extra,
   } as Options) as ResultPromise<{ reject: false; all: false }>;
 }
 
-/** The remote command that starts the built CLI's serve on the host, with the host's own cache. */
+/**
+ * The remote command that starts the built CLI's serve on the host, with the host's own cache. Its
+ * confined generators may use the test's scratch dir (serve still hides the cache inside it) and
+ * read the package.
+ */
 export function remoteServe(hostCache: string): string {
-  return `${NODE} ${CLI} serve --session --cache-dir ${hostCache}`;
+  const exposed = `--generator-bind-rw ${path.dirname(hostCache)} --generator-bind ${REPO_ROOT}`;
+  return `${NODE} ${CLI} serve --session --cache-dir ${hostCache} ${exposed}`;
 }
 
 /**

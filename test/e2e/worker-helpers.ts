@@ -3,7 +3,7 @@
 // the built CLI spawned with execa (reject: false, an env the caller gives) and a poll that names what
 // it waited for. Temp dirs and registered cleanups go after each test (test/helpers/temp-store.ts).
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import type { Store } from '../../src/store/store.js';
 import { tempRepo } from '../helpers/temp-store.js';
@@ -16,22 +16,40 @@ export interface WorkerRepo {
   /** The repository root (`base/repo`, with .git/). */
   root: string;
   store: Store;
-  /** `--generator sh base/gen.sh`. */
+  /** `--generator sh base/gen.sh`, plus `--generator-env NAME` for each of HARNESS_ENV. */
   generator: string[];
 }
+
+/**
+ * Variables the tests' generator scripts read (a confined generator gets only the environment
+ * names passed with --generator-env).
+ */
+export const HARNESS_ENV = [
+  'GEN_LOG',
+  'WORKER_TAG',
+  'STARTED',
+  'RELEASE',
+  'CRASH_GEN_NTH',
+  'CRASH_GEN_MARK',
+  'WORKER_PID_FILE',
+];
 
 /** A fresh repository holding `files`, its Store made, and `script` as base/gen.sh. */
 export function workerRepo(prefix: string, script: string, files: Record<string, string> = {}): WorkerRepo {
   const { base, root, store } = tempRepo(prefix, files);
   writeFileSync(join(base, 'gen.sh'), script);
-  return { base, root, store, generator: ['--generator', `sh ${join(base, 'gen.sh')}`] };
+  const passEnv = HARNESS_ENV.flatMap((name) => ['--generator-env', name]);
+  return { base, root, store, generator: ['--generator', `sh ${join(base, 'gen.sh')}`, ...passEnv] };
 }
 
-/** Spawn the built CLI in `root` with exactly `env`; `preload` is a module for node's --import. */
+/**
+ * Spawn the built CLI in `root` with `env`; `preload` is a module for node's --import. Unless `env`
+ * says otherwise, a confined generator may read and write the scratch space around the repository.
+ */
 export function spawnCli(root: string, args: readonly string[], env: NodeJS.ProcessEnv, preload?: string) {
   return execa(process.execPath, [...(preload ? ['--import', preload] : []), CLI, ...args], {
     cwd: root,
-    env,
+    env: { GENJOB_GENERATOR_BIND_RW: dirname(root), ...env },
     reject: false,
   });
 }

@@ -4,6 +4,7 @@
 // In-process only: e2e tests start it in the vitest process and pass `url` to CLI children via env.
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { type FakeBatchOptions, type FakeBatchState, fakeBatchApi } from './fake-openai-batch.js';
 
 export interface FakeStep {
   /** HTTP status; 200 by default. */
@@ -35,6 +36,8 @@ export interface FakeOpenAi {
   url: string;
   port: number;
   requests: RecordedRequest[];
+  /** With the `batch` option: the files, batches and per-key submission counts the server holds. */
+  batch?: FakeBatchState;
   close(): Promise<void>;
 }
 
@@ -64,7 +67,11 @@ export function structuredAnswer(files: Array<{ path: string; content: string }>
   return JSON.stringify({ files });
 }
 
-export async function startFakeOpenAi(script: FakeStep[], opts: { port?: number } = {}): Promise<FakeOpenAi> {
+export async function startFakeOpenAi(
+  script: FakeStep[],
+  opts: { port?: number; batch?: FakeBatchOptions } = {},
+): Promise<FakeOpenAi> {
+  const batch = opts.batch ? fakeBatchApi(opts.batch) : undefined;
   const steps = [...script];
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
@@ -80,6 +87,18 @@ export async function startFakeOpenAi(script: FakeStep[], opts: { port?: number 
         body = JSON.parse(text);
       } catch {}
       requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
+      // the batch endpoints (files, batches) answer from their own state, not from the script
+      const reply = batch?.handle(
+        req.method ?? '',
+        req.url ?? '',
+        String(req.headers['content-type'] ?? ''),
+        Buffer.concat(chunks),
+      );
+      if (reply) {
+        res.writeHead(reply.status, { 'content-type': 'application/json' });
+        res.end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body));
+        return;
+      }
 
       const step = steps[0];
       const wantsFormat = typeof body === 'object' && body !== null && 'response_format' in body;
@@ -137,6 +156,7 @@ export async function startFakeOpenAi(script: FakeStep[], opts: { port?: number 
     url: `http://127.0.0.1:${port}/v1`,
     port,
     requests,
+    ...(batch ? { batch: batch.state } : {}),
     close: () =>
       new Promise<void>((resolve) => {
         for (const t of timers) clearTimeout(t);

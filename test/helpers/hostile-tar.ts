@@ -216,3 +216,27 @@ export function gzipped(
 export function gzipBomb(name: string, bytes = 1024 ** 3) {
   return gzipped(zeroFileTar(name, bytes));
 }
+
+/** Where each numeric field of a ustar header lies: [offset, width]. */
+export const NUMERIC_FIELDS = {
+  mode: [100, 8],
+  uid: [108, 8],
+  gid: [116, 8],
+  size: [124, 12],
+  mtime: [136, 12],
+  devmajor: [329, 8],
+  devminor: [337, 8],
+} as const;
+
+/** `header` with one numeric field rewritten in base-256 as 2^(8·(width−1))−1, far above 2^53; checksum fixed. */
+export function base256Huge(header: Buffer, field: keyof typeof NUMERIC_FIELDS): Buffer {
+  const b = Buffer.from(header);
+  const [off, width] = NUMERIC_FIELDS[field];
+  b[off] = 0x80;
+  b.fill(0xff, off + 1, off + width);
+  b.fill(0x20, 148, 156);
+  let sum = 0;
+  for (const byte of b) sum += byte;
+  b.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 8, 'latin1');
+  return b;
+}

@@ -16,10 +16,16 @@ export interface SshdOptions {
    * original command runs under /bin/sh -c instead of the login shell.
    */
   loginShellRc?: string;
+  /** sshd's `AcceptEnv` patterns ('*': a host that takes every variable a client sends). */
+  acceptEnv?: string;
 }
 
 export async function startSshd(opts: SshdOptions = {}): Promise<SshdHandle> {
-  const handle = await startBenchSshd({ alias: 'genjob-test', loginShellRc: opts.loginShellRc });
+  const handle = await startBenchSshd({
+    alias: 'genjob-test',
+    loginShellRc: opts.loginShellRc,
+    acceptEnv: opts.acceptEnv,
+  });
   return { ...handle, hostAlias: handle.alias };
 }
 

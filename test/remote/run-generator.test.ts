@@ -1,25 +1,63 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runGenerator } from '../../src/remote/run-generator.js';
+import type { SandboxPolicy } from '../../src/sandbox/policy.js';
 
-function processState(pid: number): string {
-  try {
-    return /^State:\s+(\S)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 'gone';
-  } catch {
-    return 'gone';
-  }
+/** Pids of processes whose command line is exactly `argv` (a unique `sleep N.NNN` marks a test's child). */
+function findProcesses(argv: string[]): number[] {
+  const want = `${argv.join('\0')}\0`;
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        return (
+          readFileSync(`/proc/${n}/cmdline`, 'utf8') === want &&
+          !/^State:\s+Z/m.test(readFileSync(`/proc/${n}/status`, 'utf8'))
+        );
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
 
+/** A child that leaves the generator's process group (setpgid, not setsid), then sleeps as `sleep MARKER`. */
+const setpgidSleep = (marker: string) => `perl -e 'setpgrp(0, 0); exec "sleep", "${marker}"'`;
+
 let dir: string;
+let ws: string;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'gj-gen-'));
+  ws = join(dir, 'files');
+  mkdirSync(ws);
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const base = () => ({
-  workspace: dir,
+const BWRAP: SandboxPolicy = {
+  kind: 'bwrap',
+  network: false,
+  envNames: [],
+  binds: [],
+  bindsRw: [],
+  hidden: [],
+};
+const NONE: SandboxPolicy = { ...BWRAP, kind: 'none' };
+
+const base = (policy: SandboxPolicy = BWRAP) => ({
+  workspace: ws,
+  scratch: dir,
+  readOnly: [],
+  policy,
   env: { GENJOB_INSTRUCTION: 'hi' },
   timeoutMs: 10_000,
   usageFile: join(dir, '..', `${dir.split('/').pop()}.usage`),
@@ -32,7 +70,7 @@ describe('runGenerator', () => {
       command: 'printf "%s" "$GENJOB_INSTRUCTION" > out.txt && test -n "$GENJOB_USAGE_FILE"',
     });
     expect(run.exitCode).toBe(0);
-    expect(existsSync(join(dir, 'out.txt'))).toBe(true);
+    expect(readFileSync(join(ws, 'out.txt'), 'utf8')).toBe('hi');
   });
 
   it('keeps the tail of stderr and the exit status of a failing generator', async () => {
@@ -41,18 +79,68 @@ describe('runGenerator', () => {
     expect(run.stderrTail).toMatch(/last words$/);
   });
 
-  it('kills the whole process group on timeout, including what the generator started', async () => {
-    const pidFile = join(dir, 'child.pid');
-    const run = await runGenerator({
-      ...base(),
-      timeoutMs: 500,
-      command: `sleep 30 & echo $! > ${pidFile}; wait`,
+  for (const policy of [BWRAP, NONE]) {
+    it(`(${policy.kind}) kills on timeout everything the generator started, even a child in its own process group`, async () => {
+      const marker = `30.${process.pid}${policy.kind.length}1`;
+      const run = await runGenerator({
+        ...base(policy),
+        timeoutMs: 500,
+        command: `${setpgidSleep(marker)} & sleep 30 & wait`,
+      });
+      expect(run.timedOut).toBe(true);
+      expect(findProcesses(['sleep', marker])).toEqual([]);
     });
-    expect(run.timedOut).toBe(true);
-    const pid = Number(readFileSync(pidFile, 'utf8'));
-    await new Promise((r) => setTimeout(r, 100));
-    // the background sleep is gone too (or a zombie waiting for init to reap it: no longer running)
-    expect(processState(pid)).toMatch(/^(gone|Z)$/);
+
+    it(`(${policy.kind}) ends a setpgid child left behind when the generator exits`, async () => {
+      const marker = `30.${process.pid}${policy.kind.length}2`;
+      const run = await runGenerator({
+        ...base(policy),
+        command: `${setpgidSleep(marker)} > /dev/null 2>&1 & exit 0`,
+      });
+      expect(run.exitCode).toBe(0);
+      expect(findProcesses(['sleep', marker])).toEqual([]);
+    });
+
+    it(`(${policy.kind}) passes only the allowlisted environment`, async () => {
+      process.env.AWS_SECRET_ACCESS_KEY = 'fake-secret';
+      process.env.GENJOB_SIGN_KEY = '/nowhere/key';
+      process.env.PASSED_ON = 'yes';
+      try {
+        const run = await runGenerator({
+          ...base({ ...policy, envNames: ['PASSED_ON'] }),
+          command: 'env > env.txt',
+        });
+        expect(run.exitCode).toBe(0);
+        const names = readFileSync(join(ws, 'env.txt'), 'utf8')
+          .split('\n')
+          .map((l) => l.split('=')[0] ?? '')
+          .filter((n) => n !== '');
+        expect(names).not.toContain('AWS_SECRET_ACCESS_KEY');
+        expect(names).not.toContain('GENJOB_SIGN_KEY');
+        expect(names).toContain('PASSED_ON');
+        const allowed =
+          /^(PATH|LANG|LANGUAGE|TERM|TZ|LC_.*|HOME|PWD|OLDPWD|SHLVL|_|GENJOB_INSTRUCTION|GENJOB_USAGE_FILE|GENJOB_RUN|PASSED_ON)$/;
+        expect(names.filter((n) => !allowed.test(n))).toEqual([]);
+      } finally {
+        delete process.env.AWS_SECRET_ACCESS_KEY;
+        delete process.env.GENJOB_SIGN_KEY;
+        delete process.env.PASSED_ON;
+      }
+    });
+  }
+
+  it('(bwrap) the workspace is the only writable place and paths outside it are not there', async () => {
+    writeFileSync(join(tmpdir(), `gj-outside-${process.pid}`), 'secret');
+    try {
+      const run = await runGenerator({
+        ...base(),
+        command: `test ! -e ${tmpdir()}/gj-outside-${process.pid} && ! touch /usr/x 2>/dev/null && ! test -e /root/.ssh && touch ok`,
+      });
+      expect(run.exitCode, run.stderrTail).toBe(0);
+      expect(existsSync(join(ws, 'ok'))).toBe(true);
+    } finally {
+      rmSync(join(tmpdir(), `gj-outside-${process.pid}`), { force: true });
+    }
   });
 
   it('reads the usage a generator reports and ignores a malformed report', async () => {

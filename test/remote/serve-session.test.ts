@@ -1,6 +1,6 @@
 // serve-session and the worker's ServeClient talking in-process over pipes: the real protocol,
 // real bundle packing and extraction, a real shell generator and the real result cache.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -34,6 +34,15 @@ function inProcess(cache: ResultCache, pinned: string | null = null): ServeLaunc
         cache,
         pinnedGenerator: pinned,
         encodeReceipt: (r) => canonicalBytes(r),
+        // the test's generators log their runs in tmp; the cache inside it stays hidden
+        policy: {
+          kind: 'bwrap',
+          network: false,
+          envNames: [],
+          binds: [],
+          bindsRw: [tmp],
+          hidden: [cache.dir, cache.workDir],
+        },
       })
         .then(() => fromServe.end())
         .then(() => ({ exitCode: 0, signal: null }));
@@ -269,6 +278,85 @@ describe('generator configuration', () => {
       code: 'EGJ_GENERATOR_CONFIG',
     });
     expect(readdirSync(join(cache.dir, 'results'))).toEqual([]);
+    await client.close();
+  });
+});
+
+describe('the host cache is serve-only and the outbox rule holds', () => {
+  async function open(cache: ResultCache) {
+    return ServeClient.open(inProcess(cache), [], { maxAnswerBytes: 1 << 30, helloTimeoutMs: 5000 });
+  }
+
+  it('does not serve an entry changed outside serve (bytes and result.json alike): it is quarantined and generated again', async () => {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    const log = join(tmp, 'runs.log');
+    const gen = `echo run >> ${log} && echo honest > src/a.py`;
+    const client = await open(cache);
+    const first = await take(await run(client, gen, 1));
+    const entry = cache.entryDir(cache.entryName(job.key, gen, digest));
+    // rewrite the entry consistently, as an attacker with write access to the cache would
+    const evil = 'poisoned\n';
+    writeFileSync(join(entry, 'files/src/a.py'), evil);
+    const result = JSON.parse(readFileSync(join(entry, 'result.json'), 'utf8'));
+    result.outputs[0].sha256 = sha256Hex(evil);
+    result.outputs[0].bytes = evil.length;
+    writeFileSync(join(entry, 'result.json'), JSON.stringify(result));
+    const again = await take(await run(client, gen, 2));
+    expect(again.receipt).toMatchObject({ status: 'ok', cached: false });
+    expect(again.receipt.outputs).toEqual(first.receipt.outputs);
+    expect(readFileSync(join(again.staged.dir, 'src/a.py'), 'utf8')).toBe('honest\n');
+    expect(readFileSync(log, 'utf8')).toBe('run\nrun\n');
+    expect(readdirSync(join(cache.dir, 'quarantine'))).toHaveLength(1);
+    // a fetch never answers with a tampered entry either
+    writeFileSync(join(entry, 'files/src/a.py'), evil);
+    expect(await client.request(request('fetch', gen, 3), 10_000)).toEqual({ type: 'none' });
+    await client.close();
+  });
+
+  it('says a generation that started and never finished is in doubt, and runs it again only with consent', async () => {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    await cache.init();
+    const log = join(tmp, 'runs.log');
+    const gen = `echo run >> ${log} && echo done > src/a.py`;
+    await cache.markStarted(cache.entryName(job.key, gen, digest)); // a serve that died mid-generation
+    const client = await open(cache);
+    expect(await run(client, gen, 1)).toMatchObject({ type: 'error', code: 'EGJ_GENERATION_IN_DOUBT' });
+    expect(existsSync(log)).toBe(false);
+    const retry = await client.request(
+      { ...request('run', gen, 2), retry_aborted: true },
+      30_000,
+      async (w) => {
+        writeFileSync(join(tmp, 'a.py'), source);
+        await packTar(
+          [
+            { name: 'job.json', bytes: jobFileBytes(job) },
+            { name: 'files/src/a.py', file: join(tmp, 'a.py') },
+          ],
+          (c) => w.chunk(c),
+        );
+        await w.end();
+      },
+    );
+    expect((await take(retry)).receipt).toMatchObject({ status: 'ok', cached: false });
+    expect(readFileSync(log, 'utf8')).toBe('run\n');
+    expect(readdirSync(join(cache.dir, 'started'))).toEqual([]);
+    await client.close();
+  });
+
+  it('delivers a result it cannot store, saying so, and does not silently generate it again', async () => {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    const log = join(tmp, 'runs.log');
+    const gen = `echo run >> ${log} && echo kept > src/a.py`;
+    const client = await open(cache);
+    rmSync(join(cache.dir, 'results'), { recursive: true });
+    writeFileSync(join(cache.dir, 'results'), 'not a directory'); // every commit now fails
+    const answer = await run(client, gen, 1);
+    expect(answer).toMatchObject({ type: 'result', cacheError: expect.stringMatching(/could not store/) });
+    const { receipt, staged } = await take(answer);
+    expect(receipt).toMatchObject({ status: 'ok', cached: false });
+    expect(readFileSync(join(staged.dir, 'src/a.py'), 'utf8')).toBe('kept\n');
+    expect(await run(client, gen, 2)).toMatchObject({ type: 'error', code: 'EGJ_GENERATION_IN_DOUBT' });
+    expect(readFileSync(log, 'utf8')).toBe('run\n');
     await client.close();
   });
 });

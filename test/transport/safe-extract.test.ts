@@ -19,6 +19,7 @@ import { type ExtractOptions, safeExtract } from '../../src/transport/safe-extra
 import { packTar } from '../../src/transport/tar-pack.js';
 import {
   BLOCK,
+  base256Huge,
   blockDeviceEntry,
   charDeviceEntry,
   chunked,
@@ -29,6 +30,7 @@ import {
   gnuLongName,
   gzipBomb,
   hardlinkEntry,
+  padded,
   paxFileEntry,
   paxHeader,
   rawHeader,
@@ -367,6 +369,15 @@ describe('safeExtract refuses hostile archives and leaves nothing behind', () =>
   it.each(cases)('refuses $title with $code', async ({ archive, code, over }) => {
     await expectRejected(archive(ctx), code, over);
   });
+
+  it.each(['mode', 'uid', 'gid', 'size', 'mtime', 'devmajor', 'devminor'] as const)(
+    'refuses a base-256 %s field above 2^53 as EGJ_ARCHIVE_CORRUPT, not as a bug',
+    async (field) => {
+      const header = base256Huge(rawHeader({ name: 'files/a.txt', size: 5 }), field);
+      const body = field === 'size' ? Buffer.alloc(0) : padded(Buffer.from('hello'));
+      await expectRejected(tarOf(header, body), 'EGJ_ARCHIVE_CORRUPT');
+    },
+  );
 
   it('names the entry and the rule in the message', async () => {
     const err = await expectRejected(tarOf(symlinkEntry('files/a.txt', '/etc/passwd')), 'EGJ_ARCHIVE_LINK');

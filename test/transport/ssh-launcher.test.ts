@@ -85,6 +85,16 @@ describe('sshArgv', () => {
     { option: 'KnownHostsCommand=/bin/true', rule: /local commands/ },
     { option: 'RequestTTY=force', rule: /without a tty/ },
     { option: 'RemoteCommand=id', rule: /without a tty/ },
+    { option: 'SendEnv=*', rule: /environment .* never goes to a host/ },
+    { option: 'sendenv=AWS_*', rule: /environment/ },
+    { option: 'SendEnv *', rule: /environment/ },
+    { option: 'SENDENV = *', rule: /environment/ },
+    { option: ' SendEnv\t*', rule: /environment/ },
+    { option: 'SetEnv=AWS_SECRET_ACCESS_KEY=x', rule: /environment/ },
+    { option: 'setenv FOO=bar', rule: /environment/ },
+    { option: 'LocalCommand touch /tmp/x', rule: /local commands/ },
+    { option: 'permitlocalcommand yes', rule: /local commands/ },
+    { option: 'PERMITLOCALCOMMAND=yes', rule: /local commands/ },
   ])('refuses --ssh-option $option with EGJ_BAD_SSH_OPTION', ({ option, rule }) => {
     expect(() => validateSshOption(option)).toThrow(rule);
     expect(() => sshArgv({ ...base, options: [option] }, 'x')).toThrow(
@@ -98,6 +108,7 @@ describe('sshArgv', () => {
     'UserKnownHostsFile=/etc/genjob/known_hosts',
     'ConnectTimeout=30',
     'ControlPersist=no',
+    'ConnectTimeout 30',
   ])('accepts --ssh-option %s', (option) => {
     expect(() => validateSshOption(option)).not.toThrow();
   });
@@ -382,5 +393,49 @@ describe('sshLauncher against a real sshd', () => {
   it('defaults the remote command to genjob serve --session', () => {
     expect(DEFAULT_REMOTE_CMD).toBe('genjob serve --session');
     expect(launcher({}).destination).toBe('genjob-test');
+  });
+});
+
+describe('ssh to a host that accepts every variable (AcceptEnv *)', () => {
+  const sshd = useSshd({ acceptEnv: '*' });
+  const secrets = {
+    AWS_SECRET_ACCESS_KEY: 'FAKEawsSECRETforGENJOBtestsEXAMPLE0000000',
+    OPENAI_API_KEY: 'sk-FAKE-genjob-test-not-a-key',
+    GENJOB_SIGN_KEY: '/fake/sign.key',
+  };
+  let tmp: string;
+  beforeAll(async () => {
+    tmp = await mkdtemp(path.join(os.tmpdir(), 'gj-ssh-env-'));
+    Object.assign(process.env, secrets);
+  });
+  afterAll(async () => {
+    for (const name of Object.keys(secrets)) delete process.env[name];
+    await rm(tmp, { recursive: true, force: true });
+  });
+
+  it('sends none of the worker environment even when the ssh config says SendEnv *', async () => {
+    const config = path.join(tmp, 'ssh_config');
+    const base = await (await import('node:fs/promises')).readFile(sshd().sshConfigFile, 'utf8');
+    await writeFile(config, `${base}  SendEnv *\n`);
+    const l = sshLauncher(
+      { host: sshd().hostAlias, configFile: config, options: [], remoteCmd: 'env' },
+      path.join(tmp, 'ctl'),
+    );
+    try {
+      const p = l.start([]);
+      p.stdin.end();
+      const out: Buffer[] = [];
+      p.stdout.on('data', (d: Buffer) => out.push(d));
+      expect(await p.exited).toEqual({ exitCode: 0, signal: null });
+      await new Promise((r) => setImmediate(r));
+      const remoteEnv = Buffer.concat(out).toString();
+      expect(remoteEnv).toMatch(/^PATH=/m); // the remote command ran and printed its environment
+      for (const [name, value] of Object.entries(secrets)) {
+        expect(remoteEnv).not.toContain(name);
+        expect(remoteEnv).not.toContain(value);
+      }
+    } finally {
+      await l.close();
+    }
   });
 });

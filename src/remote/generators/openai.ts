@@ -3,33 +3,23 @@
 // a timeout after connecting, a reset mid-response or a 5xx ends the attempt "in doubt" (the tokens may
 // be spent). Only a refused connection or an HTTP 429 — proof that nothing was generated — is retried.
 // Tokens and requests are summed into every result, whatever its status: the spend ledger.
-import {
-  closeSync,
-  constants,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { errnoOf } from '../../core/errors.js';
 import type { Job } from '../../core/job.js';
-import { ancestors } from '../../core/paths.js';
+import {
+  addUsage,
+  excerpt,
+  OPENAI_GENERATOR_NAME,
+  readWorkspace,
+  requestBody,
+  takeAnswer,
+  type Usage,
+} from './openai-answer.js';
 import { type OpenAiConfig, readOpenAiConfig } from './openai-config.js';
 import { post, retryAfterMs } from './openai-http.js';
-import {
-  type AnswerFormat,
-  buildMessages,
-  changesProblem,
-  type FileChange,
-  type PromptFile,
-  parseAnswer,
-  RESPONSE_FORMAT,
-} from './openai-prompt.js';
+import type { AnswerFormat } from './openai-prompt.js';
 
-export const OPENAI_GENERATOR_NAME = 'builtin:openai';
+export { OPENAI_GENERATOR_NAME, type Usage };
 
 export interface BuiltinGeneratorInput {
   /** Directory holding the allowed files that exist, at their contract paths. */
@@ -43,12 +33,6 @@ export interface BuiltinGeneratorInput {
   rawAnswerDir: string;
 }
 
-export interface Usage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  requests: number;
-}
-
 export interface BuiltinGeneratorResult {
   status: 'ok' | 'rejected' | 'aborted';
   reason: string | null;
@@ -58,7 +42,6 @@ export interface BuiltinGeneratorResult {
 }
 
 const MAX_BACKOFF_MS = 30_000;
-const SNIPPET_CHARS = 300;
 
 /** Ask the configured endpoint to carry out `job` in `workspace`; never throws for endpoint or answer faults. */
 export async function runOpenAiGenerator(input: BuiltinGeneratorInput): Promise<BuiltinGeneratorResult> {
@@ -153,182 +136,6 @@ export async function runOpenAiGenerator(input: BuiltinGeneratorInput): Promise<
   }
 }
 
-type AnswerOutcome = { status: 'ok' | 'rejected' | 'aborted'; reason: string | null; model: string | null };
-
-/** Read a 2xx chat completion, keep its text, parse it, and write the files it proposes. */
-function takeAnswer(
-  text: string,
-  format: AnswerFormat,
-  input: BuiltinGeneratorInput,
-  n: number,
-): AnswerOutcome {
-  const keep = (t: string) => writeFileSync(join(input.rawAnswerDir, `answer-${n}.txt`), t);
-  const completion = readCompletion(text);
-  if (typeof completion === 'string') {
-    keep(text);
-    return { status: 'rejected', reason: `answer could not be parsed: ${completion}`, model: null };
-  }
-  const { content, model, finish, refusal } = completion;
-  keep(content ?? refusal ?? text);
-  const fail = (problem: string): AnswerOutcome => ({ status: 'rejected', reason: problem, model });
-  if (refusal !== null) return fail(`the model refused: ${excerpt(refusal)}`);
-  if (finish === 'length') return fail('answer could not be parsed: it was cut off at the token limit');
-  if (content === null) return fail('answer could not be parsed: the completion has no message content');
-  const parsed = parseAnswer(content, format);
-  if (!parsed.ok) return fail(`answer could not be parsed: ${parsed.problem}`);
-  const problem = changesProblem(parsed.files, input.job);
-  if (problem) return fail(problem);
-  const writeProblem = writeChanges(input.workspace, parsed.files);
-  if (writeProblem) return { status: 'aborted', reason: writeProblem, model };
-  return { status: 'ok', reason: null, model };
-}
-
-type Completion = {
-  content: string | null;
-  model: string | null;
-  finish: string | null;
-  refusal: string | null;
-};
-
-function readCompletion(text: string): Completion | string {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    return `the response is not JSON: ${excerpt(text)}`;
-  }
-  const choice = (raw as { choices?: unknown })?.choices;
-  const first = Array.isArray(choice) ? (choice[0] as Record<string, unknown> | undefined) : undefined;
-  const message = first?.['message'] as Record<string, unknown> | undefined;
-  if (typeof message !== 'object' || message === null)
-    return 'the response is not a chat completion (no choices[0].message)';
-  const str = (v: unknown) => (typeof v === 'string' ? v : null);
-  return {
-    content: str(message['content']),
-    refusal: str(message['refusal']),
-    finish: str(first?.['finish_reason']),
-    model: str((raw as { model?: unknown }).model),
-  };
-}
-
-function addUsage(usage: Usage, text: string): void {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    return;
-  }
-  const u = (raw as { usage?: Record<string, unknown> } | null)?.usage;
-  if (typeof u !== 'object' || u === null) return;
-  const count = (v: unknown) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : 0);
-  usage.prompt_tokens += count(u['prompt_tokens']);
-  usage.completion_tokens += count(u['completion_tokens']);
-}
-
-function requestBody(config: OpenAiConfig, job: Job, files: PromptFile[], format: AnswerFormat): string {
-  return JSON.stringify({
-    model: config.model,
-    messages: buildMessages(job.instruction, files, format),
-    stream: false,
-    ...(format === 'structured' ? { response_format: RESPONSE_FORMAT } : {}),
-  });
-}
-
-/** Each allowed path with its current text; files are opened without following symlinks. */
-function readWorkspace(workspace: string, job: Job): PromptFile[] | { problem: string } {
-  const out: PromptFile[] = [];
-  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-  for (const { path } of job.inputs) {
-    let fd: number;
-    try {
-      fd = openSync(join(workspace, path), constants.O_RDONLY | constants.O_NOFOLLOW);
-    } catch (err) {
-      const code = errnoOf(err);
-      if (code === 'ENOENT' || code === 'ENOTDIR') {
-        out.push({ path, content: null });
-        continue;
-      }
-      if (code === 'ELOOP')
-        return { problem: `${path}: is a symlink in the workspace; refusing to follow it` };
-      return { problem: `${path}: cannot be read from the workspace: ${(err as Error).message}` };
-    }
-    try {
-      const bytes = readAll(fd, job.constraints.max_file_bytes, path);
-      out.push({ path, content: decoder.decode(bytes) });
-    } catch (err) {
-      if (err instanceof TypeError)
-        return { problem: `${path}: is not UTF-8 text; ${OPENAI_GENERATOR_NAME} sends text only` };
-      return { problem: `${path}: cannot be read from the workspace: ${(err as Error).message}` };
-    } finally {
-      closeSync(fd);
-    }
-  }
-  return out;
-}
-
-function readAll(fd: number, max: number, path: string): Buffer {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for (;;) {
-    const buf = Buffer.alloc(64 * 1024);
-    const got = readSync(fd, buf, 0, buf.length, null);
-    if (got === 0) return Buffer.concat(chunks, total);
-    total += got;
-    if (total > max) throw new Error(`${path} is larger than the job's max_file_bytes (${max})`);
-    chunks.push(buf.subarray(0, got));
-  }
-}
-
-/**
- * Write the proposed files at their contract paths. Every directory on the way is checked with lstat
- * (a symlink is refused, never followed) before anything is written, and files are opened O_NOFOLLOW.
- */
-function writeChanges(workspace: string, files: readonly FileChange[]): string | null {
-  for (const f of files) {
-    for (const dir of ancestors(f.path)) {
-      const st = lstatOrNull(join(workspace, dir));
-      if (st && !st.isDirectory()) return `${f.path}: ${dir} is not a directory in the workspace`;
-    }
-    const st = lstatOrNull(join(workspace, f.path));
-    if (st && !st.isFile()) return `${f.path}: is not a regular file in the workspace`;
-  }
-  try {
-    for (const f of files) {
-      for (const dir of ancestors(f.path)) {
-        try {
-          mkdirSync(join(workspace, dir));
-        } catch (err) {
-          if (errnoOf(err) !== 'EEXIST') throw err;
-        }
-      }
-      const fd = openSync(
-        join(workspace, f.path),
-        constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
-        0o644,
-      );
-      try {
-        const bytes = Buffer.from(f.content, 'utf8');
-        let off = 0;
-        while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
-      } finally {
-        closeSync(fd);
-      }
-    }
-  } catch (err) {
-    return `writing the answer into the workspace failed: ${(err as Error).message}`;
-  }
-  return null;
-}
-
-function lstatOrNull(p: string) {
-  try {
-    return lstatSync(p);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return null;
-    throw err;
-  }
-}
-
 /** Exponential backoff with equal jitter: half the step is fixed, half random. */
 function backoffMs(config: OpenAiConfig, retry: number): number {
   const step = Math.min(MAX_BACKOFF_MS, config.retryBaseMs * 2 ** retry);
@@ -341,9 +148,4 @@ function plural(n: number, one: string, many: string): string {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function excerpt(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > SNIPPET_CHARS ? `${flat.slice(0, SNIPPET_CHARS)}…` : flat || '(empty body)';
 }

@@ -1,0 +1,42 @@
+// genjob hook install [--pre-merge-commit] [--force]: write the gate's hook into the clone's hooks
+// directory (core.hooksPath respected). A hook genjob wrote is replaced; any other hook is refused
+// (exit 4) unless --force, so a team's own hook is never lost silently.
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { findRoot } from '../cli/root.js';
+import { ConflictError, errnoOf, IoError } from '../core/errors.js';
+import { HOOK_MARKER, type HookName, hookScript } from '../git/hook-script.js';
+import { gitText } from '../git/run-git.js';
+import { replaceFile } from '../store/durable.js';
+import { nodeFs } from '../store/fs-port.js';
+
+export interface HookOptions extends CommonOptions {
+  preMergeCommit?: boolean;
+  force?: boolean;
+}
+
+export async function hookInstall(o: HookOptions): Promise<CommandResult> {
+  const root = findRoot(o.root);
+  const name: HookName = o.preMergeCommit ? 'pre-merge-commit' : 'pre-push';
+  const hooks = await gitText(root, ['rev-parse', '--path-format=absolute', '--git-path', 'hooks'], {
+    userHooksPath: true,
+  });
+  const file = join(hooks, name);
+  let existing: string | undefined;
+  try {
+    existing = readFileSync(file, 'utf8');
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') throw new IoError('read', file, err);
+  }
+  if (existing !== undefined && !existing.includes(HOOK_MARKER) && !o.force)
+    throw new ConflictError(
+      'EGJ_HOOK_EXISTS',
+      `${file}: a ${name} hook genjob did not write is there; merge the gate into it by hand or pass --force to replace it`,
+    );
+  mkdirSync(hooks, { recursive: true });
+  replaceFile({ fs: nodeFs }, file, Buffer.from(hookScript(name, process.execPath, process.argv[1]!)), 0o755);
+  const replaced =
+    existing === undefined ? 'installed' : existing.includes(HOOK_MARKER) ? 'rewrote' : 'replaced';
+  return { human: `${replaced} ${file}`, json: { ok: true, hook: name, file, action: replaced } };
+}

@@ -1,0 +1,107 @@
+// Spend by mode for `genjob status`: the tokens of received and applied jobs' receipts, split by how
+// they were generated (a receipt naming a `batch` is batch, any other interactive), and, when
+// GENJOB_PRICE_IN / GENJOB_PRICE_OUT (per million tokens) are set, what they cost and what the same
+// tokens would have cost interactively. Batch tokens are priced at GENJOB_BATCH_PRICE_FACTOR (default
+// 0.5, the providers' batch discount) times the interactive price. Display only: JSON.parse, no schema.
+import { splitEnvelope } from '../core/receipt-peek.js';
+import { openRecords } from '../store/batch-outbox.js';
+import { readIfExists } from '../store/durable.js';
+import type { Store } from '../store/store.js';
+
+export interface ModeUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  requests: number;
+}
+
+export interface Spend {
+  interactive: ModeUsage;
+  batch: ModeUsage;
+  /** Present when both prices are set. */
+  cost: {
+    currency_per_million: { in: number; out: number };
+    batch_factor: number;
+    total: number;
+    interactive_equivalent: number;
+    saved: number;
+  } | null;
+}
+
+export const DEFAULT_BATCH_PRICE_FACTOR = 0.5;
+
+const zero = (): ModeUsage => ({ prompt_tokens: 0, completion_tokens: 0, requests: 0 });
+
+export function spendByMode(
+  store: Store,
+  keys: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Spend {
+  const spend: Spend = { interactive: zero(), batch: zero(), cost: null };
+  for (const key of keys) {
+    const bytes = readIfExists(store, store.layout.receipt(key));
+    if (!bytes) continue;
+    let doc: Record<string, unknown>;
+    try {
+      doc = splitEnvelope(JSON.parse(bytes.toString('utf8'))).payload;
+    } catch {
+      continue;
+    }
+    const u = doc.usage as Partial<ModeUsage> | undefined;
+    if (!u) continue;
+    const into = typeof doc.batch === 'string' ? spend.batch : spend.interactive;
+    for (const f of ['prompt_tokens', 'completion_tokens', 'requests'] as const) into[f] += Number(u[f]) || 0;
+  }
+  const price = (name: string) => {
+    const v = Number(env[name]);
+    return env[name] !== undefined && env[name] !== '' && Number.isFinite(v) && v >= 0 ? v : null;
+  };
+  const pin = price('GENJOB_PRICE_IN');
+  const pout = price('GENJOB_PRICE_OUT');
+  if (pin !== null && pout !== null) {
+    const factor = price('GENJOB_BATCH_PRICE_FACTOR') ?? DEFAULT_BATCH_PRICE_FACTOR;
+    const full = (u: ModeUsage) => (u.prompt_tokens * pin + u.completion_tokens * pout) / 1e6;
+    const total = full(spend.interactive) + full(spend.batch) * factor;
+    const equivalent = full(spend.interactive) + full(spend.batch);
+    spend.cost = {
+      currency_per_million: { in: pin, out: pout },
+      batch_factor: factor,
+      total: round(total),
+      interactive_equivalent: round(equivalent),
+      saved: round(equivalent - total),
+    };
+  }
+  return spend;
+}
+
+/** The human lines: tokens per mode, and the cost when prices are set. */
+export function spendLines(s: Spend): string[] {
+  const lines: string[] = [];
+  const row = (name: string, u: ModeUsage) =>
+    `tokens (${name}): ${u.prompt_tokens} prompt + ${u.completion_tokens} completion in ${u.requests} request(s)`;
+  const any = (u: ModeUsage) => u.prompt_tokens + u.completion_tokens + u.requests > 0;
+  if (any(s.batch)) {
+    if (any(s.interactive)) lines.push(row('interactive', s.interactive));
+    lines.push(row('batch', s.batch));
+  }
+  if (s.cost)
+    lines.push(
+      `cost: ${s.cost.total.toFixed(4)} (interactively: ${s.cost.interactive_equivalent.toFixed(4)}; saved ${s.cost.saved.toFixed(4)}; batch at ${s.cost.batch_factor}× the price)`,
+    );
+  return lines;
+}
+
+/** Open batches as status shows them. */
+export function openBatches(store: Store) {
+  return openRecords(store).map((r) => ({
+    run: r.run,
+    batch_id: r.batch_id,
+    state: r.state,
+    provider_status: r.provider_status,
+    jobs: r.jobs.length,
+    created_at: r.created_at,
+  }));
+}
+
+function round(n: number): number {
+  return Math.round(n * 1e6) / 1e6;
+}

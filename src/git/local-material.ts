@@ -1,0 +1,106 @@
+// What `genjob push` publishes, read from .gen/: for every received or applied key with a receipt, the
+// job file's bytes, the receipt's exact bytes (envelope included) and each output's bytes (out/<key>/ or,
+// when out/ holds only a manifest, objects/<sha256>), each output checked against the receipt's digest.
+// No schema code: push only copies (pull and verify check); receipts are hashed so unchanged keys are never read again.
+import { join } from 'node:path';
+import { canonicalJson } from '../core/canonical-json.js';
+import { RejectedError } from '../core/errors.js';
+import { pathProblem } from '../core/paths.js';
+import { splitEnvelope } from '../core/receipt-peek.js';
+import { SHA256_HEX, sha256Hex } from '../core/sha256.js';
+import { readIfExists } from '../store/durable.js';
+import { keysIn } from '../store/job-states.js';
+import type { Store } from '../store/store.js';
+
+export interface Pushable {
+  key: string;
+  state: 'received' | 'applied';
+  receipt: Buffer;
+  receiptSha256: string;
+}
+
+export interface Material {
+  key: string;
+  job: Buffer;
+  receipt: Buffer;
+  receiptSha256: string;
+  outputs: Array<{ path: string; bytes: Buffer }>;
+}
+
+/** Received and applied keys that hold a receipt, sorted; `only` limits them to those keys. */
+export function listPushable(store: Store, only?: readonly string[]): Pushable[] {
+  const states = new Map<string, 'received' | 'applied'>();
+  for (const key of keysIn(store, 'received')) states.set(key, 'received');
+  for (const key of keysIn(store, 'applied')) states.set(key, 'applied');
+  const keys = only ?? [...states.keys()].sort();
+  const out: Pushable[] = [];
+  for (const key of keys) {
+    const state = states.get(key);
+    if (state === undefined) continue;
+    const receipt = readIfExists(store, store.layout.receipt(key));
+    if (receipt === undefined) continue;
+    out.push({ key, state, receipt, receiptSha256: sha256Hex(receipt) });
+  }
+  return out;
+}
+
+/** The outputs a receipt names, read without the schema code (push only copies; pull and verify check). */
+function namedOutputs(bytes: Buffer, file: string): Array<{ path: string; sha256: string }> {
+  let outputs: unknown;
+  try {
+    outputs = splitEnvelope(JSON.parse(bytes.toString('utf8')) as Record<string, unknown>).payload.outputs;
+  } catch (err) {
+    throw new RejectedError(
+      'EGJ_RECEIPT_SCHEMA',
+      `${file}: not a readable receipt (${(err as Error).message})`,
+      file,
+    );
+  }
+  const list = Array.isArray(outputs) ? outputs : [];
+  return list.map((o: { path?: unknown; sha256?: unknown }) => {
+    const problem = pathProblem(o?.path);
+    if (problem || typeof o.sha256 !== 'string' || !SHA256_HEX.test(o.sha256))
+      throw new RejectedError(
+        'EGJ_PATH_FORM',
+        `${file}: output ${JSON.stringify(o?.path)}: ${problem ?? 'no sha256'}`,
+        file,
+      );
+    return { path: o.path as string, sha256: o.sha256 };
+  });
+}
+
+/** The job file's bytes: received/<key>.json, or the job an apply record embeds, in job-file form. */
+function jobBytes(store: Store, p: Pushable): Buffer | undefined {
+  if (p.state === 'received') return readIfExists(store, store.layout.jobFile('received', p.key));
+  const record = readIfExists(store, store.layout.jobFile('applied', p.key));
+  if (record === undefined) return undefined;
+  const doc = JSON.parse(record.toString('utf8')) as { key?: unknown; job?: unknown };
+  return doc.key === p.key && doc.job ? Buffer.from(`${canonicalJson(doc.job)}\n`) : undefined;
+}
+
+/** The full material of one pushable key. Throws RejectedError when an output's bytes are missing or drifted. */
+export function readMaterial(store: Store, p: Pushable): Material {
+  const receiptFile = store.layout.receipt(p.key);
+  const job = jobBytes(store, p);
+  if (job === undefined)
+    throw new RejectedError('EGJ_PUSH_INCOMPLETE', `${p.key.slice(0, 12)}: the job file is gone`);
+  const outputs: Material['outputs'] = [];
+  for (const o of namedOutputs(p.receipt, receiptFile)) {
+    const file = join(store.layout.outDir(p.key), ...o.path.split('/'));
+    const bytes = readIfExists(store, file) ?? readIfExists(store, store.layout.object(o.sha256));
+    if (bytes === undefined)
+      throw new RejectedError(
+        'EGJ_PUSH_INCOMPLETE',
+        `${file}: output named by the receipt is missing; nothing was pushed`,
+        file,
+      );
+    if (sha256Hex(bytes) !== o.sha256)
+      throw new RejectedError(
+        'EGJ_ARTIFACT_DRIFT',
+        `${file}: bytes do not hash to the receipt's ${o.sha256.slice(0, 12)}; nothing was pushed`,
+        file,
+      );
+    outputs.push({ path: o.path, bytes });
+  }
+  return { key: p.key, job, receipt: p.receipt, receiptSha256: p.receiptSha256, outputs };
+}

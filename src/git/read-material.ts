@@ -1,0 +1,234 @@
+// Fetch the remote's key refs into refs/genjob-pulled/keys/ and read each key's material, trusting none
+// of it: the ref must name exactly one key and point at a commit; its tree may hold only job.json,
+// receipt.json (regular files, mode 100644) and out/ (directories and 100644 files whose paths pass
+// pathProblem, no two folding to the same name); sizes are capped before any content is read; the
+// job must be canonical and hash to its key. Receipt against job and bytes against receipt: verify.
+import { parseJob } from '../core/job-schema.js';
+import { foldedPath, pathProblem } from '../core/paths.js';
+import { MAX_RECEIPT_BYTES } from '../core/receipt.js';
+import { decodeReceipt } from '../core/receipt-decode.js';
+import { jobFileBytes } from '../store/mint-job.js';
+import { catFile, type GitObject, parseTree, type TreeEntry } from './cat-file.js';
+import { JOB_ENTRY, KEY_REFS, keyOfRef, OUT_DIR, PULLED_REFS, RECEIPT_ENTRY } from './material-refs.js';
+import { git } from './run-git.js';
+
+export const MAX_JOB_FILE_BYTES = 16 * 1024 * 1024;
+export const MAX_OUTPUTS = 10_000;
+/** What one pull may read into memory in all. */
+export const MAX_PULL_BYTES = 1024 * 1024 * 1024;
+
+export interface PulledRef {
+  ref: string;
+  oid: string;
+  type: string;
+  /** The key the ref names, or null when its name is not refs/genjob/keys/<64 hex>. */
+  key: string | null;
+}
+
+export interface PulledMaterial {
+  key: string;
+  commit: string;
+  job: Buffer;
+  receipt: Buffer;
+  outputs: Array<{ path: string; bytes: Buffer }>;
+}
+
+export type ReadOutcome = { ok: true; material: PulledMaterial } | { ok: false; key: string; rule: string };
+
+/** Mirror the remote's refs/genjob/keys/* into refs/genjob-pulled/keys/* (forced, pruned). */
+export async function fetchKeyRefs(root: string, remote: string): Promise<PulledRef[]> {
+  await git(root, [
+    'fetch',
+    '--quiet',
+    '--no-tags',
+    '--prune',
+    '--no-write-fetch-head',
+    '--no-recurse-submodules',
+    remote,
+    `+${KEY_REFS}*:${PULLED_REFS}*`,
+  ]);
+  const r = await git(root, [
+    'for-each-ref',
+    '--format=%(objectname) %(objecttype) %(refname)',
+    'refs/genjob-pulled/',
+  ]);
+  const refs: PulledRef[] = [];
+  for (const line of r.stdout.toString('utf8').split('\n')) {
+    const m = /^([0-9a-f]+) (\S+) (.+)$/.exec(line);
+    if (m) refs.push({ oid: m[1]!, type: m[2]!, ref: m[3]!, key: keyOfRef(m[3]!, PULLED_REFS) });
+  }
+  return refs;
+}
+
+interface FileEntry {
+  path: string;
+  oid: string;
+}
+
+/** Read and check the material of `refs` (commits already known to name keys). */
+export async function readPulled(
+  root: string,
+  refs: ReadonlyArray<PulledRef & { key: string }>,
+): Promise<ReadOutcome[]> {
+  const bad = new Map<string, string>();
+  const files = new Map<string, FileEntry[]>();
+  const refuse = (key: string, rule: string): false => {
+    if (!bad.has(key)) bad.set(key, rule);
+    return false;
+  };
+  for (const r of refs) {
+    files.set(r.key, []);
+    if (r.type !== 'commit') refuse(r.key, `points at a ${r.type}, not a commit`);
+  }
+  // commits → root trees
+  const live = () => refs.filter((r) => !bad.has(r.key));
+  const commits = await catFile(
+    root,
+    live().map((r) => r.oid),
+    { contents: true, maxOutput: 64 * 1024 * 1024 },
+  );
+  const oidBytes = (refs[0]?.oid.length ?? 40) / 2;
+  let level: Array<{ key: string; dir: string; oid: string }> = [];
+  live().forEach((r, i) => {
+    const text = commits[i]?.content?.toString('utf8') ?? '';
+    const m = /^tree ([0-9a-f]+)\n/.exec(text);
+    if (!m) refuse(r.key, 'the commit names no tree');
+    else level.push({ key: r.key, dir: '', oid: m[1]! });
+  });
+  // walk the trees one depth at a time, one cat-file per depth
+  while (level.length > 0) {
+    const trees = await catFile(
+      root,
+      level.map((t) => t.oid),
+      { contents: true, maxOutput: 256 * 1024 * 1024 },
+    );
+    const next: typeof level = [];
+    for (const [i, t] of level.entries()) {
+      if (!bad.has(t.key)) walkTree(t, trees[i] ?? null, next);
+    }
+    level = next.filter((t) => !bad.has(t.key));
+  }
+  function walkTree(t: { key: string; dir: string }, obj: GitObject | null, next: typeof level): boolean {
+    if (obj?.type !== 'tree' || !obj) return refuse(t.key, `${t.dir || '(root)'} is not a tree`);
+    let entries: TreeEntry[];
+    try {
+      entries = parseTree(obj.content!, oidBytes);
+    } catch (err) {
+      return refuse(t.key, `${t.dir || '(root)'}: ${(err as Error).message}`);
+    }
+    for (const e of entries) {
+      const path = `${t.dir}${e.name}`;
+      if (t.dir === '') {
+        if (e.name === 'out' && e.mode === '40000') next.push({ key: t.key, dir: OUT_DIR, oid: e.oid });
+        else if ((e.name === JOB_ENTRY || e.name === RECEIPT_ENTRY) && e.mode === '100644')
+          files.get(t.key)!.push({ path, oid: e.oid });
+        else return refuse(t.key, `unexpected entry ${JSON.stringify(e.name)} (mode ${e.mode}) at the top`);
+        continue;
+      }
+      const problem = pathProblem(path.slice(OUT_DIR.length));
+      if (problem) return refuse(t.key, `${JSON.stringify(path)}: ${problem}`);
+      if (e.mode === '40000') next.push({ key: t.key, dir: `${path}/`, oid: e.oid });
+      else if (e.mode === '100644') files.get(t.key)!.push({ path, oid: e.oid });
+      else
+        return refuse(
+          t.key,
+          `${JSON.stringify(path)} has mode ${e.mode}: only regular files (100644) are accepted`,
+        );
+      if (files.get(t.key)!.length > MAX_OUTPUTS + 2)
+        return refuse(t.key, `more than ${MAX_OUTPUTS} outputs`);
+    }
+    return true;
+  }
+  // names: both documents present, no two outputs folding together
+  for (const r of live()) {
+    const names = files.get(r.key)!.map((f) => f.path);
+    if (!names.includes(JOB_ENTRY) || !names.includes(RECEIPT_ENTRY))
+      refuse(r.key, 'job.json or receipt.json is missing');
+    const folded = new Set<string>();
+    for (const n of names) {
+      if (folded.has(foldedPath(n)))
+        refuse(r.key, `${JSON.stringify(n)} appears twice (after case and Unicode folding)`);
+      folded.add(foldedPath(n));
+    }
+  }
+  // sizes before contents
+  const wanted = live().flatMap((r) => files.get(r.key)!.map((f) => ({ key: r.key, ...f })));
+  const sizes = await catFile(
+    root,
+    wanted.map((f) => f.oid),
+    { contents: false },
+  );
+  let total = 0;
+  for (const [i, f] of wanted.entries()) {
+    const s = sizes[i];
+    if (s?.type !== 'blob' || !s) {
+      refuse(f.key, `${f.path} is not a blob`);
+      continue;
+    }
+    const cap =
+      f.path === JOB_ENTRY
+        ? MAX_JOB_FILE_BYTES
+        : f.path === RECEIPT_ENTRY
+          ? MAX_RECEIPT_BYTES
+          : 64 * 1024 * 1024;
+    if (s.size > cap) refuse(f.key, `${f.path} is ${s.size} bytes, above the cap of ${cap}`);
+    total += s.size;
+  }
+  if (total > MAX_PULL_BYTES)
+    for (const r of live()) refuse(r.key, `the pull would read more than ${MAX_PULL_BYTES} bytes`);
+  const toRead = wanted.filter((f) => !bad.has(f.key));
+  const blobs = await catFile(
+    root,
+    toRead.map((f) => f.oid),
+    { contents: true, maxOutput: MAX_PULL_BYTES + 64 * 1024 * 1024 },
+  );
+  const content = new Map<string, Map<string, Buffer>>();
+  toRead.forEach((f, i) => {
+    if (!content.has(f.key)) content.set(f.key, new Map());
+    content.get(f.key)!.set(f.path, blobs[i]!.content!);
+  });
+  return refs.map((r): ReadOutcome => {
+    const rule = bad.get(r.key) ?? checkDocuments(r.key, content.get(r.key)!);
+    if (rule) return { ok: false, key: r.key, rule };
+    const byPath = content.get(r.key)!;
+    const outputs = [...byPath]
+      .filter(([p]) => p.startsWith(OUT_DIR))
+      .map(([p, bytes]) => ({ path: p.slice(OUT_DIR.length), bytes }));
+    return {
+      ok: true,
+      material: {
+        key: r.key,
+        commit: r.oid,
+        job: byPath.get(JOB_ENTRY)!,
+        receipt: byPath.get(RECEIPT_ENTRY)!,
+        outputs,
+      },
+    };
+  });
+}
+
+/** The job parses, is canonical and is the key's; the receipt decodes (shape, canonical payload, schema); sizes fit the job. */
+function checkDocuments(key: string, byPath: Map<string, Buffer>): string | null {
+  const jobBytes = byPath.get(JOB_ENTRY)!;
+  let job: ReturnType<typeof parseJob>['job'];
+  try {
+    job = parseJob(jobBytes, JOB_ENTRY).job;
+  } catch (err) {
+    return (err as Error).message;
+  }
+  if (job.key !== key) return `job.json is the job of key ${job.key.slice(0, 12)}, not of the ref's key`;
+  if (!jobFileBytes(job).equals(jobBytes)) return 'job.json is not in canonical form';
+  try {
+    decodeReceipt(byPath.get(RECEIPT_ENTRY)!, RECEIPT_ENTRY);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  let total = 0;
+  for (const [p, bytes] of byPath) {
+    if (!p.startsWith(OUT_DIR)) continue;
+    if (bytes.length > job.constraints.max_file_bytes) return `${p} is larger than the job's max_file_bytes`;
+    total += bytes.length;
+  }
+  if (total > job.constraints.max_total_bytes) return `the outputs are larger than the job's max_total_bytes`;
+  return null;
+}

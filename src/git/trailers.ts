@@ -1,0 +1,62 @@
+// The commit message of a generated commit: the instruction's first line, a blank line, then one
+// trailer block (git interpret-trailers conventions, so `git log --format=%(trailers)` reads it):
+//   Genjob-Key: <key>
+//   Genjob-Receipt: sha256:<sha256 of the receipt file's bytes>
+//   Genjob-Signer: <name of the pinned key>          (only when the receipt verified against one)
+export const KEY_TRAILER = 'Genjob-Key';
+export const RECEIPT_TRAILER = 'Genjob-Receipt';
+export const SIGNER_TRAILER = 'Genjob-Signer';
+
+const MAX_SUBJECT_CHARS = 200;
+
+export function commitMessage(
+  instruction: string,
+  key: string,
+  receiptSha256: string,
+  signer: string | null,
+): string {
+  const first = instruction.split('\n')[0]!.replace(/\r$/, '').trim().slice(0, MAX_SUBJECT_CHARS);
+  const subject = first === '' ? `genjob job ${key.slice(0, 12)}` : first;
+  const trailers = [`${KEY_TRAILER}: ${key}`, `${RECEIPT_TRAILER}: sha256:${receiptSha256}`];
+  if (signer !== null) trailers.push(`${SIGNER_TRAILER}: ${signer}`);
+  return `${subject}\n\n${trailers.join('\n')}\n`;
+}
+
+/** The `git log` format that prints a commit's id, parents and the three trailers' values, fields split by \x1f, values by \x01. */
+export const TRAILER_FORMAT = [
+  '%H',
+  '%P',
+  `%(trailers:key=${KEY_TRAILER},valueonly,separator=%x01)`,
+  `%(trailers:key=${RECEIPT_TRAILER},valueonly,separator=%x01)`,
+  `%(trailers:key=${SIGNER_TRAILER},valueonly,separator=%x01)`,
+].join('%x1f');
+
+export interface CommitTrailers {
+  commit: string;
+  parents: string[];
+  keys: string[];
+  receipts: string[];
+  signers: string[];
+}
+
+/** Parse `git log -z --format=TRAILER_FORMAT` output. */
+export function parseTrailerLog(out: string): CommitTrailers[] {
+  const values = (s: string | undefined) =>
+    (s ?? '')
+      .split('\x01')
+      .map((v) => v.trim())
+      .filter((v) => v !== '');
+  return out
+    .split('\0')
+    .filter((r) => r.trim() !== '')
+    .map((record) => {
+      const [commit, parents, keys, receipts, signers] = record.replace(/^\n/, '').split('\x1f');
+      return {
+        commit: commit!,
+        parents: (parents ?? '').split(' ').filter(Boolean),
+        keys: values(keys),
+        receipts: values(receipts),
+        signers: values(signers),
+      };
+    });
+}

@@ -1,0 +1,42 @@
+// Tamper evidence for the host's result cache: each entry carries an HMAC-SHA256, under a host
+// secret that only serve reads (in the cache directory, which no sandbox sees), over its name and
+// its result.json; result.json names every output's sha256, and the files are re-hashed before an
+// entry is served. An entry changed by anything but serve — or moved to another name — fails.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { constants } from 'node:fs';
+import { open, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+const SECRET_FILE = 'secret';
+const DOMAIN = 'genjob-cache-entry-v1';
+
+/** Read the host secret, creating it (0600, exclusive) on first use. */
+export async function loadCacheSecret(cacheDir: string): Promise<Buffer> {
+  const file = join(cacheDir, SECRET_FILE);
+  try {
+    const fh = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    try {
+      await fh.writeFile(randomBytes(32).toString('hex'));
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const text = (
+    await readFile(file, { encoding: 'utf8', flag: constants.O_RDONLY | constants.O_NOFOLLOW })
+  ).trim();
+  if (!/^[0-9a-f]{64}$/.test(text)) throw new Error(`${file}: not a cache secret (64 hex digits)`);
+  return Buffer.from(text, 'hex');
+}
+
+export function entryMac(secret: Buffer, name: string, resultJson: Buffer): string {
+  return createHmac('sha256', secret).update(`${DOMAIN}\0${name}\0`).update(resultJson).digest('hex');
+}
+
+export function macMatches(secret: Buffer, name: string, resultJson: Buffer, mac: string): boolean {
+  const want = Buffer.from(entryMac(secret, name, resultJson), 'hex');
+  const got = Buffer.from(mac.trim(), 'hex');
+  return got.length === want.length && timingSafeEqual(got, want);
+}

@@ -1,0 +1,47 @@
+// Is bubblewrap here and can it start a sandbox? Asked once per process (the answer is cached),
+// by running `true` in the same kind of sandbox a generator gets. A missing or broken bwrap is
+// refused with one line naming the Debian package, unless the host chose --no-sandbox.
+import { spawn } from 'node:child_process';
+import { SandboxUnavailableError } from '../core/errors.js';
+
+let probe: Promise<string | null> | undefined;
+
+/** null when bwrap works; otherwise why not. */
+export function probeBwrap(): Promise<string | null> {
+  probe ??= new Promise((resolve) => {
+    const args = [
+      '--unshare-all',
+      '--die-with-parent',
+      '--new-session',
+      '--ro-bind',
+      '/',
+      '/',
+      '--proc',
+      '/proc',
+    ];
+    const child = spawn('bwrap', [...args, '--dev', '/dev', '--', 'true'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => {
+      err = (err + c.toString('utf8')).slice(-500);
+    });
+    child.once('error', (e: NodeJS.ErrnoException) =>
+      resolve(e.code === 'ENOENT' ? 'bwrap is not installed' : `bwrap cannot start: ${e.message}`),
+    );
+    child.once('close', (code, signal) => {
+      if (code === 0) resolve(null);
+      else
+        resolve(
+          `bwrap cannot start a sandbox (${signal ?? `exit ${code}`}${err ? `: ${err.trim().split('\n')[0]}` : ''})`,
+        );
+    });
+  });
+  return probe;
+}
+
+/** Throw EGJ_SANDBOX_UNAVAILABLE unless bwrap can start a sandbox here. */
+export async function requireBwrap(where: string): Promise<void> {
+  const why = await probeBwrap();
+  if (why !== null) throw new SandboxUnavailableError(where, why);
+}

@@ -1,0 +1,63 @@
+// How one generator command is started under the host's policy: inside bubblewrap (own
+// namespaces, the scratch directory the only writable place, an allowlisted environment), or with
+// --no-sandbox as a plain `sh -c` with the same allowlist and a tag that lets us sweep every
+// process it started when the run ends. The only entry point remote/run-generator.ts uses.
+
+import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { bwrapArgv, SANDBOX_HOME } from './bwrap-argv.js';
+import { requireBwrap } from './bwrap-probe.js';
+import { generatorEnv } from './env-allowlist.js';
+import type { SandboxPolicy } from './policy.js';
+import { RUN_TAG_VAR, sweepRun } from './sweep.js';
+
+export interface ConfineRun {
+  command: string;
+  /** Per-run directory holding the workspace, the job file and the usage file. */
+  scratch: string;
+  workspace: string;
+  /** Files in scratch the generator may read but not change (the job file). */
+  readOnly: readonly string[];
+  /** GENJOB_* job variables. */
+  jobEnv: Record<string, string>;
+}
+
+export interface Confined {
+  file: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+  /** End every process the run started (after it exited, timed out or was abandoned). */
+  finish(pid: number | undefined): void;
+}
+
+export async function confine(policy: SandboxPolicy, run: ConfineRun): Promise<Confined> {
+  if (policy.kind === 'bwrap') {
+    await requireBwrap('genjob serve');
+    const env = generatorEnv(process.env, policy.envNames, run.jobEnv, SANDBOX_HOME);
+    return {
+      file: 'bwrap',
+      args: bwrapArgv(policy, { ...run, env }),
+      // bwrap itself needs only PATH to be found; --clearenv then empties what the generator sees
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      cwd: run.workspace,
+      finish: () => {
+        // the generator is PID 1's child in its own namespace: when bwrap is killed or exits, all go
+      },
+    };
+  }
+  const tag = randomBytes(12).toString('hex');
+  const home = join(run.scratch, 'home');
+  await mkdir(home, { recursive: true });
+  const env = { [RUN_TAG_VAR]: tag, ...generatorEnv(process.env, policy.envNames, run.jobEnv, home) };
+  return {
+    file: 'sh',
+    args: ['-c', run.command],
+    env,
+    cwd: run.workspace,
+    finish: (pid) => {
+      sweepRun(tag, pid);
+    },
+  };
+}

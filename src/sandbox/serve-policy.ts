@@ -1,0 +1,43 @@
+// The sandbox policy from serve's (or work's) flags and environment. Flags and the environment
+// add up: GENJOB_GENERATOR_BIND / GENJOB_GENERATOR_BIND_RW (`:`-separated absolute paths) expose
+// paths like --generator-bind / --generator-bind-rw, so a test harness or a wrapper can set them
+// once. Nothing in the environment can turn the sandbox off or the network on: only flags can.
+import { checkBindPath, checkEnvName, pathsFromEnv, type SandboxPolicy } from './policy.js';
+
+export interface SandboxFlags {
+  generatorEnv?: string[];
+  generatorNetwork?: boolean;
+  generatorBind?: string[];
+  generatorBindRw?: string[];
+  /** commander's --no-sandbox: false when given. */
+  sandbox?: boolean;
+}
+
+export function sandboxPolicy(
+  o: SandboxFlags,
+  env: NodeJS.ProcessEnv,
+  hidden: readonly string[],
+): SandboxPolicy {
+  const binds = [...(o.generatorBind ?? []), ...pathsFromEnv(env.GENJOB_GENERATOR_BIND)];
+  const bindsRw = [...(o.generatorBindRw ?? []), ...pathsFromEnv(env.GENJOB_GENERATOR_BIND_RW)];
+  return {
+    kind: o.sandbox === false ? 'none' : 'bwrap',
+    network: o.generatorNetwork === true,
+    envNames: (o.generatorEnv ?? []).map(checkEnvName),
+    binds: binds.map((p) => checkBindPath('--generator-bind', p)),
+    bindsRw: bindsRw.map((p) => checkBindPath('--generator-bind-rw', p)),
+    hidden,
+  };
+}
+
+/** The flags `work` forwards to the serve it starts (appended to --remote-cmd over ssh). */
+export function serveArgsOf(o: SandboxFlags): string[] {
+  const args: string[] = [];
+  for (const n of o.generatorEnv ?? []) args.push('--generator-env', checkEnvName(n));
+  for (const p of o.generatorBind ?? []) args.push('--generator-bind', checkBindPath('--generator-bind', p));
+  for (const p of o.generatorBindRw ?? [])
+    args.push('--generator-bind-rw', checkBindPath('--generator-bind-rw', p));
+  if (o.generatorNetwork) args.push('--generator-network');
+  if (o.sandbox === false) args.push('--no-sandbox');
+  return args;
+}

@@ -1,0 +1,67 @@
+// Read a file of .gen/ as hostile: open it with O_NOFOLLOW|O_NONBLOCK (a symlink fails, a FIFO does not
+// block), fstat the descriptor for a regular file, and read at most `maxBytes`. A directory named
+// <key>.json, a FIFO or a symlink to /dev/zero in queue/ thus ends as RecordUnreadableError, which the
+// worker dead-letters, instead of an EISDIR bug, a hang that ignores SIGTERM, or a read without end.
+import { constants } from 'node:fs';
+import { errnoOf, IoError, RecordUnreadableError } from '../core/errors.js';
+import type { FsPort } from './fs-port.js';
+
+/** Job files, receipts, leases and attempts are far below this; anything above is not ours. */
+export const MAX_RECORD_BYTES = 16 * 1024 * 1024;
+
+const CHUNK = 64 * 1024;
+
+function kindOf(st: {
+  isDirectory(): boolean;
+  isFIFO(): boolean;
+  isSocket(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+}): string {
+  if (st.isDirectory()) return 'is a directory';
+  if (st.isFIFO()) return 'is a FIFO';
+  if (st.isSocket()) return 'is a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'is a device';
+  return 'is not a regular file';
+}
+
+/** The whole file, or undefined when it does not exist; RecordUnreadableError for anything but a regular file within the cap. */
+export function readRecordFile(
+  fs: FsPort,
+  path: string,
+  maxBytes: number = MAX_RECORD_BYTES,
+): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ELOOP') throw new RecordUnreadableError(path, 'is a symbolic link');
+    if (code === 'ENXIO') throw new RecordUnreadableError(path, 'is a socket');
+    throw new IoError('open', path, err);
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) throw new RecordUnreadableError(path, kindOf(st));
+    if (st.size > maxBytes)
+      throw new RecordUnreadableError(path, `is ${st.size} bytes, over the cap of ${maxBytes}`);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(Math.min(CHUNK, maxBytes + 1 - total));
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      chunks.push(buf.subarray(0, n));
+      total += n;
+      if (total > maxBytes)
+        throw new RecordUnreadableError(path, `grew past the cap of ${maxBytes} bytes while read`);
+    }
+    return Buffer.concat(chunks, total);
+  } catch (err) {
+    if (err instanceof RecordUnreadableError) throw err;
+    throw new IoError('read', path, err);
+  } finally {
+    fs.closeSync(fd);
+  }
+}

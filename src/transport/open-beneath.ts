@@ -1,0 +1,74 @@
+// Open a contract path under a root without following a symlink in ANY component: each directory is
+// opened with O_DIRECTORY|O_NOFOLLOW relative to the descriptor of its parent (Linux: through
+// /proc/self/fd/N/<name>, which resolves N itself, not a name someone may have swapped since), and the
+// file with O_NOFOLLOW|O_NONBLOCK. So a parent directory replaced by a symlink after mint is refused,
+// not followed. Without /proc, each directory is lstat-checked and its dev/ino compared after opening.
+import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
+import { errnoOf, IoError } from '../core/errors.js';
+import { InputChangedError, InputNotRegularError } from './archive-errors.js';
+
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const HAVE_PROC_FD = existsSync('/proc/self/fd');
+
+/** A regular file `rel` ('/'-separated contract path) under `root`, opened without following links. */
+export async function openBeneath(root: string, rel: string): Promise<FileHandle> {
+  const parts = rel.split('/');
+  const base = parts.pop()!;
+  let dirFd = openSync(root, constants.O_RDONLY | constants.O_DIRECTORY);
+  let dirPath = root;
+  try {
+    for (const part of parts) {
+      const next = `${dirPath}/${part}`;
+      let fd: number;
+      try {
+        fd = HAVE_PROC_FD ? openSync(`/proc/self/fd/${dirFd}/${part}`, DIR_FLAGS) : openChecked(next);
+      } catch (err) {
+        if (err instanceof InputChangedError) throw err;
+        const code = errnoOf(err);
+        if (code === 'ELOOP' || code === 'ENOTDIR')
+          throw new InputChangedError(rel, `${part} (on the way to it) is now a symlink or not a directory`);
+        if (code === 'ENOENT') throw new InputChangedError(rel, `${part} (on the way to it) is gone`);
+        throw new IoError('open', next, err);
+      }
+      closeSync(dirFd);
+      dirFd = fd;
+      dirPath = next;
+    }
+    const file = HAVE_PROC_FD ? `/proc/self/fd/${dirFd}/${base}` : `${dirPath}/${base}`;
+    let fh: FileHandle;
+    try {
+      fh = await open(file, FILE_FLAGS);
+    } catch (err) {
+      const code = errnoOf(err);
+      if (code === 'ELOOP') throw new InputNotRegularError(rel, 'a symbolic link', { cause: err });
+      if (code === 'ENOENT') throw new InputChangedError(rel, 'is gone');
+      throw new IoError('open', `${dirPath}/${base}`, err);
+    }
+    const st = await fh.stat().catch(async (err: unknown) => {
+      await fh.close();
+      throw new IoError('fstat', `${dirPath}/${base}`, err);
+    });
+    if (!st.isFile()) {
+      await fh.close();
+      throw new InputNotRegularError(rel, st.isDirectory() ? 'a directory' : 'not a regular file');
+    }
+    return fh;
+  } finally {
+    closeSync(dirFd);
+  }
+}
+
+/** Without /proc: open a directory by name, then check it is the very directory lstat saw (no swap). */
+function openChecked(path: string): number {
+  const before = lstatSync(path);
+  if (!before.isDirectory()) throw Object.assign(new Error(`${path}: not a directory`), { code: 'ENOTDIR' });
+  const fd = openSync(path, DIR_FLAGS);
+  const after = fstatSync(fd);
+  if (after.dev !== before.dev || after.ino !== before.ino) {
+    closeSync(fd);
+    throw Object.assign(new Error(`${path}: changed while opened`), { code: 'ELOOP' });
+  }
+  return fd;
+}

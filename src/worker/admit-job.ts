@@ -1,0 +1,55 @@
+// Before a claimed job gets an attempt: parse running/<key>.json (malformed → dead/), finish a move a
+// crash interrupted (its receipt had landed → received/), and stop at --max-attempts (→ dead/). Shared
+// by the interactive worker and the batch submitter, so both admit a job by the same rules.
+import { GenjobError } from '../core/errors.js';
+import { type Job, JobInvalidError } from '../core/job.js';
+import { parseJob } from '../core/job-schema.js';
+import { attemptsSinceMint } from '../store/attempts.js';
+import { deadLetterFile } from '../store/dead-letter.js';
+import { exists, moveState, readRecord } from '../store/durable.js';
+import { journal } from '../store/journal.js';
+import type { Store } from '../store/store.js';
+import type { JobOutcome } from './work-one.js';
+
+export type Admitted = { job: Job; digest: string } | JobOutcome;
+
+export function admitClaimed(store: Store, key: string, maxAttempts: number): Admitted {
+  const runningFile = store.layout.jobFile('running', key);
+  let job: Job;
+  let digest: string;
+  try {
+    // a directory, FIFO or symlink claimed as <key>.json fails here (RecordUnreadableError) and goes to dead/
+    const bytes = readRecord(store, runningFile);
+    if (bytes === undefined)
+      return { key, outcome: 'superseded', reason: 'job vanished from running/ after the claim' };
+    ({ job, digest } = parseJob(bytes, `running/${key}.json`));
+    if (job.key !== key)
+      throw new JobInvalidError(`running/${key}.json`, `file name does not match its key ${job.key}`);
+  } catch (err) {
+    if (!(err instanceof GenjobError)) throw err;
+    deadLetterFile(store, runningFile, `${key}.job`, { key, code: err.code, reason: err.message });
+    return { key, outcome: 'dead', reason: err.message };
+  }
+
+  if (receiptAlreadyLanded(store, key)) {
+    moveState(store, runningFile, store.layout.jobFile('received', key));
+    journal(store, {
+      event: 'recovered',
+      key,
+      reason: 'receipt had landed before a crash; job moved to received/',
+    });
+    return { key, outcome: 'recovered' };
+  }
+  const tries = attemptsSinceMint(store, key);
+  if (tries >= maxAttempts) {
+    const reason = `no usable answer after ${tries} attempts (see the journal for each)`;
+    deadLetterFile(store, runningFile, `${key}.job`, { key, code: 'EGJ_ATTEMPTS_EXHAUSTED', reason });
+    return { key, outcome: 'dead', reason };
+  }
+  return { job, digest };
+}
+
+/** A receipt and its outputs landed for the key, but a crash kept the job from moving to received/. */
+function receiptAlreadyLanded(store: Store, key: string): boolean {
+  return exists(store, store.layout.receipt(key)) && exists(store, store.layout.outDir(key));
+}

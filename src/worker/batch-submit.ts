@@ -1,0 +1,120 @@
+// work --batch: claim up to --batch-size queued jobs, start an attempt for each (its lease names the
+// run, then the batch), build one JSONL whose lines' custom_id is the job key, record the intent in
+// .gen/batches/<run>/ and only then upload and create the batch (batch-send.ts). A job that cannot be
+// sent — malformed, out of attempts, stale, not UTF-8 — ends here as an interactive attempt would.
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { batchFormat, batchLine } from '../remote/generators/openai-batch.js';
+import { beginAttempt } from '../store/attempts.js';
+import { type BatchJobEntry, type BatchRecord, recordIntent, runDir } from '../store/batch-outbox.js';
+import { claimNext } from '../store/claim.js';
+import { journal } from '../store/journal.js';
+import { beat } from '../store/lease.js';
+import { admitClaimed } from './admit-job.js';
+import { commitAnswer } from './batch-commit.js';
+import type { BatchContext } from './batch-context.js';
+import { lockRun, sendRecord } from './batch-send.js';
+import { release } from './release-job.js';
+import type { JobOutcome } from './work-one.js';
+
+export interface Submitted {
+  record: BatchRecord | null;
+  /** Jobs that ended without being sent (dead, recovered, an aborted receipt). */
+  outcomes: JobOutcome[];
+}
+
+/** A run id that sorts by time: `20261201T053400123Z-<6 hex>`. */
+export function newRunId(now = new Date()): string {
+  return `${now.toISOString().replace(/[-:.]/g, '')}-${randomBytes(3).toString('hex')}`;
+}
+
+export async function submitBatch(ctx: BatchContext, batchSize: number): Promise<Submitted> {
+  const { store } = ctx;
+  const run = newRunId();
+  const format = batchFormat(ctx.config);
+  const entries: BatchJobEntry[] = [];
+  const lines: string[] = [];
+  const outcomes: JobOutcome[] = [];
+  // reading and hashing many inputs takes a while: keep the claimed leases alive meanwhile
+  const heartbeat = setInterval(
+    () => {
+      for (const e of entries) beat(store, e.key, e.epoch);
+    },
+    Math.max(250, (ctx.leaseTtlS * 1000) / 4),
+  );
+  try {
+    while (entries.length < batchSize) {
+      const key = claimNext(store, ctx.worker.id);
+      if (key === undefined) break;
+      const prepared = await prepare(ctx, key, run, format);
+      if ('outcome' in prepared) outcomes.push(prepared);
+      else {
+        entries.push(prepared.entry);
+        lines.push(prepared.line);
+      }
+    }
+  } finally {
+    clearInterval(heartbeat);
+  }
+  if (entries.length === 0) return { record: null, outcomes };
+  let record: BatchRecord = {
+    run,
+    state: 'intent',
+    created_at: new Date().toISOString(),
+    jobs: entries,
+    file_id: null,
+    batch_id: null,
+    provider_status: null,
+  };
+  // the run's lock is held from before the intent is visible until the batch id is recorded
+  const lock = await lockRun(store, run);
+  try {
+    recordIntent(store, record, Buffer.from(`${lines.join('\n')}\n`));
+    journal(store, { event: 'batch-intent', run, keys: entries.map((e) => e.key) });
+    record = await sendRecord(ctx, record);
+  } finally {
+    await lock.release();
+  }
+  return { record, outcomes };
+}
+
+type Prepared = { entry: BatchJobEntry; line: string } | JobOutcome;
+
+async function prepare(
+  ctx: BatchContext,
+  key: string,
+  run: string,
+  format: BatchJobEntry['format'],
+): Promise<Prepared> {
+  const { store } = ctx;
+  const admitted = admitClaimed(store, key, ctx.maxAttempts);
+  if ('outcome' in admitted) return admitted;
+  const { job, digest } = admitted;
+  const lease = beginAttempt(store, key, ctx.worker, ctx.leaseTtlS, `batch ${run}`);
+  journal(store, {
+    event: 'attempt',
+    key,
+    epoch: lease.epoch,
+    worker: ctx.worker.id,
+    destination: `batch ${run}`,
+  });
+  const entry: BatchJobEntry = { key, epoch: lease.epoch, job_digest: digest, format };
+  const built = batchLine(ctx.config, job, store.root, format);
+  if ('changed' in built) {
+    const reason = `${built.changed}: changed since the job was minted; the job is stale, mint it again`;
+    if (!(await release(store, key, lease.epoch, 'dead', { code: 'EGJ_INPUT_CHANGED', reason })))
+      return { key, outcome: 'superseded', reason: `lease of epoch ${lease.epoch} was lost` };
+    return { key, outcome: 'dead', reason };
+  }
+  if ('problem' in built) {
+    // nothing was sent: an aborted receipt, as an interactive attempt ends before its first request
+    const problem = built.problem;
+    return commitAnswer(ctx, job, entry, null, join(runDir(store, run), 'raw', key), () => ({
+      status: 'aborted',
+      reason: problem,
+      usage: { prompt_tokens: 0, completion_tokens: 0, requests: 0 },
+      version: null,
+    }));
+  }
+  return { entry, line: built.line };
+}

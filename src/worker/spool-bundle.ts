@@ -1,0 +1,74 @@
+// The bundle is built completely before its first byte leaves: every input is opened beneath the
+// repository root (no link followed in any component), hashed in full and compared with the job's
+// digest while it is written to a private spool file (O_EXCL, 0600, in .gen/staging). A mismatch
+// throws before anything is sent, and what is sent is the spool, so an edit after the check cannot
+// reach the host. Equal digests mean the bytes are the ones mint secret-scanned (or was told to allow).
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { IoError } from '../core/errors.js';
+import type { Job } from '../core/job.js';
+import { jobFileBytes } from '../store/mint-job.js';
+import type { Store } from '../store/store.js';
+import { type PackedFile, packTar } from '../transport/tar-pack.js';
+
+const CHUNK = 1024 * 1024;
+
+export interface SpooledBundle {
+  packed: PackedFile[];
+  bytes: number;
+  /** The spooled bundle, chunk by chunk, to send. */
+  chunks(): AsyncGenerator<Buffer>;
+  discard(): Promise<void>;
+}
+
+/** Pack job.json and every existing input into a spool file; InputChangedError (or not regular) on any mismatch. */
+export async function spoolBundle(store: Store, job: Job): Promise<SpooledBundle> {
+  const path = join(
+    store.layout.staging,
+    `bundle-${job.key.slice(0, 16)}-${randomBytes(6).toString('hex')}.tar`,
+  );
+  let fh: FileHandle;
+  try {
+    fh = await open(path, 'wx+', 0o600);
+  } catch (err) {
+    throw new IoError('create spool file', path, err);
+  }
+  const discard = async () => {
+    await fh.close().catch(() => {});
+    rmSync(path, { force: true });
+  };
+  try {
+    let bytes = 0;
+    const packed = await packTar(
+      [
+        { name: 'job.json', bytes: jobFileBytes(job) },
+        ...job.inputs
+          .filter((i) => i.sha256 !== null)
+          .map((i) => ({ name: `files/${i.path}`, file: i.path, root: store.root, expectSha256: i.sha256! })),
+      ],
+      async (chunk) => {
+        await fh.write(chunk, 0, chunk.length, bytes);
+        bytes += chunk.length;
+      },
+    );
+    return {
+      packed,
+      bytes,
+      async *chunks() {
+        const buf = Buffer.allocUnsafe(CHUNK);
+        for (let at = 0; at < bytes; ) {
+          const { bytesRead } = await fh.read(buf, 0, Math.min(CHUNK, bytes - at), at);
+          if (bytesRead === 0) throw new IoError('read', path, new Error('spool file shrank'));
+          at += bytesRead;
+          yield Buffer.from(buf.subarray(0, bytesRead));
+        }
+      },
+      discard,
+    };
+  } catch (err) {
+    await discard();
+    throw err;
+  }
+}

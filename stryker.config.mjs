@@ -1,0 +1,44 @@
+// Mutation testing of the modules that carry genjob's guarantees (`npm run mutate`).
+// A surviving mutant is either killed by a test named after the behaviour it protects, or marked
+// equivalent in the source with `// Stryker disable next-line <mutator>: <reason>` — never a
+// blanket ignore. MUTATE=<glob,glob> narrows the run (e.g. to the files a change touched).
+const guarded = [
+  'src/core/canonical-json.ts',
+  'src/core/job.ts',
+  'src/core/paths.ts',
+  'src/core/receipt-decode.ts',
+  'src/core/receipt-envelope.ts',
+  'src/core/verify-rules.ts',
+  'src/store/attempts.ts',
+  'src/store/claim.ts',
+  'src/store/dead-letter.ts',
+  'src/store/durable.ts',
+  'src/store/lease.ts',
+  'src/store/reap.ts',
+  'src/apply/apply-plan.ts',
+  'src/apply/apply-records.ts',
+  'src/apply/tree-file.ts',
+  'src/apply/revert.ts',
+  'src/worker/commit-result.ts',
+  'src/transport/entry-policy.ts',
+  'src/transport/tar-reader.ts',
+];
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  packageManager: 'npm',
+  testRunner: 'vitest',
+  vitest: { configFile: 'vitest.mutate.config.ts' },
+  checkers: ['typescript'],
+  tsconfigFile: 'tsconfig.json',
+  coverageAnalysis: 'perTest',
+  mutate: process.env.MUTATE ? process.env.MUTATE.split(',') : guarded,
+  reporters: ['clear-text', 'progress', 'html', 'json'],
+  htmlReporter: { fileName: 'reports/mutation/index.html' },
+  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  concurrency: 2,
+  timeoutMS: 20_000,
+  tempDirName: '.stryker-tmp',
+  cleanTempDir: 'always',
+  thresholds: { high: 95, low: 90, break: null },
+};

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { terminalStream, terminalText } from '../../src/core/terminal-text.js';
+
+describe('terminalText', () => {
+  it.each([
+    { name: 'an OSC title sequence', text: '\x1b]0;pwned\x07ok', out: '\\x1b]0;pwned\\x07ok' },
+    { name: 'erase-line and cursor up', text: 'a\x1b[2K\x1b[1Ab', out: 'a\\x1b[2K\\x1b[1Ab' },
+    { name: 'a carriage return', text: 'failed\rok    ', out: 'failed\\x0dok    ' },
+    { name: 'a backspace', text: 'no\b\bok', out: 'no\\x08\\x08ok' },
+    { name: 'DEL', text: 'a\x7fb', out: 'a\\x7fb' },
+    { name: 'a C1 CSI (U+009B)', text: 'a\u009b2Kb', out: 'a\\x9b2Kb' },
+    { name: 'a C1 OSC (U+009D)', text: '\u009d0;t\u009c', out: '\\x9d0;t\\x9c' },
+    { name: 'a right-to-left override', text: 'ok\u202egnp.exe', out: 'ok\\u202egnp.exe' },
+    { name: 'a bidi isolate', text: '\u2066x\u2069', out: '\\u2066x\\u2069' },
+    { name: 'a line separator', text: 'a\u2028b', out: 'a\\u2028b' },
+    { name: 'a NUL', text: 'a\0b', out: 'a\\x00b' },
+    { name: 'a newline (one-line form)', text: 'a\nb', out: 'a\\x0ab' },
+    { name: 'a tab', text: 'a\tb', out: 'a\tb' },
+    { name: 'plain Unicode', text: 'café → ✓ 日本', out: 'café → ✓ 日本' },
+  ])('escapes $name', ({ text, out }) => {
+    expect(terminalText(text)).toBe(out);
+  });
+
+  it('keeps newlines in the multi-line form and still escapes the rest', () => {
+    expect(terminalText('a\nb\x1b[2K\r\n', { lines: true })).toBe('a\nb\\x1b[2K\\x0d\n');
+  });
+
+  it('escapes a C1 character split across two chunks of a stream', () => {
+    const esc = terminalStream();
+    const bytes = Buffer.from('x\u009b2K\u202ey');
+    const cut = bytes.indexOf(0xc2) + 1;
+    expect(esc(bytes.subarray(0, cut)) + esc(bytes.subarray(cut))).toBe('x\\x9b2K\\u202ey');
+  });
+});

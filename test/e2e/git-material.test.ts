@@ -1,0 +1,257 @@
+// Material in git, the parts beside the gate: concurrent pushers of different keys both land (one ref
+// per key), a remote holding other material for a key is left alone and reported (push and pull exit
+// 4), hostile refs are refused by pull (exit 3) while the good keys are imported, and `hook install`
+// keeps a foreign hook unless --force, and the pre-push hook it writes stops a tampered push.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fakeReceived, git, gitEnv } from './git-helpers.js';
+import { runCli } from './helpers.js';
+
+let bases: string[] = [];
+afterEach(() => {
+  for (const b of bases) rmSync(b, { recursive: true, force: true });
+  bases = [];
+});
+
+async function remoteAndClones(names: string[]) {
+  const base = mkdtempSync(join(tmpdir(), 'gj-mat-'));
+  bases.push(base);
+  const env = gitEnv(base);
+  const bare = join(base, 'origin.git');
+  await git(base, ['init', '-q', '--bare', bare], env);
+  const seed = join(base, 'seed');
+  await git(base, ['init', '-q', seed], env);
+  writeFileSync(join(seed, '.gitignore'), '.gen/\n');
+  await git(seed, ['add', '-A'], env);
+  await git(seed, ['commit', '-qm', 'seed'], env);
+  await git(seed, ['push', '-q', `file://${bare}`, 'main'], env);
+  const clones: Record<string, string> = {};
+  for (const n of names) {
+    clones[n] = join(base, n);
+    await git(base, ['clone', '-q', `file://${bare}`, clones[n]!], env);
+  }
+  const cli = (cwd: string, args: string[]) =>
+    runCli(args, { cwd, env: { ...env, XDG_CACHE_HOME: join(base, 'cache') } });
+  return { base, env, bare, clones, cli };
+}
+
+async function remoteKeys(bare: string, env: Record<string, string>): Promise<string[]> {
+  const out = await git(bare, ['for-each-ref', '--format=%(refname)', 'refs/genjob/'], env);
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((r) => r.replace('refs/genjob/keys/', ''));
+}
+
+describe('genjob push', () => {
+  it('lands all 100 keys when two clones push 50 different keys each at the same time', async () => {
+    const { env, bare, clones, cli } = await remoteAndClones(['x', 'y']);
+    const xs = fakeReceived(clones.x!, 50, 'x');
+    const ys = fakeReceived(clones.y!, 50, 'y');
+    const [px, py] = await Promise.all([
+      cli(clones.x!, ['push', '--json']),
+      cli(clones.y!, ['push', '--json']),
+    ]);
+    expect(px.exitCode, px.stderr).toBe(0);
+    expect(py.exitCode, py.stderr).toBe(0);
+    expect(JSON.parse(px.stdout).created).toHaveLength(50);
+    expect(JSON.parse(py.stdout).created).toHaveLength(50);
+    expect(await remoteKeys(bare, env)).toEqual([...xs, ...ys].sort());
+  });
+
+  it('leaves a key the remote holds with other material alone and exits 4, after pushing the rest', async () => {
+    const { env, bare, clones, cli } = await remoteAndClones(['x', 'y']);
+    const [key] = fakeReceived(clones.x!, 1, 'same');
+    expect((await cli(clones.x!, ['push'])).exitCode).toBe(0);
+    const before = await git(bare, ['rev-parse', `refs/genjob/keys/${key}`], env);
+    // y holds the same job with another receipt (another worker's run), plus a key of its own
+    fakeReceived(clones.y!, 1, 'same');
+    const receipt = join(clones.y!, '.gen/receipts', `${key}.json`);
+    writeFileSync(receipt, readFileSync(receipt, 'utf8').replace('"host":"bench"', '"host":"other"'));
+    const [own] = fakeReceived(clones.y!, 1, 'own');
+    const r = await cli(clones.y!, ['push']);
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toBe(
+      `genjob: EGJ_PUSH_CONFLICT: origin: refs/genjob/keys/${key} holds other material for this key; it was left alone (1 key(s) pushed to origin, 0 already there)\n`,
+    );
+    expect(await git(bare, ['rev-parse', `refs/genjob/keys/${key}`], env)).toBe(before);
+    expect(await remoteKeys(bare, env)).toEqual([key, own].sort());
+  });
+});
+
+describe('genjob push, what it sends', () => {
+  it('sends only the keys .gen/ holds (a dropped job stays home) and --key limits it', async () => {
+    const { base, env, bare, clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    const [a, b, c] = fakeReceived(x, 3, 'limits');
+    const one = await cli(x, ['push', '--key', b!.slice(0, 8)]);
+    expect(one).toMatchObject({ exitCode: 0, stdout: '1 key(s) pushed to origin, 0 already there\n' });
+    expect(await remoteKeys(bare, env)).toEqual([b]);
+    expect((await cli(x, ['push'])).stdout).toBe('2 key(s) pushed to origin, 1 already there\n');
+    // a second remote, after a is dropped here: a's ref built for the first remote is not sent
+    expect((await cli(x, ['drop', a!])).exitCode).toBe(0);
+    const second = join(base, 'second.git');
+    await git(base, ['init', '-q', '--bare', second], env);
+    const r = await cli(x, ['push', `file://${second}`]);
+    expect(r).toMatchObject({
+      exitCode: 0,
+      stdout: `2 key(s) pushed to file://${second}, 0 already there\n`,
+    });
+    expect(await remoteKeys(second, env)).toEqual([b, c].sort());
+  });
+});
+
+describe('genjob pull', () => {
+  it('reports a key held here with other bytes as a conflict (exit 4) and keeps the local receipt', async () => {
+    const { clones, cli } = await remoteAndClones(['x', 'y']);
+    const [key] = fakeReceived(clones.x!, 1, 'same');
+    expect((await cli(clones.x!, ['push'])).exitCode).toBe(0);
+    fakeReceived(clones.y!, 1, 'same');
+    const receipt = join(clones.y!, '.gen/receipts', `${key}.json`);
+    writeFileSync(receipt, readFileSync(receipt, 'utf8').replace('"host":"bench"', '"host":"other"'));
+    const mine = readFileSync(receipt);
+    const r = await cli(clones.y!, ['pull']);
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toBe(
+      `genjob: EGJ_PULL_CONFLICT: origin refs/genjob/keys/${key}: ${receipt} holds another receipt for this key; not overwritten (0 job(s) imported from origin, 0 already here)\n`,
+    );
+    expect(readFileSync(receipt)).toEqual(mine);
+  });
+
+  const hostile = [
+    {
+      name: 'a symlink among the outputs',
+      entry: (blob: string) => `120000 blob ${blob}\tevil`,
+      dir: 'out',
+      rule: /"out\/evil" has mode 120000: only regular files \(100644\) are accepted/,
+    },
+    {
+      name: 'an executable output',
+      entry: (blob: string) => `100755 blob ${blob}\trun.sh`,
+      dir: 'out',
+      rule: /"out\/run.sh" has mode 100755/,
+    },
+    {
+      name: 'an unexpected top-level entry',
+      entry: (blob: string) => `100644 blob ${blob}\thooks.sh`,
+      dir: '',
+      rule: /unexpected entry "hooks.sh" \(mode 100644\) at the top/,
+    },
+    {
+      name: 'an output under .git',
+      entry: (blob: string) => `100644 blob ${blob}\t.git`,
+      dir: 'out',
+      rule: /"out\/.git": path is inside .git\//,
+    },
+  ];
+  for (const h of hostile) {
+    it(`refuses ${h.name} (exit 3, the ref named) and still imports the good keys`, async () => {
+      const { env, bare, clones, cli } = await remoteAndClones(['x', 'c', 'b']);
+      const [victim, good] = fakeReceived(clones.x!, 2, 'h');
+      expect((await cli(clones.x!, ['push'])).exitCode).toBe(0);
+      // a third clone rewrites the victim's material with one hostile entry added
+      const c = clones.c!;
+      await git(c, ['fetch', '-q', 'origin', '+refs/genjob/*:refs/genjob/*'], env);
+      const ref = `refs/genjob/keys/${victim}`;
+      const blob = await git(c, ['hash-object', '-w', '--stdin'], env, 'x');
+      const top = (await git(c, ['ls-tree', ref], env)).split('\n');
+      let tree: string;
+      if (h.dir === 'out') {
+        const outLine = top.find((l) => l.endsWith('\tout'))!;
+        const outTree = outLine.split(/\s/)[2]!;
+        const inner = (await git(c, ['ls-tree', outTree], env)).split('\n');
+        const newOut = await git(c, ['mktree'], env, `${[...inner, h.entry(blob)].join('\n')}\n`);
+        tree = await git(
+          c,
+          ['mktree'],
+          env,
+          `${top.map((l) => (l === outLine ? l.replace(outTree, newOut) : l)).join('\n')}\n`,
+        );
+      } else tree = await git(c, ['mktree'], env, `${[...top, h.entry(blob)].join('\n')}\n`);
+      const commit = await git(c, ['commit-tree', tree, '-m', 'hostile'], env);
+      await git(c, ['push', '-q', '--force', 'origin', `${commit}:${ref}`], env);
+      void bare;
+      const r = await cli(clones.b!, ['pull']);
+      expect(r.exitCode).toBe(3);
+      expect(r.stderr).toMatch(new RegExp(`^genjob: EGJ_PULL_REFUSED: origin refs/genjob/keys/${victim}: `));
+      expect(r.stderr).toMatch(h.rule);
+      expect(r.stderr).toMatch(/; not imported \(1 job\(s\) imported from origin, 0 already here\)\n$/);
+      expect(
+        await git(clones.b!, ['ls-files', '--others', '--ignored', '--exclude-standard', '--directory'], env),
+      ).toBe('.gen/');
+      const verify = await cli(clones.b!, ['verify', good!]);
+      expect(verify.exitCode, verify.stderr).toBe(0);
+      expect((await cli(clones.b!, ['verify', victim!])).exitCode).toBe(2);
+    });
+  }
+
+  it('refuses a key ref pointing at a blob instead of a commit', async () => {
+    const { env, clones, cli } = await remoteAndClones(['c', 'b']);
+    const blob = await git(clones.c!, ['hash-object', '-w', '--stdin'], env, 'x');
+    await git(clones.c!, ['push', '-q', 'origin', `${blob}:refs/genjob/keys/${'a'.repeat(64)}`], env);
+    const r = await cli(clones.b!, ['pull']);
+    expect(r).toMatchObject({
+      exitCode: 3,
+      stderr: `genjob: EGJ_PULL_REFUSED: origin refs/genjob/keys/${'a'.repeat(64)}: points at a blob, not a commit; not imported (0 job(s) imported from origin, 0 already here)\n`,
+    });
+  });
+});
+
+describe('genjob hook install', () => {
+  it('keeps a foreign hook (exit 4) unless --force, and rewrites its own', async () => {
+    const { clones, cli } = await remoteAndClones(['x']);
+    const hook = join(clones.x!, '.git/hooks/pre-push');
+    writeFileSync(hook, '#!/bin/sh\necho the team hook\n');
+    const refused = await cli(clones.x!, ['hook', 'install']);
+    expect(refused).toMatchObject({
+      exitCode: 4,
+      stderr: `genjob: EGJ_HOOK_EXISTS: ${hook}: a pre-push hook genjob did not write is there; merge the gate into it by hand or pass --force to replace it\n`,
+    });
+    expect(readFileSync(hook, 'utf8')).toBe('#!/bin/sh\necho the team hook\n');
+    expect(await cli(clones.x!, ['hook', 'install', '--force'])).toMatchObject({
+      exitCode: 0,
+      stdout: `replaced ${hook}\n`,
+    });
+    expect(await cli(clones.x!, ['hook', 'install'])).toMatchObject({
+      exitCode: 0,
+      stdout: `rewrote ${hook}\n`,
+    });
+    expect(await cli(clones.x!, ['hook', 'install', '--pre-merge-commit'])).toMatchObject({
+      exitCode: 0,
+      stdout: `installed ${join(clones.x!, '.git/hooks/pre-merge-commit')}\n`,
+    });
+  });
+
+  it('writes a pre-push hook that stops a push of a generated commit without its receipt, and lets people push', async () => {
+    const { env, bare, clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    expect((await cli(x, ['hook', 'install'])).exitCode).toBe(0);
+    writeFileSync(join(x, 'human.txt'), 'by a person\n');
+    await git(x, ['add', 'human.txt'], env);
+    await git(x, ['commit', '-qm', 'a person wrote this'], env);
+    await git(x, ['push', '-q', 'origin', 'main'], env);
+    writeFileSync(join(x, 'human.txt'), 'claimed to be generated\n');
+    const key = 'b'.repeat(64);
+    await git(
+      x,
+      ['commit', '-qam', `generated\n\nGenjob-Key: ${key}\nGenjob-Receipt: sha256:${'c'.repeat(64)}`],
+      env,
+    );
+    const head = await git(x, ['rev-parse', 'HEAD'], env);
+    const before = await git(bare, ['rev-parse', 'main'], env);
+    const push = await import('execa').then(({ execa }) =>
+      execa('git', ['push', 'origin', 'main'], {
+        cwd: x,
+        env: { ...env, XDG_CACHE_HOME: join(x, '..', 'cache') },
+        reject: false,
+      }),
+    );
+    expect(push.exitCode).not.toBe(0);
+    expect(String(push.stderr)).toContain(
+      `genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ${head.slice(0, 12)}: no receipt for job ${key.slice(0, 12)} here (run genjob pull first)`,
+    );
+    expect(await git(bare, ['rev-parse', 'main'], env)).toBe(before);
+  });
+});

@@ -1,0 +1,82 @@
+// An input edited after mint must never reach the host: the whole bundle is hashed before its first
+// byte leaves (spool-bundle.ts). Over a real sshd, the remote command records every byte it receives
+// before handing the stream to the built CLI's serve; the new bytes must not be among them.
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, rename, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { useSshd } from '../helpers/sshd.js';
+import {
+  genDir,
+  genjob,
+  journal,
+  mint,
+  remoteServe,
+  type Sandbox,
+  sandbox,
+  sshFlags,
+} from './ssh-helpers.js';
+
+const sshd = useSshd();
+const boxes: Sandbox[] = [];
+afterEach(async () => {
+  for (const b of boxes.splice(0)) await b.cleanup();
+});
+
+const MARKER = 'AWS_SECRET_ACCESS_KEY=FAKE-ADDED-AFTER-MINT-EXAMPLE';
+
+/** `work --once` over ssh whose remote command tees what it receives into `captured` first. */
+async function workCapturing(sb: Sandbox, captured: string) {
+  const remote = `tee ${captured} | ${remoteServe(sb.hostCache)}`;
+  return genjob(sb, ['work', '--once', '--generator', 'true', ...sshFlags(sshd(), remote)]);
+}
+
+function deadCodes(sb: Sandbox): string[] {
+  return genDir(sb, 'dead')
+    .filter((n) => n.endsWith('.why.json'))
+    .map((n) => JSON.parse(readFileSync(path.join(sb.repo, '.gen/dead', n), 'utf8')).code as string);
+}
+
+describe('an input that changed after mint', () => {
+  it('is dead-lettered before any of its bytes reach the host (a credential added to a 4 MiB file)', async () => {
+    const sb = await sandbox({ 'data/big.txt': 'x'.repeat(4 * 1024 * 1024), 'src/a.txt': 'alpha\n' });
+    boxes.push(sb);
+    const key = await mint(sb, 'edit both', ['src/a.txt', 'data/big.txt']);
+    await writeFile(path.join(sb.repo, 'data/big.txt'), `${MARKER}\n${'x'.repeat(4 * 1024 * 1024)}`);
+    const captured = path.join(sb.dir, 'captured.bin');
+
+    const r = await workCapturing(sb, captured);
+    expect(r.exitCode).toBe(0);
+    expect(String(r.stderr)).toContain(`${key.slice(0, 12)} dead-lettered: data/big.txt: hashes to`);
+    expect(deadCodes(sb)).toEqual(['EGJ_INPUT_CHANGED']);
+    expect(journal(sb, key).map((e) => e.event)).not.toContain('shipped');
+    // the session was opened (the host saw the hello exchange), but no bundle byte followed
+    expect(existsSync(captured)).toBe(true);
+    const got = readFileSync(captured);
+    expect(got.includes(MARKER)).toBe(false);
+    expect(got.includes('alpha')).toBe(false);
+    expect(got.length).toBeLessThan(4096);
+  });
+
+  it('is refused when a parent directory was swapped for a symlink to elsewhere, and nothing of elsewhere is sent', async () => {
+    const sb = await sandbox({ 'src/a.txt': 'alpha\n' });
+    boxes.push(sb);
+    const key = await mint(sb, 'edit it', ['src/a.txt']);
+    // same bytes at the same path, but reached through a symlink into a directory outside the repo
+    const elsewhere = path.join(sb.dir, 'elsewhere');
+    await mkdir(elsewhere);
+    await writeFile(path.join(elsewhere, 'a.txt'), 'alpha\n');
+    await writeFile(path.join(elsewhere, 'id_ed25519'), `${MARKER}\n`);
+    await rename(path.join(sb.repo, 'src'), path.join(sb.dir, 'src-moved'));
+    await symlink(elsewhere, path.join(sb.repo, 'src'));
+    const captured = path.join(sb.dir, 'captured.bin');
+
+    const r = await workCapturing(sb, captured);
+    expect(r.exitCode).toBe(0);
+    expect(String(r.stderr)).toContain(
+      `${key.slice(0, 12)} dead-lettered: src/a.txt: src (on the way to it) is now a symlink`,
+    );
+    expect(deadCodes(sb)).toEqual(['EGJ_INPUT_CHANGED']);
+    expect(readFileSync(captured).includes('alpha')).toBe(false);
+  });
+});

@@ -1,0 +1,127 @@
+// The sandbox on the worker's own machine (local serve): the worker's secrets never reach the
+// generator, nothing it started outlives --timeout or a SIGINT of `work --watch --grace`, a machine
+// without bubblewrap is refused before any claim, and --no-sandbox is recorded in the receipt and
+// refused by `verify/apply --require-sandbox`.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { CLI, genDir, makeSandbox, mintKey, readJson } from './helpers.js';
+
+/** Pids of live (non-zombie) processes whose command line is exactly `argv`. */
+function running(argv: string[]): number[] {
+  const want = `${argv.join('\0')}\0`;
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        return (
+          readFileSync(`/proc/${n}/cmdline`, 'utf8') === want &&
+          !/^State:\s+Z/m.test(readFileSync(`/proc/${n}/status`, 'utf8'))
+        );
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/** Shell text starting a child in a process group of its own (setpgid, not setsid) as `sleep MARKER`. */
+const setpgidSleep = (marker: string) =>
+  `perl -e 'setpgrp(0, 0); exec "sleep", "${marker}"' >/dev/null 2>&1 &`;
+
+describe('a confined generator run by a local serve', () => {
+  it("sees none of the worker's secrets, and the receipt says bwrap without network", async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script('env.sh', 'env | cut -d= -f1 | sort > src/user.py');
+    const key = await mintKey(sb, 'Dump env', ['src/user.py']);
+    const w = await sb.genjob(['work', '--once', '--generator', gen, '--generator-env', 'PASS_ME'], {
+      env: {
+        AWS_SECRET_ACCESS_KEY: 'fake-aws-secret',
+        SSH_AUTH_SOCK: join(sb.base, 'agent.sock'),
+        GENJOB_OPENAI_API_KEY: 'sk-fake',
+        PASS_ME: 'yes',
+      },
+    });
+    expect(w.exitCode, w.stderr).toBe(0);
+    const names = readFileSync(join(sb.repo, '.gen/out', key, 'src/user.py'), 'utf8').split('\n');
+    expect(names).not.toContain('AWS_SECRET_ACCESS_KEY');
+    expect(names).not.toContain('SSH_AUTH_SOCK');
+    expect(names).not.toContain('GENJOB_OPENAI_API_KEY');
+    expect(names).toContain('PASS_ME');
+    expect(readJson(join(sb.repo, '.gen/receipts', `${key}.json`))).toMatchObject({
+      status: 'ok',
+      sandbox: { kind: 'bwrap', network: false },
+    });
+    expect((await sb.genjob(['verify', '--require-sandbox', key])).exitCode).toBe(0);
+  });
+
+  it('ends a setpgid child of a generator that outlives --timeout', async () => {
+    const sb = await makeSandbox();
+    const marker = `300.${process.pid}1`;
+    const gen = sb.script('slow.sh', `${setpgidSleep(marker)}\nsleep 60`);
+    const key = await mintKey(sb, 'Take forever', ['src/user.py']);
+    const w = await sb.genjob(['work', '--once', '--timeout', '1', '--generator', gen]);
+    expect(w.exitCode, w.stderr).toBe(0);
+    expect(readJson(join(sb.repo, '.gen/receipts', `${key}.json`))).toMatchObject({ status: 'aborted' });
+    expect(running(['sleep', marker])).toEqual([]);
+  });
+
+  it('ends every process of a run cut off by SIGINT of work --watch after --grace', async () => {
+    const sb = await makeSandbox();
+    const marker = `300.${process.pid}2`;
+    const started = join(sb.base, 'started');
+    const gen = sb.script('stuck.sh', `${setpgidSleep(marker)}\ntouch ${started}\nsleep 60`);
+    const key = await mintKey(sb, 'Be stuck', ['src/user.py']);
+    const child = execa(process.execPath, [CLI, 'work', '--watch', '--grace', '0.5', '--generator', gen], {
+      cwd: sb.repo,
+      env: { XDG_CACHE_HOME: sb.cache, GENJOB_GENERATOR_BIND_RW: sb.base },
+      reject: false,
+    });
+    for (let i = 0; i < 3000 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(existsSync(started)).toBe(true);
+    expect(running(['sleep', marker])).toHaveLength(1);
+    child.kill('SIGINT');
+    const done = await child;
+    expect(done.exitCode, String(done.stderr)).toBe(0);
+    expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
+    for (let i = 0; i < 200 && running(['sleep', marker]).length > 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
+    expect(running(['sleep', marker])).toEqual([]);
+  });
+});
+
+describe('without a sandbox', () => {
+  it('refuses to work when bubblewrap is missing, naming the package, before claiming anything', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Anything', ['src/user.py']);
+    const w = await sb.genjob(['work', '--once', '--generator', 'true'], {
+      env: { PATH: join(sb.base, 'no-bin') },
+    });
+    expect(w.exitCode).toBe(2);
+    expect(w.stderr).toMatch(
+      /^genjob: EGJ_SANDBOX_UNAVAILABLE: genjob work: bwrap is not installed; install the Debian package bubblewrap /,
+    );
+    expect(w.stderr.trim().split('\n')).toHaveLength(1);
+    expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
+    expect(genDir(sb, 'leases')).toEqual([]);
+  });
+
+  it('runs with --no-sandbox, records sandbox kind none, and verify/apply --require-sandbox refuse it', async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script('edit.sh', 'echo "# edited" >> src/user.py');
+    const key = await mintKey(sb, 'Edit', ['src/user.py']);
+    const w = await sb.genjob(['work', '--once', '--no-sandbox', '--generator', gen]);
+    expect(w.exitCode, w.stderr).toBe(0);
+    const receiptFile = join(sb.repo, '.gen/receipts', `${key}.json`);
+    expect(readJson(receiptFile)).toMatchObject({ status: 'ok', sandbox: { kind: 'none', network: true } });
+    expect((await sb.genjob(['verify', key])).exitCode).toBe(0);
+    const strict = await sb.genjob(['verify', '--require-sandbox', key]);
+    expect(strict).toMatchObject({
+      exitCode: 3,
+      stderr: `genjob: EGJ_UNCONFINED: ${receiptFile}: the generator ran unconfined (sandbox kind is "none"); --require-sandbox refuses it\n`,
+    });
+    expect((await sb.genjob(['apply', '--require-sandbox', key])).exitCode).toBe(3);
+    expect(genDir(sb, 'applied')).toEqual([]);
+  });
+});

@@ -1,0 +1,80 @@
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openBeneath } from '../../src/transport/open-beneath.js';
+
+let dir: string;
+let root: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'gj-beneath-'));
+  root = join(dir, 'repo');
+  mkdirSync(join(root, 'a/b'), { recursive: true });
+  writeFileSync(join(root, 'a/b/f.txt'), 'inside\n');
+  mkdirSync(join(dir, 'outside/b'), { recursive: true });
+  writeFileSync(join(dir, 'outside/b/f.txt'), 'outside\n');
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('openBeneath', () => {
+  it('opens a regular file under the root', async () => {
+    const fh = await openBeneath(root, 'a/b/f.txt');
+    try {
+      expect((await fh.readFile()).toString()).toBe('inside\n');
+    } finally {
+      await fh.close();
+    }
+  });
+
+  it.each([
+    {
+      name: 'a parent directory swapped for a symlink',
+      swap: () => {
+        rmSync(join(root, 'a'), { recursive: true });
+        symlinkSync(join(dir, 'outside'), join(root, 'a'));
+      },
+      code: 'EGJ_INPUT_CHANGED',
+      rule: /a \(on the way to it\) is now a symlink/,
+    },
+    {
+      name: 'a deeper parent swapped for a symlink',
+      swap: () => {
+        rmSync(join(root, 'a/b'), { recursive: true });
+        symlinkSync(join(dir, 'outside/b'), join(root, 'a/b'));
+      },
+      code: 'EGJ_INPUT_CHANGED',
+      rule: /b \(on the way to it\) is now a symlink/,
+    },
+    {
+      name: 'the file swapped for a symlink',
+      swap: () => {
+        rmSync(join(root, 'a/b/f.txt'));
+        symlinkSync(join(dir, 'outside/b/f.txt'), join(root, 'a/b/f.txt'));
+      },
+      code: 'EGJ_INPUT_NOT_REGULAR',
+      rule: /a symbolic link/,
+    },
+    {
+      name: 'the file swapped for a directory',
+      swap: () => {
+        rmSync(join(root, 'a/b/f.txt'));
+        mkdirSync(join(root, 'a/b/f.txt'));
+      },
+      code: 'EGJ_INPUT_NOT_REGULAR',
+      rule: /a directory/,
+    },
+  ])('refuses $name, never reading outside', async ({ swap, code, rule }) => {
+    swap();
+    const err = await openBeneath(root, 'a/b/f.txt').then(
+      async (fh) => {
+        await fh.close();
+        return undefined;
+      },
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ code });
+    expect((err as Error).message).toMatch(rule);
+  });
+});
