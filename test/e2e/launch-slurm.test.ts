@@ -6,7 +6,16 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SlurmHandle, slurmMissing, startSlurm } from '../helpers/slurm.js';
 import { eventsPerKey, mintMany, runsPerKey } from './pool-helpers.js';
-import { CLI, genDir, genjob, NODE, type Sandbox, sandbox, writeGenerator } from './ssh-helpers.js';
+import {
+  CLI,
+  genDir,
+  genjob,
+  NODE,
+  REPO_ROOT,
+  type Sandbox,
+  sandbox,
+  writeGenerator,
+} from './ssh-helpers.js';
 
 const missing = slurmMissing();
 
@@ -28,7 +37,7 @@ describe.skipIf(missing !== null)(
       const keys = mintMany(sb, 50);
       const counter = path.join(sb.dir, 'runs');
       const gen = await writeGenerator(sb.dir, { counter, target: 'src/a.txt', text: 'from slurm\n' });
-      const launch = `srun -N1 --quiet -u ${NODE} ${CLI} serve --session --cache-dir ${sb.hostCache}`;
+      const launch = `srun -N1 --quiet -u ${NODE} ${CLI} serve --session --cache-dir ${sb.hostCache} --generator-bind-rw ${sb.dir} --generator-bind ${REPO_ROOT}`;
       const w = await genjob(
         sb,
         ['work', '--drain', '--json', '--generator', gen, '--launch', `2/${launch}`],

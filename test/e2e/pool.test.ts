@@ -18,6 +18,7 @@ import {
   hostResults,
   journal,
   NODE,
+  REPO_ROOT,
   type Sandbox,
   sandbox,
   waitFor,
@@ -80,11 +81,12 @@ describe('work --drain over a pool of three ssh hosts', () => {
     const gen = await countingGenerator(sb.dir, counter);
     const config = await poolConfig(sb.dir, hosts);
     // each host's serve keeps its own cache, named by the port the session came in on
-    const remote = `${NODE} ${CLI} serve --session --cache-dir ${sb.hostCache}/$(echo $SSH_CONNECTION | cut -d' ' -f4)`;
+    const remote = `${NODE} ${CLI} serve --session --cache-dir ${sb.hostCache}/$(echo $SSH_CONNECTION | cut -d' ' -f4) --generator-bind-rw ${sb.dir} --generator-bind ${REPO_ROOT}`;
     const work = genjob(sb, [
       'work',
       '--drain',
       '--json',
+      '--no-sandbox', // the generators record their workspace path, which names each host's cache
       '--generator',
       gen,
       '--ssh-config',
@@ -103,7 +105,7 @@ describe('work --drain over a pool of three ssh hosts', () => {
     const victim = hosts[2]!;
     await waitFor(
       'h2 to generate',
-      () => countLines(counter) > 0 && readFileSync(counter, 'utf8').includes(`/${victim.port}/`),
+      () => countLines(counter) > 0 && readFileSync(counter, 'utf8').includes(`/${victim.port}-work/`),
     );
     await victim.stop(); // kill -9 of its sshd and every session process under it, serve included
     const w = await work;
@@ -122,7 +124,7 @@ describe('work --drain over a pool of three ssh hosts', () => {
       .filter(Boolean)
       .map((l) => {
         const [, key, cwd] = l.split(' ');
-        return { key: key!, port: Number(/\/(\d+)\/work\//.exec(cwd!)?.[1]) };
+        return { key: key!, port: Number(/\/(\d+)-work\//.exec(cwd!)?.[1]) };
       });
     for (const h of hosts.slice(0, 2)) {
       const here = runs.filter((r) => r.port === h.port).map((r) => r.key);
@@ -185,11 +187,12 @@ describe('a host that comes back after a crash', () => {
     );
     const gen = `${NODE} ${genFile}`;
     const config = await poolConfig(sb.dir, hosts);
-    const remote = `${NODE} ${CLI} serve --session --cache-dir ${sb.hostCache}/$(echo $SSH_CONNECTION | cut -d' ' -f4)`;
+    const remote = `${NODE} ${CLI} serve --session --cache-dir ${sb.hostCache}/$(echo $SSH_CONNECTION | cut -d' ' -f4) --generator-bind-rw ${sb.dir} --generator-bind ${REPO_ROOT}`;
     const work = genjob(sb, [
       'work',
       '--drain',
       '--json',
+      '--no-sandbox', // the generators record their workspace path, which names each host's cache
       '--generator',
       gen,
       '--ssh-config',
@@ -204,7 +207,7 @@ describe('a host that comes back after a crash', () => {
       'h1',
     ]);
     await waitFor('the generator to start', () => existsSync(started));
-    const port = Number(/\/(\d+)\/work\//.exec(readFileSync(started, 'utf8'))?.[1]);
+    const port = Number(/\/(\d+)-work\//.exec(readFileSync(started, 'utf8'))?.[1]);
     const victim = hosts.find((h) => h.port === port)!;
     const other = hosts.find((h) => h.port !== port)!;
     const name = `h${hosts.indexOf(victim)}`;
