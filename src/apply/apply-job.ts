@@ -4,7 +4,8 @@
 //   once → publish applying/<key>.json → per directory: temps, fsync each; per file re-check, rename; fsync
 //   the directory once → publish applied/<key>.json → unlink received/<key>.json → drop applying/.
 // A crash at any point is finished by the next applyJob or recoverInterruptedApplies; if it leaves both
-// applied/ and received/ (or applying/), applied/ wins and the leftovers are removed.
+// applied/ and received/ (or applying/, or reverted/ for a job applied again after a revert), applied/ wins
+// and the leftovers are removed.
 import { dirname, join } from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { ConflictError, errnoOf, IoError, RejectedError, UsageError } from '../core/errors.js';
@@ -210,9 +211,13 @@ function finishApply(
   return { status: 'applied', writes: record.writes, recovered };
 }
 
-/** After applied/<key>.json exists: unlink received/<key>.json, then applying/<key>.json (applied/ wins). */
+/** After applied/<key>.json exists: unlink received/ (or reverted/, when applied again), then applying/ (applied/ wins). */
 function removeLeftovers(store: Store, key: string): void {
-  for (const file of [store.layout.jobFile('received', key), store.layout.applying(key)]) {
+  for (const file of [
+    store.layout.jobFile('received', key),
+    store.layout.jobFile('reverted', key),
+    store.layout.applying(key),
+  ]) {
     try {
       store.fs.unlinkSync(file);
     } catch (err) {

@@ -1,5 +1,5 @@
 // The apply plan, pure: from the job, its verified outputs and the repository's current digests to the
-// list of writes, or the verdict that the job is stale (DESIGN "Verify" rule 6). Every input is checked,
+// list of writes, or the verdict that the job is stale (verify rule 6, docs/exit-codes.md). Every input is checked,
 // not only the outputs: a job is applied only to exactly the tree it was minted from, so a user's edit
 // made after minting is never overwritten. Writes are sorted by path; unchanged outputs are dropped.
 

@@ -2,9 +2,13 @@
 // files it created. All or nothing up front: every target must still hold the apply's `after` (or already
 // its `before`, from a revert a crash interrupted), and every backup must be present, before anything is
 // written; each file is then re-checked right before its commit, so a user's later edit is never lost.
+// Last, the apply record is renamed applied/<key>.json → reverted/<key>.json: one rename, so a crash leaves
+// the job applied (run revert again to finish) or reverted, never neither. `apply` of it writes it again.
 import { UsageError } from '../core/errors.js';
+import { exists, moveState } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import type { Store } from '../store/store.js';
+import { prunedOn, readTombstone, tombstoneFile } from '../store/tombstone.js';
 import { withApplyLock } from './apply-lock.js';
 import { staleError, type Write } from './apply-plan.js';
 import { readApplied } from './apply-records.js';
@@ -14,10 +18,19 @@ export async function revertApplied(
   store: Store,
   key: string,
   opts: { lockTimeoutMs?: number } = {},
-): Promise<{ reverted: Write[] }> {
+): Promise<{ reverted: Write[]; already: boolean }> {
   store.ensure();
   return withApplyLock(store, { timeoutMs: opts.lockTimeoutMs }, (lock) => {
+    const tomb = readTombstone(store, key);
+    if (tomb?.state === 'applied') {
+      throw new UsageError(
+        'EGJ_PRUNED',
+        `${tombstoneFile(store, key)}: key ${key.slice(0, 12)} was applied and its material pruned by genjob gc on ${prunedOn(tomb)} (its backups in objects/ are gone); it cannot be reverted — change the files back by hand or with git`,
+      );
+    }
     const record = readApplied(store, key);
+    const revertedFile = store.layout.jobFile('reverted', key);
+    if (record === undefined && exists(store, revertedFile)) return { reverted: [], already: true };
     if (record === undefined) {
       throw new UsageError(
         'EGJ_NOT_APPLIED',
@@ -45,7 +58,10 @@ export async function revertApplied(
       if (w.before === null) removeTreeFile(store, w.path, w.after, context);
       else commitTreeFile(store, w.path, w.after, originals.get(w.path)!, w.mode, context);
     }
+    lock.assertHeld(`moving ${store.layout.jobFile('applied', key)} to reverted/`);
+    store.fs.mkdirSync(store.layout.dir('reverted'), { recursive: true }); // a .gen/ made before reverted/ existed
+    moveState(store, store.layout.jobFile('applied', key), revertedFile);
     journal(store, { event: 'reverted', key, writes: todo.length });
-    return { reverted: todo };
+    return { reverted: todo, already: false };
   });
 }

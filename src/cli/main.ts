@@ -6,19 +6,30 @@
 import { GenjobError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { terminalText } from '../core/terminal-text.js';
+import { writePaged } from './pager.js';
 import type { CommandResult } from './result.js';
 
 function wantsJson(argv: readonly string[]): boolean {
   return argv.includes('--json');
 }
 
+/** The version of every --json result's shape (docs/cli.md); it changes only when a field changes meaning. */
+export const RESULT_SCHEMA = 'genjob/result@1';
+
+function jsonLine(fields: Record<string, unknown>): string {
+  return `${JSON.stringify({ schema: RESULT_SCHEMA, ...fields })}\n`;
+}
+
 export function emit(result: CommandResult, json: boolean): void {
-  if (json) process.stdout.write(`${JSON.stringify(result.json)}\n`);
+  if (json) process.stdout.write(jsonLine({ ok: (result.exitCode ?? EXIT.OK) === EXIT.OK, ...result.json }));
   else if (result.human) {
     // Human output carries host-chosen text (receipt reasons, stderr tails): never raw to a terminal.
-    const human = terminalText(result.human, { lines: true });
-    process.stdout.write(human.endsWith('\n') ? human : `${human}\n`);
+    const human = result.terminalSafe ? result.human : terminalText(result.human, { lines: true });
+    const text = human.endsWith('\n') ? human : `${human}\n`;
+    if (result.page) writePaged(text);
+    else process.stdout.write(text);
   }
+  if (result.stderr) process.stderr.write(terminalText(result.stderr, { lines: true }));
   process.exitCode = result.exitCode ?? EXIT.OK;
 }
 
@@ -34,16 +45,13 @@ export async function main(argv: string[]): Promise<void> {
       // other commander error, are bad usage
       const ok = e.exitCode === 0;
       process.exitCode = ok ? EXIT.OK : EXIT.USAGE;
-      if (!ok && json)
-        process.stdout.write(`${JSON.stringify({ ok: false, code: 'EGJ_USAGE', message: e.message })}\n`);
+      if (!ok && json) process.stdout.write(jsonLine({ ok: false, code: 'EGJ_USAGE', message: e.message }));
       return;
     }
     if (err instanceof GenjobError) {
       process.stderr.write(`genjob: ${err.code}: ${terminalText(err.message)}\n`);
       if (json)
-        process.stdout.write(
-          `${JSON.stringify({ ok: false, code: err.code, message: err.message, ...err.details() })}\n`,
-        );
+        process.stdout.write(jsonLine({ ok: false, code: err.code, message: err.message, ...err.details() }));
       process.exitCode = err.exitCode;
       return;
     }
@@ -55,7 +63,7 @@ export async function main(argv: string[]): Promise<void> {
     else process.stderr.write('genjob: run again with --debug for the stack trace\n');
     if (json)
       process.stdout.write(
-        `${JSON.stringify({ ok: false, code: 'EGJ_BUG', message: String((err as Error)?.message) })}\n`,
+        jsonLine({ ok: false, code: 'EGJ_BUG', message: String((err as Error)?.message) }),
       );
     process.exitCode = EXIT.BUG;
   }

@@ -1,6 +1,6 @@
 // commander wiring. Each command's module is imported only when that command runs, so
 // `genjob --version` and `genjob status` do not pay for execa, tar or the ssh code.
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { VERSION } from '../version.js';
 import { emit } from './main.js';
 import type { CommandResult } from './result.js';
@@ -73,13 +73,21 @@ export function buildProgram(): Command {
     .version(VERSION, '-V, --version')
     .exitOverride()
     .showHelpAfterError('(run genjob <command> --help for usage)')
-    .configureOutput({ outputError: (str, write) => write(`genjob: ${str}`) });
+    .configureOutput({ outputError: (str, write) => write(`genjob: ${str}`) })
+    .helpCommand(false);
+
+  common(program.command('init'))
+    .description('create .gen/ and make .gitignore ignore it')
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/init.js')).init(o), !!o.json);
+    });
 
   common(program.command('mint'))
     .description('mint a job: an instruction plus the files the generator may change (prints its key)')
     .argument('[paths...]', 'files the generator may change (they must exist; see --create)')
     .option('-m, --message <text>', 'the instruction')
-    .option('-f, --file <path>', 'read the instruction from a file')
+    .option('-f, --file <path>', 'read the instruction from a file (- for stdin)')
     .option('--create <path>', 'a file the generator is to create (must not exist yet); repeatable', collect)
     .option('--allow-secret <path>', 'ship this path even though it looks like a secret; repeatable', collect)
     .option('--allow-hardlinks', 'ship inputs that have more than one hard link (refused by default)')
@@ -94,6 +102,7 @@ export function buildProgram(): Command {
 
   sandboxOptions(common(program.command('work')))
     .description('claim queued jobs, ship each to `genjob serve` (here or over ssh), and store the results')
+    .argument('[keys...]', 'work only these jobs (keys or prefixes; without a mode: --drain of them)')
     .option('--once', 'work one job, then stop')
     .option('--drain', 'work jobs until the queue is empty')
     .option('--watch', 'keep working as jobs arrive, until SIGINT/SIGTERM')
@@ -141,6 +150,10 @@ export function buildProgram(): Command {
       30,
     )
     .option(
+      '--fail-on-error',
+      'exit 3 if any job this run took ended with an aborted or rejected receipt (for CI)',
+    )
+    .option(
       '--retry-aborted',
       'generate again where the host holds an aborted result for a job (default: reuse it)',
     )
@@ -158,9 +171,32 @@ export function buildProgram(): Command {
       'after',
       '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion\n  genjob work --batch --generator builtin:openai && genjob work --batch-poll',
     )
-    .action(async (_opts, cmd: Command) => {
+    // shadow plane (#15): run existing jobs again against another generator, never touching live state
+    .option(
+      '--shadow <name>',
+      'run existing jobs again in shadow plane NAME (results under .gen/shadow/NAME/)',
+    )
+    .option('--all', 'with --shadow: every queued, received and applied job')
+    .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
-      await run(async () => (await import('../commands/work.js')).work(o as never), !!o.json);
+      if (o.shadow) {
+        await run(
+          async () => (await import('../commands/shadow-work.js')).shadowWork({ ...o, keys } as never),
+          !!o.json,
+        );
+        return;
+      }
+      if (o.all) {
+        const { UsageError } = await import('../core/errors.js');
+        throw new UsageError(
+          'EGJ_USAGE',
+          '--all goes with --shadow NAME; live work takes jobs from the queue',
+        );
+      }
+      await run(async () => {
+        const { withWorkConfig } = await import('./config-file.js');
+        return (await import('../commands/work.js')).work(withWorkConfig(cmd, { ...o, keys }) as never);
+      }, !!o.json);
     });
 
   sandboxOptions(program.command('serve'))
@@ -169,12 +205,18 @@ export function buildProgram(): Command {
     .option('--generator <command>', 'pin the generator this host runs (requests naming another are refused)')
     .option('--cache-dir <dir>', 'where results are kept by key (default: $XDG_CACHE_HOME/genjob)')
     .option('--sign-key <file>', 'sign every receipt with this ed25519 key (see genjob keygen)')
+    .option(
+      '--gc-older-than <duration>',
+      'on start, prune cache entries older than this (as genjob cache prune)',
+    )
     .action(async (opts) => {
       await (await import('../commands/serve.js')).serve(opts);
     });
 
   common(program.command('verify'))
-    .description('check a job\'s receipt and bytes against DESIGN.md "Verify"; exit 3 naming the rule broken')
+    .description(
+      "check a job's receipt and bytes against the verify rules (docs/exit-codes.md); exit 3 naming the rule broken",
+    )
     .argument('[key]', 'a key or a unique prefix (4+ characters)')
     .option('--all', 'verify every received job')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
@@ -198,7 +240,7 @@ export function buildProgram(): Command {
     .argument('[key]', 'a key or a unique prefix (4+ characters)')
     .option('--all', 'apply every received job')
     .option('--dry-run', 'print what would change; write nothing')
-    .option('--diff', 'with --dry-run: print a unified diff')
+    .option('--diff', 'print a unified diff of what was written (with --dry-run: of what would be)')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
     .option(
       '--require-sandbox',
@@ -214,7 +256,9 @@ export function buildProgram(): Command {
     });
 
   common(program.command('revert'))
-    .description('put back the bytes an applied job replaced (refused if the files changed since)')
+    .description(
+      'put back the bytes an applied job replaced (refused if the files changed since); the job is then reverted',
+    )
     .argument('<key>', 'a key or a unique prefix')
     .action(async (key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
@@ -222,7 +266,7 @@ export function buildProgram(): Command {
     });
 
   common(program.command('drop'))
-    .description('give up on a queued or received job: its file, receipt and outputs move to dead/')
+    .description('give up on a queued, received or reverted job: its file, receipt and outputs move to dead/')
     .argument('<key>', 'a key or a unique prefix')
     .option('--reason <text>', 'why (kept in dead/ and the journal)')
     .action(async (key: string, _opts, cmd: Command) => {
@@ -230,8 +274,87 @@ export function buildProgram(): Command {
       await run(async () => (await import('../commands/drop.js')).drop({ ...o, key }), !!o.json);
     });
 
+  // shadow plane (#15): compare two planes' answers; promote a shadow answer through the live path
+  common(program.command('compare'))
+    .description(
+      'per job, live vs a shadow plane (or two shadow planes): identical, differs, aborted, rejected, missing',
+    )
+    .argument('[keys...]', 'jobs to compare (default: every job either side answered)')
+    .option('--shadow <name>', 'a shadow plane; once: live vs it, twice: the first vs the second', collect)
+    .action(async (keys: string[], _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/compare.js')).compare({ ...o, keys }), !!o.json);
+    });
+
+  common(program.command('promote'))
+    .description(
+      "make a shadow plane's answer the live one: requeue the job live with that plane's generator",
+    )
+    .argument('<key>', 'a key or a unique prefix')
+    .requiredOption('--shadow <name>', 'the shadow plane whose answer to promote')
+    .action(async (key: string, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(
+        async () => (await import('../commands/promote.js')).promote({ ...o, key } as never),
+        !!o.json,
+      );
+    });
+
+  // retention (#15): prune finished jobs' material, leaving tombstones; and the host's result cache
+  common(program.command('gc'))
+    .description('remove the bulky material of jobs finished before the window; leave a tombstone per key')
+    .option('--older-than <duration>', 'retention window: a number and s, m, h, d or w', '30d')
+    .option('--dry-run', 'print what would be pruned and its size; remove nothing')
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/gc.js')).gc(o), !!o.json);
+    });
+
+  const cache = program.command('cache').description("the generator host's result cache");
+  cache
+    .command('prune')
+    .description(
+      'remove cache entries older than the window and leftovers of crashed requests (never one in use)',
+    )
+    .option('--older-than <duration>', 'retention window: a number and s, m, h, d or w', '30d')
+    .option('--dry-run', 'print what would be pruned; remove nothing')
+    .option('--cache-dir <dir>', 'the cache (default: $XDG_CACHE_HOME/genjob)')
+    .option('--json', 'print one machine-readable JSON result on stdout')
+    .action(async (opts) => {
+      await run(async () => (await import('../commands/cache-prune.js')).cachePrune(opts), !!opts.json);
+    });
+
+  common(program.command('retry'))
+    .description('send an aborted or rejected job back to the queue; its next attempt generates again')
+    .argument('<key>', 'a key or a unique prefix')
+    .action(async (key: string, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/retry.js')).retry({ ...o, key }), !!o.json);
+    });
+
+  common(program.command('cancel'))
+    .description('stop a queued or running job: it goes to dead/ as cancelled (a worker stands down)')
+    .argument('<key>', 'a key or a unique prefix')
+    .option('--reason <text>', 'why (kept in dead/ and the journal)')
+    .action(async (key: string, _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/cancel.js')).cancel({ ...o, key }), !!o.json);
+    });
+
   common(program.command('status'))
-    .description('counts per state and a table of jobs (key, state, epoch, age, instruction)')
+    .description('counts per state and a table of the most recent jobs (key, state, epoch, age, instruction)')
+    .option('--state <state>', 'only rows of this state (queue, running, received, applied, reverted, dead)')
+    .option(
+      '--limit <n>',
+      'show at most this many rows (default 50, the most recent)',
+      positiveInt('--limit'),
+    )
+    .option('--all', 'show every row')
+    .addOption(
+      new Option('--color <when>', 'colour the table: auto (on a terminal, unless NO_COLOR), always, never')
+        .choices(['auto', 'always', 'never'])
+        .default('auto'),
+    )
     .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/status.js')).status(o), !!o.json);
@@ -253,15 +376,15 @@ export function buildProgram(): Command {
       await run(async () => (await import('../commands/reap.js')).reap(o as never), !!o.json);
     });
 
-  program
-    .command('keygen')
+  common(program.command('keygen'))
     .description('make an ed25519 signing key for a generator host; prints its public key')
     .requiredOption('--out <file>', 'where to write the private key (mode 0600; never overwritten)')
-    .option('--json', 'machine-readable output')
-    .action(async (opts) => {
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
       await run(
-        async () => (await import('../commands/keygen.js')).runKeygen({ out: opts.out, json: !!opts.json }),
-        !!opts.json,
+        async () =>
+          (await import('../commands/keygen.js')).runKeygen({ out: o.out, json: !!o.json, root: o.root }),
+        !!o.json,
       );
     });
 
@@ -318,6 +441,19 @@ export function buildProgram(): Command {
     .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/hook.js')).hookInstall(o), !!o.json);
+    });
+
+  // `help [command]` like commander's, but an unknown command is bad usage that says so (exit 2)
+  program
+    .command('help')
+    .description('display help for a command')
+    .argument('[command]', 'the command')
+    .action((name: string | undefined) => {
+      if (name === undefined) return program.outputHelp();
+      const sub = program.commands.find((c) => c.name() === name && c.name() !== 'help');
+      if (!sub)
+        program.error(`error: unknown command '${name}'`, { code: 'commander.unknownCommand', exitCode: 2 });
+      else sub.outputHelp();
     });
 
   return program;

@@ -6,6 +6,12 @@ export interface CommandResult {
   exitCode?: ExitCode;
   human: string;
   json: Record<string, unknown>;
+  /** Error lines for stderr (e.g. each failing job of verify --all), printed with or without --json. */
+  stderr?: string;
+  /** Long human output: shown through $PAGER when stdout is a terminal (see pager.ts). */
+  page?: boolean;
+  /** The human text is already made safe for a terminal (its colour codes are genjob's own). */
+  terminalSafe?: boolean;
 }
 
 /** Options every command accepts. */

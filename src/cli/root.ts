@@ -30,3 +30,8 @@ export function findRoot(explicit?: string, cwd = process.cwd()): string {
 export function openStore(opts: { root?: string }): Store {
   return new Store(findRoot(opts.root)).ensure();
 }
+
+/** The store of a command that only looks (status, show, verify): .gen/ is never created. */
+export function lookStore(opts: { root?: string }): Store {
+  return new Store(findRoot(opts.root));
+}

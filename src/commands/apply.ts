@@ -1,7 +1,12 @@
-// genjob apply [KEY | --all] [--dry-run [--diff]]: finish any apply a crash interrupted, then for
+// genjob apply [KEY | --all] [--dry-run] [--diff]: finish any apply a crash interrupted, then for
 // each job verify again (never trust an earlier verify) and write it. An applied key is a no-op
-// that says so. Stops at the first failure; what failed wrote nothing.
-import { applyJob, recoverInterruptedApplies } from '../apply/apply-job.js';
+// that says so. Stops at the first failure (what failed wrote nothing), after printing every job
+// it applied before it. --diff prints the unified diff of what was written (or, with --dry-run,
+// of what would be).
+import { applyJob, recoverInterruptedApplies, type Write } from '../apply/apply-job.js';
+import { readObject } from '../apply/tree-file.js';
+import { unifiedDiff } from '../apply/unified-diff.js';
+import { type Failure, failureLines, failureOf } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
@@ -38,6 +43,17 @@ async function commitVerified(store: Store, v: Verified): Promise<{ commit?: str
     : { line: '  nothing to commit: HEAD already holds these bytes' };
 }
 
+/** The diff of writes already made, from the objects apply kept: before (or nothing) → after. */
+function writtenDiff(store: Store, writes: readonly Write[]): string {
+  return unifiedDiff(
+    writes.map((w) => ({
+      path: w.path,
+      before: w.before === null ? null : readObject(store, w.before),
+      after: readObject(store, w.after),
+    })),
+  );
+}
+
 export async function apply(o: ApplyOptions): Promise<CommandResult> {
   if (o.commit && o.dryRun)
     throw new UsageError('EGJ_USAGE', '--commit writes a commit; it cannot go with --dry-run');
@@ -47,41 +63,65 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });
   const results: Array<Record<string, unknown>> = [];
   const lines: string[] = recovered.map((k) => `${k.slice(0, 12)} finished an apply interrupted by a crash`);
+  let failure: Failure | undefined;
   for (const key of keys) {
     if (exists(store, store.layout.jobFile('applied', key))) {
       results.push({ key, status: 'already-applied' });
       lines.push(`${key.slice(0, 12)} already applied`);
       continue;
     }
-    const v = await verifyKey(store, key, policy);
-    if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
-    const outcome = await applyJob(
-      {
-        store,
-        job: v.job,
-        jobDigest: v.jobDigest,
-        receiptSha256: v.receiptSha256,
-        epoch: v.receipt.epoch,
-        outputs: v.receipt.outputs,
-      },
-      { dryRun: o.dryRun === true, diff: o.diff === true },
-    );
-    const committed = o.commit && outcome.status !== 'dry-run' ? await commitVerified(store, v) : undefined;
-    results.push({ key, ...outcome, ...(committed ? { commit: committed.commit ?? null } : {}) });
-    const files = outcome.writes.map((w) => `  ${w.before === null ? 'create' : 'update'} ${w.path}`);
-    if (outcome.status === 'dry-run') {
-      lines.push(`${key.slice(0, 12)} would write ${outcome.writes.length} file(s):`, ...files);
-      if (outcome.diff) lines.push(outcome.diff);
-    } else if (outcome.status === 'already-applied') {
-      lines.push(`${key.slice(0, 12)} already applied`);
-    } else {
-      lines.push(
-        `${key.slice(0, 12)} applied ${outcome.writes.length} file(s)${outcome.recovered ? ' (finished after a crash)' : ''}:`,
-        ...files,
+    try {
+      const v = await verifyKey(store, key, policy);
+      if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
+      const outcome = await applyJob(
+        {
+          store,
+          job: v.job,
+          jobDigest: v.jobDigest,
+          receiptSha256: v.receiptSha256,
+          epoch: v.receipt.epoch,
+          outputs: v.receipt.outputs,
+        },
+        { dryRun: o.dryRun === true, diff: o.diff === true },
       );
+      const committed = o.commit && outcome.status !== 'dry-run' ? await commitVerified(store, v) : undefined;
+      const commitField = committed ? { commit: committed.commit ?? null } : {};
+      const files = outcome.writes.map((w) => `  ${w.before === null ? 'create' : 'update'} ${w.path}`);
+      const colon = files.length > 0 ? ':' : '';
+      if (outcome.status === 'dry-run') {
+        results.push({ key, ...outcome });
+        lines.push(`${key.slice(0, 12)} would write ${outcome.writes.length} file(s)${colon}`, ...files);
+        if (outcome.diff) lines.push(outcome.diff.replace(/\n$/, ''));
+      } else if (outcome.status === 'already-applied') {
+        results.push({ key, ...outcome, ...commitField });
+        lines.push(`${key.slice(0, 12)} already applied`);
+      } else {
+        const diff = o.diff ? writtenDiff(store, outcome.writes) : undefined;
+        results.push({ key, ...outcome, ...(diff === undefined ? {} : { diff }), ...commitField });
+        lines.push(
+          `${key.slice(0, 12)} applied ${outcome.writes.length} file(s)${outcome.recovered ? ' (finished after a crash)' : ''}${colon}`,
+          ...files,
+        );
+        if (diff) lines.push(diff.replace(/\n$/, ''));
+      }
+      if (committed) lines.push(committed.line);
+    } catch (err) {
+      if (!o.all) throw err; // one key: the error alone says it all
+      failure = failureOf(key, err);
+      results.push({ key, status: 'failed', code: failure.code, message: failure.message });
+      const left = keys.length - results.length;
+      lines.push(
+        `${key.slice(0, 12)} not applied (${failure.code})${left > 0 ? `; stopped, ${left} job(s) not tried` : ''}`,
+      );
+      break;
     }
-    if (committed) lines.push(committed.line);
   }
   if (keys.length === 0 && recovered.length === 0) lines.push('nothing to apply (no received jobs)');
-  return { human: lines.join('\n'), json: { ok: true, recovered, results } };
+  if (failure === undefined) return { human: lines.join('\n'), json: { ok: true, recovered, results } };
+  return {
+    exitCode: failure.exitCode,
+    human: lines.join('\n'),
+    stderr: failureLines([failure]),
+    json: { ok: false, code: failure.code, message: failure.message, recovered, results },
+  };
 }

@@ -1,4 +1,4 @@
-// genjob drop KEY: give up on a queued or received job (say, one whose receipt is aborted or
+// genjob drop KEY: give up on a queued, received or reverted job (say, one whose receipt is aborted or
 // rejected, which would keep `verify --all` failing). The job file, its receipt and its outputs
 // move to dead/ with the reason — nothing is deleted. Running and applied jobs are refused.
 
@@ -20,7 +20,7 @@ export async function drop(o: CommonOptions & { key: string; reason?: string }):
     if (!found || found.state === 'running' || found.state === 'applied') {
       throw new ConflictError(
         'EGJ_NOT_DROPPABLE',
-        `${found?.file ?? key}: only queued or received jobs can be dropped (this one is ${found?.state ?? 'unknown'}${found?.state === 'applied' ? '; use genjob revert' : ''})`,
+        `${found?.file ?? key}: only queued, received or reverted jobs can be dropped (this one is ${found?.state ?? 'unknown'}${found?.state === 'applied' ? '; use genjob revert' : ''})`,
       );
     }
     const why = { key, code: 'EGJ_DROPPED', reason };

@@ -1,6 +1,7 @@
 // genjob keygen --out FILE: create the ed25519 key a generator host signs its receipts with.
 // The private key stays on that host (mode 0600, never overwritten); the printed public key
 // line is what the verifying side pins with `genjob trust add NAME KEY`.
+import { resolve } from 'node:path';
 import { generateKeyFile } from '../trust/keys.js';
 
 export interface CommandResult {
@@ -10,15 +11,17 @@ export interface CommandResult {
   json: Record<string, unknown>;
 }
 
-export async function runKeygen(opts: { out: string; json: boolean }): Promise<CommandResult> {
-  const { publicKey, keyid } = generateKeyFile(opts.out);
+export async function runKeygen(opts: { out: string; json: boolean; root?: string }): Promise<CommandResult> {
+  // --root: a relative --out is taken from there (keygen needs no repository)
+  const out = opts.root === undefined ? opts.out : resolve(opts.root, opts.out);
+  const { publicKey, keyid } = generateKeyFile(out);
   return {
     exitCode: 0,
     human:
       `${publicKey}\n` +
       `keyid ${keyid}\n` +
-      `private key written to ${opts.out} (mode 0600); keep it on the generator host\n` +
+      `private key written to ${out} (mode 0600); keep it on the generator host\n` +
       `on the verifying side: genjob trust add <name> ${publicKey}\n`,
-    json: { publicKey, keyid, privateKeyFile: opts.out },
+    json: { ok: true, publicKey, keyid, privateKeyFile: out },
   };
 }

@@ -2,15 +2,17 @@
 // Paths are checked (inside the root, regular files, no symlinks or hardlinks, not in .gen/ or .git/), hashed
 // by streaming, and scanned for secrets in the same read; the job file is published exclusively.
 import { closeSync, constants, lstatSync, openSync, readFileSync, readSync } from 'node:fs';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { buildJob, type JobInput } from '../core/job.js';
 import { ancestors, pathProblem } from '../core/paths.js';
 import { createSecretScanner, scanSecretText, secretError, secretPathProblem } from '../core/secrets.js';
+import { gitignoreIgnoresGen } from '../store/gitignore.js';
 import { hashFile, hashSmallFileSync, SMALL_FILE_BYTES } from '../store/hash-file.js';
 import { mintJob } from '../store/mint-job.js';
+import type { Store } from '../store/store.js';
 
 export interface MintOptions extends CommonOptions {
   paths: string[];
@@ -81,18 +83,32 @@ function readInstruction(o: MintOptions): string {
   let text: string;
   if (o.file !== undefined) {
     try {
-      text = readFileSync(o.file, 'utf8');
+      text = readFileSync(o.file === '-' ? 0 : o.file, 'utf8'); // -f - reads stdin, like git commit -F -
     } catch (err) {
       throw new UsageError(
         'EGJ_BAD_INPUT',
-        `${o.file}: cannot read the instruction file (${(err as Error).message})`,
+        `${o.file === '-' ? 'stdin' : o.file}: cannot read the instruction file (${(err as Error).message})`,
       );
     }
   } else if (o.message !== undefined) text = o.message;
   else throw new UsageError('EGJ_USAGE', 'no instruction: pass -m "..." or -f FILE');
   if (text.trim() === '')
-    throw new UsageError('EGJ_BAD_INPUT', `${o.file ?? '-m'}: the instruction is empty`);
+    throw new UsageError(
+      'EGJ_BAD_INPUT',
+      `${o.file === '-' ? 'stdin' : (o.file ?? '-m')}: the instruction is empty`,
+    );
   return text;
+}
+
+/** True the first time a mint finds .gen/ not ignored (a marker in .gen/ keeps it to once). */
+function gitignoreNoteDue(store: Store): boolean {
+  if (gitignoreIgnoresGen(store.root)) return false;
+  try {
+    closeSync(openSync(join(store.layout.gen, 'gitignore-noted'), 'wx'));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export async function mint(o: MintOptions): Promise<CommandResult> {
@@ -142,15 +158,24 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   const outcome = mintJob(store, job);
   const human = outcome.minted
     ? `${job.key}\nminted: ${job.inputs.length} path(s) → .gen/queue/${job.key}.json`
-    : `${job.key}\nalready minted (${outcome.state})`;
+    : outcome.prunedOn
+      ? `${job.key}\nalready applied (pruned on ${outcome.prunedOn})`
+      : `${job.key}\nalready minted (${outcome.state})`;
   return {
     human,
+    ...(gitignoreNoteDue(store)
+      ? {
+          stderr:
+            'genjob: note: .gitignore does not ignore .gen/ (the queue and its results); `genjob init` adds it (said once)\n',
+        }
+      : {}),
     json: {
       ok: true,
       key: job.key,
       digest: outcome.digest,
       minted: outcome.minted,
       state: outcome.state,
+      ...(outcome.prunedOn ? { pruned_on: outcome.prunedOn } : {}),
       inputs: job.inputs,
     },
   };

@@ -20,6 +20,7 @@ export interface ServeOptions {
   generatorBindRw?: string[];
   /** commander's --no-sandbox: false when given. */
   sandbox?: boolean;
+  gcOlderThan?: string;
 }
 
 export async function serve(o: ServeOptions): Promise<void> {
@@ -42,6 +43,12 @@ export async function serve(o: ServeOptions): Promise<void> {
     resolve(cache.workDir),
     ...(signKey ? [resolve(signKey)] : []),
   ]);
+  if (o.gcOlderThan) {
+    // retention (#15): prune before serving; an entry another session is generating is skipped
+    const { parseDuration } = await import('../core/duration.js');
+    const { pruneCache } = await import('../remote/cache-prune.js');
+    await pruneCache(cache, parseDuration(o.gcOlderThan, '--gc-older-than'));
+  }
   await serveSession(process.stdin, process.stdout, {
     cache,
     pinnedGenerator: o.generator ?? process.env.GENJOB_GENERATOR ?? null,

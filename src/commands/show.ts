@@ -1,17 +1,21 @@
 // genjob show KEY: everything genjob knows about one job — its document, state, attempts and
 // lease, receipt (as stored; `verify` is what checks it), dead-lettered material and journal.
+// A key only in dead/ (dropped, cancelled, out of attempts) shows as dead with its reason; the
+// reason of a dead, aborted or rejected job is the third line. Long output goes through the pager.
 
 import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
-import { openStore } from '../cli/root.js';
+import { lookStore } from '../cli/root.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
 import { terminalText } from '../core/terminal-text.js';
 import { epochsOf, readAttempt } from '../store/attempts.js';
+import { deadJobs, deadReason } from '../store/dead-jobs.js';
 import { peekRecord, readdirOrEmpty } from '../store/durable.js';
 import { findJob, resolveKey } from '../store/job-states.js';
 import { readJournal } from '../store/journal.js';
 import { readLease } from '../store/lease.js';
 import type { Store } from '../store/store.js';
+import { readTombstone } from '../store/tombstone.js';
 
 function parseLoose(bytes: Buffer | undefined): unknown {
   if (!bytes) return null;
@@ -100,23 +104,39 @@ function attemptRows(store: Store, key: string) {
 }
 
 export async function show(o: CommonOptions & { key: string }): Promise<CommandResult> {
-  const store = openStore(o);
-  const key = resolveKey(store, o.key);
+  const store = lookStore(o);
+  const key = resolveKey(store, o.key, { dead: true });
   const found = findJob(store, key);
-  const doc = parseLoose(found?.bytes) as Record<string, unknown> | null;
-  const job = found?.state === 'applied' ? (doc?.job as Record<string, unknown>) : doc;
+  const died = found ? undefined : deadJobs(store).find((d) => d.key === key);
+  const why = died ? deadReason(store, died.name) : null;
+  const doc = parseLoose(
+    found?.bytes ?? (died ? peekRecord(store, join(store.layout.dir('dead'), died.name)) : undefined),
+  ) as Record<string, unknown> | null;
+  const job = doc && typeof doc.job === 'object' ? (doc.job as Record<string, unknown>) : doc;
+  const record = found?.state === 'applied' || found?.state === 'reverted';
+  const state = found?.state ?? (died ? 'dead' : 'unknown');
   const attempts = attemptRows(store, key);
   const receipt = parseLoose(peekRecord(store, store.layout.receipt(key)));
+  const receiptDoc = ((receipt as { payload?: unknown } | null)?.payload ?? receipt) as Record<
+    string,
+    unknown
+  > | null;
+  const reason = why
+    ? `${why.code}: ${why.reason}`
+    : receiptDoc && receiptDoc.status !== 'ok' && typeof receiptDoc.status === 'string'
+      ? `${receiptDoc.status}: ${String(receiptDoc.reason ?? '(no reason given)')}`
+      : null;
   const dead = readdirOrEmpty(store, store.layout.dir('dead')).filter(
     (n) => n.startsWith(key) && !n.endsWith('.why.json'),
   );
   const usage = usageRows(store, key, epochsOf(store, key), dead);
   const events = readJournal(store, key);
   const lease = readLease(store, key) ?? null;
-  const applied = found?.state === 'applied' ? { writes: doc?.writes, applied_at: doc?.applied_at } : null;
+  const applied = record ? { writes: doc?.writes, applied_at: doc?.applied_at } : null;
   const lines = [
     `key       ${key}`,
-    `state     ${found?.state ?? 'unknown'}`,
+    `state     ${state}`,
+    ...(reason ? [`reason    ${terminalText(reason.split('\n')[0]!)}`] : []),
     `inputs    ${((job?.inputs as Array<{ path: string; sha256: string | null }>) ?? []).map((i) => `${i.path}${i.sha256 === null ? ' (create)' : ''}`).join(', ')}`,
     `attempts  ${attempts.map((a) => `epoch ${a?.epoch} by ${a?.worker.id} at ${a?.claimed_at} → ${a?.destination}${a?.spent === false ? ' (not counted: no generator was reached)' : ''}`).join('\n          ') || 'none'}`,
     `lease     ${lease ? `epoch ${lease.epoch}, worker ${lease.worker.id}` : 'none'}`,
@@ -131,6 +151,16 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   ];
   if (applied) lines.push('', `applied:   ${JSON.stringify(applied, null, 2).split('\n').join('\n  ')}`);
   if (dead.length) lines.push('', 'dead-lettered:', ...dead.map((d) => `  dead/${d}`));
+  // retention (#15): what gc pruned of this key, and when
+  const tombstone = readTombstone(store, key) ?? null;
+  if (tombstone) {
+    lines.push(
+      '',
+      `tombstone: ${tombstone.state}${tombstone.finished_at ? ` at ${tombstone.finished_at}` : ''}, pruned on ${tombstone.pruned_at}`,
+      `  receipt sha256 ${tombstone.receipt_sha256 ?? '-'}, job digest ${tombstone.job_digest ?? '-'}`,
+      ...tombstone.pruned.map((p) => `  pruned ${p.kind} ${p.path} (${p.bytes} bytes)`),
+    );
+  }
   lines.push(
     '',
     'journal:',
@@ -141,10 +171,12 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   );
   return {
     human: lines.join('\n'),
+    page: true,
     json: {
       ok: true,
       key,
-      state: found?.state ?? null,
+      state: found?.state ?? (died ? 'dead' : null),
+      reason,
       job,
       attempts,
       lease,
@@ -153,6 +185,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
       applied,
       dead,
       journal: events,
+      tombstone,
     },
   };
 }

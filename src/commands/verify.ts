@@ -1,8 +1,10 @@
-// genjob verify [KEY | --all]: check receipts and bytes (DESIGN.md "Verify"); exit 3 naming the
-// first rule broken. Writes nothing. With --all, every received job is checked.
+// genjob verify [KEY | --all]: check receipts and bytes (the verify rules in docs/exit-codes.md); exit 3
+// naming the rule broken. Writes nothing. With --all, every received job is checked and every
+// failing one is reported (one stderr line each); the exit code is the worst seen.
 
+import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
-import { openStore } from '../cli/root.js';
+import { lookStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { keysIn, resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
@@ -34,29 +36,44 @@ export async function verify(o: VerifyOptions): Promise<CommandResult> {
     throw new UsageError('EGJ_USAGE', '--require-genjob goes with --commits RANGE');
   if (o.commits !== undefined)
     return (await import('./verify-commits.js')).verifyCommits({ ...o, commits: o.commits });
-  const store = openStore(o);
+  const store = lookStore(o);
   const keys = selectKeys(store, o, 'received');
   const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });
   const verified = [];
+  const failures: Failure[] = [];
+  const lines: string[] = [];
   for (const key of keys) {
-    const v = await verifyKey(store, key, policy);
-    if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
-    verified.push({
-      key,
-      outputs: v.receipt.outputs.length,
-      signer: v.signer,
-      epoch: v.receipt.epoch,
-      state: v.state,
-    });
+    try {
+      const v = await verifyKey(store, key, policy);
+      if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
+      verified.push({
+        key,
+        outputs: v.receipt.outputs.length,
+        signer: v.signer,
+        epoch: v.receipt.epoch,
+        state: v.state,
+      });
+      lines.push(
+        `${key.slice(0, 12)} ok: ${v.receipt.outputs.length} output(s), epoch ${v.receipt.epoch}${v.signer ? `, signed by ${v.signer}` : ''}`,
+      );
+    } catch (err) {
+      if (!o.all) throw err; // one key: the error alone says it all
+      const f = failureOf(key, err);
+      failures.push(f);
+      lines.push(`${key.slice(0, 12)} FAILED: ${f.code}`);
+    }
   }
-  const human =
-    verified.length === 0
-      ? 'nothing to verify (no received jobs)'
-      : verified
-          .map(
-            (v) =>
-              `${v.key.slice(0, 12)} ok: ${v.outputs} output(s), epoch ${v.epoch}${v.signer ? `, signed by ${v.signer}` : ''}`,
-          )
-          .join('\n');
-  return { human, json: { ok: true, verified } };
+  if (keys.length === 0) lines.push('nothing to verify (no received jobs)');
+  if (failures.length > 0) lines.push(`${failures.length} of ${keys.length} job(s) failed verification`);
+  return {
+    human: lines.join('\n'),
+    ...(failures.length > 0
+      ? { exitCode: worstExit(failures.map((f) => f.exitCode)), stderr: failureLines(failures) }
+      : {}),
+    json: {
+      ok: failures.length === 0,
+      verified,
+      failed: failures.map(({ key, code, message }) => ({ key, code, message })),
+    },
+  };
 }

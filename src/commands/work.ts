@@ -12,6 +12,9 @@ import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
 import { terminalStream, terminalText } from '../core/terminal-text.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import { serveArgsOf } from '../sandbox/serve-policy.js';
+import { wasCancelled } from '../store/cancel-job.js';
+import { findJob, keysIn, resolveKey } from '../store/job-states.js';
+import type { Store } from '../store/store.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { localLauncher } from '../transport/local-launcher.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
@@ -41,6 +44,8 @@ export interface WorkCliOptions extends CommonOptions {
   quiet?: boolean;
   retryAborted?: boolean;
   grace?: number;
+  keys?: string[];
+  failOnError?: boolean;
   generatorEnv?: string[];
   generatorNetwork?: boolean;
   generatorBind?: string[];
@@ -71,6 +76,17 @@ async function sshHost(o: WorkCliOptions, spec: string, genDir: string): Promise
     },
     controlDirFor(genDir),
   );
+}
+
+/** One launcher for the run's first --host, or a local serve (what a shadow run uses). */
+export async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
+  const first = o.host?.[0];
+  if (first === undefined) {
+    if (o.port || o.identity || o.sshOption || o.sshConfig)
+      throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');
+    return localLauncher();
+  }
+  return sshHost(o, parseSlots(first, 1, '--host').spec, genDir);
 }
 
 /** Usage errors found before anything is claimed: flags that cannot work together or name nothing. */
@@ -133,11 +149,47 @@ function describe(o: JobOutcome, ms: number): string {
   }
 }
 
+/** The named jobs (keys or prefixes), each of which must be waiting in the queue. */
+function queuedKeys(store: Store, typed: readonly string[]): string[] {
+  const keys = [...new Set(typed.map((t) => resolveKey(store, t)))];
+  for (const key of keys) {
+    const found = findJob(store, key);
+    if (found?.state !== 'queue') {
+      throw new UsageError(
+        'EGJ_NOT_QUEUED',
+        `${found?.file ?? key}: job ${key.slice(0, 12)} is ${found?.state ?? 'unknown'}, not queued${found?.state === 'received' ? ' (genjob retry KEY sends an aborted or rejected job back)' : ''}; nothing was claimed`,
+      );
+    }
+  }
+  return keys;
+}
+
+/**
+ * The prefix of a progress line: `genjob: [done/total]` (for --drain also elapsed and ETA); with
+ * --watch, whose total is open, `genjob: <time> [done]`.
+ */
+function progressLine(mode: 'once' | 'drain' | 'watch', total: number): (done: number) => string {
+  const started = Date.now();
+  const secs = (ms: number) => `${Math.round(ms / 1000)}s`;
+  return (done) => {
+    if (mode === 'watch') return `genjob: ${new Date().toISOString()} [${done}]`;
+    const of = Math.max(total, done);
+    if (mode === 'once') return `genjob: [${done}/${of}]`;
+    const elapsed = Date.now() - started;
+    const eta = done < of ? `, eta ${secs((elapsed / done) * (of - done))}` : '';
+    return `genjob: [${done}/${of}] elapsed ${secs(elapsed)}${eta}`;
+  };
+}
+
 export async function work(o: WorkCliOptions): Promise<CommandResult> {
   // batch generation: submitting to and polling a provider's batch endpoint (see work-batch.ts)
   if (o.batch || o.batchPoll) return (await import('./work-batch.js')).workBatch(o);
+  const chosen = o.keys ?? [];
   const modes = [o.once, o.drain, o.watch].filter(Boolean).length;
-  if (modes !== 1) throw new UsageError('EGJ_USAGE', 'choose exactly one of --once, --drain or --watch');
+  if (modes === 0 && chosen.length > 0)
+    o = { ...o, drain: true }; // `work KEY…` works those jobs
+  else if (modes !== 1) throw new UsageError('EGJ_USAGE', 'choose exactly one of --once, --drain or --watch');
+  if (chosen.length > 0 && o.watch) throw new UsageError('EGJ_USAGE', 'name jobs or --watch, not both');
   const store = openStore(o);
   // the sandbox flags travel to serve as arguments; a local serve is checked here, before any claim
   const serveArgs = serveArgsOf(o);
@@ -149,14 +201,17 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
     !o.generator.startsWith('builtin:')
   )
     await requireBwrap('genjob work');
+  const keys = chosen.length > 0 ? queuedKeys(store, chosen) : undefined;
   const pool = await makePool(o, store.layout.gen);
   const policy = loadTrustPolicy(store.root);
   const tty = process.stderr.isTTY === true && !o.quiet;
   const controller = new AbortController();
   const mode = o.once ? 'once' : o.drain ? 'drain' : 'watch';
   const watcher = mode === 'watch' ? await watchQueue(store, controller.signal) : undefined;
-  const onSignal = (sig: string) => {
+  let stoppedBy: 'SIGINT' | 'SIGTERM' | undefined;
+  const onSignal = (sig: 'SIGINT' | 'SIGTERM') => {
     if (controller.signal.aborted) return;
+    stoppedBy = sig;
     process.stderr.write(`genjob: ${sig}: no new claims; letting jobs in flight finish\n`);
     controller.abort();
   };
@@ -167,6 +222,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   let done = 0;
   // --watch also polls open batches (work --batch), whose answers then count against --max-tokens
   const batches = mode === 'watch' ? await startBatchWatch(o, store) : undefined;
+  const progress = progressLine(mode, keys?.length ?? (mode === 'once' ? 1 : keysIn(store, 'queue').length));
   try {
     // every host is reached and asked about the generator before the first claim: a usage or
     // configuration error is exit 2 with nothing claimed, not an attempt spent
@@ -187,6 +243,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       maxAttempts: o.maxAttempts,
       decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
       signal: controller.signal,
+      ...(keys ? { keys } : {}),
       ...(mode === 'watch' ? { graceMs: Math.round((o.grace ?? 30) * 1000) } : {}),
       ...(watcher ? { waitForWork: watcher.next } : {}),
       ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
@@ -202,11 +259,12 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       },
       onOutcome: (outcome, ms) => {
         done += 1;
-        if (!o.quiet) process.stderr.write(`genjob: [${done}] ${terminalText(describe(outcome, ms))}\n`);
+        if (!o.quiet) process.stderr.write(`${progress(done)} ${terminalText(describe(outcome, ms))}\n`);
       },
     });
     const { outcomes } = summary;
-    const superseded = outcomes.some((x) => x.outcome === 'superseded');
+    // a job cancelled under a worker is stood down on purpose, not a lost lease
+    const superseded = outcomes.some((x) => x.outcome === 'superseded' && !wasCancelled(store, x.key));
     const requeued = outcomes.filter((x) => x.outcome === 'requeued');
     // a job requeued and later received in the same run ended well
     // a job cut off by the end of the grace period is back in the queue by design, not unsettled
@@ -215,7 +273,17 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
         !summary.cutAtShutdown.includes(r.key) &&
         !outcomes.some((x) => x.key === r.key && (x.outcome === 'received' || x.outcome === 'dead')),
     );
-    const exitCode = superseded ? EXIT.CONFLICT : unsettled.length > 0 ? EXIT.REJECTED : EXIT.OK;
+    const failed = outcomes.filter(
+      (x) => x.outcome === 'received' && (x.status === 'aborted' || x.status === 'rejected'),
+    );
+    const exitCode =
+      stoppedBy === 'SIGINT'
+        ? EXIT.SIGINT
+        : superseded
+          ? EXIT.CONFLICT
+          : unsettled.length > 0 || (o.failOnError && failed.length > 0)
+            ? EXIT.REJECTED
+            : EXIT.OK;
     const lines = outcomes.length === 0 ? ['queue empty'] : [`${outcomes.length} job(s) taken`];
     if (summary.reaped.length) lines.push(`${summary.reaped.length} stale lease(s) reaped back to the queue`);
     if (summary.cutAtShutdown.length)
@@ -224,6 +292,10 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       );
     if (summary.budgetSpent)
       lines.push(`token budget spent (${summary.tokens} ≥ ${o.maxTokens}): stopped claiming`);
+    if (failed.length)
+      lines.push(
+        `${failed.length} job(s) ended aborted or rejected (genjob status --state received; genjob retry KEY)`,
+      );
     if (unsettled.length)
       lines.push(
         `${unsettled.length} job(s) back in the queue after an unusable answer (see genjob show KEY)`,

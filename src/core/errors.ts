@@ -23,7 +23,7 @@ export class UsageError extends GenjobError {
   }
 }
 
-/** Verification failed (exit 3): the receipt or the bytes break a rule of DESIGN.md "Verify". */
+/** Verification failed (exit 3): the receipt or the bytes break a verify rule (docs/exit-codes.md). */
 export class RejectedError extends GenjobError {
   readonly exitCode = EXIT.REJECTED;
   constructor(
@@ -109,6 +109,17 @@ export class RecordUnreadableError extends UsageError {
 export class BatchApiError extends GenjobError {
   readonly code = 'EGJ_BATCH_API';
   readonly exitCode = EXIT.REJECTED;
+}
+
+/** A receipt of a shadow plane (or naming one) where only live material may go: verify, apply, a live commit. */
+export class ShadowPlaneError extends RejectedError {
+  constructor(file: string, plane: string) {
+    super(
+      'EGJ_SHADOW',
+      `${file}: receipt is of plane ${JSON.stringify(plane.slice(0, 80))}; shadow results are never verified or applied (make one live with genjob promote)`,
+      file,
+    );
+  }
 }
 
 /** A generator host could not be reached (connect, hello) in the middle of a run: recorded, never an exit status. */

@@ -5,6 +5,8 @@ export const EXIT = {
   USAGE: 2,
   REJECTED: 3,
   CONFLICT: 4,
+  /** `work` stopped by SIGINT (128 + 2, as shells expect); SIGTERM, a service stop, still exits 0. */
+  SIGINT: 130,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];

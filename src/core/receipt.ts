@@ -2,6 +2,7 @@
 // Outputs are a list of {path, sha256, bytes}, never a map keyed by path (a path like
 // "__proto__" must not be able to reach an object prototype).
 import { z } from 'zod';
+import { PLANE } from './plane.js';
 import { SHA256_HEX } from './sha256.js';
 
 export const RECEIPT_SCHEMA = 'genjob/receipt@1';
@@ -30,6 +31,8 @@ export const ReceiptSchema = z.strictObject({
   sandbox: z.strictObject({ kind: z.enum(['bwrap', 'none', 'builtin']), network: z.boolean() }).optional(),
   /** The provider batch that answered this attempt (`work --batch`); absent for an interactive one. */
   batch: text.optional(),
+  /** "live" or "shadow:NAME"; absent in receipts made before planes existed (= live). */
+  plane: z.string().regex(PLANE).optional(),
 });
 
 export type Receipt = z.infer<typeof ReceiptSchema>;

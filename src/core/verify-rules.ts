@@ -1,4 +1,4 @@
-// DESIGN.md "Verify" rules 1–3 as pure checks of a decoded receipt against its job.
+// The verify rules 1–3 (docs/exit-codes.md) as pure checks of a decoded receipt against its job.
 // Each failure is a RejectedError (exit 3) with its own code and a message naming the file and rule.
 // Rule 4 (bytes) needs the disk: src/verify/verify-key.ts; rule 5 (signature) is in the decoding.
 import { RejectedError } from './errors.js';

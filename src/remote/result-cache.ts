@@ -65,8 +65,14 @@ export class ResultCache {
     return this.secret;
   }
 
-  entryName(key: string, generator: string, jobDigest: string): string {
-    const g = createHash('sha256').update(`${generator}\0${jobDigest}`).digest('hex').slice(0, 16);
+  entryName(key: string, generator: string, jobDigest: string, plane = 'live'): string {
+    // the plane is part of the key: a shadow answer is never served to a live request, nor the reverse
+    // (live keeps its pre-plane name, so existing entries stay valid)
+    const planePart = plane === 'live' ? '' : `\0${plane}`;
+    const g = createHash('sha256')
+      .update(`${generator}\0${jobDigest}${planePart}`)
+      .digest('hex')
+      .slice(0, 16);
     return `${key}.${g}`;
   }
 

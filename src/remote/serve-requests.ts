@@ -2,6 +2,7 @@
 // run:   {key, job_digest, epoch, worker_id, generator, timeout_ms} + body = the bundle tar
 // fetch: the same header, empty body: "do you hold a result for this key?" (in-doubt recovery)
 import { z } from 'zod';
+import { PLANE } from '../core/plane.js';
 import { SHA256_HEX } from '../core/sha256.js';
 
 export const RequestSchema = z.strictObject({
@@ -18,6 +19,10 @@ export const RequestSchema = z.strictObject({
     .max(7 * 24 * 3600 * 1000),
   /** Generate again instead of answering with a cached *aborted* result (`work --retry-aborted`). */
   retry_aborted: z.boolean().optional(),
+  /** The plane the answer is for (default live); the cache keeps each plane's results apart. */
+  plane: z.string().regex(PLANE).optional(),
+  /** Generate again instead of answering with any cached result that is not ok (`genjob retry KEY`). */
+  regenerate: z.boolean().optional(),
 });
 
 export type ServeRequest = z.infer<typeof RequestSchema>;

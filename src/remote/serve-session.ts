@@ -105,11 +105,14 @@ async function answer(
   const choice = chooseGenerator(cfg.pinnedGenerator, req.generator);
   if (!choice.ok) throw new RefusedError(choice.code, choice.message);
   const { generator } = choice;
-  const name = cfg.cache.entryName(req.key, generator, req.job_digest);
+  const name = cfg.cache.entryName(req.key, generator, req.job_digest, req.plane ?? 'live');
   // an aborted generation is kept like any other (no double spend on redelivery), unless the
-  // worker asked for a deliberate retry of aborted jobs (`work --retry-aborted`)
+  // worker asked for a deliberate retry of aborted jobs (`work --retry-aborted`), or of this
+  // aborted or rejected job (`genjob retry KEY`)
   const usable = (r: CachedResult | undefined) =>
-    r && !(req.retry_aborted && r.status === 'aborted') ? r : undefined;
+    r && !(req.retry_aborted && r.status === 'aborted') && !(req.regenerate && r.status !== 'ok')
+      ? r
+      : undefined;
   if (req.type === 'fetch') {
     await reader.drain(body);
     const cached = usable(await cfg.cache.read(name));
@@ -131,9 +134,9 @@ async function answer(
     try {
       const result = usable(await cfg.cache.read(name));
       if (result) return await respond(writer, cfg, cfg.cache.entryDir(name), result, req, host, true);
-      await cfg.cache.discard(name); // an aborted entry being retried
+      await cfg.cache.discard(name); // an aborted (or, retried on purpose, rejected) entry
       const started = await cfg.cache.startedRecord(name);
-      if (started && !req.retry_aborted) {
+      if (started && !req.retry_aborted && !req.regenerate) {
         throw new RefusedError(
           'EGJ_GENERATION_IN_DOUBT',
           `a generation of this job started at ${started.started_at} on this host and never finished; it is not run again without consent (work --retry-aborted)`,
@@ -263,6 +266,7 @@ async function respond(
     cached,
     ...(result.usage ? { usage: result.usage } : {}),
     ...(result.sandbox ? { sandbox: result.sandbox } : {}),
+    plane: req.plane ?? 'live',
   };
   const receiptBytes = cfg.encodeReceipt(receipt);
   await writer.header({

@@ -3,6 +3,7 @@ import { UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import { readRecord } from './durable.js';
+import { RECORD_STATES } from './job-states.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
 
@@ -15,8 +16,8 @@ export function loadJob(
   const bytes = readRecord(store, file);
   if (bytes === undefined)
     throw new UsageError('EGJ_NOT_IN_STATE', `${file}: job ${key.slice(0, 12)} is not in ${state}/`);
-  // applied/ holds the apply record, which embeds the job document
-  if (state === 'applied') {
+  // applied/ and reverted/ hold the apply record, which embeds the job document
+  if (RECORD_STATES.has(state)) {
     const record = JSON.parse(bytes.toString('utf8')) as { job: unknown };
     const jobBytes = Buffer.from(JSON.stringify(record.job));
     return { ...parseJob(jobBytes, file), bytes: jobBytes };

@@ -1,12 +1,16 @@
-// Which state a key is in: a key lives in exactly one of queue/ running/ received/ applied/
-// (applied/ wins if a crash left a received/ copy behind). Listing and lookup only — no parsing,
+// Which state a key is in: a key lives in exactly one of queue/ running/ received/ applied/ reverted/
+// (applied/ wins if a crash left a received/ or reverted/ copy behind). Listing and lookup only — no parsing,
 // so commands that only look (mint, status, claim) never load the job schema (see job-files.ts).
 import { UsageError } from '../core/errors.js';
-import { listNames, readRecord } from './durable.js';
+import { listNames, readdirOrEmpty, readRecord } from './durable.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
 
-export const FLOW: readonly JobState[] = ['queue', 'running', 'received', 'applied'];
+export const FLOW: readonly JobState[] = ['queue', 'running', 'received', 'applied', 'reverted'];
+/** Which copy wins when a crash left a key in two state directories: the first found here. */
+export const PRECEDENCE: readonly JobState[] = ['applied', 'reverted', 'received', 'running', 'queue'];
+/** The states whose file is an apply record that embeds the job document. */
+export const RECORD_STATES: ReadonlySet<JobState> = new Set(['applied', 'reverted']);
 
 export interface StoredJob {
   state: JobState;
@@ -16,7 +20,7 @@ export interface StoredJob {
 
 /** The state a key is in, latest first, or undefined if it is in none. */
 export function findJob(store: Store, key: string): StoredJob | undefined {
-  for (const state of ['applied', 'received', 'running', 'queue'] as const) {
+  for (const state of PRECEDENCE) {
     const file = store.layout.jobFile(state, key);
     const bytes = readRecord(store, file);
     if (bytes !== undefined) return { state, file, bytes };
@@ -28,17 +32,28 @@ export function keysIn(store: Store, state: JobState): string[] {
   return listNames(store, store.layout.dir(state));
 }
 
-/** Resolve a full key or a unique prefix of at least 4 hex characters. */
-export function resolveKey(store: Store, prefix: string): string {
+/**
+ * Resolve a full key or a unique prefix of at least 4 hex characters, in either case (as git does).
+ * With `dead`, keys that are only in dead/ (dropped, cancelled, dead-lettered) count too.
+ */
+export function resolveKey(store: Store, typed: string, opts: { dead?: boolean } = {}): string {
+  const prefix = typed.toLowerCase();
   if (!/^[0-9a-f]{4,64}$/.test(prefix)) {
     throw new UsageError(
       'EGJ_BAD_KEY',
-      `${JSON.stringify(prefix)}: a key or key prefix is 4 to 64 lower-case hex characters`,
+      `${JSON.stringify(typed)}: a key or key prefix is 4 to 64 hex characters`,
     );
   }
   const matches = new Set<string>();
   for (const state of FLOW) for (const k of keysIn(store, state)) if (k.startsWith(prefix)) matches.add(k);
   for (const k of listNames(store, store.layout.dir('receipts'))) if (k.startsWith(prefix)) matches.add(k);
+  // a key gc pruned is still known by its tombstone (show, revert say what became of it)
+  for (const k of listNames(store, store.layout.dir('tombstones'))) if (k.startsWith(prefix)) matches.add(k);
+  if (opts.dead)
+    for (const name of readdirOrEmpty(store, store.layout.dir('dead'))) {
+      const k = /^([0-9a-f]{64})\./.exec(name)?.[1];
+      if (k?.startsWith(prefix)) matches.add(k);
+    }
   if (matches.size === 0)
     throw new UsageError('EGJ_UNKNOWN_KEY', `${prefix}: no job with this key in ${store.layout.gen}`);
   if (matches.size > 1) {

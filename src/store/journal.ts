@@ -3,6 +3,7 @@
 // reason a job was rejected survives a crash. State itself lives in the directories, not here.
 import { constants } from 'node:fs';
 import { IoError } from '../core/errors.js';
+import { journalFiles } from './journal-compact.js';
 import type { Store } from './store.js';
 
 export interface JournalEvent {
@@ -30,11 +31,14 @@ export function journal(store: Store, event: JournalEvent): void {
 
 /** Parse the journal, skipping a torn last line (a crash mid-append). */
 export function readJournal(store: Store, key?: string): Array<JournalEvent & { at: string }> {
-  let text: string;
-  try {
-    text = store.fs.readFileSync(store.layout.journal, 'utf8');
-  } catch {
-    return [];
+  // gc keeps older events in a rotated segment (journal-compact.ts): read it first, then the live file
+  let text = '';
+  for (const file of journalFiles(store)) {
+    try {
+      text += `${store.fs.readFileSync(file, 'utf8')}\n`;
+    } catch {
+      // not there
+    }
   }
   const out: Array<JournalEvent & { at: string }> = [];
   for (const line of text.split('\n')) {

@@ -1,7 +1,7 @@
-// Where everything lives under .gen/ (DESIGN.md "The .gen/ directory"). On-disk names are public API.
+// Where everything lives under .gen/ (docs/queue-format.md). On-disk names are public API.
 import { join } from 'node:path';
 
-export const STATE_DIRS = ['queue', 'running', 'received', 'applied', 'dead'] as const;
+export const STATE_DIRS = ['queue', 'running', 'received', 'applied', 'reverted', 'dead'] as const;
 export type JobState = Exclude<(typeof STATE_DIRS)[number], 'dead'>;
 
 export class Layout {
@@ -53,6 +53,7 @@ export const ALL_DIRS = [
   'running',
   'received',
   'applied',
+  'reverted',
   'dead',
   'leases',
   'attempts',

@@ -7,16 +7,19 @@ import { type Job, jobDigest } from '../core/job.js';
 import { sha256Hex } from '../core/sha256.js';
 import { markMinted } from './attempts.js';
 import { publishExclusive } from './durable.js';
-import { findJob } from './job-states.js';
+import { findJob, RECORD_STATES } from './job-states.js';
 import { journal } from './journal.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
+import { prunedOn, readTombstone, tombstoneFile } from './tombstone.js';
 
 export interface MintOutcome {
   key: string;
   digest: string;
   minted: boolean;
   state: JobState;
+  /** Set when the key was applied and its material pruned by gc (the tombstone's date). */
+  prunedOn?: string;
 }
 
 export function jobFileBytes(job: Job): Buffer {
@@ -31,7 +34,7 @@ export function jobFileBytes(job: Job): Buffer {
 function existingDigest(state: JobState, bytes: Buffer): string | null {
   try {
     const doc = JSON.parse(bytes.toString('utf8')) as { job?: unknown };
-    return sha256Hex(canonicalBytes(state === 'applied' ? doc.job : doc));
+    return sha256Hex(canonicalBytes(RECORD_STATES.has(state) ? doc.job : doc));
   } catch {
     return null;
   }
@@ -52,6 +55,17 @@ function sameOrConflict(store: Store, job: Job, digest: string): MintOutcome | u
 
 export function mintJob(store: Store, job: Job): MintOutcome {
   const digest = jobDigest(job);
+  // an applied key whose material gc pruned is never generated again (store/tombstone.ts)
+  const tomb = readTombstone(store, job.key);
+  if (tomb?.state === 'applied' && !findJob(store, job.key)) {
+    if (tomb.job_digest !== null && tomb.job_digest !== digest) {
+      throw new ConflictError(
+        'EGJ_KEY_CONFLICT',
+        `${tombstoneFile(store, job.key)}: key ${job.key.slice(0, 12)} was applied as a different job (digest ${tomb.job_digest.slice(0, 12)}, this one ${digest.slice(0, 12)}); nothing was written`,
+      );
+    }
+    return { key: job.key, digest, minted: false, state: 'applied', prunedOn: prunedOn(tomb) };
+  }
   const before = sameOrConflict(store, job, digest);
   if (before) return before;
   const created = publishExclusive(store, store.layout.jobFile('queue', job.key), jobFileBytes(job));

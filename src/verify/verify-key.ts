@@ -1,4 +1,4 @@
-// Verify one key from what is on disk: the job (received/ or applied/), its receipt (decoded
+// Verify one key from what is on disk: the job (received/, applied/ or reverted/), its receipt (decoded
 // under the trust policy), and rule 4 — out/<key>/ holds exactly the receipt's outputs, each a
 // regular file whose bytes hash to the named digest. Returns what apply needs; writes nothing.
 import type { Dirent } from 'node:fs';
@@ -6,6 +6,7 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RejectedError, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
+import { peekPlane, planeOf, refuseShadow } from '../core/plane.js';
 import type { Receipt } from '../core/receipt.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
@@ -24,12 +25,12 @@ export interface Verified {
   receipt: Receipt;
   receiptSha256: string;
   signer: string | null;
-  state: 'received' | 'applied';
+  state: 'received' | 'applied' | 'reverted';
 }
 
 export async function verifyKey(store: Store, key: string, policy: ReceiptTrustPolicy): Promise<Verified> {
   const found = findJob(store, key);
-  if (!found || (found.state !== 'received' && found.state !== 'applied')) {
+  if (!found || (found.state !== 'received' && found.state !== 'applied' && found.state !== 'reverted')) {
     throw new UsageError(
       'EGJ_NOT_RECEIVED',
       `${key.slice(0, 12)}: job is ${found ? `still in ${found.state}/` : 'unknown'}; nothing to verify until work has stored its receipt`,
@@ -40,7 +41,10 @@ export async function verifyKey(store: Store, key: string, policy: ReceiptTrustP
   const bytes = readRecord(store, receiptFile);
   if (bytes === undefined)
     throw new RejectedError('EGJ_RECEIPT_MISSING', `${receiptFile}: no receipt for this job`, receiptFile);
+  // a shadow plane's receipt is refused before anything else, whatever else is wrong with it
+  refuseShadow(peekPlane(bytes), receiptFile);
   const { receipt, signer } = decodeReceiptWithPolicy(bytes, receiptFile, policy);
+  refuseShadow(planeOf(receipt), receiptFile);
   checkReceipt(job, digest, receipt, currentEpoch(store, key), receiptFile);
   await checkArtifacts(store.layout.outDir(key), receipt);
   return { job, jobDigest: digest, receipt, receiptSha256: sha256Hex(bytes), signer, state: found.state };

@@ -4,6 +4,7 @@
 // gives the job back; a lease lost meanwhile means standing down without committing.
 import { GenjobError } from '../core/errors.js';
 import { allowedPaths, type Job } from '../core/job.js';
+import { LIVE_PLANE, planeOf } from '../core/plane.js';
 import type { Receipt } from '../core/receipt.js';
 import { deadLetterBytes } from '../store/dead-letter.js';
 import { recordInDoubt } from '../store/in-doubt.js';
@@ -43,6 +44,13 @@ export async function takeResult(
     return rejectAnswer(
       'EGJ_RECEIPT_MISMATCH',
       `the host answered with a receipt for another job or epoch (key ${receipt.key.slice(0, 12)}, epoch ${receipt.epoch})`,
+    );
+  }
+  if (planeOf(receipt) !== LIVE_PLANE) {
+    ctx.dropSession();
+    return rejectAnswer(
+      'EGJ_SHADOW',
+      `the host answered a live request with a receipt of plane ${planeOf(receipt)}`,
     );
   }
   let staged: Awaited<ReturnType<typeof safeExtract>>;
@@ -93,7 +101,7 @@ export async function takeResult(
 }
 
 /** Why the extracted files are not exactly the receipt's outputs, or null. */
-function compareFiles(
+export function compareFiles(
   receipt: Receipt,
   files: ReadonlyArray<{ path: string; sha256: string; bytes: number }>,
 ): string | null {

@@ -10,6 +10,7 @@ import { HostDownError, UsageError } from '../core/errors.js';
 import { peekTokens } from '../core/receipt-peek.js';
 import type { Worker } from '../store/attempts.js';
 import { Claimer } from '../store/claim.js';
+import { claimChosen } from '../store/claim-chosen.js';
 import { readRecord } from '../store/durable.js';
 import { keysIn } from '../store/job-states.js';
 import { journal } from '../store/journal.js';
@@ -60,6 +61,8 @@ export interface WorkOptions extends JobSettings {
   /** A host could not be reached and takes no jobs for `ms` (or no more this run, when retired). */
   onHostDown?: (destination: string, reason: string, ms: number, retired: boolean) => void;
   relayStderr?: (chunk: Buffer) => void;
+  /** Claim only these keys (`genjob work KEY…`), in this order. */
+  keys?: readonly string[];
 }
 
 export interface WorkSummary {
@@ -208,7 +211,9 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
           client = await reconnect(host);
           continue;
         }
-        const key = claimer.next((k) => o.pool.accepts(o.store, host, k));
+        const key = o.keys
+          ? claimChosen(o.store, worker.id, o.keys)
+          : claimer.next((k) => o.pool.accepts(o.store, host, k));
         if (key === undefined) {
           if (o.mode === 'once') return;
           if (claimer.held > 0 || inFlight.size > 0) {

@@ -8,6 +8,8 @@ import { beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.j
 import { recordInDoubt } from '../store/in-doubt.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
+import { readPromotion } from '../store/promotion.js';
+import { regenerateRequested } from '../store/retry-job.js';
 import type { Store } from '../store/store.js';
 import { InputChangedError, InputNotRegularError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
@@ -80,7 +82,10 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   let lost = false;
   const heartbeat = setInterval(
     () => {
-      if (!beat(store, key, lease.epoch)) lost = true;
+      if (lost || beat(store, key, lease.epoch)) return;
+      // reaped, superseded or cancelled: stand down now, killing the session (and its generator)
+      lost = true;
+      ctx.dropSession();
     },
     Math.max(250, (ctx.leaseTtlS * 1000) / 4),
   );
@@ -119,9 +124,11 @@ async function attempt(
     job_digest: digest,
     epoch,
     worker_id: ctx.worker.id,
-    generator: ctx.generator,
+    // a promoted job runs the generator of the shadow plane it was promoted from (store/promotion.ts)
+    generator: readPromotion(store, key)?.generator ?? ctx.generator,
     timeout_ms: ctx.timeoutMs,
     ...(ctx.retryAborted ? { retry_aborted: true } : {}),
+    ...(regenerateRequested(store, key, epoch) ? { regenerate: true } : {}),
   };
   const budget = ctx.timeoutMs + REQUEST_MARGIN_MS;
   let inputChanged: InputChangedError | InputNotRegularError | undefined;

@@ -1,4 +1,4 @@
-import { rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyJob } from '../../src/apply/apply-job.js';
@@ -62,11 +62,34 @@ describe('revertApplied', () => {
     expect(snapshot(f.root, ['.gen'])).toEqual(before);
   });
 
-  it('reverts nothing the second time', async () => {
+  it('reverts nothing the second time and says it already is reverted', async () => {
+    const f = applied();
+    await applyJob(f.v, {});
+    expect(await revertApplied(f.v.store, f.v.job.key)).toMatchObject({ already: false });
+    expect(await revertApplied(f.v.store, f.v.job.key)).toEqual({ reverted: [], already: true });
+  });
+
+  it('moves the apply record from applied/ to reverted/ as its last step', async () => {
+    const f = applied();
+    await applyJob(f.v, {});
+    const record = readFileSync(f.v.store.layout.jobFile('applied', f.v.job.key));
+    await revertApplied(f.v.store, f.v.job.key);
+    expect(existsSync(f.v.store.layout.jobFile('applied', f.v.job.key))).toBe(false);
+    expect(readFileSync(f.v.store.layout.jobFile('reverted', f.v.job.key))).toEqual(record);
+  });
+
+  it('finishes a revert a crash stopped before the record moved', async () => {
     const f = applied();
     await applyJob(f.v, {});
     await revertApplied(f.v.store, f.v.job.key);
-    expect(await revertApplied(f.v.store, f.v.job.key)).toEqual({ reverted: [] });
+    const { applied: a, reverted: r } = {
+      applied: f.v.store.layout.jobFile('applied', f.v.job.key),
+      reverted: f.v.store.layout.jobFile('reverted', f.v.job.key),
+    };
+    renameSync(r, a); // the tree is reverted, the record not yet moved
+    expect(await revertApplied(f.v.store, f.v.job.key)).toEqual({ reverted: [], already: false });
+    expect(existsSync(a)).toBe(false);
+    expect(existsSync(r)).toBe(true);
   });
 
   it('says EGJ_NOT_APPLIED for a key that was never applied', async () => {

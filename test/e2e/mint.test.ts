@@ -5,6 +5,7 @@ import { linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'n
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { workOrderKey } from '../../src/core/job.js';
+import { ALL_DIRS } from '../../src/store/layout.js';
 import { DEMO_GENERATOR, genDir, makeSandbox, mintKey, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 describe('mint refuses bad input with exit 2, naming the path and the rule', () => {
@@ -131,7 +132,7 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
         mkdirSync(join(sb.repo, dirname(f)), { recursive: true });
         writeFileSync(join(sb.repo, f), '[core]\n\tfsmonitor = touch /tmp/pwned\n');
       }
-      await sb.genjob(['status']); // creates .gen/ (and its journal-less layout)
+      for (const d of ALL_DIRS) mkdirSync(join(sb.repo, '.gen', d), { recursive: true }); // a used .gen/
       writeFileSync(join(sb.repo, '.gen/journal.jsonl'), '');
       const before = snapshot(sb.repo, ['.git']);
       const r = await sb.genjob(['mint', ...c.args]);
@@ -149,6 +150,7 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
     const r = await sb.genjob(['mint', '--json', '-m', 'x', 'src']);
     expect(r.exitCode).toBe(2);
     expect(JSON.parse(r.stdout)).toEqual({
+      schema: 'genjob/result@1',
       ok: false,
       code: 'EGJ_BAD_PATH',
       message: 'src: is not a regular file',
@@ -220,7 +222,7 @@ describe('--json results', () => {
     expect(r.exitCode).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.ok).toBe(true);
-    expect(out.counts).toEqual({ queue: 1, running: 0, received: 1, applied: 0, dead: 0 });
+    expect(out.counts).toEqual({ queue: 1, running: 0, received: 1, applied: 0, reverted: 0, dead: 0 });
     expect(out.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, requests: 0 });
     expect(out.jobs).toEqual([
       {
@@ -229,6 +231,7 @@ describe('--json results', () => {
         epoch: 0,
         age_s: expect.any(Number),
         receipt: null,
+        stale: false,
         instruction: 'Second line',
       },
       {
@@ -237,6 +240,7 @@ describe('--json results', () => {
         epoch: 1,
         age_s: expect.any(Number),
         receipt: 'ok',
+        stale: false,
         instruction: TIMEOUT_INSTRUCTION,
       },
     ]);
@@ -326,7 +330,7 @@ describe('key prefixes', () => {
     const short = await sb.genjob(['apply', k1.slice(0, 3)]);
     expect(short).toMatchObject({
       exitCode: 2,
-      stderr: `genjob: EGJ_BAD_KEY: "${k1.slice(0, 3)}": a key or key prefix is 4 to 64 lower-case hex characters\n`,
+      stderr: `genjob: EGJ_BAD_KEY: "${k1.slice(0, 3)}": a key or key prefix is 4 to 64 hex characters\n`,
     });
     expect(genDir(sb, 'applied')).toEqual([]);
   });

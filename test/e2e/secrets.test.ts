@@ -24,7 +24,7 @@ beforeEach(async () => {
     'src/app.ts': 'export const app = 1;\n',
   });
   // create .gen/'s directories first, so a refused mint can be shown to change nothing at all
-  expect((await gj(repo, ['status'])).exitCode).toBe(0);
+  expect((await gj(repo, ['init'])).exitCode).toBe(0);
 });
 
 const cases: Array<{ name: string; args: string[]; line: RegExp }> = [

@@ -117,8 +117,10 @@ describe('a worker whose serve signs its receipts', () => {
     const vj = await gj(repo, ['verify', '--all', '--json']);
     expect(vj.exitCode).toBe(0);
     expect(JSON.parse(String(vj.stdout))).toEqual({
+      schema: 'genjob/result@1',
       ok: true,
       verified: [{ key, outputs: 1, signer: 'free-box', epoch: 1, state: 'received' }],
+      failed: [],
     });
 
     const a = await gj(repo, ['apply', '--all']);

@@ -20,7 +20,7 @@ describe('keygen and trust commands', () => {
     const firstLine = gen.human.split('\n')[0]!;
     expect(firstLine).toMatch(/^ed25519:/);
     expect(gen.human).toContain(`keyid ${gen.json.keyid}`);
-    expect(gen.json).toEqual({ publicKey: firstLine, keyid: gen.json.keyid, privateKeyFile: out });
+    expect(gen.json).toEqual({ ok: true, publicKey: firstLine, keyid: gen.json.keyid, privateKeyFile: out });
     expect(statSync(out).mode & 0o777).toBe(0o600);
 
     const add = await runTrustAdd(dir, 'free-box', firstLine);

@@ -1,0 +1,30 @@
+// Commands that work through several jobs (verify --all, apply --all) report what they did before a
+// failure and every failure, not only the first: a failure becomes a row and a stderr line, and the
+// exit code is the worst one seen (a bug over a conflict over a rejection over bad input).
+import { GenjobError } from '../core/errors.js';
+import { EXIT, type ExitCode } from '../core/exit-codes.js';
+
+export interface Failure {
+  key: string;
+  code: string;
+  message: string;
+  exitCode: ExitCode;
+}
+
+/** The failure a GenjobError describes; anything else is a bug and is thrown on. */
+export function failureOf(key: string, err: unknown): Failure {
+  if (!(err instanceof GenjobError)) throw err;
+  return { key, code: err.code, message: err.message, exitCode: err.exitCode };
+}
+
+const RANK: readonly ExitCode[] = [EXIT.OK, EXIT.USAGE, EXIT.REJECTED, EXIT.CONFLICT, EXIT.BUG];
+
+/** The worst of the exit codes (OK when there are none). */
+export function worstExit(codes: readonly ExitCode[]): ExitCode {
+  return codes.reduce<ExitCode>((a, b) => (RANK.indexOf(b) > RANK.indexOf(a) ? b : a), EXIT.OK);
+}
+
+/** One stderr line per failure, as main.ts prints a single error. */
+export function failureLines(failures: readonly Failure[]): string {
+  return failures.map((f) => `genjob: ${f.code}: ${f.message}\n`).join('');
+}

@@ -1,0 +1,85 @@
+// genjob work --shadow NAME --generator CMD [KEY… | --all]: run existing jobs again in shadow plane
+// NAME (read only for the live plane: nothing is claimed, leased, moved or requeued) and keep the
+// answers under .gen/shadow/NAME/. Exit 0 when every job was run or skipped with a reason; 3 when a
+// host answer was refused or in doubt (the live plane is untouched either way).
+import type { CommandResult } from '../cli/result.js';
+import { openStore } from '../cli/root.js';
+import { UsageError } from '../core/errors.js';
+import { EXIT } from '../core/exit-codes.js';
+import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import { requireBwrap } from '../sandbox/bwrap-probe.js';
+import { serveArgsOf } from '../sandbox/serve-policy.js';
+import { runShadow, type ShadowOutcome } from '../shadow/shadow-run.js';
+import { checkShadowName } from '../shadow/shadow-store.js';
+import { FLOW, keysIn, resolveKey } from '../store/job-states.js';
+import { loadTrustPolicy } from '../trust/trust-file.js';
+import { newWorker } from '../worker/work-loop.js';
+import { makeLauncher, type WorkCliOptions } from './work.js';
+
+export interface ShadowWorkOptions extends WorkCliOptions {
+  shadow: string;
+  keys?: string[];
+  all?: boolean;
+}
+
+function describe(o: ShadowOutcome): string {
+  const k = o.key.slice(0, 12);
+  return o.outcome === 'stored'
+    ? `${k} shadow ${o.status}${o.cached ? ' (from the host cache)' : ''} (shadow epoch ${o.epoch})`
+    : `${k} ${o.outcome}: ${o.reason}`;
+}
+
+export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
+  const name = checkShadowName(o.shadow);
+  if (o.once || o.drain || o.watch)
+    throw new UsageError(
+      'EGJ_USAGE',
+      '--shadow runs the jobs it is given (KEY… or --all); --once, --drain and --watch are for live work',
+    );
+  const keys = o.keys ?? [];
+  if (Boolean(o.all) === keys.length > 0)
+    throw new UsageError(
+      'EGJ_USAGE',
+      'with --shadow, name the jobs to run again (KEY…) or pass --all, not both',
+    );
+  const store = openStore(o);
+  const selected = o.all
+    ? [...new Set(FLOW.filter((s) => s !== 'running').flatMap((s) => keysIn(store, s)))].sort()
+    : [...new Set(keys.map((k) => resolveKey(store, k)))];
+  if (!o.host && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
+    await requireBwrap('genjob work --shadow');
+  const launcher = await makeLauncher(o, store.layout.gen);
+  const policy = loadTrustPolicy(store.root);
+  try {
+    const outcomes = await runShadow(
+      {
+        store,
+        name,
+        launcher,
+        serveArgs: serveArgsOf(o),
+        generator: o.generator ?? null,
+        timeoutMs: Math.round(o.timeout * 1000),
+        workerId: `${newWorker().id}:shadow`,
+        decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
+        onOutcome: (x) => {
+          if (!o.quiet) process.stderr.write(`genjob: [shadow:${name}] ${describe(x)}\n`);
+        },
+      },
+      selected,
+    );
+    const bad = outcomes.filter((x) => x.outcome === 'refused' || x.outcome === 'in-doubt');
+    const stored = outcomes.filter((x) => x.outcome === 'stored').length;
+    const lines = [
+      `shadow:${name}: ${stored} of ${outcomes.length} job(s) stored under .gen/shadow/${name}/`,
+    ];
+    if (bad.length) lines.push(`${bad.length} job(s) without a usable answer (run them again)`);
+    const exitCode = bad.length ? EXIT.REJECTED : EXIT.OK;
+    return {
+      exitCode,
+      human: lines.join('\n'),
+      json: { ok: exitCode === EXIT.OK, plane: `shadow:${name}`, outcomes },
+    };
+  } finally {
+    await launcher.close();
+  }
+}

@@ -1,0 +1,17 @@
+// A retention window as the CLI spells it: a whole number and a unit, s m h d or w ("30d", "12h", "0s").
+import { UsageError } from './errors.js';
+
+/** The window gc and cache prune use when none is given. */
+export const DEFAULT_RETENTION = '30d';
+
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
+
+export function parseDuration(text: string, flag = '--older-than'): number {
+  const m = /^(\d{1,9})([smhdw])$/.exec(text.trim());
+  if (!m)
+    throw new UsageError(
+      'EGJ_BAD_DURATION',
+      `${flag} ${JSON.stringify(text)}: give a whole number and a unit, s m h d or w (e.g. 30d, 12h, 0s)`,
+    );
+  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+}

@@ -1,0 +1,99 @@
+// Promote a shadow answer: never by relabelling its bytes. The key is (re)queued in the live plane with
+// a promotion pin naming the shadow plane's generator; the next `genjob work` claims it with a new live
+// epoch, the host generates again (its shadow cache entry is keyed apart, so it cannot be served live),
+// and the answer is a live receipt that goes through every verify rule. A received live answer it
+// replaces is kept in dead/ (EGJ_PROMOTED); the journal records the promotion.
+import { ConflictError, RejectedError } from '../core/errors.js';
+import { decodeReceipt } from '../core/receipt-decode.js';
+import { sha256Hex } from '../core/sha256.js';
+import { markMinted } from '../store/attempts.js';
+import { deadLetterFile } from '../store/dead-letter.js';
+import { exists, moveState } from '../store/durable.js';
+import { loadJob } from '../store/job-files.js';
+import { findJob } from '../store/job-states.js';
+import { journal } from '../store/journal.js';
+import { withKeyLock } from '../store/key-lock.js';
+import { type Promotion, writePromotion } from '../store/promotion.js';
+import type { Store } from '../store/store.js';
+import { ShadowStore } from './shadow-store.js';
+
+export interface Promoted {
+  key: string;
+  plane: string;
+  generator: string;
+  from_state: 'queue' | 'received';
+  replaced: string[];
+}
+
+export async function promoteShadow(store: Store, name: string, key: string): Promise<Promoted> {
+  const plane = new ShadowStore(store, name);
+  const file = plane.receiptFile(key);
+  const bytes = plane.receipt(key);
+  if (bytes === undefined)
+    throw new RejectedError(
+      'EGJ_RECEIPT_MISSING',
+      `${file}: ${plane.plane} has no answer for ${key.slice(0, 12)}; run genjob work --shadow ${name} ${key.slice(0, 12)} first`,
+      file,
+    );
+  const receipt = decodeReceipt(bytes, file);
+  if (receipt.status !== 'ok')
+    throw new RejectedError(
+      'EGJ_STATUS_NOT_OK',
+      `${file}: the shadow answer's status is ${receipt.status}; only an ok answer is worth promoting`,
+      file,
+    );
+  return withKeyLock(store, key, () => {
+    const found = findJob(store, key);
+    if (!found || (found.state !== 'queue' && found.state !== 'received')) {
+      throw new ConflictError(
+        'EGJ_NOT_PROMOTABLE',
+        `${found?.file ?? key}: only a queued or received job can be promoted (this one is ${found ? `in ${found.state}/` : 'unknown'}${found?.state === 'running' ? '; wait until its attempt lands' : ''})`,
+      );
+    }
+    const { digest } = loadJob(store, found.state, key);
+    if (receipt.key !== key || receipt.job_digest !== digest)
+      throw new RejectedError(
+        'EGJ_DIGEST_MISMATCH',
+        `${file}: the shadow answer is for job digest ${receipt.job_digest.slice(0, 12)}, the live job's is ${digest.slice(0, 12)}`,
+        file,
+      );
+    const pin: Promotion = {
+      schema: 'genjob/promotion@1',
+      key,
+      job_digest: digest,
+      plane: plane.plane,
+      generator: receipt.generator.command,
+      shadow_receipt_sha256: sha256Hex(bytes),
+      at: new Date().toISOString(),
+    };
+    // the pin first: a crash after it and before the requeue is finished by promoting again
+    writePromotion(store, pin);
+    const replaced: string[] = [];
+    if (found.state === 'received') {
+      const why = {
+        key,
+        code: 'EGJ_PROMOTED',
+        reason: `replaced by a live run of ${plane.plane}'s generator`,
+      };
+      for (const [from, base] of [
+        [store.layout.receipt(key), `${key}.receipt`],
+        [store.layout.outDir(key), `${key}.out`],
+      ] as const) {
+        if (!exists(store, from)) continue;
+        const n = deadLetterFile(store, from, base, why);
+        if (n) replaced.push(`dead/${n}`);
+      }
+      moveState(store, found.file, store.layout.jobFile('queue', key));
+    }
+    markMinted(store, key); // the promoted run's attempts count afresh against --max-attempts
+    journal(store, {
+      event: 'promoted',
+      key,
+      plane: plane.plane,
+      generator: pin.generator,
+      shadow_receipt_sha256: pin.shadow_receipt_sha256,
+      from_state: found.state,
+    });
+    return { key, plane: plane.plane, generator: pin.generator, from_state: found.state, replaced };
+  });
+}

@@ -1,0 +1,117 @@
+// A shadow plane's storage: .gen/shadow/<NAME>/ holds results/<key>/{receipt.json,files/<path>},
+// attempts/<key>/<N>.json (the plane's own epochs), staging/ and journal.jsonl. Nothing here is a
+// live name: live workers, verify and apply never look under shadow/, and nothing is ever moved
+// from here into a live directory (promote regenerates through the live path instead).
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { UsageError } from '../core/errors.js';
+import { SHADOW_NAME } from '../core/plane.js';
+import { createExclusive, readdirOrEmpty, readIfExists, replaceFile } from '../store/durable.js';
+import type { Store } from '../store/store.js';
+
+export function checkShadowName(name: string): string {
+  if (!SHADOW_NAME.test(name))
+    throw new UsageError(
+      'EGJ_BAD_SHADOW_NAME',
+      `${JSON.stringify(name)}: a shadow plane name is 1-64 of a-z 0-9 . _ - and starts with a letter or digit`,
+    );
+  return name;
+}
+
+export class ShadowStore {
+  readonly dir: string;
+  readonly plane: string;
+  constructor(
+    readonly store: Store,
+    readonly name: string,
+  ) {
+    checkShadowName(name);
+    this.dir = join(store.layout.gen, 'shadow', name);
+    this.plane = `shadow:${name}`;
+  }
+
+  static planes(store: Store): string[] {
+    return readdirOrEmpty(store, join(store.layout.gen, 'shadow'))
+      .filter((n) => SHADOW_NAME.test(n))
+      .sort();
+  }
+
+  ensure(): this {
+    for (const d of ['results', 'attempts', 'staging'])
+      this.store.fs.mkdirSync(join(this.dir, d), { recursive: true });
+    return this;
+  }
+
+  resultDir(key: string): string {
+    return join(this.dir, 'results', key);
+  }
+  receiptFile(key: string): string {
+    return join(this.resultDir(key), 'receipt.json');
+  }
+  filesDir(key: string): string {
+    return join(this.resultDir(key), 'files');
+  }
+  get staging(): string {
+    return join(this.dir, 'staging');
+  }
+
+  keys(): string[] {
+    return readdirOrEmpty(this.store, join(this.dir, 'results'))
+      .filter((n) => /^[0-9a-f]{64}$/.test(n))
+      .sort();
+  }
+
+  receipt(key: string): Buffer | undefined {
+    return readIfExists(this.store, this.receiptFile(key));
+  }
+
+  /** The next epoch of this plane for the key (exclusive create: never reused, never a live epoch file). */
+  nextEpoch(key: string): number {
+    const dir = join(this.dir, 'attempts', key);
+    this.store.fs.mkdirSync(dir, { recursive: true });
+    let epoch = Math.max(0, ...this.store.fs.readdirSync(dir).map((n) => Number.parseInt(n, 10) || 0)) + 1;
+    for (;;) {
+      try {
+        createExclusive(
+          this.store,
+          join(dir, `${epoch}.json`),
+          Buffer.from(`${JSON.stringify({ epoch, at: new Date().toISOString() })}\n`),
+        );
+        return epoch;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        epoch += 1;
+      }
+    }
+  }
+
+  /**
+   * Make `filesDir` (extracted under staging/) and `receiptBytes` the plane's result for the key.
+   * Built whole in staging/, then swapped in by rename; an older result is set aside and removed.
+   */
+  commit(key: string, receiptBytes: Uint8Array, filesDir: string): void {
+    const { fs } = this.store;
+    const entry = join(this.staging, `e-${process.pid}-${randomBytes(6).toString('hex')}`);
+    fs.mkdirSync(entry, { mode: 0o700 });
+    fs.renameSync(filesDir, join(entry, 'files'));
+    replaceFile(this.store, join(entry, 'receipt.json'), receiptBytes);
+    const target = this.resultDir(key);
+    const aside = `${entry}.old`;
+    try {
+      fs.renameSync(target, aside);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    fs.renameSync(entry, target);
+    fs.rmSync(aside, { recursive: true, force: true });
+  }
+
+  journal(event: Record<string, unknown>): void {
+    mkdirSync(this.dir, { recursive: true });
+    appendFileSync(
+      join(this.dir, 'journal.jsonl'),
+      `${JSON.stringify({ at: new Date().toISOString(), pid: process.pid, plane: this.plane, ...event })}\n`,
+    );
+  }
+}

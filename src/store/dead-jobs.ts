@@ -1,0 +1,41 @@
+// Which keys are dead: a job file moved to dead/ is `dead/<key>.job.<stamp>` with its reason in
+// `<name>.why.json` (see dead-letter.ts). Listing is one readdir; a reason is read only when asked,
+// so counting dead jobs on a big .gen/ parses nothing. A key minted again after it died is alive.
+import { join } from 'node:path';
+import { readdirOrEmpty, readIfExists } from './durable.js';
+import type { Store } from './store.js';
+
+export interface DeadJob {
+  key: string;
+  /** The newest `dead/<key>.job.<stamp>` of the key. */
+  name: string;
+  /** Milliseconds since the epoch from the name's stamp (0 when unreadable). */
+  at: number;
+}
+
+const JOB_NAME = /^([0-9a-f]{64})\.job\.(\d+)-[0-9a-f]+$/;
+
+/** One entry per key with a job file in dead/ (its newest), from the names alone. */
+export function deadJobs(store: Store, names = readdirOrEmpty(store, store.layout.dir('dead'))): DeadJob[] {
+  const byKey = new Map<string, DeadJob>();
+  for (const name of names) {
+    const m = JOB_NAME.exec(name);
+    if (!m) continue;
+    const at = Number(m[2]);
+    const had = byKey.get(m[1]!);
+    if (!had || at >= had.at) byKey.set(m[1]!, { key: m[1]!, name, at });
+  }
+  return [...byKey.values()];
+}
+
+/** The why.json of a dead item ({code, reason, ...}), or null when a crash left none. */
+export function deadReason(store: Store, name: string): { code: string; reason: string } | null {
+  const bytes = readIfExists(store, join(store.layout.dir('dead'), `${name}.why.json`));
+  if (!bytes) return null;
+  try {
+    const why = JSON.parse(bytes.toString('utf8')) as { code?: unknown; reason?: unknown };
+    return { code: String(why.code ?? ''), reason: String(why.reason ?? '') };
+  } catch {
+    return null;
+  }
+}

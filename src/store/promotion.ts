@@ -1,0 +1,36 @@
+// A promotion pin: .gen/promoted/<key>.json names the generator a shadow plane used, so the next live
+// attempts of the key run that generator through the live path (new epoch, live plane, every verify
+// rule). The pin is only a generator choice: no shadow byte or receipt is ever copied into live state.
+import { join } from 'node:path';
+import { readIfExists, replaceFile } from './durable.js';
+import type { Store } from './store.js';
+
+export interface Promotion {
+  schema: 'genjob/promotion@1';
+  key: string;
+  job_digest: string;
+  plane: string;
+  generator: string;
+  shadow_receipt_sha256: string;
+  at: string;
+}
+
+function pinFile(store: Store, key: string): string {
+  return join(store.layout.dir('promoted'), `${key}.json`);
+}
+
+export function readPromotion(store: Store, key: string): Promotion | undefined {
+  const bytes = readIfExists(store, pinFile(store, key));
+  if (bytes === undefined) return undefined;
+  try {
+    const p = JSON.parse(bytes.toString('utf8')) as Promotion;
+    return typeof p.generator === 'string' && p.key === key ? p : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function writePromotion(store: Store, p: Promotion): void {
+  store.fs.mkdirSync(store.layout.dir('promoted'), { recursive: true });
+  replaceFile(store, pinFile(store, p.key), Buffer.from(`${JSON.stringify(p, null, 2)}\n`));
+}

@@ -1,0 +1,173 @@
+// The commands people reach for: work KEY…, retry, cancel, mint -f -, key prefixes in any case,
+// show of a dead key, the reason near the top, and the pager on a terminal only.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { CLI, genDir, makeSandbox, mintKey, type Sandbox } from './helpers.js';
+
+async function waitFor(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+function deadWhy(sb: Sandbox, key: string): Record<string, unknown> {
+  const name = genDir(sb, 'dead').find((n) => n.startsWith(`${key}.job.`) && n.endsWith('.why.json'))!;
+  return JSON.parse(readFileSync(join(sb.repo, '.gen', 'dead', name), 'utf8'));
+}
+
+describe('genjob work KEY…', () => {
+  it('works only the named jobs, found by a prefix in upper case', async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script('note.sh', 'for f in *; do :; done; echo "# $GENJOB_INSTRUCTION" >> README.md');
+    const keys = [];
+    for (const i of [1, 2, 3]) keys.push(await mintKey(sb, `Note ${i}`, ['README.md']));
+    const r = await sb.genjob(['work', keys[1]!.slice(0, 8).toUpperCase(), '--quiet', '--generator', gen]);
+    expect(r.exitCode).toBe(0);
+    expect(genDir(sb, 'received')).toEqual([`${keys[1]}.json`]);
+    expect(genDir(sb, 'queue')).toEqual([keys[0], keys[2]].map((k) => `${k}.json`).sort());
+  });
+
+  it('refuses a named job that is not queued, claiming nothing (exit 2)', async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script('note.sh', 'echo x >> README.md');
+    const a = await mintKey(sb, 'Note a', ['README.md']);
+    const b = await mintKey(sb, 'Note b', ['README.md']);
+    await sb.genjob(['work', a, '--quiet', '--generator', gen]);
+    const r = await sb.genjob(['work', b, a, '--generator', gen]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^genjob: EGJ_NOT_QUEUED: .*received/${a}\\.json: job ${a.slice(0, 12)} is received, not queued`,
+      ),
+    );
+    expect(genDir(sb, 'queue')).toEqual([`${b}.json`]);
+  });
+});
+
+describe('genjob retry KEY', () => {
+  it('sends an aborted job back; the next attempt (a new epoch) generates again; the old receipt stays in dead/', async () => {
+    const sb = await makeSandbox();
+    const log = join(sb.base, 'runs.log');
+    const fixed = join(sb.base, 'fixed');
+    const gen = sb.script(
+      'flaky.sh',
+      `echo run >> ${log}\ntest -f ${fixed} || { echo endpoint down >&2; exit 5; }\necho '# retried' >> README.md\n`,
+    );
+    const key = await mintKey(sb, 'Note the retry', ['README.md']);
+    await sb.genjob(['work', '--once', '--quiet', '--max-attempts', '1', '--generator', gen]);
+    const shown = (await sb.genjob(['show', key])).stdout.split('\n');
+    expect(shown.slice(0, 3)).toEqual([
+      `key       ${key}`,
+      'state     received',
+      'reason    aborted: generator exited with status 5: endpoint down',
+    ]);
+
+    writeFileSync(fixed, '');
+    const r = await sb.genjob(['retry', key.slice(0, 10)]);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toMatch(/back in the queue \(its aborted receipt of epoch 1 is kept in dead\/\)/);
+    expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
+    expect(genDir(sb, 'receipts')).toEqual([]);
+    expect(genDir(sb, 'dead').filter((n) => n.startsWith(`${key}.receipt.e1.`))).toHaveLength(2);
+
+    // no --retry-aborted: the retry itself asks the host to generate again
+    const w = await sb.genjob(['work', '--once', '--quiet', '--max-attempts', '1', '--generator', gen]);
+    expect(w.exitCode).toBe(0);
+    expect(readFileSync(log, 'utf8')).toBe('run\nrun\n');
+    expect((await sb.genjob(['verify', key])).stdout).toMatch(/ok: 1 output\(s\), epoch 2/);
+    expect(genDir(sb, `attempts/${key}`)).toEqual(['1.json', '2.json', 'minted-after', 'retry-after']);
+    const usage = JSON.parse((await sb.genjob(['show', key, '--json'])).stdout).usage;
+    expect(usage.map((u: { epoch: number; status: string }) => [u.epoch, u.status])).toEqual([
+      [1, 'aborted'],
+      [2, 'ok'],
+    ]);
+
+    const again = await sb.genjob(['retry', key]);
+    expect(again.exitCode).toBe(4);
+    expect(again.stderr).toMatch(/EGJ_NOT_RETRYABLE: .*receipt ok\)/);
+  });
+});
+
+describe('genjob cancel KEY', () => {
+  it('moves a queued job to dead/ as cancelled; show says so, with the reason', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Never mind', ['README.md']);
+    const r = await sb.genjob(['cancel', key.slice(0, 6).toUpperCase()]);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toMatch(
+      new RegExp(`^${key.slice(0, 12)} cancelled \\(was queue\\): dead/${key}\\.job\\.`),
+    );
+    expect(genDir(sb, 'queue')).toEqual([]);
+    expect(deadWhy(sb, key)).toMatchObject({ code: 'EGJ_CANCELLED', reason: 'cancelled by the user' });
+    const shown = await sb.genjob(['show', key.slice(0, 8)]);
+    expect(shown.exitCode).toBe(0);
+    expect(shown.stdout.split('\n').slice(1, 3)).toEqual([
+      'state     dead',
+      'reason    EGJ_CANCELLED: cancelled by the user',
+    ]);
+    expect(shown.stdout).toContain('  Never mind');
+    const again = await sb.genjob(['cancel', key]);
+    expect(again.exitCode).toBe(2);
+    expect(again.stderr).toMatch(/EGJ_UNKNOWN_KEY/);
+  });
+
+  it('stops a running job: its worker stands down at the next heartbeat and nothing is committed', async () => {
+    const sb = await makeSandbox();
+    const started = join(sb.base, 'started');
+    const gen = sb.script('slow.sh', `echo $$ > ${started}\nsleep 20\necho late >> README.md`);
+    const key = await mintKey(sb, 'Take your time', ['README.md']);
+    const worker = sb.genjob(['work', '--once', '--quiet', '--lease-ttl', '1', '--generator', gen]);
+    await waitFor(() => existsSync(started), 'the generator to start');
+    const r = await sb.genjob(['cancel', key]);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toMatch(/cancelled \(was running\).*stands down at its next heartbeat/);
+    const w = await worker;
+    try {
+      process.kill(Number(readFileSync(started, 'utf8')), 'SIGKILL');
+    } catch {
+      // gone already
+    }
+    expect(w.exitCode).toBe(0);
+    expect(genDir(sb, 'running')).toEqual([]);
+    expect(genDir(sb, 'receipts')).toEqual([]);
+    expect(genDir(sb, 'leases')).toEqual([]);
+    expect(deadWhy(sb, key)).toMatchObject({ code: 'EGJ_CANCELLED' });
+  });
+});
+
+describe('mint -f -', () => {
+  it('reads the instruction from stdin', async () => {
+    const sb = await makeSandbox();
+    const r = await execa(process.execPath, [CLI, 'mint', '--json', '-f', '-', 'README.md'], {
+      cwd: sb.repo,
+      env: { XDG_CACHE_HOME: sb.cache },
+      input: 'Say hello\n\nin the README\n',
+      reject: false,
+    });
+    expect(r.exitCode).toBe(0);
+    const { key } = JSON.parse(r.stdout);
+    const job = JSON.parse(readFileSync(join(sb.repo, '.gen', 'queue', `${key}.json`), 'utf8'));
+    expect(job.instruction).toBe('Say hello\n\nin the README\n');
+  });
+});
+
+describe('long output', () => {
+  it('goes through $PAGER on a terminal and straight to stdout otherwise', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Page me', ['README.md']);
+    const env = { ...process.env, XDG_CACHE_HOME: sb.cache, PAGER: 'sed s/^/PAGED:/', GENJOB_PAGER: '' };
+    delete (env as Record<string, string | undefined>).GENJOB_PAGER;
+    const tty = await execa('script', ['-qec', `${process.execPath} ${CLI} show ${key}`, '/dev/null'], {
+      cwd: sb.repo,
+      env,
+      reject: false,
+    });
+    expect(tty.stdout).toContain(`PAGED:key       ${key}`);
+    const piped = await sb.genjob(['show', key], { env: { PAGER: 'sed s/^/PAGED:/' } });
+    expect(piped.stdout.startsWith(`key       ${key}\n`)).toBe(true);
+  });
+});

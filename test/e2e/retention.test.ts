@@ -1,0 +1,117 @@
+// Retention end to end: gc prunes finished jobs past the window and leaves tombstones; a pruned
+// applied key is never minted (so never generated) again; show and revert explain; queued and
+// received jobs and the journal events of live jobs survive; the host's cache prune.
+import { copyFileSync, existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FIXTURE, genDir, makeSandbox, mintKey, type Sandbox, snapshot } from './helpers.js';
+
+function liveGen(sb: Sandbox): string {
+  return sb.script(
+    'live.sh',
+    `for f in src/user.py tests/test_user.py README.md; do [ -f "$f" ] && echo '# live' >> "$f"; done; exit 0`,
+  );
+}
+
+describe('genjob gc', () => {
+  it('prunes applied and dropped jobs past the window with a tombstone each, and never a received one', async () => {
+    const sb = await makeSandbox();
+    const gen = liveGen(sb);
+    const k1 = await mintKey(sb, 'applied one', ['src/user.py']);
+    const k2 = await mintKey(sb, 'received one', ['README.md']);
+    const k3 = await mintKey(sb, 'dropped one', ['tests/test_user.py']);
+    expect((await sb.genjob(['work', '--drain', '--generator', gen])).exitCode).toBe(0);
+    expect((await sb.genjob(['apply', k1])).exitCode).toBe(0);
+    expect((await sb.genjob(['drop', k3])).exitCode).toBe(0);
+
+    // the default window (30d) keeps a job applied a moment ago
+    const kept = await sb.genjob(['gc', '--json']);
+    expect(kept.exitCode).toBe(0);
+    expect(JSON.parse(kept.stdout).keys).toEqual([]);
+    expect(genDir(sb, 'applied')).toEqual([`${k1}.json`]);
+
+    const status = await sb.genjob(['status']);
+    expect(status.stdout).toMatch(
+      /\n\.gen\/ [\d.]+ (B|KiB); genjob gc would free 0 B \(finished before \d{4}-\d\d-\d\d\)\n/,
+    );
+
+    const before = snapshot(join(sb.repo, '.gen'), ['locks', 'journal.jsonl']);
+    const dry = await sb.genjob(['gc', '--older-than', '0s', '--dry-run', '--json']);
+    expect(dry.exitCode).toBe(0);
+    const plan = JSON.parse(dry.stdout) as { keys: Array<{ key: string; state: string }>; bytes: number };
+    expect(plan.keys.map((k) => [k.key, k.state]).sort()).toEqual(
+      [
+        [k1, 'applied'],
+        [k3, 'dropped'],
+      ].sort(),
+    );
+    expect(plan.bytes).toBeGreaterThan(0);
+    expect(snapshot(join(sb.repo, '.gen'), ['locks', 'journal.jsonl'])).toEqual(before);
+
+    const r = await sb.genjob(['gc', '--older-than', '0s']);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toContain('2 key(s) finished before');
+    expect(genDir(sb, 'tombstones')).toEqual([`${k1}.json`, `${k3}.json`].sort());
+    expect(genDir(sb, 'applied')).toEqual([]);
+    expect(genDir(sb, 'out')).toEqual([k2]);
+    expect(genDir(sb, 'receipts')).toEqual([`${k2}.json`]);
+    expect(genDir(sb, 'objects')).toEqual([]);
+    expect(genDir(sb, 'dead')).toEqual([]);
+    // the received job is whole: it verifies and its journal events are still there
+    expect((await sb.genjob(['verify', k2])).exitCode).toBe(0);
+    const shown = JSON.parse((await sb.genjob(['show', k2, '--json'])).stdout) as {
+      journal: Array<{ event: string }>;
+    };
+    expect(shown.journal.map((e) => e.event)).toEqual(
+      expect.arrayContaining(['minted', 'attempt', 'received']),
+    );
+    expect(existsSync(join(sb.repo, '.gen', 'journal.1.jsonl'))).toBe(true);
+
+    // show and revert of the pruned key say what happened
+    const show = await sb.genjob(['show', k1.slice(0, 10)]);
+    expect(show.exitCode).toBe(0);
+    expect(show.stdout).toMatch(/\ntombstone: applied at \S+, pruned on \S+\n/);
+    const revert = await sb.genjob(['revert', k1]);
+    expect(revert.exitCode).toBe(2);
+    expect(revert.stderr).toMatch(
+      /^genjob: EGJ_PRUNED: .*was applied and its material pruned by genjob gc on \d{4}-\d\d-\d\d/,
+    );
+
+    // the same work order again: already applied, nothing queued, nothing generated
+    copyFileSync(join(FIXTURE, 'src/user.py'), join(sb.repo, 'src/user.py'));
+    const again = await sb.genjob(['mint', '-m', 'applied one', 'src/user.py']);
+    expect(again.exitCode).toBe(0);
+    expect(again.stdout).toMatch(
+      new RegExp(`^${k1}\\nalready applied \\(pruned on \\d{4}-\\d\\d-\\d\\d\\)\\n$`),
+    );
+    expect(genDir(sb, 'queue')).toEqual([]);
+    // a dropped key may be minted afresh
+    const dropped = await sb.genjob(['mint', '--json', '-m', 'dropped one', 'tests/test_user.py']);
+    expect(JSON.parse(dropped.stdout)).toMatchObject({ key: k3, minted: true });
+  });
+
+  it('exits 2 for a malformed --older-than', async () => {
+    const sb = await makeSandbox();
+    const r = await sb.genjob(['gc', '--older-than', '30 days']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/^genjob: EGJ_BAD_DURATION: --older-than "30 days"/);
+  });
+});
+
+describe('genjob cache prune', () => {
+  it("removes the host's entries older than the window; --dry-run and a wide window keep them", async () => {
+    const sb = await makeSandbox();
+    await mintKey(sb, 'one', ['src/user.py']);
+    expect((await sb.genjob(['work', '--drain', '--generator', liveGen(sb)])).exitCode).toBe(0);
+    const results = join(sb.cache, 'genjob', 'results');
+    expect(readdirSync(results)).toHaveLength(1);
+    for (const args of [['--dry-run', '--older-than', '0s'], []]) {
+      const r = await sb.genjob(['cache', 'prune', '--json', ...args]);
+      expect(r.exitCode).toBe(0);
+      expect(readdirSync(results)).toHaveLength(1);
+    }
+    const r = await sb.genjob(['cache', 'prune', '--older-than', '0s', '--json']);
+    expect(JSON.parse(r.stdout).entries).toHaveLength(1);
+    expect(readdirSync(results)).toEqual([]);
+  });
+});

@@ -1,0 +1,95 @@
+// status: received broken into ok/aborted/rejected, a stale marker, dead jobs one row each with
+// their reason, --state, --limit/--all, colour only when asked or on a terminal, and on a deep
+// queue only the rows it shows are read.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { makeSandbox, mintKey } from './helpers.js';
+
+describe('status', () => {
+  it('breaks received down, marks stale jobs and lists each dead job once with its reason', async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script(
+      'gen.sh',
+      'case "$GENJOB_INSTRUCTION" in Fail*) echo no >&2; exit 3;; esac; echo x >> README.md',
+    );
+    const ok = await mintKey(sb, 'Works', ['README.md']);
+    const failed = await mintKey(sb, 'Fails', ['README.md']);
+    await sb.genjob(['work', '--drain', '--quiet', '--max-attempts', '1', '--generator', gen]);
+    const gone = await mintKey(sb, 'Goes away', ['src/user.py']);
+    await sb.genjob(['work', gone, '--quiet', '--generator', gen]);
+    await sb.genjob(['drop', gone, '--reason', 'not needed']); // job, receipt and out/ in dead/: one dead job
+    const stale = await mintKey(sb, 'Goes stale', ['tests/test_user.py']);
+    writeFileSync(join(sb.repo, 'tests/test_user.py'), 'changed\n');
+
+    const out = JSON.parse((await sb.genjob(['status', '--json'])).stdout);
+    expect(out.counts).toEqual({ queue: 1, running: 0, received: 2, applied: 0, reverted: 0, dead: 1 });
+    expect(out.received).toEqual({ ok: 1, aborted: 1, rejected: 0 });
+    const byKey = Object.fromEntries(out.jobs.map((j: { key: string }) => [j.key, j]));
+    expect(byKey[stale]).toMatchObject({ state: 'queue', stale: true });
+    expect(byKey[ok]).toMatchObject({ state: 'received', receipt: 'ok', stale: false });
+    expect(byKey[failed]).toMatchObject({ state: 'received', receipt: 'aborted' });
+    expect(byKey[gone]).toMatchObject({
+      state: 'dead',
+      reason: 'EGJ_DROPPED: dropped by the user: not needed',
+    });
+
+    const human = (await sb.genjob(['status'])).stdout;
+    expect(human).toMatch(
+      /^queue 1 {2}running 0 {2}received 2 \(ok 1, aborted 1, rejected 0\) {2}applied 0 {2}reverted 0 {2}dead 1\n/,
+    );
+    expect(human).toContain(`${stale.slice(0, 12)}  queue `);
+    expect(human).toMatch(/\(stale\) Goes stale\n/);
+    expect(human).toMatch(
+      new RegExp(`${gone.slice(0, 12)}  dead .*EGJ_DROPPED: dropped by the user: not needed`),
+    );
+    expect(human).not.toContain('\u001b[');
+
+    const onlyDead = JSON.parse((await sb.genjob(['status', '--json', '--state', 'dead'])).stdout);
+    expect(onlyDead.jobs.map((j: { key: string }) => j.key)).toEqual([gone]);
+    expect((await sb.genjob(['status', '--state', 'nosuch'])).exitCode).toBe(2);
+
+    expect((await sb.genjob(['status', '--color=always'])).stdout).toContain('\u001b[');
+    expect(
+      (await sb.genjob(['status', '--color=never'], { env: { FORCE_COLOR: '1' } })).stdout,
+    ).not.toContain('\u001b[');
+    expect((await sb.genjob(['status'], { env: { FORCE_COLOR: '1', NO_COLOR: '1' } })).stdout).not.toContain(
+      '\u001b[',
+    );
+  });
+
+  it('fits the instruction to the terminal width', async () => {
+    const sb = await makeSandbox();
+    await mintKey(sb, `Long ${'word '.repeat(40)}`, ['README.md']);
+    const r = await sb.genjob(['status'], { env: { COLUMNS: '80' } });
+    const row = r.stdout.trimEnd().split('\n').at(-1)!;
+    expect(row.length).toBe(80);
+    expect(row.endsWith('…')).toBe(true);
+  });
+
+  it('on a deep queue counts everything and reads only the most recent rows (--limit, --all)', async () => {
+    const sb = await makeSandbox();
+    const queue = join(sb.repo, '.gen', 'queue');
+    const oldest = await mintKey(sb, 'The oldest', ['README.md']); // makes .gen/
+    // 300 older files that are not even JSON: listing counts them; reading one would show it
+    for (let i = 0; i < 300; i++)
+      writeFileSync(join(queue, `${i.toString(16).padStart(64, '0')}.json`), 'not json');
+    const newer = await mintKey(sb, 'The newer', ['src/user.py']);
+    const newest = await mintKey(sb, 'The newest', ['tests/test_user.py']);
+    const def = JSON.parse((await sb.genjob(['status', '--json', '--limit', '2'])).stdout);
+    expect(def.counts.queue).toBe(303);
+    expect(def).toMatchObject({ total: 303, shown: 2 });
+    expect(def.jobs.map((j: { key: string }) => j.key).sort()).toEqual([newer, newest].sort());
+    expect(def.jobs.map((j: { key: string }) => j.key)).not.toContain(oldest);
+    // the default shows the 50 most recent and says how many more there are
+    const human = (await sb.genjob(['status'])).stdout;
+    expect(human.trimEnd().split('\n').at(-1)).toBe(
+      '… 253 older job(s) not shown (--all lists every one, --limit N more or fewer)',
+    );
+    const all = JSON.parse((await sb.genjob(['status', '--json', '--all'])).stdout);
+    expect(all.shown).toBe(303);
+    expect(
+      all.jobs.filter((j: { instruction: string }) => j.instruction === '(unreadable job file)'),
+    ).toHaveLength(300);
+  });
+});
