@@ -227,6 +227,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
     // every host is reached and asked about the generator before the first claim: a usage or
     // configuration error is exit 2 with nothing claimed, not an attempt spent
     await preflight(pool, o.generator ?? null, {
+      args: serveArgs,
       maxAnswerBytes: 8 * 1024 * 1024 * 1024,
       helloTimeoutMs: 60_000,
       ...(tty ? { relayStderr: (c: Buffer) => process.stderr.write(c) } : {}),
