@@ -107,7 +107,7 @@ export function buildProgram(): Command {
     .option('--drain', 'work jobs until the queue is empty')
     .option('--watch', 'keep working as jobs arrive, until SIGINT/SIGTERM')
     .option('--generator <command>', 'shell command run in the workspace (or builtin:openai)')
-    .option('--concurrency <n>', 'jobs in flight at once', positiveInt('--concurrency'), 1)
+    .option('--concurrency <n>', 'jobs in flight at once (per host)', positiveInt('--concurrency'), 1)
     .option('--timeout <seconds>', 'generator time limit per job', seconds, 600)
     .option('--lease-ttl <seconds>', 'a lease whose heartbeat is older than this is reaped', seconds, 60)
     .option(
@@ -121,7 +121,22 @@ export function buildProgram(): Command {
       'stop claiming once the receipts of this run report this many tokens',
       positiveInt('--max-tokens'),
     )
-    .option('--host <[user@]host>', 'generate on this host over ssh')
+    .option(
+      '--host <[N/][user@]host>',
+      'generate on this host over ssh, N jobs at once (default --concurrency); repeatable: a pool',
+      collect,
+    )
+    .option(
+      '--launch <[N/]command>',
+      'run this command through sh -c to start serve (srun, kubectl exec -i, podman run -i); repeatable',
+      collect,
+    )
+    .option(
+      '--in-doubt-after <seconds>',
+      'a job whose host died after delivery waits this long for that host before another replays it',
+      seconds,
+      300,
+    )
     .option('--port <port>', 'ssh port', positiveInt('--port'))
     .option('--identity <file>', 'ssh private key')
     .option('--remote-cmd <command>', 'how to start serve on the host', 'genjob serve --session')

@@ -94,6 +94,15 @@ function usageLine(r: UsageRow): string {
   return `epoch ${r.epoch}  ${(r.status ?? '-').padEnd(8)}  ${spend}${r.cached ? ' (answered from the host cache)' : ''}${r.source ? `  ${r.source}` : ''}`;
 }
 
+/** Each attempt's record, whether it counted against --max-attempts, and the host that answered it. */
+function attemptRows(store: Store, key: string) {
+  const names = new Set(readdirOrEmpty(store, store.layout.attemptsDir(key)));
+  return epochsOf(store, key).map((e) => {
+    const a = readAttempt(store, key, e);
+    return a === undefined ? a : { ...a, spent: !names.has(`${e}.unspent`) };
+  });
+}
+
 export async function show(o: CommonOptions & { key: string }): Promise<CommandResult> {
   const store = lookStore(o);
   const key = resolveKey(store, o.key, { dead: true });
@@ -106,7 +115,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   const job = doc && typeof doc.job === 'object' ? (doc.job as Record<string, unknown>) : doc;
   const record = found?.state === 'applied' || found?.state === 'reverted';
   const state = found?.state ?? (died ? 'dead' : 'unknown');
-  const attempts = epochsOf(store, key).map((e) => readAttempt(store, key, e));
+  const attempts = attemptRows(store, key);
   const receipt = parseLoose(peekRecord(store, store.layout.receipt(key)));
   const receiptDoc = ((receipt as { payload?: unknown } | null)?.payload ?? receipt) as Record<
     string,
@@ -129,7 +138,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     `state     ${state}`,
     ...(reason ? [`reason    ${terminalText(reason.split('\n')[0]!)}`] : []),
     `inputs    ${((job?.inputs as Array<{ path: string; sha256: string | null }>) ?? []).map((i) => `${i.path}${i.sha256 === null ? ' (create)' : ''}`).join(', ')}`,
-    `attempts  ${attempts.map((a) => `epoch ${a?.epoch} by ${a?.worker.id} at ${a?.claimed_at} → ${a?.destination}`).join('\n          ') || 'none'}`,
+    `attempts  ${attempts.map((a) => `epoch ${a?.epoch} by ${a?.worker.id} at ${a?.claimed_at} → ${a?.destination}${a?.spent === false ? ' (not counted: no generator was reached)' : ''}`).join('\n          ') || 'none'}`,
     `lease     ${lease ? `epoch ${lease.epoch}, worker ${lease.worker.id}` : 'none'}`,
     `usage     ${usage.map(usageLine).join('\n          ') || 'none'}`,
     '',

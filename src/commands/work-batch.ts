@@ -27,7 +27,7 @@ export interface WorkBatchOptions extends CommonOptions {
   drain?: boolean;
   watch?: boolean;
   generator?: string;
-  host?: string;
+  host?: string | readonly string[];
   timeout: number;
   leaseTtl: number;
   maxAttempts: number;
@@ -73,7 +73,7 @@ export async function workBatch(o: WorkBatchOptions): Promise<CommandResult> {
       '--batch and --batch-poll are modes of their own: drop --once, --drain or --watch',
     );
   if (o.batch && o.batchPoll) throw new UsageError('EGJ_USAGE', 'choose one of --batch or --batch-poll');
-  if (o.host)
+  if (o.host?.length)
     throw new UsageError(
       'EGJ_USAGE',
       '--batch and --batch-poll call the endpoint from this machine; drop --host',

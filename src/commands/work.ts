@@ -3,6 +3,7 @@
 // job taken ended with a receipt or in dead/; 4 when a lease was superseded and we stood down;
 // 3 when an answer was unusable and the job went back to the queue.
 
+import { existsSync } from 'node:fs';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
@@ -17,8 +18,9 @@ import type { Store } from '../store/store.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { localLauncher } from '../transport/local-launcher.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
+import { DEFAULT_IN_DOUBT_AFTER_S, Pool, PoolHost, parseSlots } from '../worker/pool.js';
 import { watchQueue } from '../worker/watch-queue.js';
-import { runWork } from '../worker/work-loop.js';
+import { preflight, runWork } from '../worker/work-loop.js';
 import type { JobOutcome } from '../worker/work-one.js';
 
 export interface WorkCliOptions extends CommonOptions {
@@ -31,7 +33,9 @@ export interface WorkCliOptions extends CommonOptions {
   leaseTtl: number;
   maxAttempts: number;
   maxTokens?: number;
-  host?: string;
+  host?: string[];
+  launch?: string[];
+  inDoubtAfter?: number;
   port?: number;
   identity?: string;
   remoteCmd: string;
@@ -54,16 +58,12 @@ export interface WorkCliOptions extends CommonOptions {
   batchPollInterval?: number;
 }
 
-export async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
-  if (!o.host) {
-    if (o.port || o.identity || o.sshOption || o.sshConfig)
-      throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');
-    return localLauncher();
-  }
+/** The ssh launcher for one `--host [N/][user@]host`, with the run's ssh settings. */
+async function sshHost(o: WorkCliOptions, spec: string, genDir: string): Promise<ServeLauncher> {
   const { sshLauncher, controlDirFor } = await import('../transport/ssh-launcher.js');
-  const at = o.host.lastIndexOf('@');
-  const user = at > 0 ? o.host.slice(0, at) : undefined;
-  const host = at > 0 ? o.host.slice(at + 1) : o.host;
+  const at = spec.lastIndexOf('@');
+  const user = at > 0 ? spec.slice(0, at) : undefined;
+  const host = at > 0 ? spec.slice(at + 1) : spec;
   return sshLauncher(
     {
       host,
@@ -76,6 +76,54 @@ export async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<S
     },
     controlDirFor(genDir),
   );
+}
+
+/** One launcher for the run's first --host, or a local serve (what a shadow run uses). */
+export async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
+  const first = o.host?.[0];
+  if (first === undefined) {
+    if (o.port || o.identity || o.sshOption || o.sshConfig)
+      throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');
+    return localLauncher();
+  }
+  return sshHost(o, parseSlots(first, 1, '--host').spec, genDir);
+}
+
+/** Usage errors found before anything is claimed: flags that cannot work together or name nothing. */
+function checkFlags(o: WorkCliOptions): void {
+  const hosts = o.host ?? [];
+  const launches = o.launch ?? [];
+  if (hosts.length > 0 && launches.length > 0)
+    throw new UsageError('EGJ_USAGE', '--host and --launch cannot be mixed in one run');
+  if (hosts.length === 0 && (o.port || o.identity || o.sshOption || o.sshConfig))
+    throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');
+  if (o.port !== undefined && o.port > 65535)
+    throw new UsageError('EGJ_USAGE', `--port ${o.port}: a TCP port is 1 to 65535`);
+  for (const [flag, file] of [
+    ['--ssh-config', o.sshConfig],
+    ['--identity', o.identity],
+  ] as const) {
+    if (file !== undefined && !existsSync(file))
+      throw new UsageError('EGJ_USAGE', `${flag} ${file}: no such file`);
+  }
+}
+
+async function makePool(o: WorkCliOptions, genDir: string): Promise<Pool> {
+  checkFlags(o);
+  const hosts: PoolHost[] = [];
+  for (const raw of o.host ?? []) {
+    const { slots, spec } = parseSlots(raw, o.concurrency, '--host');
+    hosts.push(new PoolHost(await sshHost(o, spec, genDir), slots));
+  }
+  if ((o.launch ?? []).length > 0) {
+    const { launchLauncher } = await import('../transport/launch.js');
+    for (const raw of o.launch ?? []) {
+      const { slots, spec } = parseSlots(raw, o.concurrency, '--launch');
+      hosts.push(new PoolHost(launchLauncher(spec), slots));
+    }
+  }
+  if (hosts.length === 0) hosts.push(new PoolHost(localLauncher(), o.concurrency));
+  return new Pool(hosts, Math.round((o.inDoubtAfter ?? DEFAULT_IN_DOUBT_AFTER_S) * 1000));
 }
 
 /** The generator's live stderr, relayed to our terminal with its control characters escaped. */
@@ -145,10 +193,16 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const store = openStore(o);
   // the sandbox flags travel to serve as arguments; a local serve is checked here, before any claim
   const serveArgs = serveArgsOf(o);
-  if (!o.host && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
+  if (
+    !o.host?.length &&
+    !o.launch?.length &&
+    o.sandbox !== false &&
+    o.generator &&
+    !o.generator.startsWith('builtin:')
+  )
     await requireBwrap('genjob work');
   const keys = chosen.length > 0 ? queuedKeys(store, chosen) : undefined;
-  const launcher = await makeLauncher(o, store.layout.gen);
+  const pool = await makePool(o, store.layout.gen);
   const policy = loadTrustPolicy(store.root);
   const tty = process.stderr.isTTY === true && !o.quiet;
   const controller = new AbortController();
@@ -170,11 +224,18 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const batches = mode === 'watch' ? await startBatchWatch(o, store) : undefined;
   const progress = progressLine(mode, keys?.length ?? (mode === 'once' ? 1 : keysIn(store, 'queue').length));
   try {
+    // every host is reached and asked about the generator before the first claim: a usage or
+    // configuration error is exit 2 with nothing claimed, not an attempt spent
+    await preflight(pool, o.generator ?? null, {
+      args: serveArgs,
+      maxAnswerBytes: 8 * 1024 * 1024 * 1024,
+      helloTimeoutMs: 60_000,
+      ...(tty ? { relayStderr: (c: Buffer) => process.stderr.write(c) } : {}),
+    });
     const summary = await runWork({
       store,
       mode,
-      concurrency: o.concurrency,
-      launcher,
+      pool,
       generator: o.generator ?? null,
       timeoutMs: Math.round(o.timeout * 1000),
       retryAborted: o.retryAborted === true,
@@ -189,8 +250,13 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
       ...(batches ? { extraTokens: batches.tokens } : {}),
       ...(tty ? { relayStderr: relayEscaped() } : {}),
-      onStart: (key) => {
-        if (tty) process.stderr.write(`genjob: ${key.slice(0, 12)} working on ${launcher.destination}\n`);
+      onStart: (key, destination) => {
+        if (tty) process.stderr.write(`genjob: ${key.slice(0, 12)} working on ${destination}\n`);
+      },
+      onHostDown: (destination, reason, ms, retired) => {
+        if (o.quiet) return;
+        const then = retired ? 'no more jobs go there this run' : `retrying in ${Math.round(ms / 1000)} s`;
+        process.stderr.write(`genjob: ${destination} is down (${reason.split('\n')[0]}); ${then}\n`);
       },
       onOutcome: (outcome, ms) => {
         done += 1;
@@ -235,6 +301,17 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       lines.push(
         `${unsettled.length} job(s) back in the queue after an unusable answer (see genjob show KEY)`,
       );
+    const hosts = pool.hosts.map((h) => ({
+      destination: h.destination,
+      slots: h.slots,
+      ...h.counts,
+      ...(h.retired === undefined ? {} : { retired: h.retired }),
+    }));
+    if (pool.hosts.length > 1 || pool.hosts[0]?.destination !== 'local')
+      for (const h of hosts)
+        lines.push(
+          `${h.destination}: ${h.received} received, ${h.requeued} requeued, ${h.dead} dead${h.retired ? ' (gave up on this host)' : ''}`,
+        );
     return {
       exitCode,
       human: lines.join('\n'),
@@ -245,6 +322,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
         tokens: summary.tokens,
         budget_spent: summary.budgetSpent,
         queue_empty: outcomes.length === 0,
+        hosts,
+        queue_listings: summary.queueListings,
       },
     };
   } finally {
@@ -252,7 +331,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
     process.off('SIGTERM', onTerm);
     await batches?.stop();
     await watcher?.close();
-    await launcher.close();
+    await Promise.all(pool.hosts.map((h) => h.launcher.close()));
   }
 }
 

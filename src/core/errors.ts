@@ -141,3 +141,16 @@ export class ShadowPlaneError extends RejectedError {
     );
   }
 }
+
+/** A generator host could not be reached (connect, hello) in the middle of a run: recorded, never an exit status. */
+export class HostDownError extends GenjobError {
+  readonly code = 'EGJ_HOST_DOWN';
+  readonly exitCode = EXIT.BUG;
+  constructor(
+    readonly destination: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(`${destination}: ${message}`, options);
+  }
+}

@@ -26,8 +26,9 @@ import { type Extracted, safeExtract } from '../transport/safe-extract.js';
 import { packTar } from '../transport/tar-pack.js';
 import { VERSION } from '../version.js';
 import { BUILTIN_PREFIX, generate } from './generate.js';
+import { chooseGenerator, generatorConfigProblem } from './generator-check.js';
 import type { CachedResult, ResultCache } from './result-cache.js';
-import { RequestSchema, type ServeRequest } from './serve-requests.js';
+import { CheckSchema, RequestSchema, type ServeRequest } from './serve-requests.js';
 import { knownFiles } from './workspace-diff.js';
 
 export const MAX_BUNDLE_BYTES = 8 * 1024 * 1024 * 1024;
@@ -86,19 +87,24 @@ async function answer(
   cfg: ServeConfig,
   host: string,
 ): Promise<void> {
+  if (header.type === 'check') {
+    const check = CheckSchema.safeParse(header);
+    if (!check.success)
+      throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${check.error.issues[0]?.message}`);
+    await reader.drain(body);
+    const choice = chooseGenerator(cfg.pinnedGenerator, check.data.generator);
+    if (!choice.ok) throw new RefusedError(choice.code, choice.message);
+    const problem = await generatorConfigProblem(choice.generator, process.env);
+    if (problem !== null) throw new RefusedError('EGJ_GENERATOR_CONFIG', problem);
+    return writer.message({ type: 'ok', generator: choice.generator, pinned: choice.pinned });
+  }
   const parsed = RequestSchema.safeParse(header);
   if (!parsed.success)
     throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${parsed.error.issues[0]?.message}`);
   const req = parsed.data;
-  const generator = cfg.pinnedGenerator ?? req.generator;
-  if (generator === null)
-    throw new RefusedError('EGJ_NO_GENERATOR', 'no generator: pass --generator to work or serve');
-  if (cfg.pinnedGenerator !== null && req.generator !== null && req.generator !== cfg.pinnedGenerator) {
-    throw new RefusedError(
-      'EGJ_GENERATOR_PINNED',
-      `this host runs only its pinned generator, not ${JSON.stringify(req.generator)}`,
-    );
-  }
+  const choice = chooseGenerator(cfg.pinnedGenerator, req.generator);
+  if (!choice.ok) throw new RefusedError(choice.code, choice.message);
+  const { generator } = choice;
   const name = cfg.cache.entryName(req.key, generator, req.job_digest, req.plane ?? 'live');
   // an aborted generation is kept like any other (no double spend on redelivery), unless the
   // worker asked for a deliberate retry of aborted jobs (`work --retry-aborted`), or of this
@@ -118,6 +124,9 @@ async function answer(
     await reader.drain(body);
     return respond(writer, cfg, cfg.cache.entryDir(name), cached, req, host, true);
   }
+  // a generator that cannot run produces no result to cache: refuse before reading the bundle
+  const problem = await generatorConfigProblem(generator, process.env);
+  if (problem !== null) throw new RefusedError('EGJ_GENERATOR_CONFIG', problem);
   const scratch = await cfg.cache.scratch();
   try {
     const { job, ws, files } = await receiveBundle(body, reader, scratch, req);

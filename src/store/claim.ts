@@ -52,3 +52,63 @@ export function claimNext(
   }
   return undefined;
 }
+
+/**
+ * Claims for a whole run at a cost independent of the queue's depth (maildir style): the queue is
+ * listed once into a shuffled batch, and listed again only when the batch is used up or a claim
+ * fails (another worker got there first, so the listing is out of date) — never once per job.
+ * Keys `accept` declines (a job in doubt on another host) stay in the batch for a later call.
+ */
+export class Claimer {
+  private batch: string[] = [];
+  /** How many times the queue directory was listed (for tests and the bench). */
+  listings = 0;
+
+  /** Keys of the current batch that were declined; after next() found nothing, jobs held back. */
+  get held(): number {
+    return this.batch.length;
+  }
+
+  constructor(
+    private readonly store: Store,
+    private readonly worker: string,
+  ) {}
+
+  next(accept: (key: string) => boolean = () => true): string | undefined {
+    let listed = false;
+    let stale = false;
+    for (;;) {
+      if (this.batch.length === 0 || stale) {
+        if (listed && !stale) return undefined;
+        this.batch = shuffle(keysIn(this.store, 'queue'));
+        this.listings += 1;
+        listed = true;
+        stale = false;
+        if (this.batch.length === 0) return undefined;
+      }
+      const declined: string[] = [];
+      let claimed: string | undefined;
+      while (this.batch.length > 0 && claimed === undefined && !stale) {
+        const key = this.batch.pop()!;
+        if (!accept(key)) declined.push(key);
+        else if (claim(this.store, key, this.worker)) claimed = key;
+        else stale = true;
+      }
+      this.batch.push(...declined.reverse());
+      if (claimed !== undefined) return claimed;
+      if (!stale) {
+        // only declined keys are left: look once for new ones, else report nothing claimable
+        if (listed) return undefined;
+        stale = true;
+      }
+    }
+  }
+}
+
+function shuffle<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}

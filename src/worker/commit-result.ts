@@ -21,6 +21,8 @@ export async function commitResult(
   epoch: number,
   receiptBytes: Buffer,
   stagingDir: string,
+  /** Journalled with the `received` event (e.g. the destination that answered). */
+  facts: Record<string, unknown> = {},
 ): Promise<CommitOutcome> {
   const { layout } = store;
   return withKeyLock(store, key, async (): Promise<CommitOutcome> => {
@@ -97,7 +99,7 @@ export async function commitResult(
     removeLease(store, key, epoch);
     return { committed: true };
   }).then((outcome) => {
-    if (outcome.committed) journal(store, { event: 'received', key, epoch });
+    if (outcome.committed) journal(store, { event: 'received', key, epoch, ...facts });
     return outcome;
   });
 }

@@ -39,13 +39,27 @@ export async function release(
   });
 }
 
+/**
+ * How a requeue counts: `spent: false` when the bundle never reached a generator (connect, hello,
+ * refusal, shutdown), so the attempt does not count against --max-attempts; `destination` is where
+ * the attempt went, journalled with it.
+ */
+export interface RequeueFacts {
+  spent?: boolean;
+  destination?: string;
+}
+
 export async function requeue(
   store: Store,
   key: string,
   epoch: number,
   reason: string,
   code: string,
+  facts: RequeueFacts = {},
 ): Promise<JobOutcome> {
+  const spent = facts.spent !== false;
+  // marked before the job is visible in queue/ again, so the next claimer already counts it right
+  if (!spent) markUnspent(store, key, epoch);
   if (!(await release(store, key, epoch, 'queue', { code, reason }))) {
     return {
       key,
@@ -53,8 +67,16 @@ export async function requeue(
       reason: `lease of epoch ${epoch} was lost before the job could be requeued`,
     };
   }
-  journal(store, { event: 'requeued', key, epoch, code, reason });
-  return { key, outcome: 'requeued', reason };
+  journal(store, {
+    event: 'requeued',
+    key,
+    epoch,
+    code,
+    reason,
+    attempt_spent: spent,
+    ...(facts.destination === undefined ? {} : { destination: facts.destination }),
+  });
+  return { key, outcome: 'requeued', reason, attempt_spent: spent };
 }
 
 export interface GiveBack {

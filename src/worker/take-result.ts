@@ -7,6 +7,7 @@ import { allowedPaths, type Job } from '../core/job.js';
 import { LIVE_PLANE, planeOf } from '../core/plane.js';
 import type { Receipt } from '../core/receipt.js';
 import { deadLetterBytes } from '../store/dead-letter.js';
+import { recordInDoubt } from '../store/in-doubt.js';
 import { safeExtract } from '../transport/safe-extract.js';
 import { commitResult } from './commit-result.js';
 import { requeue } from './release-job.js';
@@ -26,7 +27,9 @@ export async function takeResult(
   const { key } = job;
   const rejectAnswer = (code: string, reason: string): Promise<JobOutcome> => {
     deadLetterBytes(store, `${key}.receipt.e${epoch}`, answer.receiptBytes, { key, code, reason, epoch });
-    return requeue(store, key, epoch, reason, code);
+    // the answer broke off mid-way: the host holds the result, so ask it again first
+    if (code === 'EGJ_IN_DOUBT') recordInDoubt(store, key, epoch, ctx.launcher.destination);
+    return requeue(store, key, epoch, reason, code, { destination: ctx.launcher.destination });
   };
   let receipt: Receipt;
   try {
@@ -84,7 +87,9 @@ export async function takeResult(
     });
     return { key, outcome: 'superseded', reason };
   }
-  const committed = await commitResult(store, key, epoch, answer.receiptBytes, staged.dir).catch((err) => {
+  const committed = await commitResult(store, key, epoch, answer.receiptBytes, staged.dir, {
+    destination: ctx.launcher.destination,
+  }).catch((err) => {
     try {
       store.fs.rmSync(staged.dir, { recursive: true, force: true }); // moved to out/ already, or not: never left
     } catch {

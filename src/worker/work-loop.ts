@@ -1,39 +1,37 @@
-// The worker's loop: reap stale leases, then claim and work jobs with N slots in flight, each
-// slot keeping one serve session open for all its jobs. --once takes one job, --drain takes jobs
-// until the queue is empty (a requeued job is tried again until its attempts run out), --watch
-// keeps going until the stop signal, using watch events as hints plus a periodic full rescan.
+// The worker's loop: reap stale leases, then claim and work jobs with one slot per host slot in the
+// pool, each slot keeping one serve session open for all its jobs. --once takes one job, --drain
+// takes jobs until the queue is empty (a requeued job is tried again until its attempts run out),
+// --watch keeps going until the stop signal, using watch events as hints plus a periodic rescan.
+// Claims come from one batch listing of the queue for the whole run (see Claimer).
 
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { HostDownError, UsageError } from '../core/errors.js';
 import { peekTokens } from '../core/receipt-peek.js';
 import type { Worker } from '../store/attempts.js';
-import { claimNext } from '../store/claim.js';
+import { Claimer } from '../store/claim.js';
 import { claimChosen } from '../store/claim-chosen.js';
 import { readRecord } from '../store/durable.js';
+import { keysIn } from '../store/job-states.js';
+import { journal } from '../store/journal.js';
 import { thisProcess } from '../store/process-identity.js';
 import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
-import { ServeClient } from './serve-client.js';
+import type { Pool, PoolHost } from './pool.js';
+import { openCheckedSession, type SessionOptions } from './preflight.js';
+import type { ServeClient } from './serve-client.js';
 import { type JobOutcome, type WorkContext, workOne } from './work-one.js';
 
 /** What every job of a run is worked with: the same fields as WorkContext, set once per run. */
 type JobSettings = Pick<
   WorkContext,
-  | 'store'
-  | 'launcher'
-  | 'generator'
-  | 'timeoutMs'
-  | 'retryAborted'
-  | 'leaseTtlS'
-  | 'maxAttempts'
-  | 'decodeReceipt'
+  'store' | 'generator' | 'timeoutMs' | 'retryAborted' | 'leaseTtlS' | 'maxAttempts' | 'decodeReceipt'
 >;
 
 function pickJobSettings(o: JobSettings): JobSettings {
-  const { store, launcher, generator, timeoutMs, retryAborted, leaseTtlS, maxAttempts, decodeReceipt } = o;
+  const { store, generator, timeoutMs, retryAborted, leaseTtlS, maxAttempts, decodeReceipt } = o;
   return {
     store,
-    launcher,
     generator,
     timeoutMs,
     retryAborted: retryAborted === true,
@@ -45,7 +43,8 @@ function pickJobSettings(o: JobSettings): JobSettings {
 
 export interface WorkOptions extends JobSettings {
   mode: 'once' | 'drain' | 'watch';
-  concurrency: number;
+  /** The hosts (or launchers) and their slots; every host passed pre-flight unless `preflight` is false. */
+  pool: Pool;
   /** Stop claiming when this resolves/aborts (SIGINT/SIGTERM, or the budget is spent). */
   signal?: AbortSignal;
   /** After the stop signal, jobs in flight get this long; then their sessions are killed and they are requeued. */
@@ -59,7 +58,9 @@ export interface WorkOptions extends JobSettings {
   onOutcome?: (o: JobOutcome, elapsedMs: number) => void;
   /** Arguments for every serve this run starts (the sandbox flags). */
   serveArgs?: readonly string[];
-  onStart?: (key: string) => void;
+  onStart?: (key: string, destination: string) => void;
+  /** A host could not be reached and takes no jobs for `ms` (or no more this run, when retired). */
+  onHostDown?: (destination: string, reason: string, ms: number, retired: boolean) => void;
   relayStderr?: (chunk: Buffer) => void;
   /** Claim only these keys (`genjob work KEY…`), in this order. */
   keys?: readonly string[];
@@ -72,6 +73,8 @@ export interface WorkSummary {
   budgetSpent: boolean;
   /** Keys still in flight when the grace period ran out (their sessions were killed; they went back to the queue). */
   cutAtShutdown: string[];
+  /** Listings of the queue directory this run made (one per batch, see Claimer). */
+  queueListings: number;
 }
 
 export function newWorker(): Worker {
@@ -83,10 +86,38 @@ export function newWorker(): Worker {
   };
 }
 
+/** Every host's session: reaching it, its hello and the generator check (see preflight.ts). */
+export async function preflight(pool: Pool, generator: string | null, opts: SessionOptions): Promise<void> {
+  const opened = await Promise.allSettled(
+    pool.hosts.map(async (h) => {
+      h.spare = await openCheckedSession(h.launcher, generator, opts);
+    }),
+  );
+  const failed = opened.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    for (const h of pool.hosts) h.spare?.kill();
+    throw failed.reason;
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
 export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   const worker = newWorker();
   const reaped = await reapStale(o.store, o.leaseTtlS);
   const outcomes: JobOutcome[] = [];
+  const claimer = new Claimer(o.store, worker.id);
   let tokens = 0;
   let budgetSpent = false;
   let taken = 0;
@@ -97,8 +128,11 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   };
   const stopped = () => o.signal?.aborted === true || overBudget() || (o.mode === 'once' && taken >= 1);
   // graceful shutdown: after the stop signal, in-flight jobs get graceMs, then their sessions are killed
-  // (the answer is then in doubt, so workOne requeues the job under its epoch and the host keeps the result)
+  // (the answer is then in doubt, so workOne requeues the job without spending an attempt, and the
+  // host keeps the result)
   const inFlight = new Map<string, () => void>();
+  /** Idle slots waiting for a job in flight elsewhere to settle (it may have gone back to the queue). */
+  const settledWaiters: Array<() => void> = [];
   const cutAtShutdown: string[] = [];
   let graceTimer: NodeJS.Timeout | undefined;
   const onStop = () => {
@@ -112,43 +146,104 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   };
   if (o.signal?.aborted) onStop();
   else o.signal?.addEventListener('abort', onStop, { once: true });
+  const sessionOpts: SessionOptions = {
+    args: o.serveArgs ?? [],
+    maxAnswerBytes: 8 * 1024 * 1024 * 1024,
+    helloTimeoutMs: 60_000,
+    ...(o.relayStderr ? { relayStderr: o.relayStderr } : {}),
+  };
 
-  async function slot(): Promise<void> {
+  /** Reach the host again; false (and the host marked down) when it cannot be reached. */
+  async function reconnect(host: PoolHost): Promise<ServeClient | undefined> {
+    try {
+      const client = await openCheckedSession(host.launcher, o.generator, sessionOpts);
+      if (host.failures > 0) journal(o.store, { event: 'host-up', destination: host.destination });
+      host.markUp();
+      return client;
+    } catch (err) {
+      if (err instanceof UsageError && err.code === 'EGJ_SSH_HOST_KEY') throw err; // never routed around
+      hostDown(host, (err as Error).message);
+      return undefined;
+    }
+  }
+
+  function hostDown(host: PoolHost, reason: string): void {
+    if (host.isDown()) return; // another slot of this host saw it first
+    const ms = host.markDown(reason);
+    const retired = host.retired !== undefined;
+    journal(o.store, { event: 'host-down', destination: host.destination, reason, retry_in_ms: ms, retired });
+    o.onHostDown?.(host.destination, reason, ms, retired);
+  }
+
+  async function slot(host: PoolHost): Promise<void> {
     let client: ServeClient | undefined;
+    let cut = false;
     const ctx: WorkContext = {
       ...pickJobSettings(o),
+      launcher: host.launcher,
       worker,
       session: async () => {
         if (client?.alive) return client;
-        // fail fast and clearly on an unknown or changed host key, before any bytes are sent
-        await o.launcher.shipmentFacts();
-        client = await ServeClient.open(o.launcher, o.serveArgs ?? [], {
-          maxAnswerBytes: 8 * 1024 * 1024 * 1024,
-          helloTimeoutMs: 60_000,
-          ...(o.relayStderr ? { relayStderr: o.relayStderr } : {}),
-        });
+        client = undefined;
+        if (host.spare?.alive) {
+          client = host.spare;
+          host.spare = undefined;
+          return client;
+        }
+        client = await reconnect(host);
+        if (client === undefined)
+          throw new HostDownError(host.destination, 'could not be reached; the job goes back undelivered');
         return client;
       },
       dropSession: () => {
         client?.kill();
         client = undefined;
       },
+      wasCut: () => cut,
+      hostTrouble: (reason) => hostDown(host, reason),
     };
     try {
       while (!stopped()) {
-        const key = o.keys ? claimChosen(o.store, worker.id, o.keys) : claimNext(o.store, worker.id);
+        if (host.retired !== undefined) return;
+        if (host.isDown()) {
+          // look once a second whether anything is left for it to do, so a drain ends on time
+          if (o.mode !== 'watch' && keysIn(o.store, 'queue').length === 0) return;
+          await sleep(Math.min(1000, host.downUntil - Date.now()), o.signal);
+          if (stopped() || host.isDown()) continue;
+          client = await reconnect(host);
+          continue;
+        }
+        const key = o.keys
+          ? claimChosen(o.store, worker.id, o.keys)
+          : claimer.next((k) => o.pool.accepts(o.store, host, k));
         if (key === undefined) {
+          if (o.mode === 'once') return;
+          if (claimer.held > 0 || inFlight.size > 0) {
+            // jobs in doubt on a host that is down (wait for it, or for --in-doubt-after), or jobs
+            // in flight on other slots that may yet come back to the queue: a drain waits for them
+            await Promise.race([new Promise<void>((r) => settledWaiters.push(r)), sleep(1000, o.signal)]);
+            continue;
+          }
           if (o.mode !== 'watch' || !o.waitForWork) return;
           await o.waitForWork();
           if (o.mode === 'watch') await reapStale(o.store, o.leaseTtlS).then((r) => reaped.push(...r));
           continue;
         }
         taken += 1;
-        o.onStart?.(key);
+        cut = false;
+        o.onStart?.(key, host.destination);
         const started = Date.now();
-        inFlight.set(key, ctx.dropSession);
-        const outcome = await workOne(ctx, key).finally(() => inFlight.delete(key));
+        inFlight.set(key, () => {
+          cut = true;
+          ctx.dropSession();
+        });
+        const outcome = await workOne(ctx, key).finally(() => {
+          inFlight.delete(key);
+          for (const wake of settledWaiters.splice(0)) wake();
+        });
         outcomes.push(outcome);
+        const counted = outcome.outcome in host.counts ? (outcome.outcome as 'received') : 'other';
+        host.counts[counted] += 1;
         if (outcome.outcome === 'received' && o.maxTokens !== undefined) {
           tokens += receiptTokens(o.store, key);
           if (tokens >= o.maxTokens) budgetSpent = true;
@@ -160,14 +255,22 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     }
   }
 
-  const slots = o.mode === 'once' ? 1 : Math.max(1, o.concurrency);
+  const slots = o.pool.hosts.flatMap((h) => Array.from({ length: o.mode === 'once' ? 1 : h.slots }, () => h));
   try {
-    await Promise.all(Array.from({ length: slots }, () => slot()));
+    await Promise.all((o.mode === 'once' ? slots.slice(0, 1) : slots).map((h) => slot(h)));
   } finally {
     clearTimeout(graceTimer);
     o.signal?.removeEventListener('abort', onStop);
+    await Promise.all(o.pool.hosts.map((h) => h.spare?.close()));
   }
-  return { outcomes, reaped, tokens: tokens + (o.extraTokens?.() ?? 0), budgetSpent, cutAtShutdown };
+  return {
+    outcomes,
+    reaped,
+    tokens: tokens + (o.extraTokens?.() ?? 0),
+    budgetSpent,
+    cutAtShutdown,
+    queueListings: claimer.listings,
+  };
 }
 
 function receiptTokens(store: Store, key: string): number {

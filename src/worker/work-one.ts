@@ -1,10 +1,11 @@
 // Work one claimed job: attempt (epoch + lease + heartbeat) → ship the bundle → take the answer
 // apart as hostile input → commit. Every way out leaves the job in exactly one state:
 // received/ (with its receipt), back in queue/ (in doubt, journalled), or dead/ (with the reason).
-import { SandboxUnavailableError } from '../core/errors.js';
+import { HostDownError, SandboxUnavailableError, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
 import { beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
+import { recordInDoubt } from '../store/in-doubt.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
 import { readPromotion } from '../store/promotion.js';
@@ -33,7 +34,19 @@ export interface WorkContext {
   leaseTtlS: number;
   maxAttempts: number;
   decodeReceipt: (bytes: Buffer, file: string) => Receipt;
+  /** True when the session was cut by the end of the shutdown grace period (the attempt is not spent). */
+  wasCut?: () => boolean;
+  /** The host misbehaved before a bundle reached its generator (a broken session, a refusal). */
+  hostTrouble?: (reason: string) => void;
 }
+
+/** Refusals a host gives before it reads a bundle: no generator ran, so no attempt is spent. */
+const REFUSED_BEFORE_GENERATING = new Set([
+  'EGJ_NO_GENERATOR',
+  'EGJ_GENERATOR_PINNED',
+  'EGJ_GENERATOR_CONFIG',
+  'EGJ_BAD_REQUEST',
+]);
 
 export type JobOutcome =
   | {
@@ -46,7 +59,7 @@ export type JobOutcome =
     }
   | { key: string; outcome: 'recovered' }
   | { key: string; outcome: 'dead'; reason: string }
-  | { key: string; outcome: 'requeued'; reason: string }
+  | { key: string; outcome: 'requeued'; reason: string; attempt_spent?: boolean }
   | { key: string; outcome: 'superseded'; reason: string };
 
 /** Extra time a request may take beyond the generator's own timeout (transfer, host start-up). */
@@ -61,7 +74,11 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
   try {
     return await workClaimed(ctx, key, attempt);
   } catch (err) {
-    const note = await giveBack(ctx.store, key, err, attempt);
+    // a configuration error (a changed host key, say) stops the run before anything is generated
+    const note = await giveBack(ctx.store, key, err, {
+      ...attempt,
+      spendAttempt: !(err instanceof UsageError),
+    });
     if (err instanceof Error) err.message = `${err.message}; ${note}`;
     throw err;
   }
@@ -128,6 +145,8 @@ async function attempt(
   let inputChanged: InputChangedError | InputNotRegularError | undefined;
   let answer: Answer;
   let session: ServeClient | undefined;
+  let delivered = false;
+  const destination = ctx.launcher.destination;
   try {
     session = await ctx.session();
     // After an earlier attempt, ask first: the host may hold the result already (in doubt ≠ failed).
@@ -152,6 +171,7 @@ async function attempt(
                 sent += chunk.length;
               }
               await w.end();
+              delivered = true;
             } catch (err) {
               // a send cut short still put bytes on the host: say how many, and of what
               journal(store, {
@@ -186,9 +206,23 @@ async function attempt(
       }
     }
   } catch (err) {
+    if (err instanceof HostDownError) {
+      return requeue(store, key, epoch, err.message, err.code, { spent: false, destination });
+    }
     if (!(err instanceof InDoubtError)) throw err;
     ctx.dropSession();
-    return requeue(store, key, epoch, err.message, err.code);
+    if (!delivered) {
+      // the bundle never reached a generator: the job goes back unspent, and the host is suspect
+      ctx.hostTrouble?.(err.message);
+      return requeue(store, key, epoch, err.message, err.code, { spent: false, destination });
+    }
+    // delivered, answer lost: the host may finish and keep the result, so it is asked again first
+    recordInDoubt(store, key, epoch, destination);
+    const cut = ctx.wasCut?.() === true;
+    return requeue(store, key, epoch, cut ? `shutdown: ${err.message}` : err.message, err.code, {
+      spent: !cut,
+      destination,
+    });
   }
   if (inputChanged) {
     const reason = `${inputChanged.message}; the job is stale, mint it again`;
@@ -201,8 +235,14 @@ async function attempt(
     return requeue(store, key, epoch, 'the host answered "none" to a run', 'EGJ_BAD_ANSWER');
   if (answer.type === 'error' && answer.code === 'EGJ_SANDBOX_UNAVAILABLE')
     throw new SandboxUnavailableError(ctx.launcher.destination, answer.message); // ends the run; the job goes back
-  if (answer.type === 'error')
-    return requeue(store, key, epoch, `the host refused: ${answer.code}: ${answer.message}`, answer.code);
+  if (answer.type === 'error') {
+    const before = REFUSED_BEFORE_GENERATING.has(answer.code);
+    if (before) ctx.hostTrouble?.(`refused: ${answer.code}: ${answer.message}`);
+    return requeue(store, key, epoch, `the host refused: ${answer.code}: ${answer.message}`, answer.code, {
+      spent: !before,
+      destination,
+    });
+  }
   if (answer.cacheError)
     journal(store, { event: 'host-cache-failed', key, epoch, reason: answer.cacheError });
   return takeResult(ctx, session!, job, digest, epoch, answer, isLost);

@@ -52,8 +52,6 @@ const CASES: HostileCase[] = [
   { name: 'other-key', code: 'EGJ_RECEIPT_MISMATCH', receipt: true },
   { name: 'wrong-epoch', code: 'EGJ_RECEIPT_MISMATCH', receipt: true },
   { name: 'garbage-receipt', code: 'EGJ_RECEIPT_SCHEMA', receipt: true },
-  { name: 'no-hello', code: 'EGJ_IN_DOUBT', receipt: false },
-  { name: 'garbage-hello', code: 'EGJ_IN_DOUBT', receipt: false },
   { name: 'no-answer', code: 'EGJ_IN_DOUBT', receipt: false },
   { name: 'garbage-header', code: 'EGJ_IN_DOUBT', receipt: false },
 ];
@@ -116,6 +114,19 @@ describe('a hostile generator host', () => {
       expect(existsSync(path.join(sb.dir, 'sent'))).toBe(false);
     }
   });
+
+  it.each(['no-hello', 'garbage-hello'])(
+    '%s: a host that does not answer as genjob serve is a usage error (exit 2) before anything is claimed',
+    async (name) => {
+      const { sb, key } = await hostileBox();
+      const w = await genjob(sb, ['work', '--once', ...hostileFlags(sb, name)]);
+      expect(w.stderr).toContain('EGJ_HOST_NOT_SERVING');
+      expect(w.exitCode).toBe(2);
+      expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
+      expect(genDir(sb, 'attempts')).toEqual([]);
+      expect(journal(sb, key).filter((e) => e.event === 'claimed')).toEqual([]);
+    },
+  );
 
   it('sends a job to dead/ after --max-attempts unusable answers; the drain ends with queue/ and running/ empty', async () => {
     const { sb, key, outside } = await hostileBox();

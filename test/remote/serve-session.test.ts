@@ -229,6 +229,59 @@ describe('aborted results', () => {
   });
 });
 
+describe('generator configuration', () => {
+  const saved = { ...process.env };
+  afterEach(() => {
+    for (const k of ['GENJOB_OPENAI_BASE_URL', 'GENJOB_OPENAI_MODEL', 'XDG_CONFIG_HOME']) {
+      if (saved[k] === undefined) delete process.env[k];
+      else process.env[k] = saved[k];
+    }
+  });
+
+  async function open(pinned: string | null = null) {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    const client = await ServeClient.open(inProcess(cache, pinned), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: 5000,
+    });
+    return { cache, client };
+  }
+
+  it('answers a check with the generator it would run, pinned or requested', async () => {
+    const pinned = await open('true');
+    expect(await pinned.client.check(null, 5000)).toEqual({ ok: true, generator: 'true', pinned: true });
+    await pinned.client.close();
+    const free = await open();
+    expect(await free.client.check('./gen.sh', 5000)).toEqual({
+      ok: true,
+      generator: './gen.sh',
+      pinned: false,
+    });
+    expect(await free.client.check(null, 5000)).toMatchObject({ ok: false, code: 'EGJ_NO_GENERATOR' });
+    await free.client.close();
+  });
+
+  it.each([
+    { name: 'no base URL', base: undefined, says: 'GENJOB_OPENAI_BASE_URL is not set' },
+    { name: 'an htp:// typo', base: 'htp://localhost:1/v1', says: 'must be http:// or https://' },
+  ])('refuses builtin:openai with $name, at the check and at a run, and caches nothing', async (c) => {
+    process.env.XDG_CONFIG_HOME = join(tmp, 'config'); // no openai.json there
+    process.env.GENJOB_OPENAI_MODEL = 'm';
+    if (c.base === undefined) delete process.env.GENJOB_OPENAI_BASE_URL;
+    else process.env.GENJOB_OPENAI_BASE_URL = c.base;
+    const { cache, client } = await open();
+    const check = await client.check('builtin:openai', 5000);
+    expect(check).toMatchObject({ ok: false, code: 'EGJ_GENERATOR_CONFIG' });
+    expect(check.ok ? '' : check.message).toContain(c.says);
+    expect(await run(client, 'builtin:openai')).toMatchObject({
+      type: 'error',
+      code: 'EGJ_GENERATOR_CONFIG',
+    });
+    expect(readdirSync(join(cache.dir, 'results'))).toEqual([]);
+    await client.close();
+  });
+});
+
 describe('the host cache is serve-only and the outbox rule holds', () => {
   async function open(cache: ResultCache) {
     return ServeClient.open(inProcess(cache), [], { maxAnswerBytes: 1 << 30, helloTimeoutMs: 5000 });

@@ -1,0 +1,42 @@
+// Which generator a request gets on this host, and whether it can run at all — decided before a
+// bundle is read or anything is cached. A missing generator, one the host's pin forbids, an unknown
+// built-in or a built-in whose settings are unusable (no GENJOB_OPENAI_BASE_URL, an `htp://` typo)
+// is a refusal, never a result: no generator ran, so there is nothing to keep.
+import { BUILTIN_PREFIX } from './generate.js';
+
+export type GeneratorChoice =
+  | { ok: true; generator: string; pinned: boolean }
+  | { ok: false; code: `EGJ_${string}`; message: string };
+
+export function chooseGenerator(pinned: string | null, requested: string | null): GeneratorChoice {
+  if (pinned !== null && requested !== null && requested !== pinned) {
+    return {
+      ok: false,
+      code: 'EGJ_GENERATOR_PINNED',
+      message: `this host runs only its pinned generator, not ${JSON.stringify(requested)}`,
+    };
+  }
+  const generator = pinned ?? requested;
+  if (generator === null) {
+    return {
+      ok: false,
+      code: 'EGJ_NO_GENERATOR',
+      message: 'no generator: pass --generator to work, or pin one with serve --generator',
+    };
+  }
+  return { ok: true, generator, pinned: pinned !== null };
+}
+
+/** A built-in generator's configuration problem on this host (its own environment), or null. */
+export async function generatorConfigProblem(
+  generator: string,
+  env: NodeJS.ProcessEnv,
+): Promise<string | null> {
+  if (!generator.startsWith(BUILTIN_PREFIX)) return null;
+  const { OPENAI_GENERATOR_NAME } = await import('./generators/openai.js');
+  if (generator !== OPENAI_GENERATOR_NAME)
+    return `unknown built-in generator ${JSON.stringify(generator)} (known: ${OPENAI_GENERATOR_NAME})`;
+  const { readOpenAiConfig } = await import('./generators/openai-config.js');
+  const config = readOpenAiConfig(env);
+  return config.ok ? null : `${generator}: ${config.problem}`;
+}
