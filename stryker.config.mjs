@@ -22,6 +22,13 @@ const guarded = [
   'src/worker/commit-result.ts',
   'src/transport/entry-policy.ts',
   'src/transport/tar-reader.ts',
+  // the planes added in 0.2.0: how a generator is confined, the git merge gate, the shadow refusal
+  'src/sandbox/bwrap-argv.ts',
+  'src/sandbox/env-allowlist.ts',
+  'src/verify/require-sandbox.ts',
+  'src/git/commit-gate.ts',
+  'src/git/read-material.ts',
+  'src/core/plane.ts',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { GenjobError } from '../core/errors.js';
-import { allowedPaths, type Job } from '../core/job.js';
+import type { Job } from '../core/job.js';
 import { planeOf } from '../core/plane.js';
 import type { Receipt } from '../core/receipt.js';
 import { loadJob } from '../store/job-files.js';
@@ -15,8 +15,8 @@ import { jobFileBytes } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
 import { InputChangedError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
-import { safeExtract } from '../transport/safe-extract.js';
 import { packTar } from '../transport/tar-pack.js';
+import { extractAnswer } from '../worker/extract-answer.js';
 import { InDoubtError, type ServeClient } from '../worker/serve-client.js';
 import { compareFiles } from '../worker/take-result.js';
 import { REQUEST_MARGIN_MS } from '../worker/work-one.js';
@@ -177,18 +177,9 @@ async function runOne(
       reason: `the host answered with a receipt for another job, epoch or plane (${planeOf(receipt)})`,
     };
   }
-  let staged: Awaited<ReturnType<typeof safeExtract>>;
+  let staged: Awaited<ReturnType<typeof extractAnswer>>;
   try {
-    staged = await s.deadline(budget, () =>
-      safeExtract(answer.tar, {
-        stagingParent: plane.staging,
-        prefix: 'files/',
-        allowed: allowedPaths(job),
-        maxEntries: job.inputs.length,
-        maxFileBytes: job.constraints.max_file_bytes,
-        maxTotalBytes: job.constraints.max_total_bytes,
-      }),
-    );
+    staged = await s.deadline(budget, () => extractAnswer(answer.tar, job, plane.staging));
   } catch (err) {
     drop();
     if (err instanceof InDoubtError) return { key, outcome: 'in-doubt', reason: err.message };

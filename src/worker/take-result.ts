@@ -3,13 +3,13 @@
 // exactly the receipt's outputs — then commit. Any failure keeps the raw receipt in dead/ and
 // gives the job back; a lease lost meanwhile means standing down without committing.
 import { GenjobError, IoError } from '../core/errors.js';
-import { allowedPaths, type Job } from '../core/job.js';
+import type { Job } from '../core/job.js';
 import { LIVE_PLANE, planeOf } from '../core/plane.js';
 import type { Receipt } from '../core/receipt.js';
 import { deadLetterBytes } from '../store/dead-letter.js';
 import { recordInDoubt } from '../store/in-doubt.js';
-import { safeExtract } from '../transport/safe-extract.js';
 import { commitResult } from './commit-result.js';
+import { extractAnswer } from './extract-answer.js';
 import { requeue } from './release-job.js';
 import type { Answer, ServeClient } from './serve-client.js';
 import { type JobOutcome, REQUEST_MARGIN_MS, type WorkContext } from './work-one.js';
@@ -53,17 +53,10 @@ export async function takeResult(
       `the host answered a live request with a receipt of plane ${planeOf(receipt)}`,
     );
   }
-  let staged: Awaited<ReturnType<typeof safeExtract>>;
+  let staged: Awaited<ReturnType<typeof extractAnswer>>;
   try {
     staged = await session.deadline(ctx.timeoutMs + REQUEST_MARGIN_MS, () =>
-      safeExtract(answer.tar, {
-        stagingParent: store.layout.staging,
-        prefix: 'files/',
-        allowed: allowedPaths(job),
-        maxEntries: job.inputs.length,
-        maxFileBytes: job.constraints.max_file_bytes,
-        maxTotalBytes: job.constraints.max_total_bytes,
-      }),
+      extractAnswer(answer.tar, job, store.layout.staging),
     );
   } catch (err) {
     ctx.dropSession();
