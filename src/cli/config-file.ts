@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { UsageError } from '../core/errors.js';
+import { errnoOf, UsageError } from '../core/errors.js';
 import { findRoot } from './root.js';
 
 export const CONFIG_FILE = 'genjob.config.json';
@@ -35,7 +35,7 @@ export function loadConfig(root: string): GenjobConfig | undefined {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (errnoOf(err) === 'ENOENT') return undefined;
     throw new UsageError('EGJ_CONFIG', `${file}: cannot read (${(err as Error).message})`);
   }
   let raw: unknown;

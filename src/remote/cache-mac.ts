@@ -2,10 +2,12 @@
 // secret that only serve reads (in the cache directory, which no sandbox sees), over its name and
 // its result.json; result.json names every output's sha256, and the files are re-hashed before an
 // entry is served. An entry changed by anything but serve — or moved to another name — fails.
+
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { constants } from 'node:fs';
 import { open, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { errnoOf } from '../core/errors.js';
 
 const SECRET_FILE = 'secret';
 const DOMAIN = 'genjob-cache-entry-v1';
@@ -22,7 +24,7 @@ export async function loadCacheSecret(cacheDir: string): Promise<Buffer> {
       await fh.close();
     }
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    if (errnoOf(err) !== 'EEXIST') throw err;
   }
   const text = (
     await readFile(file, { encoding: 'utf8', flag: constants.O_RDONLY | constants.O_NOFOLLOW })

@@ -1,8 +1,10 @@
 // One generation: run the generator in the workspace, diff the workspace against the bundle,
 // and build the cache entry (result.json + files/<path>) in `built`. The outcome is ok,
 // rejected (a change outside the contract) or aborted (the generator failed or timed out).
+
 import { copyFile, mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { errnoOf } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { recordOf, type SandboxPolicy } from '../sandbox/policy.js';
 import type { CachedResult } from './result-cache.js';
@@ -139,7 +141,7 @@ async function moveFile(from: string, to: string): Promise<void> {
   try {
     await rename(from, to);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+    if (errnoOf(err) !== 'EXDEV') throw err;
     await copyFile(from, to);
   }
 }

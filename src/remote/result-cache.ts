@@ -6,12 +6,14 @@
 // quarantine/ and never served. Workspaces live in a sibling directory (<cache>-work), never inside.
 // Outbox rule: started/<name>.json is written before a generation starts and removed once its
 // entry is in place, so a generation that died mid-way is seen as in doubt, not silently re-run.
+
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { mkdir, mkdtemp, open, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
+import { errnoOf } from '../core/errors.js';
 import type { SandboxRecord } from '../sandbox/policy.js';
 import { hashFile } from '../store/hash-file.js';
 import { entryMac, loadCacheSecret, macMatches } from './cache-mac.js';
@@ -87,7 +89,7 @@ export class ResultCache {
     try {
       bytes = await readFile(join(dir, 'result.json'), { flag: constants.O_RDONLY | constants.O_NOFOLLOW });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      if (errnoOf(err) === 'ENOENT') return undefined;
       return this.quarantine(name, `result.json unreadable (${(err as Error).message})`);
     }
     const mac = await readFile(join(dir, MAC_FILE), 'utf8').catch(() => '');
@@ -175,7 +177,7 @@ export class ResultCache {
     try {
       return JSON.parse(await readFile(this.startedFile(name), 'utf8')) as StartedRecord;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      if (errnoOf(err) === 'ENOENT') return undefined;
       return { pid: 0, started_at: 'unknown (unreadable record)' };
     }
   }

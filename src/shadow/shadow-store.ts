@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { UsageError } from '../core/errors.js';
+import { errnoOf, UsageError } from '../core/errors.js';
 import { SHADOW_NAME } from '../core/plane.js';
 import { createExclusive, readdirOrEmpty, readIfExists, replaceFile } from '../store/durable.js';
 import type { Store } from '../store/store.js';
@@ -80,7 +80,7 @@ export class ShadowStore {
         );
         return epoch;
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        if (errnoOf(err) !== 'EEXIST') throw err;
         epoch += 1;
       }
     }
@@ -101,7 +101,7 @@ export class ShadowStore {
     try {
       fs.renameSync(target, aside);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if (errnoOf(err) !== 'ENOENT') throw err;
     }
     fs.renameSync(entry, target);
     fs.rmSync(aside, { recursive: true, force: true });

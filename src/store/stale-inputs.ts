@@ -1,7 +1,9 @@
 // Whether a job's inputs changed since it was minted: each input's bytes (or absence) against the
 // digest the job recorded. Display only (status marks such jobs); apply's own stale check is the
 // one that decides. A file that cannot be read counts as changed.
+
 import { join } from 'node:path';
+import { errnoOf } from '../core/errors.js';
 import { hashSmallFileSync } from './hash-file.js';
 import type { Store } from './store.js';
 
@@ -14,7 +16,7 @@ export function inputsChanged(
     try {
       now = hashSmallFileSync(join(store.root, input.path)).sha256;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return true;
+      if (errnoOf(err) !== 'ENOENT') return true;
       now = null;
     }
     if (now !== input.sha256) return true;
