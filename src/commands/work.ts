@@ -14,6 +14,7 @@ import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { wasCancelled } from '../store/cancel-job.js';
 import { findJob, keysIn, resolveKey } from '../store/job-states.js';
+import { anyPromotedGenerator } from '../store/promotion.js';
 import type { Store } from '../store/store.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { localLauncher } from '../transport/local-launcher.js';
@@ -226,7 +227,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   try {
     // every host is reached and asked about the generator before the first claim: a usage or
     // configuration error is exit 2 with nothing claimed, not an attempt spent
-    await preflight(pool, o.generator ?? null, {
+    // (without --generator, a job promoted from a shadow plane names its own: check the host with that)
+    await preflight(pool, o.generator ?? anyPromotedGenerator(store) ?? null, {
       args: serveArgs,
       maxAnswerBytes: 8 * 1024 * 1024 * 1024,
       helloTimeoutMs: 60_000,

@@ -2,7 +2,7 @@
 // attempts of the key run that generator through the live path (new epoch, live plane, every verify
 // rule). The pin is only a generator choice: no shadow byte or receipt is ever copied into live state.
 import { join } from 'node:path';
-import { readIfExists, replaceFile } from './durable.js';
+import { exists, readdirOrEmpty, readIfExists, replaceFile } from './durable.js';
 import type { Store } from './store.js';
 
 export interface Promotion {
@@ -33,4 +33,15 @@ export function readPromotion(store: Store, key: string): Promotion | undefined 
 export function writePromotion(store: Store, p: Promotion): void {
   store.fs.mkdirSync(store.layout.dir('promoted'), { recursive: true });
   replaceFile(store, pinFile(store, p.key), Buffer.from(`${JSON.stringify(p, null, 2)}\n`));
+}
+
+/** The generator of some promoted job still waiting: what `work` without --generator checks a host with. */
+export function anyPromotedGenerator(store: Store): string | undefined {
+  for (const name of readdirOrEmpty(store, store.layout.dir('promoted'))) {
+    if (!name.endsWith('.json')) continue;
+    const key = name.slice(0, -'.json'.length);
+    const p = readPromotion(store, key);
+    if (p !== undefined && exists(store, store.layout.jobFile('queue', key))) return p.generator;
+  }
+  return undefined;
 }

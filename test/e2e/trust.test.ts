@@ -140,7 +140,7 @@ describe('a worker whose serve signs its receipts', () => {
     expect(e).not.toHaveProperty('host_key_error');
   });
 
-  it('stores no receipt when GENJOB_SIGN_KEY names a key file others can read: the job goes back to the queue, exit 3', async () => {
+  it('claims nothing when GENJOB_SIGN_KEY names a key file others can read: the check before the claim refuses, exit 2', async () => {
     const repo = makeRepo({ 'a.txt': 'hello\n' });
     const loose = join(repo.outside, 'loose.key');
     const k = await keygen(repo, 'host.key');
@@ -149,7 +149,7 @@ describe('a worker whose serve signs its receipts', () => {
     const w = await gj(repo, ['work', '--once', '--generator', GENERATOR], {
       env: { GENJOB_SIGN_KEY: loose },
     });
-    expect(w.exitCode).toBe(3);
+    expect(w.exitCode).toBe(2);
     expect(w.stderr).toContain(
       `genjob: EGJ_KEY_MODE: ${loose}: private key is readable by group or others (mode 644)`,
     );
