@@ -333,6 +333,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
     process.off('SIGTERM', onTerm);
     await batches?.stop();
     await watcher?.close();
+    // a session opened by the pre-claim check and never used (the run failed first) would keep us alive
+    for (const h of pool.hosts) h.spare?.kill();
     await Promise.all(pool.hosts.map((h) => h.launcher.close()));
   }
 }

@@ -4,12 +4,14 @@
 // listener on loopback, to poison another job's cache entry, and to leave a process behind. It
 // reports what it reached in its own output file; every probe must say "denied", and its job still
 // completes. A cache entry changed from outside the sandbox is not served either.
+
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/core/sha256.js';
+import { liveProcesses } from '../helpers/processes.js';
 import { useSshd } from '../helpers/sshd.js';
 import {
   CLI,
@@ -39,24 +41,6 @@ async function box(): Promise<Sandbox> {
   const b = await sandbox();
   boxes.push(b);
   return b;
-}
-
-/** Pids of live (non-zombie) processes whose command line is exactly `argv`. */
-function running(argv: string[]): number[] {
-  const want = `${argv.join('\0')}\0`;
-  return readdirSync('/proc')
-    .filter((n) => /^\d+$/.test(n))
-    .filter((n) => {
-      try {
-        return (
-          readFileSync(`/proc/${n}/cmdline`, 'utf8') === want &&
-          !/^State:\s+Z/m.test(readFileSync(`/proc/${n}/status`, 'utf8'))
-        );
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
 }
 
 const PROBES = ['key', 'cache', 'home_ssh', 'env', 'network', 'other_workspace', 'poison'];
@@ -148,7 +132,7 @@ describe('a hostile generator on a host with serve --sign-key', () => {
     }
     expect(connections).toBe(0);
     // nothing it started outlived its run
-    expect(running(['sleep', marker])).toEqual([]);
+    expect(liveProcesses(['sleep', marker])).toEqual([]);
 
     // a second repository minting the honest job gets the honest bytes from the host cache
     const sb2 = await box();

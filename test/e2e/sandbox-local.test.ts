@@ -2,29 +2,13 @@
 // generator, nothing it started outlives --timeout or a SIGINT of `work --watch --grace`, a machine
 // without bubblewrap is refused before any claim, and --no-sandbox is recorded in the receipt and
 // refused by `verify/apply --require-sandbox`.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { liveProcesses } from '../helpers/processes.js';
 import { CLI, genDir, makeSandbox, mintKey, readJson } from './helpers.js';
-
-/** Pids of live (non-zombie) processes whose command line is exactly `argv`. */
-function running(argv: string[]): number[] {
-  const want = `${argv.join('\0')}\0`;
-  return readdirSync('/proc')
-    .filter((n) => /^\d+$/.test(n))
-    .filter((n) => {
-      try {
-        return (
-          readFileSync(`/proc/${n}/cmdline`, 'utf8') === want &&
-          !/^State:\s+Z/m.test(readFileSync(`/proc/${n}/status`, 'utf8'))
-        );
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 /** Shell text starting a child in a process group of its own (setpgid, not setsid) as `sleep MARKER`. */
 const setpgidSleep = (marker: string) =>
@@ -64,7 +48,7 @@ describe('a confined generator run by a local serve', () => {
     const w = await sb.genjob(['work', '--once', '--timeout', '1', '--generator', gen]);
     expect(w.exitCode, w.stderr).toBe(0);
     expect(readJson(join(sb.repo, '.gen/receipts', `${key}.json`))).toMatchObject({ status: 'aborted' });
-    expect(running(['sleep', marker])).toEqual([]);
+    expect(liveProcesses(['sleep', marker])).toEqual([]);
   });
 
   it('ends every process of a run cut off by SIGINT of work --watch after --grace', async () => {
@@ -81,16 +65,16 @@ describe('a confined generator run by a local serve', () => {
     for (let i = 0; i < 3000 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 10));
     expect(existsSync(started)).toBe(true);
     // the setpgid child is started in the background just before `started`: wait until it runs
-    for (let i = 0; i < 500 && running(['sleep', marker]).length === 0; i++)
+    for (let i = 0; i < 500 && liveProcesses(['sleep', marker]).length === 0; i++)
       await new Promise((r) => setTimeout(r, 10));
-    expect(running(['sleep', marker])).toHaveLength(1);
+    expect(liveProcesses(['sleep', marker])).toHaveLength(1);
     child.kill('SIGINT');
     const done = await child;
     expect(done.exitCode, String(done.stderr)).toBe(130); // work's exit after SIGINT (docs/exit-codes.md)
     expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
-    for (let i = 0; i < 200 && running(['sleep', marker]).length > 0; i++)
+    for (let i = 0; i < 200 && liveProcesses(['sleep', marker]).length > 0; i++)
       await new Promise((r) => setTimeout(r, 10));
-    expect(running(['sleep', marker])).toEqual([]);
+    expect(liveProcesses(['sleep', marker])).toEqual([]);
   });
 });
 

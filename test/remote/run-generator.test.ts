@@ -1,35 +1,10 @@
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runGenerator } from '../../src/remote/run-generator.js';
 import type { SandboxPolicy } from '../../src/sandbox/policy.js';
-
-/** Pids of processes whose command line is exactly `argv` (a unique `sleep N.NNN` marks a test's child). */
-function findProcesses(argv: string[]): number[] {
-  const want = `${argv.join('\0')}\0`;
-  return readdirSync('/proc')
-    .filter((n) => /^\d+$/.test(n))
-    .filter((n) => {
-      try {
-        return (
-          readFileSync(`/proc/${n}/cmdline`, 'utf8') === want &&
-          !/^State:\s+Z/m.test(readFileSync(`/proc/${n}/status`, 'utf8'))
-        );
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
+import { liveProcesses } from '../helpers/processes.js';
 
 /** A child that leaves the generator's process group (setpgid, not setsid), then sleeps as `sleep MARKER`. */
 const setpgidSleep = (marker: string) => `perl -e 'setpgrp(0, 0); exec "sleep", "${marker}"'`;
@@ -88,7 +63,7 @@ describe('runGenerator', () => {
         command: `${setpgidSleep(marker)} & sleep 30 & wait`,
       });
       expect(run.timedOut).toBe(true);
-      expect(findProcesses(['sleep', marker])).toEqual([]);
+      expect(liveProcesses(['sleep', marker])).toEqual([]);
     });
 
     it(`(${policy.kind}) ends a setpgid child left behind when the generator exits`, async () => {
@@ -98,7 +73,7 @@ describe('runGenerator', () => {
         command: `${setpgidSleep(marker)} > /dev/null 2>&1 & exit 0`,
       });
       expect(run.exitCode).toBe(0);
-      expect(findProcesses(['sleep', marker])).toEqual([]);
+      expect(liveProcesses(['sleep', marker])).toEqual([]);
     });
 
     it(`(${policy.kind}) passes only the allowlisted environment`, async () => {

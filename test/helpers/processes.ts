@@ -1,0 +1,21 @@
+// Find live processes by their exact command line: how a test checks that a generator's child (marked by a
+// unique `sleep N.NNN`) is gone, whichever PID namespace it was started in.
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Pids of live (non-zombie) processes whose command line is exactly `argv`. */
+export function liveProcesses(argv: string[]): number[] {
+  const want = `${argv.join('\0')}\0`;
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        return (
+          readFileSync(`/proc/${n}/cmdline`, 'utf8') === want &&
+          !/^State:\s+Z/m.test(readFileSync(`/proc/${n}/status`, 'utf8'))
+        );
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
