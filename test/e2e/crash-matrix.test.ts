@@ -3,6 +3,7 @@
 // would — `reap`, `work --drain`, `apply --all` — and check the invariants: every minted key applied
 // exactly once, the generator run once per key, the repository byte for byte as expected, nothing torn.
 // The step of each run is drawn from a seeded PRNG; set GENJOB_CRASH_SEED to replay a failing matrix.
+
 import { readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Result } from 'execa';
@@ -14,6 +15,7 @@ import { currentEpoch } from '../../src/store/attempts.js';
 import { readJournal } from '../../src/store/journal.js';
 import { mintJob } from '../../src/store/mint-job.js';
 import type { Store } from '../../src/store/store.js';
+import { mulberry32 } from '../helpers/prng.js';
 import { spawnCli, workerRepo } from './worker-helpers.js';
 
 const PRELOAD = join(import.meta.dirname, '../helpers/crash-preload.mjs');
@@ -113,17 +115,6 @@ if [ -n "$CRASH_GEN_NTH" ] && [ "$(wc -l < "$GEN_LOG")" -eq "$CRASH_GEN_NTH" ] &
 fi
 for p in $GENJOB_INSTRUCTION; do printf 'new %s %s\\n' "$p" "$GENJOB_KEY" > "$p"; done
 `;
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface RunResult {
   step: string;

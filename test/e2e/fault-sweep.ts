@@ -141,18 +141,6 @@ export function repoPoints(probe: Traced, where: Where): Array<{ syscall: string
     .map((c) => ({ syscall: c.syscall, n: c.n, path: c.paths.find((p) => p.startsWith(where.repo))! }));
 }
 
-/** A deterministic PRNG (mulberry32) for sampling points with a printed seed. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Copy a prepared sandbox (repository, host cache, scripts) to `to`. */
 export function cloneSandbox(from: string, to: string): void {
   rmSync(to, { recursive: true, force: true });

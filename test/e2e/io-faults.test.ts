@@ -12,10 +12,12 @@
 // cannot be cached may be generated again; that is the host cache's own contract). For them only the
 // end state is checked. Points are sampled with a printed seed (GENJOB_IOFAULT_SEED replays one);
 // GENJOB_IOFAULT_ALL=1 sweeps every point (figures in docs/reliability.md).
+
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { mulberry32 } from '../helpers/prng.js';
 import { tempDir } from '../helpers/temp-store.js';
 import {
   classify,
@@ -24,7 +26,6 @@ import {
   type Landing,
   leftovers,
   repoPoints,
-  rng,
   traced,
 } from './fault-sweep.js';
 import { DEMO_GENERATOR, FIXTURE, runCli, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
@@ -317,7 +318,7 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
         const points = repoPoints(probe, { repo: template.repo, cache: template.cache });
         expect(points.length).toBeGreaterThan(0);
         const all = points.flatMap((p) => ERRNOS.map((errno) => ({ ...p, errno })));
-        const pick = rng(SEED + s.name.length);
+        const pick = mulberry32(SEED + s.name.length);
         const chosen = ALL
           ? all
           : Array.from({ length: Math.min(SAMPLE, all.length) }, () => all[Math.floor(pick() * all.length)]!);

@@ -1,0 +1,12 @@
+// A deterministic PRNG (mulberry32): the crash matrix and the I/O-fault sweep draw their steps and
+// points from a printed seed, so any run can be replayed exactly.
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
