@@ -2,7 +2,9 @@
 // test/helpers/sshd.ts) the transport tests: fresh ed25519 host and client keys, a free high port, a
 // client config naming one Host alias, everything in one temp dir that stop() removes after killing
 // sshd and the session processes it forked (by PID, never by name). Remote commands run the user's
-// login shell and so pay its rc files (root's ~/.bashrc with pyenv init here, ~0.5 s); we never edit them.
+// shell without its rc files: bash sources ~/.bashrc for ssh sessions only at SHLVL < 2, so the server
+// sets SHLVL=1. A machine's rc (root's ~/.bashrc runs `pyenv init` here, which takes a lock that a
+// session killed mid-rehash leaves behind, stalling every later session 60 s) is never edited, only skipped.
 // Plain ESM so the benchmark runs it without a build; bench/sshd.d.mts types it for the tests.
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -149,6 +151,8 @@ function sshdConfig(o) {
     'PermitUserRC no',
     'PrintMotd no',
     'PrintLastLog no',
+    // Skip the user's ~/.bashrc in sessions (see the header): the tests' hosts are clean machines.
+    'SetEnv SHLVL=1',
     ...(o.maxSessions === undefined ? [] : [`MaxSessions ${o.maxSessions}`, `MaxStartups ${o.maxSessions}`]),
     ...(o.forceCommand === undefined ? [] : [`ForceCommand ${o.forceCommand}`]),
     ...(o.acceptEnv === undefined ? [] : [`AcceptEnv ${o.acceptEnv}`]),
