@@ -5,6 +5,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runGenerator } from '../../src/remote/run-generator.js';
 import type { SandboxPolicy } from '../../src/sandbox/policy.js';
 import { liveProcesses } from '../helpers/processes.js';
+import { quietStderr } from '../helpers/quiet-stderr.js';
+
+const relayed = quietStderr();
 
 /** A child that leaves the generator's process group (setpgid, not setsid), then sleeps as `sleep MARKER`. */
 const setpgidSleep = (marker: string) => `perl -e 'setpgrp(0, 0); exec "sleep", "${marker}"'`;
@@ -52,6 +55,8 @@ describe('runGenerator', () => {
     const run = await runGenerator({ ...base(), command: 'echo first >&2; echo last words >&2; exit 7' });
     expect(run.exitCode).toBe(7);
     expect(run.stderrTail).toMatch(/last words$/);
+    // and relays both lines to serve's own stderr as they come
+    expect(relayed()).toBe('first\nlast words\n');
   });
 
   for (const policy of [BWRAP, NONE]) {

@@ -16,6 +16,10 @@ import type { ServeLauncher } from '../../src/transport/launcher.js';
 import { safeExtract } from '../../src/transport/safe-extract.js';
 import { packTar } from '../../src/transport/tar-pack.js';
 import { ServeClient } from '../../src/worker/serve-client.js';
+import { quietStderr } from '../helpers/quiet-stderr.js';
+
+// serve's warnings (tampered cache entries, a cache it could not write) go to its stderr: kept here
+const serveStderr = quietStderr();
 
 let tmp: string;
 beforeEach(() => {
@@ -307,6 +311,7 @@ describe('the host cache is serve-only and the outbox rule holds', () => {
     expect(readFileSync(join(again.staged.dir, 'src/a.py'), 'utf8')).toBe('honest\n');
     expect(readFileSync(log, 'utf8')).toBe('run\nrun\n');
     expect(readdirSync(join(cache.dir, 'quarantine'))).toHaveLength(1);
+    expect(serveStderr()).toMatch(/EGJ_CACHE_TAMPERED: .* set aside in .*quarantine/);
     // a fetch never answers with a tampered entry either
     writeFileSync(join(entry, 'files/src/a.py'), evil);
     expect(await client.request(request('fetch', gen, 3), 10_000)).toEqual({ type: 'none' });
@@ -352,6 +357,7 @@ describe('the host cache is serve-only and the outbox rule holds', () => {
     writeFileSync(join(cache.dir, 'results'), 'not a directory'); // every commit now fails
     const answer = await run(client, gen, 1);
     expect(answer).toMatchObject({ type: 'result', cacheError: expect.stringMatching(/could not store/) });
+    expect(serveStderr()).toMatch(/^genjob serve: the host could not store this result in its cache: /m);
     const { receipt, staged } = await take(answer);
     expect(receipt).toMatchObject({ status: 'ok', cached: false });
     expect(readFileSync(join(staged.dir, 'src/a.py'), 'utf8')).toBe('kept\n');
