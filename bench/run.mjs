@@ -513,7 +513,7 @@ function pushRepos() {
   const gj = join(base, 'gj');
   const plain = join(base, 'plain');
   for (const r of [gj, plain]) sh(`git init -q '${r}' && git -C '${r}' commit -q --allow-empty -m seed`);
-  genjob(['status', '--root', gj]);
+  genjob(['init', '--root', gj]); // lays out .gen/ (status only looks)
   for (let i = 0; i < SIZES.pushJobs; i++) {
     const path = `gen/f${i}.txt`;
     const made = makeJob(`push bench job ${i}`, [{ path, sha256: null }]);
