@@ -43,18 +43,16 @@ export interface PushOptions extends CommonOptions {
 
 type Stated = PushableKey & { st: Stats };
 
-/** True when every key's receipt is the one last built and the remote holds each key at that commit. */
+/** True when every key's receipt is the one last built and the remote (`there`) holds each key at that commit. */
 async function nothingNew(
-  root: string,
-  remote: string,
   keys: readonly Stated[],
   record: BuiltRecord,
-  all: boolean,
+  there: Promise<Map<string, string>>,
 ): Promise<boolean> {
   const built = keys.map((k) => builtIfUnchanged(record, k.key, k.st));
-  if (keys.length === 0 || built.some((b) => b === undefined)) return false;
-  const there = await lsRemote(root, remote, all ? [`${KEY_REFS}*`] : keys.map((k) => keyRef(k.key)));
-  return keys.every((k, i) => there.get(keyRef(k.key)) === built[i]!.oid);
+  if (built.some((b) => b === undefined)) return false;
+  const refs = await there;
+  return keys.every((k, i) => refs.get(keyRef(k.key)) === built[i]!.oid);
 }
 
 /** Build what is not built yet, record it, and push every key (git sends only what the remote lacks). */
@@ -100,9 +98,12 @@ async function buildAndPush(
 export async function push(o: PushOptions): Promise<CommandResult> {
   const store = openStore(o);
   const root = store.root;
-  const remote = o.remote ?? (await defaultRemote(root));
   const only = o.key?.map((k) => resolveKey(store, k));
   const all = only === undefined;
+  // the remote's key refs are asked for first: git answers while this process stats the receipts
+  const remoteName = o.remote === undefined ? defaultRemote(root) : Promise.resolve(o.remote);
+  const there = remoteName.then((r) => lsRemote(root, r, all ? [`${KEY_REFS}*`] : only.map(keyRef)));
+  there.catch(() => {}); // unused when something is new; git push then reports an unreachable remote
   // each receipt's stat is taken before it may be read (built-record.ts)
   const receipts = store.layout.dir('receipts');
   const keys = listPushableKeys(store, only).flatMap((k) => {
@@ -110,9 +111,12 @@ export async function push(o: PushOptions): Promise<CommandResult> {
     return st === undefined ? [] : [{ ...k, st }];
   });
   const record = loadBuilt(store);
-  const { built, outcome } = (await nothingNew(root, remote, keys, record, all))
-    ? { built: 0, outcome: { created: [], present: keys.map((k) => k.key), conflicts: [] } }
-    : await buildAndPush(store, remote, keys, record, all);
+  const remote = await remoteName;
+  // no keys: nothing to send, and no git push (it would only prune and push stale local refs)
+  const { built, outcome } =
+    keys.length === 0 || (await nothingNew(keys, record, there))
+      ? { built: 0, outcome: { created: [], present: keys.map((k) => k.key), conflicts: [] } }
+      : await buildAndPush(store, remote, keys, record, all);
   const summary = `${outcome.created.length} key(s) pushed to ${remote}, ${outcome.present.length} already there`;
   if (outcome.conflicts.length > 0) {
     throw new ConflictError(
