@@ -513,7 +513,7 @@ function pushRepos() {
   const gj = join(base, 'gj');
   const plain = join(base, 'plain');
   for (const r of [gj, plain]) sh(`git init -q '${r}' && git -C '${r}' commit -q --allow-empty -m seed`);
-  genjob(['status', '--root', gj]);
+  genjob(['init', '--root', gj]); // lays out .gen/ (status only looks)
   for (let i = 0; i < SIZES.pushJobs; i++) {
     const path = `gen/f${i}.txt`;
     const made = makeJob(`push bench job ${i}`, [{ path, sha256: null }]);
@@ -591,6 +591,22 @@ Object.assign(stages, {
       ...m,
       target: 1.2,
       note: `${SIZES.pushJobs} keys already on the remote vs git push with nothing new`,
+    });
+    // The floor of any Node CLI doing this: start node, and ask the remote once for the key refs
+    // (`git push` with nothing new takes a few ms; node alone takes ~50).
+    const floor = alternate({
+      runs: RUNS * 2,
+      genjob: () => genjob(['push', g], { cwd: gj, env: gitEnvBench }).ms,
+      baseline: () =>
+        sh(`'${NODE}' -e 0 && git ls-remote '${g}' 'refs/genjob/keys/*' >/dev/null`, {
+          cwd: gj,
+          env: gitEnvBench,
+        }).ms,
+    });
+    record('genjob push, nothing new, vs its floor', {
+      ...floor,
+      target: 1.5,
+      note: 'baseline: node -e 0, then git ls-remote of the key refs',
     });
     rmSync(base, { recursive: true, force: true });
   },

@@ -248,7 +248,7 @@ export function buildProgram(): Command {
     )
     .option(
       '--commit',
-      'then make one git commit per job holding exactly its outputs, with Genjob-* trailers',
+      'then make one git commit per job holding exactly its outputs, with Genjob-* trailers (an applied job without its commit gets it; with --all, every applied job is looked at)',
     )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();

@@ -1,6 +1,6 @@
 // genjob apply [KEY | --all] [--dry-run] [--diff]: finish any apply a crash interrupted, then for
 // each job verify again (never trust an earlier verify) and write it. An applied key is a no-op
-// that says so. Stops at the first failure (what failed wrote nothing), after printing every job
+// that says so (with --commit, it gets its commit if it has none: src/commands/apply-commit.ts). Stops at the first failure (what failed wrote nothing), after printing every job
 // it applied before it. --diff prints the unified diff of what was written (or, with --dry-run,
 // of what would be).
 import { applyJob, recoverInterruptedApplies, type Write } from '../apply/apply-job.js';
@@ -8,13 +8,15 @@ import { readObject } from '../apply/tree-file.js';
 import { unifiedDiff } from '../apply/unified-diff.js';
 import { type Failure, failureLines, failureOf } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
-import { openStore } from '../cli/root.js';
+import { lookStore, openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { exists, sweepStaleTemps } from '../store/durable.js';
+import { keysIn } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { requireSandbox } from '../verify/require-sandbox.js';
-import { type Verified, verifyKey } from '../verify/verify-key.js';
+import { verifyKey } from '../verify/verify-key.js';
+import { commitApplied, commitVerified } from './apply-commit.js';
 import { selectKeys } from './verify.js';
 
 export interface ApplyOptions extends CommonOptions {
@@ -26,21 +28,6 @@ export interface ApplyOptions extends CommonOptions {
   requireSandbox?: boolean;
   /** One git commit per applied job holding exactly its outputs (src/git/commit-job.ts). */
   commit?: boolean;
-}
-
-/** apply --commit: one commit holding exactly this job's verified outputs (src/git/commit-job.ts). */
-async function commitVerified(store: Store, v: Verified): Promise<{ commit?: string; line: string }> {
-  const { commitJob } = await import('../git/commit-job.js');
-  const c = await commitJob(store, {
-    key: v.job.key,
-    instruction: v.job.instruction,
-    receiptSha256: v.receiptSha256,
-    signer: v.signer,
-    outputs: v.receipt.outputs,
-  });
-  return c.status === 'committed'
-    ? { commit: c.commit, line: `  committed ${c.commit.slice(0, 12)}` }
-    : { line: '  nothing to commit: HEAD already holds these bytes' };
 }
 
 /** The diff of writes already made, from the objects apply kept: before (or nothing) → after. */
@@ -57,21 +44,40 @@ function writtenDiff(store: Store, writes: readonly Write[]): string {
 export async function apply(o: ApplyOptions): Promise<CommandResult> {
   if (o.commit && o.dryRun)
     throw new UsageError('EGJ_USAGE', '--commit writes a commit; it cannot go with --dry-run');
+  // refused before anything is written: outside a git work tree apply used to write, then fail to commit
+  if (o.commit) await (await import('../git/commit-preflight.js')).assertCanCommit(lookStore(o).root);
   const store = openStore(o);
   if (!o.dryRun) sweepStaleTemps(store); // .gen/tmp temps of applies (and workers) that died mid-publish
   const recovered = o.dryRun ? [] : await recoverInterruptedApplies(store);
-  const keys = selectKeys(store, o, 'received');
+  const isApplied = (key: string) => exists(store, store.layout.jobFile('applied', key));
+  // --all --commit also looks at applied jobs: one applied without --commit gets its commit now
+  const selected = selectKeys(store, o, 'received');
+  const keys = o.commit && o.all ? [...new Set([...selected, ...keysIn(store, 'applied')])].sort() : selected;
+  const commitOf = o.commit ? await keysCommitted(store, keys.filter(isApplied)) : new Map<string, string>();
   const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });
   const results: Array<Record<string, unknown>> = [];
   const lines: string[] = recovered.map((k) => `${k.slice(0, 12)} finished an apply interrupted by a crash`);
+  let alreadyCommitted = 0;
   let failure: Failure | undefined;
   for (const key of keys) {
-    if (exists(store, store.layout.jobFile('applied', key))) {
-      results.push({ key, status: 'already-applied' });
-      lines.push(`${key.slice(0, 12)} already applied`);
-      continue;
-    }
     try {
+      if (isApplied(key) && !o.commit) {
+        results.push({ key, status: 'already-applied' });
+        lines.push(`${key.slice(0, 12)} already applied`);
+        continue;
+      }
+      if (isApplied(key)) {
+        const done = await commitApplied(store, key, policy, {
+          committedIn: commitOf.get(key),
+          requireSandbox: o.requireSandbox,
+          skipChanged: o.all === true,
+        });
+        results.push(done.result);
+        // under --all, jobs applied and committed long ago are counted, not listed one by one
+        if (o.all && done.result.committedBefore) alreadyCommitted++;
+        else lines.push(...done.lines);
+        continue;
+      }
       const v = await verifyKey(store, key, policy);
       if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
       const outcome = await applyJob(
@@ -117,6 +123,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
       break;
     }
   }
+  if (alreadyCommitted > 0) lines.push(`${alreadyCommitted} applied job(s) already committed`);
   if (keys.length === 0 && recovered.length === 0) lines.push('nothing to apply (no received jobs)');
   if (failure === undefined) return { human: lines.join('\n'), json: { ok: true, recovered, results } };
   return {
@@ -125,4 +132,10 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
     stderr: failureLines([failure]),
     json: { ok: false, code: failure.code, message: failure.message, recovered, results },
   };
+}
+
+/** key → the commit on HEAD's history already carrying its Genjob-Key trailer. */
+async function keysCommitted(store: Store, keys: readonly string[]): Promise<Map<string, string>> {
+  const { commitsCarryingKeys } = await import('../git/key-commits.js');
+  return commitsCarryingKeys(store.root, new Set(keys));
 }

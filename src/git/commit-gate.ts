@@ -121,8 +121,8 @@ async function checkOne(store: Store, c: CommitTrailers, policy: ReceiptTrustPol
   const signer = c.signers[0];
   if (signer !== undefined && signer !== v.signer)
     fail(
-      'EGJ_COMMIT_TRAILER',
-      `Genjob-Signer says ${signer}, but the receipt ${v.signer ? `verified against ${v.signer}` : 'verified against no pinned key'}`,
+      'EGJ_COMMIT_SIGNER_MISMATCH',
+      `Genjob-Signer names ${JSON.stringify(signer)}, but the receipt of job ${key.slice(0, 12)} ${v.signer ? `verified against ${JSON.stringify(v.signer)}` : 'verified against no pinned key'}`,
     );
   await checkChanges(store.root, c, v.receipt.outputs, fail);
   return { commit: c.commit, key, ok: true, outputs: v.receipt.outputs.length, signer: v.signer };

@@ -3,7 +3,8 @@
 // --no-filters, so the verified bytes go in as they are), then write-tree, commit-tree and
 // update-ref HEAD <new> <old> (compare-and-swap: a HEAD moved meanwhile fails, nothing is lost). The
 // user's staged and unstaged changes are never read; only the outputs' entries in the real index
-// are set to the committed blobs, so `git status` shows them clean.
+// are set to the committed blobs, so `git status` shows them clean. `apply --commit` checks first that a
+// commit can be made at all (commit-preflight.ts), so it never writes files it then cannot commit.
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Store } from '../store/store.js';
@@ -61,9 +62,11 @@ export async function commitJob(store: Store, job: CommitJobInput): Promise<Comm
       commit,
       parent ?? '',
     ]);
-    // the real index, when there is one: the outputs' entries only (a missing index stays missing)
+    // the real index: the outputs' entries only. A missing index stays missing, except on a branch that was
+    // unborn: there it meant "nothing staged", and left missing it would now stage the outputs' deletion.
     const realIndex = await gitText(root, ['rev-parse', '--path-format=absolute', '--git-path', 'index']);
-    if (existsSync(realIndex)) await git(root, ['update-index', '--index-info'], { input: entries });
+    if (existsSync(realIndex) || parent === null)
+      await git(root, ['update-index', '--index-info'], { input: entries });
     return { status: 'committed', commit };
   } finally {
     rmSync(index, { force: true });

@@ -27,21 +27,27 @@ export interface Material {
   outputs: Array<{ path: string; bytes: Buffer }>;
 }
 
-/** Received and applied keys that hold a receipt, sorted; `only` limits them to those keys. */
-export function listPushable(store: Store, only?: readonly string[]): Pushable[] {
+export interface PushableKey {
+  key: string;
+  state: 'received' | 'applied';
+}
+
+/** Received and applied keys, sorted, without reading anything of them; `only` limits them to those keys. */
+export function listPushableKeys(store: Store, only?: readonly string[]): PushableKey[] {
   const states = new Map<string, 'received' | 'applied'>();
   for (const key of keysIn(store, 'received')) states.set(key, 'received');
   for (const key of keysIn(store, 'applied')) states.set(key, 'applied');
   const keys = only ?? [...states.keys()].sort();
-  const out: Pushable[] = [];
-  for (const key of keys) {
+  return keys.flatMap((key) => {
     const state = states.get(key);
-    if (state === undefined) continue;
-    const receipt = readIfExists(store, store.layout.receipt(key));
-    if (receipt === undefined) continue;
-    out.push({ key, state, receipt, receiptSha256: sha256Hex(receipt) });
-  }
-  return out;
+    return state === undefined ? [] : [{ key, state }];
+  });
+}
+
+/** The key with its receipt's bytes and digest, or undefined when it holds no receipt. */
+export function readPushable(store: Store, k: PushableKey): Pushable | undefined {
+  const receipt = readIfExists(store, store.layout.receipt(k.key));
+  return receipt === undefined ? undefined : { ...k, receipt, receiptSha256: sha256Hex(receipt) };
 }
 
 /** The outputs a receipt names, read without the schema code (push only copies; pull and verify check). */

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonical, sha256 } from '../../bench/fixtures.mjs';
 import { useSshd } from '../helpers/sshd.js';
-import { FILE_TRANSPORT, git, gitEnv, sshTransport, type Transport } from './git-helpers.js';
+import { cloneBranch, FILE_TRANSPORT, git, gitEnv, sshTransport, type Transport } from './git-helpers.js';
 import { DEMO_GENERATOR, FIXTURE, runCli, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 const sshd = useSshd();
@@ -76,11 +76,8 @@ function copyRemote(w: World, name: string): string {
   return copy;
 }
 
-async function cloneOf(w: World, bare: string, name: string, opts: { material?: boolean } = {}) {
-  const dir = join(w.base, name);
-  await git(w.base, ['clone', '-q', '-b', 'feature', w.t.url(bare), dir], w.env);
-  if (opts.material) await git(dir, ['fetch', '-q', 'origin', '+refs/genjob/*:refs/genjob/*'], w.env);
-  return dir;
+function cloneOf(w: World, bare: string, name: string, opts: { material?: boolean } = {}) {
+  return cloneBranch(w.base, w.t.url(bare), name, w.env, opts);
 }
 
 /** B: a fresh clone runs the CI recipe. Returns pull's and verify's results. */

@@ -40,6 +40,20 @@ export async function git(cwd: string, args: readonly string[], env: Record<stri
   return String(r.stdout);
 }
 
+/** A clone of `url`'s feature branch at `base`/`name`; with `material`, its refs/genjob/* fetched too. */
+export async function cloneBranch(
+  base: string,
+  url: string,
+  name: string,
+  env: Record<string, string>,
+  opts: { material?: boolean } = {},
+): Promise<string> {
+  const dir = join(base, name);
+  await git(base, ['clone', '-q', '-b', 'feature', url, dir], env);
+  if (opts.material) await git(dir, ['fetch', '-q', 'origin', '+refs/genjob/*:refs/genjob/*'], env);
+  return dir;
+}
+
 /** `count` received jobs with one small output each, written to `root`/.gen as `genjob work` leaves them. */
 export function fakeReceived(root: string, count: number, label: string, outputBytes = 2048): string[] {
   for (const d of ['received', 'receipts', 'out', 'attempts', 'queue', 'running', 'applied', 'dead'])

@@ -2,9 +2,10 @@
 // per key), a remote holding other material for a key is left alone and reported (push and pull exit
 // 4), hostile refs are refused by pull (exit 3) while the good keys are imported, and `hook install`
 // keeps a foreign hook unless --force, and the pre-push hook it writes stops a tampered push.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fakeReceived, git, gitEnv } from './git-helpers.js';
 import { runCli } from './helpers.js';
@@ -100,6 +101,43 @@ describe('genjob push, what it sends', () => {
       stdout: `2 key(s) pushed to file://${second}, 0 already there\n`,
     });
     expect(await remoteKeys(second, env)).toEqual([b, c].sort());
+  });
+});
+
+describe('genjob push with nothing new', () => {
+  it('runs no git push; a key gone from the remote, or a receipt changed in place, is noticed', async () => {
+    const { env, bare, clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    const [a, b] = fakeReceived(x, 3, 'again');
+    expect((await cli(x, ['push'])).stdout).toBe('3 key(s) pushed to origin, 0 already there\n');
+    // every receive-pack git starts for a push to origin leaves a mark
+    const marker = join(x, '..', 'receive-pack-ran');
+    await git(x, ['config', 'remote.origin.receivepack', `touch '${marker}' && git-receive-pack`], env);
+    const again = await cli(x, ['push', '--json']);
+    expect(JSON.parse(again.stdout)).toMatchObject({ ok: true, built: 0, created: [], conflicts: [] });
+    expect(existsSync(marker)).toBe(false);
+    // the remote lost a key: it is sent again
+    await git(bare, ['update-ref', '-d', `refs/genjob/keys/${a}`], env);
+    expect((await cli(x, ['push'])).stdout).toBe('1 key(s) pushed to origin, 2 already there\n');
+    expect(existsSync(marker)).toBe(true);
+    rmSync(marker);
+    expect((await cli(x, ['push'])).stdout).toBe('0 key(s) pushed to origin, 3 already there\n');
+    expect(existsSync(marker)).toBe(false);
+    // a receipt rewritten in place, same size, its mtime put back: only its ctime tells
+    const receipt = join(x, '.gen/receipts', `${b}.json`);
+    const { mtimeNs } = statSync(receipt, { bigint: true });
+    writeFileSync(receipt, readFileSync(receipt, 'utf8').replace('"host":"bench"', '"host":"bunch"'));
+    const ns = String(mtimeNs).padStart(10, '0');
+    await execa('touch', ['-m', `--date=@${ns.slice(0, -9)}.${ns.slice(-9)}`, receipt]);
+    expect(statSync(receipt, { bigint: true }).mtimeNs).toBe(mtimeNs);
+    // a push of another key rewrites push's record after the change (b's entry kept as it was)
+    await git(bare, ['update-ref', '-d', `refs/genjob/keys/${a}`], env);
+    expect((await cli(x, ['push', '--key', a!])).stdout).toBe('1 key(s) pushed to origin, 0 already there\n');
+    const changed = await cli(x, ['push']);
+    expect(changed.exitCode).toBe(4);
+    expect(changed.stderr).toMatch(
+      new RegExp(`^genjob: EGJ_PUSH_CONFLICT: origin: refs/genjob/keys/${b} holds other material`),
+    );
   });
 });
 

@@ -1,0 +1,71 @@
+// The --commit part of `genjob apply`: one commit per job holding exactly its verified outputs
+// (src/git/commit-job.ts). A job applied earlier without its commit gets it now, when the work tree still
+// holds its outputs and no commit on HEAD's history carries its Genjob-Key; one that has it is left alone.
+
+import { staleError } from '../apply/apply-plan.js';
+import { currentFile } from '../apply/tree-file.js';
+import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
+import type { Store } from '../store/store.js';
+import { requireSandbox } from '../verify/require-sandbox.js';
+import { type Verified, verifyKey } from '../verify/verify-key.js';
+
+/** One commit holding exactly this job's verified outputs. */
+export async function commitVerified(store: Store, v: Verified): Promise<{ commit?: string; line: string }> {
+  const { commitJob } = await import('../git/commit-job.js');
+  const c = await commitJob(store, {
+    key: v.job.key,
+    instruction: v.job.instruction,
+    receiptSha256: v.receiptSha256,
+    signer: v.signer,
+    outputs: v.receipt.outputs,
+  });
+  return c.status === 'committed'
+    ? { commit: c.commit, line: `  committed ${c.commit.slice(0, 12)}` }
+    : { line: '  nothing to commit: HEAD already holds these bytes' };
+}
+
+export interface AppliedCommit {
+  result: Record<string, unknown>;
+  lines: string[];
+}
+
+/**
+ * `apply --commit` of an applied key. `committedIn`: the commit already carrying its Genjob-Key, if any.
+ * An output changed in the tree since the apply is EGJ_STALE (nothing committed); with `skipChanged`
+ * (--all, where old applied jobs edited by people later are common) it is a line, not a failure.
+ */
+export async function commitApplied(
+  store: Store,
+  key: string,
+  policy: ReceiptTrustPolicy,
+  o: { committedIn?: string; requireSandbox?: boolean; skipChanged: boolean },
+): Promise<AppliedCommit> {
+  const short = key.slice(0, 12);
+  if (o.committedIn !== undefined)
+    return {
+      result: { key, status: 'already-applied', commit: o.committedIn, committedBefore: true },
+      lines: [`${short} already applied and committed in ${o.committedIn.slice(0, 12)}`],
+    };
+  const v = await verifyKey(store, key, policy);
+  if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
+  for (const out of v.receipt.outputs) {
+    const now = currentFile(store, out.path).sha256;
+    if (now === out.sha256) continue;
+    const err = staleError(
+      out.path,
+      out.sha256,
+      now,
+      `job ${short} was applied without --commit and this output changed since; nothing was committed`,
+    );
+    if (!o.skipChanged) throw err;
+    return {
+      result: { key, status: 'already-applied', commit: null, code: err.code, message: err.message },
+      lines: [`${short} already applied; not committed: ${err.message}`],
+    };
+  }
+  const c = await commitVerified(store, v);
+  return {
+    result: { key, status: 'already-applied', commit: c.commit ?? null },
+    lines: [`${short} already applied, without its commit:`, c.line],
+  };
+}

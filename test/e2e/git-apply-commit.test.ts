@@ -1,0 +1,213 @@
+// `apply --commit` through the built CLI, around the commit itself: where no commit can be made (no git
+// work tree, a bare repository, a root below the work tree's top, no git identity) it is refused before
+// anything is written, the whole tree byte-identical; on an unborn branch it makes the root commit; and
+// a job applied earlier without --commit gets its commit later, once (a second run creates nothing).
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/temp-store.js';
+import { git, gitEnv } from './git-helpers.js';
+import { DEMO_GENERATOR, FIXTURE, runCli, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
+
+const OUTPUTS = ['src/user.py', 'tests/test_user.py'];
+
+interface Place {
+  base: string;
+  /** The genjob root (holds .gen/). */
+  root: string;
+  env: Record<string, string>;
+}
+
+/** The toy repository copied to `base`/`sub`, with .gen/, and a git config (identity unless `noIdentity`). */
+function place(sub: string, opts: { noIdentity?: boolean; files?: readonly string[] } = {}): Place {
+  const base = tempDir('gj-commit-');
+  const root = join(base, sub);
+  for (const f of opts.files ?? ['.']) cpSync(join(FIXTURE, f), join(root, f), { recursive: true });
+  mkdirSync(join(root, '.gen'));
+  const env: Record<string, string> = { ...gitEnv(base), XDG_CACHE_HOME: join(base, 'cache') };
+  // no identity: git must not guess one from the passwd entry and host name
+  if (opts.noIdentity) writeFileSync(env.GIT_CONFIG_GLOBAL!, '[user]\n\tuseConfigOnly = true\n');
+  return { base, root, env };
+}
+
+function cli(p: Place, args: readonly string[]) {
+  return runCli(args, { cwd: p.root, env: p.env });
+}
+
+/** Mint the timeout job and work it: one received job whose outputs are OUTPUTS. */
+async function received(p: Place): Promise<string> {
+  const mint = await cli(p, ['mint', '--json', '-m', TIMEOUT_INSTRUCTION, ...OUTPUTS]);
+  expect(mint.exitCode, mint.stderr).toBe(0);
+  const work = await cli(p, ['work', '--drain', '--quiet', '--no-sandbox', '--generator', DEMO_GENERATOR]);
+  expect(work.exitCode, work.stderr).toBe(0);
+  return JSON.parse(mint.stdout).key as string;
+}
+
+/** A toy repository with one commit of its files (.gen/ ignored) and one received job. */
+async function committedRepo(): Promise<{ p: Place; key: string }> {
+  const p = place('repo');
+  await git(p.root, ['init', '-q'], p.env);
+  await git(p.root, ['add', '-A'], p.env);
+  await git(p.root, ['commit', '-qm', 'the toy repository'], p.env);
+  return { p, key: await received(p) };
+}
+
+describe('apply --commit where no commit can be made', () => {
+  const cases: Array<{ name: string; rule: RegExp; make: () => Promise<Place> }> = [
+    {
+      name: 'outside any git work tree',
+      rule: /needs the root to be a git work tree \(it is not in a git repository\)/,
+      make: async () => place('repo'),
+    },
+    {
+      name: 'in a bare repository',
+      rule: /needs the root to be a git work tree \(it is in a bare repository or a \.git directory\)/,
+      make: async () => {
+        // the toy's config/ directory would clash with a bare repository's config file
+        const p = place('repo.git', { files: ['src', 'tests'] });
+        await git(p.root, ['init', '-q', '--bare', '.'], p.env);
+        return p;
+      },
+    },
+    {
+      name: 'below the top of the work tree',
+      rule: /needs the root to be the top of its git work tree \(.*\)/,
+      make: async () => {
+        const p = place('outer/repo');
+        await git(join(p.base, 'outer'), ['init', '-q'], p.env);
+        return p;
+      },
+    },
+    {
+      name: 'with no git identity (on an unborn branch)',
+      rule: /needs a git identity \(set user\.name and user\.email\): .*auto-detection is disabled/,
+      make: async () => {
+        const p = place('repo', { noIdentity: true });
+        await git(p.root, ['init', '-q'], p.env);
+        return p;
+      },
+    },
+  ];
+
+  it.each(cases)(
+    'is refused $name before anything is written (exit 2, the whole tree unchanged)',
+    async (c) => {
+      const p = await c.make();
+      const key = await received(p);
+      const before = snapshot(p.base, []);
+      for (const args of [
+        ['apply', '--all', '--commit'],
+        ['apply', key.slice(0, 12), '--commit'],
+      ]) {
+        const r = await cli(p, args);
+        expect(r.exitCode, r.stderr).toBe(2);
+        expect(r.stdout).toBe('');
+        expect(r.stderr).toMatch(
+          new RegExp(
+            `^genjob: EGJ_COMMIT_UNAVAILABLE: ${p.root}: apply --commit ${c.rule.source}; nothing was applied \\(drop --commit to apply without committing\\)\\n$`,
+          ),
+        );
+        expect(snapshot(p.base, [])).toEqual(before);
+      }
+    },
+  );
+});
+
+describe('apply --commit on an unborn branch', () => {
+  it('makes the root commit holding only the outputs, and leaves them clean in the index', async () => {
+    const p = place('repo');
+    await git(p.root, ['init', '-q'], p.env);
+    const key = await received(p);
+    const r = await cli(p, ['apply', key, '--commit']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(await git(p.root, ['rev-list', '--parents', 'HEAD'], p.env)).toMatch(/^[0-9a-f]{40}$/);
+    expect(await git(p.root, ['ls-tree', '-r', '--name-only', 'HEAD'], p.env)).toBe(OUTPUTS.join('\n'));
+    const status = (await git(p.root, ['status', '--porcelain'], p.env)).split('\n');
+    expect(status.filter((l) => OUTPUTS.some((o) => l.endsWith(o)))).toEqual([]);
+  });
+});
+
+describe('apply --commit of a job applied without --commit', () => {
+  it('makes its commit once: holding only its outputs, with its trailers; a second run creates nothing', async () => {
+    const { p, key } = await committedRepo();
+    expect((await cli(p, ['apply', key])).exitCode).toBe(0);
+    const head = await git(p.root, ['rev-parse', 'HEAD'], p.env);
+    const first = await cli(p, ['apply', key.slice(0, 8), '--commit']);
+    expect(first.exitCode, first.stderr).toBe(0);
+    const commit = await git(p.root, ['rev-parse', 'HEAD'], p.env);
+    expect(first.stdout).toBe(
+      `${key.slice(0, 12)} already applied, without its commit:\n  committed ${commit.slice(0, 12)}\n`,
+    );
+    expect(await git(p.root, ['rev-parse', 'HEAD^'], p.env)).toBe(head);
+    expect(await git(p.root, ['diff-tree', '-r', '--name-only', '--no-commit-id', 'HEAD'], p.env)).toBe(
+      OUTPUTS.join('\n'),
+    );
+    const trailer = await git(p.root, ['log', '-1', '--format=%(trailers:key=Genjob-Key,valueonly)'], p.env);
+    expect(trailer.trim()).toBe(key);
+    for (const args of [
+      ['apply', key, '--commit'],
+      ['apply', '--all', '--commit'],
+    ]) {
+      const again = await cli(p, [...args, '--json']);
+      expect(again.exitCode, again.stderr).toBe(0);
+      expect(JSON.parse(again.stdout).results).toEqual([
+        { key, status: 'already-applied', commit, committedBefore: true },
+      ]);
+      expect(await git(p.root, ['rev-parse', 'HEAD'], p.env)).toBe(commit);
+    }
+    const human = await cli(p, ['apply', key, '--commit']);
+    expect(human.stdout).toBe(
+      `${key.slice(0, 12)} already applied and committed in ${commit.slice(0, 12)}\n`,
+    );
+    const all = await cli(p, ['apply', '--all', '--commit']);
+    expect(all.stdout).toBe('1 applied job(s) already committed\n');
+  });
+
+  it('apply --all --commit commits applied jobs that lack their commit, next to newly received ones', async () => {
+    const { p, key } = await committedRepo();
+    expect((await cli(p, ['apply', key])).exitCode).toBe(0);
+    const mint = await cli(p, ['mint', '--json', '-m', 'Explain the config in the README', 'README.md']);
+    const readme = JSON.parse(mint.stdout).key as string;
+    expect(
+      (await cli(p, ['work', '--drain', '--quiet', '--no-sandbox', '--generator', DEMO_GENERATOR])).exitCode,
+    ).toBe(0);
+    const r = await cli(p, ['apply', '--all', '--commit', '--json']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const byKey = new Map(JSON.parse(r.stdout).results.map((x: { key: string }) => [x.key, x]));
+    expect(byKey.get(key)).toMatchObject({
+      status: 'already-applied',
+      commit: expect.stringMatching(/^[0-9a-f]{40}$/),
+    });
+    expect(byKey.get(readme)).toMatchObject({
+      status: 'applied',
+      commit: expect.stringMatching(/^[0-9a-f]{40}$/),
+    });
+    const keys = await git(
+      p.root,
+      ['log', '--format=%(trailers:key=Genjob-Key,valueonly)', 'HEAD~2..HEAD'],
+      p.env,
+    );
+    expect(keys.split('\n').filter(Boolean).sort()).toEqual([key, readme].sort());
+  });
+
+  it('commits nothing when an output changed in the tree since the apply (EGJ_STALE, exit 4; a line under --all)', async () => {
+    const { p, key } = await committedRepo();
+    expect((await cli(p, ['apply', key])).exitCode).toBe(0);
+    const file = join(p.root, 'src/user.py');
+    writeFileSync(file, `${readFileSync(file, 'utf8')}# edited by hand\n`);
+    const head = await git(p.root, ['rev-parse', 'HEAD'], p.env);
+    const r = await cli(p, ['apply', key, '--commit']);
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^genjob: EGJ_STALE: src/user.py: .*; job ${key.slice(0, 12)} was applied without --commit and this output changed since; nothing was committed\\n$`,
+      ),
+    );
+    const all = await cli(p, ['apply', '--all', '--commit']);
+    expect(all.exitCode, all.stderr).toBe(0);
+    expect(all.stdout).toMatch(
+      new RegExp(`^${key.slice(0, 12)} already applied; not committed: src/user.py: `),
+    );
+    expect(await git(p.root, ['rev-parse', 'HEAD'], p.env)).toBe(head);
+  });
+});
