@@ -6,7 +6,7 @@
 // and with that consent the generator runs once more.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { splitEnvelope } from '../../src/core/receipt-peek.js';
 import { useSshd } from '../helpers/sshd.js';
 import {
@@ -17,22 +17,13 @@ import {
   mint,
   remoteServe,
   type Sandbox,
-  sandbox,
   sshFlags,
+  useBoxes,
   waitWhileRunning,
 } from './ssh-helpers.js';
 
 const sshd = useSshd();
-const boxes: Sandbox[] = [];
-afterEach(async () => {
-  for (const b of boxes.splice(0)) await b.cleanup();
-});
-
-async function box(): Promise<Sandbox> {
-  const b = await sandbox();
-  boxes.push(b);
-  return b;
-}
+const box = useBoxes();
 
 function receiptOf(sb: Sandbox, key: string): Record<string, unknown> {
   const doc = JSON.parse(readFileSync(path.join(sb.repo, '.gen/receipts', `${key}.json`), 'utf8'));
