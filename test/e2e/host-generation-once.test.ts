@@ -14,6 +14,7 @@ import {
   genDir,
   genjob,
   hostResults,
+  journal,
   mint,
   remoteServe,
   type Sandbox,
@@ -40,7 +41,9 @@ describe('one generation per key per host', () => {
   it('a second delivery while the first generation runs waits for it: the generator ran once, both get its receipt', async () => {
     const [a, b] = [await box(), await box()];
     const counter = path.join(a.dir, 'runs');
-    const generator = `echo run >> ${counter}; sleep 3; echo generated > src/a.txt`;
+    const release = path.join(a.dir, 'release');
+    // a slow generator: it runs until the second delivery has reached the host, and 3 s more
+    const generator = `echo run >> ${counter}; while [ ! -e ${release} ]; do sleep 0.05; done; sleep 3; echo generated > src/a.txt`;
     // both repositories deliver to the same host cache (a's), which exposes a.dir for the counter
     const flags = ['--generator', generator, ...sshFlags(sshd(), remoteServe(a.hostCache))];
     const key = await mint(a, 'fill in a', ['src/a.txt']);
@@ -49,6 +52,9 @@ describe('one generation per key per host', () => {
     const first = genjob(a, ['work', '--once', ...flags]);
     await waitWhileRunning('the first generation to start', () => countLines(counter) === 1, first);
     const second = genjob(b, ['work', '--once', ...flags]);
+    const shipped = () => journal(b, key).some((e) => e.event === 'shipped');
+    await waitWhileRunning('the second delivery to reach the host', shipped, second);
+    writeFileSync(release, '');
     const [w1, w2] = await Promise.all([first, second]);
     expect(w1.exitCode, String(w1.stderr)).toBe(0);
     expect(w2.exitCode, String(w2.stderr)).toBe(0);
