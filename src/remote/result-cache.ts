@@ -221,7 +221,11 @@ export class ResultCache {
         throw err;
       }
       return async () => {
-        dropOwner(lockDir);
+        try {
+          dropOwner(lockDir);
+        } catch {
+          // a record left behind names a live process (us) or, later, a dead one: the next holder replaces it
+        }
         await release().catch(() => {});
       };
     }
