@@ -174,7 +174,7 @@ function freshRepo(name) {
   const root = join(TMP, name);
   rmSync(root, { recursive: true, force: true });
   mkdirSync(join(root, '.git'), { recursive: true });
-  genjob(['status', '--root', root]); // genjob itself lays out .gen/ (Store.ensure)
+  genjob(['init', '--root', root]); // genjob itself lays out .gen/ (status no longer writes anything)
   return root;
 }
 

@@ -16,6 +16,8 @@ import lockfile from 'proper-lockfile';
 import { errnoOf } from '../core/errors.js';
 import type { SandboxRecord } from '../sandbox/policy.js';
 import { hashFile } from '../store/hash-file.js';
+import { dropOwner, recordOwner, takeOverIfOwnerGone } from '../store/lock-owner.js';
+import { type ProcessId, thisProcess } from '../store/process-identity.js';
 import { entryMac, loadCacheSecret, macMatches } from './cache-mac.js';
 import type { Output } from './workspace-diff.js';
 
@@ -31,8 +33,8 @@ export interface CachedResult {
   usage?: { prompt_tokens: number; completion_tokens: number; requests: number };
 }
 
-export interface StartedRecord {
-  pid: number;
+/** Who started a generation (host, pid and process start, so a reused pid is not taken for it) and when. */
+export interface StartedRecord extends ProcessId {
   started_at: string;
 }
 
@@ -164,7 +166,7 @@ export class ResultCache {
   async markStarted(name: string): Promise<void> {
     const fh = await open(this.startedFile(name), 'wx', 0o600);
     try {
-      const rec: StartedRecord = { pid: process.pid, started_at: new Date().toISOString() };
+      const rec: StartedRecord = { ...thisProcess(), started_at: new Date().toISOString() };
       await fh.writeFile(`${JSON.stringify(rec)}\n`);
       await fh.sync();
     } finally {
@@ -178,7 +180,7 @@ export class ResultCache {
       return JSON.parse(await readFile(this.startedFile(name), 'utf8')) as StartedRecord;
     } catch (err) {
       if (errnoOf(err) === 'ENOENT') return undefined;
-      return { pid: 0, started_at: 'unknown (unreadable record)' };
+      return { host: '', pid: 0, start: 0, started_at: 'unknown (unreadable record)' };
     }
   }
 
@@ -188,20 +190,44 @@ export class ResultCache {
     });
   }
 
-  /** Hold the entry's lock while generating; waits (up to hours) for another delivery of the same job. */
-  async lock(name: string): Promise<() => Promise<void>> {
-    const path = join(this.dir, 'locks', name);
-    const release = await lockfile.lock(path, {
-      realpath: false,
-      lockfilePath: `${path}.lock`,
-      stale: 20_000,
-      retries: { retries: 20_000, minTimeout: 100, maxTimeout: 1000 },
-      onCompromised: () => {
-        // another process took the lock after ours looked stale; commit() keeps the first entry
-      },
-    });
-    return async () => {
-      await release().catch(() => {});
-    };
+  /**
+   * Take the entry's lock (held while generating), or undefined while another live serve holds it.
+   * The holder is recorded beside the lock (lock-owner.ts): a lock whose holder died is taken over at
+   * once, not after its 20 s staleness. Waiting for a turn is generation-turn.ts's business.
+   */
+  async tryLock(name: string): Promise<(() => Promise<void>) | undefined> {
+    const lockDir = join(this.dir, 'locks', `${name}.lock`);
+    for (;;) {
+      let release: () => Promise<void>;
+      try {
+        release = await lockfile.lock(lockDir, {
+          realpath: false,
+          lockfilePath: lockDir,
+          stale: 20_000,
+          retries: 0,
+          onCompromised: () => {
+            // another process took the lock after ours looked stale; commit() keeps the first entry
+          },
+        });
+      } catch (err) {
+        if (errnoOf(err) !== 'ELOCKED') throw err;
+        if (takeOverIfOwnerGone(lockDir)) continue;
+        return undefined;
+      }
+      try {
+        recordOwner(lockDir);
+      } catch (err) {
+        await release().catch(() => {});
+        throw err;
+      }
+      return async () => {
+        try {
+          dropOwner(lockDir);
+        } catch {
+          // a record left behind names a live process (us) or, later, a dead one: the next holder replaces it
+        }
+        await release().catch(() => {});
+      };
+    }
   }
 }

@@ -26,6 +26,7 @@ import { type Extracted, safeExtract } from '../transport/safe-extract.js';
 import { packTar } from '../transport/tar-pack.js';
 import { VERSION } from '../version.js';
 import { BUILTIN_PREFIX, generate } from './generate.js';
+import { refuseInDoubt, takeTurn } from './generation-turn.js';
 import { chooseGenerator, generatorConfigProblem } from './generator-check.js';
 import type { CachedResult, ResultCache } from './result-cache.js';
 import { CheckSchema, RequestSchema, type ServeRequest } from './serve-requests.js';
@@ -102,6 +103,7 @@ async function answer(
   if (!parsed.success)
     throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${parsed.error.issues[0]?.message}`);
   const req = parsed.data;
+  const deadline = Date.now() + req.timeout_ms; // a wait for another serve's generation ends by then
   const choice = chooseGenerator(cfg.pinnedGenerator, req.generator);
   if (!choice.ok) throw new RefusedError(choice.code, choice.message);
   const { generator } = choice;
@@ -130,18 +132,12 @@ async function answer(
   const scratch = await cfg.cache.scratch();
   try {
     const { job, ws, files } = await receiveBundle(body, reader, scratch, req);
-    const release = await cfg.cache.lock(name);
+    const release = await takeTurn(cfg.cache, name, deadline);
     try {
       const result = usable(await cfg.cache.read(name));
       if (result) return await respond(writer, cfg, cfg.cache.entryDir(name), result, req, host, true);
       await cfg.cache.discard(name); // an aborted (or, retried on purpose, rejected) entry
-      const started = await cfg.cache.startedRecord(name);
-      if (started && !req.retry_aborted && !req.regenerate) {
-        throw new RefusedError(
-          'EGJ_GENERATION_IN_DOUBT',
-          `a generation of this job started at ${started.started_at} on this host and never finished; it is not run again without consent (work --retry-aborted)`,
-        );
-      }
+      await refuseInDoubt(cfg.cache, name, req.retry_aborted === true || req.regenerate === true);
       await cfg.cache.clearStarted(name);
       // no sandbox, no generation: refused before anything is recorded as started
       if (cfg.policy.kind === 'bwrap' && !generator.startsWith(BUILTIN_PREFIX))

@@ -22,26 +22,18 @@ import {
   mint,
   NODE,
   REPO_ROOT,
-  type Sandbox,
-  sandbox,
   sshFlags,
+  useBoxes,
   writeGenerator,
 } from './ssh-helpers.js';
 
 const sshd = useSshd();
-const boxes: Sandbox[] = [];
+const box = useBoxes();
 let server: Server | undefined;
 afterEach(async () => {
-  for (const b of boxes.splice(0)) await b.cleanup();
   await new Promise((r) => (server ? server.close(r) : r(undefined)));
   server = undefined;
 });
-
-async function box(): Promise<Sandbox> {
-  const b = await sandbox();
-  boxes.push(b);
-  return b;
-}
 
 const PROBES = ['key', 'cache', 'home_ssh', 'env', 'network', 'other_workspace', 'poison'];
 

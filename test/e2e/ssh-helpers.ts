@@ -8,6 +8,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa, type Options, type ResultPromise } from 'execa';
+import { afterEach } from 'vitest';
 import type { SshdHandle } from '../helpers/sshd.js';
 import { snapshot, type TreeSnapshot } from '../helpers/tree-snapshot.js';
 
@@ -43,6 +44,19 @@ export async function sandbox(files: Record<string, string> = TOY_FILES): Promis
   await mkdir(path.join(repo, '.git'));
   await writeTree(repo, files);
   return { dir, repo, workerCache, hostCache, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** A `box()` that makes a sandbox and removes it after each test (call at the top of a test file). */
+export function useBoxes(): () => Promise<Sandbox> {
+  const boxes: Sandbox[] = [];
+  afterEach(async () => {
+    for (const b of boxes.splice(0)) await b.cleanup();
+  });
+  return async () => {
+    const b = await sandbox();
+    boxes.push(b);
+    return b;
+  };
 }
 
 export const TOY_FILES: Record<string, string> = {
