@@ -209,6 +209,10 @@ export function buildProgram(): Command {
       '--gc-older-than <duration>',
       'on start, prune cache entries older than this (as genjob cache prune)',
     )
+    .option(
+      '--check-generator [command]',
+      'say in the hello whether this generator (none given: the pinned one) would run; work passes it',
+    )
     .action(async (opts) => {
       await (await import('../commands/serve.js')).serve(opts);
     });

@@ -26,13 +26,3 @@ export const RequestSchema = z.strictObject({
 });
 
 export type ServeRequest = z.infer<typeof RequestSchema>;
-
-/**
- * check: "would you run this generator?", sent once per session before the worker claims anything,
- * so a missing or misconfigured generator is a usage error of `work`, not a spent attempt.
- * Answered `{type: 'ok', generator, pinned}` or an error.
- */
-export const CheckSchema = z.strictObject({
-  type: z.literal('check'),
-  generator: z.string().min(1).max(4096).nullable(),
-});

@@ -26,9 +26,9 @@ import { type Extracted, safeExtract } from '../transport/safe-extract.js';
 import { packTar } from '../transport/tar-pack.js';
 import { VERSION } from '../version.js';
 import { BUILTIN_PREFIX, generate } from './generate.js';
-import { chooseGenerator, generatorConfigProblem } from './generator-check.js';
+import { checkGenerator, chooseGenerator, generatorConfigProblem } from './generator-check.js';
 import type { CachedResult, ResultCache } from './result-cache.js';
-import { CheckSchema, RequestSchema, type ServeRequest } from './serve-requests.js';
+import { RequestSchema, type ServeRequest } from './serve-requests.js';
 import { knownFiles } from './workspace-diff.js';
 
 export const MAX_BUNDLE_BYTES = 8 * 1024 * 1024 * 1024;
@@ -42,6 +42,12 @@ export interface ServeConfig {
   hostId?: string;
   /** How generator commands are confined on this host. */
   policy: SandboxPolicy;
+  /**
+   * `serve --check-generator`: the hello says whether this generator (null: the pinned one) would run.
+   * The pre-claim check rides on the hello because it then needs nothing from the worker: a remote
+   * command that buffers what the worker sends (`head -c N | genjob serve`) cannot stall it.
+   */
+  check?: { generator: string | null };
 }
 
 class RefusedError extends Error {
@@ -62,7 +68,14 @@ export async function serveSession(
   const reader = new FrameReader(input, MAX_BUNDLE_BYTES);
   const writer = new FrameWriter(output);
   const host = cfg.hostId ?? hostname();
-  await writer.message({ type: 'hello', protocol: PROTOCOL, version: VERSION, host });
+  const check = cfg.check && (await checkGenerator(cfg.pinnedGenerator, cfg.check.generator, process.env));
+  await writer.message({
+    type: 'hello',
+    protocol: PROTOCOL,
+    version: VERSION,
+    host,
+    ...(check ? { check } : {}),
+  });
   for (;;) {
     const header = await reader.readHeader();
     if (header === null) return;
@@ -87,17 +100,6 @@ async function answer(
   cfg: ServeConfig,
   host: string,
 ): Promise<void> {
-  if (header.type === 'check') {
-    const check = CheckSchema.safeParse(header);
-    if (!check.success)
-      throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${check.error.issues[0]?.message}`);
-    await reader.drain(body);
-    const choice = chooseGenerator(cfg.pinnedGenerator, check.data.generator);
-    if (!choice.ok) throw new RefusedError(choice.code, choice.message);
-    const problem = await generatorConfigProblem(choice.generator, process.env);
-    if (problem !== null) throw new RefusedError('EGJ_GENERATOR_CONFIG', problem);
-    return writer.message({ type: 'ok', generator: choice.generator, pinned: choice.pinned });
-  }
   const parsed = RequestSchema.safeParse(header);
   if (!parsed.success)
     throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${parsed.error.issues[0]?.message}`);

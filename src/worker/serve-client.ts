@@ -167,30 +167,6 @@ export class ServeClient {
     });
   }
 
-  /**
-   * Ask whether the host would run `generator` (null: its pinned one), before anything is claimed.
-   * Resolves to the generator it would run, or to the host's refusal.
-   */
-  async check(
-    generator: string | null,
-    timeoutMs: number,
-  ): Promise<
-    { ok: true; generator: string; pinned: boolean } | { ok: false; code: string; message: string }
-  > {
-    if (this.dead) throw new InDoubtError('session is closed', this.stderrTail);
-    return this.deadline(timeoutMs, async () => {
-      await this.writer.header({ type: 'check', generator });
-      await this.writer.end();
-      const h = await this.reader.readHeader();
-      if (h === null) throw new ProtocolError('the host closed the session without answering');
-      await this.reader.drain(this.reader.body());
-      if (h.type === 'ok') return { ok: true, generator: String(h.generator), pinned: h.pinned === true };
-      if (h.type === 'error')
-        return { ok: false, code: String(h.code), message: String(h.message).slice(0, 2000) };
-      throw new ProtocolError(`unexpected answer type ${JSON.stringify(h.type).slice(0, 40)}`);
-    });
-  }
-
   async close(): Promise<void> {
     if (!this.dead) this.proc.stdin.end();
     // Read stdout to its end: a stream nobody reads never ends, so the process's 'close' never came

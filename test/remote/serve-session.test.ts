@@ -15,6 +15,7 @@ import { jobFileBytes } from '../../src/store/mint-job.js';
 import type { ServeLauncher } from '../../src/transport/launcher.js';
 import { safeExtract } from '../../src/transport/safe-extract.js';
 import { packTar } from '../../src/transport/tar-pack.js';
+import { openCheckedSession } from '../../src/worker/preflight.js';
 import { ServeClient } from '../../src/worker/serve-client.js';
 
 let tmp: string;
@@ -26,7 +27,10 @@ afterEach(() => rmSync(tmp, { recursive: true, force: true }));
 function inProcess(cache: ResultCache, pinned: string | null = null): ServeLauncher {
   return {
     destination: 'in-process',
-    start() {
+    start(args) {
+      // as serve.ts reads --check-generator[=command]
+      const asked = args.find((a) => a.startsWith('--check-generator'));
+      const check = asked === undefined ? {} : { check: { generator: asked.split('=')[1] ?? null } };
       const toServe = new PassThrough();
       const fromServe = new PassThrough();
       const stderr = new PassThrough();
@@ -34,6 +38,7 @@ function inProcess(cache: ResultCache, pinned: string | null = null): ServeLaunc
         cache,
         pinnedGenerator: pinned,
         encodeReceipt: (r) => canonicalBytes(r),
+        ...check,
         // the test's generators log their runs in tmp; the cache inside it stays hidden
         policy: {
           kind: 'bwrap',
@@ -45,7 +50,11 @@ function inProcess(cache: ResultCache, pinned: string | null = null): ServeLaunc
         },
       })
         .then(() => fromServe.end())
-        .then(() => ({ exitCode: 0, signal: null }));
+        .then(
+          () => ({ exitCode: 0, signal: null }),
+          // a killed session (its stdin destroyed) ends serve early; `exited` never rejects
+          () => ({ exitCode: 1, signal: null }),
+        );
       return { stdin: toServe, stdout: fromServe, stderr, exited, kill: () => toServe.destroy() };
     },
     shipmentFacts: async () => ({}),
@@ -247,18 +256,24 @@ describe('generator configuration', () => {
     return { cache, client };
   }
 
-  it('answers a check with the generator it would run, pinned or requested', async () => {
-    const pinned = await open('true');
-    expect(await pinned.client.check(null, 5000)).toEqual({ ok: true, generator: 'true', pinned: true });
-    await pinned.client.close();
-    const free = await open();
-    expect(await free.client.check('./gen.sh', 5000)).toEqual({
-      ok: true,
-      generator: './gen.sh',
-      pinned: false,
+  const sessionOpts = { maxAnswerBytes: 1 << 30, helloTimeoutMs: 5000 };
+
+  it('answers the generator check in its hello: the generator it would run, pinned or requested', async () => {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    const pinned = await openCheckedSession(inProcess(cache, 'true'), null, sessionOpts);
+    expect(pinned.hello?.check).toEqual({ ok: true, generator: 'true', pinned: true });
+    await pinned.close();
+    const free = await openCheckedSession(inProcess(cache), './gen.sh', sessionOpts);
+    expect(free.hello?.check).toEqual({ ok: true, generator: './gen.sh', pinned: false });
+    await free.close();
+    await expect(openCheckedSession(inProcess(cache), null, sessionOpts)).rejects.toMatchObject({
+      code: 'EGJ_NO_GENERATOR',
     });
-    expect(await free.client.check(null, 5000)).toMatchObject({ ok: false, code: 'EGJ_NO_GENERATOR' });
-    await free.client.close();
+    await expect(openCheckedSession(inProcess(cache, 'true'), './gen.sh', sessionOpts)).rejects.toMatchObject(
+      {
+        code: 'EGJ_GENERATOR_PINNED',
+      },
+    );
   });
 
   it.each([
@@ -269,10 +284,14 @@ describe('generator configuration', () => {
     process.env.GENJOB_OPENAI_MODEL = 'm';
     if (c.base === undefined) delete process.env.GENJOB_OPENAI_BASE_URL;
     else process.env.GENJOB_OPENAI_BASE_URL = c.base;
+    const check = await openCheckedSession(
+      inProcess(new ResultCache(join(tmp, 'cache'))),
+      'builtin:openai',
+      sessionOpts,
+    ).catch((e: unknown) => e);
+    expect(check).toMatchObject({ code: 'EGJ_GENERATOR_CONFIG' });
+    expect((check as Error).message).toContain(c.says);
     const { cache, client } = await open();
-    const check = await client.check('builtin:openai', 5000);
-    expect(check).toMatchObject({ ok: false, code: 'EGJ_GENERATOR_CONFIG' });
-    expect(check.ok ? '' : check.message).toContain(c.says);
     expect(await run(client, 'builtin:openai')).toMatchObject({
       type: 'error',
       code: 'EGJ_GENERATOR_CONFIG',
