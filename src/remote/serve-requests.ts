@@ -1,6 +1,8 @@
 // The requests `genjob serve` answers, checked before anything is done with them.
 // run:   {key, job_digest, epoch, worker_id, generator, timeout_ms} + body = the bundle tar
 // fetch: the same header, empty body: "do you hold a result for this key?" (in-doubt recovery)
+// cancel: {type: 'cancel'}, empty body, sent while a run generates (genjob cancel KEY): serve kills
+//         the generator and the run's own answer follows (aborted, never cached); no answer of its own
 import { z } from 'zod';
 import { PLANE } from '../core/plane.js';
 import { SHA256_HEX } from '../core/sha256.js';

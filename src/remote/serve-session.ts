@@ -1,5 +1,5 @@
 // `genjob serve`: answer run/fetch requests on stdin/stdout until stdin closes (one process can
-// serve a whole drain). A run extracts the bundle into a fresh private workspace, checks it
+// serve a whole drain); a `cancel` sent while a run generates kills its generator. A run extracts the bundle into a fresh private workspace, checks it
 // against the job, generates once per (key, generator) under the entry lock, diffs the workspace
 // and caches the result; every answer is a fresh receipt carrying the requester's epoch.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -28,6 +28,7 @@ import { VERSION } from '../version.js';
 import { BUILTIN_PREFIX, generate } from './generate.js';
 import { checkGenerator, chooseGenerator, generatorConfigProblem } from './generator-check.js';
 import type { CachedResult, ResultCache } from './result-cache.js';
+import { watchForCancel } from './serve-cancel.js';
 import { RequestSchema, type ServeRequest } from './serve-requests.js';
 import { knownFiles } from './workspace-diff.js';
 
@@ -76,12 +77,20 @@ export async function serveSession(
     host,
     ...(check ? { check } : {}),
   });
+  // a header read while a generation ran (see serve-cancel.ts) is the next one to answer
+  const incoming: Incoming = { next: undefined };
   for (;;) {
-    const header = await reader.readHeader();
+    const header = await (incoming.next ?? reader.readHeader());
+    incoming.next = undefined;
     if (header === null) return;
     const body = reader.body();
+    if (header.type === 'cancel') {
+      // it came after the answer it meant to stop (the worker reads that answer): nothing to do
+      await reader.drain(body);
+      continue;
+    }
     try {
-      await answer(header, body, reader, writer, cfg, host);
+      await answer(header, body, reader, writer, cfg, host, incoming);
     } catch (err) {
       // a broken stream cannot be answered; an aborted body leaves it in sync
       if (err instanceof ProtocolError && !(err instanceof BodyAbortedError)) throw err;
@@ -92,6 +101,11 @@ export async function serveSession(
   }
 }
 
+/** Where the session loop finds a header already read for it. */
+interface Incoming {
+  next: Promise<Header | null> | undefined;
+}
+
 async function answer(
   header: Header,
   body: AsyncGenerator<Buffer>,
@@ -99,6 +113,7 @@ async function answer(
   writer: FrameWriter,
   cfg: ServeConfig,
   host: string,
+  incoming: Incoming,
 ): Promise<void> {
   const parsed = RequestSchema.safeParse(header);
   if (!parsed.success)
@@ -154,6 +169,9 @@ async function answer(
       const built = await cfg.cache.tmpDir();
       try {
         await cfg.cache.markStarted(name); // outbox: recorded before the generator starts
+        // the worker may cancel while this runs (genjob cancel KEY): the generator is killed
+        const cancel = watchForCancel(reader);
+        incoming.next = cancel.next;
         const fresh = await generate({
           job,
           jobDigest: req.job_digest,
@@ -164,7 +182,16 @@ async function answer(
           timeoutMs: req.timeout_ms,
           policy: cfg.policy,
           known,
+          signal: cancel.signal,
         });
+        if (cancel.signal.aborted && fresh.status === 'aborted') {
+          // answered, never cached: a cancelled job retried later must generate again
+          await cfg.cache.clearStarted(name);
+          process.stderr.write(
+            `genjob serve: ${req.key.slice(0, 12)} cancelled by the worker; nothing cached\n`,
+          );
+          return await respond(writer, cfg, built, fresh, req, host, false);
+        }
         let cacheError: string | undefined;
         try {
           await cfg.cache.commit(name, built);

@@ -35,6 +35,9 @@ export class ServeClient {
   private readonly writer: FrameWriter;
   private stderrTail = '';
   private dead = false;
+  /** A request's body has left and its answer's header has not come yet (a cancel can still stop it). */
+  private awaitingAnswer = false;
+  private cancelTimer: NodeJS.Timeout | undefined;
   hello: Header | undefined;
 
   private constructor(
@@ -87,6 +90,7 @@ export class ServeClient {
   }
 
   kill(): void {
+    clearTimeout(this.cancelTimer);
     this.dead = true;
     this.proc.kill();
   }
@@ -132,7 +136,11 @@ export class ServeClient {
       await this.writer.header(req);
       if (sendBody) await sendBody(this.writer);
       else await this.writer.end();
-      const h = await this.reader.readHeader();
+      this.awaitingAnswer = true;
+      const h = await this.reader.readHeader().finally(() => {
+        this.awaitingAnswer = false;
+        clearTimeout(this.cancelTimer);
+      });
       if (h === null) throw new ProtocolError('the host closed the session without answering');
       if (h.type === 'result') {
         const n = h.receipt_bytes;
@@ -165,6 +173,22 @@ export class ServeClient {
         return { type: 'error', code: String(h.code), message: String(h.message).slice(0, 2000) };
       throw new ProtocolError(`unexpected answer type ${JSON.stringify(h.type).slice(0, 40)}`);
     });
+  }
+
+  /**
+   * Ask the host to stop the request in flight (its generator is killed; the answer still comes,
+   * to be read as usual). When no answer is awaited (the bundle is still on its way, so nothing
+   * generates yet), or none comes within `graceMs`, the session is killed instead.
+   */
+  cancel(graceMs: number): void {
+    if (this.dead) return;
+    if (!this.awaitingAnswer) {
+      this.kill();
+      return;
+    }
+    clearTimeout(this.cancelTimer);
+    this.cancelTimer = setTimeout(() => this.kill(), graceMs);
+    this.writer.message({ type: 'cancel' }).catch(() => this.kill());
   }
 
   async close(): Promise<void> {
