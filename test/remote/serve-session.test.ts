@@ -13,6 +13,7 @@ import { ResultCache } from '../../src/remote/result-cache.js';
 import { serveSession } from '../../src/remote/serve-session.js';
 import { jobFileBytes } from '../../src/store/mint-job.js';
 import type { ServeLauncher } from '../../src/transport/launcher.js';
+import { FrameReader, FrameWriter } from '../../src/transport/protocol.js';
 import { safeExtract } from '../../src/transport/safe-extract.js';
 import { packTar } from '../../src/transport/tar-pack.js';
 import { openCheckedSession } from '../../src/worker/preflight.js';
@@ -197,6 +198,55 @@ describe('genjob serve session', () => {
     });
     expect(await run(client, 'rm -rf /')).toMatchObject({ type: 'error', code: 'EGJ_GENERATOR_PINNED' });
     await client.close();
+  });
+});
+
+describe('a cancel sent while a run generates', () => {
+  it('kills the generator, answers the run aborted without caching it, and the session goes on', async () => {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    const client = await ServeClient.open(inProcess(cache), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: 5000,
+    });
+    const started = join(tmp, 'started');
+    const slow = `touch ${started}; sleep 30; echo late > src/a.py`;
+    const pending = run(client, slow);
+    for (let i = 0; i < 400 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 25));
+    client.cancel(5000);
+    const t0 = Date.now();
+    const { receipt } = await take(await pending);
+    expect(Date.now() - t0).toBeLessThan(10_000); // not the generator's 30 s
+    expect(receipt).toMatchObject({ status: 'aborted', outputs: [], cached: false });
+    expect(receipt.reason).toMatch(/^cancelled: /);
+    expect(readdirSync(join(cache.dir, 'results'))).toEqual([]);
+    expect(readdirSync(join(cache.dir, 'started'))).toEqual([]); // not "in doubt" either
+    // the same session answers the next request, and the job generates again
+    const again = await take(await run(client, 'echo fresh > src/new.py'));
+    expect(again.receipt.status).toBe('ok');
+    await client.close();
+  });
+
+  it('is ignored when it comes after the answer it meant to stop: no answer of its own', async () => {
+    const toServe = new PassThrough();
+    const fromServe = new PassThrough();
+    const served = serveSession(toServe, fromServe, {
+      cache: new ResultCache(join(tmp, 'cache')),
+      pinnedGenerator: null,
+      encodeReceipt: (r) => canonicalBytes(r),
+      policy: { kind: 'none', network: false, envNames: [], binds: [], bindsRw: [], hidden: [] },
+    });
+    const writer = new FrameWriter(toServe);
+    const reader = new FrameReader(fromServe, 1 << 20);
+    expect(await reader.readHeader()).toMatchObject({ type: 'hello' });
+    await reader.drain(reader.body());
+    await writer.message({ type: 'cancel' });
+    await writer.message(request('fetch', 'true'));
+    expect(await reader.readHeader()).toMatchObject({ type: 'none' });
+    await reader.drain(reader.body());
+    toServe.end();
+    await served; // ends at the end of input, with nothing more said
+    fromServe.end();
+    expect(await reader.readHeader()).toBeNull();
   });
 });
 
