@@ -1,7 +1,8 @@
 // `genjob serve`: answer run/fetch requests on stdin/stdout until stdin closes (one process can
-// serve a whole drain); a `cancel` sent while a run generates kills its generator. A run extracts the bundle into a fresh private workspace, checks it
+// serve a whole drain). A run extracts the bundle into a fresh private workspace, checks it
 // against the job, generates once per (key, generator) under the entry lock, diffs the workspace
-// and caches the result; every answer is a fresh receipt carrying the requester's epoch.
+// and caches the result; every answer is a fresh receipt carrying the requester's epoch. A
+// `cancel` sent while a run generates kills its generator, and that run is answered, not cached.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';

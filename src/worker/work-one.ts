@@ -114,7 +114,11 @@ async function workClaimed(ctx: WorkContext, key: string, started: { epoch?: num
       // reaped or superseded: stand down now, killing the session; cancelled: the host is asked to
       // kill the generator (over ssh, killing the session alone would leave it running there)
       standing.lost = true;
-      standing.cancelled = wasCancelled(store, key);
+      try {
+        standing.cancelled = wasCancelled(store, key);
+      } catch {
+        // dead/ unreadable: stand down as for any lost lease
+      }
       if (standing.cancelled && ctx.cancelSession) ctx.cancelSession();
       else ctx.dropSession();
     },
