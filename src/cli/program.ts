@@ -209,6 +209,10 @@ export function buildProgram(): Command {
       '--gc-older-than <duration>',
       'on start, prune cache entries older than this (as genjob cache prune)',
     )
+    .option(
+      '--check-generator [command]',
+      'say in the hello whether this generator (none given: the pinned one) would run; work passes it',
+    )
     .action(async (opts) => {
       await (await import('../commands/serve.js')).serve(opts);
     });
@@ -325,7 +329,9 @@ export function buildProgram(): Command {
     });
 
   common(program.command('retry'))
-    .description('send an aborted or rejected job back to the queue; its next attempt generates again')
+    .description(
+      'send an aborted, rejected or cancelled job back to the queue; its next attempt generates again',
+    )
     .argument('<key>', 'a key or a unique prefix')
     .action(async (key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
@@ -333,7 +339,9 @@ export function buildProgram(): Command {
     });
 
   common(program.command('cancel'))
-    .description('stop a queued or running job: it goes to dead/ as cancelled (a worker stands down)')
+    .description(
+      'stop a queued or running job: it goes to dead/ as cancelled (its worker stands down, its generator is killed)',
+    )
     .argument('<key>', 'a key or a unique prefix')
     .option('--reason <text>', 'why (kept in dead/ and the journal)')
     .action(async (key: string, _opts, cmd: Command) => {

@@ -9,6 +9,7 @@ import type { Receipt } from '../core/receipt.js';
 import { defaultCacheDir, ResultCache } from '../remote/result-cache.js';
 import { serveSession } from '../remote/serve-session.js';
 import { sandboxPolicy } from '../sandbox/serve-policy.js';
+import { ProtocolError } from '../transport/protocol.js';
 
 export interface ServeOptions {
   generator?: string;
@@ -21,6 +22,8 @@ export interface ServeOptions {
   /** commander's --no-sandbox: false when given. */
   sandbox?: boolean;
   gcOlderThan?: string;
+  /** --check-generator[=command]: true when given without a command (the pinned one is checked). */
+  checkGenerator?: string | true;
 }
 
 export async function serve(o: ServeOptions): Promise<void> {
@@ -55,7 +58,15 @@ export async function serve(o: ServeOptions): Promise<void> {
       pinnedGenerator: o.generator ?? process.env.GENJOB_GENERATOR ?? null,
       encodeReceipt,
       policy,
+      ...(o.checkGenerator === undefined
+        ? {}
+        : { check: { generator: o.checkGenerator === true ? null : o.checkGenerator } }),
     });
+  } catch (err) {
+    // the worker's stream broke off (it was killed, or the remote command cut it): not a bug of serve
+    if (!(err instanceof ProtocolError)) throw err;
+    process.stderr.write(`genjob serve: the session broke: ${err.message}\n`);
+    process.exitCode = 1;
   } finally {
     // a session that ended on an error (an answer that could not be written) must end the process, so the
     // worker sees its stdout close at once; an open stdin would keep serve alive until the request deadline

@@ -12,6 +12,8 @@ import { runGenerator } from './run-generator.js';
 import { diffWorkspace, type KnownFiles } from './workspace-diff.js';
 
 export const BUILTIN_PREFIX = 'builtin:';
+/** The reason of a generation the worker cancelled; such a result is answered, never cached. */
+export const CANCELLED_REASON = 'cancelled: the worker asked serve to stop the generator, which was killed';
 
 export interface GenerateInput {
   job: Job;
@@ -27,6 +29,8 @@ export interface GenerateInput {
   known?: KnownFiles;
   /** Stands in for the built-in generator's run, e.g. an answer already returned by a batch. */
   builtin?: () => Promise<BuiltinOutcome>;
+  /** Aborted when the worker cancels the job: the generator command is killed (see serve-session.ts). */
+  signal?: AbortSignal;
 }
 
 /** What a built-in generator reports: the same fields for a live request and for a batch line. */
@@ -65,6 +69,7 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
       scratch: g.scratch,
       readOnly: [join(g.scratch, 'job.json'), join(g.scratch, 'extracted.fence')],
       policy: g.policy,
+      ...(g.signal ? { signal: g.signal } : {}),
       env: {
         GENJOB_INSTRUCTION: g.job.instruction,
         GENJOB_KEY: g.job.key,
@@ -73,7 +78,10 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
     });
     ms = run.ms;
     usage = run.usage;
-    if (run.timedOut) {
+    if (run.cancelled) {
+      status = 'aborted';
+      reason = CANCELLED_REASON;
+    } else if (run.timedOut) {
       status = 'aborted';
       reason = `generator timed out after ${Math.round(g.timeoutMs / 1000)} s and was killed`;
     } else if (run.exitCode !== 0) {

@@ -40,3 +40,18 @@ export async function generatorConfigProblem(
   const config = readOpenAiConfig(env);
   return config.ok ? null : `${generator}: ${config.problem}`;
 }
+
+/**
+ * Would this host run `requested` (null: its pinned one)? Answered in serve's hello when `work`
+ * starts it with --check-generator, so the check needs nothing to travel from the worker to the host.
+ */
+export async function checkGenerator(
+  pinned: string | null,
+  requested: string | null,
+  env: NodeJS.ProcessEnv,
+): Promise<GeneratorChoice> {
+  const choice = chooseGenerator(pinned, requested);
+  if (!choice.ok) return choice;
+  const problem = await generatorConfigProblem(choice.generator, env);
+  return problem === null ? choice : { ok: false, code: 'EGJ_GENERATOR_CONFIG', message: problem };
+}

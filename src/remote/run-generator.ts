@@ -12,6 +12,8 @@ export interface GeneratorRun {
   exitCode: number | null;
   signal: string | null;
   timedOut: boolean;
+  /** Stopped because the worker cancelled the job (`signal` aborted). */
+  cancelled: boolean;
   stderrTail: string;
   ms: number;
   usage?: { prompt_tokens: number; completion_tokens: number; requests: number };
@@ -41,6 +43,8 @@ export async function runGenerator(opts: {
   /** Files in scratch the generator may read but not change. */
   readOnly: readonly string[];
   policy: SandboxPolicy;
+  /** Aborted when the worker cancels the job: the run is ended as on a timeout. */
+  signal?: AbortSignal;
 }): Promise<GeneratorRun> {
   const started = Date.now();
   const confined = await confine(opts.policy, {
@@ -87,14 +91,24 @@ export async function runGenerator(opts: {
     killGroup();
     confined.finish(child.pid);
   }, opts.timeoutMs);
+  let cancelled = false;
+  const onCancel = () => {
+    cancelled = true;
+    killGroup();
+    confined.finish(child.pid);
+  };
+  if (opts.signal?.aborted) onCancel();
+  else opts.signal?.addEventListener('abort', onCancel, { once: true });
   const result = await child;
   clearTimeout(timer);
+  opts.signal?.removeEventListener('abort', onCancel);
   killGroup(); // reap anything the generator left running in its group
   confined.finish(child.pid); // and anything that left the group (setpgid, setsid)
   const run: GeneratorRun = {
     exitCode: result.exitCode ?? null,
     signal: result.signal ?? null,
     timedOut,
+    cancelled,
     stderrTail: tail.text(),
     ms: Date.now() - started,
   };

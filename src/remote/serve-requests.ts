@@ -1,6 +1,8 @@
 // The requests `genjob serve` answers, checked before anything is done with them.
 // run:   {key, job_digest, epoch, worker_id, generator, timeout_ms} + body = the bundle tar
 // fetch: the same header, empty body: "do you hold a result for this key?" (in-doubt recovery)
+// cancel: {type: 'cancel'}, empty body, sent while a run generates (genjob cancel KEY): serve kills
+//         the generator and the run's own answer follows (aborted, never cached); no answer of its own
 import { z } from 'zod';
 import { PLANE } from '../core/plane.js';
 import { SHA256_HEX } from '../core/sha256.js';
@@ -26,13 +28,3 @@ export const RequestSchema = z.strictObject({
 });
 
 export type ServeRequest = z.infer<typeof RequestSchema>;
-
-/**
- * check: "would you run this generator?", sent once per session before the worker claims anything,
- * so a missing or misconfigured generator is a usage error of `work`, not a spent attempt.
- * Answered `{type: 'ok', generator, pinned}` or an error.
- */
-export const CheckSchema = z.strictObject({
-  type: z.literal('check'),
-  generator: z.string().min(1).max(4096).nullable(),
-});

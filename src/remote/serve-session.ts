@@ -1,7 +1,8 @@
 // `genjob serve`: answer run/fetch requests on stdin/stdout until stdin closes (one process can
 // serve a whole drain). A run extracts the bundle into a fresh private workspace, checks it
 // against the job, generates once per (key, generator) under the entry lock, diffs the workspace
-// and caches the result; every answer is a fresh receipt carrying the requester's epoch.
+// and caches the result; every answer is a fresh receipt carrying the requester's epoch. A
+// `cancel` sent while a run generates kills its generator, and that run is answered, not cached.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -27,9 +28,10 @@ import { packTar } from '../transport/tar-pack.js';
 import { VERSION } from '../version.js';
 import { BUILTIN_PREFIX, generate } from './generate.js';
 import { refuseInDoubt, takeTurn } from './generation-turn.js';
-import { chooseGenerator, generatorConfigProblem } from './generator-check.js';
+import { checkGenerator, chooseGenerator, generatorConfigProblem } from './generator-check.js';
 import type { CachedResult, ResultCache } from './result-cache.js';
-import { CheckSchema, RequestSchema, type ServeRequest } from './serve-requests.js';
+import { watchForCancel } from './serve-cancel.js';
+import { RequestSchema, type ServeRequest } from './serve-requests.js';
 import { knownFiles } from './workspace-diff.js';
 
 export const MAX_BUNDLE_BYTES = 8 * 1024 * 1024 * 1024;
@@ -43,6 +45,12 @@ export interface ServeConfig {
   hostId?: string;
   /** How generator commands are confined on this host. */
   policy: SandboxPolicy;
+  /**
+   * `serve --check-generator`: the hello says whether this generator (null: the pinned one) would run.
+   * The pre-claim check rides on the hello because it then needs nothing from the worker: a remote
+   * command that buffers what the worker sends (`head -c N | genjob serve`) cannot stall it.
+   */
+  check?: { generator: string | null };
 }
 
 class RefusedError extends Error {
@@ -63,13 +71,28 @@ export async function serveSession(
   const reader = new FrameReader(input, MAX_BUNDLE_BYTES);
   const writer = new FrameWriter(output);
   const host = cfg.hostId ?? hostname();
-  await writer.message({ type: 'hello', protocol: PROTOCOL, version: VERSION, host });
+  const check = cfg.check && (await checkGenerator(cfg.pinnedGenerator, cfg.check.generator, process.env));
+  await writer.message({
+    type: 'hello',
+    protocol: PROTOCOL,
+    version: VERSION,
+    host,
+    ...(check ? { check } : {}),
+  });
+  // a header read while a generation ran (see serve-cancel.ts) is the next one to answer
+  const incoming: Incoming = { next: undefined };
   for (;;) {
-    const header = await reader.readHeader();
+    const header = await (incoming.next ?? reader.readHeader());
+    incoming.next = undefined;
     if (header === null) return;
     const body = reader.body();
+    if (header.type === 'cancel') {
+      // it came after the answer it meant to stop (the worker reads that answer): nothing to do
+      await reader.drain(body);
+      continue;
+    }
     try {
-      await answer(header, body, reader, writer, cfg, host);
+      await answer(header, body, reader, writer, cfg, host, incoming);
     } catch (err) {
       // a broken stream cannot be answered; an aborted body leaves it in sync
       if (err instanceof ProtocolError && !(err instanceof BodyAbortedError)) throw err;
@@ -80,6 +103,11 @@ export async function serveSession(
   }
 }
 
+/** Where the session loop finds a header already read for it. */
+interface Incoming {
+  next: Promise<Header | null> | undefined;
+}
+
 async function answer(
   header: Header,
   body: AsyncGenerator<Buffer>,
@@ -87,18 +115,8 @@ async function answer(
   writer: FrameWriter,
   cfg: ServeConfig,
   host: string,
+  incoming: Incoming,
 ): Promise<void> {
-  if (header.type === 'check') {
-    const check = CheckSchema.safeParse(header);
-    if (!check.success)
-      throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${check.error.issues[0]?.message}`);
-    await reader.drain(body);
-    const choice = chooseGenerator(cfg.pinnedGenerator, check.data.generator);
-    if (!choice.ok) throw new RefusedError(choice.code, choice.message);
-    const problem = await generatorConfigProblem(choice.generator, process.env);
-    if (problem !== null) throw new RefusedError('EGJ_GENERATOR_CONFIG', problem);
-    return writer.message({ type: 'ok', generator: choice.generator, pinned: choice.pinned });
-  }
   const parsed = RequestSchema.safeParse(header);
   if (!parsed.success)
     throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${parsed.error.issues[0]?.message}`);
@@ -148,6 +166,9 @@ async function answer(
       const built = await cfg.cache.tmpDir();
       try {
         await cfg.cache.markStarted(name); // outbox: recorded before the generator starts
+        // the worker may cancel while this runs (genjob cancel KEY): the generator is killed
+        const cancel = watchForCancel(reader);
+        incoming.next = cancel.next;
         const fresh = await generate({
           job,
           jobDigest: req.job_digest,
@@ -158,7 +179,16 @@ async function answer(
           timeoutMs: req.timeout_ms,
           policy: cfg.policy,
           known,
+          signal: cancel.signal,
         });
+        if (cancel.signal.aborted && fresh.status === 'aborted') {
+          // answered, never cached: a cancelled job retried later must generate again
+          await cfg.cache.clearStarted(name);
+          process.stderr.write(
+            `genjob serve: ${req.key.slice(0, 12)} cancelled by the worker; nothing cached\n`,
+          );
+          return await respond(writer, cfg, built, fresh, req, host, false);
+        }
         let cacheError: string | undefined;
         try {
           await cfg.cache.commit(name, built);

@@ -1,7 +1,7 @@
 // Cancel a queued or running job: under the key lock its file moves to dead/ with code
 // EGJ_CANCELLED (a rename: the job is in its state or in dead/, never both) and a running job's
-// lease is removed. Its worker sees the lease gone at its next heartbeat, kills its session and
-// stands down; whatever it brings back later is dead-lettered as superseded, never committed.
+// lease is removed. Its worker sees the lease gone at its next heartbeat, asks the host on its
+// session to kill the generator, and stands down; nothing it brings back is ever committed.
 import { ConflictError } from '../core/errors.js';
 import { deadJobs, deadReason } from './dead-jobs.js';
 import { deadLetterFile } from './dead-letter.js';

@@ -2,9 +2,12 @@
 // far end answered as genjob serve, and it would run the requested generator (or its pinned one)
 // with a usable configuration. `work` does this for every host before it claims anything, so a
 // typo in --port, a host without genjob or a missing --generator is a usage error (exit 2), not a
-// spent attempt.
+// spent attempt. The generator check travels as serve's --check-generator argument and comes back
+// in the hello: no request has to reach the host first, so a remote command that holds back what
+// the worker sends (a buffering filter such as `head -c N |`) cannot stall the check.
 import { UsageError } from '../core/errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
+import type { Header } from '../transport/protocol.js';
 import { InDoubtError, ServeClient } from './serve-client.js';
 
 export interface SessionOptions {
@@ -13,6 +16,28 @@ export interface SessionOptions {
   maxAnswerBytes: number;
   helloTimeoutMs: number;
   relayStderr?: (chunk: Buffer) => void;
+}
+
+/** serve's flag asking for the check; `=` keeps a generator that starts with `-` a value. */
+export function checkGeneratorArg(generator: string | null): string {
+  return generator === null ? '--check-generator' : `--check-generator=${generator}`;
+}
+
+type CheckAnswer = { ok: true; generator: string } | { ok: false; code: `EGJ_${string}`; message: string };
+
+/** The hello's answer to --check-generator; a hello without a readable one is a refusal. */
+function checkOf(hello: Header | undefined): CheckAnswer {
+  const c = hello?.check as Record<string, unknown> | undefined;
+  if (c?.ok === true && typeof c.generator === 'string') return { ok: true, generator: c.generator };
+  if (c?.ok === false) {
+    const code = typeof c.code === 'string' && /^EGJ_[A-Z_]+$/.test(c.code) ? c.code : 'EGJ_HOST_REFUSED';
+    return { ok: false, code: code as `EGJ_${string}`, message: String(c.message).slice(0, 2000) };
+  }
+  return {
+    ok: false,
+    code: 'EGJ_HOST_NOT_SERVING',
+    message: 'its hello has no answer to the generator check (an older genjob serve?)',
+  };
 }
 
 export async function openCheckedSession(
@@ -25,7 +50,7 @@ export async function openCheckedSession(
   await launcher.shipmentFacts();
   let client: ServeClient;
   try {
-    client = await ServeClient.open(launcher, opts.args ?? [], opts);
+    client = await ServeClient.open(launcher, [...(opts.args ?? []), checkGeneratorArg(generator)], opts);
   } catch (err) {
     if (!(err instanceof InDoubtError)) throw err;
     throw new UsageError(
@@ -33,21 +58,10 @@ export async function openCheckedSession(
       `${where}: did not answer as genjob serve; is genjob installed there, and does the remote command start it? (${err.message})`,
     );
   }
-  let answer: Awaited<ReturnType<ServeClient['check']>>;
-  try {
-    answer = await client.check(generator, opts.helloTimeoutMs);
-  } catch (err) {
-    client.kill();
-    if (!(err instanceof InDoubtError)) throw err;
-    throw new UsageError(
-      'EGJ_HOST_NOT_SERVING',
-      `${where}: no answer to the generator check (${err.message})`,
-    );
-  }
+  const answer = checkOf(client.hello);
   if (!answer.ok) {
     client.kill();
-    const code = /^EGJ_[A-Z_]+$/.test(answer.code) ? (answer.code as `EGJ_${string}`) : 'EGJ_HOST_REFUSED';
-    throw new UsageError(code, `${where}: ${answer.message}`);
+    throw new UsageError(answer.code, `${where}: ${answer.message}`);
   }
   return client;
 }

@@ -35,6 +35,9 @@ export class ServeClient {
   private readonly writer: FrameWriter;
   private stderrTail = '';
   private dead = false;
+  /** A request's body has left and its answer's header has not come yet (a cancel can still stop it). */
+  private awaitingAnswer = false;
+  private cancelTimer: NodeJS.Timeout | undefined;
   hello: Header | undefined;
 
   private constructor(
@@ -87,6 +90,7 @@ export class ServeClient {
   }
 
   kill(): void {
+    clearTimeout(this.cancelTimer);
     this.dead = true;
     this.proc.kill();
   }
@@ -132,7 +136,11 @@ export class ServeClient {
       await this.writer.header(req);
       if (sendBody) await sendBody(this.writer);
       else await this.writer.end();
-      const h = await this.reader.readHeader();
+      this.awaitingAnswer = true;
+      const h = await this.reader.readHeader().finally(() => {
+        this.awaitingAnswer = false;
+        clearTimeout(this.cancelTimer);
+      });
       if (h === null) throw new ProtocolError('the host closed the session without answering');
       if (h.type === 'result') {
         const n = h.receipt_bytes;
@@ -168,27 +176,19 @@ export class ServeClient {
   }
 
   /**
-   * Ask whether the host would run `generator` (null: its pinned one), before anything is claimed.
-   * Resolves to the generator it would run, or to the host's refusal.
+   * Ask the host to stop the request in flight (its generator is killed; the answer still comes,
+   * to be read as usual). When no answer is awaited (the bundle is still on its way, so nothing
+   * generates yet), or none comes within `graceMs`, the session is killed instead.
    */
-  async check(
-    generator: string | null,
-    timeoutMs: number,
-  ): Promise<
-    { ok: true; generator: string; pinned: boolean } | { ok: false; code: string; message: string }
-  > {
-    if (this.dead) throw new InDoubtError('session is closed', this.stderrTail);
-    return this.deadline(timeoutMs, async () => {
-      await this.writer.header({ type: 'check', generator });
-      await this.writer.end();
-      const h = await this.reader.readHeader();
-      if (h === null) throw new ProtocolError('the host closed the session without answering');
-      await this.reader.drain(this.reader.body());
-      if (h.type === 'ok') return { ok: true, generator: String(h.generator), pinned: h.pinned === true };
-      if (h.type === 'error')
-        return { ok: false, code: String(h.code), message: String(h.message).slice(0, 2000) };
-      throw new ProtocolError(`unexpected answer type ${JSON.stringify(h.type).slice(0, 40)}`);
-    });
+  cancel(graceMs: number): void {
+    if (this.dead) return;
+    if (!this.awaitingAnswer) {
+      this.kill();
+      return;
+    }
+    clearTimeout(this.cancelTimer);
+    this.cancelTimer = setTimeout(() => this.kill(), graceMs);
+    this.writer.message({ type: 'cancel' }).catch(() => this.kill());
   }
 
   async close(): Promise<void> {

@@ -66,6 +66,9 @@ export interface WorkOptions extends JobSettings {
   keys?: readonly string[];
 }
 
+/** How long a host has to answer a cancel before its session is killed. */
+const CANCEL_GRACE_MS = 10_000;
+
 export interface WorkSummary {
   outcomes: JobOutcome[];
   reaped: Reaped[];
@@ -199,6 +202,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
         client?.kill();
         client = undefined;
       },
+      cancelSession: () => client?.cancel(CANCEL_GRACE_MS),
       wasCut: () => cut,
       hostTrouble: (reason) => hostDown(host, reason),
     };

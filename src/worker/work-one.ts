@@ -5,11 +5,13 @@ import { HostDownError, SandboxUnavailableError, UsageError } from '../core/erro
 import type { Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
 import { beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
+import { CANCELLED, wasCancelled } from '../store/cancel-job.js';
+import { deadLetterBytes } from '../store/dead-letter.js';
 import { recordInDoubt } from '../store/in-doubt.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
 import { readPromotion } from '../store/promotion.js';
-import { regenerateRequested } from '../store/retry-job.js';
+import { markRegenerated, regenerateRequested } from '../store/retry-job.js';
 import type { Store } from '../store/store.js';
 import { InputChangedError, InputNotRegularError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
@@ -27,6 +29,8 @@ export interface WorkContext {
   /** The session this slot uses; reopened when it died. */
   session: () => Promise<ServeClient>;
   dropSession: () => void;
+  /** Ask the host to stop the request in flight (the job was cancelled); falls back to dropSession. */
+  cancelSession?: () => void;
   generator: string | null;
   timeoutMs: number;
   /** Ask the host to generate again rather than answer with a cached aborted result. */
@@ -99,25 +103,38 @@ async function workClaimed(ctx: WorkContext, key: string, started: { epoch?: num
     worker: ctx.worker.id,
     destination: ctx.launcher.destination,
   });
-  let lost = false;
+  const standing: Standing = { lost: false, cancelled: false };
   const heartbeat = setInterval(
     () => {
       try {
-        if (lost || beat(store, key, lease.epoch)) return;
+        if (standing.lost || beat(store, key, lease.epoch)) return;
       } catch {
         return; // a beat that could not be written only makes the lease look older; the commit re-checks the epoch
       }
-      // reaped, superseded or cancelled: stand down now, killing the session (and its generator)
-      lost = true;
-      ctx.dropSession();
+      // reaped or superseded: stand down now, killing the session; cancelled: the host is asked to
+      // kill the generator (over ssh, killing the session alone would leave it running there)
+      standing.lost = true;
+      try {
+        standing.cancelled = wasCancelled(store, key);
+      } catch {
+        // dead/ unreadable: stand down as for any lost lease
+      }
+      if (standing.cancelled && ctx.cancelSession) ctx.cancelSession();
+      else ctx.dropSession();
     },
     Math.max(250, (ctx.leaseTtlS * 1000) / 4),
   );
   try {
-    return await attempt(ctx, job, digest, lease, () => lost);
+    return await attempt(ctx, job, digest, lease, standing);
   } finally {
     clearInterval(heartbeat);
   }
+}
+
+/** What the heartbeat found: the lease lost, and whether because the job was cancelled. */
+interface Standing {
+  lost: boolean;
+  cancelled: boolean;
 }
 
 async function attempt(
@@ -125,7 +142,7 @@ async function attempt(
   job: Job,
   digest: string,
   lease: LeaseRecord,
-  isLost: () => boolean,
+  standing: Standing,
 ): Promise<JobOutcome> {
   const { store } = ctx;
   const { key } = job;
@@ -151,7 +168,8 @@ async function attempt(
     session = await ctx.session();
     // After an earlier attempt, ask first: the host may hold the result already (in doubt ≠ failed).
     answer = epoch > 1 ? await session.request({ ...req, type: 'fetch' }, budget) : { type: 'none' };
-    if (answer.type === 'none') {
+    // (a cancel that came while the fetch was out is not followed by a run)
+    if (answer.type === 'none' && !standing.cancelled) {
       // every input hashed in full, and the bundle spooled, before the first byte leaves (spool-bundle.ts)
       let bundle: SpooledBundle;
       try {
@@ -172,6 +190,7 @@ async function attempt(
               }
               await w.end();
               delivered = true;
+              if (req.regenerate) markRegenerated(store, key, epoch); // the retry is used up
             } catch (err) {
               // a send cut short still put bytes on the host: say how many, and of what
               journal(store, {
@@ -206,6 +225,10 @@ async function attempt(
       }
     }
   } catch (err) {
+    if (standing.cancelled) {
+      ctx.dropSession();
+      return cancelledOutcome(key, epoch);
+    }
     if (err instanceof HostDownError) {
       return requeue(store, key, epoch, err.message, err.code, { spent: false, destination });
     }
@@ -224,6 +247,7 @@ async function attempt(
       destination,
     });
   }
+  if (standing.cancelled) return standDownCancelled(ctx, session!, key, epoch, answer, budget);
   if (inputChanged) {
     const reason = `${inputChanged.message}; the job is stale, mint it again`;
     if (!(await release(store, key, epoch, 'dead', { code: inputChanged.code, reason }))) {
@@ -245,5 +269,42 @@ async function attempt(
   }
   if (answer.cacheError)
     journal(store, { event: 'host-cache-failed', key, epoch, reason: answer.cacheError });
-  return takeResult(ctx, session!, job, digest, epoch, answer, isLost);
+  return takeResult(ctx, session!, job, digest, epoch, answer, () => standing.lost);
+}
+
+function cancelledOutcome(key: string, epoch: number): JobOutcome {
+  return { key, outcome: 'superseded', reason: `cancelled (genjob cancel) during epoch ${epoch}` };
+}
+
+/**
+ * The job was cancelled while the host ran it: the host killed the generator and answered (the
+ * stopped run's aborted receipt, which it did not cache). The answer is read to its end, so the
+ * session stays usable, and kept in dead/ beside the cancelled job; nothing is committed.
+ */
+async function standDownCancelled(
+  ctx: WorkContext,
+  session: ServeClient,
+  key: string,
+  epoch: number,
+  answer: Answer,
+  budget: number,
+): Promise<JobOutcome> {
+  if (answer.type === 'result') {
+    try {
+      await session.deadline(budget, async () => {
+        for await (const _ of answer.tar) {
+          // the stopped run's files (none): nothing to keep
+        }
+      });
+    } catch {
+      ctx.dropSession();
+    }
+    deadLetterBytes(ctx.store, `${key}.receipt.e${epoch}`, answer.receiptBytes, {
+      key,
+      code: CANCELLED,
+      reason: 'the answer to a run stopped by genjob cancel',
+      epoch,
+    });
+  }
+  return cancelledOutcome(key, epoch);
 }

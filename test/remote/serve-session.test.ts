@@ -13,8 +13,10 @@ import { ResultCache } from '../../src/remote/result-cache.js';
 import { serveSession } from '../../src/remote/serve-session.js';
 import { jobFileBytes } from '../../src/store/mint-job.js';
 import type { ServeLauncher } from '../../src/transport/launcher.js';
+import { FrameReader, FrameWriter } from '../../src/transport/protocol.js';
 import { safeExtract } from '../../src/transport/safe-extract.js';
 import { packTar } from '../../src/transport/tar-pack.js';
+import { openCheckedSession } from '../../src/worker/preflight.js';
 import { ServeClient } from '../../src/worker/serve-client.js';
 import { quietStderr } from '../helpers/quiet-stderr.js';
 
@@ -30,7 +32,10 @@ afterEach(() => rmSync(tmp, { recursive: true, force: true }));
 function inProcess(cache: ResultCache, pinned: string | null = null): ServeLauncher {
   return {
     destination: 'in-process',
-    start() {
+    start(args) {
+      // as serve.ts reads --check-generator[=command]
+      const asked = args.find((a) => a.startsWith('--check-generator'));
+      const check = asked === undefined ? {} : { check: { generator: asked.split('=')[1] ?? null } };
       const toServe = new PassThrough();
       const fromServe = new PassThrough();
       const stderr = new PassThrough();
@@ -38,6 +43,7 @@ function inProcess(cache: ResultCache, pinned: string | null = null): ServeLaunc
         cache,
         pinnedGenerator: pinned,
         encodeReceipt: (r) => canonicalBytes(r),
+        ...check,
         // the test's generators log their runs in tmp; the cache inside it stays hidden
         policy: {
           kind: 'bwrap',
@@ -49,7 +55,11 @@ function inProcess(cache: ResultCache, pinned: string | null = null): ServeLaunc
         },
       })
         .then(() => fromServe.end())
-        .then(() => ({ exitCode: 0, signal: null }));
+        .then(
+          () => ({ exitCode: 0, signal: null }),
+          // a killed session (its stdin destroyed) ends serve early; `exited` never rejects
+          () => ({ exitCode: 1, signal: null }),
+        );
       return { stdin: toServe, stdout: fromServe, stderr, exited, kill: () => toServe.destroy() };
     },
     shipmentFacts: async () => ({}),
@@ -195,6 +205,55 @@ describe('genjob serve session', () => {
   });
 });
 
+describe('a cancel sent while a run generates', () => {
+  it('kills the generator, answers the run aborted without caching it, and the session goes on', async () => {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    const client = await ServeClient.open(inProcess(cache), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: 5000,
+    });
+    const started = join(tmp, 'started');
+    const slow = `touch ${started}; sleep 30; echo late > src/a.py`;
+    const pending = run(client, slow);
+    for (let i = 0; i < 400 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 25));
+    client.cancel(5000);
+    const t0 = Date.now();
+    const { receipt } = await take(await pending);
+    expect(Date.now() - t0).toBeLessThan(10_000); // not the generator's 30 s
+    expect(receipt).toMatchObject({ status: 'aborted', outputs: [], cached: false });
+    expect(receipt.reason).toMatch(/^cancelled: /);
+    expect(readdirSync(join(cache.dir, 'results'))).toEqual([]);
+    expect(readdirSync(join(cache.dir, 'started'))).toEqual([]); // not "in doubt" either
+    // the same session answers the next request, and the job generates again
+    const again = await take(await run(client, 'echo fresh > src/new.py'));
+    expect(again.receipt.status).toBe('ok');
+    await client.close();
+  });
+
+  it('is ignored when it comes after the answer it meant to stop: no answer of its own', async () => {
+    const toServe = new PassThrough();
+    const fromServe = new PassThrough();
+    const served = serveSession(toServe, fromServe, {
+      cache: new ResultCache(join(tmp, 'cache')),
+      pinnedGenerator: null,
+      encodeReceipt: (r) => canonicalBytes(r),
+      policy: { kind: 'none', network: false, envNames: [], binds: [], bindsRw: [], hidden: [] },
+    });
+    const writer = new FrameWriter(toServe);
+    const reader = new FrameReader(fromServe, 1 << 20);
+    expect(await reader.readHeader()).toMatchObject({ type: 'hello' });
+    await reader.drain(reader.body());
+    await writer.message({ type: 'cancel' });
+    await writer.message(request('fetch', 'true'));
+    expect(await reader.readHeader()).toMatchObject({ type: 'none' });
+    await reader.drain(reader.body());
+    toServe.end();
+    await served; // ends at the end of input, with nothing more said
+    fromServe.end();
+    expect(await reader.readHeader()).toBeNull();
+  });
+});
+
 describe('aborted results', () => {
   it('are answered from the cache on redelivery, and generated again when the worker asks to retry them', async () => {
     const cache = new ResultCache(join(tmp, 'cache'));
@@ -251,18 +310,24 @@ describe('generator configuration', () => {
     return { cache, client };
   }
 
-  it('answers a check with the generator it would run, pinned or requested', async () => {
-    const pinned = await open('true');
-    expect(await pinned.client.check(null, 5000)).toEqual({ ok: true, generator: 'true', pinned: true });
-    await pinned.client.close();
-    const free = await open();
-    expect(await free.client.check('./gen.sh', 5000)).toEqual({
-      ok: true,
-      generator: './gen.sh',
-      pinned: false,
+  const sessionOpts = { maxAnswerBytes: 1 << 30, helloTimeoutMs: 5000 };
+
+  it('answers the generator check in its hello: the generator it would run, pinned or requested', async () => {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    const pinned = await openCheckedSession(inProcess(cache, 'true'), null, sessionOpts);
+    expect(pinned.hello?.check).toEqual({ ok: true, generator: 'true', pinned: true });
+    await pinned.close();
+    const free = await openCheckedSession(inProcess(cache), './gen.sh', sessionOpts);
+    expect(free.hello?.check).toEqual({ ok: true, generator: './gen.sh', pinned: false });
+    await free.close();
+    await expect(openCheckedSession(inProcess(cache), null, sessionOpts)).rejects.toMatchObject({
+      code: 'EGJ_NO_GENERATOR',
     });
-    expect(await free.client.check(null, 5000)).toMatchObject({ ok: false, code: 'EGJ_NO_GENERATOR' });
-    await free.client.close();
+    await expect(openCheckedSession(inProcess(cache, 'true'), './gen.sh', sessionOpts)).rejects.toMatchObject(
+      {
+        code: 'EGJ_GENERATOR_PINNED',
+      },
+    );
   });
 
   it.each([
@@ -273,10 +338,14 @@ describe('generator configuration', () => {
     process.env.GENJOB_OPENAI_MODEL = 'm';
     if (c.base === undefined) delete process.env.GENJOB_OPENAI_BASE_URL;
     else process.env.GENJOB_OPENAI_BASE_URL = c.base;
+    const check = await openCheckedSession(
+      inProcess(new ResultCache(join(tmp, 'cache'))),
+      'builtin:openai',
+      sessionOpts,
+    ).catch((e: unknown) => e);
+    expect(check).toMatchObject({ code: 'EGJ_GENERATOR_CONFIG' });
+    expect((check as Error).message).toContain(c.says);
     const { cache, client } = await open();
-    const check = await client.check('builtin:openai', 5000);
-    expect(check).toMatchObject({ ok: false, code: 'EGJ_GENERATOR_CONFIG' });
-    expect(check.ok ? '' : check.message).toContain(c.says);
     expect(await run(client, 'builtin:openai')).toMatchObject({
       type: 'error',
       code: 'EGJ_GENERATOR_CONFIG',
