@@ -12,11 +12,10 @@ import { constants } from 'node:fs';
 import { mkdir, mkdtemp, open, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import lockfile from 'proper-lockfile';
 import { errnoOf } from '../core/errors.js';
 import type { SandboxRecord } from '../sandbox/policy.js';
 import { hashFile } from '../store/hash-file.js';
-import { dropOwner, recordOwner, takeOverIfOwnerGone } from '../store/lock-owner.js';
+import { takeOwnedLock } from '../store/lock-owner.js';
 import { type ProcessId, thisProcess } from '../store/process-identity.js';
 import { entryMac, loadCacheSecret, macMatches } from './cache-mac.js';
 import type { Output } from './workspace-diff.js';
@@ -192,42 +191,12 @@ export class ResultCache {
 
   /**
    * Take the entry's lock (held while generating), or undefined while another live serve holds it.
-   * The holder is recorded beside the lock (lock-owner.ts): a lock whose holder died is taken over at
-   * once, not after its 20 s staleness. Waiting for a turn is generation-turn.ts's business.
+   * It is an owned lock (lock-owner.ts): a lock whose holder died is taken over at once, not after its
+   * 20 s staleness. Waiting for a turn is generation-turn.ts's business.
    */
   async tryLock(name: string): Promise<(() => Promise<void>) | undefined> {
-    const lockDir = join(this.dir, 'locks', `${name}.lock`);
-    for (;;) {
-      let release: () => Promise<void>;
-      try {
-        release = await lockfile.lock(lockDir, {
-          realpath: false,
-          lockfilePath: lockDir,
-          stale: 20_000,
-          retries: 0,
-          onCompromised: () => {
-            // another process took the lock after ours looked stale; commit() keeps the first entry
-          },
-        });
-      } catch (err) {
-        if (errnoOf(err) !== 'ELOCKED') throw err;
-        if (takeOverIfOwnerGone(lockDir)) continue;
-        return undefined;
-      }
-      try {
-        recordOwner(lockDir);
-      } catch (err) {
-        await release().catch(() => {});
-        throw err;
-      }
-      return async () => {
-        try {
-          dropOwner(lockDir);
-        } catch {
-          // a record left behind names a live process (us) or, later, a dead one: the next holder replaces it
-        }
-        await release().catch(() => {});
-      };
-    }
+    const lock = await takeOwnedLock(join(this.dir, 'locks', `${name}.lock`), { waitMs: 0, staleMs: 20_000 });
+    // another process may have taken the lock after ours looked stale: commit() keeps the first entry
+    return lock && (() => lock.release().catch(() => {}));
   }
 }
