@@ -62,9 +62,11 @@ describe('apply lock owner', () => {
     const owner = `${applyLockFile(s)}.owner`;
     const record = JSON.parse(readFileSync(owner, 'utf8'));
     expect(record).toMatchObject({ pid: process.pid, ino: statSync(applyLockFile(s)).ino });
-    writeFileSync(owner, JSON.stringify({ ...record, pid: deadPid() }));
+    const dead = deadPid();
+    writeFileSync(owner, JSON.stringify({ ...record, pid: dead }));
     const started = Date.now();
     const second = await acquireApplyLock(s, { timeoutMs: 0 });
+    expect(second.tookOverFrom).toMatchObject({ pid: dead }); // the owner-gone path
     expect(Date.now() - started).toBeLessThan(5_000); // not the 60 s staleness; EGJ_LOCKED at once without the takeover
     await second.release();
     await first.release();
