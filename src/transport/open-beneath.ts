@@ -32,9 +32,11 @@ export async function openBeneath(root: string, rel: string): Promise<FileHandle
         if (code === 'ENOENT') throw new InputChangedError(rel, `${part} (on the way to it) is gone`);
         throw new IoError('open', next, err);
       }
-      closeSync(dirFd);
+      const parent = dirFd;
+      const parentPath = dirPath;
       dirFd = fd;
       dirPath = next;
+      closeDir(parent, parentPath);
     }
     const file = HAVE_PROC_FD ? `/proc/self/fd/${dirFd}/${base}` : `${dirPath}/${base}`;
     let fh: FileHandle;
@@ -54,9 +56,34 @@ export async function openBeneath(root: string, rel: string): Promise<FileHandle
       await fh.close();
       throw new InputNotRegularError(rel, st.isDirectory() ? 'a directory' : 'not a regular file');
     }
+    const dir = dirFd;
+    dirFd = -1; // closed here, its failure reported; the error paths above close it quietly below
+    try {
+      closeDir(dir, dirPath);
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
     return fh;
   } finally {
-    closeSync(dirFd);
+    if (dirFd >= 0) closeQuietly(dirFd);
+  }
+}
+
+/** Close a read-only directory descriptor; a failure is EGJ_IO naming the directory. */
+function closeDir(fd: number, path: string): void {
+  try {
+    closeSync(fd);
+  } catch (err) {
+    throw new IoError('close', path, err);
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // an error is already on its way out; the descriptor is freed either way
   }
 }
 
