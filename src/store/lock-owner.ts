@@ -76,6 +76,7 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
         tookOverFrom = gone;
         continue;
       }
+      tookOverFrom = undefined; // a takeover another process won does not count
       const left = deadline - Date.now();
       if (left <= 0) return undefined;
       await sleep(Math.min(POLL_MS, left));
@@ -85,7 +86,7 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
       recordOwner(lockDir);
     } catch (err) {
       await release().catch(() => {});
-      throw err;
+      throw wrap('record lock owner', ownerFile(lockDir), err);
     }
     const from = tookOverFrom && {
       host: tookOverFrom.host,
@@ -157,7 +158,11 @@ function takeOverIfOwnerGone(lockDir: string): OwnerRecord | undefined {
   }
   // the record is removed only while it still names the directory set aside (no new lock can have its inode)
   dropRecordOf(lockDir, ino);
-  fs.rmSync(aside, { recursive: true, force: true });
+  try {
+    fs.rmSync(aside, { recursive: true, force: true });
+  } catch (err) {
+    throw wrap('take over lock (remove)', aside, err);
+  }
   return owner;
 }
 
