@@ -3,7 +3,8 @@
 // bench/results.json. Never part of the test suite; exits 0 unless the bench itself crashes.
 //   node bench/run.mjs [--quick] [--only STAGE[,STAGE...]] [--runs N] [--keep]
 // Stages: mint-big, mint-small, cold-version, cold-status, work-local, ship-big, ship-small,
-// second-job, verify, apply, memory, git-push, git-push-again. See docs/performance.md for what each measures and why.
+// second-job, verify, apply, memory, git-push, git-push-again, and the scale stages of bench/stages-scale.mjs:
+// drain-deep, status-deep, pool. See docs/performance.md for what each measures and why.
 import { spawnSync } from 'node:child_process';
 import {
   cpSync,
@@ -20,6 +21,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeJob, queueJob, randomFile, receivedJob, sha256, smallFiles, textBytes } from './fixtures.mjs';
 import { startSshd } from './sshd.mjs';
+import { SCALE_STAGES, scaleStages } from './stages-scale.mjs';
 
 const MiB = 1024 * 1024;
 const here = dirname(fileURLToPath(import.meta.url));
@@ -81,6 +83,7 @@ const STAGES = [
   'memory',
   'git-push',
   'git-push-again',
+  ...SCALE_STAGES,
 ];
 if (ONLY)
   for (const s of ONLY)
@@ -174,7 +177,7 @@ function freshRepo(name) {
   const root = join(TMP, name);
   rmSync(root, { recursive: true, force: true });
   mkdirSync(join(root, '.git'), { recursive: true });
-  genjob(['status', '--root', root]); // genjob itself lays out .gen/ (Store.ensure)
+  genjob(['init', '--root', root]); // genjob itself lays out .gen/ (status never creates it)
   return root;
 }
 
@@ -513,7 +516,7 @@ function pushRepos() {
   const gj = join(base, 'gj');
   const plain = join(base, 'plain');
   for (const r of [gj, plain]) sh(`git init -q '${r}' && git -C '${r}' commit -q --allow-empty -m seed`);
-  genjob(['status', '--root', gj]);
+  genjob(['init', '--root', gj]);
   for (let i = 0; i < SIZES.pushJobs; i++) {
     const path = `gen/f${i}.txt`;
     const made = makeJob(`push bench job ${i}`, [{ path, sha256: null }]);
@@ -595,6 +598,11 @@ Object.assign(stages, {
     rmSync(base, { recursive: true, force: true });
   },
 });
+
+Object.assign(
+  stages,
+  scaleStages({ QUICK, TMP, NODE, GENJOB, run, genjob, alternate, record, freshRepo, median, round }),
+);
 
 // ---------- ssh helpers ----------
 function sshArgs(ssh, i) {
