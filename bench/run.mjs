@@ -215,9 +215,15 @@ const stages = {
     const files = smallFiles(root, SIZES.smallCount, 4096).map((f) => f.path);
     const m = alternate({
       genjob: (_, i) => genjob(['mint', '-m', `small files, run ${i}`, ...files], { cwd: root }).ms,
-      baseline: () => run('openssl', ['dgst', '-sha256', ...files], { cwd: root }).ms,
+      // Node's own start-up plus the hashing: openssl alone is below what any Node program can take
+      baseline: () =>
+        run(NODE, ['-e', '0']).ms + run('openssl', ['dgst', '-sha256', ...files], { cwd: root }).ms,
     });
-    record('mint, many small inputs', { ...m, target: 2.0, note: `${SIZES.smallCount} × 4 KiB text` });
+    record('mint, many small inputs', {
+      ...m,
+      target: 1.5,
+      note: `${SIZES.smallCount} × 4 KiB text; baseline = \`node -e 0\` + \`openssl dgst\` of the files`,
+    });
     rmSync(root, { recursive: true, force: true });
   },
 
