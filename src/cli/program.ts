@@ -358,6 +358,7 @@ export function buildProgram(): Command {
       positiveInt('--limit'),
     )
     .option('--all', 'show every row')
+    .option('--disk', 'also show the size of .gen/ and what `genjob gc` would free (walks all of .gen/)')
     .addOption(
       new Option('--color <when>', 'colour the table: auto (on a terminal, unless NO_COLOR), always, never')
         .choices(['auto', 'always', 'never'])

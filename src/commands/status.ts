@@ -1,7 +1,8 @@
 // genjob status: counts per state (received broken into ok / aborted / rejected) and the most recent
 // jobs, one row each (key prefix, state, epoch, age, receipt status, a stale marker, the instruction
-// fitted to the terminal). Counting is a directory listing and choosing rows a stat per job: only the
-// rows shown are parsed, so a .gen/ of 100,000 jobs prints as fast as `ls` of it. Never creates .gen/.
+// fitted to the terminal). Counting is one directory listing per state and choosing rows a stat per
+// job (up to RANK_BUDGET jobs in a state): only the rows shown are parsed. What .gen/ weighs and what
+// gc would free walks all of .gen/, so it is computed only with --disk. Never creates .gen/.
 import type { ColorMode } from '../cli/colour.js';
 import { painter, useColour } from '../cli/colour.js';
 import { formatBytes } from '../cli/format-bytes.js';
@@ -22,6 +23,12 @@ import type { Store } from '../store/store.js';
 import { openBatches, spendByMode, spendLines } from './status-spend.js';
 
 export const DEFAULT_ROWS = 50;
+/**
+ * Ranking rows by recency takes a stat per job file, which on 100,000 files costs twice the listing
+ * itself: the default table ranks a state only up to this many jobs. A deeper state is counted, and
+ * ranked when asked for by name (--state) or with --all.
+ */
+export const RANK_BUDGET = 10_000;
 const ROW_STATES = [...FLOW, 'dead'] as const;
 type RowState = (typeof ROW_STATES)[number];
 
@@ -30,6 +37,8 @@ export interface StatusOptions extends CommonOptions {
   limit?: number;
   all?: boolean;
   color?: ColorMode;
+  /** Also walk .gen/ for its size and what `genjob gc` would free (a stat per file: slow on a deep .gen/). */
+  disk?: boolean;
 }
 
 interface Row {
@@ -103,12 +112,11 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
   // 1. counts: one listing per state directory; a key in two (a crash leftover) counts where it wins
   const listed = new Map<RowState, string[]>();
   const seen = new Set<string>();
-  for (const state of PRECEDENCE) {
-    listed.set(
-      state,
-      keysIn(store, state).filter((k) => !seen.has(k)),
-    );
-    for (const k of listed.get(state)!) seen.add(k);
+  for (const [i, state] of PRECEDENCE.entries()) {
+    const keys = keysIn(store, state).filter((k) => !seen.has(k));
+    listed.set(state, keys);
+    // the last state (queue, the deep one) is never looked up again: no set of its keys
+    if (i < PRECEDENCE.length - 1) for (const k of keys) seen.add(k);
   }
   const dead = deadJobs(store).filter((d) => !seen.has(d.key));
   const counts: Record<string, number> = {};
@@ -133,19 +141,22 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     }
   // 3. rows: the most recent of the chosen state(s), by a stat each; only those are parsed
   const wanted = o.state === undefined ? ROW_STATES : [o.state as RowState];
+  const rankAll = o.state !== undefined || o.all === true;
   const candidates: Array<{ key: string; state: RowState; at: number; deadName?: string }> = [];
+  const unranked: Partial<Record<RowState, number>> = {};
   for (const state of wanted) {
     if (state === 'dead')
       for (const d of dead) candidates.push({ key: d.key, state, at: d.at, deadName: d.name });
+    else if (!rankAll && listed.get(state)!.length > RANK_BUDGET) unranked[state] = listed.get(state)!.length;
     else
       for (const key of listed.get(state)!)
         candidates.push({ key, state, at: ctimeMs(store, store.layout.jobFile(state as JobState, key)) });
   }
   // spend by mode (interactive / batch) and open provider batches
-  const spend = spendByMode(store, keysIn(store, 'received').concat(keysIn(store, 'applied')));
+  const spend = spendByMode(store, listed.get('received')!.concat(listed.get('applied')!));
   const batches = openBatches(store);
   const limit = o.all ? Number.POSITIVE_INFINITY : (o.limit ?? DEFAULT_ROWS);
-  const chosen = [...candidates].sort((a, b) => b.at - a.at || a.key.localeCompare(b.key)).slice(0, limit);
+  const chosen = newest(candidates, limit);
   const rows: Row[] = chosen.map((c) => {
     const file = c.deadName
       ? `${store.layout.dir('dead')}/${c.deadName}`
@@ -198,10 +209,11 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       `batch ${b.batch_id ?? '(not yet created)'}: ${b.jobs} job(s), ${b.provider_status ?? b.state} (run ${b.run})`,
     );
   // retention (#15): how big .gen/ is, and what `genjob gc` (default window) would free
-  const disk = retentionFacts(store);
-  lines.push(
-    `.gen/ ${formatBytes(disk.gen_bytes)}; genjob gc would free ${formatBytes(disk.gc_bytes)} (finished before ${disk.gc_cutoff.slice(0, 10)})`,
-  );
+  const disk = o.disk ? retentionFacts(store) : undefined;
+  if (disk)
+    lines.push(
+      `.gen/ ${formatBytes(disk.gen_bytes)}; genjob gc would free ${formatBytes(disk.gc_bytes)} (finished before ${disk.gc_cutoff.slice(0, 10)})`,
+    );
   if (rows.length > 0) {
     lines.push('', 'KEY           STATE     EPOCH  AGE   RECEIPT   INSTRUCTION');
     const room = Math.max(10, terminalWidth() - 47); // 47: the columns before the instruction
@@ -218,6 +230,10 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
   const hidden = candidates.length - rows.length;
   if (hidden > 0)
     lines.push(`… ${hidden} older job(s) not shown (--all lists every one, --limit N more or fewer)`);
+  for (const [state, n] of Object.entries(unranked))
+    lines.push(
+      `… ${n} ${state} job(s) not ranked: over ${RANK_BUDGET} in ${state}/ (--state ${state} ranks them, a stat each)`,
+    );
   return {
     human: lines.join('\n'),
     terminalSafe: true,
@@ -228,12 +244,30 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       usage,
       spend,
       batches,
-      disk,
+      ...(disk ? { disk } : {}),
       jobs: rows,
-      total: candidates.length,
+      total: candidates.length + Object.values(unranked).reduce((a, b) => a + b, 0),
       shown: rows.length,
+      unranked,
     },
   };
+}
+
+/** The `limit` candidates with the latest `at` (ties: by key), newest first, without sorting them all. */
+export function newest<T extends { key: string; at: number }>(candidates: readonly T[], limit: number): T[] {
+  const before = (a: T, b: T) => a.at > b.at || (a.at === b.at && a.key < b.key);
+  // a bounded insertion list pays off for a screenful of rows; for thousands, sorting is as good
+  if (candidates.length <= limit || limit > 1000)
+    return [...candidates].sort((a, b) => (before(a, b) ? -1 : 1)).slice(0, limit);
+  const top: T[] = []; // kept sorted, newest first; at most `limit` long
+  for (const c of candidates) {
+    if (top.length === limit && !before(c, top[limit - 1]!)) continue;
+    let i = top.length;
+    while (i > 0 && before(c, top[i - 1]!)) i--;
+    top.splice(i, 0, c);
+    if (top.length > limit) top.pop();
+  }
+  return top;
 }
 
 function retentionFacts(store: Store): { gen_bytes: number; gc_bytes: number; gc_cutoff: string } {

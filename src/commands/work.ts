@@ -223,7 +223,9 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   let done = 0;
   // --watch also polls open batches (work --batch), whose answers then count against --max-tokens
   const batches = mode === 'watch' ? await startBatchWatch(o, store) : undefined;
-  const progress = progressLine(mode, keys?.length ?? (mode === 'once' ? 1 : keysIn(store, 'queue').length));
+  // the queue's depth only feeds the progress lines: a --quiet run does not list the queue for it
+  const queued = o.quiet || mode !== 'drain' ? 1 : keysIn(store, 'queue').length;
+  const progress = progressLine(mode, keys?.length ?? queued);
   try {
     // every host is reached and asked about the generator before the first claim: a usage or
     // configuration error is exit 2 with nothing claimed, not an attempt spent

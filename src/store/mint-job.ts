@@ -3,7 +3,7 @@
 // The job file is published by exclusive link, so two racing minters cannot both create it.
 import { canonicalBytes, canonicalJson } from '../core/canonical-json.js';
 import { ConflictError } from '../core/errors.js';
-import { type Job, jobDigest } from '../core/job.js';
+import type { Job } from '../core/job.js';
 import { sha256Hex } from '../core/sha256.js';
 import { markMinted } from './attempts.js';
 import { publishExclusive } from './durable.js';
@@ -24,6 +24,12 @@ export interface MintOutcome {
 
 export function jobFileBytes(job: Job): Buffer {
   return Buffer.from(`${canonicalJson(job)}\n`);
+}
+
+/** The job file's bytes and the job's digest (jobDigest) from one canonical serialisation. */
+function fileAndDigest(job: Job): { bytes: Buffer; digest: string } {
+  const bytes = jobFileBytes(job);
+  return { bytes, digest: sha256Hex(bytes.subarray(0, bytes.length - 1)) };
 }
 
 /**
@@ -54,7 +60,7 @@ function sameOrConflict(store: Store, job: Job, digest: string): MintOutcome | u
 }
 
 export function mintJob(store: Store, job: Job): MintOutcome {
-  const digest = jobDigest(job);
+  const { bytes, digest } = fileAndDigest(job);
   // an applied key whose material gc pruned is never generated again (store/tombstone.ts)
   const tomb = readTombstone(store, job.key);
   if (tomb?.state === 'applied' && !findJob(store, job.key)) {
@@ -68,7 +74,7 @@ export function mintJob(store: Store, job: Job): MintOutcome {
   }
   const before = sameOrConflict(store, job, digest);
   if (before) return before;
-  const created = publishExclusive(store, store.layout.jobFile('queue', job.key), jobFileBytes(job));
+  const created = publishExclusive(store, store.layout.jobFile('queue', job.key), bytes);
   if (!created)
     return sameOrConflict(store, job, digest) ?? { key: job.key, digest, minted: false, state: 'queue' };
   markMinted(store, job.key);

@@ -14,6 +14,8 @@ import type { Store } from '../store/store.js';
 import { type PackedFile, packTar } from '../transport/tar-pack.js';
 
 const CHUNK = 1024 * 1024;
+/** Spool writes (1 MiB each) allowed to run while packing goes on. */
+const MAX_WRITES_IN_FLIGHT = 4;
 
 export interface SpooledBundle {
   packed: PackedFile[];
@@ -41,6 +43,9 @@ export async function spoolBundle(store: Store, job: Job): Promise<SpooledBundle
   };
   try {
     let bytes = 0;
+    // a chunk handed over is never touched again (packTar), so its write need not finish before the
+    // next file bytes are read and hashed: up to MAX_WRITES_IN_FLIGHT writes overlap that work
+    const writing = new Set<Promise<void>>();
     const packed = await packTar(
       [
         { name: 'job.json', bytes: jobFileBytes(job) },
@@ -49,20 +54,28 @@ export async function spoolBundle(store: Store, job: Job): Promise<SpooledBundle
           .map((i) => ({ name: `files/${i.path}`, file: i.path, root: store.root, expectSha256: i.sha256! })),
       ],
       async (chunk) => {
-        await fh.write(chunk, 0, chunk.length, bytes);
+        if (writing.size >= MAX_WRITES_IN_FLIGHT) await Promise.race(writing);
+        const done: Promise<void> = fh.write(chunk, 0, chunk.length, bytes).then(() => {
+          writing.delete(done);
+        });
+        done.catch(() => {}); // awaited below; a failure is thrown there, never unhandled
+        writing.add(done);
         bytes += chunk.length;
       },
     );
+    await Promise.all(writing);
     return {
       packed,
       bytes,
       async *chunks() {
-        const buf = Buffer.allocUnsafe(CHUNK);
         for (let at = 0; at < bytes; ) {
-          const { bytesRead } = await fh.read(buf, 0, Math.min(CHUNK, bytes - at), at);
+          // a fresh buffer per chunk: the writer may still hold the last one, and copying it cost a
+          // second memcpy of the whole bundle
+          const buf = Buffer.allocUnsafe(Math.min(CHUNK, bytes - at));
+          const { bytesRead } = await fh.read(buf, 0, buf.length, at);
           if (bytesRead === 0) throw new IoError('read', path, new Error('spool file shrank'));
           at += bytesRead;
-          yield Buffer.from(buf.subarray(0, bytesRead));
+          yield bytesRead === buf.length ? buf : buf.subarray(0, bytesRead);
         }
       },
       discard,

@@ -156,6 +156,20 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     ...(o.relayStderr ? { relayStderr: o.relayStderr } : {}),
   };
 
+  /**
+   * Until a job in flight settles, or a second passes. The second's timer is cleared when a job settles
+   * first: left pending, it kept the process alive up to a second after the run's last job.
+   */
+  async function waitForSettled(): Promise<void> {
+    const done = new AbortController();
+    const stop = o.signal ? AbortSignal.any([o.signal, done.signal]) : done.signal;
+    try {
+      await Promise.race([new Promise<void>((r) => settledWaiters.push(r)), sleep(1000, stop)]);
+    } finally {
+      done.abort();
+    }
+  }
+
   /** Reach the host again; false (and the host marked down) when it cannot be reached. */
   async function reconnect(host: PoolHost): Promise<ServeClient | undefined> {
     try {
@@ -225,7 +239,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
           if (claimer.held > 0 || inFlight.size > 0) {
             // jobs in doubt on a host that is down (wait for it, or for --in-doubt-after), or jobs
             // in flight on other slots that may yet come back to the queue: a drain waits for them
-            await Promise.race([new Promise<void>((r) => settledWaiters.push(r)), sleep(1000, o.signal)]);
+            await waitForSettled();
             continue;
           }
           if (o.mode !== 'watch' || !o.waitForWork) return;

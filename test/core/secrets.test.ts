@@ -160,6 +160,20 @@ describe('createSecretScanner', () => {
     }
   });
 
+  it('counts the lines of chunks with no rule anchor (skipped whole) and keeps a BEGIN line open across them', () => {
+    const clean = Array.from({ length: 100 }, (_, i) => `clean line ${i}`).join('\n');
+    for (const chunk of [1, 7, 64, 4096]) {
+      const s = createSecretScanner();
+      const text = `${clean}\n${FAKE.npm}\n${clean}\n${FAKE.pem}\n`;
+      for (let i = 0; i < text.length; i += chunk) s.push(text.slice(i, i + chunk));
+      const pemLine = 101 + 100 + 1;
+      expect(s.end().findings).toEqual([
+        { line: 101, rule: 'npm-token' },
+        { line: pemLine, rule: 'private-key' },
+      ]);
+    }
+  });
+
   it('decodes UTF-8 split inside a multi-byte character and still counts lines', () => {
     const bytes = Buffer.from(`é\nü ${FAKE.aws}\n`, 'utf8');
     const s = createSecretScanner();

@@ -214,6 +214,26 @@ describe('--json results', () => {
     ).toBe(out.digest);
   });
 
+  it('mint in a subdirectory names paths from the root, however they are typed', async () => {
+    const sb = await makeSandbox();
+    const cwd = join(sb.repo, 'src');
+    const typed = ['user.py', './user.py', '../tests/test_user.py', '.././README.md', 'new.py'];
+    const r = await sb.genjob(['mint', '--json', '-m', 'x', ...typed.slice(1, 4), '--create', 'new.py'], {
+      cwd,
+    });
+    expect(r.exitCode).toBe(0);
+    expect(JSON.parse(r.stdout).inputs.map((i: { path: string }) => i.path)).toEqual([
+      'README.md',
+      'src/new.py',
+      'src/user.py',
+      'tests/test_user.py',
+    ]);
+    const plain = await sb.genjob(['mint', '--json', '-m', 'y', typed[0]!], { cwd });
+    expect(JSON.parse(plain.stdout).inputs.map((i: { path: string }) => i.path)).toEqual(['src/user.py']);
+    const outside = await sb.genjob(['mint', '-m', 'z', '../../x.py'], { cwd });
+    expect(outside.exitCode).toBe(2);
+  });
+
   it('status has counts, usage and one row per job', async () => {
     const sb = await makeSandbox();
     const a = await mintKey(sb, TIMEOUT_INSTRUCTION, ['src/user.py']);

@@ -30,7 +30,8 @@ describe('genjob gc', () => {
     expect(JSON.parse(kept.stdout).keys).toEqual([]);
     expect(genDir(sb, 'applied')).toEqual([`${k1}.json`]);
 
-    const status = await sb.genjob(['status']);
+    expect((await sb.genjob(['status'])).stdout).not.toContain('genjob gc would free');
+    const status = await sb.genjob(['status', '--disk']);
     expect(status.stdout).toMatch(
       /\n\.gen\/ [\d.]+ (B|KiB); genjob gc would free 0 B \(finished before \d{4}-\d\d-\d\d\)\n/,
     );

@@ -4,6 +4,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { RANK_BUDGET } from '../../src/commands/status.js';
 import { makeSandbox, mintKey } from './helpers.js';
 
 describe('status', () => {
@@ -91,5 +92,31 @@ describe('status', () => {
     expect(
       all.jobs.filter((j: { instruction: string }) => j.instruction === '(unreadable job file)'),
     ).toHaveLength(300);
+  });
+
+  it('on a state deeper than the rank budget counts it and ranks it only when asked (no stat per job)', async () => {
+    const sb = await makeSandbox();
+    const received = await mintKey(sb, 'Gets received', ['README.md']);
+    await sb.genjob(['work', '--drain', '--quiet', '--generator', 'true']);
+    const queue = join(sb.repo, '.gen', 'queue');
+    for (let i = 0; i <= RANK_BUDGET; i++)
+      writeFileSync(join(queue, `${i.toString(16).padStart(64, '0')}.json`), 'not json');
+    const newest = await mintKey(sb, 'The newest', ['src/user.py']);
+    const deep = RANK_BUDGET + 2;
+
+    const def = JSON.parse((await sb.genjob(['status', '--json'])).stdout);
+    expect(def.counts.queue).toBe(deep);
+    expect(def.unranked).toEqual({ queue: deep });
+    expect(def.jobs.map((j: { key: string }) => j.key)).toEqual([received]);
+    expect(def).toMatchObject({ total: deep + 1, shown: 1 });
+    expect((await sb.genjob(['status'])).stdout.trimEnd().split('\n').at(-1)).toBe(
+      `… ${deep} queue job(s) not ranked: over ${RANK_BUDGET} in queue/ (--state queue ranks them, a stat each)`,
+    );
+    // asked for by name, the deep state is ranked: its newest job comes first
+    const byName = JSON.parse(
+      (await sb.genjob(['status', '--json', '--state', 'queue', '--limit', '1'])).stdout,
+    );
+    expect(byName.jobs.map((j: { key: string }) => j.key)).toEqual([newest]);
+    expect(byName.unranked).toEqual({});
   });
 });
