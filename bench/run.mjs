@@ -3,7 +3,7 @@
 // bench/results.json. Never part of the test suite; exits 0 unless the bench itself crashes.
 //   node bench/run.mjs [--quick] [--only STAGE[,STAGE...]] [--runs N] [--keep]
 // Stages: mint-big, mint-small, cold-version, cold-status, work-local, ship-big, ship-small,
-// second-job, verify, apply, memory, git-push, git-push-again. See docs/performance.md for what each measures and why.
+// second-job, verify, apply, memory, git-push, git-push-again, show-journal. See docs/performance.md for what each measures and why.
 import { spawnSync } from 'node:child_process';
 import {
   cpSync,
@@ -20,6 +20,15 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeJob, queueJob, randomFile, receivedJob, sha256, smallFiles, textBytes } from './fixtures.mjs';
 import { startSshd } from './sshd.mjs';
+import { journalStages } from './stages-journal.mjs';
+
+/** Every journal event of a repo: each process writes its own segment under .gen/journal.d/. */
+function journalEvents(root) {
+  const dir = join(root, '.gen', 'journal.d');
+  return readdirSync(dir)
+    .flatMap((n) => readFileSync(join(dir, n), 'utf8').trim().split('\n'))
+    .map((l) => JSON.parse(l));
+}
 
 const MiB = 1024 * 1024;
 const here = dirname(fileURLToPath(import.meta.url));
@@ -81,6 +90,7 @@ const STAGES = [
   'memory',
   'git-push',
   'git-push-again',
+  'show-journal',
 ];
 if (ONLY)
   for (const s of ONLY)
@@ -359,10 +369,7 @@ const stages = {
         return made.key;
       });
       genjob(['work', '--drain', ...sshArgs(ssh, i), '--generator', 'true', '--quiet'], { cwd: root });
-      const events = readFileSync(join(root, '.gen', 'journal.jsonl'), 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l));
+      const events = journalEvents(root);
       const span = (key) => {
         const at = (ev) => Date.parse(events.find((e) => e.key === key && e.event === ev).at);
         return { start: at('claimed'), ms: at('received') - at('claimed') };
@@ -595,6 +602,11 @@ Object.assign(stages, {
     rmSync(base, { recursive: true, force: true });
   },
 });
+
+Object.assign(
+  stages,
+  journalStages({ alternate, record, genjob, run, freshRepo, events: QUICK ? 100_000 : 1_000_000 }),
+);
 
 // ---------- ssh helpers ----------
 function sshArgs(ssh, i) {

@@ -1,0 +1,72 @@
+// Bench stage show-journal: `genjob show KEY` with a 1,000,000-event journal next to `grep -c KEY` over
+// the same bytes (the issue's floor), and the journal's share of it (show minus show with an empty
+// journal, which is Node's start-up and show's other reads) next to the same grep. The events are written straight to one segment of
+// .gen/journal.d/ in the shape genjob writes them; one key among 200,000 has 5 of them.
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { makeJob, queueJob, sha256 } from './fixtures.mjs';
+
+const KINDS = ['minted', 'claimed', 'attempt', 'shipped', 'received'];
+
+/** `count` events over count/5 keys, the job's key among them; returns the segment's path. */
+function writeJournal(root, key, count) {
+  const dir = join(root, '.gen', 'journal.d');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'bench-4242-1.jsonl');
+  const keys = Math.max(1, Math.floor(count / 5));
+  const keyOf = (i) => (i === Math.floor(keys / 2) ? key : sha256(`bench key ${i}`));
+  const names = Array.from({ length: keys }, (_, i) => keyOf(i));
+  const t0 = Date.parse('2026-01-01T00:00:00Z');
+  const fd = openSync(file, 'w');
+  let batch = [];
+  for (let i = 0; i < count; i++) {
+    const ev = { at: new Date(t0 + i * 10).toISOString(), pid: 4242, event: KINDS[Math.floor(i / keys) % 5] };
+    batch.push(JSON.stringify({ ...ev, key: names[i % keys], epoch: 1, worker: { id: 'bench-4242' } }));
+    if (batch.length === 10_000 || i === count - 1) {
+      writeSync(fd, `${batch.join('\n')}\n`);
+      batch = [];
+    }
+  }
+  closeSync(fd);
+  return file;
+}
+
+/** The stage, given run.mjs's measuring helpers. */
+export function journalStages({ alternate, record, genjob, run, freshRepo, events }) {
+  return {
+    'show-journal'() {
+      const root = freshRepo('show-journal');
+      const made = makeJob('bench show', []);
+      mkdirSync(join(root, '.gen', 'queue'), { recursive: true });
+      queueJob(root, made);
+      const showMs = () => {
+        const r = genjob(['show', '--json', made.key], { cwd: root });
+        return { ms: r.ms, n: JSON.parse(r.stdout).journal.length };
+      };
+      const empty = alternate({ genjob: () => showMs().ms, baseline: () => 0 }).genjob;
+      const file = writeJournal(root, made.key, events);
+      const m = alternate({
+        genjob: () => {
+          const r = showMs();
+          if (r.n !== 5) throw new Error(`show-journal: ${r.n} events of the key, expected 5`);
+          return r.ms;
+        },
+        baseline: () => {
+          const r = run('grep', ['-c', made.key, file]);
+          if (r.stdout.trim() !== '5') throw new Error(`show-journal: grep counted ${r.stdout.trim()}`);
+          return r.ms;
+        },
+      });
+      const mib = Math.round(Number(run('stat', ['-c', '%s', file]).stdout) / 2 ** 20);
+      const label = `show, ${events.toLocaleString('en')}-event journal`;
+      record(label, { ...m, target: 1, note: `vs grep -c KEY over the same ${mib} MiB` });
+      // what the journal adds to show, apart from Node's start-up and show's other reads
+      record(`${label}, the journal's share`, {
+        genjob: Math.max(0, m.genjob - empty),
+        baseline: m.baseline,
+        target: 1,
+        note: `show minus show with an empty journal (${Math.round(empty)} ms), vs grep -c KEY`,
+      });
+    },
+  };
+}

@@ -1,0 +1,110 @@
+// Reading the journal: every file of it (journal-segments.ts) merged into one list ordered by `at`
+// (a stable sort, so events of one writer keep their order when clocks tie). For one key the bytes are
+// searched for `"key":"<key>"` (Buffer.indexOf, in fixed-size chunks) and only the lines holding it are
+// parsed, so `show KEY` costs about what `grep -c KEY` does over the same bytes, even at 10^6 events.
+import { constants } from 'node:fs';
+import { errnoOf, IoError } from '../core/errors.js';
+import type { JournalEvent } from './journal.js';
+import { journalFiles } from './journal-segments.js';
+import type { Store } from './store.js';
+
+const CHUNK_BYTES = 4 << 20;
+const NEWLINE = 0x0a;
+
+export type JournalLine = JournalEvent & { at: string };
+
+/** Push the text of each line of buf[0, end) holding `needle` (every line when none) onto `out`. */
+function collectLines(buf: Buffer, end: number, needle: Buffer | undefined, out: string[]): void {
+  const region = buf.subarray(0, end);
+  if (needle === undefined) {
+    for (let start = 0; start < end; ) {
+      let stop = region.indexOf(NEWLINE, start);
+      if (stop === -1) stop = end;
+      if (stop > start) out.push(region.toString('utf8', start, stop));
+      start = stop + 1;
+    }
+    return;
+  }
+  for (let hit = region.indexOf(needle); hit !== -1; ) {
+    const start = region.lastIndexOf(NEWLINE, hit) + 1;
+    let stop = region.indexOf(NEWLINE, hit);
+    if (stop === -1) stop = end;
+    out.push(region.toString('utf8', start, stop));
+    hit = stop >= end ? -1 : region.indexOf(needle, stop);
+  }
+}
+
+/** The lines of one journal file (those holding `needle`, when given); none when it does not exist. */
+function scanFile(store: Store, file: string, needle: Buffer | undefined, out: string[]): void {
+  const { fs } = store;
+  let fd: number;
+  try {
+    fd = fs.openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return; // gc moved it meanwhile: its lines are in the rotated file
+    throw IoError.wrap('open', file, err);
+  }
+  try {
+    let buf = Buffer.allocUnsafe(CHUNK_BYTES);
+    let filled = 0;
+    for (;;) {
+      if (filled === buf.length) {
+        // one line longer than the buffer: grow it
+        const bigger = Buffer.allocUnsafe(buf.length * 2);
+        buf.copy(bigger, 0, 0, filled);
+        buf = bigger;
+      }
+      const n = fs.readSync(fd, buf, filled, buf.length - filled, null);
+      const end = filled + n;
+      if (n === 0) {
+        collectLines(buf, end, needle, out); // a last line without its newline (torn by a crash)
+        return;
+      }
+      const whole = buf.lastIndexOf(NEWLINE, end - 1) + 1;
+      collectLines(buf, whole, needle, out);
+      buf.copy(buf, 0, whole, end);
+      filled = end - whole;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * The lines of `files` (those holding `needle`, when given), in file order, each line that is also in
+ * an earlier file once: an interrupted gc can leave a line in both a sealed file and the rotated one.
+ * Equal lines within one file are distinct events and all kept.
+ */
+export function uniqueLines(store: Store, files: readonly string[], needle?: Buffer): string[] {
+  const firstFile = new Map<string, number>();
+  const out: string[] = [];
+  files.forEach((file, f) => {
+    const lines: string[] = [];
+    scanFile(store, file, needle, lines);
+    for (const line of lines) {
+      const seenIn = firstFile.get(line);
+      if (seenIn === undefined) firstFile.set(line, f);
+      else if (seenIn !== f) continue;
+      out.push(line);
+    }
+  });
+  return out;
+}
+
+/** The journal's events (of one key, when given), oldest first; torn lines from a crash are skipped. */
+export function readJournal(store: Store, key?: string): JournalLine[] {
+  const needle = key === undefined ? undefined : Buffer.from(`"key":${JSON.stringify(key)}`);
+  const out: JournalLine[] = [];
+  for (const line of uniqueLines(store, journalFiles(store), needle)) {
+    let ev: JournalLine;
+    try {
+      ev = JSON.parse(line);
+    } catch {
+      continue; // torn line from a crash
+    }
+    if (ev === null || typeof ev !== 'object') continue;
+    if (key === undefined || ev.key === key) out.push(ev);
+  }
+  const at = (e: JournalLine) => (typeof e.at === 'string' ? e.at : '');
+  return out.sort((a, b) => (at(a) < at(b) ? -1 : at(a) > at(b) ? 1 : 0));
+}
