@@ -7,7 +7,7 @@
 import { constants } from 'node:fs';
 import { join } from 'node:path';
 import { errnoOf, IoError } from '../core/errors.js';
-import { readdirOrEmpty } from './durable.js';
+import { lostToExisting, readdirOrEmpty } from './durable.js';
 import { ownerGone, thisProcess } from './process-identity.js';
 import type { Store } from './store.js';
 
@@ -85,7 +85,7 @@ export function openSegment(store: Store): { fd: number; path: string } {
       mine.set(store.layout.gen, candidate);
       return { fd, path: candidate };
     } catch (err) {
-      if (errnoOf(err) !== 'EEXIST' || n >= 100) throw err;
+      if (!lostToExisting(store, candidate, err) || n >= 100) throw err;
     }
   }
 }
