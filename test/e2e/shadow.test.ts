@@ -18,7 +18,14 @@ function appender(sb: Sandbox, name: string, line: string): string {
 
 /** Every live file of .gen/ (all but shadow/, tmp/, locks/ and the journal), byte for byte. */
 function liveState(sb: Sandbox) {
-  return snapshot(join(sb.repo, '.gen'), ['shadow', 'tmp', 'locks', 'journal.jsonl', 'journal.1.jsonl', 'journal.d']);
+  return snapshot(join(sb.repo, '.gen'), [
+    'shadow',
+    'tmp',
+    'locks',
+    'journal.jsonl',
+    'journal.1.jsonl',
+    'journal.d',
+  ]);
 }
 
 async function threeJobs(sb: Sandbox): Promise<string[]> {
