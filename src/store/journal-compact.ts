@@ -88,7 +88,7 @@ export function compactJournal(
     .map((n) => join(gen, n));
   const kept: Array<{ line: string; at: string }> = [];
   let dropped = 0;
-  for (const line of uniqueLines(store, [rotated, ...leftovers])) {
+  for (const line of uniqueLines(store, () => [rotated, ...leftovers])) {
     let ev: { key?: unknown; at?: unknown };
     try {
       ev = JSON.parse(line);

@@ -34,14 +34,14 @@ function collectLines(buf: Buffer, end: number, needle: Buffer | undefined, out:
   }
 }
 
-/** The lines of one journal file (those holding `needle`, when given); none when it does not exist. */
-function scanFile(store: Store, file: string, needle: Buffer | undefined, out: string[]): void {
+/** The lines of one journal file (those holding `needle`, when given); false when it does not exist. */
+function scanFile(store: Store, file: string, needle: Buffer | undefined, out: string[]): boolean {
   const { fs } = store;
   let fd: number;
   try {
     fd = fs.openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return; // gc moved it meanwhile: its lines are in the rotated file
+    if (errnoOf(err) === 'ENOENT') return false;
     throw IoError.wrap('open', file, err);
   }
   try {
@@ -58,7 +58,7 @@ function scanFile(store: Store, file: string, needle: Buffer | undefined, out: s
       const end = filled + n;
       if (n === 0) {
         collectLines(buf, end, needle, out); // a last line without its newline (torn by a crash)
-        return;
+        return true;
       }
       const whole = buf.lastIndexOf(NEWLINE, end - 1) + 1;
       collectLines(buf, whole, needle, out);
@@ -71,23 +71,32 @@ function scanFile(store: Store, file: string, needle: Buffer | undefined, out: s
 }
 
 /**
- * The lines of `files` (those holding `needle`, when given), in file order, each line that is also in
+ * The lines of the files `list` names (those holding `needle`, when given), each line that is also in
  * an earlier file once: an interrupted gc can leave a line in both a sealed file and the rotated one.
- * Equal lines within one file are distinct events and all kept.
+ * Equal lines within one file are distinct events and all kept. A file that went away between the
+ * listing and its reading was renamed (by gc, or by a process taking over a segment): `list` is asked
+ * once more and the names not read yet are read.
  */
-export function uniqueLines(store: Store, files: readonly string[], needle?: Buffer): string[] {
-  const firstFile = new Map<string, number>();
+export function uniqueLines(store: Store, list: () => string[], needle?: Buffer): string[] {
+  const firstFile = new Map<string, string>();
   const out: string[] = [];
-  files.forEach((file, f) => {
-    const lines: string[] = [];
-    scanFile(store, file, needle, lines);
-    for (const line of lines) {
-      const seenIn = firstFile.get(line);
-      if (seenIn === undefined) firstFile.set(line, f);
-      else if (seenIn !== f) continue;
-      out.push(line);
+  const read = new Set<string>();
+  let files = list();
+  for (let pass = 0; pass < 2 && files.length > 0; pass++) {
+    let missed = false;
+    for (const file of files) {
+      read.add(file);
+      const lines: string[] = [];
+      if (!scanFile(store, file, needle, lines)) missed = true;
+      for (const line of lines) {
+        const seenIn = firstFile.get(line);
+        if (seenIn === undefined) firstFile.set(line, file);
+        else if (seenIn !== file) continue;
+        out.push(line);
+      }
     }
-  });
+    files = missed ? list().filter((f) => !read.has(f)) : [];
+  }
   return out;
 }
 
@@ -95,7 +104,7 @@ export function uniqueLines(store: Store, files: readonly string[], needle?: Buf
 export function readJournal(store: Store, key?: string): JournalLine[] {
   const needle = key === undefined ? undefined : Buffer.from(`"key":${JSON.stringify(key)}`);
   const out: JournalLine[] = [];
-  for (const line of uniqueLines(store, journalFiles(store), needle)) {
+  for (const line of uniqueLines(store, () => journalFiles(store), needle)) {
     let ev: JournalLine;
     try {
       ev = JSON.parse(line);

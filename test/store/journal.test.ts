@@ -2,11 +2,12 @@
 // order with the older files (journal.jsonl of 0.1, gc's journal.1.jsonl and its leftovers), a key's
 // events found by a byte search, and gc folding every segment into the rotated file.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { type FsPort, nodeFs } from '../../src/store/fs-port.js';
 import { journal, readJournal } from '../../src/store/journal.js';
 import { compactJournal } from '../../src/store/journal-compact.js';
 import { thisProcess } from '../../src/store/process-identity.js';
@@ -121,6 +122,31 @@ describe('readJournal', () => {
       'applied',
     ]);
     expect(readJournal(store)).toHaveLength(8);
+  });
+
+  it('still finds the events of a segment renamed between the listing and its reading (a take-over)', () => {
+    const root = tempStore('genjob-journal-').root;
+    const dir = join(root, '.gen', 'journal.d');
+    mkdirSync(dir);
+    const a = join(dir, 'box-1-1.jsonl');
+    writeFileSync(a, line({ at: '2026-01-01T00:00:00.000Z', event: 'minted', key: K1 }));
+    writeFileSync(
+      join(dir, 'box-2-2.jsonl'),
+      line({ at: '2026-01-01T00:00:01.000Z', event: 'claimed', key: K1 }),
+    );
+    let renamed = false;
+    const takingOver: FsPort = {
+      ...nodeFs,
+      openSync: ((path: string, ...rest: unknown[]) => {
+        if (path === a && !renamed) {
+          renamed = true;
+          renameSync(a, join(dir, 'box-3-3.jsonl')); // another process takes it over just now
+        }
+        return (nodeFs.openSync as (...args: unknown[]) => number)(path, ...rest);
+      }) as FsPort['openSync'],
+    };
+    expect(readJournal(new Store(root, takingOver), K1).map((e) => e.event)).toEqual(['minted', 'claimed']);
+    expect(renamed).toBe(true);
   });
 
   it("finds only the key's own events: not a line naming it in another field, not a torn line", () => {
