@@ -1,6 +1,8 @@
 // Bench stage show-journal: `genjob show KEY` with a 1,000,000-event journal next to `grep -c KEY` over
-// the same bytes (the issue's floor), and the journal's share of it (show minus show with an empty
-// journal, which is Node's start-up and show's other reads) next to the same grep. The events are written straight to one segment of
+// the same bytes (the issue's floor), twice: with every event still in a segment of journal.d/ (show
+// searches the bytes), then after `genjob gc` has folded them into the key-sorted journal.1.jsonl
+// (show binary-searches it). Show with an empty journal is measured too: Node's start-up and show's
+// other reads, which no journal layout removes. The events are written straight to one segment of
 // .gen/journal.d/ in the shape genjob writes them; one key among 200,000 has 5 of them.
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,28 +46,40 @@ export function journalStages({ alternate, record, genjob, run, freshRepo, event
         return { ms: r.ms, n: JSON.parse(r.stdout).journal.length };
       };
       const empty = alternate({ genjob: () => showMs().ms, baseline: () => 0 }).genjob;
-      const file = writeJournal(root, made.key, events);
-      const m = alternate({
-        genjob: () => {
-          const r = showMs();
-          if (r.n !== 5) throw new Error(`show-journal: ${r.n} events of the key, expected 5`);
-          return r.ms;
-        },
-        baseline: () => {
-          const r = run('grep', ['-c', made.key, file]);
-          if (r.stdout.trim() !== '5') throw new Error(`show-journal: grep counted ${r.stdout.trim()}`);
-          return r.ms;
-        },
-      });
-      const mib = Math.round(Number(run('stat', ['-c', '%s', file]).stdout) / 2 ** 20);
       const label = `show, ${events.toLocaleString('en')}-event journal`;
-      record(label, { ...m, target: 1, note: `vs grep -c KEY over the same ${mib} MiB` });
-      // what the journal adds to show, apart from Node's start-up and show's other reads
-      record(`${label}, the journal's share`, {
-        genjob: Math.max(0, m.genjob - empty),
-        baseline: m.baseline,
+      /** show against grep -c over `file`, which holds the key's 5 events among the rest. */
+      const measure = (file) =>
+        alternate({
+          genjob: () => {
+            const r = showMs();
+            if (r.n !== 5) throw new Error(`show-journal: ${r.n} events of the key, expected 5`);
+            return r.ms;
+          },
+          baseline: () => {
+            const r = run('grep', ['-c', made.key, file]);
+            if (r.stdout.trim() !== '5') throw new Error(`show-journal: grep counted ${r.stdout.trim()}`);
+            return r.ms;
+          },
+        });
+      const mibOf = (file) => Math.round(Number(run('stat', ['-c', '%s', file]).stdout) / 2 ** 20);
+
+      // 1. every event in a segment of journal.d/ (no gc yet): show searches the bytes
+      const segment = writeJournal(root, made.key, events);
+      const live = measure(segment);
+      record(`${label}, no gc yet`, {
+        ...live,
         target: 1,
-        note: `show minus show with an empty journal (${Math.round(empty)} ms), vs grep -c KEY`,
+        note: `byte search of one ${mibOf(segment)} MiB segment vs grep -c KEY over it; show with an empty journal ${Math.round(empty)} ms, so the journal's share is ${Math.round(live.genjob - empty)} ms`,
+      });
+
+      // 2. after gc: the same events in journal.1.jsonl, sorted by key, binary-searched
+      genjob(['gc'], { cwd: root });
+      const rotated = join(root, '.gen', 'journal.1.jsonl');
+      const after = measure(rotated);
+      record(`${label}, after gc`, {
+        ...after,
+        target: 1,
+        note: `binary search of the ${mibOf(rotated)} MiB rotated file vs grep -c KEY over it; show with an empty journal ${Math.round(empty)} ms`,
       });
     },
   };

@@ -1,15 +1,16 @@
 // Journal rotation for gc: every file new events go to (each process's segment in journal.d/, and the
 // journal.jsonl of genjob 0.1) is renamed aside as journal.compacting-*.jsonl (a writer's next event
 // starts a fresh segment at once; an append that opened the old file just before finishes into it, so
-// we wait until the sizes settle), then those events and the older rotated segment's are merged, ordered
-// by `at`, into journal.1.jsonl (replace recipe), dropping only events older than the window of keys gc
-// has pruned. Events of jobs still alive are all kept. A crash leaves journal.compacting-*.jsonl files
+// we wait until the sizes settle), then those events and the older rotated segment's are merged into
+// journal.1.jsonl (replace recipe), sorted by key and then `at` so that a key's events are found by a
+// binary search (journal-sorted.ts), dropping only events older than the window of keys gc has pruned. Events of jobs still alive are all kept. A crash leaves journal.compacting-*.jsonl files
 // that readers include and the next gc merges (duplicates removed).
 import { join } from 'node:path';
 import { errnoOf, IoError } from '../core/errors.js';
 import { fsyncDir, readdirOrEmpty, replaceFile } from './durable.js';
 import { uniqueLines } from './journal-read.js';
 import { COMPACTING, liveJournalFiles, ROTATED_JOURNAL, SEGMENT_DIR } from './journal-segments.js';
+import { byKeyThenAt, SORTED_MARKER_EVENT, sortedMarkerLine } from './journal-sorted.js';
 import type { Store } from './store.js';
 import { tombstoneKeys } from './tombstone.js';
 
@@ -86,24 +87,27 @@ export function compactJournal(
     .filter((n) => COMPACTING.test(n))
     .sort()
     .map((n) => join(gen, n));
-  const kept: Array<{ line: string; at: string }> = [];
+  const kept: Array<{ line: string; key: string; at: string }> = [];
   let dropped = 0;
   for (const line of uniqueLines(store, () => [rotated, ...leftovers])) {
-    let ev: { key?: unknown; at?: unknown };
+    let ev: { key?: unknown; at?: unknown; event?: unknown };
     try {
       ev = JSON.parse(line);
     } catch {
       continue; // a torn line from a crash
     }
+    if (ev?.event === SORTED_MARKER_EVENT) continue; // the old file's first line: a new one is written
     const at = typeof ev?.at === 'string' ? ev.at : '';
-    if (typeof ev?.key === 'string' && drop.has(ev.key) && Date.parse(at) < cutoffMs) {
+    const key = typeof ev?.key === 'string' ? ev.key : '';
+    if (key !== '' && drop.has(key) && Date.parse(at) < cutoffMs) {
       dropped += 1;
       continue;
     }
-    kept.push({ line, at });
+    kept.push({ line, key, at });
   }
-  kept.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0)); // stable: a writer's ties keep their order
-  replaceFile(store, rotated, Buffer.from(kept.length ? `${kept.map((k) => k.line).join('\n')}\n` : ''));
+  kept.sort(byKeyThenAt); // stable: a writer's ties keep their order
+  const text = [sortedMarkerLine(), ...kept.map((k) => k.line)].join('\n');
+  replaceFile(store, rotated, Buffer.from(`${text}\n`));
   for (const file of leftovers) {
     // a late append after all: keep the file (readers include it; the next gc merges it, deduplicated)
     if (settled.has(file) && sizeOf(store, file) !== settled.get(file)) continue;

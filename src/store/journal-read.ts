@@ -1,11 +1,14 @@
 // Reading the journal: every file of it (journal-segments.ts) merged into one list ordered by `at`
-// (a stable sort, so events of one writer keep their order when clocks tie). For one key the bytes are
-// searched for `"key":"<key>"` (Buffer.indexOf, in fixed-size chunks) and only the lines holding it are
-// parsed, so `show KEY` costs about what `grep -c KEY` does over the same bytes, even at 10^6 events.
+// (a stable sort, so events of one writer keep their order when clocks tie). For one key, gc's rotated
+// file (sorted by key) is binary-searched (journal-sorted.ts); the other files' bytes are searched for
+// `"key":"<key>"` (Buffer.indexOf, in fixed-size chunks) and only the lines holding it are parsed, so
+// `show KEY` costs at most what `grep -c KEY` does over the events since the last gc.
 import { constants } from 'node:fs';
+import { basename } from 'node:path';
 import { errnoOf, IoError } from '../core/errors.js';
 import type { JournalEvent } from './journal.js';
-import { journalFiles } from './journal-segments.js';
+import { journalFiles, ROTATED_JOURNAL } from './journal-segments.js';
+import { SORTED_MARKER_EVENT, sortedLinesOf } from './journal-sorted.js';
 import type { Store } from './store.js';
 
 const CHUNK_BYTES = 4 << 20;
@@ -71,13 +74,17 @@ function scanFile(store: Store, file: string, needle: Buffer | undefined, out: s
 }
 
 /**
- * The lines of the files `list` names (those holding `needle`, when given), each line that is also in
+ * The lines of the files `list` names, as `readFile` gives them, each line that is also in
  * an earlier file once: an interrupted gc can leave a line in both a sealed file and the rotated one.
  * Equal lines within one file are distinct events and all kept. A file that went away between the
  * listing and its reading was renamed (by gc, or by a process taking over a segment): `list` is asked
  * once more and the names not read yet are read.
  */
-export function uniqueLines(store: Store, list: () => string[], needle?: Buffer): string[] {
+export function uniqueLines(
+  store: Store,
+  list: () => string[],
+  readFile: (file: string, out: string[]) => boolean = (file, out) => scanFile(store, file, undefined, out),
+): string[] {
   const firstFile = new Map<string, string>();
   const out: string[] = [];
   const read = new Set<string>();
@@ -87,7 +94,7 @@ export function uniqueLines(store: Store, list: () => string[], needle?: Buffer)
     for (const file of files) {
       read.add(file);
       const lines: string[] = [];
-      if (!scanFile(store, file, needle, lines)) missed = true;
+      if (!readFile(file, lines)) missed = true;
       for (const line of lines) {
         const seenIn = firstFile.get(line);
         if (seenIn === undefined) firstFile.set(line, file);
@@ -103,15 +110,25 @@ export function uniqueLines(store: Store, list: () => string[], needle?: Buffer)
 /** The journal's events (of one key, when given), oldest first; torn lines from a crash are skipped. */
 export function readJournal(store: Store, key?: string): JournalLine[] {
   const needle = key === undefined ? undefined : Buffer.from(`"key":${JSON.stringify(key)}`);
+  const readFile = (file: string, lines: string[]): boolean => {
+    if (key !== undefined && basename(file) === ROTATED_JOURNAL) {
+      const sorted = sortedLinesOf(store, file, key); // gc's file: a binary search, not a scan
+      if (sorted !== undefined) {
+        lines.push(...sorted);
+        return true;
+      }
+    }
+    return scanFile(store, file, needle, lines);
+  };
   const out: JournalLine[] = [];
-  for (const line of uniqueLines(store, () => journalFiles(store), needle)) {
+  for (const line of uniqueLines(store, () => journalFiles(store), readFile)) {
     let ev: JournalLine;
     try {
       ev = JSON.parse(line);
     } catch {
       continue; // torn line from a crash
     }
-    if (ev === null || typeof ev !== 'object') continue;
+    if (ev === null || typeof ev !== 'object' || ev.event === SORTED_MARKER_EVENT) continue;
     if (key === undefined || ev.key === key) out.push(ev);
   }
   const at = (e: JournalLine) => (typeof e.at === 'string' ? e.at : '');

@@ -2,11 +2,20 @@
 // order with the older files (journal.jsonl of 0.1, gc's journal.1.jsonl and its leftovers), a key's
 // events found by a byte search, and gc folding every segment into the rotated file.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { sha256Hex } from '../../src/core/sha256.js';
 import { type FsPort, nodeFs } from '../../src/store/fs-port.js';
 import { journal, readJournal } from '../../src/store/journal.js';
 import { compactJournal } from '../../src/store/journal-compact.js';
@@ -183,7 +192,7 @@ describe('readJournal', () => {
 });
 
 describe('compactJournal (gc)', () => {
-  it('folds every segment and the 0.1 journal into journal.1.jsonl in `at` order, dropping pruned keys past the cutoff', () => {
+  it('folds every segment and the 0.1 journal into journal.1.jsonl sorted by key then `at`, dropping pruned keys past the cutoff', () => {
     const store = tempStore('genjob-journal-');
     writeFileSync(store.layout.journal, line({ at: '2026-01-01T00:00:00.000Z', event: 'minted', key: K2 }));
     journal(store, { event: 'minted', key: K1 });
@@ -203,7 +212,12 @@ describe('compactJournal (gc)', () => {
     ]);
     expect(readJournal(store)).toEqual(before);
     const rotated = readFileSync(join(store.layout.gen, 'journal.1.jsonl'), 'utf8').trim().split('\n');
-    expect(rotated.map((l) => JSON.parse(l).event)).toEqual(['minted', 'applied', 'minted']);
+    expect(rotated.map((l) => [JSON.parse(l).event, JSON.parse(l).key])).toEqual([
+      ['journal-sorted', undefined],
+      ['minted', K1],
+      ['minted', K2],
+      ['applied', K2],
+    ]);
 
     // this process's next event starts its segment afresh; a second gc drops the pruned key's old events
     journal(store, { event: 'claimed', key: K1 });
@@ -225,6 +239,52 @@ describe('compactJournal (gc)', () => {
     writeFileSync(join(gen, 'journal.compacting-12-0.jsonl'), a);
     compactJournal(store, new Set(), 0, 0);
     expect(readdirSync(gen).filter((n) => n.startsWith('journal'))).toEqual(['journal.1.jsonl']);
-    expect(readFileSync(join(gen, 'journal.1.jsonl'), 'utf8')).toBe(a + b);
+    const text = readFileSync(join(gen, 'journal.1.jsonl'), 'utf8');
+    expect(text.slice(text.indexOf('\n') + 1)).toBe(a + b);
+  });
+
+  it('lets show find a key in the rotated file by a binary search, reading a few KiB of megabytes', () => {
+    const store = tempStore('genjob-journal-');
+    const keys = Array.from({ length: 4000 }, (_, i) => sha256Hex(`key ${i}`));
+    const events: string[] = [];
+    for (let i = 0; i < 20_000; i++) {
+      const key = keys[(i * 7919) % keys.length]!;
+      // some lines far longer than a probe read (16 KiB), some events without a key
+      const extra = i % 997 === 0 ? { blob: 'z'.repeat(40_000) } : {};
+      const ev = i % 501 === 0 ? { event: 'host-up' } : { event: `e${i}`, key, ...extra };
+      events.push(line({ at: new Date(Date.UTC(2026, 0, 1) + i * 1000).toISOString(), pid: 1, ...ev }));
+    }
+    mkdirSync(store.layout.dir('journal.d'));
+    writeFileSync(join(store.layout.dir('journal.d'), 'box-1-1.jsonl'), events.join(''));
+    const scanned = new Map(keys.map((k) => [k, readJournal(store, k)]));
+    compactJournal(store, new Set(), 0, 0);
+    const rotated = join(store.layout.gen, 'journal.1.jsonl');
+    expect(statSync(rotated).size).toBeGreaterThan(3_000_000);
+    let bytes = 0;
+    const counting: FsPort = {
+      ...nodeFs,
+      readSync: ((...args: Parameters<typeof nodeFs.readSync>) => {
+        const n = (nodeFs.readSync as (...a: unknown[]) => number)(...args);
+        bytes += n;
+        return n;
+      }) as FsPort['readSync'],
+    };
+    const looking = new Store(store.root, counting);
+    // every key, the first and the last included, gives what a scan of the segment gave
+    for (const k of [...keys].sort()) expect(readJournal(looking, k), k).toEqual(scanned.get(k));
+    expect(bytes / keys.length).toBeLessThan(100_000); // a scan reads the whole file each time
+    expect(readJournal(looking, 'f'.repeat(64))).toEqual([]);
+    expect(readJournal(looking, '')).toEqual([]);
+  });
+
+  it('scans a rotated file without the sorted first line (an older gc) instead of searching it', () => {
+    const store = tempStore('genjob-journal-');
+    writeFileSync(
+      join(store.layout.gen, 'journal.1.jsonl'),
+      line({ at: '2026-01-01T00:00:00.000Z', event: 'minted', key: K2 }) +
+        line({ at: '2026-01-01T00:00:01.000Z', event: 'minted', key: K1 }),
+    );
+    expect(readJournal(store, K2).map((e) => e.event)).toEqual(['minted']);
+    expect(readJournal(store, K1).map((e) => e.event)).toEqual(['minted']);
   });
 });
