@@ -16,8 +16,8 @@ export const SEGMENT_DIR = 'journal.d';
 export const ROTATED_JOURNAL = 'journal.1.jsonl';
 /** Files gc set aside and had not merged yet when it was interrupted; readers include them. */
 export const COMPACTING = /^journal\.compacting-\d+(-\d+)?\.jsonl$/;
-/** <host>-<pid>-<start>[-<n>].jsonl; the host may itself hold dashes, so the numbers are read from the end. */
-const SEGMENT = /^(.+)-(\d+)-(\d+)(?:-\d+)?\.jsonl$/;
+/** <host>-<pid>-<start>[-<n>].jsonl; the host's dashes are written as `_`, so the fields never blur. */
+const SEGMENT = /^([A-Za-z0-9._]+)-(\d+)-(\d+)(?:-\d+)?\.jsonl$/;
 
 function segmentHost(): string {
   return thisProcess().host.replace(/[^A-Za-z0-9._]/g, '_') || 'host';
