@@ -3,8 +3,8 @@
 // bench/results.json. Never part of the test suite; exits 0 unless the bench itself crashes.
 //   node bench/run.mjs [--quick] [--only STAGE[,STAGE...]] [--runs N] [--keep]
 // Stages: mint-big, mint-small, cold-version, cold-status, work-local, ship-big, ship-small,
-// second-job, verify, apply, memory, git-push, git-push-again, and the scale stages of bench/stages-scale.mjs:
-// drain-deep, status-deep, pool. See docs/performance.md for what each measures and why.
+// second-job, verify, apply, memory, git-push, git-push-again, show-journal, and the scale stages of
+// bench/stages-scale.mjs: drain-deep, status-deep, pool. See docs/performance.md for what each measures and why.
 import { spawnSync } from 'node:child_process';
 import {
   cpSync,
@@ -21,7 +21,16 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeJob, queueJob, randomFile, receivedJob, sha256, smallFiles, textBytes } from './fixtures.mjs';
 import { startSshd } from './sshd.mjs';
+import { journalStages } from './stages-journal.mjs';
 import { SCALE_STAGES, scaleStages } from './stages-scale.mjs';
+
+/** Every journal event of a repo: each process writes its own segment under .gen/journal.d/. */
+function journalEvents(root) {
+  const dir = join(root, '.gen', 'journal.d');
+  return readdirSync(dir)
+    .flatMap((n) => readFileSync(join(dir, n), 'utf8').trim().split('\n'))
+    .map((l) => JSON.parse(l));
+}
 
 const MiB = 1024 * 1024;
 const here = dirname(fileURLToPath(import.meta.url));
@@ -84,6 +93,7 @@ const STAGES = [
   'git-push',
   'git-push-again',
   ...SCALE_STAGES,
+  'show-journal',
 ];
 if (ONLY)
   for (const s of ONLY)
@@ -368,10 +378,7 @@ const stages = {
         return made.key;
       });
       genjob(['work', '--drain', ...sshArgs(ssh, i), '--generator', 'true', '--quiet'], { cwd: root });
-      const events = readFileSync(join(root, '.gen', 'journal.jsonl'), 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l));
+      const events = journalEvents(root);
       const span = (key) => {
         const at = (ev) => Date.parse(events.find((e) => e.key === key && e.event === ev).at);
         return { start: at('claimed'), ms: at('received') - at('claimed') };
@@ -624,6 +631,7 @@ Object.assign(stages, {
 Object.assign(
   stages,
   scaleStages({ QUICK, TMP, NODE, GENJOB, run, genjob, alternate, record, freshRepo, median, round }),
+  journalStages({ alternate, record, genjob, run, freshRepo, events: QUICK ? 100_000 : 1_000_000 }),
 );
 
 // ---------- ssh helpers ----------

@@ -153,6 +153,8 @@ function sshdConfig(o) {
     'PrintLastLog no',
     // Skip the user's ~/.bashrc in sessions (see the header): the tests' hosts are clean machines.
     'SetEnv SHLVL=1',
+    // sftp for sshfs (test/e2e/shared-gen-sshfs.test.ts mounts a shared .gen/ through this server)
+    'Subsystem sftp internal-sftp',
     ...(o.maxSessions === undefined ? [] : [`MaxSessions ${o.maxSessions}`, `MaxStartups ${o.maxSessions}`]),
     ...(o.forceCommand === undefined ? [] : [`ForceCommand ${o.forceCommand}`]),
     ...(o.acceptEnv === undefined ? [] : [`AcceptEnv ${o.acceptEnv}`]),

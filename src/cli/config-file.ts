@@ -1,5 +1,5 @@
 // genjob.config.json at the repository root: defaults for what people otherwise retype on every
-// `work` (generator, host, concurrency, timeout, ssh settings). Checked with zod; an unknown key or a
+// `work` (generator, host or a pool of hosts, concurrency, timeout, ssh settings). Checked with zod; an unknown key or a
 // wrong type is EGJ_CONFIG naming the file and the key. A flag given on the command line always wins.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,6 +14,8 @@ const ConfigSchema = z.strictObject({
   $schema: z.string().optional(),
   generator: z.string().min(1).optional(),
   host: z.string().min(1).optional(),
+  /** A pool, as repeated --host: each `[N/][user@]host`. */
+  hosts: z.array(z.string().min(1)).min(1).optional(),
   concurrency: z.number().int().positive().optional(),
   timeout: z.number().positive().optional(),
   ssh: z
@@ -54,6 +56,8 @@ export function loadConfig(root: string): GenjobConfig | undefined {
     }
     throw new UsageError('EGJ_CONFIG', `${file}: "${at}": ${issue.message}`);
   }
+  if (parsed.data.host !== undefined && parsed.data.hosts !== undefined)
+    throw new UsageError('EGJ_CONFIG', `${file}: "host" and "hosts" both given; put every host in "hosts"`);
   return parsed.data;
 }
 
@@ -61,7 +65,8 @@ export function loadConfig(root: string): GenjobConfig | undefined {
 function workDefaults(c: GenjobConfig): Record<string, unknown> {
   return {
     generator: c.generator,
-    host: c.host,
+    // --host collects into a list: one host is a list of one
+    host: c.hosts ?? (c.host === undefined ? undefined : [c.host]),
     concurrency: c.concurrency,
     timeout: c.timeout,
     port: c.ssh?.port,

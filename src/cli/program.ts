@@ -350,7 +350,9 @@ export function buildProgram(): Command {
     });
 
   common(program.command('status'))
-    .description('counts per state and a table of the most recent jobs (key, state, epoch, age, instruction)')
+    .description(
+      'counts per state and a table of the most recent jobs (key, state, epoch, age, receipt, host, instruction)',
+    )
     .option('--state <state>', 'only rows of this state (queue, running, received, applied, reverted, dead)')
     .option(
       '--limit <n>',

@@ -1,8 +1,9 @@
 // genjob status: counts per state (received broken into ok / aborted / rejected) and the most recent
-// jobs, one row each (key prefix, state, epoch, age, receipt status, a stale marker, the instruction
-// fitted to the terminal). Counting is one directory listing per state and choosing rows a stat per
-// job (up to RANK_BUDGET jobs in a state): only the rows shown are parsed. What .gen/ weighs and what
-// gc would free walks all of .gen/, so it is computed only with --disk. Never creates .gen/.
+// jobs, one row each (key prefix, state, epoch, age, receipt status, the host of the last attempt, a
+// stale marker, the instruction fitted to the terminal). Counting is one directory listing per state and
+// choosing rows a stat per job (up to RANK_BUDGET jobs in a state): only the rows shown are parsed. What
+// .gen/ weighs and what gc would free walks all of .gen/, so it is computed only with --disk. Never
+// creates .gen/.
 import type { ColorMode } from '../cli/colour.js';
 import { painter, useColour } from '../cli/colour.js';
 import { formatBytes } from '../cli/format-bytes.js';
@@ -12,7 +13,7 @@ import { DEFAULT_RETENTION, parseDuration } from '../core/duration.js';
 import { UsageError } from '../core/errors.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { terminalText } from '../core/terminal-text.js';
-import { currentEpoch } from '../store/attempts.js';
+import { currentEpoch, readAttempt } from '../store/attempts.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
 import { peekRecord } from '../store/durable.js';
 import { planGc, sizeOf } from '../store/gc.js';
@@ -29,6 +30,8 @@ export const DEFAULT_ROWS = 50;
  * ranked when asked for by name (--state) or with --all.
  */
 export const RANK_BUDGET = 10_000;
+/** The HOST column's widest: longer destinations (a `launch:` command) are cut with an ellipsis. */
+const HOST_WIDTH = 24;
 const ROW_STATES = [...FLOW, 'dead'] as const;
 type RowState = (typeof ROW_STATES)[number];
 
@@ -49,6 +52,8 @@ interface Row {
   receipt: string | null;
   stale: boolean;
   instruction: string;
+  /** Where the current epoch's attempt went (`local`, `user@host:port`, `launch:CMD`); null before one. */
+  host: string | null;
   reason?: string;
 }
 
@@ -169,16 +174,18 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
         : peekRecord(store, store.layout.receipt(c.key)));
     const checkStale = c.state === 'queue' || c.state === 'received' || c.state === 'reverted';
     const why = c.deadName ? deadReason(store, c.deadName) : null;
+    const epoch = receiptBytes
+      ? peekEpoch(receiptBytes) || currentEpoch(store, c.key)
+      : currentEpoch(store, c.key);
     return {
       key: c.key,
       state: c.state,
-      epoch: receiptBytes
-        ? peekEpoch(receiptBytes) || currentEpoch(store, c.key)
-        : currentEpoch(store, c.key),
+      epoch,
       age_s: Math.max(0, Math.round((now - c.at) / 1000)),
       receipt: receiptSummary(receiptBytes).status,
       stale: checkStale && doc !== null && inputsChanged(store, doc.inputs),
       instruction: doc === null ? '(unreadable job file)' : doc.instruction.split('\n')[0]!,
+      host: epoch > 0 ? (readAttempt(store, c.key, epoch)?.destination ?? null) : null,
       ...(why ? { reason: `${why.code}: ${why.reason}` } : {}),
     };
   });
@@ -215,15 +222,18 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       `.gen/ ${formatBytes(disk.gen_bytes)}; genjob gc would free ${formatBytes(disk.gc_bytes)} (finished before ${disk.gc_cutoff.slice(0, 10)})`,
     );
   if (rows.length > 0) {
-    lines.push('', 'KEY           STATE     EPOCH  AGE   RECEIPT   INSTRUCTION');
-    const room = Math.max(10, terminalWidth() - 47); // 47: the columns before the instruction
+    const hostWidth = Math.min(HOST_WIDTH, Math.max(4, ...rows.map((r) => (r.host ?? '-').length)));
+    lines.push('', `KEY           STATE     EPOCH  AGE   RECEIPT   ${'HOST'.padEnd(hostWidth)}  INSTRUCTION`);
+    const room = Math.max(10, terminalWidth() - 49 - hostWidth); // the columns before the instruction
     for (const r of rows) {
+      const host = terminalText(r.host ?? '-');
+      const hostCell = host.length > hostWidth ? `${host.slice(0, hostWidth - 1)}…` : host.padEnd(hostWidth);
       // host- and user-chosen text is made terminal-safe here, so the colour codes around it survive
       const text = terminalText(r.state === 'dead' && r.reason ? r.reason : r.instruction);
       const marked = `${r.stale ? '(stale) ' : ''}${text}`;
       const fitted = marked.length > room ? `${marked.slice(0, room - 1)}…` : marked;
       lines.push(
-        `${r.key.slice(0, 12)}  ${paint(stateColour[r.state], r.state.padEnd(8))}  ${String(r.epoch).padStart(5)}  ${fmtAge(r.age_s).padEnd(4)}  ${r.receipt ? paint(receiptColour(r.receipt), terminalText(r.receipt).padEnd(8)) : '-'.padEnd(8)}  ${r.stale ? paint('yellow', fitted) : fitted}`,
+        `${r.key.slice(0, 12)}  ${paint(stateColour[r.state], r.state.padEnd(8))}  ${String(r.epoch).padStart(5)}  ${fmtAge(r.age_s).padEnd(4)}  ${r.receipt ? paint(receiptColour(r.receipt), terminalText(r.receipt).padEnd(8)) : '-'.padEnd(8)}  ${hostCell}  ${r.stale ? paint('yellow', fitted) : fitted}`,
       );
     }
   }

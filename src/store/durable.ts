@@ -76,6 +76,22 @@ export function writeTempFile(
   return path;
 }
 
+/**
+ * Whether an O_EXCL create or a link of `target` that failed with `err` lost to a file already there.
+ * EEXIST says so; over sshfs a lost race can come back as EPERM instead (the server's EEXIST travels as
+ * a generic SFTP failure when the client had not seen the file yet), so any error with `target`
+ * present counts as lost too.
+ */
+export function lostToExisting(store: HasFs, target: string, err: unknown): boolean {
+  if (errnoOf(err) === 'EEXIST') return true;
+  try {
+    store.fs.lstatSync(target);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Publish `bytes` at `target` unless something is already there. Returns false when it was. */
 export function publishExclusive(store: Store, target: string, bytes: Uint8Array): boolean {
   const { fs } = store;
@@ -84,7 +100,7 @@ export function publishExclusive(store: Store, target: string, bytes: Uint8Array
   try {
     fs.linkSync(tmp, target);
   } catch (err) {
-    if (errnoOf(err) !== 'EEXIST') {
+    if (!lostToExisting(store, target, err)) {
       fs.rmSync(tmp, { force: true });
       throw IoError.wrap('link', target, err);
     }
@@ -122,7 +138,7 @@ export function publishStaged(store: Store, staged: readonly StagedFile[]): bool
         created.push(true);
         dirs.add(dirname(target));
       } catch (err) {
-        if (errnoOf(err) !== 'EEXIST') throw IoError.wrap('link', target, err);
+        if (!lostToExisting(store, target, err)) throw IoError.wrap('link', target, err);
         created.push(false);
       }
       fs.unlinkSync(tmp);

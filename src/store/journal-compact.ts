@@ -1,31 +1,18 @@
-// Journal rotation for gc: the live journal.jsonl is renamed aside (new appends start a fresh file at
-// once; O_APPEND writers that opened the old one finish into it, so we wait until its size settles),
-// then its events and the older segment's are merged into journal.1.jsonl (replace recipe), dropping
-// only events older than the window of keys gc has pruned. Events of jobs still alive are all kept.
-// A crash leaves a journal.compacting-*.jsonl that readers include and the next gc merges.
+// Journal rotation for gc: every file new events go to (each process's segment in journal.d/, and the
+// journal.jsonl of genjob 0.1) is renamed aside as journal.compacting-*.jsonl (a writer's next event
+// starts a fresh segment at once; an append that opened the old file just before finishes into it, so
+// we wait until the sizes settle), then those events and the older rotated segment's are merged into
+// journal.1.jsonl (replace recipe), sorted by key and then `at` so that a key's events are found by a
+// binary search (journal-sorted.ts), dropping only events older than the window of keys gc has pruned. Events of jobs still alive are all kept. A crash leaves journal.compacting-*.jsonl files
+// that readers include and the next gc merges (duplicates removed).
 import { join } from 'node:path';
-import { errnoOf } from '../core/errors.js';
-import { fsyncDir, readdirOrEmpty, readIfExists, replaceFile } from './durable.js';
+import { errnoOf, IoError } from '../core/errors.js';
+import { fsyncDir, readdirOrEmpty, replaceFile } from './durable.js';
+import { uniqueLines } from './journal-read.js';
+import { COMPACTING, liveJournalFiles, ROTATED_JOURNAL, SEGMENT_DIR } from './journal-segments.js';
+import { byKeyThenAt, SORTED_MARKER_EVENT, sortedMarkerLine } from './journal-sorted.js';
 import type { Store } from './store.js';
 import { tombstoneKeys } from './tombstone.js';
-
-export const ROTATED_JOURNAL = 'journal.1.jsonl';
-const COMPACTING = /^journal\.compacting-\d+\.jsonl$/;
-
-/** The journal's files, oldest first: the rotated segment, leftovers of an interrupted rotation, the live file. */
-export function journalFiles(store: Store): string[] {
-  const gen = store.layout.gen;
-  let names: string[] = [];
-  try {
-    names = store.fs
-      .readdirSync(gen)
-      .filter((n) => COMPACTING.test(n))
-      .sort();
-  } catch {
-    // no .gen/ yet
-  }
-  return [join(gen, ROTATED_JOURNAL), ...names.map((n) => join(gen, n)), store.layout.journal];
-}
 
 function pause(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -47,6 +34,42 @@ function liveKeys(store: Store): Set<string> {
   return live;
 }
 
+/** Rename every live journal file aside under a name no leftover holds; the sealed paths. */
+function sealLiveFiles(store: Store): string[] {
+  const gen = store.layout.gen;
+  const taken = new Set(readdirOrEmpty(store, gen).filter((n) => COMPACTING.test(n)));
+  const sealed: string[] = [];
+  let n = 0;
+  let fromSegments = false;
+  for (const file of liveJournalFiles(store)) {
+    let name: string;
+    do name = `journal.compacting-${process.pid}-${n++}.jsonl`;
+    while (taken.has(name));
+    try {
+      store.fs.renameSync(file, join(gen, name));
+      sealed.push(join(gen, name));
+      fromSegments ||= file !== store.layout.journal;
+    } catch (err) {
+      if (errnoOf(err) !== 'ENOENT') throw IoError.wrap('rename', file, err);
+    }
+  }
+  if (sealed.length) fsyncDir(store, gen);
+  if (fromSegments) fsyncDir(store, store.layout.dir(SEGMENT_DIR));
+  return sealed;
+}
+
+/** Sizes of `files` once two looks `settleMs` apart agree (no append still landing in them). */
+function settledSizes(store: Store, files: readonly string[], settleMs: number): Map<string, number> {
+  const look = () => new Map(files.map((f) => [f, sizeOf(store, f)]));
+  let now = look();
+  for (;;) {
+    if (settleMs > 0) pause(settleMs);
+    const next = look();
+    if ([...next].every(([f, size]) => now.get(f) === size)) return next;
+    now = next;
+  }
+}
+
 export function compactJournal(
   store: Store,
   pruned: ReadonlySet<string>,
@@ -54,47 +77,40 @@ export function compactJournal(
   settleMs = 25,
 ): { kept: number; dropped: number } {
   const gen = store.layout.gen;
-  const sealed = join(gen, `journal.compacting-${process.pid}.jsonl`);
-  try {
-    store.fs.renameSync(store.layout.journal, sealed);
-    fsyncDir(store, gen);
-  } catch (err) {
-    if (errnoOf(err) !== 'ENOENT') throw err;
-  }
-  // an append that opened the old file just before the rename lands in it: wait until it is quiet
-  let settled = sizeOf(store, sealed);
-  for (let last = -2; settled !== last; last = settled, settled = sizeOf(store, sealed))
-    if (settleMs > 0) pause(settleMs);
+  const rotated = join(gen, ROTATED_JOURNAL);
+  const sealed = sealLiveFiles(store);
+  const settled = settledSizes(store, sealed, settleMs);
 
   const live = liveKeys(store);
   const drop = new Set([...pruned, ...tombstoneKeys(store)].filter((k) => !live.has(k)));
-  const sources = journalFiles(store).filter((f) => f !== store.layout.journal);
-  const seen = new Set<string>();
-  const kept: string[] = [];
+  const leftovers = readdirOrEmpty(store, gen)
+    .filter((n) => COMPACTING.test(n))
+    .sort()
+    .map((n) => join(gen, n));
+  const kept: Array<{ line: string; key: string; at: string }> = [];
   let dropped = 0;
-  for (const file of sources) {
-    const text = readIfExists(store, file)?.toString('utf8') ?? '';
-    for (const line of text.split('\n')) {
-      if (!line || seen.has(line)) continue;
-      seen.add(line);
-      let ev: { key?: unknown; at?: unknown };
-      try {
-        ev = JSON.parse(line);
-      } catch {
-        continue; // a torn line from a crash
-      }
-      if (typeof ev.key === 'string' && drop.has(ev.key) && Date.parse(String(ev.at)) < cutoffMs) {
-        dropped += 1;
-        continue;
-      }
-      kept.push(line);
+  for (const line of uniqueLines(store, () => [rotated, ...leftovers])) {
+    let ev: { key?: unknown; at?: unknown; event?: unknown };
+    try {
+      ev = JSON.parse(line);
+    } catch {
+      continue; // a torn line from a crash
     }
+    if (ev?.event === SORTED_MARKER_EVENT) continue; // the old file's first line: a new one is written
+    const at = typeof ev?.at === 'string' ? ev.at : '';
+    const key = typeof ev?.key === 'string' ? ev.key : '';
+    if (key !== '' && drop.has(key) && Date.parse(at) < cutoffMs) {
+      dropped += 1;
+      continue;
+    }
+    kept.push({ line, key, at });
   }
-  replaceFile(store, join(gen, ROTATED_JOURNAL), Buffer.from(kept.length ? `${kept.join('\n')}\n` : ''));
-  for (const file of sources) {
-    if (file === join(gen, ROTATED_JOURNAL)) continue;
+  kept.sort(byKeyThenAt); // stable: a writer's ties keep their order
+  const text = [sortedMarkerLine(), ...kept.map((k) => k.line)].join('\n');
+  replaceFile(store, rotated, Buffer.from(`${text}\n`));
+  for (const file of leftovers) {
     // a late append after all: keep the file (readers include it; the next gc merges it, deduplicated)
-    if (file === sealed && sizeOf(store, sealed) !== settled) continue;
+    if (settled.has(file) && sizeOf(store, file) !== settled.get(file)) continue;
     store.fs.rmSync(file, { force: true });
   }
   fsyncDir(store, gen);

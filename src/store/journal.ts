@@ -1,9 +1,9 @@
-// The journal: one JSON object per line in .gen/journal.jsonl, appended for every state transition.
-// O_APPEND makes each short line land whole even with many writers; it is fsynced so that the
-// reason a job was rejected survives a crash. State itself lives in the directories, not here.
-import { constants } from 'node:fs';
+// The journal: one JSON object per line, appended for every state transition, to this process's own
+// segment under .gen/journal.d/ (journal-segments.ts: appends from several machines sharing .gen/
+// never meet in one file). Each line is fsynced so that the reason a job was rejected survives a
+// crash. State itself lives in the directories, not here.
 import { IoError } from '../core/errors.js';
-import { journalFiles } from './journal-compact.js';
+import { openSegment } from './journal-segments.js';
 import type { Store } from './store.js';
 
 export interface JournalEvent {
@@ -12,43 +12,25 @@ export interface JournalEvent {
   [field: string]: unknown;
 }
 
+export { readJournal } from './journal-read.js';
+
 export function journal(store: Store, event: JournalEvent): void {
   const { fs } = store;
   const line = Buffer.from(
     `${JSON.stringify({ at: new Date().toISOString(), pid: process.pid, ...event })}\n`,
   );
-  const path = store.layout.journal;
-  const fd = fs.openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o644);
+  let opened: { fd: number; path: string };
   try {
-    fs.writeSync(fd, line);
-    fs.fsyncSync(fd);
+    opened = openSegment(store);
   } catch (err) {
-    throw IoError.wrap('append', path, err);
+    throw IoError.wrap('append', store.layout.dir('journal.d'), err);
+  }
+  try {
+    fs.writeSync(opened.fd, line);
+    fs.fsyncSync(opened.fd);
+  } catch (err) {
+    throw IoError.wrap('append', opened.path, err);
   } finally {
-    fs.closeSync(fd);
+    fs.closeSync(opened.fd);
   }
-}
-
-/** Parse the journal, skipping a torn last line (a crash mid-append). */
-export function readJournal(store: Store, key?: string): Array<JournalEvent & { at: string }> {
-  // gc keeps older events in a rotated segment (journal-compact.ts): read it first, then the live file
-  let text = '';
-  for (const file of journalFiles(store)) {
-    try {
-      text += `${store.fs.readFileSync(file, 'utf8')}\n`;
-    } catch {
-      // not there
-    }
-  }
-  const out: Array<JournalEvent & { at: string }> = [];
-  for (const line of text.split('\n')) {
-    if (!line) continue;
-    try {
-      const ev = JSON.parse(line);
-      if (key === undefined || ev.key === key) out.push(ev);
-    } catch {
-      // torn line from a crash: ignore
-    }
-  }
-  return out;
 }

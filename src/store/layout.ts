@@ -36,6 +36,7 @@ export class Layout {
   applying(key: string): string {
     return join(this.gen, 'applying', `${key}.json`);
   }
+  /** The single journal file of genjob 0.1, still read (and folded by gc); events now go to journal.d/. */
   get journal(): string {
     return join(this.gen, 'journal.jsonl');
   }

@@ -1,9 +1,12 @@
 // genjob.config.json: work's defaults from the repository root; flags override; unknown keys and
-// wrong types are refused naming the file and the key, before anything is claimed.
+// wrong types are refused naming the file and the key, before anything is claimed; "hosts" is a pool.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { type SshdHandle, useSshd } from '../helpers/sshd.js';
 import { genDir, makeSandbox, mintKey } from './helpers.js';
+import { mintMany } from './pool-helpers.js';
+import { genjob, journal, remoteServe, sandbox, genDir as sshGenDir } from './ssh-helpers.js';
 
 describe('genjob.config.json', () => {
   it('gives work its generator; a flag overrides it', async () => {
@@ -39,4 +42,83 @@ describe('genjob.config.json', () => {
       expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
     });
   }
+});
+
+describe('genjob.config.json "hosts"', () => {
+  // two servers: two aliases of one server would share one ssh control socket (ControlPath %C)
+  const servers = [useSshd(), useSshd()];
+
+  /** An ssh client config naming the two servers hA and hB. */
+  function twoHosts(dir: string): string {
+    const block = (alias: string, s: SshdHandle) =>
+      [
+        `Host ${alias}`,
+        `  HostName ${s.host}`,
+        `  Port ${s.port}`,
+        `  User ${s.user}`,
+        `  IdentityFile ${s.identityFile}`,
+        '  IdentitiesOnly yes',
+        `  UserKnownHostsFile ${s.knownHostsFile}`,
+        '  GlobalKnownHostsFile /dev/null',
+        '  StrictHostKeyChecking yes',
+        '  BatchMode yes',
+        '',
+      ].join('\n');
+    const file = join(dir, 'pool_ssh_config');
+    writeFileSync(file, block('hA', servers[0]!()) + block('hB', servers[1]!()));
+    return file;
+  }
+
+  const cases = [
+    {
+      name: '"hosts" feeds work a pool like repeated --host: jobs go to every host of the list',
+      hosts: { hosts: ['hA', '2/hB'] },
+      expected: ['hA', 'hB'],
+    },
+    { name: '"host" gives work its one host', hosts: { host: 'hB' }, expected: ['hB'] },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const sb = await sandbox({ 'src/a.txt': 'a\n' });
+      try {
+        const keys = mintMany(sb, 6);
+        const gen = join(sb.dir, 'gen.sh');
+        writeFileSync(gen, 'sleep 0.3; echo x >> src/a.txt\n');
+        writeFileSync(
+          join(sb.repo, 'genjob.config.json'),
+          JSON.stringify({
+            generator: `sh ${gen}`,
+            ...c.hosts,
+            // a cache per host (two serves creating one cache's secret at once can race)
+            ssh: {
+              config: twoHosts(sb.dir),
+              remote_cmd: remoteServe(`${sb.hostCache}/$(echo $SSH_CONNECTION | cut -d' ' -f4)`),
+            },
+          }),
+        );
+        const r = await genjob(sb, ['work', '--drain', '--json', '--no-sandbox'], { timeout: 40_000 });
+        expect(r.exitCode, `${r.stderr}\n${r.stdout}`).toBe(0);
+        expect(sshGenDir(sb, 'received')).toEqual(keys.map((k) => `${k}.json`).sort());
+        const where = new Set(
+          journal(sb)
+            .filter((e) => e.event === 'received')
+            .map((e) => String(e.destination).replace(/:\d+$/, '')),
+        );
+        expect([...where].sort()).toEqual(c.expected);
+      } finally {
+        await sb.cleanup();
+      }
+    }, 60_000);
+  }
+
+  it('refuses "host" and "hosts" together (exit 2), claiming nothing', async () => {
+    const sb = await makeSandbox();
+    const file = join(sb.repo, 'genjob.config.json');
+    writeFileSync(file, JSON.stringify({ host: 'a', hosts: ['b'] }));
+    const key = await mintKey(sb, 'One', ['README.md']);
+    const r = await sb.genjob(['work', '--once', '--generator', 'true']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr.startsWith(`genjob: EGJ_CONFIG: ${file}: "host" and "hosts" both given`)).toBe(true);
+    expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
+  });
 });

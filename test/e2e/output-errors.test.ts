@@ -1,10 +1,12 @@
 // A result line that cannot be written (stdout on a full device, or a closed pipe) ends the command
 // quietly with exit 5 — no stack trace — and the work it did stays done and recorded.
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { readJournal } from '../../src/store/journal.js';
+import { Store } from '../../src/store/store.js';
 import { CLI, DEMO_GENERATOR, makeSandbox, mintKey, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 const PATHS = ['src/user.py', 'tests/test_user.py'];
@@ -56,7 +58,7 @@ describe('stdout that cannot be written', () => {
     expect(r.exitCode).toBe(5);
     expect(r.stderr).not.toMatch(/internal error|\n\s+at /);
     expect(snapshot(sb.repo)).toEqual(original);
-    expect(readFileSync(join(sb.repo, '.gen', 'journal.jsonl'), 'utf8')).toContain('"event":"reverted"');
+    expect(readJournal(new Store(sb.repo), key).map((e) => e.event)).toContain('reverted');
   });
 
   it('mint | head -c0: exit 5 and nothing on stderr (the reader left)', async () => {

@@ -36,7 +36,7 @@ describe('genjob gc', () => {
       /\n\.gen\/ [\d.]+ (B|KiB); genjob gc would free 0 B \(finished before \d{4}-\d\d-\d\d\)\n/,
     );
 
-    const before = snapshot(join(sb.repo, '.gen'), ['locks', 'journal.jsonl']);
+    const before = snapshot(join(sb.repo, '.gen'), ['locks', 'journal.jsonl', 'journal.d']);
     const dry = await sb.genjob(['gc', '--older-than', '0s', '--dry-run', '--json']);
     expect(dry.exitCode).toBe(0);
     const plan = JSON.parse(dry.stdout) as { keys: Array<{ key: string; state: string }>; bytes: number };
@@ -47,7 +47,7 @@ describe('genjob gc', () => {
       ].sort(),
     );
     expect(plan.bytes).toBeGreaterThan(0);
-    expect(snapshot(join(sb.repo, '.gen'), ['locks', 'journal.jsonl'])).toEqual(before);
+    expect(snapshot(join(sb.repo, '.gen'), ['locks', 'journal.jsonl', 'journal.d'])).toEqual(before);
 
     const r = await sb.genjob(['gc', '--older-than', '0s']);
     expect(r.exitCode).toBe(0);

@@ -4,6 +4,8 @@
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { readJournal } from '../../src/store/journal.js';
+import { Store } from '../../src/store/store.js';
 import { genDir, makeSandbox, mintKey, readJson, type Sandbox, snapshot } from './helpers.js';
 
 /** A generator that appends `line` to every job input it finds in the workspace. */
@@ -16,7 +18,14 @@ function appender(sb: Sandbox, name: string, line: string): string {
 
 /** Every live file of .gen/ (all but shadow/, tmp/, locks/ and the journal), byte for byte. */
 function liveState(sb: Sandbox) {
-  return snapshot(join(sb.repo, '.gen'), ['shadow', 'tmp', 'locks', 'journal.jsonl', 'journal.1.jsonl']);
+  return snapshot(join(sb.repo, '.gen'), [
+    'shadow',
+    'tmp',
+    'locks',
+    'journal.jsonl',
+    'journal.1.jsonl',
+    'journal.d',
+  ]);
 }
 
 async function threeJobs(sb: Sandbox): Promise<string[]> {
@@ -215,8 +224,7 @@ describe('genjob promote', () => {
     expect((await sb.genjob(['verify', key])).exitCode).toBe(0);
     expect((await sb.genjob(['apply', key])).exitCode).toBe(0);
     expect(readFileSync(join(sb.repo, 'src/user.py'), 'utf8')).toMatch(/# promoted\n$/);
-    const events = readFileSync(join(sb.repo, '.gen', 'journal.jsonl'), 'utf8');
-    expect(events).toContain('"event":"promoted"');
+    expect(readJournal(new Store(sb.repo)).map((e) => e.event)).toContain('promoted');
     // an applied job cannot be promoted
     const again = await sb.genjob(['promote', '--shadow', 'b', key]);
     expect(again.exitCode).toBe(4);

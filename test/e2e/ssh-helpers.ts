@@ -9,6 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { execa, type Options, type ResultPromise } from 'execa';
 import { afterEach } from 'vitest';
+import { readJournal } from '../../src/store/journal.js';
+import { Store } from '../../src/store/store.js';
 import type { SshdHandle } from '../helpers/sshd.js';
 import { snapshot, type TreeSnapshot } from '../helpers/tree-snapshot.js';
 
@@ -180,13 +182,7 @@ export interface JournalLine {
 }
 
 export function journal(sb: Sandbox, key?: string): JournalLine[] {
-  const file = path.join(sb.repo, '.gen/journal.jsonl');
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as JournalLine)
-    .filter((e) => key === undefined || e.key === key);
+  return readJournal(new Store(sb.repo), key);
 }
 
 /** `ssh-keygen -lf` of a public key file: its type and SHA256 fingerprint. */

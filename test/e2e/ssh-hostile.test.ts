@@ -77,7 +77,7 @@ function hostileFlags(sb: Sandbox, name: string): string[] {
 function pwnedInGen(sb: Sandbox): string[] {
   const gen = path.join(sb.repo, '.gen');
   const found: string[] = [];
-  for (const e of treeEntries(gen, ['dead', 'journal.jsonl'])) {
+  for (const e of treeEntries(gen, ['dead', 'journal.jsonl', 'journal.d'])) {
     if (e.kind === 'file' && e.bytes.includes('PWNED')) found.push(e.path);
   }
   return found;

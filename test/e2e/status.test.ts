@@ -1,5 +1,5 @@
-// status: received broken into ok/aborted/rejected, a stale marker, dead jobs one row each with
-// their reason, --state, --limit/--all, colour only when asked or on a terminal, and on a deep
+// status: received broken into ok/aborted/rejected, a stale marker, the host of the last attempt,
+// dead jobs one row each with their reason, --state, --limit/--all, colour only when asked or on a terminal, and on a deep
 // queue only the rows it shows are read.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -57,6 +57,25 @@ describe('status', () => {
     expect((await sb.genjob(['status'], { env: { FORCE_COLOR: '1', NO_COLOR: '1' } })).stdout).not.toContain(
       '\u001b[',
     );
+  });
+
+  it("names the host of each job's last attempt in a HOST column (`host` in --json)", async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script('gen.sh', 'echo x >> README.md');
+    const done = await mintKey(sb, 'Done here', ['README.md']);
+    await sb.genjob(['work', done, '--quiet', '--generator', gen]);
+    const waiting = await mintKey(sb, 'Not tried yet', ['src/user.py']);
+    const out = JSON.parse((await sb.genjob(['status', '--json'])).stdout);
+    const byKey = Object.fromEntries(out.jobs.map((j: { key: string }) => [j.key, j]));
+    expect(byKey[done]).toMatchObject({ state: 'received', epoch: 1, host: 'local' });
+    expect(byKey[waiting]).toMatchObject({ state: 'queue', epoch: 0, host: null });
+    const lines = (await sb.genjob(['status'])).stdout.trimEnd().split('\n');
+    const header = lines.findIndex((l) => l.startsWith('KEY '));
+    expect(lines[header]).toMatch(/ RECEIPT {3}HOST {3}INSTRUCTION$/);
+    const cell = (key: string) =>
+      lines.find((l) => l.startsWith(key.slice(0, 12)))!.slice(lines[header]!.indexOf('HOST'));
+    expect(cell(done)).toMatch(/^local {2}Done here$/);
+    expect(cell(waiting)).toMatch(/^- {6}Not tried yet$/);
   });
 
   it('fits the instruction to the terminal width', async () => {

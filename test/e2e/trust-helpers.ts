@@ -6,6 +6,8 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa, type Result } from 'execa';
+import { readJournal } from '../../src/store/journal.js';
+import { Store } from '../../src/store/store.js';
 import { tempDir } from '../helpers/temp-store.js';
 
 // Every file, directory and symlink under a directory, byte for byte (nothing skipped by default).
@@ -105,16 +107,7 @@ export interface JournalLine {
 }
 
 export function readJournalFile(repo: Repo): JournalLine[] {
-  let text = '';
-  try {
-    text = readFileSync(join(repo.root, '.gen', 'journal.jsonl'), 'utf8');
-  } catch {
-    return [];
-  }
-  return text
-    .split('\n')
-    .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as JournalLine);
+  return readJournal(new Store(repo.root));
 }
 
 /** Names in a .gen/ subdirectory ([] when it does not exist). */

@@ -63,6 +63,25 @@ describe('publishExclusive', () => {
     expect(readdirSync(store.layout.tmp)).toEqual([]);
   });
 
+  it('counts a link that fails with another errno as lost when the target is there (sshfs says EPERM)', () => {
+    const root = freshRoot();
+    const target = new Store(root).layout.receipt('c'.repeat(64));
+    writeFileSync(target, 'first');
+    const eperm = Object.assign(new Error('EPERM: operation not permitted, link'), { code: 'EPERM' });
+    const sshfsLike: FsPort = {
+      ...nodeFs,
+      linkSync: () => {
+        throw eperm;
+      },
+    };
+    const store = new Store(root, sshfsLike);
+    expect(publishExclusive(store, target, Buffer.from('second'))).toBe(false);
+    expect(readFileSync(target, 'utf8')).toBe('first');
+    expect(readdirSync(store.layout.tmp)).toEqual([]);
+    // with nothing there, the same error is a real one
+    expect(() => publishExclusive(store, `${target}.other`, Buffer.from('x'))).toThrow(IoError);
+  });
+
   it('fsyncs the temp file before the link and the directory after it', () => {
     const root = freshRoot();
     const fs = recordingFs();

@@ -1,0 +1,136 @@
+// Reading the journal: every file of it (journal-segments.ts) merged into one list ordered by `at`
+// (a stable sort, so events of one writer keep their order when clocks tie). For one key, gc's rotated
+// file (sorted by key) is binary-searched (journal-sorted.ts); the other files' bytes are searched for
+// `"key":"<key>"` (Buffer.indexOf, in fixed-size chunks) and only the lines holding it are parsed, so
+// `show KEY` costs at most what `grep -c KEY` does over the events since the last gc.
+import { constants } from 'node:fs';
+import { basename } from 'node:path';
+import { errnoOf, IoError } from '../core/errors.js';
+import type { JournalEvent } from './journal.js';
+import { journalFiles, ROTATED_JOURNAL } from './journal-segments.js';
+import { SORTED_MARKER_EVENT, sortedLinesOf } from './journal-sorted.js';
+import type { Store } from './store.js';
+
+const CHUNK_BYTES = 4 << 20;
+const NEWLINE = 0x0a;
+
+export type JournalLine = JournalEvent & { at: string };
+
+/** Push the text of each line of buf[0, end) holding `needle` (every line when none) onto `out`. */
+function collectLines(buf: Buffer, end: number, needle: Buffer | undefined, out: string[]): void {
+  const region = buf.subarray(0, end);
+  if (needle === undefined) {
+    for (let start = 0; start < end; ) {
+      let stop = region.indexOf(NEWLINE, start);
+      if (stop === -1) stop = end;
+      if (stop > start) out.push(region.toString('utf8', start, stop));
+      start = stop + 1;
+    }
+    return;
+  }
+  for (let hit = region.indexOf(needle); hit !== -1; ) {
+    const start = region.lastIndexOf(NEWLINE, hit) + 1;
+    let stop = region.indexOf(NEWLINE, hit);
+    if (stop === -1) stop = end;
+    out.push(region.toString('utf8', start, stop));
+    hit = stop >= end ? -1 : region.indexOf(needle, stop);
+  }
+}
+
+/** The lines of one journal file (those holding `needle`, when given); false when it does not exist. */
+function scanFile(store: Store, file: string, needle: Buffer | undefined, out: string[]): boolean {
+  const { fs } = store;
+  let fd: number;
+  try {
+    fd = fs.openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return false;
+    throw IoError.wrap('open', file, err);
+  }
+  try {
+    let buf = Buffer.allocUnsafe(CHUNK_BYTES);
+    let filled = 0;
+    for (;;) {
+      if (filled === buf.length) {
+        // one line longer than the buffer: grow it
+        const bigger = Buffer.allocUnsafe(buf.length * 2);
+        buf.copy(bigger, 0, 0, filled);
+        buf = bigger;
+      }
+      const n = fs.readSync(fd, buf, filled, buf.length - filled, null);
+      const end = filled + n;
+      if (n === 0) {
+        collectLines(buf, end, needle, out); // a last line without its newline (torn by a crash)
+        return true;
+      }
+      const whole = buf.lastIndexOf(NEWLINE, end - 1) + 1;
+      collectLines(buf, whole, needle, out);
+      buf.copy(buf, 0, whole, end);
+      filled = end - whole;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * The lines of the files `list` names, as `readFile` gives them, each line that is also in
+ * an earlier file once: an interrupted gc can leave a line in both a sealed file and the rotated one.
+ * Equal lines within one file are distinct events and all kept. A file that went away between the
+ * listing and its reading was renamed (by gc, or by a process taking over a segment): `list` is asked
+ * once more and the names not read yet are read.
+ */
+export function uniqueLines(
+  store: Store,
+  list: () => string[],
+  readFile: (file: string, out: string[]) => boolean = (file, out) => scanFile(store, file, undefined, out),
+): string[] {
+  const firstFile = new Map<string, string>();
+  const out: string[] = [];
+  const read = new Set<string>();
+  let files = list();
+  for (let pass = 0; pass < 2 && files.length > 0; pass++) {
+    let missed = false;
+    for (const file of files) {
+      read.add(file);
+      const lines: string[] = [];
+      if (!readFile(file, lines)) missed = true;
+      for (const line of lines) {
+        const seenIn = firstFile.get(line);
+        if (seenIn === undefined) firstFile.set(line, file);
+        else if (seenIn !== file) continue;
+        out.push(line);
+      }
+    }
+    files = missed ? list().filter((f) => !read.has(f)) : [];
+  }
+  return out;
+}
+
+/** The journal's events (of one key, when given), oldest first; torn lines from a crash are skipped. */
+export function readJournal(store: Store, key?: string): JournalLine[] {
+  const needle = key === undefined ? undefined : Buffer.from(`"key":${JSON.stringify(key)}`);
+  const readFile = (file: string, lines: string[]): boolean => {
+    if (key !== undefined && basename(file) === ROTATED_JOURNAL) {
+      const sorted = sortedLinesOf(store, file, key); // gc's file: a binary search, not a scan
+      if (sorted !== undefined) {
+        lines.push(...sorted);
+        return true;
+      }
+    }
+    return scanFile(store, file, needle, lines);
+  };
+  const out: JournalLine[] = [];
+  for (const line of uniqueLines(store, () => journalFiles(store), readFile)) {
+    let ev: JournalLine;
+    try {
+      ev = JSON.parse(line);
+    } catch {
+      continue; // torn line from a crash
+    }
+    if (ev === null || typeof ev !== 'object' || ev.event === SORTED_MARKER_EVENT) continue;
+    if (key === undefined || ev.key === key) out.push(ev);
+  }
+  const at = (e: JournalLine) => (typeof e.at === 'string' ? e.at : '');
+  return out.sort((a, b) => (at(a) < at(b) ? -1 : at(a) > at(b) ? 1 : 0));
+}
