@@ -5,26 +5,41 @@
 
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { constants } from 'node:fs';
-import { open, readFile } from 'node:fs/promises';
+import { link, open, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errnoOf } from '../core/errors.js';
 
 const SECRET_FILE = 'secret';
 const DOMAIN = 'genjob-cache-entry-v1';
 
-/** Read the host secret, creating it (0600, exclusive) on first use. */
+/**
+ * Read the host secret, creating it (0600) on first use. It is written whole to a temp file and linked
+ * into place, so a serve starting at the same moment sees no secret or all of it, never an empty file.
+ */
 export async function loadCacheSecret(cacheDir: string): Promise<Buffer> {
   const file = join(cacheDir, SECRET_FILE);
+  const temp = join(cacheDir, `.${SECRET_FILE}-${process.pid}-${randomBytes(6).toString('hex')}`);
   try {
-    const fh = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    const fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
     try {
       await fh.writeFile(randomBytes(32).toString('hex'));
       await fh.sync();
     } finally {
       await fh.close();
     }
-  } catch (err) {
-    if (errnoOf(err) !== 'EEXIST') throw err;
+    const won = await link(temp, file).then(
+      () => true,
+      (err: unknown) => {
+        if (errnoOf(err) !== 'EEXIST') throw err;
+        return false; // another serve's secret is in place: use it
+      },
+    );
+    if (won) {
+      const dir = await open(cacheDir, constants.O_RDONLY);
+      await dir.sync().finally(() => dir.close());
+    }
+  } finally {
+    await unlink(temp).catch(() => {});
   }
   const text = (
     await readFile(file, { encoding: 'utf8', flag: constants.O_RDONLY | constants.O_NOFOLLOW })
