@@ -6,10 +6,10 @@ import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockNamed, withKeyLock } from '../../src/store/key-lock.js';
 import type { Store } from '../../src/store/store.js';
+import { bundleChild } from '../helpers/bundle-child.js';
 import { afterTest, tempStore } from '../helpers/temp-store.js';
 
 const KEY = 'k'.repeat(64);
@@ -34,16 +34,7 @@ let childJs: string;
 afterAll(() => rmSync(childDir, { recursive: true, force: true }));
 beforeAll(async () => {
   childDir = mkdtempSync(join(tmpdir(), 'genjob-keylock-child-')); // kept for all tests: tempDir goes after each
-  childJs = join(childDir, 'child.cjs');
-  await build({
-    stdin: { contents: CHILD, resolveDir: import.meta.dirname, loader: 'ts' },
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    target: 'node20',
-    outfile: childJs,
-    logLevel: 'silent',
-  });
+  childJs = await bundleChild(CHILD, import.meta.dirname, childDir);
 });
 
 /** A child process holding the key's lock for `holdMs`, resolved once it holds it. */
