@@ -20,6 +20,11 @@ export interface ServeLauncher {
   start(args: readonly string[]): ServeProcess;
   /** Facts journalled with every shipment (e.g. the host key fingerprint ssh verified). */
   shipmentFacts(): Promise<Record<string, unknown>>;
+  /**
+   * The account an ssh destination resolves to through ssh's configuration (`user@hostname:port`):
+   * two pool entries with one account would share one control master. Absent for other launchers.
+   */
+  account?(): Promise<string>;
   /** Release shared resources (e.g. an ssh control master). */
   close(): Promise<void>;
 }

@@ -41,6 +41,14 @@ export function sshLauncher(target: SshLauncherTarget, controlDir: string): Serv
   sshArgv(full, remoteCmd); // validate target and options now, not at the first start()
   const destination = destinationOf(full);
   let facts: Promise<Record<string, unknown>> | undefined;
+  let resolved: Promise<Resolved> | undefined;
+  const resolve = () => {
+    resolved ??= resolveConfig(full, destination).catch((err: unknown) => {
+      resolved = undefined; // retried on the next call
+      throw err;
+    });
+    return resolved;
+  };
 
   return {
     destination,
@@ -48,11 +56,15 @@ export function sshLauncher(target: SshLauncherTarget, controlDir: string): Serv
       return startSsh(sshArgv(full, remoteCommandLine(remoteCmd, args)));
     },
     shipmentFacts() {
-      facts ??= probeHostKey(full, destination).catch((err: unknown) => {
+      facts ??= probeHostKey(full, destination, resolve).catch((err: unknown) => {
         facts = undefined; // a failed probe is retried on the next call
         throw err;
       });
       return facts;
+    },
+    async account() {
+      const r = await resolve();
+      return `${r.user}@${r.host}:${r.port}`;
     },
     async close() {
       // Ends the master (and any session still on it); "no master running" is fine.
@@ -151,6 +163,8 @@ interface HostKeyFacts {
 }
 
 interface Resolved {
+  /** The user ssh logs in as. */
+  user: string;
   host: string;
   port: number;
   /** The name known_hosts is searched for. */
@@ -167,8 +181,12 @@ interface Resolved {
  * so the fingerprint costs no extra connection. When a master already runs (or ControlPersist is
  * off) a separate verbose connection is made just to read it, as before.
  */
-async function probeHostKey(target: SshTarget, destination: string): Promise<Record<string, unknown>> {
-  const resolved = await resolveConfig(target, destination);
+async function probeHostKey(
+  target: SshTarget,
+  destination: string,
+  resolve: () => Promise<Resolved>,
+): Promise<Record<string, unknown>> {
+  const resolved = await resolve();
   if (resolved.persists && resolved.controlPath !== undefined && !exists(resolved.controlPath)) {
     const facts = await hostKeyFromMaster(target, destination, resolved);
     if (facts !== null) return { ...facts };
@@ -332,6 +350,7 @@ async function resolveConfig(target: SshTarget, destination: string): Promise<Re
   const controlPath = conf.get('controlpath');
   const persist = conf.get('controlpersist');
   return {
+    user: conf.get('user') ?? target.user ?? '',
     host,
     port,
     knownHostsName,

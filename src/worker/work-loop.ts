@@ -91,6 +91,7 @@ export function newWorker(): Worker {
 
 /** Every host's session: reaching it, its hello and the generator check (see preflight.ts). */
 export async function preflight(pool: Pool, generator: string | null, opts: SessionOptions): Promise<void> {
+  await refuseSharedAccounts(pool);
   const opened = await Promise.allSettled(
     pool.hosts.map(async (h) => {
       h.spare = await openCheckedSession(h.launcher, generator, opts);
@@ -100,6 +101,26 @@ export async function preflight(pool: Pool, generator: string | null, opts: Sess
   if (failed) {
     for (const h of pool.hosts) h.spare?.kill();
     throw failed.reason;
+  }
+}
+
+/**
+ * Two pool entries that ssh resolves to one account (two aliases of one host) would share one control
+ * master, and closing one would cut the other's sessions: refused before anything is claimed.
+ */
+async function refuseSharedAccounts(pool: Pool): Promise<void> {
+  const accounts = await Promise.all(pool.hosts.map((h) => h.launcher.account?.()));
+  const seen = new Map<string, string>();
+  for (const [i, h] of pool.hosts.entries()) {
+    const account = accounts[i];
+    if (account === undefined) continue;
+    const first = seen.get(account);
+    if (first !== undefined)
+      throw new UsageError(
+        'EGJ_USAGE',
+        `${first} and ${h.launcher.destination} reach the same account (${account}); give it once with a slot count (N/${first})`,
+      );
+    seen.set(account, h.launcher.destination);
   }
 }
 

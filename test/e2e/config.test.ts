@@ -45,10 +45,10 @@ describe('genjob.config.json', () => {
 });
 
 describe('genjob.config.json "hosts"', () => {
-  // two servers: two aliases of one server would share one ssh control socket (ControlPath %C)
+  // two servers (two aliases of one server share one ssh account and control socket: refused below)
   const servers = [useSshd(), useSshd()];
 
-  /** An ssh client config naming the two servers hA and hB. */
+  /** An ssh client config naming the two servers hA and hB, and hA again as hA2. */
   function twoHosts(dir: string): string {
     const block = (alias: string, s: SshdHandle) =>
       [
@@ -65,7 +65,10 @@ describe('genjob.config.json "hosts"', () => {
         '',
       ].join('\n');
     const file = join(dir, 'pool_ssh_config');
-    writeFileSync(file, block('hA', servers[0]!()) + block('hB', servers[1]!()));
+    writeFileSync(
+      file,
+      block('hA', servers[0]!()) + block('hB', servers[1]!()) + block('hA2', servers[0]!()),
+    );
     return file;
   }
 
@@ -89,7 +92,7 @@ describe('genjob.config.json "hosts"', () => {
           JSON.stringify({
             generator: `sh ${gen}`,
             ...c.hosts,
-            // a cache per host (two serves creating one cache's secret at once can race)
+            // a cache per host, as on separate machines
             ssh: {
               config: twoHosts(sb.dir),
               remote_cmd: remoteServe(`${sb.hostCache}/$(echo $SSH_CONNECTION | cut -d' ' -f4)`),
@@ -110,6 +113,30 @@ describe('genjob.config.json "hosts"', () => {
       }
     }, 60_000);
   }
+
+  it('refuses two aliases of one account in the pool (exit 2), claiming nothing', async () => {
+    const sb = await sandbox({ 'src/a.txt': 'a\n' });
+    try {
+      const keys = mintMany(sb, 2);
+      writeFileSync(
+        join(sb.repo, 'genjob.config.json'),
+        JSON.stringify({
+          hosts: ['hA', 'hB', 'hA2'],
+          ssh: { config: twoHosts(sb.dir), remote_cmd: remoteServe(sb.hostCache) },
+        }),
+      );
+      const r = await genjob(sb, ['work', '--drain', '--generator', 'true', '--no-sandbox'], {
+        timeout: 40_000,
+      });
+      expect(r.exitCode, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(
+        /^genjob: EGJ_USAGE: hA and hA2 reach the same account \(.+@127\.0\.0\.1:\d+\); give it once with a slot count \(N\/hA\)/,
+      );
+      expect(sshGenDir(sb, 'queue')).toEqual(keys.map((k) => `${k}.json`).sort());
+    } finally {
+      await sb.cleanup();
+    }
+  }, 60_000);
 
   it('refuses "host" and "hosts" together (exit 2), claiming nothing', async () => {
     const sb = await makeSandbox();
