@@ -39,7 +39,7 @@ export function readRecordFile(
     if (code === 'ENOENT') return undefined;
     if (code === 'ELOOP') throw new RecordUnreadableError(path, 'is a symbolic link');
     if (code === 'ENXIO') throw new RecordUnreadableError(path, 'is a socket');
-    throw new IoError('open', path, err);
+    throw IoError.wrap('open', path, err);
   }
   try {
     const st = fs.fstatSync(fd);
@@ -60,7 +60,7 @@ export function readRecordFile(
     return Buffer.concat(chunks, total);
   } catch (err) {
     if (err instanceof RecordUnreadableError) throw err;
-    throw new IoError('read', path, err);
+    throw IoError.wrap('read', path, err);
   } finally {
     fs.closeSync(fd);
   }

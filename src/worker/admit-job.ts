@@ -1,7 +1,8 @@
-// Before a claimed job gets an attempt: parse running/<key>.json (malformed → dead/), finish a move a
+// Before a claimed job gets an attempt: parse running/<key>.json (malformed → dead/; a read that
+// fails on the disk → EGJ_IO, the job put back by the caller), finish a move a
 // crash interrupted (its receipt had landed → received/), and stop at --max-attempts (→ dead/). Shared
 // by the interactive worker and the batch submitter, so both admit a job by the same rules.
-import { GenjobError } from '../core/errors.js';
+import { GenjobError, IoError } from '../core/errors.js';
 import { type Job, JobInvalidError } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import { attemptsSinceMint } from '../store/attempts.js';
@@ -26,7 +27,8 @@ export function admitClaimed(store: Store, key: string, maxAttempts: number): Ad
     if (job.key !== key)
       throw new JobInvalidError(`running/${key}.json`, `file name does not match its key ${job.key}`);
   } catch (err) {
-    if (!(err instanceof GenjobError)) throw err;
+    // a disk that fails while the file is read is not the job's fault: the caller puts the job back
+    if (!(err instanceof GenjobError) || err instanceof IoError) throw err;
     deadLetterFile(store, runningFile, `${key}.job`, { key, code: err.code, reason: err.message });
     return { key, outcome: 'dead', reason: err.message };
   }

@@ -14,7 +14,7 @@ import { admitClaimed } from './admit-job.js';
 import { commitAnswer } from './batch-commit.js';
 import type { BatchContext } from './batch-context.js';
 import { lockRun, sendRecord } from './batch-send.js';
-import { release } from './release-job.js';
+import { giveBack, release } from './release-job.js';
 import type { JobOutcome } from './work-one.js';
 
 export interface Submitted {
@@ -42,17 +42,28 @@ export async function submitBatch(ctx: BatchContext, batchSize: number): Promise
     },
     Math.max(250, (ctx.leaseTtlS * 1000) / 4),
   );
+  let current: { key: string; epoch?: number } | undefined;
   try {
     while (entries.length < batchSize) {
       const key = claimNext(store, ctx.worker.id);
       if (key === undefined) break;
-      const prepared = await prepare(ctx, key, run, format);
+      current = { key };
+      const prepared = await prepare(ctx, key, run, format, current);
+      current = undefined;
       if ('outcome' in prepared) outcomes.push(prepared);
       else {
         entries.push(prepared.entry);
         lines.push(prepared.line);
       }
     }
+  } catch (err) {
+    // nothing of this run was submitted: every job it claimed goes back now, no attempt spent
+    const back = [...(current ? [current] : []), ...entries];
+    const notes: string[] = [];
+    for (const b of back)
+      notes.push(await giveBack(store, b.key, err, { epoch: b.epoch, spendAttempt: false }));
+    if (err instanceof Error && notes.length > 0) err.message = `${err.message}; ${notes.join('; ')}`;
+    throw err;
   } finally {
     clearInterval(heartbeat);
   }
@@ -85,12 +96,14 @@ async function prepare(
   key: string,
   run: string,
   format: BatchJobEntry['format'],
+  started: { epoch?: number },
 ): Promise<Prepared> {
   const { store } = ctx;
   const admitted = admitClaimed(store, key, ctx.maxAttempts);
   if ('outcome' in admitted) return admitted;
   const { job, digest } = admitted;
   const lease = beginAttempt(store, key, ctx.worker, ctx.leaseTtlS, `batch ${run}`);
+  started.epoch = lease.epoch;
   journal(store, {
     event: 'attempt',
     key,

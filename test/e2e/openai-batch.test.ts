@@ -67,6 +67,36 @@ const lease = (repo: Repo, key: string) =>
   JSON.parse(readFileSync(join(repo.root, '.gen', 'leases', `${key}.json`), 'utf8')) as Json;
 
 describe('work --batch', () => {
+  it('puts back every job it claimed when the disk fails while the batch is prepared (EGJ_IO, exit 5, no attempt spent)', async () => {
+    const repo = await setup({ answer: rewrite });
+    const keys = [await mint(repo, 'src/a.ts'), await mint(repo, 'src/b.ts'), await mint(repo, 'src/c.ts')];
+    // the second open of any claimed job file fails with EIO: at least one job was prepared before it
+    const watched = keys.flatMap((k) => ['-P', join(repo.root, '.gen', 'running', `${k}.json`)]);
+    const inject = [
+      'strace',
+      '-f',
+      '-qq',
+      '-o',
+      '/dev/null',
+      ...watched,
+      '-e',
+      'inject=openat:error=EIO:when=2',
+    ];
+    const r = await gj(repo, ['work', '--batch', '--generator', 'builtin:openai'], { wrap: inject });
+    expect(r.exitCode, String(r.stderr)).toBe(5);
+    expect(String(r.stderr)).toMatch(
+      /^genjob: EGJ_IO: \S+\/running\/[0-9a-f]{64}\.json: open failed: i\/o error \(EIO\)(; job [0-9a-f]{12} was put back in queue\/)+$/m,
+    );
+    expect(genDir(repo, 'queue').sort()).toEqual(keys.map((k) => `${k}.json`).sort());
+    expect(genDir(repo, 'running')).toEqual([]);
+    expect(genDir(repo, 'dead')).toEqual([]);
+    expect(fake!.requests.filter((q) => q.path === '/v1/batches')).toEqual([]);
+    // nothing was spent: the next run submits all three
+    const again = await submit(repo);
+    expect(again.exitCode, String(again.stderr)).toBe(0);
+    expect([...json(again).submitted.keys].sort()).toEqual([...keys].sort());
+  });
+
   it('submits the queued jobs as one JSONL keyed by job key and leaves each running with a lease naming the batch', async () => {
     const repo = await setup({ answer: rewrite });
     const keys = [await mint(repo, 'src/a.ts'), await mint(repo, 'src/b.ts')];

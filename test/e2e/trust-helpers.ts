@@ -64,9 +64,11 @@ function cleanEnv(): Record<string, string> {
 export function gj(
   repo: Repo,
   args: string[],
-  opts: { env?: Record<string, string>; cwd?: string } = {},
+  opts: { env?: Record<string, string>; cwd?: string; wrap?: string[] } = {},
 ): Promise<Result> {
-  return execa(process.execPath, [BIN, ...args], {
+  // `wrap` runs the CLI under another program (e.g. strace injecting a fault)
+  const [cmd, ...pre] = [...(opts.wrap ?? []), process.execPath, BIN];
+  return execa(cmd!, [...pre, ...args], {
     cwd: opts.cwd ?? repo.root,
     reject: false,
     extendEnv: false,
