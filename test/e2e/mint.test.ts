@@ -254,6 +254,7 @@ describe('--json results', () => {
         receipt: null,
         stale: false,
         instruction: 'Second line',
+        host: null,
       },
       {
         key: a,
@@ -263,6 +264,7 @@ describe('--json results', () => {
         receipt: 'ok',
         stale: false,
         instruction: TIMEOUT_INSTRUCTION,
+        host: 'local',
       },
     ]);
   });
