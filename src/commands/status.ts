@@ -1,7 +1,8 @@
 // genjob status: counts per state (received broken into ok / aborted / rejected) and the most recent
 // jobs, one row each (key prefix, state, epoch, age, receipt status, the host of the last attempt, a
 // stale marker, the instruction fitted to the terminal). Counting is one directory listing per state and
-// choosing rows a stat per job (up to RANK_BUDGET jobs in a state): only the rows shown are parsed. What
+// choosing rows a stat per job (up to RANK_BUDGET jobs in a state; a deeper state's rows are those the
+// journal's tail names): only the rows shown are parsed. What
 // .gen/ weighs and what gc would free walks all of .gen/, so it is computed only with --disk. Never
 // creates .gen/.
 import type { ColorMode } from '../cli/colour.js';
@@ -18,6 +19,7 @@ import { deadJobs, deadReason } from '../store/dead-jobs.js';
 import { peekRecord } from '../store/durable.js';
 import { planGc, sizeOf } from '../store/gc.js';
 import { FLOW, keysIn, PRECEDENCE } from '../store/job-states.js';
+import { recentKeyTimes } from '../store/journal-read.js';
 import type { JobState } from '../store/layout.js';
 import { inputsChanged } from '../store/stale-inputs.js';
 import type { Store } from '../store/store.js';
@@ -26,8 +28,9 @@ import { openBatches, spendByMode, spendLines } from './status-spend.js';
 export const DEFAULT_ROWS = 50;
 /**
  * Ranking rows by recency takes a stat per job file, which on 100,000 files costs twice the listing
- * itself: the default table ranks a state only up to this many jobs. A deeper state is counted, and
- * ranked when asked for by name (--state) or with --all.
+ * itself: the default table ranks a state only up to this many jobs. A deeper state is counted, its
+ * rows are the jobs of the journal's recent events, and it is ranked in full when asked for by name
+ * (--state) or with --all.
  */
 export const RANK_BUDGET = 10_000;
 /** The HOST column's widest: longer destinations (a `launch:` command) are cut with an ellipsis. */
@@ -149,11 +152,22 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
   const rankAll = o.state !== undefined || o.all === true;
   const candidates: Array<{ key: string; state: RowState; at: number; deadName?: string }> = [];
   const unranked: Partial<Record<RowState, number>> = {};
+  let recent: Map<string, number> | undefined;
   for (const state of wanted) {
     if (state === 'dead')
       for (const d of dead) candidates.push({ key: d.key, state, at: d.at, deadName: d.name });
-    else if (!rankAll && listed.get(state)!.length > RANK_BUDGET) unranked[state] = listed.get(state)!.length;
-    else
+    else if (!rankAll && listed.get(state)!.length > RANK_BUDGET) {
+      // too deep to stat each job: its most recent rows are the ones the journal's tail names
+      recent ??= recentKeyTimes(store);
+      const inState = new Set(listed.get(state));
+      let found = 0;
+      for (const [key, at] of recent)
+        if (inState.has(key)) {
+          candidates.push({ key, state, at });
+          found++;
+        }
+      unranked[state] = listed.get(state)!.length - found;
+    } else
       for (const key of listed.get(state)!)
         candidates.push({ key, state, at: ctimeMs(store, store.layout.jobFile(state as JobState, key)) });
   }
@@ -242,7 +256,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     lines.push(`… ${hidden} older job(s) not shown (--all lists every one, --limit N more or fewer)`);
   for (const [state, n] of Object.entries(unranked))
     lines.push(
-      `… ${n} ${state} job(s) not ranked: over ${RANK_BUDGET} in ${state}/ (--state ${state} ranks them, a stat each)`,
+      `… ${n} ${state} job(s) not ranked: over ${RANK_BUDGET} in ${state}/, only those of the journal's recent events are (--state ${state} ranks them all, a stat each)`,
     );
   return {
     human: lines.join('\n'),

@@ -7,7 +7,7 @@ import { constants } from 'node:fs';
 import { basename } from 'node:path';
 import { errnoOf, IoError } from '../core/errors.js';
 import type { JournalEvent } from './journal.js';
-import { journalFiles, ROTATED_JOURNAL } from './journal-segments.js';
+import { journalFiles, liveJournalFiles, ROTATED_JOURNAL } from './journal-segments.js';
 import { SORTED_MARKER_EVENT, sortedLinesOf } from './journal-sorted.js';
 import type { Store } from './store.js';
 
@@ -133,4 +133,51 @@ export function readJournal(store: Store, key?: string): JournalLine[] {
   }
   const at = (e: JournalLine) => (typeof e.at === 'string' ? e.at : '');
   return out.sort((a, b) => (at(a) < at(b) ? -1 : at(a) > at(b) ? 1 : 0));
+}
+
+/**
+ * When each key's most recent event in the journal's live files happened (ms), reading only the last
+ * `tailBytes` of each file: recent activity, at a cost independent of how many jobs .gen/ holds.
+ */
+export function recentKeyTimes(store: Store, tailBytes = 1 << 20): Map<string, number> {
+  const { fs } = store;
+  const times = new Map<string, number>();
+  for (const file of liveJournalFiles(store)) {
+    let fd: number;
+    try {
+      fd = fs.openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') continue; // taken over or sealed by gc meanwhile
+      throw IoError.wrap('open', file, err);
+    }
+    try {
+      const size = fs.fstatSync(fd).size;
+      const from = Math.max(0, size - tailBytes);
+      const buf = Buffer.allocUnsafe(size - from);
+      let got = 0;
+      while (got < buf.length) {
+        const n = fs.readSync(fd, buf, got, buf.length - got, from + got);
+        if (n === 0) break;
+        got += n;
+      }
+      // the first line of a tail that starts mid-file is partial: skip it
+      const start = from === 0 ? 0 : buf.indexOf(NEWLINE) + 1;
+      const lines: string[] = [];
+      collectLines(buf.subarray(start, got), got - start, undefined, lines);
+      for (const line of lines) {
+        let ev: { key?: unknown; at?: unknown };
+        try {
+          ev = JSON.parse(line);
+        } catch {
+          continue; // torn
+        }
+        if (typeof ev.key !== 'string' || typeof ev.at !== 'string') continue;
+        const at = Date.parse(ev.at);
+        if (at > (times.get(ev.key) ?? Number.NEGATIVE_INFINITY)) times.set(ev.key, at);
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+  return times;
 }

@@ -19,6 +19,7 @@ import { sha256Hex } from '../../src/core/sha256.js';
 import { type FsPort, nodeFs } from '../../src/store/fs-port.js';
 import { journal, readJournal } from '../../src/store/journal.js';
 import { compactJournal } from '../../src/store/journal-compact.js';
+import { recentKeyTimes } from '../../src/store/journal-read.js';
 import { thisProcess } from '../../src/store/process-identity.js';
 import { Store } from '../../src/store/store.js';
 import { tempRepo, tempStore } from '../helpers/temp-store.js';
@@ -286,5 +287,31 @@ describe('compactJournal (gc)', () => {
     );
     expect(readJournal(store, K2).map((e) => e.event)).toEqual(['minted']);
     expect(readJournal(store, K1).map((e) => e.event)).toEqual(['minted']);
+  });
+});
+
+describe('recentKeyTimes', () => {
+  it("gives each key's newest event time from the tail of every live file, skipping the tail's partial first line", () => {
+    const store = tempStore('genjob-recent-');
+    const dir = store.layout.dir('journal.d');
+    mkdirSync(dir, { recursive: true });
+    const line = (key: string, at: string) => `${JSON.stringify({ at, event: 'x', key })}\n`;
+    const old = line(K1, '2026-01-01T00:00:00.000Z');
+    writeFileSync(
+      join(dir, 'h-1-1.jsonl'),
+      old + line(K2, '2026-01-02T00:00:00.000Z') + line(K2, '2026-01-03T00:00:00.000Z'),
+    );
+    writeFileSync(join(dir, 'h-2-1.jsonl'), line(K1, '2026-01-04T00:00:00.000Z') + '{"torn');
+    expect(recentKeyTimes(store)).toEqual(
+      new Map([
+        [K2, Date.parse('2026-01-03T00:00:00.000Z')],
+        [K1, Date.parse('2026-01-04T00:00:00.000Z')],
+      ]),
+    );
+    // a tail that starts inside the first file's first line: that line is not half-read
+    const tail = readFileSync(join(dir, 'h-1-1.jsonl')).length - old.length + 5;
+    const times = recentKeyTimes(store, tail);
+    expect(times.get(K2)).toBe(Date.parse('2026-01-03T00:00:00.000Z'));
+    expect(times.get(K1)).toBe(Date.parse('2026-01-04T00:00:00.000Z'));
   });
 });
