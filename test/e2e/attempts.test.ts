@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   genDir,
   genjob,
@@ -14,19 +14,15 @@ import {
   mint,
   NODE,
   type Sandbox,
-  sandbox,
+  useBoxes,
   waitFor,
   writeGenerator,
 } from './ssh-helpers.js';
 
-const boxes: Sandbox[] = [];
-afterEach(async () => {
-  for (const b of boxes.splice(0)) await b.cleanup();
-});
+const newBox = useBoxes();
 
 async function box(): Promise<{ sb: Sandbox; key: string }> {
-  const sb = await sandbox();
-  boxes.push(sb);
+  const sb = await newBox();
   return { sb, key: await mint(sb, 'shout alpha', ['src/a.txt']) };
 }
 

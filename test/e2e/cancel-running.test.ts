@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { liveProcesses } from '../helpers/processes.js';
 import { useSshd } from '../helpers/sshd.js';
 import { genDir as localGenDir, makeSandbox, mintKey } from './helpers.js';
@@ -18,18 +18,14 @@ import {
   journal,
   mint,
   remoteServe,
-  type Sandbox,
-  sandbox,
   sshFlags,
+  useBoxes,
   waitFor,
   waitWhileRunning,
 } from './ssh-helpers.js';
 
 const sshd = useSshd();
-const boxes: Sandbox[] = [];
-afterEach(async () => {
-  for (const b of boxes.splice(0)) await b.cleanup();
-});
+const newBox = useBoxes();
 
 /** A sleep no other test runs, so /proc shows exactly this run's generator. */
 function uniqueSleep(): string[] {
@@ -111,8 +107,7 @@ describe('genjob cancel of a running job', () => {
   );
 
   it('over ssh: serve kills the generator on the host and caches nothing; retry generates again', async () => {
-    const sb = await sandbox();
-    boxes.push(sb);
+    const sb = await newBox();
     const sleep = uniqueSleep();
     const gen = `sh ${path.join(sb.dir, 'slow.sh')}`;
     await writeFile(path.join(sb.dir, 'slow.sh'), countingScript(sb.dir, sleep, 'src/a.txt'));

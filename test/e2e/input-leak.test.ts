@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, rename, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useSshd } from '../helpers/sshd.js';
 import {
   genDir,
@@ -13,15 +13,12 @@ import {
   mint,
   remoteServe,
   type Sandbox,
-  sandbox,
   sshFlags,
+  useBoxes,
 } from './ssh-helpers.js';
 
 const sshd = useSshd();
-const boxes: Sandbox[] = [];
-afterEach(async () => {
-  for (const b of boxes.splice(0)) await b.cleanup();
-});
+const newBox = useBoxes();
 
 const MARKER = 'AWS_SECRET_ACCESS_KEY=FAKE-ADDED-AFTER-MINT-EXAMPLE';
 
@@ -39,8 +36,7 @@ function deadCodes(sb: Sandbox): string[] {
 
 describe('an input that changed after mint', () => {
   it('is dead-lettered before any of its bytes reach the host (a credential added to a 4 MiB file)', async () => {
-    const sb = await sandbox({ 'data/big.txt': 'x'.repeat(4 * 1024 * 1024), 'src/a.txt': 'alpha\n' });
-    boxes.push(sb);
+    const sb = await newBox({ 'data/big.txt': 'x'.repeat(4 * 1024 * 1024), 'src/a.txt': 'alpha\n' });
     const key = await mint(sb, 'edit both', ['src/a.txt', 'data/big.txt']);
     await writeFile(path.join(sb.repo, 'data/big.txt'), `${MARKER}\n${'x'.repeat(4 * 1024 * 1024)}`);
     const captured = path.join(sb.dir, 'captured.bin');
@@ -59,8 +55,7 @@ describe('an input that changed after mint', () => {
   });
 
   it('is refused when a parent directory was swapped for a symlink to elsewhere, and nothing of elsewhere is sent', async () => {
-    const sb = await sandbox({ 'src/a.txt': 'alpha\n' });
-    boxes.push(sb);
+    const sb = await newBox({ 'src/a.txt': 'alpha\n' });
     const key = await mint(sb, 'edit it', ['src/a.txt']);
     // same bytes at the same path, but reached through a symlink into a directory outside the repo
     const elsewhere = path.join(sb.dir, 'elsewhere');
@@ -85,8 +80,7 @@ describe('a send cut short', () => {
   // `head -c 65536 |` also holds back what it passes until its stdio buffer fills: the pre-claim
   // generator check must not need a request to reach serve (it is answered in the hello, preflight.ts).
   it('is journalled as a partial-send with the bytes that left', async () => {
-    const sb = await sandbox({ 'data/big.txt': 'y'.repeat(4 * 1024 * 1024) });
-    boxes.push(sb);
+    const sb = await newBox({ 'data/big.txt': 'y'.repeat(4 * 1024 * 1024) });
     const key = await mint(sb, 'edit it', ['data/big.txt']);
     // the host reads 64 KiB of the session and then hangs up
     const remote = `head -c 65536 | ${remoteServe(sb.hostCache)}`;

@@ -49,13 +49,13 @@ export async function sandbox(files: Record<string, string> = TOY_FILES): Promis
 }
 
 /** A `box()` that makes a sandbox and removes it after each test (call at the top of a test file). */
-export function useBoxes(): () => Promise<Sandbox> {
+export function useBoxes(): (files?: Record<string, string>) => Promise<Sandbox> {
   const boxes: Sandbox[] = [];
   afterEach(async () => {
     for (const b of boxes.splice(0)) await b.cleanup();
   });
-  return async () => {
-    const b = await sandbox();
+  return async (files) => {
+    const b = await sandbox(files);
     boxes.push(b);
     return b;
   };

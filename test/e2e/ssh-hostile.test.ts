@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useSshd } from '../helpers/sshd.js';
 import {
   genDir,
@@ -16,17 +16,14 @@ import {
   NODE,
   repoTree,
   type Sandbox,
-  sandbox,
   snapshot,
   sshFlags,
   treeEntries,
+  useBoxes,
 } from './ssh-helpers.js';
 
 const sshd = useSshd();
-const boxes: Sandbox[] = [];
-afterEach(async () => {
-  for (const b of boxes.splice(0)) await b.cleanup();
-});
+const newBox = useBoxes();
 
 interface HostileCase {
   name: string;
@@ -60,8 +57,7 @@ const CASES: HostileCase[] = [
 
 /** A sandbox with a job over src/a.txt and src/b.txt, and an outside/ dir an escape would hit. */
 async function hostileBox(): Promise<{ sb: Sandbox; key: string; outside: string }> {
-  const sb = await sandbox();
-  boxes.push(sb);
+  const sb = await newBox();
   const outside = path.join(sb.dir, 'outside');
   await mkdir(outside);
   await writeFile(path.join(outside, 'secret.txt'), 'a file the host must never reach\n');

@@ -4,7 +4,7 @@
 import { existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useSshd } from '../helpers/sshd.js';
 import {
   countLines,
@@ -18,22 +18,18 @@ import {
   remoteServe,
   repoTree,
   type Sandbox,
-  sandbox,
   sshFlags,
+  useBoxes,
   waitFor,
   waitWhileRunning,
   writeGenerator,
 } from './ssh-helpers.js';
 
 const sshd = useSshd();
-const boxes: Sandbox[] = [];
-afterEach(async () => {
-  for (const b of boxes.splice(0)) await b.cleanup();
-});
+const newBox = useBoxes();
 
 async function box(): Promise<Sandbox> {
-  const b = await sandbox();
-  boxes.push(b);
+  const b = await newBox();
   return b;
 }
 
