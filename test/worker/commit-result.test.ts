@@ -182,15 +182,22 @@ describe('commitResult', () => {
   });
 
   it('refuses without failing when the staging dir of the refused result is already gone', async () => {
-    const { store, key, stage, receipt } = setup();
+    const { store, key, receipt } = setup();
     claim(store, key, 'w');
     beginAttempt(store, key, W, 60, 'local');
     beginAttempt(store, key, W, 60, 'local');
     const gone = join(store.layout.staging, '.extract-gone');
-    expect((await commitResult(store, key, 1, receipt(1), gone)).committed).toBe(false); // superseded
-    expect(await commitResult(store, key, 2, receipt(2), stage('two'))).toEqual({ committed: true });
-    expect((await commitResult(store, key, 2, receipt(2).subarray(1), gone)).committed).toBe(false); // duplicate
-    expect(readFileSync(store.layout.receipt(key))).toEqual(receipt(2));
+    expect(await commitResult(store, key, 1, receipt(1), gone)).toEqual({
+      committed: false,
+      reason: 'lease lost: this attempt is epoch 1, the newest is 2',
+    });
+    const standing = Buffer.from(`${JSON.stringify({ key, epoch: 2, other: true })}\n`);
+    writeFileSync(store.layout.receipt(key), standing);
+    expect(await commitResult(store, key, 2, receipt(2), gone)).toEqual({
+      committed: false,
+      reason: 'a receipt of epoch 2 is already committed',
+    });
+    expect(readFileSync(store.layout.receipt(key))).toEqual(standing);
   });
 
   it('keeps outputs an earlier attempt left without a receipt in dead/ as EGJ_OUT_REPLACED, then commits its own', async () => {
