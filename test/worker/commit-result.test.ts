@@ -27,9 +27,12 @@ import { tempStore } from '../helpers/temp-store.js';
 
 const W = { id: 'w', host: 'h', pid: 1 };
 
-function setup() {
+/** A minted job claimed by worker w with `attempts` attempts begun (the last one holds the lease). */
+function setup({ attempts = 1, ttlS = 60 } = {}) {
   const store = tempStore('genjob-commit-');
   const { key } = mintJob(store, buildJob('make x', [{ path: 'x.txt', sha256: null }]));
+  claim(store, key, 'w');
+  for (let i = 0; i < attempts; i++) beginAttempt(store, key, W, ttlS, 'local');
   let n = 0;
   const stage = (bytes: string) => {
     n += 1;
@@ -57,8 +60,6 @@ const receivedEvents = (store: Store, key: string) =>
 describe('commitResult', () => {
   it('commits the newest epoch: out/, then the receipt, then running → received, lease removed', async () => {
     const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
     expect(await commitResult(store, key, 1, receipt(1), stage('one'))).toEqual({ committed: true });
     expect(readFileSync(join(store.layout.outDir(key), 'x.txt'), 'utf8')).toBe('one');
     expect(readFileSync(store.layout.receipt(key))).toEqual(receipt(1));
@@ -68,9 +69,7 @@ describe('commitResult', () => {
   });
 
   it('refuses a superseded epoch: nothing committed, its receipt kept raw in dead/ as EGJ_EPOCH_SUPERSEDED', async () => {
-    const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 30, 'local');
+    const { store, key, stage, receipt } = setup({ ttlS: 30 });
     const past = new Date(Date.now() - 3_600_000);
     utimesSync(store.layout.lease(key), past, past);
     expect(await reapStale(store, 30)).toHaveLength(1);
@@ -95,10 +94,7 @@ describe('commitResult', () => {
   });
 
   it('moves an older epoch receipt left in receipts/ to dead/ instead of clobbering it', async () => {
-    const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
-    beginAttempt(store, key, W, 60, 'local'); // epoch 2 took over while epoch 1's receipt had landed
+    const { store, key, stage, receipt } = setup({ attempts: 2 }); // epoch 2 took over while epoch 1's receipt had landed
     writeFileSync(store.layout.receipt(key), receipt(1));
     expect(await commitResult(store, key, 2, receipt(2), stage('two'))).toEqual({ committed: true });
     expect(readFileSync(store.layout.receipt(key))).toEqual(receipt(2));
@@ -115,8 +111,6 @@ describe('commitResult', () => {
 
   it('leaves a standing receipt of the same epoch and its outputs alone, keeping the other one in dead/', async () => {
     const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
     // a stolen lock let another delivery of epoch 1 commit first, with other bytes
     mkdirSync(store.layout.outDir(key));
     writeFileSync(join(store.layout.outDir(key), 'x.txt'), 'first');
@@ -138,8 +132,6 @@ describe('commitResult', () => {
 
   it('refuses an attempt whose lease is gone although its epoch is the newest and the job still running', async () => {
     const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
     removeLease(store, key, 1);
     expect(await commitResult(store, key, 1, receipt(1), stage('one'))).toEqual({
       committed: false,
@@ -155,8 +147,6 @@ describe('commitResult', () => {
 
   it('refuses the leaseholder once a newer attempt is recorded, before that attempt has taken the lease over', async () => {
     const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
     // another worker's beginAttempt, between recording epoch 2 and replacing the lease
     writeFileSync(store.layout.attempt(key, 2), JSON.stringify({ key, epoch: 2 }));
     expect(await commitResult(store, key, 1, receipt(1), stage('one'))).toEqual({
@@ -167,9 +157,7 @@ describe('commitResult', () => {
   });
 
   it('refuses an attempt whose job was reaped back to queue/, saying it is no longer running here', async () => {
-    const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 30, 'local');
+    const { store, key, stage, receipt } = setup({ ttlS: 30 });
     const past = new Date(Date.now() - 3_600_000);
     utimesSync(store.layout.lease(key), past, past);
     expect(await reapStale(store, 30)).toHaveLength(1);
@@ -182,10 +170,7 @@ describe('commitResult', () => {
   });
 
   it('refuses without failing when the staging dir of the refused result is already gone', async () => {
-    const { store, key, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
-    beginAttempt(store, key, W, 60, 'local');
+    const { store, key, receipt } = setup({ attempts: 2 });
     const gone = join(store.layout.staging, '.extract-gone');
     expect(await commitResult(store, key, 1, receipt(1), gone)).toEqual({
       committed: false,
@@ -202,8 +187,6 @@ describe('commitResult', () => {
 
   it('keeps outputs an earlier attempt left without a receipt in dead/ as EGJ_OUT_REPLACED, then commits its own', async () => {
     const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
     mkdirSync(store.layout.outDir(key));
     writeFileSync(join(store.layout.outDir(key), 'x.txt'), 'crashed before its receipt');
     expect(await commitResult(store, key, 1, receipt(1), stage('one'))).toEqual({ committed: true });
@@ -221,8 +204,6 @@ describe('commitResult', () => {
 
   it('moves the outputs in and fsyncs out/, then publishes the receipt, then moves the job to received/', async () => {
     const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
     const staged = stage('one');
     const steps: string[] = [];
     const dirFds = new Map<number, string>();
@@ -260,8 +241,6 @@ describe('commitResult', () => {
 
   it('finishes a commit whose identical receipt already landed (a retry after a crash before running → received)', async () => {
     const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
     mkdirSync(store.layout.outDir(key));
     writeFileSync(join(store.layout.outDir(key), 'x.txt'), 'one');
     writeFileSync(store.layout.receipt(key), receipt(1));
@@ -274,8 +253,6 @@ describe('commitResult', () => {
 
   it('keeps a same-epoch receipt that lands while it commits, and dead-letters its own as EGJ_DUPLICATE_RECEIPT', async () => {
     const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
     const theirs = Buffer.from(`${JSON.stringify({ key, epoch: 1, other: true })}\n`);
     // another delivery of epoch 1 (a stolen key lock) publishes its receipt just before ours
     let landed = false;
@@ -305,8 +282,6 @@ describe('commitResult', () => {
 
   it('still reports the commit when the job left running/ just before its move: the receipt is the commit point', async () => {
     const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
     const running = store.layout.jobFile('running', key);
     const moved = hookedStore(store, (call, args, proceed) => {
       if (call === 'renameSync' && args[0] === running)
@@ -321,8 +296,6 @@ describe('commitResult', () => {
 
   it('surfaces an I/O error moving the job to received/, after the receipt stands', async () => {
     const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
     const running = store.layout.jobFile('running', key);
     const failing = hookedStore(store, (call, args, proceed) => {
       if (call === 'renameSync' && args[0] === running) throw sysError('EIO', -5, 'rename');
@@ -340,8 +313,6 @@ describe('commitResult', () => {
 
   it('journals `received` with the key, epoch and facts when it commits, and nothing when it refuses', async () => {
     const { store, key, stage, receipt } = setup();
-    claim(store, key, 'w');
-    beginAttempt(store, key, W, 60, 'local');
     await commitResult(store, key, 1, receipt(1), stage('one'), { destination: 'local' });
     const [event, ...more] = receivedEvents(store, key);
     expect(event).toMatchObject({ event: 'received', key, epoch: 1, destination: 'local' });
