@@ -78,12 +78,15 @@ export class Claimer {
     let listed = false;
     let stale = false;
     for (;;) {
+      // Stryker disable next-line ConditionalExpression: an empty batch that is not stale gets listed anyway by the `stale = true` below
       if (this.batch.length === 0 || stale) {
+        // Stryker disable next-line ConditionalExpression: unreachable as true (a later pass of the loop always has stale set), kept as a guard
         if (listed && !stale) return undefined;
         this.batch = shuffle(keysIn(this.store, 'queue'));
         this.listings += 1;
         listed = true;
         stale = false;
+        // Stryker disable next-line ConditionalExpression: as false, an empty listing returns undefined below (`if (listed)`) all the same
         if (this.batch.length === 0) return undefined;
       }
       const declined: string[] = [];
@@ -94,6 +97,7 @@ export class Claimer {
         else if (claim(this.store, key, this.worker)) claimed = key;
         else stale = true;
       }
+      // Stryker disable next-line MethodExpression: the batch is a uniform shuffle; any fixed order of the declined keys keeps it one
       this.batch.push(...declined.reverse());
       if (claimed !== undefined) return claimed;
       if (!stale) {
@@ -106,6 +110,7 @@ export class Claimer {
 }
 
 function shuffle<T>(items: T[]): T[] {
+  // Stryker disable next-line EqualityOperator: `i >= 0` adds a swap of items[0] with itself
   for (let i = items.length - 1; i > 0; i--) {
     const j = Math.floor(Math.random() * (i + 1));
     [items[i], items[j]] = [items[j]!, items[i]!];

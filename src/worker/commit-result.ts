@@ -55,6 +55,7 @@ export async function commitResult(
     }
     // 1. the bytes: a leftover out/<key>/ (a crash before its receipt landed) is kept in dead/
     const out = layout.outDir(key);
+    // Stryker disable next-line ConditionalExpression: as true, deadLetterFile of a missing out/ is a no-op (ENOENT → null)
     if (exists(store, out)) {
       deadLetterFile(store, out, `${key}.out`, {
         key,

@@ -1,5 +1,14 @@
+// The one rule for a contract path: each refusal with the exact message a user sees, the byte, depth and
+// component limits at their edges, and every spelling a filesystem folds to .git or .gen.
 import { describe, expect, it } from 'vitest';
-import { ancestors, foldedPath, pathProblem } from '../../src/core/paths.js';
+import { ancestors, foldedPath, pathProblem, reservedAlias } from '../../src/core/paths.js';
+
+const EMPTY = 'path has an empty component (// or a trailing /)';
+const GIT = 'path is inside .git/';
+const GEN = 'path is inside .gen/';
+/** The message for a component that is a reserved name only after folding; `shown` as the message writes it. */
+const aliased = (shown: string, reserved: '.git' | '.gen') =>
+  `path is inside ${reserved}/ (component ${shown} is ${reserved} after case folding, HFS+ or NTFS aliasing)`;
 
 describe('pathProblem', () => {
   it.each([
@@ -7,54 +16,112 @@ describe('pathProblem', () => {
     { path: 'a', problem: null },
     { path: '.github/workflows/ci.yml', problem: null },
     { path: '__proto__', problem: null },
-    { path: '', problem: /empty/ },
-    { path: '/etc/passwd', problem: /absolute/ },
-    { path: '../x', problem: /'\.\.'/ },
-    { path: 'a/../b', problem: /'\.\.'/ },
-    { path: './a', problem: /'\.'/ },
-    { path: 'a//b', problem: /empty component/ },
-    { path: 'a/', problem: /empty component/ },
-    { path: 'a\\b', problem: /backslash/ },
-    { path: 'a\0b', problem: /NUL/ },
-    { path: 'a\nb', problem: /control/ },
-    { path: 'C:/x', problem: /drive letter/ },
-    { path: 'a\ud800b', problem: /UTF-8/ },
-    { path: `${'d/'.repeat(40)}f`, problem: /deeper/ },
-    { path: 'x'.repeat(256), problem: /component is longer/ },
-    { path: '.git/config', problem: /inside \.git/ },
-    { path: '.gen/x', problem: /inside \.gen/ },
-    { path: 'vendor/lib/.git/config', problem: /inside \.git/ },
-    { path: '.GIT/hooks/pre-commit', problem: /inside \.git/ },
-    { path: '.Git/config', problem: /inside \.git/ },
-    { path: '.GEN/queue/x.json', problem: /inside \.gen/ },
-    { path: 'a/.gEn/x', problem: /inside \.gen/ },
-    { path: '.g\u200cit/config', problem: /inside \.git.*\\u200c/ },
-    { path: '\ufeff.git/config', problem: /inside \.git/ },
-    { path: '.gi\u202et/config', problem: /inside \.git/ },
-    { path: 'GIT~1/config', problem: /inside \.git/ },
-    { path: 'sub/git~1/config', problem: /inside \.git/ },
-    { path: 'GEN~1/queue/x.json', problem: /inside \.gen/ },
-    { path: '.git./config', problem: /inside \.git/ },
-    { path: '.git . ./config', problem: /inside \.git/ },
-    { path: '.git /config', problem: /inside \.git/ },
-    { path: '.gen../x', problem: /inside \.gen/ },
-    { path: '.git::$INDEX_ALLOCATION/config', problem: /inside \.git/ },
+    { path: 'a b/c~d', problem: null },
+    { path: 'x/c:d', problem: null },
+    { path: '1:x', problem: null },
+    { path: 'caf\u00e9/\u{1f600}.txt', problem: null },
+    { path: '', problem: 'path is empty' },
+    { path: '/etc/passwd', problem: 'path is absolute' },
+    { path: '../x', problem: "path has a '..' component" },
+    { path: 'a/../b', problem: "path has a '..' component" },
+    { path: './a', problem: "path has a '.' component" },
+    { path: 'a/.', problem: "path has a '.' component" },
+    { path: 'a//b', problem: EMPTY },
+    { path: 'a/', problem: EMPTY },
+    { path: 'a\\b', problem: 'path contains a backslash' },
+    { path: 'a\0b', problem: 'path contains NUL' },
+    { path: 'a\nb', problem: 'path contains a control character' },
+    { path: 'a\x01b', problem: 'path contains a control character' },
+    { path: 'a\x1fb', problem: 'path contains a control character' },
+    { path: 'a\x7fb', problem: 'path contains a control character' },
+    { path: 'a\ud800b', problem: 'path is not valid UTF-8 (lone surrogate)' },
+    { path: 'a\udfffb', problem: 'path is not valid UTF-8 (lone surrogate)' },
+    { path: 'C:/x', problem: 'path starts with a drive letter' },
+    { path: 'A:x', problem: 'path starts with a drive letter' },
+    { path: 'Z:x', problem: 'path starts with a drive letter' },
+    { path: 'a:x', problem: 'path starts with a drive letter' },
+    { path: 'z:x', problem: 'path starts with a drive letter' },
+    { path: `${'d/'.repeat(40)}f`, problem: 'path is deeper than 32 components' },
+    { path: 'x'.repeat(256), problem: 'a component is longer than 255 bytes' },
+    { path: '.git/config', problem: GIT },
+    { path: '.git', problem: GIT },
+    { path: '.gen/x', problem: GEN },
+    { path: 'vendor/lib/.git/config', problem: GIT },
+    { path: '.GIT/hooks/pre-commit', problem: aliased('".GIT"', '.git') },
+    { path: '.Git/config', problem: aliased('".Git"', '.git') },
+    { path: '.GEN/queue/x.json', problem: aliased('".GEN"', '.gen') },
+    { path: 'a/.gEn/x', problem: aliased('".gEn"', '.gen') },
+    { path: '.g\u200cit/config', problem: aliased('".g\\u200cit"', '.git') },
+    { path: '.g\u200fit/config', problem: aliased('".g\\u200fit"', '.git') },
+    { path: '.g\u200ci\u200dt/config', problem: aliased('".g\\u200ci\\u200dt"', '.git') },
+    { path: '\ufeff.git/config', problem: aliased('"\\ufeff.git"', '.git') },
+    { path: '.gi\u202at/config', problem: aliased('".gi\\u202at"', '.git') },
+    { path: '.gi\u202et/config', problem: aliased('".gi\\u202et"', '.git') },
+    { path: '.ge\u206an/x', problem: aliased('".ge\\u206an"', '.gen') },
+    { path: '.ge\u206fn/x', problem: aliased('".ge\\u206fn"', '.gen') },
+    { path: '.g\u200bit/config', problem: null },
+    { path: '.g\u2010it/config', problem: null },
+    { path: 'GIT~1/config', problem: aliased('"GIT~1"', '.git') },
+    { path: 'sub/git~1/config', problem: aliased('"git~1"', '.git') },
+    { path: 'GEN~1/queue/x.json', problem: aliased('"GEN~1"', '.gen') },
+    { path: 'gen~1/x', problem: aliased('"gen~1"', '.gen') },
+    { path: '.git./config', problem: aliased('".git."', '.git') },
+    { path: '.git . ./config', problem: aliased('".git . ."', '.git') },
+    { path: '.git /config', problem: aliased('".git "', '.git') },
+    { path: '.gen../x', problem: aliased('".gen.."', '.gen') },
+    { path: '.git::$INDEX_ALLOCATION/config', problem: aliased('".git::$INDEX_ALLOCATION"', '.git') },
+    { path: '.git:/config', problem: aliased('".git:"', '.git') },
+    { path: '.git:\u00e9/config', problem: aliased('".git:\\u00e9"', '.git') },
     { path: '.gitignore', problem: null },
     { path: '.gitmodules', problem: null },
     { path: '.github/x', problem: null },
     { path: '.general/x', problem: null },
     { path: 'git~2/x', problem: null },
+    { path: 'git~1x/y', problem: null },
     { path: 'a.git/x', problem: null },
+    { path: 'x.git:/y', problem: null },
     { path: 'gen/x', problem: null },
     { path: '.git-x/y', problem: null },
+    { path: '.gitx:/y', problem: null },
   ])('judges $path', ({ path, problem }) => {
-    const got = pathProblem(path);
-    if (problem === null) expect(got).toBeNull();
-    else expect(got).toMatch(problem);
+    expect(pathProblem(path)).toBe(problem);
   });
 
   it('refuses a value that is not a string', () => {
-    expect(pathProblem(42)).toMatch(/not a string/);
+    expect(pathProblem(42)).toBe('path is not a string');
+  });
+
+  it('allows exactly 1024 bytes, counted in bytes not characters', () => {
+    const part = (n: number) => 'x'.repeat(n);
+    const longest = [part(204), part(204), part(204), part(204), part(204)].join('/'); // 5·204 + 4 slashes
+    expect(Buffer.byteLength(longest)).toBe(1024);
+    expect(pathProblem(longest)).toBeNull();
+    expect(pathProblem(`${longest}x`)).toBe('path is longer than 1024 bytes');
+    // 1019 characters, 1025 bytes: six 'é' of two bytes each
+    const wide = `${'\u00e9'.repeat(6)}${part(193)}/${[part(204), part(204), part(204), part(204)].join('/')}`;
+    expect(wide.length).toBeLessThan(1024);
+    expect(Buffer.byteLength(wide)).toBe(1025);
+    expect(pathProblem(wide)).toBe('path is longer than 1024 bytes');
+  });
+
+  it('allows exactly 32 components', () => {
+    expect(pathProblem(Array(32).fill('d').join('/'))).toBeNull();
+    expect(pathProblem(Array(33).fill('d').join('/'))).toBe('path is deeper than 32 components');
+  });
+
+  it('allows a component of exactly 255 bytes, counted in bytes not characters', () => {
+    expect(pathProblem('x'.repeat(255))).toBeNull();
+    expect(pathProblem(`a/${'x'.repeat(255)}/b`)).toBeNull();
+    expect(pathProblem(`a/${'\u00e9'.repeat(128)}`)).toBe('a component is longer than 255 bytes');
+  });
+});
+
+describe('reservedAlias', () => {
+  it('names the reserved directory a component folds to, or null', () => {
+    expect(reservedAlias('.git')).toBe('.git');
+    expect(reservedAlias('GEN~1')).toBe('.gen');
+    expect(reservedAlias('.GIT')).toBe('.git');
+    expect(reservedAlias('src')).toBeNull();
   });
 });
 
@@ -64,6 +131,7 @@ describe('path helpers', () => {
     expect(ancestors('a')).toEqual([]);
   });
   it('folds case and Unicode form', () => {
-    expect(foldedPath('Caf\u00e9')).toBe(foldedPath('cafe\u0301'));
+    expect(foldedPath('Caf\u00e9')).toBe('caf\u00e9');
+    expect(foldedPath('CAFE\u0301')).toBe('caf\u00e9');
   });
 });

@@ -1,13 +1,23 @@
-// The batch claimer: one listing of the queue per batch, a fresh listing when a claim fails or the
-// batch is used up, declined keys left queued — one temp .gen/ per test.
-import { readdirSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+// Claiming: a claim that fails after its rename is undone at once and says so; claimNext starts at a random
+// point of the queue and tries each key once; the batch claimer lists the queue once per batch, again when a
+// claim fails or the batch is used up, leaves declined keys queued, and offers its batch in a uniform
+// shuffle — one temp .gen/ per test.
+import { readdirSync, renameSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { IoError } from '../../src/core/errors.js';
 import { buildJob } from '../../src/core/job.js';
 import { sha256Hex } from '../../src/core/sha256.js';
-import { Claimer, claim } from '../../src/store/claim.js';
+import { Claimer, claim, claimNext } from '../../src/store/claim.js';
 import { mintJob } from '../../src/store/mint-job.js';
 import type { Store } from '../../src/store/store.js';
+import { hookedStore, sysError } from '../helpers/hooked-fs.js';
+import { mulberry32 } from '../helpers/prng.js';
 import { tempStore } from '../helpers/temp-store.js';
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 function mintMany(store: Store, n: number, from = 0): string[] {
   return Array.from({ length: n }, (_, i) => {
@@ -17,6 +27,97 @@ function mintMany(store: Store, n: number, from = 0): string[] {
   });
 }
 
+/** The error `fn` throws (the test fails when it throws none). */
+function thrown(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error('expected a throw');
+}
+
+/** `store` where every claim (a rename out of queue/) loses the race: another worker moves the job first. */
+function othersWinEveryRace(store: Store, attempted: string[]): Store {
+  const queue = store.layout.dir('queue');
+  return hookedStore(store, (call, args, proceed) => {
+    const [from, to] = args as [string, string];
+    if (call === 'renameSync' && dirname(from) === queue) {
+      attempted.push(from);
+      renameSync(from, to);
+    }
+    return proceed();
+  });
+}
+
+describe('claim', () => {
+  it('puts the job back in queue/ when its journal line cannot be written, and says so in the error', () => {
+    const store = tempStore('genjob-claim-');
+    const [key] = mintMany(store, 1) as [string];
+    const noJournal = hookedStore(store, (call, args, proceed) => {
+      if (call === 'openSync' && args[0] === store.layout.journal) throw sysError('EIO', -5, 'open');
+      return proceed();
+    });
+    const err = thrown(() => claim(noJournal, key, 'w'));
+    expect(err).toBeInstanceOf(IoError);
+    expect(err.message.startsWith(`${store.layout.journal}: open failed: `)).toBe(true);
+    expect(err.message.endsWith(`; job ${key.slice(0, 12)} was put back in queue/`)).toBe(true);
+    expect(readdirSync(store.layout.dir('queue'))).toEqual([`${key}.json`]);
+    expect(readdirSync(store.layout.dir('running'))).toEqual([]);
+  });
+
+  it('leaves the job in running/ and names `genjob reap` when putting it back fails too', () => {
+    const store = tempStore('genjob-claim-');
+    const [key] = mintMany(store, 1) as [string];
+    const running = store.layout.jobFile('running', key);
+    const twoFaults = hookedStore(store, (call, args, proceed) => {
+      if (call === 'openSync' && args[0] === store.layout.journal) throw sysError('EIO', -5, 'open');
+      if (call === 'renameSync' && args[0] === running) throw sysError('EIO', -5, 'rename');
+      return proceed();
+    });
+    const err = thrown(() => claim(twoFaults, key, 'w'));
+    expect(err.message.startsWith(`${store.layout.journal}: open failed: `)).toBe(true);
+    expect(
+      err.message.endsWith(
+        `; job ${key.slice(0, 12)} is left in running/ without a lease; \`genjob reap\` returns it after the lease TTL`,
+      ),
+    ).toBe(true);
+    expect(readdirSync(store.layout.dir('running'))).toEqual([`${key}.json`]);
+  });
+
+  it('adds no note when the rename itself fails: the job never left queue/', () => {
+    const store = tempStore('genjob-claim-');
+    const [key] = mintMany(store, 1) as [string];
+    const queued = store.layout.jobFile('queue', key);
+    const noRename = hookedStore(store, (call, args, proceed) => {
+      if (call === 'renameSync' && args[0] === queued) throw sysError('EACCES', -13, 'rename');
+      return proceed();
+    });
+    const err = thrown(() => claim(noRename, key, 'w'));
+    expect(err).toBeInstanceOf(IoError);
+    expect(err.message).not.toContain('; job ');
+    expect(readdirSync(store.layout.dir('queue'))).toEqual([`${key}.json`]);
+  });
+});
+
+describe('claimNext', () => {
+  it('starts at a random point of the sorted queue, so racing workers spread over it', () => {
+    const store = tempStore('genjob-claim-');
+    const keys = mintMany(store, 4).sort();
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    expect(claimNext(store, 'w')).toBe(keys[2]);
+  });
+
+  it('tries each listed key once when other workers win every race, then reports none', () => {
+    const store = tempStore('genjob-claim-');
+    const keys = mintMany(store, 4).sort();
+    const attempted: string[] = [];
+    vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    expect(claimNext(othersWinEveryRace(store, attempted), 'w')).toBeUndefined();
+    expect(attempted).toEqual([2, 3, 0, 1].map((i) => store.layout.jobFile('queue', keys[i]!)));
+  });
+});
+
 function drain(c: Claimer, accept?: (k: string) => boolean): string[] {
   const got: string[] = [];
   for (let k = c.next(accept); k !== undefined; k = c.next(accept)) got.push(k);
@@ -24,12 +125,19 @@ function drain(c: Claimer, accept?: (k: string) => boolean): string[] {
 }
 
 describe('Claimer', () => {
-  it('claims 60 queued jobs with one listing of the queue, plus one to see it empty', () => {
+  it('claims 60 queued jobs with one listing of the queue and one rename each, plus one listing to see it empty', () => {
     const store = tempStore('genjob-claimer-');
     const keys = mintMany(store, 60);
-    const c = new Claimer(store, 'w');
+    const renamed: string[] = [];
+    const counted = hookedStore(store, (call, args, proceed) => {
+      if (call === 'renameSync' && dirname(args[0] as string) === store.layout.dir('queue'))
+        renamed.push(args[0] as string);
+      return proceed();
+    });
+    const c = new Claimer(counted, 'w');
     expect(new Set(drain(c))).toEqual(new Set(keys));
     expect(c.listings).toBe(2);
+    expect(renamed.sort()).toEqual(keys.map((k) => store.layout.jobFile('queue', k)).sort());
     expect(readdirSync(store.layout.dir('queue'))).toEqual([]);
   });
 
@@ -66,5 +174,52 @@ describe('Claimer', () => {
     expect(new Set(got)).toEqual(new Set(keys.filter((k) => k !== held)));
     expect(readdirSync(store.layout.dir('queue'))).toEqual([`${held}.json`]);
     expect(c.next()).toBe(held);
+  });
+
+  it('lists again in the same call when another worker took every key of a fresh listing, and claims a job queued since', () => {
+    const store = tempStore('genjob-claimer-');
+    const keys = mintMany(store, 3);
+    let late = '';
+    const raced = hookedStore(store, (call, args, proceed) => {
+      if (call === 'renameSync' && dirname(args[0] as string) === store.layout.dir('queue') && late === '') {
+        for (const k of keys) claim(store, k, 'b');
+        [late] = mintMany(store, 1, 100) as [string];
+      }
+      return proceed();
+    });
+    const c = new Claimer(raced, 'a');
+    expect(c.next()).toBe(late);
+    expect(c.listings).toBe(2);
+  });
+
+  it('looks once for newly queued jobs when every key left in its batch is declined', () => {
+    const store = tempStore('genjob-claimer-');
+    const [held] = mintMany(store, 1) as [string];
+    const c = new Claimer(store, 'w');
+    const notHeld = (k: string) => k !== held;
+    expect(c.next(notHeld)).toBeUndefined();
+    expect(c.held).toBe(1);
+    const [fresh] = mintMany(store, 1, 100) as [string];
+    expect(c.next(notHeld)).toBe(fresh);
+    expect(c.listings).toBe(2);
+    expect(c.held).toBe(1);
+  });
+
+  it('offers its batch in a uniformly shuffled order, so racing workers spread over the queue', () => {
+    const store = tempStore('genjob-claimer-');
+    const keys = mintMany(store, 3).sort();
+    vi.spyOn(Math, 'random').mockImplementation(mulberry32(17));
+    const seen = new Map<string, number>();
+    for (let trial = 0; trial < 3000; trial++) {
+      const order: number[] = [];
+      new Claimer(store, 'w').next((k) => {
+        order.push(keys.indexOf(k));
+        return false;
+      });
+      seen.set(order.join(''), (seen.get(order.join('')) ?? 0) + 1);
+    }
+    // 6 orders, 500 each expected (standard deviation ≈ 20)
+    expect([...seen.keys()].sort()).toEqual(['012', '021', '102', '120', '201', '210']);
+    for (const n of seen.values()) expect(Math.abs(n - 500)).toBeLessThan(100);
   });
 });

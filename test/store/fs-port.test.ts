@@ -6,13 +6,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { errnoOf, IoError } from '../../src/core/errors.js';
 import { type FsPort, namedFs, nodeFs } from '../../src/store/fs-port.js';
+import { sysError } from '../helpers/hooked-fs.js';
 import { tempDir } from '../helpers/temp-store.js';
-
-/** An error shaped like the ones Node's fs throws. */
-function sysError(code: string, errno: number, syscall: string, path?: string): Error {
-  const message = `${code}: ${syscall}${path ? ` '${path}'` : ''}`;
-  return Object.assign(new Error(message), { code, errno, syscall, ...(path ? { path } : {}) });
-}
 
 function failing(name: keyof FsPort, err: () => Error): FsPort {
   return namedFs({
