@@ -18,6 +18,7 @@ import { hashFiles } from '../store/hash-files.js';
 import { loadJob } from '../store/job-files.js';
 import { findJob } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
+import { prunedOn, readTombstone, tombstoneFile } from '../store/tombstone.js';
 
 export interface Verified {
   job: Job;
@@ -36,6 +37,14 @@ export async function verifyKey(store: Store, key: string, policy: ReceiptTrustP
       `${key.slice(0, 12)}: job is ${found ? `still in ${found.state}/` : 'unknown'}; nothing to verify until work has stored its receipt`,
     );
   }
+  // gc writes an applied key's tombstone before it removes its material: one it was interrupted in is
+  // pruned, not damaged (the next `genjob gc` finishes it)
+  const tomb = found.state === 'applied' ? readTombstone(store, key) : undefined;
+  if (tomb?.state === 'applied')
+    throw new UsageError(
+      'EGJ_PRUNED',
+      `${tombstoneFile(store, key)}: key ${key.slice(0, 12)} was applied and genjob gc began pruning its material on ${prunedOn(tomb)}; nothing to verify (run genjob gc to finish)`,
+    );
   const { job, digest } = loadJob(store, found.state, key);
   const receiptFile = store.layout.receipt(key);
   const bytes = readRecord(store, receiptFile);

@@ -91,6 +91,33 @@ describe('genjob gc', () => {
     expect(JSON.parse(dropped.stdout)).toMatchObject({ key: k3, minted: true });
   });
 
+  it('refuses to verify an applied key whose pruning a gc left half done (EGJ_PRUNED), apply leaves it applied, and the next gc finishes it', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'applied one', ['src/user.py']);
+    expect((await sb.genjob(['work', '--once', '--generator', liveGen(sb)])).exitCode).toBe(0);
+    expect((await sb.genjob(['apply', key])).exitCode).toBe(0);
+    const tree = snapshot(sb.repo, ['.gen']);
+    // gc writes the tombstone, then removes out/, the receipt, the backups and, last, the apply record:
+    // a gc stopped before its last step leaves the record (put back here by hand) and nothing else
+    const record = join(sb.repo, '.gen', 'applied', `${key}.json`);
+    const saved = join(sb.base, 'applied-record.json');
+    copyFileSync(record, saved);
+    expect((await sb.genjob(['gc', '--older-than', '0s'])).exitCode).toBe(0);
+    copyFileSync(saved, record);
+    const v = await sb.genjob(['verify', key]);
+    expect(v.exitCode, v.stdout + v.stderr).toBe(2);
+    expect(v.stderr).toMatch(
+      /^genjob: EGJ_PRUNED: .*genjob gc began pruning its material on \d{4}-\d\d-\d\d; nothing to verify \(run genjob gc to finish\)/,
+    );
+    // apply knows it from the apply record alone: already applied, nothing written
+    const a = await sb.genjob(['apply', key]);
+    expect(a.exitCode, a.stderr).toBe(0);
+    expect(a.stdout).toContain('already applied');
+    expect(snapshot(sb.repo, ['.gen'])).toEqual(tree);
+    expect((await sb.genjob(['gc', '--older-than', '0s'])).exitCode).toBe(0);
+    expect(genDir(sb, 'applied')).toEqual([]);
+  });
+
   it('exits 2 for a malformed --older-than', async () => {
     const sb = await makeSandbox();
     const r = await sb.genjob(['gc', '--older-than', '30 days']);

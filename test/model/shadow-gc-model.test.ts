@@ -193,7 +193,13 @@ class World {
         try {
           v = await verifyKey(this.store, job.key, POLICY);
         } catch (err) {
-          if (['EGJ_NOT_RECEIVED', 'EGJ_UNKNOWN_KEY'].includes((err as { code?: string }).code ?? '')) return;
+          // EGJ_PRUNED: an applied key whose pruning a crashed gc left half done
+          if (
+            ['EGJ_NOT_RECEIVED', 'EGJ_UNKNOWN_KEY', 'EGJ_PRUNED'].includes(
+              (err as { code?: string }).code ?? '',
+            )
+          )
+            return;
           throw err;
         }
         if (v.state === 'applied') return;
