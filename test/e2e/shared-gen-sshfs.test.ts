@@ -9,14 +9,11 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildJob } from '../../src/core/job.js';
-import { sha256Hex } from '../../src/core/sha256.js';
 import { readJournal } from '../../src/store/journal.js';
-import { mintJob } from '../../src/store/mint-job.js';
 import { Store } from '../../src/store/store.js';
 import { useSshd } from '../helpers/sshd.js';
 import { afterTest, tempDir } from '../helpers/temp-store.js';
-import { spawnCli } from './worker-helpers.js';
+import { mintFileJobs, spawnCli } from './worker-helpers.js';
 
 const JOBS = Number(process.env.GENJOB_SSHFS_JOBS ?? 300);
 const WORKERS_PER_MOUNT = 3;
@@ -107,15 +104,8 @@ describe('one .gen/ shared by two sshfs mounts', () => {
     const share = join(base, 'share');
     const root = join(share, 'repo');
     mkdirSync(join(root, '.git'), { recursive: true });
-    mkdirSync(join(root, 'f'));
     const store = new Store(root).ensure();
-    const keys: string[] = [];
-    for (let i = 0; i < JOBS; i++) {
-      const path = `f/${i}.txt`;
-      const bytes = Buffer.from(`old ${i}\n`);
-      writeFileSync(join(root, path), bytes);
-      keys.push(mintJob(store, buildJob(path, [{ path, sha256: sha256Hex(bytes) }])).key);
-    }
+    const keys = mintFileJobs(store, JOBS);
     writeFileSync(join(base, 'gen.sh'), GENERATOR);
     const log = join(base, 'gen.log');
     const mounts = [mount(share, join(base, 'm1')), mount(share, join(base, 'm2'))];

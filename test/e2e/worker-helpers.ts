@@ -2,9 +2,12 @@
 // whose .gen/ the test also reads as a Store, a shell generator beside it (outside the repository),
 // the built CLI spawned with execa (reject: false, an env the caller gives) and a poll that names what
 // it waited for. Temp dirs and registered cleanups go after each test (test/helpers/temp-store.ts).
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
+import { buildJob } from '../../src/core/job.js';
+import { sha256Hex } from '../../src/core/sha256.js';
+import { mintJob } from '../../src/store/mint-job.js';
 import type { Store } from '../../src/store/store.js';
 import { tempRepo } from '../helpers/temp-store.js';
 
@@ -66,4 +69,17 @@ export async function until(
     await new Promise((r) => setTimeout(r, 10));
   }
   throw new Error(`gave up waiting for ${what}${explain ? `\n${explain()}` : ''}`);
+}
+
+/** `n` jobs of one file each (`f/<i>.txt`, holding `old <i>`), minted into `store`; their keys in order. */
+export function mintFileJobs(store: Store, n: number): string[] {
+  mkdirSync(join(store.root, 'f'), { recursive: true });
+  const keys: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const path = `f/${i}.txt`;
+    const bytes = Buffer.from(`old ${i}\n`);
+    writeFileSync(join(store.root, path), bytes);
+    keys.push(mintJob(store, buildJob(path, [{ path, sha256: sha256Hex(bytes) }])).key);
+  }
+  return keys;
 }
