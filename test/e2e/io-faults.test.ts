@@ -40,6 +40,8 @@ const KEEP_GOING = ALL || process.env.GENJOB_IOFAULT_REPORT !== undefined;
 // a fixed default keeps CI's sample the same run to run; GENJOB_IOFAULT_SEED=random draws a new one
 const SEED_ENV = process.env.GENJOB_IOFAULT_SEED;
 const SEED = SEED_ENV === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(SEED_ENV ?? 20261201);
+/** Replay one point, e.g. GENJOB_IOFAULT_POINT=close#38:EIO (with -t for its command). */
+const ONLY = process.env.GENJOB_IOFAULT_POINT;
 /** Points per command in the default run (the whole sweep takes far longer than CI should). */
 const SAMPLE = Number(process.env.GENJOB_IOFAULT_SAMPLE ?? 4);
 
@@ -225,6 +227,17 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** `n` distinct items of `all` (a partial Fisher-Yates shuffle driven by `pick`), in the order drawn. */
+function sample<T>(all: readonly T[], n: number, pick: () => number): T[] {
+  const pool = [...all];
+  const count = Math.min(n, pool.length);
+  for (let i = 0; i < count; i++) {
+    const j = i + Math.floor(pick() * (pool.length - i));
+    [pool[i], pool[j]] = [pool[j]!, pool[i]!];
+  }
+  return pool.slice(0, count);
+}
+
 interface PointResult {
   scenario: string;
   syscall: string;
@@ -232,6 +245,8 @@ interface PointResult {
   errno: string;
   landing: Landing;
   exit: number | undefined;
+  /** What the injected call named. */
+  paths: string[];
   /** Why the point was left out of every check (it is counted, not judged). */
   excluded?: string;
 }
@@ -269,6 +284,7 @@ async function runPoint(
       errno,
       landing,
       exit: r.exitCode,
+      paths: r.landed?.paths ?? [],
       excluded: `hung on a runtime fault ${JSON.stringify(r.landed?.paths)}, killed after ${DEADLINE_MS} ms`,
     };
   }
@@ -300,7 +316,7 @@ async function runPoint(
   } catch (err) {
     throw new Error(`${context}\nafter the re-run: ${(err as Error).message}`);
   }
-  return { scenario: s.name, ...point, errno, landing, exit: r.exitCode };
+  return { scenario: s.name, ...point, errno, landing, exit: r.exitCode, paths: r.landed?.paths ?? [] };
 }
 
 describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
@@ -337,9 +353,11 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
         expect(points.length).toBeGreaterThan(0);
         const all = points.flatMap((p) => ERRNOS.map((errno) => ({ ...p, errno })));
         const pick = mulberry32(SEED + s.name.length);
-        const chosen = ALL
-          ? all
-          : Array.from({ length: Math.min(SAMPLE, all.length) }, () => all[Math.floor(pick() * all.length)]!);
+        const chosen = ONLY
+          ? all.filter((p) => `${p.syscall}#${p.n}:${p.errno}` === ONLY)
+          : ALL
+            ? all
+            : sample(all, SAMPLE, pick);
         console.log(
           `${s.name}: ${points.length} repository call sites, ${all.length} points; running ${chosen.length} (GENJOB_IOFAULT_SEED=${SEED})`,
         );
@@ -370,6 +388,13 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
         if (process.env.GENJOB_IOFAULT_REPORT) {
           const detail = [
             ...excluded.map((r) => `  EXCLUDED ${r.syscall}#${r.n} ${r.errno}: ${r.excluded}\n`),
+            // a process ended by a signal (Node's own abort) passes only where the fault was not genjob's
+            ...results
+              .filter((r) => r.exit === undefined && r.excluded === undefined)
+              .map(
+                (r) =>
+                  `  SIGNALLED ${r.syscall}#${r.n} ${r.errno}: landed ${r.landing} ${JSON.stringify(r.paths)}\n`,
+              ),
             ...failures.map((f) => `  FAIL ${f.split('\n').slice(0, 4).join(' | ')}\n`),
           ].join('');
           appendFileSync(process.env.GENJOB_IOFAULT_REPORT, `${line}\n${detail}`);
