@@ -35,6 +35,8 @@ export interface Call {
   n: number;
   /** The paths the call names (arguments and fds resolved by -y). */
   paths: string[];
+  /** What its fds are, as -y shows them (a path, `pipe:[…]`, `anon_inode:[eventfd]`): where a fault landed. */
+  fds: string[];
   injected: boolean;
 }
 
@@ -69,7 +71,8 @@ export function parseLog(text: string): Call[] {
       ...[...line.matchAll(/(?<!AT_FDCWD)<(\/[^>]*)>/g)].map((x) => x[1]!),
       ...[...line.matchAll(/"(\/[^"]*)"/g)].map((x) => x[1]!),
     ];
-    calls.push({ pid, syscall, n, paths, injected: line.includes('(INJECTED)') });
+    const fds = [...line.matchAll(/(?<!AT_FDCWD)<([^>]*)>/g)].map((x) => x[1]!);
+    calls.push({ pid, syscall, n, paths, fds, injected: line.includes('(INJECTED)') });
   }
   return calls;
 }

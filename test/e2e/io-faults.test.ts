@@ -10,7 +10,11 @@
 // Node's own runtime (loading its modules, its eventfd and signal pipe, libuv's thread pool), the shell
 // that starts the generator, or the generator host's result cache (the host's side, where a result that
 // cannot be cached may be generated again; that is the host cache's own contract). For them only the
-// end state is checked. Points are sampled with a printed seed (GENJOB_IOFAULT_SEED replays one);
+// end state is checked. No point may hang the sweep: each run is killed (kill -9 by pid) at a deadline
+// (GENJOB_IOFAULT_DEADLINE_MS, 60 s); a hang on a runtime fault is counted as excluded, with its reason
+// (libuv's eventfd and signal pipe: a failed write there can leave the loop waiting for ever), and a hang
+// on genjob's own call is a failure. Points are sampled without repeats with a printed seed
+// (GENJOB_IOFAULT_SEED replays a sample, GENJOB_IOFAULT_POINT=close#38:EIO one point);
 // GENJOB_IOFAULT_ALL=1 sweeps every point (figures in docs/reliability.md).
 
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -272,27 +276,36 @@ async function runPoint(
     { cwd: b.repo, env: b.env, log: join(b.base, 'strace.log') },
     { syscall: point.syscall, errno, n: point.n },
   );
-  const landing = classify(r.landed, { repo: b.repo, cache: b.cache });
-  const context = `${label}: landed ${landing} ${JSON.stringify(r.landed?.paths)}; exit ${r.exitCode}; stderr:\n${r.stderr}`;
+  const where = { repo: b.repo, cache: b.cache };
+  const landing = classify(r.landed, where);
+  // strace's when= counts per process: the same invocation number fails in work's local serve (and its
+  // generator) too. A fault there is the host's failure as the worker sees it: the job goes back to the
+  // queue (exit 3), or the worker waits on a serve hung in its own runtime.
+  const main = r.calls[0]?.pid;
+  const inChild = r.calls.find((c) => c.injected && c.pid !== main && classify(c, where) !== 'repo');
+  const childFault = inChild && `${classify(inChild, where)} ${JSON.stringify(inChild.fds)} in a child`;
+  const context = `${label}: landed ${landing} ${JSON.stringify(r.landed?.paths)}${childFault ? ` and ${childFault}` : ''}; exit ${r.exitCode}; stderr:\n${r.stderr}`;
   if (r.hung) {
-    // killed at the deadline: a hang on Node's runtime (its signal pipe or eventfd) is excluded, with the
-    // reason; a hang on genjob's own call (repository or host cache) or with no fault landed is a failure
-    if (landing !== 'elsewhere') throw new Error(`${context}\nhung: killed after ${DEADLINE_MS} ms`);
+    // killed at the deadline: a hang on Node's runtime (its signal pipe or eventfd, in the command or
+    // its serve child) is excluded, with the reason; a hang on genjob's own call is a failure
+    const runtime = landing === 'elsewhere' ? JSON.stringify(r.landed?.fds) : childFault;
+    if (runtime === undefined) throw new Error(`${context}\nhung: killed after ${DEADLINE_MS} ms`);
     return {
       scenario: s.name,
       ...point,
       errno,
       landing,
       exit: r.exitCode,
-      paths: r.landed?.paths ?? [],
-      excluded: `hung on a runtime fault ${JSON.stringify(r.landed?.paths)}, killed after ${DEADLINE_MS} ms`,
+      paths: r.landed?.fds ?? [],
+      excluded: `hung on a runtime fault ${runtime}, killed after ${DEADLINE_MS} ms`,
     };
   }
   if (landing === 'repo') {
     expect(r.stderr, context).not.toMatch(/internal error|\n\s+at /);
-    // strace -f counts calls across the worker and its local serve child: a fault that landed in serve is
-    // the host's failure as the worker sees it (the job goes back to the queue), not the worker's EGJ_IO
-    const inLocalServe = /back in the queue: .*host said: genjob: EGJ_IO: /.test(r.stderr);
+    // a fault that landed in serve is the host's failure as the worker sees it, not the worker's EGJ_IO
+    const inLocalServe =
+      /back in the queue: .*host said: genjob: EGJ_IO: /.test(r.stderr) ||
+      (childFault !== undefined && r.exitCode === 3 && /back in the queue: /.test(r.stderr));
     if (r.exitCode !== 0 && !inLocalServe) {
       expect(r.exitCode, context).toBe(5);
       const lines = r.stderr.split('\n').filter((l) => l.startsWith('genjob: EGJ_'));
@@ -316,7 +329,14 @@ async function runPoint(
   } catch (err) {
     throw new Error(`${context}\nafter the re-run: ${(err as Error).message}`);
   }
-  return { scenario: s.name, ...point, errno, landing, exit: r.exitCode, paths: r.landed?.paths ?? [] };
+  return {
+    scenario: s.name,
+    ...point,
+    errno,
+    landing,
+    exit: r.exitCode,
+    paths: r.landed?.fds.length ? r.landed.fds : (r.landed?.paths ?? []),
+  };
 }
 
 describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
