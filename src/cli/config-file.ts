@@ -1,11 +1,11 @@
 // genjob.config.json at the repository root: defaults for what people otherwise retype on every
 // `work` (generator, host or a pool of hosts, concurrency, timeout, ssh settings). Checked with zod; an unknown key or a
 // wrong type is EGJ_CONFIG naming the file and the key. A flag given on the command line always wins.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { errnoOf, UsageError } from '../core/errors.js';
+import { nodeFs } from '../store/fs-port.js';
 import { findRoot } from './root.js';
 
 export const CONFIG_FILE = 'genjob.config.json';
@@ -35,10 +35,11 @@ export function loadConfig(root: string): GenjobConfig | undefined {
   const file = join(root, CONFIG_FILE);
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    // through the named fs: a disk fault is EGJ_IO naming the file (and a failed close no crash)
+    text = nodeFs.readFileSync(file, 'utf8');
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return undefined;
-    throw new UsageError('EGJ_CONFIG', `${file}: cannot read (${(err as Error).message})`);
+    throw err;
   }
   let raw: unknown;
   try {

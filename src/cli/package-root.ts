@@ -1,8 +1,9 @@
 // Find genjob's own install directory (where bin/genjob.js lives), from the built bundle or
 // from source under a test runner alike: walk up from this module to genjob's package.json.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readText } from '../core/read-text.js';
 
 let cached: string | undefined;
 
@@ -11,7 +12,7 @@ export function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const pkg = join(dir, 'package.json');
-    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'genjob') {
+    if (existsSync(pkg) && (JSON.parse(readText(pkg)) as { name?: string }).name === 'genjob') {
       cached = dir;
       return dir;
     }

@@ -1,11 +1,12 @@
 // genjob hook install [--pre-merge-commit] [--force]: write the gate's hook into the clone's hooks
 // directory (core.hooksPath respected). A hook genjob wrote is replaced; any other hook is refused
 // (exit 4) unless --force, so a team's own hook is never lost silently.
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { findRoot } from '../cli/root.js';
 import { ConflictError, errnoOf, IoError } from '../core/errors.js';
+import { readText } from '../core/read-text.js';
 import { HOOK_MARKER, type HookName, hookScript } from '../git/hook-script.js';
 import { gitText } from '../git/run-git.js';
 import { replaceFile } from '../store/durable.js';
@@ -25,7 +26,7 @@ export async function hookInstall(o: HookOptions): Promise<CommandResult> {
   const file = join(hooks, name);
   let existing: string | undefined;
   try {
-    existing = readFileSync(file, 'utf8');
+    existing = readText(file);
   } catch (err) {
     if (errnoOf(err) !== 'ENOENT') throw new IoError('read', file, err);
   }

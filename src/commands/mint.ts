@@ -1,7 +1,7 @@
 // genjob mint: turn an instruction and the paths it may touch into an immutable job in queue/.
 // Paths are checked (inside the root, regular files, no symlinks or hardlinks, not in .gen/ or .git/), hashed
 // by streaming, and scanned for secrets in the same read; the job file is published exclusively.
-import { closeSync, constants, lstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, readSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
@@ -9,6 +9,7 @@ import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { buildJob, type JobInput } from '../core/job.js';
 import { ancestors, pathProblem } from '../core/paths.js';
+import { readText } from '../core/read-text.js';
 import { createSecretScanner, scanSecretText, secretError, secretPathProblem } from '../core/secrets.js';
 import { sweepStaleTemps } from '../store/durable.js';
 import { gitignoreIgnoresGen } from '../store/gitignore.js';
@@ -110,7 +111,7 @@ function readInstruction(o: MintOptions): string {
   let text: string;
   if (o.file !== undefined) {
     try {
-      text = readFileSync(o.file === '-' ? 0 : o.file, 'utf8'); // -f - reads stdin, like git commit -F -
+      text = readText(o.file === '-' ? 0 : o.file); // -f - reads stdin, like git commit -F -
     } catch (err) {
       throw new UsageError(
         'EGJ_BAD_INPUT',

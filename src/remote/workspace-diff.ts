@@ -6,11 +6,12 @@
 // (ino, size, mtime, ctime) are unchanged and its ctime is older than a fence file written after the
 // extraction. User space cannot set ctime (every write, chmod, utimes or rename moves it to "now"),
 // and the fence rules out a change within the same clock tick (git's "racy" case). Others are hashed.
-import { closeSync, type Dirent, lstatSync, openSync } from 'node:fs';
+import { type Dirent, lstatSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Job } from '../core/job.js';
 import { ancestors } from '../core/paths.js';
+import { nodeFs } from '../store/fs-port.js';
 import { type FileDigest, hashFile } from '../store/hash-file.js';
 
 export interface Output {
@@ -53,7 +54,8 @@ export function knownFiles(
     const { ino, size, mtimeNs, ctimeNs } = st;
     files.set(f.path, { sha256: f.sha256, bytes: f.bytes, ino, size, mtimeNs, ctimeNs });
   }
-  closeSync(openSync(fenceFile, 'wx', 0o600)); // a fresh create: its ctime is "now"
+  // a fresh create: its ctime is "now"; through the named fs, so a full disk is EGJ_IO naming the fence
+  nodeFs.closeSync(nodeFs.openSync(fenceFile, 'wx', 0o600));
   return { files, fenceCtimeNs: lstatSync(fenceFile, { bigint: true }).ctimeNs };
 }
 

@@ -4,6 +4,7 @@
 // setsid still inherits the tag; only one that both leaves the tree and clears its environment
 // escapes (docs/trust.md says so).
 import { readdirSync, readFileSync } from 'node:fs';
+import { readText } from '../core/read-text.js';
 
 export const RUN_TAG_VAR = 'GENJOB_RUN';
 
@@ -19,7 +20,7 @@ function pids(): number[] {
 
 function parentOf(pid: number): number | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readText(`/proc/${pid}/stat`);
     return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
   } catch {
     return undefined;

@@ -46,6 +46,7 @@ export function createExclusive(store: HasFs, path: string, bytes: Uint8Array, m
     constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
     0o600,
   );
+  let closing = false;
   try {
     let off = 0;
     while (off < bytes.length) off += fs.writeSync(fd, bytes, off, bytes.length - off);
@@ -55,12 +56,24 @@ export function createExclusive(store: HasFs, path: string, bytes: Uint8Array, m
     } catch (err) {
       throw IoError.wrap('fsync', path, err);
     }
-  } catch (err) {
+    closing = true;
     fs.closeSync(fd);
+  } catch (err) {
+    // a failed close still frees the fd (Linux), and the file it leaves is not one we can vouch for: the
+    // first error is the one to report, and no file may be left behind
+    if (!closing) closeAfterFailure(store, fd);
     fs.rmSync(path, { force: true });
     throw err;
   }
-  fs.closeSync(fd);
+}
+
+/** Close `fd` on the way out of a failure: the failure is what is reported, not a second error. */
+function closeAfterFailure(store: HasFs, fd: number): void {
+  try {
+    store.fs.closeSync(fd);
+  } catch {
+    // the fd is freed even when close fails
+  }
 }
 
 /** Write `bytes` to a fresh, fsynced file in `dir` named `<prefix><pid>-…`; returns its path. */

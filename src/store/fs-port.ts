@@ -70,6 +70,8 @@ export function namedFs(real: FsPort): FsPort {
     port[name] = (...args: unknown[]) => {
       try {
         if (name === 'mkdirSync' && isRecursive(args[1])) return mkdirp(real, String(args[0]), args[1]);
+        if (name === 'readFileSync' && encodingOf(args[1]) !== undefined)
+          return decodedRead(real, args[0] as fs.PathOrFileDescriptor, args[1]);
         const out = fn.apply(real, args);
         if (name === 'openSync' && typeof out === 'number') fdPaths.set(out, String(args[0]));
         return out;
@@ -82,6 +84,22 @@ export function namedFs(real: FsPort): FsPort {
     };
   }
   return port as unknown as FsPort;
+}
+
+function encodingOf(opts: unknown): BufferEncoding | undefined {
+  if (typeof opts === 'string') return opts as BufferEncoding;
+  if (typeof opts === 'object' && opts !== null)
+    return (opts as { encoding?: BufferEncoding }).encoding ?? undefined;
+  return undefined;
+}
+
+/**
+ * Node 20 reads a file as utf8 in C++ and aborts the process (an internal assertion) when the close
+ * fails; read bytes (whose close failure is an ordinary error) and decode them here instead.
+ */
+function decodedRead(real: FsPort, path: fs.PathOrFileDescriptor, opts: unknown): string {
+  const flag = typeof opts === 'object' && opts !== null ? (opts as { flag?: string }).flag : undefined;
+  return real.readFileSync(path, { flag }).toString(encodingOf(opts));
 }
 
 function isRecursive(opts: unknown): boolean {

@@ -4,11 +4,12 @@
 // client gets its own process group, so kill() takes the whole local side down at once.
 
 import { createHash, randomBytes } from 'node:crypto';
-import { lstatSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { lstatSync, mkdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { UsageError } from '../core/errors.js';
+import { readText } from '../core/read-text.js';
 import type { ServeLauncher, ServeProcess } from './launcher.js';
 import { sshEnv } from './ssh-env.js';
 import {
@@ -224,7 +225,7 @@ async function hostKeyFromMaster(
     });
     let text = '';
     try {
-      text = readFileSync(log, 'utf8');
+      text = readText(log);
     } catch {
       // ssh failed before it opened its log: its stderr says why
     }

@@ -35,6 +35,8 @@ export interface Call {
   n: number;
   /** The paths the call names (arguments and fds resolved by -y). */
   paths: string[];
+  /** What its fds are, as -y shows them (a path, `pipe:[…]`, `anon_inode:[eventfd]`): where a fault landed. */
+  fds: string[];
   injected: boolean;
 }
 
@@ -69,7 +71,8 @@ export function parseLog(text: string): Call[] {
       ...[...line.matchAll(/(?<!AT_FDCWD)<(\/[^>]*)>/g)].map((x) => x[1]!),
       ...[...line.matchAll(/"(\/[^"]*)"/g)].map((x) => x[1]!),
     ];
-    calls.push({ pid, syscall, n, paths, injected: line.includes('(INJECTED)') });
+    const fds = [...line.matchAll(/(?<!AT_FDCWD)<([^>]*)>/g)].map((x) => x[1]!);
+    calls.push({ pid, syscall, n, paths, fds, injected: line.includes('(INJECTED)') });
   }
   return calls;
 }
@@ -90,6 +93,32 @@ export interface Traced extends CliResult {
   calls: Call[];
   /** The call the fault landed on first (undefined: the run never reached the invocation). */
   landed: Call | undefined;
+  /** The run passed its deadline and every process of it was killed (kill -9 by pid). */
+  hung: boolean;
+}
+
+/** A point's hard deadline: no run may hang the sweep (a fault in Node's signal pipe once hung `work` 14 min). */
+export const DEADLINE_MS = Number(process.env.GENJOB_IOFAULT_DEADLINE_MS ?? 60_000);
+
+/**
+ * Kill -9 every process of a traced run: each tracee by the pid strace logged (first, while strace still
+ * holds them), then strace's own process group (a child that made no traced call yet).
+ */
+function killRun(stracePid: number | undefined, log: string): void {
+  let text = '';
+  try {
+    text = readFileSync(log, 'utf8');
+  } catch {
+    // no log yet: only the group is left to kill
+  }
+  const pids = new Set([...text.matchAll(/^(\d+) /gm)].map((m) => Number(m[1])));
+  for (const pid of [...pids, ...(stracePid ? [-stracePid] : [])]) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
 }
 
 /** Run the CLI under strace, injecting `errno` into invocation `n` of `syscall` (n = 0: no injection). */
@@ -100,7 +129,7 @@ export async function traced(
   trace: readonly string[] = SYSCALLS,
 ): Promise<Traced> {
   const inject = fault ? ['-e', `inject=${fault.syscall}:error=${fault.errno}:when=${fault.n}`] : [];
-  const r = await execa(
+  const run = execa(
     'strace',
     [
       '-f',
@@ -120,9 +149,16 @@ export async function traced(
       env: { ...opts.env, GENJOB_DEBUG: '' },
       reject: false,
       stripFinalNewline: false,
-      timeout: 120_000,
+      // its own process group, so that the deadline can kill what strace's tracees started
+      detached: true,
     },
   );
+  let hung = false;
+  const deadline = setTimeout(() => {
+    hung = true;
+    killRun(run.pid, opts.log);
+  }, DEADLINE_MS);
+  const r = await run.finally(() => clearTimeout(deadline));
   const calls = parseLog(readFileSync(opts.log, 'utf8'));
   return {
     exitCode: r.exitCode,
@@ -130,6 +166,7 @@ export async function traced(
     stderr: String(r.stderr),
     calls,
     landed: calls.find((c) => c.injected),
+    hung,
   };
 }
 

@@ -10,7 +10,11 @@
 // Node's own runtime (loading its modules, its eventfd and signal pipe, libuv's thread pool), the shell
 // that starts the generator, or the generator host's result cache (the host's side, where a result that
 // cannot be cached may be generated again; that is the host cache's own contract). For them only the
-// end state is checked. Points are sampled with a printed seed (GENJOB_IOFAULT_SEED replays one);
+// end state is checked. No point may hang the sweep: each run is killed (kill -9 by pid) at a deadline
+// (GENJOB_IOFAULT_DEADLINE_MS, 60 s); a hang on a runtime fault is counted as excluded, with its reason
+// (libuv's eventfd and signal pipe: a failed write there can leave the loop waiting for ever), and a hang
+// on genjob's own call is a failure. Points are sampled without repeats with a printed seed
+// (GENJOB_IOFAULT_SEED replays a sample, GENJOB_IOFAULT_POINT=close#38:EIO one point);
 // GENJOB_IOFAULT_ALL=1 sweeps every point (figures in docs/reliability.md).
 
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -24,6 +28,7 @@ import { tempDir } from '../helpers/temp-store.js';
 import {
   classify,
   cloneSandbox,
+  DEADLINE_MS,
   ERRNOS,
   type Landing,
   leftovers,
@@ -39,6 +44,8 @@ const KEEP_GOING = ALL || process.env.GENJOB_IOFAULT_REPORT !== undefined;
 // a fixed default keeps CI's sample the same run to run; GENJOB_IOFAULT_SEED=random draws a new one
 const SEED_ENV = process.env.GENJOB_IOFAULT_SEED;
 const SEED = SEED_ENV === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(SEED_ENV ?? 20261201);
+/** Replay one point, e.g. GENJOB_IOFAULT_POINT=close#38:EIO (with -t for its command). */
+const ONLY = process.env.GENJOB_IOFAULT_POINT;
 /** Points per command in the default run (the whole sweep takes far longer than CI should). */
 const SAMPLE = Number(process.env.GENJOB_IOFAULT_SAMPLE ?? 4);
 
@@ -224,6 +231,17 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
+/** `n` distinct items of `all` (a partial Fisher-Yates shuffle driven by `pick`), in the order drawn. */
+function sample<T>(all: readonly T[], n: number, pick: () => number): T[] {
+  const pool = [...all];
+  const count = Math.min(n, pool.length);
+  for (let i = 0; i < count; i++) {
+    const j = i + Math.floor(pick() * (pool.length - i));
+    [pool[i], pool[j]] = [pool[j]!, pool[i]!];
+  }
+  return pool.slice(0, count);
+}
+
 interface PointResult {
   scenario: string;
   syscall: string;
@@ -231,6 +249,10 @@ interface PointResult {
   errno: string;
   landing: Landing;
   exit: number | undefined;
+  /** What the injected call named. */
+  paths: string[];
+  /** Why the point was left out of every check (it is counted, not judged). */
+  excluded?: string;
 }
 
 /** Check one point; returns what happened, throws (fails the test) on a broken rule. */
@@ -254,13 +276,36 @@ async function runPoint(
     { cwd: b.repo, env: b.env, log: join(b.base, 'strace.log') },
     { syscall: point.syscall, errno, n: point.n },
   );
-  const landing = classify(r.landed, { repo: b.repo, cache: b.cache });
-  const context = `${label}: landed ${landing} ${JSON.stringify(r.landed?.paths)}; exit ${r.exitCode}; stderr:\n${r.stderr}`;
+  const where = { repo: b.repo, cache: b.cache };
+  const landing = classify(r.landed, where);
+  // strace's when= counts per process: the same invocation number fails in work's local serve (and its
+  // generator) too. A fault there is the host's failure as the worker sees it: the job goes back to the
+  // queue (exit 3), or the worker waits on a serve hung in its own runtime.
+  const main = r.calls[0]?.pid;
+  const inChild = r.calls.find((c) => c.injected && c.pid !== main && classify(c, where) !== 'repo');
+  const childFault = inChild && `${classify(inChild, where)} ${JSON.stringify(inChild.fds)} in a child`;
+  const context = `${label}: landed ${landing} ${JSON.stringify(r.landed?.paths)}${childFault ? ` and ${childFault}` : ''}; exit ${r.exitCode}; stderr:\n${r.stderr}`;
+  if (r.hung) {
+    // killed at the deadline: a hang on Node's runtime (its signal pipe or eventfd, in the command or
+    // its serve child) is excluded, with the reason; a hang on genjob's own call is a failure
+    const runtime = landing === 'elsewhere' ? JSON.stringify(r.landed?.fds) : childFault;
+    if (runtime === undefined) throw new Error(`${context}\nhung: killed after ${DEADLINE_MS} ms`);
+    return {
+      scenario: s.name,
+      ...point,
+      errno,
+      landing,
+      exit: r.exitCode,
+      paths: r.landed?.fds ?? [],
+      excluded: `hung on a runtime fault ${runtime}, killed after ${DEADLINE_MS} ms`,
+    };
+  }
   if (landing === 'repo') {
     expect(r.stderr, context).not.toMatch(/internal error|\n\s+at /);
-    // strace -f counts calls across the worker and its local serve child: a fault that landed in serve is
-    // the host's failure as the worker sees it (the job goes back to the queue), not the worker's EGJ_IO
-    const inLocalServe = /back in the queue: .*host said: genjob: EGJ_IO: /.test(r.stderr);
+    // a fault that landed in serve is the host's failure as the worker sees it, not the worker's EGJ_IO
+    const inLocalServe =
+      /back in the queue: .*host said: genjob: EGJ_IO: /.test(r.stderr) ||
+      (childFault !== undefined && r.exitCode === 3 && /back in the queue: /.test(r.stderr));
     if (r.exitCode !== 0 && !inLocalServe) {
       expect(r.exitCode, context).toBe(5);
       const lines = r.stderr.split('\n').filter((l) => l.startsWith('genjob: EGJ_'));
@@ -284,7 +329,14 @@ async function runPoint(
   } catch (err) {
     throw new Error(`${context}\nafter the re-run: ${(err as Error).message}`);
   }
-  return { scenario: s.name, ...point, errno, landing, exit: r.exitCode };
+  return {
+    scenario: s.name,
+    ...point,
+    errno,
+    landing,
+    exit: r.exitCode,
+    paths: r.landed?.fds.length ? r.landed.fds : (r.landed?.paths ?? []),
+  };
 }
 
 describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
@@ -321,9 +373,11 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
         expect(points.length).toBeGreaterThan(0);
         const all = points.flatMap((p) => ERRNOS.map((errno) => ({ ...p, errno })));
         const pick = mulberry32(SEED + s.name.length);
-        const chosen = ALL
-          ? all
-          : Array.from({ length: Math.min(SAMPLE, all.length) }, () => all[Math.floor(pick() * all.length)]!);
+        const chosen = ONLY
+          ? all.filter((p) => `${p.syscall}#${p.n}:${p.errno}` === ONLY)
+          : ALL
+            ? all
+            : sample(all, SAMPLE, pick);
         console.log(
           `${s.name}: ${points.length} repository call sites, ${all.length} points; running ${chosen.length} (GENJOB_IOFAULT_SEED=${SEED})`,
         );
@@ -347,10 +401,22 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
           )
             .map(([k, v]) => `${k}=${v}`)
             .join(' ');
-        const line = `${s.name}: ${results.length + failures.length} points; landing ${by((r) => r.landing)}; exit ${by((r) => String(r.exit))}; failed ${failures.length}`;
+        const excluded = results.filter((r) => r.excluded !== undefined);
+        const line = `${s.name}: ${results.length + failures.length} points; landing ${by((r) => r.landing)}; exit ${by((r) => String(r.exit))}; excluded ${excluded.length}; failed ${failures.length}`;
         console.log(line);
+        for (const r of excluded) console.log(`  excluded ${r.syscall}#${r.n} ${r.errno}: ${r.excluded}`);
         if (process.env.GENJOB_IOFAULT_REPORT) {
-          const detail = failures.map((f) => `  FAIL ${f.split('\n').slice(0, 4).join(' | ')}\n`).join('');
+          const detail = [
+            ...excluded.map((r) => `  EXCLUDED ${r.syscall}#${r.n} ${r.errno}: ${r.excluded}\n`),
+            // a process ended by a signal (Node's own abort) passes only where the fault was not genjob's
+            ...results
+              .filter((r) => r.exit === undefined && r.excluded === undefined)
+              .map(
+                (r) =>
+                  `  SIGNALLED ${r.syscall}#${r.n} ${r.errno}: landed ${r.landing} ${JSON.stringify(r.paths)}\n`,
+              ),
+            ...failures.map((f) => `  FAIL ${f.split('\n').slice(0, 4).join(' | ')}\n`),
+          ].join('');
           appendFileSync(process.env.GENJOB_IOFAULT_REPORT, `${line}\n${detail}`);
         }
         expect(failures).toEqual([]);

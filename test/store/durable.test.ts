@@ -159,6 +159,22 @@ describe('an fsync error', () => {
     expect(readdirSync(dirname(target))).toEqual([]);
     expect(readdirSync(store.layout.tmp)).toEqual([]);
   });
+
+  it('leaves no temp file when the close after a good write and fsync fails, and names the close', () => {
+    // the descriptor is freed by the failed close (Linux); only the failure is simulated after it
+    const closeFails = {
+      ...nodeFs,
+      closeSync: (fd: number) => {
+        nodeFs.closeSync(fd);
+        throw Object.assign(new Error('EDQUOT: close'), { code: 'EDQUOT', errno: -122, syscall: 'close' });
+      },
+    } as unknown as FsPort;
+    const store = new Store(freshRoot(), closeFails);
+    const target = store.layout.receipt('e'.repeat(64));
+    expect(() => publishExclusive(store, target, Buffer.from('x'))).toThrow(/EDQUOT/);
+    expect(readdirSync(dirname(target))).toEqual([]);
+    expect(readdirSync(store.layout.tmp)).toEqual([]);
+  });
 });
 
 describe('sweepStaleTemps', () => {

@@ -1,12 +1,8 @@
-// Where builtin:openai sends its requests: the generator host's environment first, then its config
-// file ($XDG_CONFIG_HOME/genjob/openai.json, default ~/.config/genjob/openai.json). Never the job or
-// the bundle: the worker ships no configuration, so a job can neither choose where its files go nor
-// read the host's key. A missing or unusable setting is reported by name, never guessed.
-import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { errnoOf } from '../../core/errors.js';
+import { readText } from '../../core/read-text.js';
 
 export type StructuredMode = 'on' | 'off' | 'auto';
 
@@ -111,7 +107,7 @@ export function readOpenAiConfig(env: NodeJS.ProcessEnv): ConfigResult {
 function loadFile(file: string): { ok: true; config: FileConfig } | { ok: false; problem: string } {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readText(file);
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return { ok: true, config: {} };
     return { ok: false, problem: `${file}: cannot be read: ${(err as Error).message}` };
