@@ -3,9 +3,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { type SshdHandle, useSshd } from '../helpers/sshd.js';
+import { useSshd } from '../helpers/sshd.js';
 import { genDir, makeSandbox, mintKey } from './helpers.js';
-import { mintMany } from './pool-helpers.js';
+import { mintMany, sshHostBlock } from './pool-helpers.js';
 import { genjob, journal, remoteServe, sandbox, genDir as sshGenDir } from './ssh-helpers.js';
 
 describe('genjob.config.json', () => {
@@ -50,20 +50,7 @@ describe('genjob.config.json "hosts"', () => {
 
   /** An ssh client config naming the two servers hA and hB, and hA again as hA2. */
   function twoHosts(dir: string): string {
-    const block = (alias: string, s: SshdHandle) =>
-      [
-        `Host ${alias}`,
-        `  HostName ${s.host}`,
-        `  Port ${s.port}`,
-        `  User ${s.user}`,
-        `  IdentityFile ${s.identityFile}`,
-        '  IdentitiesOnly yes',
-        `  UserKnownHostsFile ${s.knownHostsFile}`,
-        '  GlobalKnownHostsFile /dev/null',
-        '  StrictHostKeyChecking yes',
-        '  BatchMode yes',
-        '',
-      ].join('\n');
+    const block = sshHostBlock;
     const file = join(dir, 'pool_ssh_config');
     writeFileSync(
       file,

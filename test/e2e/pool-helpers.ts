@@ -6,6 +6,7 @@ import { buildJob } from '../../src/core/job.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { mintJob } from '../../src/store/mint-job.js';
 import { Store } from '../../src/store/store.js';
+import type { SshdHandle } from '../helpers/sshd.js';
 import { journal, type Sandbox } from './ssh-helpers.js';
 
 /** Mint `n` jobs over src/a.txt (instruction "job i"); returns their keys. */
@@ -41,4 +42,22 @@ export function runsPerKey(counter: string): Map<string, number> {
     if (key) counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   return counts;
+}
+
+/** An ssh client config block naming the suite's server `h` by `alias`, with its own port, key and known_hosts. */
+export function sshHostBlock(alias: string, h: SshdHandle): string {
+  return [
+    `Host ${alias}`,
+    `  HostName ${h.host}`,
+    `  Port ${h.port}`,
+    `  User ${h.user}`,
+    `  IdentityFile ${h.identityFile}`,
+    '  IdentitiesOnly yes',
+    `  UserKnownHostsFile ${h.knownHostsFile}`,
+    '  GlobalKnownHostsFile /dev/null',
+    '  StrictHostKeyChecking yes',
+    '  CheckHostIP no',
+    '  BatchMode yes',
+    '',
+  ].join('\n');
 }

@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type SshdHandle, startSshd } from '../helpers/sshd.js';
-import { eventsPerKey, mintMany } from './pool-helpers.js';
+import { eventsPerKey, mintMany, sshHostBlock } from './pool-helpers.js';
 import {
   CLI,
   countLines,
@@ -27,22 +27,7 @@ import {
 /** One ssh config naming every host by an alias h0, h1, … with its own port, key and known_hosts. */
 async function poolConfig(dir: string, hosts: SshdHandle[]): Promise<string> {
   const file = path.join(dir, 'pool_ssh_config');
-  const blocks = hosts.map((h, i) =>
-    [
-      `Host h${i}`,
-      `  HostName ${h.host}`,
-      `  Port ${h.port}`,
-      `  User ${h.user}`,
-      `  IdentityFile ${h.identityFile}`,
-      '  IdentitiesOnly yes',
-      `  UserKnownHostsFile ${h.knownHostsFile}`,
-      '  GlobalKnownHostsFile /dev/null',
-      '  StrictHostKeyChecking yes',
-      '  CheckHostIP no',
-      '  BatchMode yes',
-      '',
-    ].join('\n'),
-  );
+  const blocks = hosts.map((h, i) => sshHostBlock(`h${i}`, h));
   await writeFile(file, blocks.join(''));
   return file;
 }
