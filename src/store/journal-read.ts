@@ -37,16 +37,21 @@ function collectLines(buf: Buffer, end: number, needle: Buffer | undefined, out:
   }
 }
 
+/** An fd for reading a journal file; undefined when it is gone (renamed by gc or a segment take-over). */
+function openJournalFile(store: Store, file: string): number | undefined {
+  try {
+    return store.fs.openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return undefined;
+    throw IoError.wrap('open', file, err);
+  }
+}
+
 /** The lines of one journal file (those holding `needle`, when given); false when it does not exist. */
 function scanFile(store: Store, file: string, needle: Buffer | undefined, out: string[]): boolean {
   const { fs } = store;
-  let fd: number;
-  try {
-    fd = fs.openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return false;
-    throw IoError.wrap('open', file, err);
-  }
+  const fd = openJournalFile(store, file);
+  if (fd === undefined) return false;
   try {
     let buf = Buffer.allocUnsafe(CHUNK_BYTES);
     let filled = 0;
@@ -143,13 +148,8 @@ export function recentKeyTimes(store: Store, tailBytes = 1 << 20): Map<string, n
   const { fs } = store;
   const times = new Map<string, number>();
   for (const file of liveJournalFiles(store)) {
-    let fd: number;
-    try {
-      fd = fs.openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-    } catch (err) {
-      if (errnoOf(err) === 'ENOENT') continue; // taken over or sealed by gc meanwhile
-      throw IoError.wrap('open', file, err);
-    }
+    const fd = openJournalFile(store, file);
+    if (fd === undefined) continue; // taken over or sealed by gc meanwhile
     try {
       const size = fs.fstatSync(fd).size;
       const from = Math.max(0, size - tailBytes);
