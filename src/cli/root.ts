@@ -1,21 +1,22 @@
 // Find the repository root: --root if given, else walk up from the working directory to the
 // first directory holding .gen/ or .git/. Every command works from there, wherever it is run.
-import { existsSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../core/errors.js';
+import { pathExists } from '../core/path-exists.js';
 import { Store } from '../store/store.js';
 
 export function findRoot(explicit?: string, cwd = process.cwd()): string {
   if (explicit !== undefined) {
     const root = resolve(cwd, explicit);
-    if (!existsSync(root) || !statSync(root).isDirectory()) {
+    if (!pathExists(root) || !statSync(root).isDirectory()) {
       throw new UsageError('EGJ_BAD_ROOT', `${root}: --root must name an existing directory`);
     }
     return root;
   }
   let dir = resolve(cwd);
   for (;;) {
-    if (existsSync(join(dir, '.gen')) || existsSync(join(dir, '.git'))) return dir;
+    if (pathExists(join(dir, '.gen')) || pathExists(join(dir, '.git'))) return dir;
     const up = dirname(dir);
     if (up === dir) {
       throw new UsageError(

@@ -3,11 +3,11 @@
 // job taken ended with a receipt or in dead/; 4 when a lease was superseded and we stood down;
 // 3 when an answer was unusable and the job went back to the queue.
 
-import { existsSync } from 'node:fs';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
+import { pathExists } from '../core/path-exists.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
 import { terminalStream, terminalText } from '../core/terminal-text.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
@@ -104,7 +104,7 @@ function checkFlags(o: WorkCliOptions): void {
     ['--ssh-config', o.sshConfig],
     ['--identity', o.identity],
   ] as const) {
-    if (file !== undefined && !existsSync(file))
+    if (file !== undefined && !pathExists(file))
       throw new UsageError('EGJ_USAGE', `${flag} ${file}: no such file`);
   }
 }

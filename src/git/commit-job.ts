@@ -5,8 +5,9 @@
 // user's staged and unstaged changes are never read; only the outputs' entries in the real index
 // are set to the committed blobs, so `git status` shows them clean. `apply --commit` checks first that a
 // commit can be made at all (commit-preflight.ts), so it never writes files it then cannot commit.
-import { existsSync, rmSync, statSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathExists } from '../core/path-exists.js';
 import type { Store } from '../store/store.js';
 import { git, gitText } from './run-git.js';
 import { commitMessage } from './trailers.js';
@@ -36,7 +37,7 @@ export async function commitJob(store: Store, job: CommitJobInput): Promise<Comm
     await git(root, parent ? ['read-tree', parent] : ['read-tree', '--empty'], { env });
     const files = job.outputs.map((o) => {
       const out = join(store.layout.outDir(job.key), ...o.path.split('/'));
-      return existsSync(out) ? out : store.layout.object(o.sha256);
+      return pathExists(out) ? out : store.layout.object(o.sha256);
     });
     const oids = (
       await gitText(root, ['hash-object', '-w', '--no-filters', '--stdin-paths'], {
@@ -65,7 +66,7 @@ export async function commitJob(store: Store, job: CommitJobInput): Promise<Comm
     // the real index: the outputs' entries only. A missing index stays missing, except on a branch that was
     // unborn: there it meant "nothing staged", and left missing it would now stage the outputs' deletion.
     const realIndex = await gitText(root, ['rev-parse', '--path-format=absolute', '--git-path', 'index']);
-    if (existsSync(realIndex) || parent === null)
+    if (pathExists(realIndex) || parent === null)
       await git(root, ['update-index', '--index-info'], { input: entries });
     return { status: 'committed', commit };
   } finally {

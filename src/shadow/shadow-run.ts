@@ -3,10 +3,10 @@
 // objects/ when an apply has replaced them) with `plane: shadow:NAME`, and keep the answer under
 // .gen/shadow/NAME/. A timeout, a refusal or a crash here changes no live file: the only writes
 // are under the plane's own directory.
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { GenjobError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
+import { pathExists } from '../core/path-exists.js';
 import { planeOf } from '../core/plane.js';
 import type { Receipt } from '../core/receipt.js';
 import { loadJob } from '../store/job-files.js';
@@ -45,7 +45,7 @@ const RUNNABLE = new Set(['queue', 'received', 'applied']);
 /** Where to read an input's bytes: the tree while it still holds them, else the apply's backup in objects/. */
 function inputSource(store: Store, path: string, sha256: string): string {
   const object = store.layout.object(sha256);
-  return existsSync(object) ? object : join(store.root, path);
+  return pathExists(object) ? object : join(store.root, path);
 }
 
 export async function runShadow(o: ShadowRunOptions, keys: readonly string[]): Promise<ShadowOutcome[]> {
