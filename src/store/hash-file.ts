@@ -5,6 +5,8 @@
 import { createHash } from 'node:crypto';
 import { closeSync, constants, openSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { isSystemError } from '../core/errno.js';
+import { IoError } from '../core/errors.js';
 
 const CHUNK = 1024 * 1024;
 const FIRST_CHUNK = 64 * 1024;
@@ -14,8 +16,22 @@ export interface FileDigest {
   bytes: number;
 }
 
+/**
+ * A failed open, read or close while hashing `path`, as EGJ_IO naming it: an fd's read or close error
+ * carries no path of its own (errnoOf still sees ENOENT, ELOOP).
+ */
+export function hashingError(path: string, err: unknown): unknown {
+  return isSystemError(err) ? IoError.wrap((err as { syscall: string }).syscall, path, err) : err;
+}
+
 /** `onChunk` sees every chunk as it is hashed (e.g. a secret scanner), so a file is read once. */
 export async function hashFile(path: string, onChunk?: (chunk: Buffer) => void): Promise<FileDigest> {
+  return hashOpened(path, onChunk).catch((err) => {
+    throw hashingError(path, err);
+  });
+}
+
+async function hashOpened(path: string, onChunk?: (chunk: Buffer) => void): Promise<FileDigest> {
   const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const hash = createHash('sha256');
@@ -41,6 +57,14 @@ const small = Buffer.allocUnsafe(SMALL_FILE_BYTES + 1);
 
 /** The same digest as hashFile, read synchronously; meant for files of at most SMALL_FILE_BYTES. */
 export function hashSmallFileSync(path: string, onChunk?: (chunk: Buffer) => void): FileDigest {
+  try {
+    return hashSmallOpened(path, onChunk);
+  } catch (err) {
+    throw hashingError(path, err);
+  }
+}
+
+function hashSmallOpened(path: string, onChunk?: (chunk: Buffer) => void): FileDigest {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     const hash = createHash('sha256');

@@ -5,7 +5,7 @@
 import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { type FileDigest, hashFile } from './hash-file.js';
+import { type FileDigest, hashFile, hashingError } from './hash-file.js';
 
 /** Below this many bytes in all, threads cost more than they save. */
 export const PARALLEL_MIN_BYTES = 64 * 1024 * 1024;
@@ -17,29 +17,43 @@ const { openSync, readSync, closeSync, constants } = require('node:fs');
 const { createHash } = require('node:crypto');
 const buf = Buffer.allocUnsafe(1 << 20);
 const out = [];
+let failed;
 for (const path of workerData) {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
-    const hash = createHash('sha256');
-    let bytes = 0;
-    for (;;) {
-      const n = readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      hash.update(buf.subarray(0, n));
-      bytes += n;
+    const fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    try {
+      const hash = createHash('sha256');
+      let bytes = 0;
+      for (;;) {
+        const n = readSync(fd, buf, 0, buf.length, null);
+        if (n === 0) break;
+        hash.update(buf.subarray(0, n));
+        bytes += n;
+      }
+      out.push({ sha256: hash.digest('hex'), bytes });
+    } finally {
+      closeSync(fd);
     }
-    out.push({ sha256: hash.digest('hex'), bytes });
-  } finally {
-    closeSync(fd);
+  } catch (err) {
+    failed = { path, syscall: err.syscall, code: err.code, errno: err.errno, message: err.message };
+    break;
   }
 }
-parentPort.postMessage(out);
+parentPort.postMessage(failed ? { failed } : { digests: out });
 `;
+
+/** What a worker posts: its digests, or the first file it could not hash (an error's fields, to name it). */
+type WorkerAnswer =
+  | { digests: FileDigest[] }
+  | { failed: { path: string; syscall?: string; code?: string; errno?: number; message: string } };
 
 function runWorker(paths: string[]): Promise<FileDigest[]> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: paths });
-    worker.once('message', (digests: FileDigest[]) => resolve(digests));
+    worker.once('message', (a: WorkerAnswer) => {
+      if ('digests' in a) resolve(a.digests);
+      else reject(hashingError(a.failed.path, Object.assign(new Error(a.failed.message), a.failed)));
+    });
     worker.once('error', reject);
     worker.once('exit', (code) => {
       if (code !== 0) reject(new Error(`hash worker exited with code ${code}`));

@@ -32,13 +32,16 @@ describe('hashFiles', () => {
     ).toEqual(files.map((f) => f.expected));
   });
 
-  it('never hashes through a symlink, in a worker thread either', async () => {
+  it('never hashes through a symlink, in a worker thread either, and names the file (EGJ_IO, ELOOP)', async () => {
     const dir = tempDir('gj-hashes-');
     writeFileSync(join(dir, 'big'), Buffer.alloc(PARALLEL_MIN_BYTES));
     writeFileSync(join(dir, 'target'), 'x');
     symlinkSync(join(dir, 'target'), join(dir, 'link'));
     await expect(hashFiles([join(dir, 'big'), join(dir, 'link')], 2)).rejects.toMatchObject({
-      code: 'ELOOP',
+      code: 'EGJ_IO',
+      errno: 'ELOOP',
+      file: join(dir, 'link'),
+      op: 'open',
     });
   });
 });
