@@ -4,8 +4,7 @@
 // Results go to stdout (JSON with --json, exact), errors to stderr as one line naming the file and rule;
 // human text and error lines pass through terminalText(), since parts of them come from a host.
 
-import { isSystemError } from '../core/errno.js';
-import { GenjobError, IoError } from '../core/errors.js';
+import { asIoError, GenjobError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { terminalText } from '../core/terminal-text.js';
 import { guardOutput, outputFailed } from './output-errors.js';
@@ -34,14 +33,6 @@ export function emit(result: CommandResult, json: boolean): void {
   }
   if (result.stderr) process.stderr.write(terminalText(result.stderr, { lines: true }));
   process.exitCode = outputFailed() ? EXIT.IO : (result.exitCode ?? EXIT.OK);
-}
-
-/** A system error that escaped unwrapped is still the environment's failure, not a bug: name it so. */
-function asIoError(err: unknown): unknown {
-  if (err instanceof GenjobError || !isSystemError(err)) return err;
-  const { syscall, path, dest } = err as { syscall: string; path?: string; dest?: string };
-  const file = path === undefined ? '(no file named)' : dest === undefined ? path : `${path} → ${dest}`;
-  return new IoError(syscall, file, err);
 }
 
 export async function main(argv: string[]): Promise<void> {

@@ -1,6 +1,6 @@
 // Every failure genjob expects is a GenjobError with a stable `code` and the exit code it maps to.
 // Anything else that escapes to main.ts is a bug (exit 1). Messages name the file and the rule.
-import { errnoName, errnoWords } from './errno.js';
+import { errnoName, errnoWords, isSystemError } from './errno.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
 
 export abstract class GenjobError extends Error {
@@ -76,6 +76,14 @@ export class IoError extends GenjobError {
   override details(): Record<string, unknown> {
     return { file: this.file, op: this.op, ...(this.errno ? { errno: this.errno } : {}) };
   }
+}
+
+/** A system error that escaped unwrapped is still the environment's failure, not a bug: name it so. */
+export function asIoError(err: unknown): unknown {
+  if (err instanceof GenjobError || !isSystemError(err)) return err;
+  const { syscall, path, dest } = err as { syscall: string; path?: string; dest?: string };
+  const file = path === undefined ? '(no file named)' : dest === undefined ? path : `${path} → ${dest}`;
+  return new IoError(syscall, file, err);
 }
 
 /** The errno name of `err` ('ENOENT'), also through an IoError; or the `code` of any other coded error. */

@@ -2,11 +2,12 @@
 // and build the cache entry (result.json + files/<path>) in `built`. The outcome is ok,
 // rejected (a change outside the contract) or aborted (the generator failed or timed out).
 
-import { copyFile, mkdir, rename, writeFile } from 'node:fs/promises';
+import { copyFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { errnoOf } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { recordOf, type SandboxPolicy } from '../sandbox/policy.js';
+import { nodeFs } from '../store/fs-port.js';
 import type { CachedResult } from './result-cache.js';
 import { runGenerator } from './run-generator.js';
 import { diffWorkspace, type KnownFiles } from './workspace-diff.js';
@@ -103,10 +104,10 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
       reason = diff.reason;
     }
   }
-  await mkdir(join(g.built, 'files'), { recursive: true });
+  nodeFs.mkdirSync(join(g.built, 'files'), { recursive: true });
   for (const o of outputs) {
     const to = join(g.built, 'files', o.path);
-    await mkdir(dirname(to), { recursive: true });
+    nodeFs.mkdirSync(dirname(to), { recursive: true });
     await moveFile(join(g.ws, o.path), to);
   }
   const result: CachedResult = {
@@ -134,7 +135,7 @@ async function runBuiltin(g: GenerateInput): Promise<BuiltinOutcome> {
   }
   // kept in the cache entry so a rejected answer can be inspected on the host
   const rawAnswerDir = join(g.built, 'raw');
-  await mkdir(rawAnswerDir, { recursive: true });
+  nodeFs.mkdirSync(rawAnswerDir, { recursive: true });
   return runOpenAiGenerator({
     workspace: g.ws,
     job: g.job,

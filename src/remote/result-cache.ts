@@ -9,11 +9,12 @@
 
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, mkdtemp, open, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { errnoOf } from '../core/errors.js';
 import type { SandboxRecord } from '../sandbox/policy.js';
+import { nodeFs } from '../store/fs-port.js';
 import { hashFile } from '../store/hash-file.js';
 import { takeOwnedLock } from '../store/lock-owner.js';
 import { type ProcessId, thisProcess } from '../store/process-identity.js';
@@ -58,8 +59,8 @@ export class ResultCache {
 
   async init(): Promise<void> {
     for (const d of ['results', 'tmp', 'locks', 'started', 'quarantine'])
-      await mkdir(join(this.dir, d), { recursive: true, mode: 0o700 });
-    await mkdir(this.workDir, { recursive: true, mode: 0o700 });
+      nodeFs.mkdirSync(join(this.dir, d), { recursive: true, mode: 0o700 });
+    nodeFs.mkdirSync(this.workDir, { recursive: true, mode: 0o700 });
     this.secret = await loadCacheSecret(this.dir);
   }
 

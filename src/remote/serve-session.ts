@@ -3,17 +3,19 @@
 // against the job, generates once per (key, generator) under the entry lock, diffs the workspace
 // and caches the result; every answer is a fresh receipt carrying the requester's epoch. A
 // `cancel` sent while a run generates kills its generator, and that run is answered, not cached.
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+
+import { rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { canonicalBytes } from '../core/canonical-json.js';
-import { GenjobError } from '../core/errors.js';
+import { asIoError, GenjobError } from '../core/errors.js';
 import { allowedPaths, type Job } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import { RECEIPT_SCHEMA, type Receipt } from '../core/receipt.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
+import { nodeFs } from '../store/fs-port.js';
 import {
   BodyAbortedError,
   FrameReader,
@@ -93,10 +95,12 @@ export async function serveSession(
     }
     try {
       await answer(header, body, reader, writer, cfg, host, incoming);
-    } catch (err) {
+    } catch (caught) {
       // a broken stream cannot be answered; an aborted body leaves it in sync
-      if (err instanceof ProtocolError && !(err instanceof BodyAbortedError)) throw err;
+      if (caught instanceof ProtocolError && !(caught instanceof BodyAbortedError)) throw caught;
       await reader.drain(body);
+      // a system error is the host's environment failing (EGJ_IO naming the call), never a bug of serve
+      const err = asIoError(caught);
       const code = err instanceof RefusedError || err instanceof GenjobError ? err.code : 'EGJ_SERVE_FAILED';
       await writer.message({ type: 'error', code, message: (err as Error).message });
     }
@@ -263,7 +267,8 @@ async function receiveBundle(
   }
   // a file to create gets its parent directories, so `echo > new/dir/f` works as on the repo
   for (const input of job.inputs) {
-    if (input.sha256 === null) await mkdir(join(extracted.dir, dirname(input.path)), { recursive: true });
+    if (input.sha256 === null)
+      nodeFs.mkdirSync(join(extracted.dir, dirname(input.path)), { recursive: true });
   }
   return { job, ws: extracted.dir, files: extracted.files };
 }

@@ -4,8 +4,8 @@
 // process it started when the run ends. The only entry point remote/run-generator.ts uses.
 
 import { randomBytes } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { nodeFs } from '../store/fs-port.js';
 import { bwrapArgv, SANDBOX_HOME } from './bwrap-argv.js';
 import { requireBwrap } from './bwrap-probe.js';
 import { generatorEnv } from './env-allowlist.js';
@@ -50,7 +50,7 @@ export async function confine(policy: SandboxPolicy, run: ConfineRun): Promise<C
   const tag = randomBytes(12).toString('hex');
   let quiet = false;
   const home = join(run.scratch, 'home');
-  await mkdir(home, { recursive: true });
+  nodeFs.mkdirSync(home, { recursive: true });
   const env = { [RUN_TAG_VAR]: tag, ...generatorEnv(process.env, policy.envNames, run.jobEnv, home) };
   return {
     file: 'sh',

@@ -5,7 +5,8 @@
 // spent attempt. The generator check travels as serve's --check-generator argument and comes back
 // in the hello: no request has to reach the host first, so a remote command that holds back what
 // the worker sends (a buffering filter such as `head -c N |`) cannot stall the check.
-import { UsageError } from '../core/errors.js';
+import { GenjobError, UsageError } from '../core/errors.js';
+import { EXIT } from '../core/exit-codes.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import type { Header } from '../transport/protocol.js';
 import { InDoubtError, ServeClient } from './serve-client.js';
@@ -21,6 +22,12 @@ export interface SessionOptions {
 /** serve's flag asking for the check; `=` keeps a generator that starts with `-` a value. */
 export function checkGeneratorArg(generator: string | null): string {
   return generator === null ? '--check-generator' : `--check-generator=${generator}`;
+}
+
+/** The far end is genjob serve, but its environment (the host's disk, its cache) failed before it could serve. */
+class HostIoError extends GenjobError {
+  readonly code = 'EGJ_IO';
+  readonly exitCode = EXIT.IO;
 }
 
 type CheckAnswer = { ok: true; generator: string } | { ok: false; code: `EGJ_${string}`; message: string };
@@ -53,6 +60,11 @@ export async function openCheckedSession(
     client = await ServeClient.open(launcher, [...(opts.args ?? []), checkGeneratorArg(generator)], opts);
   } catch (err) {
     if (!(err instanceof InDoubtError)) throw err;
+    const hostIo = /genjob: (EGJ_IO: [^\n]*)/.exec(err.stderrTail)?.[1];
+    if (hostIo !== undefined)
+      throw new HostIoError(
+        `${where}: the host failed before it could serve (nothing was claimed): ${hostIo}`,
+      );
     throw new UsageError(
       'EGJ_HOST_NOT_SERVING',
       `${where}: did not answer as genjob serve; is genjob installed there, and does the remote command start it? (${err.message})`,
