@@ -6,6 +6,7 @@
 import { cpSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
+import { shellQuote } from '../../src/transport/ssh-options.js';
 import { CLI, type CliResult } from './helpers.js';
 
 /** The syscalls Node makes for genjob's file operations (x86-64 names). */
@@ -25,6 +26,27 @@ export const SYSCALLS = [
   'utimensat',
 ] as const;
 export const ERRNOS = ['ENOSPC', 'EIO', 'EDQUOT', 'EACCES'] as const;
+/**
+ * The syscalls Node makes to read files, list directories and look at them. A disk that cannot write
+ * fails these with EIO; a permission or a security module with EACCES (ENOSPC and EDQUOT are not among
+ * their errors).
+ */
+export const READ_SYSCALLS = [
+  'read',
+  'pread64',
+  'getdents64',
+  'statx',
+  'newfstatat',
+  'fstat',
+  'readlink',
+  'access',
+] as const;
+export const READ_ERRNOS = ['EIO', 'EACCES'] as const;
+
+/** The errnos a fault on `syscall` is injected with. */
+export function errnosFor(syscall: string): readonly string[] {
+  return (READ_SYSCALLS as readonly string[]).includes(syscall) ? READ_ERRNOS : ERRNOS;
+}
 
 export type Landing = 'repo' | 'host' | 'elsewhere' | 'missed';
 
@@ -121,45 +143,78 @@ function killRun(stracePid: number | undefined, log: string): void {
   }
 }
 
+/** strace's argv before the traced command: follow children, resolve fds, log to `log`, inject `fault`. */
+function straceArgs(
+  log: string,
+  fault: { syscall: string; errno: string; n: number } | undefined,
+  trace: readonly string[],
+): string[] {
+  const inject = fault ? ['-e', `inject=${fault.syscall}:error=${fault.errno}:when=${fault.n}`] : [];
+  const traceSet = [...new Set([...trace, ...(fault ? [fault.syscall] : [])])].join(',');
+  return ['-f', '-y', '-qq', '-o', log, '-e', `trace=${traceSet}`, ...inject];
+}
+
+type Fault = { syscall: string; errno: string; n: number };
+const DEFAULT_TRACE = [...SYSCALLS, ...READ_SYSCALLS];
+
 /** Run the CLI under strace, injecting `errno` into invocation `n` of `syscall` (n = 0: no injection). */
-export async function traced(
+export function traced(
   args: readonly string[],
   opts: { cwd: string; env: Record<string, string>; log: string },
-  fault: { syscall: string; errno: string; n: number } | undefined,
-  trace: readonly string[] = SYSCALLS,
+  fault: Fault | undefined,
+  trace: readonly string[] = DEFAULT_TRACE,
 ): Promise<Traced> {
-  const inject = fault ? ['-e', `inject=${fault.syscall}:error=${fault.errno}:when=${fault.n}`] : [];
-  const run = execa(
+  return runTraced('strace', [...straceArgs(opts.log, fault, trace), process.execPath, CLI, ...args], opts);
+}
+
+/**
+ * Run the CLI untraced with `--launch` starting the generator host (`genjob serve --session` on
+ * `cacheDir`) under strace: the fault lands on the host's side, as on an ssh host whose disk fails.
+ */
+export function tracedHost(
+  args: readonly string[],
+  opts: { cwd: string; env: Record<string, string>; log: string; cacheDir: string },
+  fault: Fault | undefined,
+  trace: readonly string[] = DEFAULT_TRACE,
+): Promise<Traced> {
+  const serve = [
     'strace',
-    [
-      '-f',
-      '-y',
-      '-qq',
-      '-o',
-      opts.log,
-      '-e',
-      `trace=${[...new Set([...trace, ...(fault ? [fault.syscall] : [])])].join(',')}`,
-      ...inject,
-      process.execPath,
-      CLI,
-      ...args,
-    ],
-    {
-      cwd: opts.cwd,
-      env: { ...opts.env, GENJOB_DEBUG: '' },
-      reject: false,
-      stripFinalNewline: false,
-      // its own process group, so that the deadline can kill what strace's tracees started
-      detached: true,
-    },
-  );
+    ...straceArgs(opts.log, fault, trace),
+    process.execPath,
+    CLI,
+    'serve',
+    '--session',
+  ];
+  const launch = [...serve, '--cache-dir', opts.cacheDir].map(shellQuote).join(' ');
+  return runTraced(process.execPath, [CLI, ...args, '--launch', launch], opts);
+}
+
+async function runTraced(
+  file: string,
+  argv: readonly string[],
+  opts: { cwd: string; env: Record<string, string>; log: string },
+): Promise<Traced> {
+  const run = execa(file, argv, {
+    cwd: opts.cwd,
+    env: { ...opts.env, GENJOB_DEBUG: '' },
+    reject: false,
+    stripFinalNewline: false,
+    // its own process group, so that the deadline can kill what strace's tracees started
+    detached: true,
+  });
   let hung = false;
   const deadline = setTimeout(() => {
     hung = true;
     killRun(run.pid, opts.log);
   }, DEADLINE_MS);
   const r = await run.finally(() => clearTimeout(deadline));
-  const calls = parseLog(readFileSync(opts.log, 'utf8'));
+  let text = '';
+  try {
+    text = readFileSync(opts.log, 'utf8');
+  } catch {
+    // a host that was never launched wrote no log
+  }
+  const calls = parseLog(text);
   return {
     exitCode: r.exitCode,
     stdout: String(r.stdout),
@@ -170,12 +225,20 @@ export async function traced(
   };
 }
 
-/** The points of a probe run worth injecting: each syscall invocation of the CLI's main thread that names a repository path. */
-export function repoPoints(probe: Traced, where: Where): Array<{ syscall: string; n: number; path: string }> {
+/**
+ * The points of a probe run worth injecting: each syscall invocation of the traced main thread (the CLI,
+ * or the host's serve) that names a path on `side` (the repository, or the host's cache).
+ */
+export function probePoints(
+  probe: Traced,
+  where: Where,
+  side: 'repo' | 'host' = 'repo',
+): Array<{ syscall: string; n: number; path: string }> {
   const main = probe.calls[0]?.pid;
+  const root = side === 'repo' ? where.repo : where.cache;
   return probe.calls
-    .filter((c) => c.pid === main && classify(c, where) === 'repo')
-    .map((c) => ({ syscall: c.syscall, n: c.n, path: c.paths.find((p) => p.startsWith(where.repo))! }));
+    .filter((c) => c.pid === main && classify(c, where) === side)
+    .map((c) => ({ syscall: c.syscall, n: c.n, path: c.paths.find((p) => p.startsWith(root))! }));
 }
 
 /** Copy a prepared sandbox (repository, host cache, scripts) to `to`. */
