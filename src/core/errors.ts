@@ -78,6 +78,11 @@ export class IoError extends GenjobError {
   }
 }
 
+/** A system error from a call on `file`, as EGJ_IO naming it (an fd's error carries no path of its own). */
+export function ioErrorAt(file: string, err: unknown): unknown {
+  return isSystemError(err) ? IoError.wrap((err as { syscall: string }).syscall, file, err) : err;
+}
+
 /** A system error that escaped unwrapped is still the environment's failure, not a bug: name it so. */
 export function asIoError(err: unknown): unknown {
   if (err instanceof GenjobError || !isSystemError(err)) return err;

@@ -7,7 +7,8 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { constants } from 'node:fs';
 import { link, open, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errnoOf } from '../core/errors.js';
+import { errnoOf, ioErrorAt } from '../core/errors.js';
+import { writeNewFile } from './write-new-file.js';
 
 const SECRET_FILE = 'secret';
 const DOMAIN = 'genjob-cache-entry-v1';
@@ -19,33 +20,35 @@ const DOMAIN = 'genjob-cache-entry-v1';
 export async function loadCacheSecret(cacheDir: string): Promise<Buffer> {
   const file = join(cacheDir, SECRET_FILE);
   const temp = join(cacheDir, `.${SECRET_FILE}-${process.pid}-${randomBytes(6).toString('hex')}`);
+  // a file handle's errors carry no path: each step names the file it was on
+  const at = (path: string) => (err: unknown) => {
+    throw ioErrorAt(path, err);
+  };
   try {
-    const fh = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-    try {
-      await fh.writeFile(randomBytes(32).toString('hex'));
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
+    await writeNewFile(temp, randomBytes(32).toString('hex'));
     const won = await link(temp, file).then(
       () => true,
       (err: unknown) => {
-        if (errnoOf(err) !== 'EEXIST') throw err;
+        if (errnoOf(err) !== 'EEXIST') throw ioErrorAt(file, err);
         return false; // another serve's secret is in place: use it
       },
     );
-    if (won) {
-      const dir = await open(cacheDir, constants.O_RDONLY);
-      await dir.sync().finally(() => dir.close());
-    }
+    if (won) await syncDir(cacheDir).catch(at(cacheDir));
   } finally {
     await unlink(temp).catch(() => {});
   }
   const text = (
-    await readFile(file, { encoding: 'utf8', flag: constants.O_RDONLY | constants.O_NOFOLLOW })
+    await readFile(file, { encoding: 'utf8', flag: constants.O_RDONLY | constants.O_NOFOLLOW }).catch(
+      at(file),
+    )
   ).trim();
   if (!/^[0-9a-f]{64}$/.test(text)) throw new Error(`${file}: not a cache secret (64 hex digits)`);
   return Buffer.from(text, 'hex');
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const fh = await open(dir, constants.O_RDONLY);
+  await fh.sync().finally(() => fh.close());
 }
 
 export function entryMac(secret: Buffer, name: string, resultJson: Buffer): string {

@@ -9,7 +9,7 @@
 
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdtemp, open, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { errnoOf } from '../core/errors.js';
@@ -20,6 +20,7 @@ import { takeOwnedLock } from '../store/lock-owner.js';
 import { type ProcessId, thisProcess } from '../store/process-identity.js';
 import { entryMac, loadCacheSecret, macMatches } from './cache-mac.js';
 import type { Output } from './workspace-diff.js';
+import { writeNewFile } from './write-new-file.js';
 
 export interface CachedResult {
   job_digest: string;
@@ -132,13 +133,7 @@ export class ResultCache {
    */
   async commit(name: string, built: string): Promise<void> {
     const bytes = await readFile(join(built, 'result.json'));
-    const fh = await open(join(built, MAC_FILE), 'wx', 0o600);
-    try {
-      await fh.writeFile(`${entryMac(this.key(), name, bytes)}\n`);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
+    await writeNewFile(join(built, MAC_FILE), `${entryMac(this.key(), name, bytes)}\n`);
     try {
       await rename(built, this.entryDir(name));
     } catch (err) {
@@ -164,14 +159,8 @@ export class ResultCache {
 
   /** Outbox: record (durably, exclusively) that a generation for this entry is starting. */
   async markStarted(name: string): Promise<void> {
-    const fh = await open(this.startedFile(name), 'wx', 0o600);
-    try {
-      const rec: StartedRecord = { ...thisProcess(), started_at: new Date().toISOString() };
-      await fh.writeFile(`${JSON.stringify(rec)}\n`);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
+    const rec: StartedRecord = { ...thisProcess(), started_at: new Date().toISOString() };
+    await writeNewFile(this.startedFile(name), `${JSON.stringify(rec)}\n`);
   }
 
   /** A generation that started and never put its entry in place (read under the entry lock). */

@@ -5,8 +5,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, constants, openSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { isSystemError } from '../core/errno.js';
-import { IoError } from '../core/errors.js';
+import { ioErrorAt } from '../core/errors.js';
 
 const CHUNK = 1024 * 1024;
 const FIRST_CHUNK = 64 * 1024;
@@ -16,18 +15,11 @@ export interface FileDigest {
   bytes: number;
 }
 
-/**
- * A failed open, read or close while hashing `path`, as EGJ_IO naming it: an fd's read or close error
- * carries no path of its own (errnoOf still sees ENOENT, ELOOP).
- */
-export function hashingError(path: string, err: unknown): unknown {
-  return isSystemError(err) ? IoError.wrap((err as { syscall: string }).syscall, path, err) : err;
-}
-
 /** `onChunk` sees every chunk as it is hashed (e.g. a secret scanner), so a file is read once. */
 export async function hashFile(path: string, onChunk?: (chunk: Buffer) => void): Promise<FileDigest> {
+  // an fd's read or close error carries no path: name the file (errnoOf still sees ENOENT, ELOOP)
   return hashOpened(path, onChunk).catch((err) => {
-    throw hashingError(path, err);
+    throw ioErrorAt(path, err);
   });
 }
 
@@ -60,7 +52,7 @@ export function hashSmallFileSync(path: string, onChunk?: (chunk: Buffer) => voi
   try {
     return hashSmallOpened(path, onChunk);
   } catch (err) {
-    throw hashingError(path, err);
+    throw ioErrorAt(path, err);
   }
 }
 

@@ -5,7 +5,8 @@
 import { statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { type FileDigest, hashFile, hashingError } from './hash-file.js';
+import { ioErrorAt } from '../core/errors.js';
+import { type FileDigest, hashFile } from './hash-file.js';
 
 /** Below this many bytes in all, threads cost more than they save. */
 export const PARALLEL_MIN_BYTES = 64 * 1024 * 1024;
@@ -52,7 +53,7 @@ function runWorker(paths: string[]): Promise<FileDigest[]> {
     const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: paths });
     worker.once('message', (a: WorkerAnswer) => {
       if ('digests' in a) resolve(a.digests);
-      else reject(hashingError(a.failed.path, Object.assign(new Error(a.failed.message), a.failed)));
+      else reject(ioErrorAt(a.failed.path, Object.assign(new Error(a.failed.message), a.failed)));
     });
     worker.once('error', reject);
     worker.once('exit', (code) => {
