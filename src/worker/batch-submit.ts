@@ -6,7 +6,13 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { batchFormat, batchLine } from '../remote/generators/openai-batch.js';
 import { beginAttempt } from '../store/attempts.js';
-import { type BatchJobEntry, type BatchRecord, recordIntent, runDir } from '../store/batch-outbox.js';
+import {
+  type BatchJobEntry,
+  type BatchRecord,
+  readRecord,
+  recordIntent,
+  runDir,
+} from '../store/batch-outbox.js';
 import { claimNext } from '../store/claim.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
@@ -57,13 +63,7 @@ export async function submitBatch(ctx: BatchContext, batchSize: number): Promise
       }
     }
   } catch (err) {
-    // nothing of this run was submitted: every job it claimed goes back now, no attempt spent
-    const back = [...(current ? [current] : []), ...entries];
-    const notes: string[] = [];
-    for (const b of back)
-      notes.push(await giveBack(store, b.key, err, { epoch: b.epoch, spendAttempt: false }));
-    if (err instanceof Error && notes.length > 0) err.message = `${err.message}; ${notes.join('; ')}`;
-    throw err;
+    throw await putBack(store, [...(current ? [current] : []), ...entries], err);
   } finally {
     clearInterval(heartbeat);
   }
@@ -78,15 +78,37 @@ export async function submitBatch(ctx: BatchContext, batchSize: number): Promise
     provider_status: null,
   };
   // the run's lock is held from before the intent is visible until the batch id is recorded
-  const lock = await lockRun(store, run);
+  const lock = await lockRun(store, run).catch(async (err) => {
+    throw await putBack(store, entries, err);
+  });
   try {
-    recordIntent(store, record, Buffer.from(`${lines.join('\n')}\n`));
+    try {
+      recordIntent(store, record, Buffer.from(`${lines.join('\n')}\n`));
+    } catch (err) {
+      // a record that became visible before the failure (its directory's fsync) is an intent that
+      // --batch-poll sends: those jobs stay; without one nothing can be sent, and they go back
+      if (readRecord(store, run) === undefined) throw await putBack(store, entries, err);
+      throw err;
+    }
     journal(store, { event: 'batch-intent', run, keys: entries.map((e) => e.key) });
     record = await sendRecord(ctx, record);
   } finally {
     await lock.release();
   }
   return { record, outcomes };
+}
+
+/** Nothing of this run was submitted: every job it claimed goes back now, no attempt spent. */
+async function putBack(
+  store: BatchContext['store'],
+  jobs: ReadonlyArray<{ key: string; epoch?: number }>,
+  err: unknown,
+): Promise<unknown> {
+  const notes: string[] = [];
+  for (const b of jobs)
+    notes.push(await giveBack(store, b.key, err, { epoch: b.epoch, spendAttempt: false }));
+  if (err instanceof Error && notes.length > 0) err.message = `${err.message}; ${notes.join('; ')}`;
+  return err;
 }
 
 type Prepared = { entry: BatchJobEntry; line: string } | JobOutcome;

@@ -60,6 +60,8 @@ export interface Call {
   /** What its fds are, as -y shows them (a path, `pipe:[…]`, `anon_inode:[eventfd]`): where a fault landed. */
   fds: string[];
   injected: boolean;
+  /** For a clone that made a thread of this process (CLONE_THREAD): the new thread's id. */
+  thread?: number;
 }
 
 /** Parse an strace -f -y log into calls numbered per tracee and syscall. */
@@ -94,7 +96,16 @@ export function parseLog(text: string): Call[] {
       ...[...line.matchAll(/"(\/[^"]*)"/g)].map((x) => x[1]!),
     ];
     const fds = [...line.matchAll(/(?<!AT_FDCWD)<([^>]*)>/g)].map((x) => x[1]!);
-    calls.push({ pid, syscall, n, paths, fds, injected: line.includes('(INJECTED)') });
+    const thread = /^clone3?$/.test(syscall) && line.includes('CLONE_THREAD') ? /= (\d+)$/.exec(line) : null;
+    calls.push({
+      pid,
+      syscall,
+      n,
+      paths,
+      fds,
+      injected: line.includes('(INJECTED)'),
+      ...(thread ? { thread: Number(thread[1]) } : {}),
+    });
   }
   return calls;
 }
@@ -155,7 +166,8 @@ function straceArgs(
 }
 
 type Fault = { syscall: string; errno: string; n: number };
-const DEFAULT_TRACE = [...SYSCALLS, ...READ_SYSCALLS];
+// clone and clone3 only to tell the process's threads (libuv's pool) from its children
+const DEFAULT_TRACE = [...SYSCALLS, ...READ_SYSCALLS, 'clone', 'clone3'];
 
 /** Run the CLI under strace, injecting `errno` into invocation `n` of `syscall` (n = 0: no injection). */
 export function traced(
@@ -227,17 +239,25 @@ async function runTraced(
 
 /**
  * The points of a probe run worth injecting: each syscall invocation of the traced main thread (the CLI,
- * or the host's serve) that names a path on `side` (the repository, or the host's cache).
+ * or the host's serve) that names a path on `side` (the repository, or the host's cache). With
+ * `threads`, also those of the process's other threads (libuv's pool runs every fs/promises call):
+ * strace's when= counts per thread, so such a point fails the n-th call of that syscall in every
+ * thread, the one that named the path among them; where it landed is read back as for any point.
  */
 export function probePoints(
   probe: Traced,
   where: Where,
   side: 'repo' | 'host' = 'repo',
+  opts: { threads?: boolean } = {},
 ): Array<{ syscall: string; n: number; path: string }> {
   const main = probe.calls[0]?.pid;
+  const mine = new Set(main === undefined ? [] : [main]);
+  if (opts.threads) for (const c of probe.calls) if (c.thread && mine.has(c.pid)) mine.add(c.thread);
   const root = side === 'repo' ? where.repo : where.cache;
+  const seen = new Set<string>();
   return probe.calls
-    .filter((c) => c.pid === main && classify(c, where) === side)
+    .filter((c) => mine.has(c.pid) && classify(c, where) === side)
+    .filter((c) => !seen.has(`${c.syscall}#${c.n}`) && seen.add(`${c.syscall}#${c.n}`))
     .map((c) => ({ syscall: c.syscall, n: c.n, path: c.paths.find((p) => p.startsWith(root))! }));
 }
 

@@ -20,10 +20,16 @@
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readJournal } from '../../src/store/journal.js';
 import { Store } from '../../src/store/store.js';
 import { shellQuote } from '../../src/transport/ssh-options.js';
+import {
+  chatCompletion,
+  type FakeOpenAi,
+  startFakeOpenAi,
+  structuredAnswer,
+} from '../helpers/fake-openai.js';
 import { mulberry32 } from '../helpers/prng.js';
 import { tempDir } from '../helpers/temp-store.js';
 import {
@@ -66,17 +72,17 @@ interface Box {
   cli: (args: readonly string[]) => Promise<{ exitCode: number | undefined; stdout: string; stderr: string }>;
 }
 
-function box(base: string): Box {
+function box(base: string, extraEnv: Record<string, string> = {}): Box {
   const repo = join(base, 'repo');
   const cache = join(base, 'cache');
   const count = join(base, 'generator-runs');
   const gen = join(base, 'bin', 'gen.sh');
-  const env = { XDG_CACHE_HOME: cache };
+  const env = { XDG_CACHE_HOME: cache, ...extraEnv };
   return { base, repo, cache, count, gen, env, cli: (args) => runCli(args, { cwd: repo, env }) };
 }
 
-async function freshBox(): Promise<Box> {
-  const b = box(tempDir('genjob-iofault-'));
+async function freshBox(extraEnv?: Record<string, string>): Promise<Box> {
+  const b = box(tempDir('genjob-iofault-'), extraEnv);
   mkdirSync(b.cache);
   mkdirSync(join(b.base, 'bin'));
   await execa('cp', ['-a', FIXTURE, b.repo]);
@@ -149,6 +155,12 @@ interface Scenario {
   name: string;
   /** Where the faults are injected: the CLI (default), or the generator host it launches. */
   side?: 'repo' | 'host';
+  /** Started once before the scenario's probe (a provider's API on loopback). */
+  setUp?: () => Promise<void>;
+  /** Variables every run of the scenario gets. */
+  env?: () => Record<string, string>;
+  /** Checked right after a faulted run instead of "nothing in running/" (a submitted batch is there by design). */
+  leftRunning?: (b: Box, key: string, context: string) => void;
   /** Bring a fresh box to the state the command starts from; returns the key. */
   prepare: (b: Box) => Promise<string>;
   args: (b: Box, key: string) => string[];
@@ -175,6 +187,25 @@ function receivedOnce(b: Box, key: string): void {
   expect(ls(b, 'receipts')).toEqual([`${key}.json`]);
   const received = readJournal(new Store(b.repo)).filter((e) => e.event === 'received');
   expect(received.length).toBeLessThanOrEqual(1);
+}
+
+/** The provider the `work --batch` scenario submits to (started once, shared by its points). */
+let batchApi: FakeOpenAi | undefined;
+afterAll(async () => batchApi?.close());
+
+/** Any job's answer: the two allowed files with a line added. */
+const batchAnswer = () => ({
+  body: chatCompletion(
+    structuredAnswer(PATHS.map((path) => ({ path, content: `# touched by the batch\n` }))),
+    { usage: { prompt_tokens: 10, completion_tokens: 5 } },
+  ),
+});
+
+/** Batches that carried `key` by the box's submissions: at most one (never paid twice). */
+const submittedBefore = new Map<string, number>();
+function submittedOnce(b: Box, key: string): void {
+  const now = batchApi!.batch!.submitted.get(key) ?? 0;
+  expect(now - (submittedBefore.get(b.base) ?? 0)).toBeLessThanOrEqual(1);
 }
 
 const SCENARIOS: Scenario[] = [
@@ -243,6 +274,37 @@ const SCENARIOS: Scenario[] = [
       await ok(b, [...base, '--retry-aborted']);
     },
     done: receivedOnce,
+  },
+  {
+    // work --batch against a provider's batch API (a fake on loopback): a fault while preparing or
+    // submitting leaves the job in queue/, or running/ under a lease naming a batch the provider has
+    // (collected by --batch-poll, no TTL); a line is never submitted twice
+    name: 'work --batch',
+    setUp: async () => {
+      batchApi ??= await startFakeOpenAi([], { batch: { answer: batchAnswer, pollsToFinish: 0 } });
+    },
+    env: () => ({ GENJOB_OPENAI_BASE_URL: batchApi!.url, GENJOB_OPENAI_MODEL: 'm' }),
+    prepare: mint,
+    args: () => ['work', '--batch', '--generator', 'builtin:openai'],
+    leftRunning: (b, key, context) => {
+      const running = ls(b, 'running');
+      if (running.length === 0) return;
+      expect(running, context).toEqual([`${key}.json`]);
+      const lease = JSON.parse(readFileSync(join(b.repo, '.gen', 'leases', `${key}.json`), 'utf8'));
+      expect(
+        batchApi!.batch!.batches.map((x) => x.id),
+        context,
+      ).toContain(lease.batch);
+    },
+    finish: async (b, key) => {
+      if (ls(b, 'queue').includes(`${key}.json`))
+        await ok(b, ['work', '--batch', '--generator', 'builtin:openai']);
+      await ok(b, ['work', '--batch-poll']);
+    },
+    done: (b, key) => {
+      receivedOnce(b, key);
+      submittedOnce(b, key);
+    },
   },
   {
     name: 'apply',
@@ -332,11 +394,12 @@ async function runPoint(
   errno: string,
   i: number,
 ): Promise<PointResult> {
-  const b = box(tempDir('genjob-iofault-pt-'));
+  const b = box(tempDir('genjob-iofault-pt-'), s.env?.());
   cloneSandbox(template.base, b.base);
   // the generator script names the template's count file: point it at this box's
   writeFileSync(b.gen, readFileSync(b.gen, 'utf8').replaceAll(template.count, b.count));
   const before = runs(b);
+  submittedBefore.set(b.base, batchApi?.batch?.submitted.get(key) ?? 0);
   const label = `${s.name} ${point.syscall}#${point.n} ${errno} (point ${i})`;
   const r = await runScenario(s, b, key, join(b.base, 'strace.log'), {
     syscall: point.syscall,
@@ -344,18 +407,21 @@ async function runPoint(
     n: point.n,
   });
   const where = { repo: b.repo, cache: b.cache };
-  const landing = classify(r.landed, where);
+  // where the fault landed: on the side swept when any thread's call there was failed, else the first
+  const side = s.side ?? 'repo';
+  const landed = r.calls.find((c) => c.injected && classify(c, where) === side) ?? r.landed;
+  const landing = classify(landed, where);
   // strace's when= counts per process: the same invocation number fails in work's local serve (and its
   // generator) too. A fault there is the host's failure as the worker sees it: the job goes back to the
   // queue (exit 3), or the worker waits on a serve hung in its own runtime.
   const main = r.calls[0]?.pid;
-  const inChild = r.calls.find((c) => c.injected && c.pid !== main && classify(c, where) !== 'repo');
+  const inChild = r.calls.find((c) => c.injected && c.pid !== main && classify(c, where) !== side);
   const childFault = inChild && `${classify(inChild, where)} ${JSON.stringify(inChild.fds)} in a child`;
-  const context = `${label}: landed ${landing} ${JSON.stringify(r.landed?.paths)}${childFault ? ` and ${childFault}` : ''}; exit ${r.exitCode}; stderr:\n${r.stderr}`;
+  const context = `${label}: landed ${landing} ${JSON.stringify(landed?.paths)}${childFault ? ` and ${childFault}` : ''}; exit ${r.exitCode}; stderr:\n${r.stderr}`;
   if (r.hung) {
     // killed at the deadline: a hang on Node's runtime (its signal pipe or eventfd, in the command or
     // its serve child) is excluded, with the reason; a hang on genjob's own call is a failure
-    const runtime = landing === 'elsewhere' ? JSON.stringify(r.landed?.fds) : childFault;
+    const runtime = landing === 'elsewhere' ? JSON.stringify(landed?.fds) : childFault;
     if (runtime === undefined) throw new Error(`${context}\nhung: killed after ${DEADLINE_MS} ms`);
     return {
       scenario: s.name,
@@ -363,7 +429,7 @@ async function runPoint(
       errno,
       landing,
       exit: r.exitCode,
-      paths: r.landed?.fds ?? [],
+      paths: landed?.fds ?? [],
       excluded: `hung on a runtime fault ${runtime}, killed after ${DEADLINE_MS} ms`,
     };
   }
@@ -382,7 +448,8 @@ async function runPoint(
       );
     }
     // no job waits for a TTL: nothing is left in running/ by a worker that has exited
-    expect(ls(b, 'running'), context).toEqual([]);
+    if (s.leftRunning) s.leftRunning(b, key, context);
+    else expect(ls(b, 'running'), context).toEqual([]);
   }
   if (s.side === 'host' && landing === 'host') {
     // the host's disk failed: the worker says so in one line, naming the host's EGJ_IO, and the job is
@@ -420,7 +487,7 @@ async function runPoint(
     errno,
     landing,
     exit: r.exitCode,
-    paths: r.landed?.fds.length ? r.landed.fds : (r.landed?.paths ?? []),
+    paths: landed?.fds.length ? landed.fds : (landed?.paths ?? []),
   };
 }
 
@@ -439,14 +506,18 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
     it(
       `${s.name}: every fault on a repository call is EGJ_IO, and a re-run finishes the job once`,
       async () => {
-        const template = await freshBox();
+        await s.setUp?.();
+        const template = await freshBox(s.env?.());
         const key = await s.prepare(template);
         const probe = await runScenario(s, template, key, join(template.base, 'probe.log'));
         expect(probe.exitCode, probe.stderr).toBe(0);
         // the probe changed the template: rebuild it in its starting state
-        const start = await freshBox();
+        const start = await freshBox(s.env?.());
         const startKey = await s.prepare(start);
-        const points = probePoints(probe, { repo: template.repo, cache: template.cache }, s.side);
+        // the host runs on fs/promises: its thread pool's calls are points too
+        const points = probePoints(probe, { repo: template.repo, cache: template.cache }, s.side, {
+          threads: s.side === 'host',
+        });
         expect(points.length).toBeGreaterThan(0);
         const all = points
           .filter((p) => ONLY_SYSCALLS === undefined || ONLY_SYSCALLS.includes(p.syscall))
