@@ -12,7 +12,7 @@ import { constants } from 'node:fs';
 import { mkdtemp, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { errnoOf } from '../core/errors.js';
+import { errnoOf, ioErrorAt } from '../core/errors.js';
 import type { SandboxRecord } from '../sandbox/policy.js';
 import { nodeFs } from '../store/fs-port.js';
 import { hashFile } from '../store/hash-file.js';
@@ -45,6 +45,11 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 const MAC_FILE = 'mac';
+
+/** An error that says the entry's files are not what serve made (a symlink, a directory): tampering, not the disk. */
+function shapeChanged(err: unknown): boolean {
+  return ['ELOOP', 'EISDIR', 'ENOTDIR'].includes(errnoOf(err) ?? '');
+}
 
 export class ResultCache {
   /** Where per-run scratch directories (workspace, job file) and entries being built live. */
@@ -85,7 +90,11 @@ export class ResultCache {
     return join(this.dir, 'results', name);
   }
 
-  /** The entry, when it exists and is intact (MAC and every file's hash); a damaged one is quarantined. */
+  /**
+   * The entry, when it exists and is intact (MAC and every file's hash); a damaged one is quarantined.
+   * A disk that fails while the entry is read is EGJ_IO, and the entry stays: a paid-for result is never
+   * set aside for a transient error.
+   */
   async read(name: string): Promise<CachedResult | undefined> {
     const dir = this.entryDir(name);
     let bytes: Buffer;
@@ -93,14 +102,21 @@ export class ResultCache {
       bytes = await readFile(join(dir, 'result.json'), { flag: constants.O_RDONLY | constants.O_NOFOLLOW });
     } catch (err) {
       if (errnoOf(err) === 'ENOENT') return undefined;
+      if (!shapeChanged(err)) throw ioErrorAt(join(dir, 'result.json'), err);
       return this.quarantine(name, `result.json unreadable (${(err as Error).message})`);
     }
-    const mac = await readFile(join(dir, MAC_FILE), 'utf8').catch(() => '');
+    const mac = await readFile(join(dir, MAC_FILE), 'utf8').catch((err: unknown) => {
+      if (errnoOf(err) === 'ENOENT' || shapeChanged(err)) return '';
+      throw ioErrorAt(join(dir, MAC_FILE), err);
+    });
     if (!macMatches(this.key(), name, bytes, mac))
       return this.quarantine(name, 'its MAC does not match: changed by something other than serve');
     const result = JSON.parse(bytes.toString('utf8')) as CachedResult;
     for (const o of result.outputs) {
-      const got = await hashFile(join(dir, 'files', o.path)).catch(() => undefined);
+      const got = await hashFile(join(dir, 'files', o.path)).catch((err: unknown) => {
+        if (errnoOf(err) === 'ENOENT' || shapeChanged(err)) return undefined;
+        throw err; // EGJ_IO naming the file
+      });
       if (got?.sha256 !== o.sha256 || got.bytes !== o.bytes)
         return this.quarantine(name, `output ${JSON.stringify(o.path)} does not hash to its recorded sha256`);
     }

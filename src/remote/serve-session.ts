@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { canonicalBytes } from '../core/canonical-json.js';
-import { asIoError, GenjobError } from '../core/errors.js';
+import { asIoError, GenjobError, IoError } from '../core/errors.js';
 import { allowedPaths, type Job } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import { RECEIPT_SCHEMA, type Receipt } from '../core/receipt.js';
@@ -193,17 +193,24 @@ async function answer(
           );
           return await respond(writer, cfg, built, fresh, req, host, false);
         }
-        let cacheError: string | undefined;
         try {
           await cfg.cache.commit(name, built);
-          await cfg.cache.clearStarted(name);
         } catch (err) {
           // the result is in hand: deliver it from where it was built and say it could not be kept
-          cacheError = `the host could not store this result in its cache: ${(err as Error).message}`;
+          const cacheError = `the host could not store this result in its cache: ${(err as Error).message}`;
           process.stderr.write(`genjob serve: ${cacheError}\n`);
           return await respond(writer, cfg, built, fresh, req, host, false, cacheError);
         }
-        const kept = (await cfg.cache.read(name)) ?? fresh;
+        // kept: a started record left behind is harmless (the entry answers first) and swept with it
+        await cfg.cache.clearStarted(name).catch((err: unknown) => {
+          process.stderr.write(`genjob serve: ${(err as Error).message} (the result is cached)\n`);
+        });
+        const kept = await cfg.cache.read(name);
+        if (kept === undefined)
+          throw new RefusedError(
+            'EGJ_CACHE_TAMPERED',
+            `${cfg.cache.entryDir(name)}: set aside right after it was stored`,
+          );
         return await respond(writer, cfg, cfg.cache.entryDir(name), kept, req, host, false);
       } finally {
         await rm(built, { recursive: true, force: true });
@@ -318,7 +325,12 @@ async function respond(
     );
   } catch (err) {
     // the header is out: end the body as aborted so the worker treats the answer as unusable
-    process.stderr.write(`genjob serve: cache entry ${entryDir} is damaged: ${(err as Error).message}\n`);
+    const io = asIoError(err);
+    const why =
+      io instanceof IoError
+        ? `EGJ_IO: ${io.message}`
+        : `cache entry ${entryDir} is damaged: ${(err as Error).message}`;
+    process.stderr.write(`genjob serve: ${why}\n`);
     await writer.abort();
     return;
   }
