@@ -3,7 +3,6 @@
 // found in `uploaded` after a crash may already have a batch (created, then the process died before
 // the id was written): the recent batches are listed and one whose metadata names the run is taken
 // instead of creating another, so a job key is never submitted twice.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createBatch, findBatchOfRun, uploadBatchInput } from '../remote/generators/openai-batch-api.js';
 import { type BatchRecord, runDir, updateRecord } from '../store/batch-outbox.js';
@@ -19,7 +18,7 @@ export async function sendRecord(ctx: BatchContext, rec: BatchRecord): Promise<B
   const { store, config } = ctx;
   let uploadedNow = false;
   if (rec.state === 'intent') {
-    const jsonl = readFileSync(join(runDir(store, rec.run), 'input.jsonl'));
+    const jsonl = store.fs.readFileSync(join(runDir(store, rec.run), 'input.jsonl')); // EGJ_IO names it
     const fileId = await uploadBatchInput(config, `genjob-${rec.run}.jsonl`, jsonl);
     rec = { ...rec, state: 'uploaded', file_id: fileId };
     updateRecord(store, rec);

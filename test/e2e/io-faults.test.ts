@@ -17,7 +17,7 @@
 // (GENJOB_IOFAULT_SEED replays a sample, GENJOB_IOFAULT_POINT=close#38:EIO one point);
 // GENJOB_IOFAULT_ALL=1 sweeps every point (figures in docs/reliability.md).
 
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -291,10 +291,16 @@ const SCENARIOS: Scenario[] = [
       if (running.length === 0) return;
       expect(running, context).toEqual([`${key}.json`]);
       const lease = JSON.parse(readFileSync(join(b.repo, '.gen', 'leases', `${key}.json`), 'utf8'));
-      expect(
-        batchApi!.batch!.batches.map((x) => x.id),
-        context,
-      ).toContain(lease.batch);
+      if (lease.batch !== undefined) {
+        expect(
+          batchApi!.batch!.batches.map((x) => x.id),
+          context,
+        ).toContain(lease.batch);
+        return;
+      }
+      // not yet sent: the run's intent is recorded, and the next --batch or --batch-poll sends it
+      const run = /^batch (\S+)$/.exec(String(lease.destination))?.[1];
+      expect(existsSync(join(b.repo, '.gen', 'batches', String(run), 'record.json')), context).toBe(true);
     },
     finish: async (b, key) => {
       if (ls(b, 'queue').includes(`${key}.json`))

@@ -13,7 +13,8 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { errnoOf } from '../../core/errors.js';
+import { isSystemError } from '../../core/errno.js';
+import { errnoOf, ioErrorAt } from '../../core/errors.js';
 import type { Job } from '../../core/job.js';
 import { ancestors } from '../../core/paths.js';
 import type { OpenAiConfig } from './openai-config.js';
@@ -149,20 +150,33 @@ export function readWorkspace(workspace: string, job: Job): PromptFile[] | { pro
       }
       if (code === 'ELOOP')
         return { problem: `${path}: is a symlink in the workspace; refusing to follow it` };
-      return { problem: `${path}: cannot be read from the workspace: ${(err as Error).message}` };
+      // the disk failing is the environment's failure (EGJ_IO, the job goes back), not the job's
+      throw ioErrorAt(join(workspace, path), err);
     }
+    let closing = false;
     try {
       const bytes = readAll(fd, job.constraints.max_file_bytes, path);
       out.push({ path, content: decoder.decode(bytes) });
+      closing = true;
+      closeSync(fd);
     } catch (err) {
+      if (!closing) closeQuietly(fd);
       if (err instanceof TypeError)
         return { problem: `${path}: is not UTF-8 text; ${OPENAI_GENERATOR_NAME} sends text only` };
+      if (isSystemError(err)) throw ioErrorAt(join(workspace, path), err);
       return { problem: `${path}: cannot be read from the workspace: ${(err as Error).message}` };
-    } finally {
-      closeSync(fd);
     }
   }
   return out;
+}
+
+/** Close on the way out of a failure: the failure is what is reported. */
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // the fd is freed either way (Linux)
+  }
 }
 
 function readAll(fd: number, max: number, path: string): Buffer {
