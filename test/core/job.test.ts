@@ -1,6 +1,19 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/canonical-json.js';
-import { buildJob, JobInvalidError, jobDigest, workOrderKey } from '../../src/core/job.js';
+import { UsageError } from '../../src/core/errors.js';
+import {
+  allowedPaths,
+  buildJob,
+  contractProblem,
+  DEFAULT_CONSTRAINTS,
+  JOB_SCHEMA,
+  JobInvalidError,
+  jobDigest,
+  MAX_INPUTS,
+  MAX_INSTRUCTION_BYTES,
+  workOrderKey,
+} from '../../src/core/job.js';
 import { parseJob } from '../../src/core/job-schema.js';
 
 const A = 'a'.repeat(64);
@@ -109,5 +122,150 @@ describe('contract paths of a job', () => {
         paths.map((path) => ({ path, sha256: A })),
       ),
     ).toThrow(rule);
+  });
+});
+
+const sha256Of = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/** The UsageError buildJob throws, as "<code> <message>". */
+function refusal(instruction: string, paths: string[]): string {
+  try {
+    buildJob(
+      instruction,
+      paths.map((path) => ({ path, sha256: A })),
+    );
+  } catch (err) {
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as UsageError).exitCode).toBe(2);
+    return `${(err as UsageError).code} ${(err as UsageError).message}`;
+  }
+  throw new Error('expected buildJob to refuse');
+}
+
+describe('the job document, byte for byte', () => {
+  it('keys a work order by the sha256 of canonical {instruction, inputs: {path: sha256|null}}', () => {
+    const inputs = [
+      { path: 'b', sha256: null },
+      { path: 'a', sha256: A },
+    ];
+    expect(workOrderKey('do it', inputs)).toBe(
+      sha256Of(`{"inputs":{"a":"${A}","b":null},"instruction":"do it"}`),
+    );
+  });
+
+  it('writes schema, key, instruction, sorted inputs and the default limits (64 MiB a file, 512 MiB in all)', () => {
+    const job = buildJob('do it', [
+      { path: 'src/c.py', sha256: null },
+      { path: 'src/a.py', sha256: A },
+      { path: 'src/b.py', sha256: B },
+    ]);
+    expect(job).toEqual({
+      schema: 'genjob/job@1',
+      key: workOrderKey('do it', job.inputs),
+      instruction: 'do it',
+      inputs: [
+        { path: 'src/a.py', sha256: A },
+        { path: 'src/b.py', sha256: B },
+        { path: 'src/c.py', sha256: null },
+      ],
+      constraints: { max_file_bytes: 67_108_864, max_total_bytes: 536_870_912 },
+    });
+    expect(JOB_SCHEMA).toBe('genjob/job@1');
+    expect(DEFAULT_CONSTRAINTS).toEqual({ max_file_bytes: 67_108_864, max_total_bytes: 536_870_912 });
+    expect(jobDigest(job)).toBe(sha256Of(canonicalJson(job)));
+  });
+
+  it('caps an instruction at 256 KiB and a job at 10 000 inputs', () => {
+    expect(MAX_INSTRUCTION_BYTES).toBe(262_144);
+    expect(MAX_INPUTS).toBe(10_000);
+  });
+
+  it('sorts inputs by path in code-unit order whatever order they come in', () => {
+    const paths = ['c/z', 'Z', 'a', 'c/a', 'a.txt', 'b'].map((p) => `x/${p}`);
+    for (const order of [
+      paths,
+      [...paths].reverse(),
+      [paths[3]!, paths[0]!, paths[5]!, paths[1]!, paths[4]!, paths[2]!],
+    ]) {
+      const job = buildJob(
+        'x',
+        order.map((path) => ({ path, sha256: A })),
+      );
+      expect(job.inputs.map((i) => i.path)).toEqual(['x/Z', 'x/a', 'x/a.txt', 'x/b', 'x/c/a', 'x/c/z']);
+    }
+  });
+
+  it('copies the constraints it is given, so changing them later cannot change the job', () => {
+    const limits = { max_file_bytes: 10, max_total_bytes: 20 };
+    const job = buildJob('x', [{ path: 'a', sha256: A }], limits);
+    limits.max_file_bytes = 99;
+    expect(job.constraints).toEqual({ max_file_bytes: 10, max_total_bytes: 20 });
+  });
+
+  it('allows exactly the paths of its inputs', () => {
+    const job = buildJob('x', [
+      { path: 'b', sha256: A },
+      { path: 'a', sha256: null },
+    ]);
+    expect(allowedPaths(job)).toEqual(new Set(['a', 'b']));
+  });
+});
+
+describe('why a contract is refused, in words', () => {
+  it('names the path and the path rule it breaks', () => {
+    expect(refusal('x', ['ok', '../x'])).toBe(`EGJ_BAD_PATH "../x": path has a '..' component`);
+  });
+
+  it('names a path given twice', () => {
+    expect(refusal('x', ['a', 'src/a.py', 'src/a.py'])).toBe(
+      'EGJ_BAD_PATH inputs are not sorted by path or repeat "src/a.py"',
+    );
+  });
+
+  it('names a parsed contract whose inputs are out of order (a job file is never re-sorted)', () => {
+    expect(
+      contractProblem({
+        inputs: [
+          { path: 'b', sha256: A },
+          { path: 'a', sha256: A },
+        ],
+      }),
+    ).toBe('inputs are not sorted by path or repeat "a"');
+    expect(
+      contractProblem({
+        inputs: [
+          { path: 'a', sha256: A },
+          { path: 'b', sha256: A },
+        ],
+      }),
+    ).toBeNull();
+    expect(contractProblem({ inputs: [] })).toBeNull();
+  });
+
+  it('names both twins that differ only in case or Unicode form', () => {
+    expect(refusal('x', ['src/a.py', 'src/A.py'])).toBe(
+      'EGJ_BAD_PATH "src/a.py" and "src/A.py" differ only in case or Unicode form',
+    );
+    expect(refusal('x', ['b/x', 'a', 'B/x'])).toBe(
+      'EGJ_BAD_PATH "b/x" and "B/x" differ only in case or Unicode form',
+    );
+  });
+
+  it('names the file that is also a directory, however deep', () => {
+    expect(refusal('x', ['src', 'src/a.py'])).toBe(
+      'EGJ_BAD_PATH "src" is both a file and the directory of "src/a.py"',
+    );
+    expect(refusal('x', ['z', 'a/b', 'a/b/c/d'])).toBe(
+      'EGJ_BAD_PATH "a/b" is both a file and the directory of "a/b/c/d"',
+    );
+  });
+
+  it('accepts siblings that only share a prefix', () => {
+    expect(() =>
+      buildJob(
+        'x',
+        ['a', 'a.b', 'ab/c', 'a-b/c'].map((path) => ({ path, sha256: A })),
+      ),
+    ).not.toThrow();
   });
 });

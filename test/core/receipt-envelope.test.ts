@@ -62,16 +62,21 @@ function mutateEnvelope(bytes: Buffer, edit: (env: Record<string, unknown>) => v
   return Buffer.from(JSON.stringify(env), 'utf8');
 }
 
-function codeOf(fn: () => unknown): string {
+/** The rejection `fn` throws: always a RejectedError (exit 3) naming the file. */
+function rejectionOf(fn: () => unknown): RejectedError {
   try {
     fn();
   } catch (err) {
     expect(err).toBeInstanceOf(RejectedError);
     expect((err as RejectedError).exitCode).toBe(3);
     expect((err as RejectedError).message).toContain(FILE);
-    return (err as RejectedError).code;
+    return err as RejectedError;
   }
   throw new Error('expected a rejection');
+}
+
+function codeOf(fn: () => unknown): string {
+  return rejectionOf(fn).code;
 }
 
 describe('decodeSignedReceipt accepts', () => {
@@ -112,6 +117,16 @@ describe('decodeSignedReceipt accepts', () => {
       JSON.stringify({ ...good, signatures: [bad.signatures[0], good.signatures[0]] }),
     );
     expect(decodeSignedReceipt(both, FILE, trustHost).signer).toBe('free-box');
+  });
+
+  it('accepts an envelope and a signature entry whose fields come in any order (JSON objects are unordered)', () => {
+    const env = JSON.parse(signReceipt(receipt(), host.privateKey, hostId).toString('utf8'));
+    const [{ keyid, sig }] = env.signatures;
+    const reordered = `{"signatures":[{"sig":"${sig}","keyid":"${keyid}"}],"payloadType":"${env.payloadType}","payload":"${env.payload}"}`;
+    expect(decodeSignedReceipt(Buffer.from(reordered), FILE, trustHost)).toEqual({
+      receipt: receipt(),
+      signer: 'free-box',
+    });
   });
 
   it('keeps outputs named __proto__ and constructor as plain array entries and pollutes no prototype', () => {
@@ -369,5 +384,242 @@ describe('receipt-decode', () => {
     expect(codeOf(() => decodeReceiptWithPolicy(canonicalBytes(receipt()), FILE, trustHost))).toBe(
       'EGJ_SIGNATURE_MISSING',
     );
+  });
+});
+
+/** What JSON.parse says about `text`: the reason a rejection quotes. */
+function jsonParseError(text: string): string {
+  try {
+    JSON.parse(text);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  throw new Error(`${text} parses`);
+}
+
+/** An envelope over raw payload bytes (which may be invalid UTF-8), signed by the host key. */
+function envelopeOverBytes(payload: Buffer): Buffer {
+  return canonicalBytes(signEnvelope(RECEIPT_PAYLOAD_TYPE, payload, host.privateKey, hostId));
+}
+
+describe('decodeSignedReceipt tells the user which rule failed, in words', () => {
+  const signed = signReceipt(receipt(), host.privateKey, hostId);
+  const canonicalText = canonicalJson(receipt());
+  const INVALID_UTF8 = 'The encoded data was not valid for encoding utf-8';
+  const said = (bytes: Buffer, policy: ReceiptTrustPolicy) => {
+    const err = rejectionOf(() => decodeSignedReceipt(bytes, FILE, policy));
+    expect(err.file).toBe(FILE);
+    return `${err.code} ${err.message}`;
+  };
+  const shape = (rule: string) => `EGJ_ENVELOPE_MALFORMED ${FILE}: signed envelope is malformed: ${rule}`;
+  const withSignatures = (signatures: unknown[]) =>
+    mutateEnvelope(signed, (e) => (e.signatures = signatures));
+  const goodSignature = () =>
+    JSON.parse(signed.toString('utf8')).signatures[0] as { keyid: string; sig: string };
+
+  it('gives the size and the cap of a receipt over the cap', () => {
+    expect(said(Buffer.alloc(MAX_RECEIPT_BYTES + 1, 0x20), NO_TRUST)).toBe(
+      `EGJ_RECEIPT_TOO_LARGE ${FILE}: receipt is ${MAX_RECEIPT_BYTES + 1} bytes, over the ${MAX_RECEIPT_BYTES} cap`,
+    );
+  });
+
+  it('accepts a receipt of exactly the cap', () => {
+    const text = canonicalBytes(receipt());
+    const atCap = Buffer.concat([text, Buffer.alloc(MAX_RECEIPT_BYTES - text.length, 0x20)]);
+    expect(decodeSignedReceipt(atCap, FILE, NO_TRUST).receipt).toEqual(receipt());
+  });
+
+  it('quotes the JSON error of a truncated envelope, and of plain text that is not JSON', () => {
+    const cut = signed.subarray(0, signed.length - 7);
+    expect(said(cut, trustHost)).toBe(
+      `EGJ_ENVELOPE_MALFORMED ${FILE}: signed envelope is not JSON (${jsonParseError(cut.toString('utf8'))})`,
+    );
+    expect(said(Buffer.from('hello'), requireOnly)).toBe(
+      `EGJ_ENVELOPE_MALFORMED ${FILE}: signed envelope is not JSON (${jsonParseError('hello')})`,
+    );
+    expect(said(Buffer.from('{"cached": tru'), NO_TRUST)).toBe(
+      `EGJ_RECEIPT_SCHEMA ${FILE}: receipt is not JSON (${jsonParseError('{"cached": tru')})`,
+    );
+  });
+
+  it.each([
+    '{"payload":"e30=",',
+    '{"payloadType":"x",',
+    '{"signatures":[',
+    '\n  {\n  "signatures": [',
+    ' { "payload" ',
+  ])(
+    'calls unparseable text that starts like an envelope (%j) a malformed envelope even when nothing is trusted',
+    (text) => {
+      expect(said(Buffer.from(text), NO_TRUST)).toMatch(
+        /^EGJ_ENVELOPE_MALFORMED .*: signed envelope is not JSON \(/,
+      );
+    },
+  );
+
+  it.each([
+    '{"schema":"genjob/receipt@1",',
+    'x{"payload":"e30=",',
+    '{"payloads":',
+    '{"cached":"payload",',
+    '',
+  ])(
+    'calls unparseable text that does not start like an envelope (%j) a receipt that is not JSON',
+    (text) => {
+      expect(said(Buffer.from(text), NO_TRUST)).toMatch(/^EGJ_RECEIPT_SCHEMA .*: receipt is not JSON \(/);
+    },
+  );
+
+  it('refuses invalid UTF-8 and a byte order mark instead of repairing them', () => {
+    const text = canonicalBytes(receipt());
+    const at = text.indexOf('"box"') + 2;
+    const broken = Buffer.concat([text.subarray(0, at), Buffer.from([0xff]), text.subarray(at + 1)]);
+    expect(said(broken, NO_TRUST)).toBe(`EGJ_RECEIPT_SCHEMA ${FILE}: receipt is not JSON (${INVALID_UTF8})`);
+    const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), text]);
+    expect(said(bom, NO_TRUST)).toBe(
+      `EGJ_RECEIPT_SCHEMA ${FILE}: receipt is not JSON (${jsonParseError(`\ufeff${text.toString('utf8')}`)})`,
+    );
+    const payload = Buffer.from(canonicalText);
+    payload[payload.indexOf('"box"') + 2] = 0xff;
+    expect(said(envelopeOverBytes(payload), trustHost)).toBe(
+      `EGJ_PAYLOAD_NOT_CANONICAL ${FILE}: signed payload is not UTF-8 JSON (${INVALID_UTF8})`,
+    );
+  });
+
+  it('says how many keys are trusted, or that a signature is required, when a receipt is unsigned', () => {
+    const plain = canonicalBytes(receipt());
+    expect(said(plain, trustHost)).toBe(
+      `EGJ_SIGNATURE_MISSING ${FILE}: receipt is not signed, but 2 key(s) are trusted (see genjob-trust.json)`,
+    );
+    expect(said(plain, requireOnly)).toBe(
+      `EGJ_SIGNATURE_MISSING ${FILE}: receipt is not signed, but a signature is required (see genjob-trust.json)`,
+    );
+    expect(said(withSignatures([]), trustHost)).toBe(
+      `EGJ_SIGNATURE_MISSING ${FILE}: envelope carries no signature, but signatures are required`,
+    );
+  });
+
+  it.each([
+    { name: 'only a payload', doc: { payload: 'e30=' }, has: 'payload' },
+    { name: 'only a payloadType', doc: { payloadType: RECEIPT_PAYLOAD_TYPE }, has: 'payloadType' },
+    { name: 'only signatures', doc: { signatures: [] }, has: 'signatures' },
+  ])('treats an object with $name as an envelope, and names the fields it has', ({ doc, has }) => {
+    expect(said(canonicalBytes(doc), NO_TRUST)).toBe(
+      shape(`must have exactly payloadType, payload, signatures (has ${has})`),
+    );
+  });
+
+  it('names each envelope field that has the wrong type or form', () => {
+    expect(
+      said(
+        mutateEnvelope(signed, (e) => (e.note = 1)),
+        trustHost,
+      ),
+    ).toBe(
+      shape('must have exactly payloadType, payload, signatures (has note,payload,payloadType,signatures)'),
+    );
+    expect(
+      said(
+        mutateEnvelope(signed, (e) => (e.payloadType = 1)),
+        trustHost,
+      ),
+    ).toBe(shape('payloadType is not a string'));
+    expect(
+      said(
+        mutateEnvelope(signed, (e) => (e.payload = 1)),
+        trustHost,
+      ),
+    ).toBe(shape('payload is not a string'));
+    expect(
+      said(
+        mutateEnvelope(signed, (e) => (e.payload = 'e30')),
+        trustHost,
+      ),
+    ).toBe(shape('payload is not canonical base64 (standard alphabet, padded)'));
+    expect(
+      said(
+        mutateEnvelope(signed, (e) => (e.signatures = {})),
+        trustHost,
+      ),
+    ).toBe(shape('signatures is not an array'));
+  });
+
+  it('names the signature entry that is malformed, by its index', () => {
+    const good = goodSignature();
+    expect(said(withSignatures([good, { keyid: 'k' }]), trustHost)).toBe(
+      shape('signatures[1] must have exactly keyid and sig'),
+    );
+    expect(said(withSignatures([good, null]), trustHost)).toBe(
+      shape('signatures[1] must have exactly keyid and sig'),
+    );
+    expect(said(withSignatures([good, [good.keyid, good.sig]]), trustHost)).toBe(
+      shape('signatures[1] must have exactly keyid and sig'),
+    );
+    expect(said(withSignatures([good, { keyid: 7, sig: good.sig }]), trustHost)).toBe(
+      shape('signatures[1].keyid is not a short string'),
+    );
+    expect(said(withSignatures([good, { keyid: 'k', sig: 7 }]), trustHost)).toBe(
+      shape('signatures[1].sig is not canonical base64'),
+    );
+    expect(said(withSignatures([good, { keyid: 'k', sig: 'e30' }]), trustHost)).toBe(
+      shape('signatures[1].sig is not canonical base64'),
+    );
+  });
+
+  it('takes up to 16 signatures and keyids up to 256 characters, and refuses one more', () => {
+    const good = goodSignature();
+    const filler = { keyid: 'x'.repeat(256), sig: Buffer.alloc(64).toString('base64') };
+    expect(
+      decodeSignedReceipt(withSignatures([...Array(15).fill(filler), good]), FILE, trustHost).signer,
+    ).toBe('free-box');
+    expect(said(withSignatures([...Array(16).fill(filler), good]), trustHost)).toBe(
+      shape('more than 16 signatures'),
+    );
+    expect(said(withSignatures([good, { ...filler, keyid: 'x'.repeat(257) }]), trustHost)).toBe(
+      shape('signatures[1].keyid is not a short string'),
+    );
+  });
+
+  it('lists the claimed keyids of a signature no trusted key verifies, (none) for an empty one', () => {
+    const bad = JSON.parse(signReceipt(receipt(), attacker.privateKey, '').toString('utf8')).signatures[0];
+    expect(said(withSignatures([{ ...bad, keyid: 'mallory' }, bad]), trustHost)).toBe(
+      `EGJ_SIGNATURE_INVALID ${FILE}: no trusted key verifies the signature (claimed keyid mallory, (none)); trust the host's key with genjob trust add`,
+    );
+  });
+
+  it('quotes the first 100 characters of a foreign payload type', () => {
+    const type = `application/${'x'.repeat(150)}`;
+    const bytes = canonicalBytes(signEnvelope(type, Buffer.from(canonicalText), host.privateKey, hostId));
+    expect(said(bytes, trustHost)).toBe(
+      `EGJ_PAYLOAD_TYPE ${FILE}: payload type is ${JSON.stringify(type.slice(0, 100))}, expected ${RECEIPT_PAYLOAD_TYPE}`,
+    );
+  });
+
+  it('says what canonical means when the payload bytes are not canonical, including a number JSON cannot hold', () => {
+    const rule =
+      'signed payload bytes are not canonical JSON (RFC 8785: sorted unique keys, no whitespace, shortest numbers)';
+    expect(said(envelopeOver(`${canonicalText} `), trustHost)).toBe(
+      `EGJ_PAYLOAD_NOT_CANONICAL ${FILE}: ${rule}`,
+    );
+    expect(said(envelopeOver(canonicalText.replace('"epoch":1', '"epoch":1e400')), trustHost)).toBe(
+      `EGJ_PAYLOAD_NOT_CANONICAL ${FILE}: ${rule}`,
+    );
+    expect(said(envelopeOver('not json'), trustHost)).toBe(
+      `EGJ_PAYLOAD_NOT_CANONICAL ${FILE}: signed payload is not UTF-8 JSON (${jsonParseError('not json')})`,
+    );
+  });
+
+  it('names the schema path that breaks, or (document) when the whole value is wrong', () => {
+    expect(said(envelopeOver(canonicalJson({ ...receipt(), status: 'great' })), trustHost)).toBe(
+      `EGJ_RECEIPT_SCHEMA ${FILE}: receipt breaks its schema at status: Invalid option: expected one of "ok"|"rejected"|"aborted"`,
+    );
+    const outputs = [{ path: 'a', sha256: 'nope', bytes: 1 }];
+    expect(said(canonicalBytes({ ...receipt(), outputs }), NO_TRUST)).toMatch(
+      new RegExp(`^EGJ_RECEIPT_SCHEMA ${FILE}: receipt breaks its schema at outputs\\.0\\.sha256: .`),
+    );
+    expect(said(Buffer.from('null'), NO_TRUST)).toBe(
+      `EGJ_RECEIPT_SCHEMA ${FILE}: receipt breaks its schema at (document): Invalid input: expected object, received null`,
+    );
+    expect(said(Buffer.from('[]'), NO_TRUST)).toMatch(/breaks its schema at \(document\): /);
   });
 });
