@@ -339,6 +339,14 @@ describe('sweepStaleTemps', () => {
     expect(readdirSync(store.layout.dir('objects'))).toEqual([]);
   });
 
+  it('never takes a fresh temp carrying this process pid for a dead writer, whatever start time it names', () => {
+    const store = tempStore('genjob-recipes-');
+    const own = `.tmp-${process.pid}-1-1-abcdef`;
+    writeFileSync(join(store.layout.tmp, own), '');
+    expect(sweepStaleTemps(store)).toBe(0);
+    expect(readdirSync(store.layout.tmp)).toEqual([own]);
+  });
+
   it('sweeps only the directories it is given, fsyncing one only when something left it', () => {
     const store = tempStore('genjob-recipes-');
     const other = join(store.root, 'elsewhere');
