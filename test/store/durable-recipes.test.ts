@@ -330,7 +330,7 @@ describe('sweepStaleTemps', () => {
 
   it('removes at once a temp whose pid now names another process (another start time), and counts every directory', () => {
     const store = tempStore('genjob-recipes-');
-    const reused = `.tmp-${process.ppid}-1-1-abcdef`;
+    const reused = `.tmp-${process.ppid}-12-34-abcdef`; // multi-digit: the whole start is read
     writeFileSync(join(store.layout.tmp, reused), '');
     writeFileSync(join(store.layout.dir('objects'), '.tmp-999999999-1-1-abc'), '');
     writeFileSync(join(store.layout.dir('objects'), '.tmp-999999998-1-1-abc'), '');
