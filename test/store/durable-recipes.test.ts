@@ -151,6 +151,21 @@ describe('writeTempFile and createExclusive', () => {
     expect(err.message).toBe(`${path}: fsync failed: i/o error (EIO)`);
   });
 
+  it('continues a short write until every byte is in the file', () => {
+    const store = tempStore('genjob-recipes-');
+    const lengths: number[] = [];
+    const { port } = rawPort({
+      writeSync: (fd: number, buf: Uint8Array, off: number, len: number) => {
+        lengths.push(len);
+        return rawFs.writeSync(fd, buf, off, Math.min(len, 3)); // a network filesystem may write less than asked
+      },
+    });
+    const path = join(store.layout.tmp, 'x');
+    createExclusive({ fs: port }, path, Buffer.from('0123456789'));
+    expect(readFileSync(path, 'utf8')).toBe('0123456789');
+    expect(lengths).toEqual([10, 7, 4, 1]);
+  });
+
   it('throws EEXIST as is for a path already there, and leaves that file alone', () => {
     const store = tempStore('genjob-recipes-');
     const path = join(store.layout.tmp, 'x');
@@ -191,6 +206,19 @@ describe('publishExclusive', () => {
     expect(err.message).toBe(`${target}: link failed: i/o error (EIO)`);
     expect(readdirSync(store.layout.tmp)).toEqual([]);
     expect(readdirSync(dirname(target))).toEqual([]);
+  });
+
+  it('reports the link failure, not a second error, when its temp is already gone (a sweeper took it)', () => {
+    const store = tempStore('genjob-recipes-');
+    const target = store.layout.receipt('d'.repeat(64));
+    const { port } = rawPort({
+      linkSync: (from: string) => {
+        rawFs.rmSync(from);
+        throw sysError('EIO', -5, 'link');
+      },
+    });
+    const err = thrown(() => publishExclusive(new Store(store.root, port), target, Buffer.from('x')));
+    expect(err.message).toBe(`${target}: link failed: i/o error (EIO)`);
   });
 
   it('counts EEXIST as lost even when the winner is gone again by the time it looks, and fsyncs no directory', () => {
@@ -288,6 +316,20 @@ describe('replaceFile and moveState', () => {
     expect(readFileSync(target, 'utf8')).toBe('two');
   });
 
+  it('reports the rename failure, not a second error, when its temp is already gone (a sweeper took it)', () => {
+    const store = tempStore('genjob-recipes-');
+    const target = store.layout.lease('e'.repeat(64));
+    const swept = hookedStore(store, (call, args, proceed) => {
+      if (call === 'renameSync') rawFs.rmSync(String(args[0]));
+      return proceed();
+    });
+    const err = thrown(() => replaceFile(swept, target, Buffer.from('x')));
+    expect(err.message).toMatch(
+      new RegExp(`→ ${target}: rename failed: no such file or directory \\(ENOENT\\)$`),
+    );
+    expect(readdirSync(dirname(target))).toEqual([]);
+  });
+
   it('fsyncs a directory once when the move stays inside it', () => {
     const store = tempStore('genjob-recipes-');
     const from = join(store.layout.dir('dead'), 'a');
@@ -358,6 +400,18 @@ describe('sweepStaleTemps', () => {
     expect(sweepStaleTemps(swept, 3_600_000, Date.now(), [other, store.layout.dir('leases')])).toBe(1);
     expect(calls.filter((c) => c.startsWith('fsyncSync'))).toEqual([`fsyncSync ${other}`]);
     expect(readdirSync(store.layout.tmp)).toHaveLength(1);
+  });
+
+  it('does not fail when another sweeper removes a temp between the look and the removal', () => {
+    const store = tempStore('genjob-recipes-');
+    const name = join(store.layout.tmp, '.tmp-999999999-1-1-abc');
+    writeFileSync(name, '');
+    const racing = hookedStore(store, (call, args, proceed) => {
+      if (call === 'rmSync' && args[0] === name) rawFs.rmSync(name);
+      return proceed();
+    });
+    expect(sweepStaleTemps(racing)).toBe(1);
+    expect(readdirSync(store.layout.tmp)).toEqual([]);
   });
 
   it('skips a temp that is gone before it is looked at', () => {
@@ -434,10 +488,14 @@ describe('the readers', () => {
   it('listNames: the names with the suffix, without it, sorted, never a dotfile', () => {
     const store = tempStore('genjob-recipes-');
     const dir = store.layout.dir('applying');
-    for (const n of ['b.json', 'a.json', '.tmp-1.json', 'c.json.bak', 'd.txt', 'e.txt'])
-      writeFileSync(join(dir, n), '');
-    expect(listNames(store, dir)).toEqual(['a', 'b']);
+    const keys = Array.from({ length: 24 }, (_, i) => `${(i * 7919).toString(16).padStart(4, '0')}k`);
+    for (const k of keys) writeFileSync(join(dir, `${k}.json`), '');
+    for (const n of ['.tmp-1.json', 'c.json.bak', 'e.txt', 'd.txt']) writeFileSync(join(dir, n), '');
+    expect(listNames(store, dir)).toEqual([...keys].sort());
     expect(listNames(store, dir, '.txt')).toEqual(['d', 'e']);
+    // readdir lists `a-b.json` before `a.json` ('-' < '.'); without the suffix `a` comes first
+    for (const n of ['a.log', 'a-b.log']) writeFileSync(join(dir, n), '');
+    expect(listNames(store, dir, '.log')).toEqual(['a', 'a-b']);
     expect(listNames(store, join(dir, 'none'))).toEqual([]);
   });
 });
