@@ -15,6 +15,15 @@ const job = {
   ],
 };
 
+function caught(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a throw');
+}
+
 function tree(entries: Record<string, CurrentFile>): Map<string, CurrentFile> {
   return new Map(Object.entries(entries));
 }
@@ -94,6 +103,30 @@ describe('planApply', () => {
     const outside = () =>
       expectPlan({ kind: 'invalid', path: 'evil.sh', rule: 'is not one of the job allowed paths' });
     expect(outside).toThrow(RejectedError);
+  });
+
+  it('tells the user which input went stale, both digests, rule 6 and that nothing was written', () => {
+    const err = caught(() => expectPlan({ kind: 'stale', path: 'src/x.ts', minted: B, current: C }));
+    expect(err).toBeInstanceOf(ConflictError);
+    expect((err as ConflictError).code).toBe('EGJ_STALE');
+    expect((err as ConflictError).exitCode).toBe(4);
+    expect((err as Error).message).toBe(
+      'src/x.ts: the repository changed under the job (expected sha256 bbbbbbbbbbbb, found sha256 cccccccccccc); ' +
+        'rule 6: every input must still match the job; nothing was written',
+    );
+  });
+
+  it('tells the user which output broke the contract, the rule and that nothing was written', () => {
+    const err = caught(() =>
+      expectPlan({ kind: 'invalid', path: 'src/x.ts', rule: 'is listed twice among the outputs' }),
+    );
+    expect(err).toBeInstanceOf(RejectedError);
+    expect((err as RejectedError).code).toBe('EGJ_OUTSIDE_CONTRACT');
+    expect((err as RejectedError).exitCode).toBe(3);
+    expect((err as RejectedError).details()).toEqual({ file: 'src/x.ts' });
+    expect((err as Error).message).toBe(
+      'src/x.ts: output is listed twice among the outputs (rule 3); nothing was written',
+    );
   });
 
   it('never plans a write when any input differs from the job', () => {
