@@ -2,7 +2,16 @@
 // modes read, what a race with another process does to each step, the temps left (none) and the
 // directory fsyncs made, and the exact refusal a user sees.
 import * as fs from 'node:fs';
-import { mkdirSync, readdirSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -303,6 +312,13 @@ describe('removing a created file', () => {
     expect(readOrNull(store.root, 'src/new.ts')?.toString()).toBe('edited\n');
   });
 
+  it('makes no directory for a file that is already gone', () => {
+    const store = repo();
+    const err = thrown(() => removeTreeFile(store, 'gone/deeper/new.ts', sha('b\n'), 'ctx'));
+    expect(err.code).toBe('EGJ_STALE');
+    expect(existsSync(join(store.root, 'gone'))).toBe(false);
+  });
+
   it('reports a failed unlink as EGJ_IO naming it and the file', () => {
     const store = repo({ 'src/new.ts': 'b\n' });
     const failing = rawHookedStore(store, (call, _args, proceed) => {
@@ -329,6 +345,7 @@ describe('sweeping torn temps', () => {
     expect(readdirSync(join(store.root, 'src')).sort()).toEqual(['a.ts', 'keep.genjob-tmp-']);
     expect(readdirSync(join(store.root, 'other'))).toEqual([`${TREE_TMP_PREFIX}x`]);
     expect(synced).toEqual([join(store.root, 'src')]);
+    expect(existsSync(join(store.root, 'gone'))).toBe(false);
   });
 
   it('does not fail when another recovery removed a temp first', () => {
