@@ -8,7 +8,12 @@ import { revertApplied } from '../../src/apply/revert.js';
 import { TREE_TMP_PREFIX } from '../../src/apply/tree-file.js';
 import type { GenjobError } from '../../src/core/errors.js';
 import { sha256Hex } from '../../src/core/sha256.js';
-import { TOMBSTONE_SCHEMA, tombstoneFile, writeTombstone } from '../../src/store/tombstone.js';
+import {
+  TOMBSTONE_SCHEMA,
+  type Tombstone,
+  tombstoneFile,
+  writeTombstone,
+} from '../../src/store/tombstone.js';
 import { hookedStore } from '../helpers/hooked-fs.js';
 import { makeFixture, readOrNull, removeTempDirs, snapshot } from './fixture.js';
 
@@ -36,7 +41,7 @@ async function refusal(p: Promise<unknown>): Promise<GenjobError> {
   return err as GenjobError;
 }
 
-function tombstone(key: string, state: 'applied' | 'dropped') {
+function tombstone(key: string, state: 'applied' | 'dropped'): Tombstone {
   return {
     schema: TOMBSTONE_SCHEMA,
     key,
@@ -46,7 +51,7 @@ function tombstone(key: string, state: 'applied' | 'dropped') {
     receipt_sha256: null,
     pruned: [],
     pruned_at: '2026-11-30T22:15:00.000Z',
-  } as const;
+  };
 }
 
 describe('revertApplied refusals', () => {
