@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type CurrentFile, expectPlan, planApply } from '../../src/apply/apply-plan.js';
 import { ConflictError, RejectedError } from '../../src/core/errors.js';
+import { thrown } from './fixture.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);
@@ -14,15 +15,6 @@ const job = {
     { path: 'src/y.ts', sha256: null },
   ],
 };
-
-function caught(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a throw');
-}
 
 function tree(entries: Record<string, CurrentFile>): Map<string, CurrentFile> {
   return new Map(Object.entries(entries));
@@ -106,7 +98,7 @@ describe('planApply', () => {
   });
 
   it('tells the user which input went stale, both digests, rule 6 and that nothing was written', () => {
-    const err = caught(() => expectPlan({ kind: 'stale', path: 'src/x.ts', minted: B, current: C }));
+    const err = thrown(() => expectPlan({ kind: 'stale', path: 'src/x.ts', minted: B, current: C }));
     expect(err).toBeInstanceOf(ConflictError);
     expect((err as ConflictError).code).toBe('EGJ_STALE');
     expect((err as ConflictError).exitCode).toBe(4);
@@ -117,7 +109,7 @@ describe('planApply', () => {
   });
 
   it('tells the user which output broke the contract, the rule and that nothing was written', () => {
-    const err = caught(() =>
+    const err = thrown(() =>
       expectPlan({ kind: 'invalid', path: 'src/x.ts', rule: 'is listed twice among the outputs' }),
     );
     expect(err).toBeInstanceOf(RejectedError);

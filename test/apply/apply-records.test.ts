@@ -7,7 +7,7 @@ import { applyJob } from '../../src/apply/apply-job.js';
 import { readApplied, readApplying } from '../../src/apply/apply-records.js';
 import { UsageError } from '../../src/core/errors.js';
 import { buildJob, jobDigest } from '../../src/core/job.js';
-import { makeFixture, removeTempDirs } from './fixture.js';
+import { makeFixture, removeTempDirs, thrown } from './fixture.js';
 
 afterEach(removeTempDirs);
 
@@ -24,14 +24,8 @@ async function appliedFixture() {
 }
 
 function invalidOf(read: () => unknown): UsageError {
-  let caught: unknown;
-  try {
-    read();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(UsageError);
-  const err = caught as UsageError;
+  const err = thrown<UsageError>(read);
+  expect(err).toBeInstanceOf(UsageError);
   expect(err.code).toBe('EGJ_RECORD_INVALID');
   expect(err.exitCode).toBe(2);
   return err;
@@ -68,13 +62,7 @@ describe('readApplied and readApplying', () => {
     writeFileSync(file, '{"schema": ');
     const message = invalidOf(() => readApplied(f.v.store, key)).message;
     expect(message).toMatch(new RegExp(`^${file}: not a valid apply record: malformed JSON \\(.+\\)$`));
-    let parserSays = '';
-    try {
-      JSON.parse('{"schema": ');
-    } catch (err) {
-      parserSays = (err as Error).message;
-    }
-    expect(message).toContain(`(${parserSays})`);
+    expect(message).toContain(`(${thrown(() => JSON.parse('{"schema": ')).message})`);
   });
 
   it('refuses a record that is not an object, naming the whole document', async () => {

@@ -29,7 +29,7 @@ import { sha256Hex } from '../../src/core/sha256.js';
 import type { FsPort } from '../../src/store/fs-port.js';
 import { Store } from '../../src/store/store.js';
 import { type FsHook, hookedStore, sysError } from '../helpers/hooked-fs.js';
-import { readOrNull, removeTempDirs, tempDir, writeTree } from './fixture.js';
+import { readOrNull, removeTempDirs, tempDir, thrown, writeTree } from './fixture.js';
 
 afterEach(removeTempDirs);
 
@@ -50,15 +50,6 @@ function rawHookedStore(store: Store, hook: FsHook): Store {
     port[name] = (...args: unknown[]) => hook(name, args, () => raw[name]!.apply(fs, args));
   }
   return new Store(store.root, port as unknown as FsPort);
-}
-
-function thrown(fn: () => unknown): GenjobError {
-  try {
-    fn();
-  } catch (err) {
-    return err as GenjobError;
-  }
-  throw new Error('expected a throw');
 }
 
 /** Directory fsyncs made through `store`: opens with O_DIRECTORY, by absolute path. */
@@ -136,7 +127,7 @@ describe('reading the tree', () => {
       if (call === 'openSync' && args[0] === abs) race(abs);
       return proceed();
     });
-    const err = thrown(() => readTreeFile(racing, 'src/a.ts'));
+    const err = thrown<GenjobError>(() => readTreeFile(racing, 'src/a.ts'));
     expect([err.code, err.exitCode]).toEqual(['EGJ_UNSAFE_PATH', 4]);
     expect(err.message).toBe(
       `src/a.ts: ${rule}; genjob never writes outside the repository or through a symlink`,
@@ -160,7 +151,7 @@ describe('reading the tree', () => {
       if (call === 'readSync') throw sysError('EIO', -5, 'read');
       return proceed();
     });
-    const err = thrown(() => readTreeFile(failing, 'src/a.ts'));
+    const err = thrown<GenjobError>(() => readTreeFile(failing, 'src/a.ts'));
     expect(err).toBeInstanceOf(IoError);
     expect(err.message).toBe(`${abs}: read failed: i/o error (EIO)`);
   });
@@ -181,7 +172,7 @@ describe('reading objects/', () => {
   it('refuses a missing object with EGJ_OBJECT_MISSING (exit 3) naming it', () => {
     const store = repo();
     const file = store.layout.object(sha('gone'));
-    const err = thrown(() => readObject(store, sha('gone')));
+    const err = thrown<GenjobError>(() => readObject(store, sha('gone')));
     expect([err.code, err.exitCode]).toEqual(['EGJ_OBJECT_MISSING', 3]);
     expect(err.message).toBe(`${file}: object is missing; the bytes it names cannot be written`);
     expect(err.details()).toEqual({ file });
@@ -192,7 +183,7 @@ describe('reading objects/', () => {
     const digest = sha('original');
     const file = store.layout.object(digest);
     writeFileSync(file, 'bit rot');
-    const err = thrown(() => readObject(store, digest));
+    const err = thrown<GenjobError>(() => readObject(store, digest));
     expect([err.code, err.exitCode]).toEqual(['EGJ_OBJECT_CORRUPT', 3]);
     expect(err.message).toBe(`${file}: bytes hash to ${short('bit rot')}, not to their name`);
     expect(err.details()).toEqual({ file });
@@ -203,7 +194,7 @@ describe('reading objects/', () => {
     const digest = sha('kept bytes\n');
     const file = store.layout.object(digest);
     symlinkSync(join(store.root, 'plain.txt'), file);
-    const err = thrown(() => readObject(store, digest));
+    const err = thrown<GenjobError>(() => readObject(store, digest));
     expect(err).toBeInstanceOf(IoError);
     expect((err as IoError).errno).toBe('ELOOP');
   });
@@ -213,7 +204,7 @@ describe('reading objects/', () => {
     const digest = sha('x');
     const file = store.layout.object(digest);
     mkdirSync(file);
-    const err = thrown(() => readObject(store, digest));
+    const err = thrown<GenjobError>(() => readObject(store, digest));
     expect(err).toBeInstanceOf(IoError);
     expect(err.message).toBe(`${file}: read failed: EFTYPE`);
   });
@@ -246,7 +237,7 @@ describe('replacing files', () => {
   it('writes nothing, leaves no temp and fsyncs nothing when the first target is stale', () => {
     const store = repo({ 'src/a.ts': 'my edit\n' });
     const { store: counted, synced } = countingDirSyncs(store);
-    const err = thrown(() =>
+    const err = thrown<GenjobError>(() =>
       commitTreeFile(counted, 'src/a.ts', sha('a = 1\n'), Buffer.from('a = 2\n'), 0o644, 'the context'),
     );
     expect(err.code).toBe('EGJ_STALE');
@@ -265,7 +256,9 @@ describe('replacing files', () => {
       if (call === 'linkSync' && args[1] === abs) writeFileSync(abs, 'theirs\n');
       return proceed();
     });
-    const err = thrown(() => commitTreeFile(racing, 'src/new.ts', null, Buffer.from('ours\n'), 0o644, 'ctx'));
+    const err = thrown<GenjobError>(() =>
+      commitTreeFile(racing, 'src/new.ts', null, Buffer.from('ours\n'), 0o644, 'ctx'),
+    );
     expect(err.code).toBe('EGJ_STALE');
     expect(err.message).toBe(
       `src/new.ts: the repository changed under the job (expected absent, found sha256 ${short('theirs\n')}); ctx`,
@@ -285,7 +278,9 @@ describe('replacing files', () => {
         if (c === call) throw sysError('EIO', -5, op);
         return proceed();
       });
-      const err = thrown(() => commitTreeFile(failing, path, expected, Buffer.from('new\n'), 0o644, 'ctx'));
+      const err = thrown<GenjobError>(() =>
+        commitTreeFile(failing, path, expected, Buffer.from('new\n'), 0o644, 'ctx'),
+      );
       expect(err).toBeInstanceOf(IoError);
       expect(err.message).toBe(`${join(store.root, path)}: ${op} failed: i/o error (EIO)`);
       expect(temps(join(store.root, 'src'))).toEqual([]);
@@ -304,7 +299,7 @@ describe('removing a created file', () => {
 
   it('keeps an edited file and says so', () => {
     const store = repo({ 'src/new.ts': 'edited\n' });
-    const err = thrown(() => removeTreeFile(store, 'src/new.ts', sha('b\n'), 'ctx'));
+    const err = thrown<GenjobError>(() => removeTreeFile(store, 'src/new.ts', sha('b\n'), 'ctx'));
     expect(err.code).toBe('EGJ_STALE');
     expect(err.message).toBe(
       `src/new.ts: the repository changed under the job (expected sha256 ${short('b\n')}, found sha256 ${short('edited\n')}); ctx`,
@@ -314,7 +309,7 @@ describe('removing a created file', () => {
 
   it('makes no directory for a file that is already gone', () => {
     const store = repo();
-    const err = thrown(() => removeTreeFile(store, 'gone/deeper/new.ts', sha('b\n'), 'ctx'));
+    const err = thrown<GenjobError>(() => removeTreeFile(store, 'gone/deeper/new.ts', sha('b\n'), 'ctx'));
     expect(err.code).toBe('EGJ_STALE');
     expect(existsSync(join(store.root, 'gone'))).toBe(false);
   });
@@ -325,7 +320,7 @@ describe('removing a created file', () => {
       if (call === 'unlinkSync') throw sysError('EIO', -5, 'unlink');
       return proceed();
     });
-    const err = thrown(() => removeTreeFile(failing, 'src/new.ts', sha('b\n'), 'ctx'));
+    const err = thrown<GenjobError>(() => removeTreeFile(failing, 'src/new.ts', sha('b\n'), 'ctx'));
     expect(err.message).toBe(`${join(store.root, 'src/new.ts')}: unlink failed: i/o error (EIO)`);
   });
 });
