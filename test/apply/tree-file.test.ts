@@ -207,6 +207,7 @@ describe('reading objects/', () => {
     const err = thrown<GenjobError>(() => readObject(store, digest));
     expect(err).toBeInstanceOf(IoError);
     expect(err.message).toBe(`${file}: read failed: EFTYPE`);
+    expect((err.cause as Error).message).toBe(`${file}: not a regular file`);
   });
 });
 
