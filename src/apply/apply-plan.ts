@@ -56,6 +56,7 @@ export function planApply(
       mode: mode == null ? NEW_FILE_MODE : mode & 0o777,
     });
   }
+  // Stryker disable next-line EqualityOperator,ConditionalExpression: paths are unique here (a repeat is refused above), so no tie occurs, and V8's sort reads only whether the result is < 0
   writes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { kind: 'plan', writes };
 }

@@ -53,11 +53,13 @@ export async function revertApplied(
       todo.flatMap((w) => (w.before === null ? [] : [[w.path, readObject(store, w.before)]])),
     );
     for (const w of todo) {
+      // Stryker disable next-line StringLiteral: the lock callback runs synchronously, so a compromise (set by proper-lockfile's timer) is never seen here and the step text never shows
       lock.assertHeld(`reverting ${w.path}`);
       const context = `${changed}; stopped (files already reverted stay reverted)`;
       if (w.before === null) removeTreeFile(store, w.path, w.after, context);
       else commitTreeFile(store, w.path, w.after, originals.get(w.path)!, w.mode, context);
     }
+    // Stryker disable next-line StringLiteral: the lock callback runs synchronously, so a compromise (set by proper-lockfile's timer) is never seen here and the step text never shows
     lock.assertHeld(`moving ${store.layout.jobFile('applied', key)} to reverted/`);
     store.fs.mkdirSync(store.layout.dir('reverted'), { recursive: true }); // a .gen/ made before reverted/ existed
     moveState(store, store.layout.jobFile('applied', key), revertedFile);

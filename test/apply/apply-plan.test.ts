@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type CurrentFile, expectPlan, planApply } from '../../src/apply/apply-plan.js';
 import { ConflictError, RejectedError } from '../../src/core/errors.js';
+import { thrown } from './fixture.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);
@@ -94,6 +95,30 @@ describe('planApply', () => {
     const outside = () =>
       expectPlan({ kind: 'invalid', path: 'evil.sh', rule: 'is not one of the job allowed paths' });
     expect(outside).toThrow(RejectedError);
+  });
+
+  it('tells the user which input went stale, both digests, rule 6 and that nothing was written', () => {
+    const err = thrown(() => expectPlan({ kind: 'stale', path: 'src/x.ts', minted: B, current: C }));
+    expect(err).toBeInstanceOf(ConflictError);
+    expect((err as ConflictError).code).toBe('EGJ_STALE');
+    expect((err as ConflictError).exitCode).toBe(4);
+    expect((err as Error).message).toBe(
+      'src/x.ts: the repository changed under the job (expected sha256 bbbbbbbbbbbb, found sha256 cccccccccccc); ' +
+        'rule 6: every input must still match the job; nothing was written',
+    );
+  });
+
+  it('tells the user which output broke the contract, the rule and that nothing was written', () => {
+    const err = thrown(() =>
+      expectPlan({ kind: 'invalid', path: 'src/x.ts', rule: 'is listed twice among the outputs' }),
+    );
+    expect(err).toBeInstanceOf(RejectedError);
+    expect((err as RejectedError).code).toBe('EGJ_OUTSIDE_CONTRACT');
+    expect((err as RejectedError).exitCode).toBe(3);
+    expect((err as RejectedError).details()).toEqual({ file: 'src/x.ts' });
+    expect((err as Error).message).toBe(
+      'src/x.ts: output is listed twice among the outputs (rule 3); nothing was written',
+    );
   });
 
   it('never plans a write when any input differs from the job', () => {

@@ -1,8 +1,20 @@
-import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyJob } from '../../src/apply/apply-job.js';
+import { acquireApplyLock } from '../../src/apply/apply-lock.js';
 import { revertApplied } from '../../src/apply/revert.js';
+import { TREE_TMP_PREFIX } from '../../src/apply/tree-file.js';
 import { ConflictError, type GenjobError } from '../../src/core/errors.js';
 import { nodeFs } from '../../src/store/fs-port.js';
 import { readJournal } from '../../src/store/journal.js';
@@ -90,6 +102,61 @@ describe('revertApplied', () => {
     expect(await revertApplied(f.v.store, f.v.job.key)).toEqual({ reverted: [], already: false });
     expect(existsSync(a)).toBe(false);
     expect(existsSync(r)).toBe(true);
+  });
+
+  it('removes torn temp files a crash left next to the files it reverts', async () => {
+    const f = applied();
+    await applyJob(f.v, {});
+    writeFileSync(join(f.root, 'src/new', `${TREE_TMP_PREFIX}torn`), 'half');
+    writeFileSync(join(f.root, 'bin', `${TREE_TMP_PREFIX}torn`), 'half');
+    await revertApplied(f.v.store, f.v.job.key);
+    expect(readdirSync(join(f.root, 'src/new'))).toEqual([]);
+    expect(readdirSync(join(f.root, 'bin'))).toEqual(['run.sh']);
+  });
+
+  it('journals one reverted event with the key and the number of files it wrote back', async () => {
+    const f = applied();
+    await applyJob(f.v, {});
+    writeFileSync(join(f.root, 'src/a.ts'), 'a = 1\n'); // already back to its before bytes: not counted
+    await revertApplied(f.v.store, f.v.job.key);
+    expect(readJournal(f.v.store, f.v.job.key).at(-1)).toMatchObject({
+      event: 'reverted',
+      key: f.v.job.key,
+      writes: 2,
+    });
+  });
+
+  it('waits up to lockTimeoutMs for an apply holding the lock, then reverts', async () => {
+    const f = applied();
+    await applyJob(f.v, {});
+    const held = await acquireApplyLock(f.v.store);
+    setTimeout(() => void held.release(), 300);
+    const out = await revertApplied(f.v.store, f.v.job.key, { lockTimeoutMs: 10_000 });
+    expect(out.reverted).toHaveLength(3);
+  });
+
+  it('reverts a job applied again after a revert, even when a crash left its old reverted record behind', async () => {
+    const f = applied();
+    const { store } = f.v;
+    const key = f.v.job.key;
+    await applyJob(f.v, {});
+    await revertApplied(store, key);
+    const oldReverted = `${store.root}/old-reverted.json`;
+    copyFileSync(store.layout.jobFile('reverted', key), oldReverted);
+    await applyJob(f.v, {});
+    // the crash: applied/ published again, reverted/ not yet removed
+    copyFileSync(oldReverted, store.layout.jobFile('reverted', key));
+    rmSync(oldReverted);
+    expect((await revertApplied(store, key)).reverted).toHaveLength(3);
+    for (const [path, bytes] of f.original) expect(readOrNull(f.root, path)).toEqual(bytes);
+  });
+
+  it('makes reverted/ when a .gen/ made by an earlier genjob has none', async () => {
+    const f = applied();
+    await applyJob(f.v, {});
+    rmdirSync(f.v.store.layout.dir('reverted'));
+    await revertApplied(f.v.store, f.v.job.key);
+    expect(existsSync(f.v.store.layout.jobFile('reverted', f.v.job.key))).toBe(true);
   });
 
   it('says EGJ_NOT_APPLIED for a key that was never applied', async () => {
