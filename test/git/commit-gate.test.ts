@@ -81,13 +81,17 @@ const gate = (
 let repo: Repo;
 let base: string;
 let gen: Received;
-beforeEach(() => {
-  repo = tempGitRepo('gj-gate-');
-  base = repo.commit('base', { '.gitignore': '.gen/\n', 'src/a.py': OLD, README: 'people\n' });
-  gen = receive(repo, 'Rewrite a.py', { 'src/a.py': NEW });
-});
+/** Each checkCommits test starts from a repository with a base commit and one received job. */
+function withRepo(): void {
+  beforeEach(() => {
+    repo = tempGitRepo('gj-gate-');
+    base = repo.commit('base', { '.gitignore': '.gen/\n', 'src/a.py': OLD, README: 'people\n' });
+    gen = receive(repo, 'Rewrite a.py', { 'src/a.py': NEW });
+  });
+}
 
 describe('checkCommits passes', () => {
+  withRepo();
   it('a generated commit that changes exactly its outputs to the receipt bytes, and skips people’s commits', async () => {
     const person = repo.commit('people edit', { README: 'people 2\n' });
     const c = repo.commit(trailers(gen), { 'src/a.py': NEW });
@@ -138,6 +142,7 @@ describe('checkCommits passes', () => {
 });
 
 describe('checkCommits refuses', () => {
+  withRepo();
   /** The one check of the range `base..HEAD`, as code and message. */
   async function failure(range = `${base}..HEAD`, over = {}) {
     const checks = await gate(repo, range, over);
@@ -335,6 +340,7 @@ describe('checkCommits refuses', () => {
 });
 
 describe('checkCommits over a range', () => {
+  withRepo();
   it('checks every generated commit oldest first, or stops at the first failure', async () => {
     const bad = repo.commit(trailers(gen), { 'src/a.py': 'by hand\n' });
     const good = repo.commit(trailers(gen), { 'src/a.py': NEW });

@@ -38,17 +38,17 @@ export function tempGitRepo(prefix: string, opts: { objectFormat?: 'sha1' | 'sha
     git,
     object: (type, bytes) => git(['hash-object', '-t', type, '--literally', '-w', '--stdin'], bytes),
     commit(message, files, opts = {}) {
+      const paths = Object.keys(files);
       for (const [path, text] of Object.entries(files)) {
-        if (text === null) {
-          rmSync(join(root, path), { force: true });
-          git(['rm', '-q', '--cached', '--ignore-unmatch', '--', path]);
-          continue;
+        if (text === null) rmSync(join(root, path), { force: true });
+        else {
+          mkdirSync(dirname(join(root, path)), { recursive: true });
+          writeFileSync(join(root, path), text);
         }
-        mkdirSync(dirname(join(root, path)), { recursive: true });
-        writeFileSync(join(root, path), text);
-        git(['add', '--', path]);
-        if (opts.mode) git(['update-index', `--chmod=${opts.mode}`, '--', path]);
       }
+      // one `git add -A` stages the writes and the deletions of exactly these paths
+      if (paths.length > 0) git(['add', '-A', '--', ...paths]);
+      if (opts.mode) git(['update-index', `--chmod=${opts.mode}`, '--', ...paths]);
       git(['commit', '-q', '--allow-empty', '-m', message]);
       return git(['rev-parse', 'HEAD']);
     },
