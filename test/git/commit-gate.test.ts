@@ -3,7 +3,7 @@
 // outputs with the receipt's bytes. What a reviewer sees for each failure is pinned: the code and the
 // message, per commit, oldest first.
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
@@ -196,9 +196,12 @@ describe('checkCommits refuses', () => {
     });
   });
 
-  it('a Genjob-Key with more than the key', async () => {
-    repo.commit(trailers(gen).replace(gen.job.key, `${gen.job.key}0`), { 'src/a.py': NEW });
-    expect((await failure()).message).toBe(`Genjob-Key "${gen.job.key}0" is not a key`);
+  it.each(['0', 'x'])('a Genjob-Key with more than the key (%s before or after it)', async (more) => {
+    for (const value of [`${gen.job.key}${more}`, `${more}${gen.job.key}`]) {
+      repo.git(['reset', '-q', '--hard', base]);
+      repo.commit(trailers(gen).replace(gen.job.key, value), { 'src/a.py': NEW });
+      expect((await failure()).message).toBe(`Genjob-Key "${value}" is not a key`);
+    }
   });
 
   it.each([`sha1:${'a'.repeat(64)}`, 'sha256:abc', `sha256:${'a'.repeat(64)}0`, `xsha256:${'a'.repeat(64)}`])(
@@ -327,6 +330,24 @@ describe('checkCommits refuses', () => {
       code: 'EGJ_COMMIT_OUTPUT_MISSING',
       message: 'does not hold output "src/gone.py" of its receipt',
     });
+  });
+
+  it('a commit where an output is a directory', async () => {
+    const dirOut = receive(repo, 'Make src', { src: NEW });
+    repo.commit(trailers(dirOut), {});
+    expect(await failure()).toEqual({
+      key: dirOut.job.key,
+      code: 'EGJ_COMMIT_OUTPUT_MISSING',
+      message: 'does not hold output "src" of its receipt',
+    });
+  });
+
+  it('nothing, when reading the receipt’s artifacts fails: the I/O error is the caller’s to report', async () => {
+    const outDir = repo.store.layout.outDir(gen.job.key);
+    rmSync(outDir, { recursive: true });
+    writeFileSync(outDir, 'not a directory');
+    repo.commit(trailers(gen), { 'src/a.py': NEW });
+    await expect(gate(repo, `${base}..HEAD`)).rejects.toMatchObject({ code: 'EGJ_IO' });
   });
 
   it('an output whose committed bytes differ from the receipt’s', async () => {
