@@ -146,6 +146,22 @@ describe('readPulled accepts', () => {
     expect(outcome).toMatchObject({ ok: true, material: { outputs: [{ path: 'src/a.py', bytes: NEW }] } });
   });
 
+  it('an output of exactly 64 MiB, and one as deep as a contract path may be', async () => {
+    const cap = 64 * 1024 * 1024;
+    const bytes = Buffer.alloc(cap, 0x20);
+    const parts = Array.from({ length: 31 }, (_, i) => `d${i}`);
+    const deepPath = `${parts.join('/')}/f`;
+    const d = documents('Big and deep', { big: bytes, [deepPath]: NEW });
+    let deep: Entry[] = [['100644', 'f', newBlob]];
+    for (const part of [...parts].reverse()) deep = [['40000', part, rawTree(repo, deep)]];
+    const tree = topTree(repo, d, [['100644', 'big', blob(repo, bytes)], ...deep]);
+    const [outcome] = await readPulled(repo.root, [pulled(d.job.key, rawCommit(repo, tree))]);
+    expect(outcome!.ok ? outcome!.material.outputs.map((o) => [o.path, o.bytes.length]) : outcome).toEqual([
+      ['big', cap],
+      [deepPath, NEW.length],
+    ]);
+  }, 60_000);
+
   it('nothing to read: no refs, no outcomes', async () => {
     expect(await readPulled(repo.root, [])).toEqual([]);
   });
@@ -197,10 +213,15 @@ describe('readPulled refuses', () => {
     ]);
   });
 
-  it('a commit that names no tree', async () => {
-    const commit = repo.object('commit', 'author a <a@b> 0 +0000\n\nno tree\n');
-    expect(await readPulled(repo.root, [pulled(doc.job.key, commit)])).toEqual([
+  it('a commit that names no tree in its header, or whose object is not here', async () => {
+    const tree = topTree(repo, doc, outSrc(repo));
+    const commit = repo.object('commit', `author a <a@b> 0 +0000\n\ntree ${tree}\n`);
+    const absent = 'ab'.repeat(20);
+    expect(
+      await readPulled(repo.root, [pulled(doc.job.key, commit), pulled('e'.repeat(64), absent)]),
+    ).toEqual([
       { ok: false, key: doc.job.key, rule: 'the commit names no tree' },
+      { ok: false, key: 'e'.repeat(64), rule: 'the commit names no tree' },
     ]);
   });
 
@@ -300,6 +321,24 @@ describe('readPulled refuses', () => {
       ['40000', 'out', rawTree(repo, outSrc(repo))],
     ]);
     expect(await ruleFor(repo, doc, tree)).toBe('job.json is not a blob');
+  });
+
+  it('a document entry whose object is not here', async () => {
+    const tree = rawTree(repo, [
+      ['100644', 'job.json', blob(repo, doc.jobBytes)],
+      ['100644', 'receipt.json', 'cd'.repeat(20)],
+      ['40000', 'out', rawTree(repo, outSrc(repo))],
+    ]);
+    expect(await ruleFor(repo, doc, tree)).toBe('receipt.json is not a blob');
+  });
+
+  it('a receipt of exactly its size cap is read (and then judged by what it holds)', async () => {
+    const atCap = rawTree(repo, [
+      ['100644', 'job.json', blob(repo, doc.jobBytes)],
+      ['100644', 'receipt.json', blob(repo, Buffer.alloc(MAX_RECEIPT_BYTES, 0x20))],
+      ['40000', 'out', rawTree(repo, outSrc(repo))],
+    ]);
+    expect(await ruleFor(repo, doc, atCap)).toMatch(/^receipt\.json: /);
   });
 
   it('a receipt, a job file or an output above its size cap, before reading it', async () => {
