@@ -91,6 +91,38 @@ function systemPart(): string[] {
   return out;
 }
 
+describe('the confinement policy', () => {
+  // pinned as lists: on a machine without /lib32 or /etc/sudoers the argv alone cannot show a dropped entry
+  it('binds exactly these system directories read-only', () => {
+    expect(SYSTEM_DIRS).toEqual([
+      '/usr',
+      '/bin',
+      '/sbin',
+      '/lib',
+      '/lib32',
+      '/lib64',
+      '/libx32',
+      '/etc',
+      '/opt',
+    ]);
+  });
+
+  it('masks exactly these secrets under /etc', () => {
+    expect(ETC_SECRETS).toEqual([
+      '/etc/ssh',
+      '/etc/shadow',
+      '/etc/shadow-',
+      '/etc/gshadow',
+      '/etc/gshadow-',
+      '/etc/sudoers',
+      '/etc/sudoers.d',
+      '/etc/munge',
+      '/etc/ssl/private',
+      '/etc/genjob',
+    ]);
+  });
+});
+
 describe('bwrapArgv', () => {
   it('unshares every namespace, dies with its parent and starts a new session; no network unless the policy allows it', () => {
     const argv = bwrapArgv(policy, run);
