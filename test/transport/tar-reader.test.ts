@@ -307,7 +307,7 @@ describe('TarReader refuses', () => {
   });
 
   it('a global pax header that sets a path or a size', () => {
-    for (const rec of [{ path: 'p' }, { size: '1' }])
+    for (const rec of [{ path: 'p' }, { size: '1' }] as Array<Record<string, string>>)
       expect(refusal(tarOf(paxHeader(rec, { global: true }), fileEntry('f')))).toEqual(
         refused('EGJ_ARCHIVE_CORRUPT', 'a global pax header sets path or size'),
       );
