@@ -336,6 +336,49 @@ describe('TarReader refuses', () => {
   });
 });
 
+describe('TarReader refuses text that is not UTF-8', () => {
+  const latin1 = Buffer.from([0x63, 0x61, 0x66, 0xe9]); // 'café' in latin-1
+
+  it('in an entry name', () => {
+    expect(refusal(tarOf(rawHeader({ name: latin1 })))).toEqual(
+      refused('EGJ_ARCHIVE_CORRUPT', 'an entry name is not valid UTF-8'),
+    );
+  });
+
+  it('in a ustar name prefix', () => {
+    const h = rawHeader({ name: 'x' });
+    latin1.copy(h, 345);
+    expect(refusal(tarOf(withChecksum(h)))).toEqual(
+      refused('EGJ_ARCHIVE_CORRUPT', 'an entry name prefix is not valid UTF-8'),
+    );
+  });
+
+  it('in a GNU long name', () => {
+    const long = Buffer.concat([
+      rawHeader({ name: '././@LongLink', type: 'L', size: latin1.length }),
+      padded(latin1),
+    ]);
+    expect(refusal(tarOf(long, fileEntry('f')))).toEqual(
+      refused('EGJ_ARCHIVE_CORRUPT', 'a GNU long name is not valid UTF-8'),
+    );
+  });
+});
+
+describe('TarReader and a GNU long name that starts with NUL', () => {
+  const longName = (body: Buffer) =>
+    Buffer.concat([rawHeader({ name: '././@LongLink', type: 'L', size: body.length }), padded(body)]);
+
+  it('names the next entry with the empty name', () => {
+    expect(read(tarOf(longName(Buffer.from('\0\0')), fileEntry('f', 'x'))).map((e) => e.name)).toEqual(['']);
+  });
+
+  it('is refused when bytes follow the NUL', () => {
+    expect(refusal(tarOf(longName(Buffer.from('\0x')), fileEntry('f')))).toEqual(
+      refused('EGJ_ARCHIVE_CORRUPT', 'GNU long name with bytes after its NUL'),
+    );
+  });
+});
+
 describe('TarReader.finish refuses a stream that ends', () => {
   const whole = tarOf(fileEntry('a.txt', 'hello'));
 
@@ -367,6 +410,16 @@ describe('TarReader.finish refuses a stream that ends', () => {
     );
     expect(refusal(whole.subarray(0, 100))).toEqual(
       refused('EGJ_ARCHIVE_TRUNCATED', 'archive ends inside a header block'),
+    );
+  });
+
+  it('right after an entry that needs no padding, or after an empty entry: before the end blocks', () => {
+    const exact = tarOf(fileEntry('full', 'x'.repeat(BLOCK)));
+    expect(refusal(exact.subarray(0, 2 * BLOCK))).toEqual(
+      refused('EGJ_ARCHIVE_TRUNCATED', 'archive ends before its two end-of-archive zero blocks'),
+    );
+    expect(refusal(rawHeader({ name: 'empty', size: 0 }))).toEqual(
+      refused('EGJ_ARCHIVE_TRUNCATED', 'archive ends before its two end-of-archive zero blocks'),
     );
   });
 
