@@ -8,8 +8,7 @@ import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { UsageError } from '../../src/core/errors.js';
-import { buildJob, type Job, jobDigest } from '../../src/core/job.js';
-import { RECEIPT_SCHEMA, type Receipt } from '../../src/core/receipt.js';
+import type { Job } from '../../src/core/job.js';
 import { NO_TRUST, type ReceiptTrustPolicy, signReceipt } from '../../src/core/receipt-envelope.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { checkCommits, rangeArgs } from '../../src/git/commit-gate.js';
@@ -19,6 +18,7 @@ import { publishExclusive } from '../../src/store/durable.js';
 import { jobFileBytes } from '../../src/store/mint-job.js';
 import { keyIdOf } from '../../src/trust/keys.js';
 import { type Repo, tempGitRepo } from './git-repo.js';
+import { jobWithReceipt } from './job-fixture.js';
 
 const OLD = 'old\n';
 const NEW = 'new\n';
@@ -36,27 +36,7 @@ function receive(
   sign?: { privateKey: import('node:crypto').KeyObject; keyid: string },
 ): Received {
   const store = repo.store;
-  const job = buildJob(
-    instruction,
-    Object.keys(outputs).map((path) => ({ path, sha256: null })),
-  );
-  const receipt: Receipt = {
-    schema: RECEIPT_SCHEMA,
-    key: job.key,
-    job_digest: jobDigest(job),
-    epoch: 1,
-    status: 'ok',
-    outputs: Object.entries(outputs).map(([path, text]) => ({
-      path,
-      sha256: sha256Hex(text),
-      bytes: Buffer.byteLength(text),
-    })),
-    reason: null,
-    worker: { id: 'w', host: 'h' },
-    generator: { command: 'g', version: null },
-    timings: { started_at: 't', finished_at: 't', generate_ms: 1 },
-    cached: false,
-  };
+  const { job, receipt } = jobWithReceipt(instruction, outputs);
   const bytes = sign ? signReceipt(receipt, sign.privateKey, sign.keyid) : canonicalBytes(receipt);
   publishExclusive(store, store.layout.jobFile('received', job.key), jobFileBytes(job));
   beginAttempt(store, job.key, { id: 'w', host: 'h', pid: 1 }, 60, 'local');

@@ -3,9 +3,8 @@
 // rule readPulled gives for each refused shape, and what it returns for good material.
 import { beforeEach, describe, expect, it } from 'vitest';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
-import { buildJob, DEFAULT_CONSTRAINTS, type Job, jobDigest } from '../../src/core/job.js';
-import { MAX_RECEIPT_BYTES, RECEIPT_SCHEMA, type Receipt } from '../../src/core/receipt.js';
-import { sha256Hex } from '../../src/core/sha256.js';
+import { DEFAULT_CONSTRAINTS, type Job } from '../../src/core/job.js';
+import { MAX_RECEIPT_BYTES } from '../../src/core/receipt.js';
 import { buildMaterial } from '../../src/git/build-material.js';
 import { keyRef, PULLED_REFS } from '../../src/git/material-refs.js';
 import {
@@ -18,6 +17,7 @@ import {
 } from '../../src/git/read-material.js';
 import { jobFileBytes } from '../../src/store/mint-job.js';
 import { type Repo, tempGitRepo } from './git-repo.js';
+import { jobWithReceipt } from './job-fixture.js';
 
 const NEW = Buffer.from('new\n');
 
@@ -33,25 +33,22 @@ function documents(
   outputs: Record<string, Buffer>,
   constraints = DEFAULT_CONSTRAINTS,
 ): Doc {
-  const job = buildJob(
-    instruction,
-    Object.keys(outputs).map((path) => ({ path, sha256: null })),
-    constraints,
-  );
-  const receipt: Receipt = {
-    schema: RECEIPT_SCHEMA,
-    key: job.key,
-    job_digest: jobDigest(job),
-    epoch: 1,
-    status: 'ok',
-    outputs: Object.entries(outputs).map(([path, b]) => ({ path, sha256: sha256Hex(b), bytes: b.length })),
-    reason: null,
-    worker: { id: 'w', host: 'h' },
-    generator: { command: 'g', version: null },
-    timings: { started_at: 't', finished_at: 't', generate_ms: 1 },
-    cached: false,
-  };
+  const { job, receipt } = jobWithReceipt(instruction, outputs, constraints);
   return { job, jobBytes: jobFileBytes(job), receiptBytes: canonicalBytes(receipt) };
+}
+
+/** `d`'s material with out/src/a.py, as genjob push builds it under refs/genjob/keys/<key> of `r`. */
+async function pushed(r: Repo, d: Doc): Promise<string> {
+  await buildMaterial(r.root, [
+    {
+      key: d.job.key,
+      job: d.jobBytes,
+      receipt: d.receiptBytes,
+      receiptSha256: '0',
+      outputs: [{ path: 'src/a.py', bytes: NEW }],
+    },
+  ]);
+  return r.git(['rev-parse', keyRef(d.job.key)]);
 }
 
 type Entry = [mode: string, name: string, oid: string];
@@ -113,16 +110,7 @@ const outSrc = (r: Repo, name = 'a.py', mode = '100644', oid?: string): Entry[] 
 
 describe('readPulled accepts', () => {
   it('the material genjob push builds, returning its job, receipt and outputs by contract path', async () => {
-    await buildMaterial(repo.root, [
-      {
-        key: doc.job.key,
-        job: doc.jobBytes,
-        receipt: doc.receiptBytes,
-        receiptSha256: '0',
-        outputs: [{ path: 'src/a.py', bytes: NEW }],
-      },
-    ]);
-    const commit = repo.git(['rev-parse', keyRef(doc.job.key)]);
+    const commit = await pushed(repo, doc);
     expect(await readPulled(repo.root, [pulled(doc.job.key, commit)])).toEqual([
       {
         ok: true,
@@ -460,16 +448,7 @@ describe('readPulled refuses', () => {
 describe('fetchKeyRefs', () => {
   it('mirrors the remote’s key refs (forced and pruned), naming each ref’s object, type and key', async () => {
     const remote = tempGitRepo('gj-material-remote-');
-    await buildMaterial(remote.root, [
-      {
-        key: doc.job.key,
-        job: doc.jobBytes,
-        receipt: doc.receiptBytes,
-        receiptSha256: '0',
-        outputs: [{ path: 'src/a.py', bytes: NEW }],
-      },
-    ]);
-    const commit = remote.git(['rev-parse', keyRef(doc.job.key)]);
+    const commit = await pushed(remote, doc);
     const tag = remote.object('tag', `object ${commit}\ntype commit\ntag t\ntagger a <a@b> 0 +0000\n\nm\n`);
     remote.git(['update-ref', 'refs/genjob/keys/not-a-key', commit]);
     remote.git(['update-ref', `refs/genjob/keys/${'d'.repeat(64)}`, tag]);

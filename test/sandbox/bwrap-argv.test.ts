@@ -63,30 +63,21 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-/** What a system directory or an /etc secret becomes on this machine, read from the filesystem. */
-function kind(p: string): 'dir' | 'file' | 'link' | undefined {
-  try {
-    const st = lstatSync(p);
-    return st.isSymbolicLink() ? 'link' : st.isDirectory() ? 'dir' : 'file';
-  } catch {
-    return undefined;
-  }
-}
-
+/** The system part of the argv on this machine, read from the filesystem: what bwrapArgv must emit. */
 function systemPart(): string[] {
   const out: string[] = [];
   for (const d of SYSTEM_DIRS) {
-    const k = kind(d);
-    if (k === 'link') out.push('--symlink', readlinkSync(d), d);
-    else if (k === 'dir') out.push('--ro-bind', d, d);
+    const st = lstatSync(d, { throwIfNoEntry: false });
+    if (st?.isSymbolicLink()) out.push('--symlink', readlinkSync(d), d);
+    else if (st?.isDirectory()) out.push('--ro-bind', d, d);
   }
   const nodeDir = dirname(process.execPath);
   if (!SYSTEM_DIRS.some((s) => nodeDir === s || nodeDir.startsWith(`${s}/`)))
     out.push('--ro-bind', nodeDir, nodeDir);
-  for (const s of ETC_SECRETS) {
-    const k = kind(s);
-    if (k === 'dir') out.push('--tmpfs', s);
-    else if (k === 'file') out.push('--ro-bind', '/dev/null', s);
+  for (const secret of ETC_SECRETS) {
+    const st = lstatSync(secret, { throwIfNoEntry: false });
+    if (st?.isDirectory()) out.push('--tmpfs', secret);
+    else if (st?.isFile()) out.push('--ro-bind', '/dev/null', secret);
   }
   return out;
 }

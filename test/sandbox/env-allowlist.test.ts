@@ -22,16 +22,17 @@ const HOST: NodeJS.ProcessEnv = {
 
 describe('generatorEnv', () => {
   it('passes PATH, the locale, TERM and TZ, sets the sandbox HOME and drops every other host variable', () => {
-    expect(generatorEnv(HOST, [], {}, '/tmp/home')).toStrictEqual({
-      PATH: '/opt/host/bin:/usr/bin',
-      LANG: 'de_DE.UTF-8',
-      LANGUAGE: 'de',
-      TERM: 'xterm',
-      TZ: 'Europe/Berlin',
-      LC_ALL: 'C.UTF-8',
-      LC_TIME: 'en_GB.UTF-8',
-      HOME: '/tmp/home',
-    });
+    const { XLC_ALL, HOME, OPENAI_API_KEY, SSH_AUTH_SOCK, GENJOB_SIGN_KEY, MODEL_URL, ...passed } = HOST;
+    expect(Object.keys(passed).sort()).toEqual([
+      'LANG',
+      'LANGUAGE',
+      'LC_ALL',
+      'LC_TIME',
+      'PATH',
+      'TERM',
+      'TZ',
+    ]);
+    expect(generatorEnv(HOST, [], {}, '/tmp/home')).toStrictEqual({ ...passed, HOME: '/tmp/home' });
   });
 
   it('passes a name given with --generator-env, and only that one', () => {
