@@ -94,6 +94,14 @@ async function ruleFor(repo: Repo, d: Doc, tree: string): Promise<string> {
   return (outcome as { rule: string }).rule;
 }
 
+/** A job whose outputs a.txt (4 bytes) and b.txt (2 bytes) are exactly at its max_file_bytes and max_total_bytes. */
+const tight = () =>
+  documents(
+    'Tight',
+    { 'a.txt': Buffer.from('1234'), 'b.txt': Buffer.from('56') },
+    { max_file_bytes: 4, max_total_bytes: 6 },
+  );
+
 let repo: Repo;
 let doc: Doc;
 let newBlob: string;
@@ -169,14 +177,7 @@ describe('readPulled accepts', () => {
   }, 60_000);
 
   it('outputs of exactly the job’s max_file_bytes and, together, its max_total_bytes', async () => {
-    const d = documents(
-      'Tight',
-      { 'a.txt': Buffer.from('1234'), 'b.txt': Buffer.from('56') },
-      {
-        max_file_bytes: 4,
-        max_total_bytes: 6,
-      },
-    );
+    const d = tight();
     const tree = topTree(repo, d, [
       ['100644', 'a.txt', blob(repo, '1234')],
       ['100644', 'b.txt', blob(repo, '56')],
@@ -397,14 +398,7 @@ describe('readPulled refuses', () => {
   });
 
   it('an output above the job’s max_file_bytes, or outputs above its max_total_bytes', async () => {
-    const d = documents(
-      'Tight',
-      { 'a.txt': Buffer.from('1234'), 'b.txt': Buffer.from('56') },
-      {
-        max_file_bytes: 4,
-        max_total_bytes: 6,
-      },
-    );
+    const d = tight();
     const fileOver = topTree(repo, d, [['100644', 'a.txt', blob(repo, '12345')]]);
     expect(await ruleFor(repo, d, fileOver)).toBe("out/a.txt is larger than the job's max_file_bytes");
     const totalOver = topTree(repo, d, [
