@@ -39,7 +39,7 @@ function kindOf(path: string): 'dir' | 'file' | 'link' | undefined {
   try {
     const st = lstatSync(path);
     return st.isSymbolicLink() ? 'link' : st.isDirectory() ? 'dir' : 'file';
-  } catch {
+  } catch /* Stryker disable next-line BlockStatement: an emptied catch block returns undefined all the same */ {
     return undefined;
   }
 }

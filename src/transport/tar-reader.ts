@@ -35,6 +35,7 @@ function decodeHeader(block: Buffer): Header {
     return reject(
       'EGJ_ARCHIVE_CORRUPT',
       undefined,
+      // Stryker disable next-line OptionalChaining: node-tar's Header throws Error objects, never null or undefined
       `unreadable header: ${(err as Error)?.message ?? err}`,
       err,
     );
@@ -71,6 +72,7 @@ export class TarReader {
       switch (this.#state) {
         case 'header': {
           let block: Buffer;
+          // Stryker disable next-line ConditionalExpression,EqualityOperator: a whole block copied through the carry buffer is the same block; the subarray only saves the copy
           if (this.#carryLen > 0 || len - pos < BLOCK) {
             const n = Math.min(BLOCK - this.#carryLen, len - pos);
             chunk.copy(this.#carry, this.#carryLen, pos, pos + n);

@@ -1,0 +1,56 @@
+// A real git repository in a temp dir for the tests of src/git: its own config (identity, default
+// branch, no system or user config), a genjob Store at its root, and commits made from a map of files.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { Store } from '../../src/store/store.js';
+import { tempDir } from '../helpers/temp-store.js';
+
+export interface Repo {
+  root: string;
+  store: Store;
+  /** Run git in the repository; stdout without its final newline. */
+  git(args: readonly string[], input?: string | Buffer): string;
+  /** Write `bytes` as a loose object of `type` as is (git checks nothing: for hostile objects); its id. */
+  object(type: 'blob' | 'tree' | 'commit' | 'tag', bytes: string | Buffer): string;
+  /** Write (string) or delete (null) the files, stage exactly them, commit with `message`; the new commit id. */
+  commit(message: string, files: Record<string, string | null>, opts?: { mode?: string }): string;
+}
+
+export function tempGitRepo(prefix: string, opts: { objectFormat?: 'sha1' | 'sha256' } = {}): Repo {
+  const base = tempDir(prefix);
+  const root = join(base, 'repo');
+  mkdirSync(root);
+  const config = join(base, 'gitconfig');
+  writeFileSync(
+    config,
+    '[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n',
+  );
+  const env = { PATH: process.env.PATH, GIT_CONFIG_GLOBAL: config, GIT_CONFIG_NOSYSTEM: '1', LC_ALL: 'C' };
+  const git = (args: readonly string[], input?: string | Buffer) =>
+    execFileSync('git', args, { cwd: root, env, input }).toString('utf8').replace(/\n$/, '');
+  git(['init', '-q', `--object-format=${opts.objectFormat ?? 'sha1'}`]);
+  writeFileSync(join(root, '.gitignore'), '.gen/\n');
+  const store = new Store(root).ensure();
+  return {
+    root,
+    store,
+    git,
+    object: (type, bytes) => git(['hash-object', '-t', type, '--literally', '-w', '--stdin'], bytes),
+    commit(message, files, opts = {}) {
+      const paths = Object.keys(files);
+      for (const [path, text] of Object.entries(files)) {
+        if (text === null) rmSync(join(root, path), { force: true });
+        else {
+          mkdirSync(dirname(join(root, path)), { recursive: true });
+          writeFileSync(join(root, path), text);
+        }
+      }
+      // one `git add -A` stages the writes and the deletions of exactly these paths
+      if (paths.length > 0) git(['add', '-A', '--', ...paths]);
+      if (opts.mode) git(['update-index', `--chmod=${opts.mode}`, '--', ...paths]);
+      git(['commit', '-q', '--allow-empty', '-m', message]);
+      return git(['rev-parse', 'HEAD']);
+    },
+  };
+}
