@@ -100,7 +100,3 @@ export function beginAttempt(
     epoch += 1; // someone recorded this epoch first: never reuse it
   }
 }
-
-export function attemptPath(store: Store, key: string): string {
-  return join(store.layout.dir('attempts'), key);
-}
