@@ -81,17 +81,20 @@ export async function workBatch(o: WorkBatchOptions): Promise<CommandResult> {
   if (o.batch && o.generator !== OPENAI_GENERATOR_NAME)
     throw new UsageError('EGJ_USAGE', `--batch needs --generator ${OPENAI_GENERATOR_NAME}`);
   const store = openStore(o);
+  // like any work run: stale leases of dead workers go back to the queue (a job in a batch is not one),
+  // also when there is nothing to poll (a batch worker that died before recording its intent)
+  const reaped = await reapStale(store, o.leaseTtl);
   if (!o.batch && openRecords(store).length === 0) {
     // nothing to poll: the endpoint settings are not needed
     return {
-      human: '0 batch(es) open',
+      human: `0 batch(es) open${reaped.length ? `; ${reaped.length} job(s) of dead workers back in the queue` : ''}`,
       json: {
         ok: true,
         submitted: null,
         outcomes: [],
         open: [],
         problems: [],
-        reaped: [],
+        reaped,
         tokens: 0,
         budget_spent: false,
       },
@@ -102,8 +105,6 @@ export async function workBatch(o: WorkBatchOptions): Promise<CommandResult> {
     if (!o.quiet) process.stderr.write(`genjob: ${line}\n`);
   };
 
-  // like any work run: stale leases of dead workers go back to the queue (a job in a batch is not one)
-  const reaped = await reapStale(store, o.leaseTtl);
   const polled = await pollBatches(ctx);
   const budgetSpent = o.maxTokens !== undefined && polled.tokens >= o.maxTokens;
   let submitted: Submitted = { record: null, outcomes: [] };

@@ -4,7 +4,7 @@
 
 import { copyFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { errnoOf } from '../core/errors.js';
+import { errnoOf, ioErrorAt } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { recordOf, type SandboxPolicy } from '../sandbox/policy.js';
 import { nodeFs } from '../store/fs-port.js';
@@ -119,7 +119,10 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
     timings: { started_at: startedAt.toISOString(), finished_at: new Date().toISOString(), generate_ms: ms },
     ...(usage ? { usage } : {}),
   };
-  await writeFile(join(g.built, 'result.json'), `${JSON.stringify(result)}\n`, { flush: true });
+  const resultFile = join(g.built, 'result.json');
+  await writeFile(resultFile, `${JSON.stringify(result)}\n`, { flush: true }).catch((err: unknown) => {
+    throw ioErrorAt(resultFile, err); // its fsync's error names no file
+  });
   return result;
 }
 

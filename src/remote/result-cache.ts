@@ -181,10 +181,16 @@ export class ResultCache {
 
   /** A generation that started and never put its entry in place (read under the entry lock). */
   async startedRecord(name: string): Promise<StartedRecord | undefined> {
+    let text: string;
     try {
-      return JSON.parse(await readFile(this.startedFile(name), 'utf8')) as StartedRecord;
+      text = await readFile(this.startedFile(name), 'utf8');
     } catch (err) {
       if (errnoOf(err) === 'ENOENT') return undefined;
+      throw ioErrorAt(this.startedFile(name), err); // the disk, not a generation in doubt
+    }
+    try {
+      return JSON.parse(text) as StartedRecord;
+    } catch {
       return { host: '', pid: 0, start: 0, started_at: 'unknown (unreadable record)' };
     }
   }

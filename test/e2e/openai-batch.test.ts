@@ -5,8 +5,12 @@
 // without a second batch, leases in a batch are not reaped, and status shows spend per mode and cost.
 import { existsSync, readFileSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ResultPromise } from 'execa';
+import { execa, type ResultPromise } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
+import { beginAttempt } from '../../src/store/attempts.js';
+import { claimNext } from '../../src/store/claim.js';
+import { thisProcess } from '../../src/store/process-identity.js';
+import { Store } from '../../src/store/store.js';
 import {
   chatCompletion,
   type FakeOpenAi,
@@ -95,6 +99,22 @@ describe('work --batch', () => {
     const again = await submit(repo);
     expect(again.exitCode, String(again.stderr)).toBe(0);
     expect([...json(again).submitted.keys].sort()).toEqual([...keys].sort());
+  });
+
+  it('--batch-poll with no batch open still takes back the job of a batch worker that died before recording its run', async () => {
+    const repo = await setup({ answer: rewrite });
+    const key = await mint(repo, 'src/a.ts');
+    // what a `work --batch` killed between its claim and its intent leaves: running/, a lease naming it
+    const dead = await execa(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']);
+    const store = new Store(repo.root);
+    expect(claimNext(store, 'dead-worker')).toBe(key);
+    const worker = { ...thisProcess(), id: 'dead-worker', pid: Number(dead.stdout) };
+    beginAttempt(store, key, worker, 3600, 'batch 20261201T000000000Z-dead00');
+    const r = await poll(repo);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(json(r).reaped.map((x: Json) => x.key)).toEqual([key]);
+    expect(genDir(repo, 'queue')).toEqual([`${key}.json`]);
+    expect(genDir(repo, 'running')).toEqual([]);
   });
 
   it('submits the queued jobs as one JSONL keyed by job key and leaves each running with a lease naming the batch', async () => {
