@@ -259,6 +259,25 @@ describe('TarReader refuses', () => {
     expect(names).toEqual(['a', 'b', 'c', 'd']);
   });
 
+  it('a GNU long name, then a pax header without a path, for one entry: the long name names it', () => {
+    const names = read(tarOf(gnuLongName('long-one'), paxHeader({ mtime: '1' }), fileEntry('short'))).map(
+      (s) => s.name,
+    );
+    expect(names).toEqual(['long-one']);
+  });
+
+  it('an extended header without a name, cut short, is refused as truncated naming the empty name', () => {
+    const cut = Buffer.concat([rawHeader({ name: '', type: 'x', size: 100 }), Buffer.alloc(10)]);
+    expect(refusal(cut)).toEqual(
+      refused('EGJ_ARCHIVE_TRUNCATED', 'archive ends mid-entry, 90 bytes short', ''),
+    );
+  });
+
+  it('an empty pax header (size 0) is read as no records', () => {
+    const names = read(tarOf(paxHeader(Buffer.alloc(0)), fileEntry('f'))).map((s) => s.name);
+    expect(names).toEqual(['f']);
+  });
+
   it('more than eight global pax headers', () => {
     const globals = Array.from({ length: 9 }, () => paxHeader({ comment: 'g' }, { global: true }));
     expect(refusal(tarOf(...globals, fileEntry('f')))).toEqual(
