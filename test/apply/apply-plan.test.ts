@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type CurrentFile, expectPlan, planApply } from '../../src/apply/apply-plan.js';
 import { ConflictError, RejectedError } from '../../src/core/errors.js';
-import { thrown } from './fixture.js';
+import { thrown } from '../helpers/thrown.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);

@@ -7,7 +7,8 @@ import { applyJob } from '../../src/apply/apply-job.js';
 import { readApplied, readApplying } from '../../src/apply/apply-records.js';
 import { UsageError } from '../../src/core/errors.js';
 import { buildJob, jobDigest } from '../../src/core/job.js';
-import { makeFixture, removeTempDirs, thrown } from './fixture.js';
+import { thrown } from '../helpers/thrown.js';
+import { makeFixture, removeTempDirs } from './fixture.js';
 
 afterEach(removeTempDirs);
 

@@ -29,7 +29,8 @@ import { sha256Hex } from '../../src/core/sha256.js';
 import type { FsPort } from '../../src/store/fs-port.js';
 import { Store } from '../../src/store/store.js';
 import { type FsHook, hookedStore, sysError } from '../helpers/hooked-fs.js';
-import { readOrNull, removeTempDirs, tempDir, thrown, writeTree } from './fixture.js';
+import { thrown } from '../helpers/thrown.js';
+import { readOrNull, removeTempDirs, tempDir, writeTree } from './fixture.js';
 
 afterEach(removeTempDirs);
 

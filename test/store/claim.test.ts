@@ -14,6 +14,7 @@ import type { Store } from '../../src/store/store.js';
 import { hookedStore, sysError } from '../helpers/hooked-fs.js';
 import { mulberry32 } from '../helpers/prng.js';
 import { tempStore } from '../helpers/temp-store.js';
+import { thrown } from '../helpers/thrown.js';
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -25,16 +26,6 @@ function mintMany(store: Store, n: number, from = 0): string[] {
     mintJob(store, job);
     return job.key;
   });
-}
-
-/** The error `fn` throws (the test fails when it throws none). */
-function thrown(fn: () => unknown): Error {
-  try {
-    fn();
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a throw');
 }
 
 /** `store` where every claim (a rename out of queue/) loses the race: another worker moves the job first. */

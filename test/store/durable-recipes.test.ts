@@ -40,6 +40,7 @@ import { MAX_RECORD_BYTES } from '../../src/store/read-record.js';
 import { Store } from '../../src/store/store.js';
 import { hookedStore, sysError } from '../helpers/hooked-fs.js';
 import { tempStore } from '../helpers/temp-store.js';
+import { thrown } from '../helpers/thrown.js';
 
 /**
  * node:fs itself (no namedFs: its errors reach the recipes raw, as from a caller's own port), with some calls
@@ -85,16 +86,6 @@ const OPS: Record<keyof FsPort, true> = {
 const eio = (syscall: string) => () => {
   throw sysError('EIO', -5, syscall);
 };
-
-/** The error `fn` throws (the test fails when it throws none). */
-function thrown(fn: () => unknown): Error {
-  try {
-    fn();
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a throw');
-}
 
 describe('writeTempFile and createExclusive', () => {
   it('names a temp <prefix><pid>-<start>-<n>-<random> in the given directory, with the exact mode asked for', () => {

@@ -14,6 +14,7 @@ import { mintJob } from '../../src/store/mint-job.js';
 import type { Store } from '../../src/store/store.js';
 import { hookedStore, sysError } from '../helpers/hooked-fs.js';
 import { tempStore } from '../helpers/temp-store.js';
+import { thrown } from '../helpers/thrown.js';
 
 const W: Worker = { id: 'w1', host: 'h', pid: 1 };
 
@@ -29,16 +30,6 @@ function oneJob(claimed = true): { store: Store; key: string } {
 function setTimes(path: string, mtimeMs: number): void {
   const t = new Date(mtimeMs);
   utimesSync(path, t, t);
-}
-
-/** The error `fn` throws (the test fails when it throws none). */
-function thrown(fn: () => unknown): Error {
-  try {
-    fn();
-  } catch (err) {
-    return err as Error;
-  }
-  throw new Error('expected a throw');
 }
 
 describe('readLease', () => {
