@@ -3,7 +3,6 @@
 // against the job, generates once per (key, generator) under the entry lock, diffs the workspace
 // and caches the result; every answer is a fresh receipt carrying the requester's epoch. A
 // `cancel` sent while a run generates kills its generator, and that run is answered, not cached.
-
 import { rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
