@@ -6,12 +6,20 @@
 // taken by staleness. The inode ties the record to one lock directory, so a record left by an earlier
 // holder never condemns a newer lock. The lock only narrows races: a stale lock can be taken by two
 // processes (moxystudio/node-proper-lockfile#121), so what it guards is re-checked by its users.
-// Like the lock directory itself (made by proper-lockfile), the record goes through node:fs, not store.fs.
-import { join } from 'node:path';
+// The record can only be written after the lock directory exists, so a taker first leaves an intent,
+// `<lock>.taking-<pid>-<start>`, and keeps it until its record is written (or its attempt failed): a lock
+// with no record whose only intents, made before the lock directory was born, are of processes of this
+// host that are gone was made by one of them, killed before it could record itself, and is taken over
+// at once too. Like the lock directory itself (made by proper-lockfile), the record and the intents go
+// through node:fs, not store.fs.
+import { constants } from 'node:fs';
+import { hostname } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import lockfile from 'proper-lockfile';
 import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError } from '../core/errors.js';
+import { pathExists } from '../core/path-exists.js';
 import { replaceFile } from './durable.js';
 import { nodeFs as fs } from './fs-port.js';
 import { ownerGone, type ProcessId, thisProcess } from './process-identity.js';
@@ -54,10 +62,12 @@ const ownerFile = (lockDir: string) => `${lockDir}.owner`;
 export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Promise<OwnedLock | undefined> {
   const deadline = Date.now() + Math.max(0, opts.waitMs);
   let tookOverFrom: OwnerRecord | undefined;
+  const intent = intentFile(lockDir);
   for (;;) {
     let compromised: Error | undefined;
     let release: () => Promise<void>;
     try {
+      writeIntent(intent);
       release = await lockfile.lock(lockDir, {
         realpath: false,
         lockfilePath: lockDir,
@@ -70,8 +80,10 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
         },
       });
     } catch (err) {
+      dropIntent(intent);
+      if (err instanceof IoError) throw err;
       if (errnoOf(err) !== 'ELOCKED') throw wrap('lock (mkdir)', lockDir, err);
-      const gone = takeOverIfOwnerGone(lockDir);
+      const gone = takeOverIfOwnerGone(lockDir) ?? takeOverIfTakerGone(lockDir);
       if (gone) {
         tookOverFrom = gone;
         continue;
@@ -86,8 +98,10 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
       recordOwner(lockDir);
     } catch (err) {
       await release().catch(() => {});
+      dropIntent(intent);
       throw wrap('record lock owner', ownerFile(lockDir), err);
     }
+    dropIntent(intent);
     const from = tookOverFrom && {
       host: tookOverFrom.host,
       pid: tookOverFrom.pid,
@@ -146,14 +160,64 @@ function takeOverIfOwnerGone(lockDir: string): OwnerRecord | undefined {
     ino = fs.lstatSync(lockDir).ino;
     if (ino !== owner.ino || !ownerGone(owner)) return undefined;
   } catch {
-    return undefined; // no record (an older genjob, or a holder that died before writing it): staleness decides
+    return undefined; // no record (an older genjob, or a holder that died before writing it): see the intents
   }
+  return removeLock(lockDir, ino) ? owner : undefined;
+}
+
+/**
+ * A lock with no record for its directory, whose takers' intents are all of processes of this host that
+ * are gone, one of them made before the lock directory was born: that taker made the lock and died before
+ * recording itself. Remove the lock and those intents; return the taker. Anything else (a live taker, one
+ * on another host, no intent: an older genjob) is left to staleness.
+ */
+function takeOverIfTakerGone(lockDir: string): OwnerRecord | undefined {
+  let lock: { ino: number; birthtimeMs: number };
+  let takers: Array<{ file: string; taker: ProcessId; mtimeMs: number }>;
+  try {
+    lock = fs.lstatSync(lockDir);
+    if (recordedInode(lockDir) === lock.ino) return undefined; // its holder recorded itself: not gone
+    const prefix = `${basename(lockDir)}.taking-`;
+    takers = fs
+      .readdirSync(dirname(lockDir))
+      .filter((name) => name.startsWith(prefix))
+      .map((name) => {
+        const file = join(dirname(lockDir), name);
+        const taker = JSON.parse(fs.readFileSync(file, 'utf8')) as ProcessId;
+        return { file, taker, mtimeMs: fs.statSync(file).mtimeMs };
+      });
+  } catch {
+    return undefined; // gone meanwhile, or unreadable: staleness decides
+  }
+  // a birth time of 0 is a filesystem that does not keep one: nothing tells which taker made the lock
+  if (lock.birthtimeMs <= 0 || takers.length === 0 || !takers.every((t) => ownerGone(t.taker)))
+    return undefined;
+  const maker = takers.find((t) => t.mtimeMs <= lock.birthtimeMs);
+  if (maker === undefined || !removeLock(lockDir, lock.ino)) return undefined;
+  for (const t of takers) dropIntent(t.file);
+  return { ...maker.taker, ino: lock.ino };
+}
+
+/** The inode the owner record of `lockDir` names; undefined when there is no readable record. */
+function recordedInode(lockDir: string): number | undefined {
+  try {
+    return (JSON.parse(fs.readFileSync(ownerFile(lockDir), 'utf8')) as OwnerRecord).ino;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Remove the lock directory `lockDir` of inode `ino` (its holder is gone); false when another taker
+ * removed it first.
+ */
+function removeLock(lockDir: string, ino: number): boolean {
   // move it aside first so two takers cannot remove each other's fresh lock
   const aside = join(lockDir, '..', `.taken-${process.pid}-${Date.now()}`);
   try {
     fs.renameSync(lockDir, aside);
   } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return owner; // another taker removed it: try to take it
+    if (errnoOf(err) === 'ENOENT') return true; // another taker removed it: try to take it
     throw wrap('take over lock (rename)', lockDir, err);
   }
   // the record is removed only while it still names the directory set aside (no new lock can have its inode)
@@ -163,7 +227,7 @@ function takeOverIfOwnerGone(lockDir: string): OwnerRecord | undefined {
   } catch (err) {
     throw wrap('take over lock (remove)', aside, err);
   }
-  return owner;
+  return true;
 }
 
 function dropRecordOf(lockDir: string, ino: number): void {
@@ -173,4 +237,68 @@ function dropRecordOf(lockDir: string, ino: number): void {
   } catch {
     // gone already, or being replaced by the next holder: theirs stands
   }
+}
+
+const intentFile = (lockDir: string) => {
+  const me = thisProcess();
+  return `${lockDir}.taking-${me.pid}-${me.start}`;
+};
+
+/** Say that this process is about to take the lock (EGJ_IO when it cannot be written). */
+function writeIntent(file: string): void {
+  // not fsynced: it speaks of a live process, and after a power loss every process is gone anyway
+  try {
+    const fd = fs.openSync(
+      file,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
+    );
+    try {
+      fs.writeSync(fd, Buffer.from(`${JSON.stringify(thisProcess())}\n`));
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch (err) {
+    throw wrap('record lock intent', file, err);
+  }
+}
+
+/** Best effort: an intent left behind names a process that is gone, and the next take-over removes it. */
+function dropIntent(file: string): void {
+  try {
+    fs.rmSync(file, { force: true });
+  } catch {
+    // see above
+  }
+}
+
+/**
+ * Remove the intents in `dir` left by takers of this host that are gone (killed between writing one and
+ * dropping it, or whose unlink failed) for locks that are no longer there. Returns how many were removed; apply and reap run it on .gen/locks.
+ */
+export function sweepDeadIntents(dir: string): number {
+  let removed = 0;
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return 0; // no locks yet
+  }
+  for (const name of names) {
+    const at = name.indexOf('.taking-');
+    if (at < 0) continue;
+    const file = join(dir, name);
+    // while its lock is there, the intent may be all that tells that the lock's maker is gone
+    if (pathExists(join(dir, name.slice(0, at)))) continue;
+    try {
+      if (!ownerGone(JSON.parse(fs.readFileSync(file, 'utf8')) as ProcessId)) continue;
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') continue; // dropped meanwhile
+      // torn (killed mid-write): judge it by the pid and start time in its name
+      const m = /\.taking-(\d+)-(\d+)$/.exec(name);
+      if (!m || !ownerGone({ host: hostname(), pid: Number(m[1]), start: Number(m[2]) })) continue;
+    }
+    fs.rmSync(file, { force: true });
+    removed += 1;
+  }
+  return removed;
 }

@@ -267,14 +267,19 @@ export function cloneSandbox(from: string, to: string): void {
   cpSync(from, to, { recursive: true, verbatimSymlinks: true });
 }
 
-/** Leftovers nothing may keep after a clean re-run: temps, staging dirs, tree temps. */
+/** Leftovers nothing may keep after a clean re-run: temps, staging dirs, tree temps, lock intents. */
 export function leftovers(repo: string): string[] {
   const found: string[] = [];
   const walk = (dir: string, rel: string) => {
     for (const d of readdirSync(dir, { withFileTypes: true })) {
       const r = rel ? `${rel}/${d.name}` : d.name;
       if (r === '.git') continue;
-      if (d.name.startsWith('.tmp-') || d.name.startsWith('.genjob-tmp-') || d.name.startsWith('.extract-'))
+      if (
+        d.name.startsWith('.tmp-') ||
+        d.name.startsWith('.genjob-tmp-') ||
+        d.name.startsWith('.extract-') ||
+        d.name.includes('.taking-')
+      )
         found.push(r);
       else if (d.isDirectory()) walk(join(dir, d.name), r);
     }

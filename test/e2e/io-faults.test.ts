@@ -7,7 +7,7 @@
 // has run at most once for the key.
 //
 // Excluded from the strict checks, with the reason: faults that land outside the repository. Those hit
-// Node's own runtime (loading its modules, its eventfd and signal pipe, libuv's thread pool), the shell
+// Node's own runtime (loading its modules, its eventfd and signal pipe), the shell
 // that starts the generator, or the generator host's result cache (the host's side, where a result that
 // cannot be cached may be generated again; that is the host cache's own contract). For them only the
 // end state is checked. No point may hang the sweep: each run is killed (kill -9 by pid) at a deadline
@@ -127,23 +127,8 @@ const ls = (b: Box, dir: string) => {
   }
 };
 
-/**
- * The apply lock of a process that Node's runtime aborted between taking the lock and recording itself as
- * its holder (one turn of the event loop) cannot be judged by its owner record: it is waited out until
- * stale (10 s), as docs/reliability.md says. The re-run does what a user would: waits, then tries again.
- */
-const STALE_LOCK_MS = 10_000;
-
-/** Run the CLI; on an apply lock held by no one known, wait it out until stale and run again. */
-async function cliPastStaleLock(b: Box, args: readonly string[]) {
-  const r = await b.cli(args);
-  if (r.exitCode !== 4 || !/EGJ_LOCKED: .*apply\.lock/.test(r.stderr)) return r;
-  await new Promise((done) => setTimeout(done, STALE_LOCK_MS + 1_000));
-  return b.cli(args);
-}
-
 async function ok(b: Box, args: readonly string[]): Promise<string> {
-  const r = await cliPastStaleLock(b, args);
+  const r = await b.cli(args);
   if (r.exitCode !== 0) throw new Error(`genjob ${args.join(' ')} exited ${r.exitCode}: ${r.stderr}`);
   return r.stdout;
 }
@@ -367,7 +352,7 @@ const SCENARIOS: Scenario[] = [
     },
     args: (_b, key) => ['revert', key],
     finish: async (b, key) => {
-      const r = await cliPastStaleLock(b, ['revert', key]);
+      const r = await b.cli(['revert', key]);
       // a revert that finished before the fault (e.g. in its last journal line) has nothing left to do
       if (r.exitCode !== 0 && !/nothing to revert|not applied/i.test(r.stderr))
         throw new Error(`revert exited ${r.exitCode}: ${r.stderr}`);
@@ -541,9 +526,9 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
         // the probe changed the template: rebuild it in its starting state
         const start = await freshBox(s.env?.());
         const startKey = await s.prepare(start);
-        // the host runs on fs/promises: its thread pool's calls are points too
+        // the calls libuv's thread pool makes for the process (every fs/promises call) are points too
         const points = probePoints(probe, { repo: template.repo, cache: template.cache }, s.side, {
-          threads: s.side === 'host',
+          threads: true,
         });
         expect(points.length).toBeGreaterThan(0);
         const all = points

@@ -1,0 +1,101 @@
+// A lock whose maker died after making the lock directory but before recording itself (the window the
+// owner record cannot cover) is taken over at once by the maker's intent, `<lock>.taking-<pid>-<start>`:
+// only when every intent there is of a process of this host that is gone and one was made before the lock
+// was born. A live taker, another host's taker, a taker that came after the lock, or no intent at all
+// leave the lock to staleness. Real processes give the pids (a child that ran and exited, one that runs).
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sweepDeadIntents, takeOwnedLock } from '../../src/store/lock-owner.js';
+import { type ProcessId, processStart } from '../../src/store/process-identity.js';
+import { tempDir } from '../helpers/temp-store.js';
+
+const LONG = { waitMs: 0, staleMs: 60_000 };
+
+/** A process that ran on this host and is gone now. */
+function deadProcess(): ProcessId {
+  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']);
+  return { host: hostname(), pid: Number(child.stdout.toString()), start: 12345 };
+}
+
+let live: ChildProcess;
+let liveId: ProcessId;
+beforeAll(async () => {
+  live = spawn('sleep', ['600'], { stdio: 'ignore' });
+  await sleep(50);
+  liveId = { host: hostname(), pid: live.pid!, start: processStart(live.pid!)! };
+});
+afterAll(() => {
+  live.kill('SIGKILL');
+});
+
+const intent = (lockDir: string, who: ProcessId) =>
+  writeFileSync(`${lockDir}.taking-${who.pid}-${who.start}`, `${JSON.stringify(who)}\n`);
+const intents = (lockDir: string) => readdirSync(dirname(lockDir)).filter((n) => n.includes('.taking-'));
+
+/** A lock left as a taker killed between making it and recording itself leaves it: intent, then mkdir. */
+function lockLeftBy(who: readonly ProcessId[]): string {
+  const lockDir = join(tempDir('genjob-intent-'), 'apply.lock');
+  for (const w of who) intent(lockDir, w);
+  mkdirSync(lockDir);
+  return lockDir;
+}
+
+describe('a lock whose maker died before recording itself', () => {
+  it('is taken over at once, and the dead taker intents are removed', async () => {
+    const dead = deadProcess();
+    const lockDir = lockLeftBy([dead]);
+    const lock = await takeOwnedLock(lockDir, LONG);
+    expect(lock?.tookOverFrom).toEqual({ host: dead.host, pid: dead.pid, start: dead.start });
+    expect(intents(lockDir)).toEqual([]); // its own intent is dropped once its record is written
+    await lock!.release();
+    expect(existsSync(lockDir)).toBe(false);
+  });
+
+  it('is left to staleness while a taker there is alive (it may be the maker, about to record itself)', async () => {
+    const lockDir = lockLeftBy([deadProcess(), liveId]);
+    expect(await takeOwnedLock(lockDir, LONG)).toBeUndefined();
+    expect(existsSync(lockDir)).toBe(true);
+    expect(intents(lockDir)).toHaveLength(2);
+  });
+
+  it('is left to staleness when a taker is of another host, or there is no intent (an older genjob)', async () => {
+    const elsewhere = { ...deadProcess(), host: `not-${hostname()}` };
+    expect(await takeOwnedLock(lockLeftBy([elsewhere]), LONG)).toBeUndefined();
+    expect(await takeOwnedLock(lockLeftBy([]), LONG)).toBeUndefined();
+  });
+
+  it('is left to staleness when the only dead intent came after the lock was born (a contender, not its maker)', async () => {
+    const lockDir = lockLeftBy([]);
+    await sleep(30); // past the filesystem clock's tick
+    intent(lockDir, deadProcess());
+    expect(await takeOwnedLock(lockDir, LONG)).toBeUndefined();
+  });
+
+  it('is judged by its record once there is one, whatever intents lie beside it', async () => {
+    const lockDir = join(tempDir('genjob-intent-'), 'apply.lock');
+    intent(lockDir, deadProcess()); // left by a taker killed in an earlier attempt, before this lock was born
+    const held = await takeOwnedLock(lockDir, LONG);
+    expect(await takeOwnedLock(lockDir, LONG)).toBeUndefined();
+    await held!.release();
+  });
+});
+
+describe('sweepDeadIntents', () => {
+  it('removes the intents of gone takers whose lock is not there, and keeps the others', () => {
+    const dir = tempDir('genjob-intent-');
+    const gone = join(dir, 'a.lock');
+    intent(gone, deadProcess());
+    const liveOne = join(dir, 'b.lock');
+    intent(liveOne, liveId);
+    const locked = lockLeftBy([deadProcess()]); // another dir: its lock is there
+    writeFileSync(join(dir, 'c.lock.taking-999999999-1'), '{"torn'); // torn: judged by its name
+    expect(sweepDeadIntents(dir)).toBe(2);
+    expect(readdirSync(dir).sort()).toEqual([`b.lock.taking-${liveId.pid}-${liveId.start}`]);
+    expect(sweepDeadIntents(dirname(locked))).toBe(0);
+    expect(intents(locked)).toHaveLength(1);
+  });
+});
