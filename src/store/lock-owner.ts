@@ -12,7 +12,8 @@
 // host that are gone was made by one of them, killed before it could record itself, and is taken over
 // at once too. Like the lock directory itself (made by proper-lockfile), the record and the intents go
 // through node:fs, not store.fs.
-import { constants } from 'node:fs';
+import * as callbackFs from 'node:fs';
+import { constants, type PathLike } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -36,14 +37,23 @@ export interface OwnedLockOptions {
 export interface OwnedLock {
   /** The lock directory. */
   readonly dir: string;
+  /** The lock directory's inode when this process took it: another inode there means it was taken from us. */
+  readonly ino: number;
   /** The recorded holder whose death let this lock be taken at once; undefined when it was free or stale. */
   readonly tookOverFrom: ProcessId | undefined;
   /** Set once proper-lockfile reports the lock compromised (its refresh failed or someone else took it). */
   readonly compromised: Error | undefined;
   /**
-   * Drop the owner record (best effort), then remove the lock. A lock directory that cannot be removed is thrown as
-   * EGJ_IO (never after a compromise: nothing of ours is left), with the record written again so the
-   * next taker takes the lock over once this process is gone.
+   * Why the lock is no longer this process's, looked at now: compromised, or its directory gone or another
+   * in its place (a taker that judged it stale). proper-lockfile only notices at its next refresh, which
+   * never runs while synchronous steps hold the event loop. Undefined while it is ours.
+   */
+  lost(): Error | undefined;
+  /**
+   * Drop the owner record (best effort), then remove the lock. A lock that is no longer ours is left to
+   * its new holder, record and directory. A lock directory that cannot be removed is thrown as EGJ_IO
+   * (never after a compromise: nothing of ours is left), with the record written again so the next taker
+   * takes the lock over once this process is gone.
    */
   release(): Promise<void>;
 }
@@ -66,12 +76,15 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
   for (;;) {
     let compromised: Error | undefined;
     let release: () => Promise<void>;
+    let ino: number | undefined;
     try {
       writeIntent(intent);
       release = await lockfile.lock(lockDir, {
         realpath: false,
         lockfilePath: lockDir,
         stale: opts.staleMs,
+        // its release (and its exit handler) must not remove a lock directory another process made
+        fs: sparingTheirs(() => ino),
         update: opts.updateMs,
         retries: 0,
         // the default handler throws inside a timer and kills the process (#11, #81): record instead
@@ -95,13 +108,15 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
       continue;
     }
     try {
-      recordOwner(lockDir);
+      ino = recordOwner(lockDir);
     } catch (err) {
       await release().catch(() => {});
       dropIntent(intent);
       throw wrap('record lock owner', ownerFile(lockDir), err);
     }
     dropIntent(intent);
+    const mine = ino;
+    const lost = () => compromised ?? takenFrom(lockDir, mine);
     const from = tookOverFrom && {
       host: tookOverFrom.host,
       pid: tookOverFrom.pid,
@@ -109,13 +124,21 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
     };
     return {
       dir: lockDir,
+      ino: mine,
       tookOverFrom: from,
       get compromised() {
         return compromised;
       },
+      lost,
       async release() {
         // the record goes first: once the lock is gone a new holder's record must not be removed by us
-        if (compromised === undefined) {
+        let gone: Error | undefined;
+        try {
+          gone = lost();
+        } catch {
+          gone = undefined; // cannot look: release as if ours (the directory removal below names the error)
+        }
+        if (gone === undefined) {
           try {
             fs.rmSync(ownerFile(lockDir), { force: true });
           } catch {
@@ -124,7 +147,7 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
         }
         await release().catch((err: unknown) => {
           // already released or compromised: nothing of ours is left to remove
-          if (compromised !== undefined || !isSystemError(err)) return;
+          if (gone !== undefined || compromised !== undefined || !isSystemError(err)) return;
           try {
             recordOwner(lockDir);
           } catch {
@@ -141,14 +164,56 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
   }
 }
 
+/** Why the lock directory `lockDir` of inode `ino` is no longer ours; undefined while it is (EGJ_IO: cannot look). */
+function takenFrom(lockDir: string, ino: number): Error | undefined {
+  let now: number;
+  try {
+    now = fs.lstatSync(lockDir).ino;
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') throw wrap('stat', lockDir, err);
+    return new Error('the lock directory was removed by another process');
+  }
+  return now === ino ? undefined : new Error('another process took the lock over');
+}
+
+/**
+ * The fs proper-lockfile works through, except that removing the lock directory once it holds another
+ * inode than ours (`ino()`; undefined before ours is known) does nothing: it is another holder's lock.
+ */
+function sparingTheirs(ino: () => number | undefined) {
+  const theirs = (path: PathLike) => {
+    const mine = ino();
+    if (mine === undefined) return false;
+    try {
+      return callbackFs.lstatSync(path).ino !== mine;
+    } catch {
+      return false; // gone: the removal says so
+    }
+  };
+  return {
+    ...callbackFs,
+    rmdir(path: PathLike, done: (err: NodeJS.ErrnoException | null) => void) {
+      if (theirs(path)) done(null);
+      else callbackFs.rmdir(path, done);
+    },
+    rmdirSync(path: PathLike) {
+      if (!theirs(path)) callbackFs.rmdirSync(path);
+    },
+  };
+}
+
 function wrap(op: string, file: string, err: unknown): unknown {
   return isSystemError(err) ? IoError.wrap(op, file, err) : err;
 }
 
-/** Record this process as the holder of the lock directory `lockDir` (EGJ_IO when it cannot be written). */
-function recordOwner(lockDir: string): void {
+/**
+ * Record this process as the holder of the lock directory `lockDir` (EGJ_IO when it cannot be written);
+ * returns the directory's inode.
+ */
+function recordOwner(lockDir: string): number {
   const record: OwnerRecord = { ...thisProcess(), ino: fs.lstatSync(lockDir).ino };
   replaceFile({ fs }, ownerFile(lockDir), Buffer.from(`${JSON.stringify(record)}\n`));
+  return record.ino;
 }
 
 /** When the holder recorded for `lockDir` is certainly gone, remove the lock and return that holder. */

@@ -13,6 +13,7 @@ import {
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyJob, recoverInterruptedApplies } from '../../src/apply/apply-job.js';
+import { applyLockFile } from '../../src/apply/apply-lock.js';
 import { TREE_TMP_PREFIX } from '../../src/apply/tree-file.js';
 import { ConflictError, RejectedError } from '../../src/core/errors.js';
 import { sha256Hex } from '../../src/core/sha256.js';
@@ -356,5 +357,45 @@ describe('applyJob', () => {
     expect(diff).not.toContain('bin/run.sh');
     expect(diff).toContain('+++ b/src/a.ts');
     expect(diff).toContain('+++ b/src/new/b.ts');
+  });
+});
+
+describe('applyJob under a lock taken from it', () => {
+  // apply's steps are synchronous, so proper-lockfile's refresh timer cannot report a compromise between
+  // them: each step looks at the lock directory itself. Here another process takes the lock (as a taker
+  // of a lock it judged stale does: the directory set aside, a new one made) while the first tree file
+  // is written; the apply stops before the next one, and once the other process is done, apply finishes.
+  it('stops before the next tree write, and a later apply finishes the job', async () => {
+    const f = threeFiles();
+    const lockDir = applyLockFile(f.v.store);
+    const theirRecord = '{"host":"elsewhere","pid":1,"start":1,"ino":1}\n';
+    let taken = false;
+    const fs: FsPort = {
+      ...nodeFs,
+      renameSync(from, to) {
+        nodeFs.renameSync(from, to);
+        if (!taken && !String(to).includes('/.gen/') && String(to).startsWith(f.root)) {
+          taken = true;
+          nodeFs.renameSync(lockDir, `${lockDir}.set-aside`);
+          mkdirSync(lockDir);
+          writeFileSync(`${lockDir}.owner`, theirRecord);
+        }
+      },
+    };
+    const err = await expectConflict(applyJob(f.withFs(fs), {}), 'EGJ_LOCK_LOST');
+    expect(err.message).toMatch(/another process took the lock over.*stopped before writing /);
+    const changed = [...f.expected].filter(
+      ([path, bytes]) => !bytes?.equals(f.original.get(path) ?? Buffer.alloc(0)),
+    );
+    const written = changed.filter(([path, bytes]) => readOrNull(f.root, path)?.equals(bytes!) === true);
+    expect(written).toHaveLength(1); // the file being written when the lock was taken, no other
+
+    // its lock was left to it: releasing ours removed neither the directory in its place nor its record
+    expect(existsSync(lockDir)).toBe(true);
+    expect(readFileSync(`${lockDir}.owner`, 'utf8')).toBe(theirRecord);
+    rmSync(lockDir, { recursive: true }); // the other process is done
+    rmSync(`${lockDir}.set-aside`, { recursive: true });
+    expect((await applyJob(f.v, {})).status).toBe('applied');
+    for (const [path, bytes] of f.expected) expect(readOrNull(f.root, path)).toEqual(bytes);
   });
 });
