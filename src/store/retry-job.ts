@@ -57,6 +57,8 @@ export async function retryJob(store: Store, key: string): Promise<{ epoch: numb
 /** Record the retry: attempts after the key's newest epoch generate again. Returns that epoch. */
 function markRetry(store: Store, key: string): number {
   const epoch = currentEpoch(store, key);
+  // a job cancelled in the queue was never attempted: it has no attempts/<key>/ yet
+  store.fs.mkdirSync(store.layout.attemptsDir(key), { recursive: true });
   replaceFile(store, join(store.layout.attemptsDir(key), 'retry-after'), Buffer.from(String(epoch)));
   return epoch;
 }

@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { CLI, genDir, makeSandbox, mintKey, type Sandbox } from './helpers.js';
+import { CLI, DEMO_GENERATOR, genDir, makeSandbox, mintKey, type Sandbox } from './helpers.js';
 
 function deadWhy(sb: Sandbox, key: string): Record<string, unknown> {
   const name = genDir(sb, 'dead').find((n) => n.startsWith(`${key}.job.`) && n.endsWith('.why.json'))!;
@@ -112,6 +112,21 @@ describe('genjob cancel KEY', () => {
     const again = await sb.genjob(['cancel', key]);
     expect(again.exitCode).toBe(2);
     expect(again.stderr).toMatch(/EGJ_UNKNOWN_KEY/);
+  });
+  it('then retry puts a job cancelled before any attempt back in the queue, and work runs it', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Add a timeout to fetch_user', ['src/user.py']);
+    expect((await sb.genjob(['cancel', key])).exitCode).toBe(0);
+    const retried = await sb.genjob(['retry', key]);
+    expect(retried.exitCode, retried.stderr).toBe(0);
+    expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
+    const again = await sb.genjob(['retry', key]);
+    expect(again.exitCode).toBe(4);
+    expect(again.stderr).toMatch(/EGJ_NOT_RETRYABLE: .*\(this one is queue\)/);
+    const gen = sb.script('gen.sh', `exec ${DEMO_GENERATOR}`);
+    const work = await sb.genjob(['work', '--once', '--no-sandbox', '--generator', gen]);
+    expect(work.exitCode, work.stderr).toBe(0);
+    expect(genDir(sb, 'received')).toEqual([`${key}.json`]);
   });
   // a running job: test/e2e/cancel-running.test.ts (local and over ssh)
 });
