@@ -95,7 +95,9 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
     } catch (err) {
       dropIntent(intent);
       if (err instanceof IoError) throw err;
-      if (errnoOf(err) !== 'ELOCKED') throw wrap('lock (mkdir)', lockDir, err);
+      // the mkdir, or the utime with which proper-lockfile probes the new lock's mtime precision
+      if (errnoOf(err) !== 'ELOCKED')
+        throw wrap(`lock (${(err as NodeJS.ErrnoException).syscall})`, lockDir, err);
       const gone = takeOverIfOwnerGone(lockDir) ?? takeOverIfTakerGone(lockDir);
       if (gone) {
         tookOverFrom = gone;

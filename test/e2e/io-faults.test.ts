@@ -1,4 +1,5 @@
-// Syscall fault injection over mint, work, apply, apply --all and revert (strace inject=, see
+// Syscall fault injection over mint, work, apply, apply --all, revert and the other commands that touch
+// .gen/ or the tree: verify, status, show, drop, cancel, retry, reap, gc and init (strace inject=, see
 // fault-sweep.ts). For every point where the fault lands on a call genjob makes on the repository
 // (.gen/ or the tree), with ENOSPC, EIO, EDQUOT or EACCES: the command exits 5 with one stderr line
 // naming EGJ_IO, the operation, the path and the errno (no "internal error", no stack) — or, where a
@@ -172,6 +173,45 @@ function receivedOnce(b: Box, key: string): void {
   expect(ls(b, 'receipts')).toEqual([`${key}.json`]);
   const received = readJournal(new Store(b.repo)).filter((e) => e.event === 'received');
   expect(received.length).toBeLessThanOrEqual(1);
+}
+
+/** `then` run on a freshly minted job of the box; returns the key. */
+const minted = (then: (b: Box) => Promise<unknown>) => async (b: Box) => {
+  const key = await mint(b);
+  await then(b);
+  return key;
+};
+
+/** Run the CLI: exit 0, or the refusal `already` (what a faulted run that got to the end leaves). */
+async function okOr(b: Box, args: readonly string[], already: RegExp): Promise<void> {
+  const r = await b.cli(args);
+  if (r.exitCode !== 0 && !already.test(r.stderr))
+    throw new Error(`genjob ${args.join(' ')} exited ${r.exitCode}: ${r.stderr}`);
+}
+
+/** The job is in dead/ once (one job file, with its reason), nowhere else. */
+function deadOnce(b: Box, key: string): void {
+  expect(ls(b, 'queue')).toEqual([]);
+  expect(ls(b, 'running')).toEqual([]);
+  const jobs = ls(b, 'dead').filter((n) => n.startsWith(`${key}.job.`));
+  expect(jobs.filter((n) => !n.endsWith('.why.json'))).toHaveLength(1);
+  expect(jobs.filter((n) => n.endsWith('.why.json'))).toHaveLength(1);
+}
+
+/** Claim `key` with a worker whose generator never ends, then kill -9 the worker, its serve and generator. */
+async function claimedByDeadWorker(b: Box, key: string): Promise<void> {
+  const hang = join(b.base, 'bin', 'hang.sh');
+  writeFileSync(hang, '#!/bin/sh\nexec sleep 600\n', { mode: 0o755 });
+  const worker = execa(
+    process.execPath,
+    [CLI, 'work', '--once', '--no-sandbox', '--lease-ttl', '3600', '--generator', hang],
+    { cwd: b.repo, env: { ...b.env, GENJOB_DEBUG: '' }, detached: true, reject: false },
+  );
+  for (let i = 0; i < 400 && !ls(b, 'leases').includes(`${key}.json`); i++)
+    await new Promise((done) => setTimeout(done, 50));
+  expect(ls(b, 'running')).toEqual([`${key}.json`]);
+  process.kill(-worker.pid!, 'SIGKILL');
+  await worker;
 }
 
 /** The provider the `work --batch` scenario submits to (started once, shared by its points). */
@@ -361,8 +401,129 @@ const SCENARIOS: Scenario[] = [
       expect(snapshot(b.repo)).toEqual(e.original);
     },
   },
+  // the other commands that read or write .gen/ or the tree
+  {
+    // the merge gate: a disk that fails is EGJ_IO (exit 5), never a receipt judged bad (exit 3)
+    name: 'verify',
+    prepare: minted(work),
+    args: (_b, key) => ['verify', key],
+    finish: async (b, key) => {
+      await ok(b, ['verify', key]);
+    },
+    done: (b, key, e) => {
+      receivedOnce(b, key);
+      expect(snapshot(b.repo)).toEqual(e.original);
+    },
+  },
+  {
+    name: 'status',
+    prepare: minted(work),
+    args: () => ['status'],
+    finish: async (b) => {
+      await ok(b, ['status']);
+    },
+    done: receivedOnce,
+  },
+  {
+    name: 'show',
+    prepare: minted(work),
+    args: (_b, key) => ['show', key],
+    finish: async (b, key) => {
+      await ok(b, ['show', key]);
+    },
+    done: receivedOnce,
+  },
+  {
+    name: 'drop',
+    prepare: mint,
+    args: (_b, key) => ['drop', key],
+    finish: async (b, key) => {
+      await okOr(b, ['drop', key], /EGJ_UNKNOWN_KEY/); // the faulted drop may have finished
+    },
+    done: (b, key) => deadOnce(b, key),
+  },
+  {
+    name: 'cancel',
+    prepare: mint,
+    args: (_b, key) => ['cancel', key],
+    finish: async (b, key) => {
+      await okOr(b, ['cancel', key], /EGJ_UNKNOWN_KEY/);
+    },
+    done: (b, key) => deadOnce(b, key),
+  },
+  {
+    name: 'retry',
+    prepare: async (b) => {
+      const key = await mint(b);
+      await ok(b, ['cancel', key]);
+      return key;
+    },
+    args: (_b, key) => ['retry', key],
+    finish: async (b, key) => {
+      await okOr(b, ['retry', key], /EGJ_NOT_RETRYABLE: .*\(this one is queue\)/);
+    },
+    done: (b, key) => {
+      expect(ls(b, 'queue')).toEqual([`${key}.json`]);
+      expect(ls(b, 'running')).toEqual([]);
+    },
+  },
+  {
+    // a worker killed with its job claimed: reap takes the job back at once (its holder is gone)
+    name: 'reap',
+    prepare: async (b) => {
+      const key = await mint(b);
+      await claimedByDeadWorker(b, key);
+      return key;
+    },
+    args: () => ['reap'],
+    // the job starts in running/ under a dead worker's lease: a faulted reap may leave it there, and the
+    // re-run (a plain reap, no TTL waited out) must take it back
+    leftRunning: (b, key, context) => {
+      if (ls(b, 'running').length > 0) expect(ls(b, 'running'), context).toEqual([`${key}.json`]);
+    },
+    finish: async (b) => {
+      await ok(b, ['reap']);
+    },
+    done: (b, key) => {
+      expect(ls(b, 'queue')).toEqual([`${key}.json`]);
+      expect(ls(b, 'running')).toEqual([]);
+      expect(ls(b, 'leases')).toEqual([]);
+    },
+  },
+  {
+    name: 'gc',
+    prepare: async (b) => {
+      const key = await mint(b);
+      await work(b);
+      await ok(b, ['apply', key]);
+      return key;
+    },
+    args: () => ['gc', '--older-than', '0s'],
+    finish: async (b) => {
+      await ok(b, ['gc', '--older-than', '0s']);
+    },
+    done: (b, key, e) => {
+      expect(ls(b, 'applied')).toEqual([]);
+      expect(ls(b, 'out')).toEqual([]);
+      expect(ls(b, 'receipts')).toEqual([]);
+      expect(ls(b, 'tombstones')).toEqual([`${key}.json`]);
+      expect(snapshot(b.repo)).toEqual(e.applied);
+    },
+  },
+  {
+    name: 'init',
+    prepare: async () => '',
+    args: () => ['init'],
+    finish: async (b) => {
+      await ok(b, ['init']);
+    },
+    done: (b) => {
+      const ignore = readFileSync(join(b.repo, '.gitignore'), 'utf8').split('\n');
+      expect(ignore.filter((l) => l === '.gen/')).toHaveLength(1);
+      expect(existsSync(join(b.repo, '.gen', 'queue'))).toBe(true);
+    },
+  },
 ];
-
 /** `n` distinct items of `all` (a partial Fisher-Yates shuffle driven by `pick`), in the order drawn. */
 function sample<T>(all: readonly T[], n: number, pick: () => number): T[] {
   const pool = [...all];
