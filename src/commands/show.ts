@@ -114,7 +114,10 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   ) as Record<string, unknown> | null;
   const job = doc && typeof doc.job === 'object' ? (doc.job as Record<string, unknown>) : doc;
   const record = found?.state === 'applied' || found?.state === 'reverted';
-  const state = found?.state ?? (died ? 'dead' : 'unknown');
+  // retention (#15): what gc pruned of this key, and when
+  const tombstone = readTombstone(store, key) ?? null;
+  const state =
+    found?.state ?? (died ? 'dead' : tombstone ? `pruned by gc (was ${tombstone.state})` : 'unknown');
   const attempts = attemptRows(store, key);
   const receipt = parseLoose(peekRecord(store, store.layout.receipt(key)));
   const receiptDoc = ((receipt as { payload?: unknown } | null)?.payload ?? receipt) as Record<
@@ -151,8 +154,6 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   ];
   if (applied) lines.push('', `applied:   ${JSON.stringify(applied, null, 2).split('\n').join('\n  ')}`);
   if (dead.length) lines.push('', 'dead-lettered:', ...dead.map((d) => `  dead/${d}`));
-  // retention (#15): what gc pruned of this key, and when
-  const tombstone = readTombstone(store, key) ?? null;
   if (tombstone) {
     lines.push(
       '',
