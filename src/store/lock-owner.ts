@@ -37,8 +37,6 @@ export interface OwnedLockOptions {
 export interface OwnedLock {
   /** The lock directory. */
   readonly dir: string;
-  /** The lock directory's inode when this process took it: another inode there means it was taken from us. */
-  readonly ino: number;
   /** The recorded holder whose death let this lock be taken at once; undefined when it was free or stale. */
   readonly tookOverFrom: ProcessId | undefined;
   /** Set once proper-lockfile reports the lock compromised (its refresh failed or someone else took it). */
@@ -126,7 +124,6 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
     };
     return {
       dir: lockDir,
-      ino: mine,
       tookOverFrom: from,
       get compromised() {
         return compromised;
@@ -340,7 +337,8 @@ function dropIntent(file: string): void {
 
 /**
  * Remove the intents in `dir` left by takers of this host that are gone (killed between writing one and
- * dropping it, or whose unlink failed) for locks that are no longer there. Returns how many were removed; apply and reap run it on .gen/locks.
+ * dropping it, or whose unlink failed) for locks that are no longer there. Returns how many were
+ * removed; apply and reap run it on .gen/locks.
  */
 export function sweepDeadIntents(dir: string): number {
   let removed = 0;

@@ -72,7 +72,7 @@ describe('genjob gc', () => {
     const show = await sb.genjob(['show', k1.slice(0, 10)]);
     expect(show.exitCode).toBe(0);
     expect(show.stdout).toMatch(/\ntombstone: applied at \S+, pruned on \S+\n/);
-    expect(show.stdout).toMatch(/\nstate     pruned by gc \(was applied\)\n/);
+    expect(show.stdout).toMatch(/\nstate {5}pruned by gc \(was applied\)\n/);
     const revert = await sb.genjob(['revert', k1]);
     expect(revert.exitCode).toBe(2);
     expect(revert.stderr).toMatch(
