@@ -4,6 +4,7 @@ import { statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../core/errors.js';
 import { pathExists } from '../core/path-exists.js';
+import { sweepDeadIntents } from '../store/lock-intents.js';
 import { Store } from '../store/store.js';
 
 export function findRoot(explicit?: string, cwd = process.cwd()): string {
@@ -29,7 +30,9 @@ export function findRoot(explicit?: string, cwd = process.cwd()): string {
 }
 
 export function openStore(opts: { root?: string }): Store {
-  return new Store(findRoot(opts.root)).ensure();
+  const store = new Store(findRoot(opts.root)).ensure();
+  sweepDeadIntents(store.layout.dir('locks')); // lock intents of takers that died (lock-owner.ts)
+  return store;
 }
 
 /** The store of a command that only looks (status, show, verify): .gen/ is never created. */

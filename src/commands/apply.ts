@@ -12,7 +12,6 @@ import { lookStore, openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { exists, sweepStaleTemps } from '../store/durable.js';
 import { keysIn } from '../store/job-states.js';
-import { sweepDeadIntents } from '../store/lock-owner.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { requireSandbox } from '../verify/require-sandbox.js';
@@ -48,10 +47,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   // refused before anything is written: outside a git work tree apply used to write, then fail to commit
   if (o.commit) await (await import('../git/commit-preflight.js')).assertCanCommit(lookStore(o).root);
   const store = openStore(o);
-  if (!o.dryRun) {
-    sweepStaleTemps(store); // .gen/tmp temps of applies (and workers) that died mid-publish
-    sweepDeadIntents(store.layout.dir('locks')); // lock intents of takers that died
-  }
+  if (!o.dryRun) sweepStaleTemps(store); // .gen/tmp temps of applies (and workers) that died mid-publish
   const recovered = o.dryRun ? [] : await recoverInterruptedApplies(store);
   const isApplied = (key: string) => exists(store, store.layout.jobFile('applied', key));
   // --all --commit also looks at applied jobs: one applied without --commit gets its commit now

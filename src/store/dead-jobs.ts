@@ -28,7 +28,7 @@ export function deadJobs(store: Store, names = readdirOrEmpty(store, store.layou
   return [...byKey.values()];
 }
 
-/** The why.json of a dead item ({code, reason, ...}), or null when a crash left none. */
+/** The why.json of a dead item ({code, reason, ...}), or null when there is none (an older genjob wrote the item first). */
 export function deadReason(store: Store, name: string): { code: string; reason: string } | null {
   const bytes = readIfExists(store, join(store.layout.dir('dead'), `${name}.why.json`));
   if (!bytes) return null;

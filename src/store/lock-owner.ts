@@ -6,23 +6,23 @@
 // taken by staleness. The inode ties the record to one lock directory, so a record left by an earlier
 // holder never condemns a newer lock. The lock only narrows races: a stale lock can be taken by two
 // processes (moxystudio/node-proper-lockfile#121), so what it guards is re-checked by its users.
-// The record can only be written after the lock directory exists, so a taker first leaves an intent,
-// `<lock>.taking-<pid>-<start>`, and keeps it until its record is written (or its attempt failed): a lock
-// with no record whose only intents, made before the lock directory was born, are of processes of this
-// host that are gone was made by one of them, killed before it could record itself, and is taken over
-// at once too. Like the lock directory itself (made by proper-lockfile), the record and the intents go
-// through node:fs, not store.fs.
+// The record can only be written after the lock directory exists, so a taker first leaves an intent
+// (lock-intents.ts) and keeps it until its record is written (or its attempt failed): a lock with no
+// record whose only intents, made before the lock directory was born, are of processes of this host
+// that are gone was made by one of them, killed before it could record itself, and is taken over at
+// once too. Like the lock directory itself (made by proper-lockfile), the record goes through node:fs,
+// not store.fs.
+
+import type { PathLike } from 'node:fs';
 import * as callbackFs from 'node:fs';
-import { constants, type PathLike } from 'node:fs';
-import { hostname } from 'node:os';
-import { basename, dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import lockfile from 'proper-lockfile';
 import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError } from '../core/errors.js';
-import { pathExists } from '../core/path-exists.js';
 import { replaceFile } from './durable.js';
 import { nodeFs as fs } from './fs-port.js';
+import { dropIntent, type Intent, intentFile, intentsOf, writeIntent } from './lock-intents.js';
 import { ownerGone, type ProcessId, thisProcess } from './process-identity.js';
 
 export interface OwnedLockOptions {
@@ -237,19 +237,11 @@ function takeOverIfOwnerGone(lockDir: string): OwnerRecord | undefined {
  */
 function takeOverIfTakerGone(lockDir: string): OwnerRecord | undefined {
   let lock: { ino: number; birthtimeMs: number };
-  let takers: Array<{ file: string; taker: ProcessId; mtimeMs: number }>;
+  let takers: Intent[];
   try {
     lock = fs.lstatSync(lockDir);
     if (recordedInode(lockDir) === lock.ino) return undefined; // its holder recorded itself: not gone
-    const prefix = `${basename(lockDir)}.taking-`;
-    takers = fs
-      .readdirSync(dirname(lockDir))
-      .filter((name) => name.startsWith(prefix))
-      .map((name) => {
-        const file = join(dirname(lockDir), name);
-        const taker = JSON.parse(fs.readFileSync(file, 'utf8')) as ProcessId;
-        return { file, taker, mtimeMs: fs.statSync(file).mtimeMs };
-      });
+    takers = intentsOf(lockDir);
   } catch {
     return undefined; // gone meanwhile, or unreadable: staleness decides
   }
@@ -301,69 +293,4 @@ function dropRecordOf(lockDir: string, ino: number): void {
   } catch {
     // gone already, or being replaced by the next holder: theirs stands
   }
-}
-
-const intentFile = (lockDir: string) => {
-  const me = thisProcess();
-  return `${lockDir}.taking-${me.pid}-${me.start}`;
-};
-
-/** Say that this process is about to take the lock (EGJ_IO when it cannot be written). */
-function writeIntent(file: string): void {
-  // not fsynced: it speaks of a live process, and after a power loss every process is gone anyway
-  try {
-    const fd = fs.openSync(
-      file,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
-    );
-    try {
-      fs.writeSync(fd, Buffer.from(`${JSON.stringify(thisProcess())}\n`));
-    } finally {
-      fs.closeSync(fd);
-    }
-  } catch (err) {
-    throw wrap('record lock intent', file, err);
-  }
-}
-
-/** Best effort: an intent left behind names a process that is gone, and the next take-over removes it. */
-function dropIntent(file: string): void {
-  try {
-    fs.rmSync(file, { force: true });
-  } catch {
-    // see above
-  }
-}
-
-/**
- * Remove the intents in `dir` left by takers of this host that are gone (killed between writing one and
- * dropping it, or whose unlink failed) for locks that are no longer there. Returns how many were
- * removed; apply and reap run it on .gen/locks.
- */
-export function sweepDeadIntents(dir: string): number {
-  let removed = 0;
-  let names: string[];
-  try {
-    names = fs.readdirSync(dir);
-  } catch {
-    return 0; // no locks yet
-  }
-  for (const name of names) {
-    const at = name.indexOf('.taking-');
-    if (at < 0) continue;
-    const file = join(dir, name);
-    // while its lock is there, the intent may be all that tells that the lock's maker is gone
-    if (pathExists(join(dir, name.slice(0, at)))) continue;
-    try {
-      if (!ownerGone(JSON.parse(fs.readFileSync(file, 'utf8')) as ProcessId)) continue;
-    } catch (err) {
-      if (errnoOf(err) === 'ENOENT') continue; // dropped meanwhile
-      // torn (killed mid-write): judge it by the pid and start time in its name
-      const m = /\.taking-(\d+)-(\d+)$/.exec(name);
-      if (!m || !ownerGone({ host: hostname(), pid: Number(m[1]), start: Number(m[2]) })) continue;
-    }
-    fs.rmSync(file, { force: true });
-    removed += 1;
-  }
-  return removed;
 }

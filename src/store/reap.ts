@@ -12,7 +12,6 @@ import { keysIn } from './job-states.js';
 import { journal } from './journal.js';
 import { withKeyLock } from './key-lock.js';
 import { leaseAgeMs, readLease } from './lease.js';
-import { sweepDeadIntents } from './lock-owner.js';
 import { ownerGone } from './process-identity.js';
 import type { Store } from './store.js';
 import { sweepDeadStaging } from './sweep-staging.js';
@@ -26,7 +25,6 @@ export interface Reaped {
 export async function reapStale(store: Store, ttlS: number, now = Date.now()): Promise<Reaped[]> {
   const reaped: Reaped[] = [];
   sweepStaleTemps(store); // temp files of writers that died inside publish/replace
-  sweepDeadIntents(store.layout.dir('locks')); // lock intents of takers that died
   sweepDeadStaging(store); // staging directories of workers that died mid-extract
   // a job waiting in a provider's batch is not a dead worker's: its batch record owns it
   const inBatch = batchHeldKeys(store);

@@ -81,4 +81,57 @@ describe('deadLetterFile', () => {
       expect.objectContaining({ key: KEY, code: 'EGJ_JOB_INVALID', reason: 'bad', file: `dead/${name}` }),
     ]);
   });
+
+  it('publishes the reason before it moves the item, so an item in dead/ never lacks its reason', () => {
+    const store = tempStore('genjob-dead-');
+    const from = store.layout.jobFile('queue', KEY);
+    writeFileSync(from, '{}');
+    const calls: string[] = [];
+    const recording = hookedStore(store, (call, args, proceed) => {
+      if (call === 'linkSync' || call === 'renameSync') calls.push(`${call} ${String(args[1])}`);
+      return proceed();
+    });
+    const name = deadLetterFile(recording, from, `${KEY}.job`, {
+      key: KEY,
+      code: 'EGJ_CANCELLED',
+      reason: 'r',
+    });
+    const dead = store.layout.dir('dead');
+    expect(calls).toEqual([`linkSync ${dead}/${name}.why.json`, `renameSync ${dead}/${name}`]);
+  });
+
+  it('keeps item and reason when the move fails after its rename (a directory fsync): EGJ_IO, nothing lost', () => {
+    const store = tempStore('genjob-dead-');
+    const from = store.layout.jobFile('queue', KEY);
+    writeFileSync(from, '{}');
+    let moved = false;
+    const failing = hookedStore(store, (call, args, proceed) => {
+      if (call === 'renameSync' && args[0] === from) moved = true;
+      else if (call === 'fsyncSync' && moved) throw sysError('EIO', -5, 'fsync');
+      return proceed();
+    });
+    expect(() =>
+      deadLetterFile(failing, from, `${KEY}.job`, { key: KEY, code: 'EGJ_CANCELLED', reason: 'r' }),
+    ).toThrow(/fsync failed: .*\(EIO\)/);
+    const names = readdirSync(store.layout.dir('dead')).sort();
+    expect(names).toHaveLength(2);
+    expect(names[1]).toBe(`${names[0]}.why.json`);
+    expect(existsSync(from)).toBe(false);
+  });
+});
+
+describe('deadLetterBytes when the item cannot be written', () => {
+  it('fails with EGJ_IO and leaves no reason without its item', () => {
+    const store = tempStore('genjob-dead-');
+    const failing = hookedStore(store, (call, args, proceed) => {
+      if (call === 'linkSync' && !String(args[1]).endsWith('.why.json'))
+        throw sysError('ENOSPC', -28, 'link');
+      return proceed();
+    });
+    expect(() =>
+      deadLetterBytes(failing, `${KEY}.receipt.e1`, Buffer.from('raw'), { key: KEY, code: 'X', reason: 'r' }),
+    ).toThrow(/link failed: .*\(ENOSPC\)/);
+    expect(readdirSync(store.layout.dir('dead'))).toEqual([]);
+    expect(readJournal(store, KEY).filter((e) => e.event === 'dead-lettered')).toEqual([]);
+  });
 });

@@ -9,7 +9,8 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepDeadIntents, takeOwnedLock } from '../../src/store/lock-owner.js';
+import { sweepDeadIntents } from '../../src/store/lock-intents.js';
+import { takeOwnedLock } from '../../src/store/lock-owner.js';
 import { type ProcessId, processStart } from '../../src/store/process-identity.js';
 import { tempDir } from '../helpers/temp-store.js';
 

@@ -1,0 +1,117 @@
+// A lock taker's intent, `<lock>.taking-<pid>-<start>` beside the lock directory, holding the taker's
+// host, pid and start time: written before the lock's mkdir, dropped once the owner record is written
+// (or the attempt failed). It is what tells, for a lock with no record, whether the process that made it
+// is gone (lock-owner.ts). Intents go through node:fs, like the locks; a leftover one is harmless and
+// swept by the next command that writes .gen/.
+import { constants } from 'node:fs';
+import { hostname } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { isSystemError } from '../core/errno.js';
+import { errnoOf, IoError } from '../core/errors.js';
+import { nodeFs as fs } from './fs-port.js';
+import { ownerGone, type ProcessId, thisProcess } from './process-identity.js';
+
+export interface Intent {
+  file: string;
+  taker: ProcessId;
+  /** When it was written: a taker that wrote it before the lock directory was born may have made it. */
+  mtimeMs: number;
+}
+
+/** The intents beside the lock directory `lockDir` (throws when they cannot be read). */
+export function intentsOf(lockDir: string): Intent[] {
+  const prefix = `${basename(lockDir)}.taking-`;
+  return fs
+    .readdirSync(dirname(lockDir))
+    .filter((name) => name.startsWith(prefix))
+    .map((name) => {
+      const file = join(dirname(lockDir), name);
+      const taker = JSON.parse(fs.readFileSync(file, 'utf8')) as ProcessId;
+      return { file, taker, mtimeMs: fs.statSync(file).mtimeMs };
+    });
+}
+
+/** This process's intent for the lock directory `lockDir`. */
+export const intentFile = (lockDir: string) => {
+  const me = thisProcess();
+  return `${lockDir}.taking-${me.pid}-${me.start}`;
+};
+
+/** Say that this process is about to take the lock (EGJ_IO when it cannot be written). */
+export function writeIntent(file: string): void {
+  // not fsynced: it speaks of a live process, and after a power loss every process is gone anyway
+  try {
+    const fd = fs.openSync(
+      file,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW,
+    );
+    try {
+      fs.writeSync(fd, Buffer.from(`${JSON.stringify(thisProcess())}\n`));
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch (err) {
+    throw isSystemError(err) ? IoError.wrap('record lock intent', file, err) : err;
+  }
+}
+
+/** Best effort: an intent left behind names a process that is gone; the next sweep (or take-over) removes it. */
+export function dropIntent(file: string): void {
+  try {
+    fs.unlinkSync(file);
+  } catch {
+    // see above
+  }
+}
+
+/**
+ * Remove the intents in `dir` left by takers of this host that are gone (killed between writing one and
+ * dropping it, or whose unlink failed) for locks that are no longer there. Best effort: whatever cannot
+ * be looked at or removed stays for the next sweep. Every command that writes .gen/ runs it on .gen/locks
+ * (openStore). Returns how many were removed.
+ */
+export function sweepDeadIntents(dir: string): number {
+  let removed = 0;
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return 0; // no locks yet, or unreadable: nothing to do now
+  }
+  for (const name of names) {
+    const at = name.indexOf('.taking-');
+    if (at < 0) continue;
+    const file = join(dir, name);
+    try {
+      // while its lock is there, the intent may be all that tells that the lock's maker is gone
+      if (lockThere(join(dir, name.slice(0, at)))) continue;
+      if (!intentGone(file, name)) continue;
+      fs.unlinkSync(file);
+      removed += 1;
+    } catch {
+      // dropped meanwhile, or the disk failed: left for the next sweep
+    }
+  }
+  return removed;
+}
+
+function lockThere(lockDir: string): boolean {
+  try {
+    fs.lstatSync(lockDir);
+    return true;
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return false;
+    throw err;
+  }
+}
+
+function intentGone(file: string, name: string): boolean {
+  try {
+    return ownerGone(JSON.parse(fs.readFileSync(file, 'utf8')) as ProcessId);
+  } catch (err) {
+    if (!(err instanceof SyntaxError)) throw err;
+    // torn (killed mid-write): judge it by the pid and start time in its name
+    const m = /\.taking-(\d+)-(\d+)$/.exec(name);
+    return m !== null && ownerGone({ host: hostname(), pid: Number(m[1]), start: Number(m[2]) });
+  }
+}
