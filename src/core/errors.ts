@@ -65,13 +65,15 @@ export class IoError extends GenjobError {
     readonly op: string,
     readonly file: string,
     cause: unknown,
+    /** What the failure means for the user's work, said after the errno. */
+    note?: string,
   ) {
-    super(`${file}: ${op} failed: ${errnoWords(cause)}`, { cause });
+    super(`${file}: ${op} failed: ${errnoWords(cause)}${note ? `; ${note}` : ''}`, { cause });
     this.errno = errnoName(cause);
   }
   /** `err` itself when it is an IoError already (wrapped once, where the call was made), else a new one. */
-  static wrap(op: string, file: string, err: unknown): IoError {
-    return err instanceof IoError ? err : new IoError(op, file, err);
+  static wrap(op: string, file: string, err: unknown, note?: string): IoError {
+    return err instanceof IoError ? err : new IoError(op, file, err, note);
   }
   override details(): Record<string, unknown> {
     return { file: this.file, op: this.op, ...(this.errno ? { errno: this.errno } : {}) };

@@ -152,10 +152,11 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
           } catch {
             // without a record the lock goes by proper-lockfile's staleness
           }
-          throw wrap(
-            'remove lock (the work under it is done; it is taken over once this process is gone)',
+          throw IoError.wrap(
+            'remove lock',
             lockDir,
             err,
+            'the work under it is done, and the lock is taken over once this process is gone',
           );
         });
       },
