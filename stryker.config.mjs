@@ -14,6 +14,8 @@ const guarded = [
   'src/store/dead-letter.ts',
   'src/store/durable.ts',
   'src/store/lease.ts',
+  'src/store/lock-intents.ts',
+  'src/store/lock-owner.ts',
   'src/store/reap.ts',
   'src/apply/apply-plan.ts',
   'src/apply/apply-records.ts',

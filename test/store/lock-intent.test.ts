@@ -4,14 +4,20 @@
 // was born. A live taker, another host's taker, a taker that came after the lock, or no intent at all
 // leave the lock to staleness. Real processes give the pids (a child that ran and exited, one that runs).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweepDeadIntents } from '../../src/store/lock-intents.js';
+import {
+  dropIntent,
+  intentFile,
+  intentsOf,
+  sweepDeadIntents,
+  writeIntent,
+} from '../../src/store/lock-intents.js';
 import { takeOwnedLock } from '../../src/store/lock-owner.js';
-import { type ProcessId, processStart } from '../../src/store/process-identity.js';
+import { type ProcessId, processStart, thisProcess } from '../../src/store/process-identity.js';
 import { tempDir } from '../helpers/temp-store.js';
 
 const LONG = { waitMs: 0, staleMs: 60_000 };
@@ -93,10 +99,35 @@ describe('sweepDeadIntents', () => {
     const liveOne = join(dir, 'b.lock');
     intent(liveOne, liveId);
     const locked = lockLeftBy([deadProcess()]); // another dir: its lock is there
-    writeFileSync(join(dir, 'c.lock.taking-999999999-1'), '{"torn'); // torn: judged by its name
+    writeFileSync(join(dir, 'c.lock.taking-999999999-12345'), '{"torn'); // torn: judged by its name
+    // an owner record of a gone holder is not an intent: the sweep leaves it alone
+    writeFileSync(join(dir, 'd.lock.owner'), JSON.stringify({ ...deadProcess(), ino: 1 }));
     expect(sweepDeadIntents(dir)).toBe(2);
-    expect(readdirSync(dir).sort()).toEqual([`b.lock.taking-${liveId.pid}-${liveId.start}`]);
+    expect(readdirSync(dir).sort()).toEqual([`b.lock.taking-${liveId.pid}-${liveId.start}`, 'd.lock.owner']);
     expect(sweepDeadIntents(dirname(locked))).toBe(0);
     expect(intents(locked)).toHaveLength(1);
+  });
+});
+
+describe('writeIntent', () => {
+  it('writes this process (host, pid, start) beside the lock, as intentsOf reads it back', () => {
+    const lockDir = join(tempDir('genjob-intent-'), 'apply.lock');
+    const file = intentFile(lockDir);
+    expect(file).toBe(`${lockDir}.taking-${process.pid}-${thisProcess().start}`);
+    writeIntent(file);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual(thisProcess());
+    expect(intentsOf(lockDir)).toEqual([{ file, taker: thisProcess(), mtimeMs: statSync(file).mtimeMs }]);
+    dropIntent(file);
+    expect(intentsOf(lockDir)).toEqual([]);
+  });
+
+  it('is EGJ_IO naming the intent when it cannot be written', () => {
+    const file = intentFile(join(tempDir('genjob-intent-'), 'no-such-dir', 'apply.lock'));
+    expect(() => writeIntent(file)).toThrow(
+      expect.objectContaining({
+        code: 'EGJ_IO',
+        message: expect.stringContaining(`${file}: open failed`),
+      }),
+    );
   });
 });
