@@ -22,18 +22,17 @@ function uniqueName(base: string): string {
 // The reason is published first: an item in dead/ is never without its reason (`retry` of a cancelled
 // job, `show` and gc read it). A crash or a failed write between the two leaves at most a reason with
 // no item, which nothing lists; a failed write removes it.
-function publishWhy(store: Store, name: string, why: DeadReason): string {
-  const file = join(store.layout.dir('dead'), `${name}.why.json`);
+function publishWhy(store: Store, file: string, why: DeadReason): void {
   const body = Buffer.from(`${JSON.stringify({ ...why, at: new Date().toISOString() }, null, 2)}\n`);
   publishExclusive(store, file, body);
-  return file;
 }
 
 /** Best effort: remove the reason of an item that did not reach dead/. */
 function discardWhy(store: Store, whyFile: string, item: string): void {
   try {
     store.fs.lstatSync(item);
-  } catch {
+  } catch (err) {
+    if (errnoOf(err) !== 'ENOENT') return; // cannot tell: a reason too many beats an item without one
     try {
       store.fs.unlinkSync(whyFile);
     } catch {
@@ -42,37 +41,39 @@ function discardWhy(store: Store, whyFile: string, item: string): void {
   }
 }
 
-function journalDead(store: Store, name: string, why: DeadReason): void {
-  journal(store, { event: 'dead-lettered', ...why, file: `dead/${name}` });
-}
-
 /** Keep `bytes` (e.g. a late receipt) in dead/ under a fresh name. Returns the name. */
 export function deadLetterBytes(store: Store, base: string, bytes: Uint8Array, why: DeadReason): string {
   const name = uniqueName(base);
-  const item = join(store.layout.dir('dead'), name);
-  const whyFile = publishWhy(store, name, why);
-  try {
-    publishExclusive(store, item, bytes);
-  } catch (err) {
-    discardWhy(store, whyFile, item);
-    throw err;
-  }
-  journalDead(store, name, why);
+  withReason(store, name, why, (item) => publishExclusive(store, item, bytes));
   return name;
 }
 
 /** Move a file (e.g. a malformed job from queue/) into dead/. Returns the name, or null when it was gone. */
 export function deadLetterFile(store: Store, from: string, base: string, why: DeadReason): string | null {
   const name = uniqueName(base);
-  const item = join(store.layout.dir('dead'), name);
-  const whyFile = publishWhy(store, name, why);
   try {
-    moveState(store, from, item);
+    withReason(store, name, why, (item) => moveState(store, from, item));
   } catch (err) {
-    discardWhy(store, whyFile, item);
     if (errnoOf(err) === 'ENOENT') return null;
     throw err;
   }
-  journalDead(store, name, why);
   return name;
+}
+
+/**
+ * Publish the reason of `dead/<name>`, then put the item there with `put`, then journal it. When either
+ * fails and the item did not reach dead/, its reason is removed (best effort): nothing is listed twice
+ * when the command is run again.
+ */
+function withReason(store: Store, name: string, why: DeadReason, put: (item: string) => void): void {
+  const item = join(store.layout.dir('dead'), name);
+  const whyFile = `${item}.why.json`;
+  try {
+    publishWhy(store, whyFile, why);
+    put(item);
+  } catch (err) {
+    discardWhy(store, whyFile, item);
+    throw err;
+  }
+  journal(store, { event: 'dead-lettered', ...why, file: `dead/${name}` });
 }

@@ -135,3 +135,27 @@ describe('deadLetterBytes when the item cannot be written', () => {
     expect(readJournal(store, KEY).filter((e) => e.event === 'dead-lettered')).toEqual([]);
   });
 });
+
+describe('a dead letter whose reason cannot be published', () => {
+  it('leaves no reason behind when the directory fsync of the reason fails: run again, dead/ holds one item and one reason', () => {
+    const store = tempStore('genjob-dead-');
+    const from = store.layout.jobFile('queue', KEY);
+    writeFileSync(from, '{}');
+    let linked = false;
+    let failed = false;
+    const failing = hookedStore(store, (call, args, proceed) => {
+      if (call === 'linkSync' && String(args[1]).endsWith('.why.json')) linked = true;
+      else if (call === 'fsyncSync' && linked && !failed) {
+        failed = true;
+        throw sysError('EIO', -5, 'fsync');
+      }
+      return proceed();
+    });
+    const why = { key: KEY, code: 'EGJ_CANCELLED', reason: 'r' };
+    expect(() => deadLetterFile(failing, from, `${KEY}.job`, why)).toThrow(/fsync failed: .*\(EIO\)/);
+    expect(readdirSync(store.layout.dir('dead'))).toEqual([]);
+    expect(existsSync(from)).toBe(true);
+    const name = deadLetterFile(store, from, `${KEY}.job`, why);
+    expect(readdirSync(store.layout.dir('dead')).sort()).toEqual([name, `${name}.why.json`]);
+  });
+});
