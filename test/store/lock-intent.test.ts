@@ -121,6 +121,14 @@ describe('writeIntent', () => {
     expect(intentsOf(lockDir)).toEqual([]);
   });
 
+  it('closes the file it opens', () => {
+    const fds = () => readdirSync('/proc/self/fd').length;
+    const lockDir = join(tempDir('genjob-intent-'), 'apply.lock');
+    const before = fds();
+    for (let i = 0; i < 20; i++) writeIntent(intentFile(lockDir));
+    expect(fds()).toBe(before);
+  });
+
   it('is EGJ_IO naming the intent when it cannot be written', () => {
     const file = intentFile(join(tempDir('genjob-intent-'), 'no-such-dir', 'apply.lock'));
     expect(() => writeIntent(file)).toThrow(
