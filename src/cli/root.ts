@@ -4,6 +4,7 @@ import { statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../core/errors.js';
 import { pathExists } from '../core/path-exists.js';
+import { sweepStaleTemps } from '../store/durable.js';
 import { sweepDeadIntents } from '../store/lock-intents.js';
 import { Store } from '../store/store.js';
 
@@ -31,7 +32,9 @@ export function findRoot(explicit?: string, cwd = process.cwd()): string {
 
 export function openStore(opts: { root?: string }): Store {
   const store = new Store(findRoot(opts.root)).ensure();
-  sweepDeadIntents(store.layout.dir('locks')); // lock intents of takers that died (lock-owner.ts)
+  // what writers of .gen/ that died (or failed to clean up) left: temps in .gen/tmp, lock intents
+  sweepStaleTemps(store, undefined, undefined, [store.layout.tmp]);
+  sweepDeadIntents(store.layout.dir('locks'));
   return store;
 }
 

@@ -47,7 +47,9 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   // refused before anything is written: outside a git work tree apply used to write, then fail to commit
   if (o.commit) await (await import('../git/commit-preflight.js')).assertCanCommit(lookStore(o).root);
   const store = openStore(o);
-  if (!o.dryRun) sweepStaleTemps(store); // .gen/tmp temps of applies (and workers) that died mid-publish
+  // temps of applies (and workers) that died mid-publish in leases/ and objects/ (.gen/tmp: openStore)
+  if (!o.dryRun)
+    sweepStaleTemps(store, undefined, undefined, [store.layout.dir('leases'), store.layout.dir('objects')]);
   const recovered = o.dryRun ? [] : await recoverInterruptedApplies(store);
   const isApplied = (key: string) => exists(store, store.layout.jobFile('applied', key));
   // --all --commit also looks at applied jobs: one applied without --commit gets its commit now

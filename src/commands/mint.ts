@@ -11,7 +11,6 @@ import { buildJob, type JobInput } from '../core/job.js';
 import { ancestors, pathProblem } from '../core/paths.js';
 import { readText } from '../core/read-text.js';
 import { createSecretScanner, scanSecretText, secretError, secretPathProblem } from '../core/secrets.js';
-import { sweepStaleTemps } from '../store/durable.js';
 import { gitignoreIgnoresGen } from '../store/gitignore.js';
 import { hashFile, hashSmallFileSync, SMALL_FILE_BYTES } from '../store/hash-file.js';
 import { mintJob } from '../store/mint-job.js';
@@ -142,7 +141,6 @@ function gitignoreNoteDue(store: Store): boolean {
 export async function mint(o: MintOptions): Promise<CommandResult> {
   const instruction = readInstruction(o);
   const store = openStore(o);
-  sweepStaleTemps(store, undefined, undefined, [store.layout.tmp]); // temps of dead writers of its kind
   const { root } = store;
   const here = cwdInRoot(root);
   const contractPath = (typed: string, flag: string) => toContractPath(root, typed, flag, here);

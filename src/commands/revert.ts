@@ -4,12 +4,10 @@
 import { revertApplied } from '../apply/revert.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
-import { sweepStaleTemps } from '../store/durable.js';
 import { resolveKey } from '../store/job-states.js';
 
 export async function revert(o: CommonOptions & { key: string }): Promise<CommandResult> {
   const store = openStore(o);
-  sweepStaleTemps(store, undefined, undefined, [store.layout.tmp]); // temps of dead writers of its kind
   const key = resolveKey(store, o.key);
   const { reverted, already } = await revertApplied(store, key);
   const lines = reverted.map((w) => `  ${w.before === null ? 'removed' : 'restored'} ${w.path}`);

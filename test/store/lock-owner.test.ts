@@ -61,9 +61,10 @@ describe('an owned lock', () => {
     await lock!.release().catch(() => {});
   });
 
-  it('is taken over from a gone holder without leaving the directory set aside', async () => {
+  it('is taken over from a gone holder without leaving the directory set aside, even with files in it', async () => {
     const lockDir = lockIn();
     mkdirSync(lockDir);
+    writeFileSync(join(lockDir, 'in-the-way'), ''); // as an apply that could not remove its lock leaves it
     writeFileSync(
       `${lockDir}.owner`,
       JSON.stringify({
