@@ -7,7 +7,7 @@
 import { errnoOf } from '../core/errors.js';
 import { currentEpoch } from './attempts.js';
 import { batchHeldKeys } from './batch-outbox.js';
-import { moveState, sweepStaleTemps } from './durable.js';
+import { exists, moveState, sweepStaleTemps } from './durable.js';
 import { keysIn } from './job-states.js';
 import { journal } from './journal.js';
 import { withKeyLock } from './key-lock.js';
@@ -35,13 +35,17 @@ export async function reapStale(store: Store, ttlS: number, now = Date.now()): P
       const age = leaseAgeMs(store, key, Date.now());
       // it beat while we waited for the lock
       if (age <= ttlS * 1000 && !holderGone(store, key)) return undefined;
+      // read before the move: a read that fails then changes nothing
+      const epoch = readLease(store, key)?.epoch ?? currentEpoch(store, key);
       try {
         moveState(store, store.layout.jobFile('running', key), store.layout.jobFile('queue', key));
       } catch (err) {
         if (errnoOf(err) === 'ENOENT') return undefined; // committed or reaped meanwhile
+        // the rename may have happened before a directory fsync failed: then the lease goes all the same
+        if (!exists(store, store.layout.jobFile('running', key)))
+          store.fs.rmSync(store.layout.lease(key), { force: true });
         throw err;
       }
-      const epoch = readLease(store, key)?.epoch ?? currentEpoch(store, key);
       store.fs.rmSync(store.layout.lease(key), { force: true });
       journal(store, { event: 'reaped', key, epoch, age_s: Math.round(age / 1000) });
       return { key, epoch, age_s: Math.round(age / 1000) };

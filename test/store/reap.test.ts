@@ -169,7 +169,24 @@ describe('reapStale and a job that moves meanwhile', () => {
       new RegExp(`^${from} → ${store.layout.jobFile('queue', key)}: rename failed: i/o error \\(EIO\\)`),
     );
     expect(existsSync(from)).toBe(true);
+    expect(existsSync(store.layout.lease(key))).toBe(true); // still running, still its lease
     expect(reapedEvents(store, key)).toEqual([]);
+  });
+
+  it('removes the lease all the same when the move renamed the job and then its directory fsync failed', async () => {
+    const { store, keys } = running();
+    const key = keys[0]!;
+    beatAt(store.layout.lease(key), Date.now() - 600_000);
+    const from = store.layout.jobFile('running', key);
+    let renamed = false;
+    const failing = hookedStore(store, (call, args, proceed) => {
+      if (call === 'renameSync' && args[0] === from) renamed = true;
+      else if (call === 'fsyncSync' && renamed) throw sysError('EIO', -5, 'fsync');
+      return proceed();
+    });
+    await expect(reapStale(failing, 30)).rejects.toThrow(/fsync failed: i\/o error \(EIO\)/);
+    expect(existsSync(store.layout.jobFile('queue', key))).toBe(true);
+    expect(existsSync(store.layout.lease(key))).toBe(false); // a queued job with no lease: the next claim starts clean
   });
 });
 
