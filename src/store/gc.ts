@@ -5,6 +5,7 @@
 // its tombstone *before* anything of it is removed, so a crash leaves either the material or the
 // tombstone (usually both), never neither. Queued, running and received jobs are never touched.
 import { join, relative } from 'node:path';
+import { errnoOf } from '../core/errors.js';
 import { fsyncDir, readdirOrEmpty, readIfExists } from './durable.js';
 import { compactJournal } from './journal-compact.js';
 import type { Store } from './store.js';
@@ -57,11 +58,13 @@ function parse<T>(bytes: Buffer | undefined): T | undefined {
   }
 }
 
+/** The mtime of `path`, Infinity when there is none; a disk that cannot tell is EGJ_IO, not "absent". */
 function mtimeMs(store: Store, path: string): number {
   try {
     return store.fs.lstatSync(path).mtimeMs;
-  } catch {
-    return Number.POSITIVE_INFINITY;
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return Number.POSITIVE_INFINITY;
+    throw err;
   }
 }
 
@@ -70,8 +73,9 @@ export function sizeOf(store: Store, path: string): number {
   let st: ReturnType<Store['fs']['lstatSync']>;
   try {
     st = store.fs.lstatSync(path);
-  } catch {
-    return 0;
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return 0; // removed meanwhile
+    throw err;
   }
   if (!st.isDirectory()) return st.size;
   let total = 0;
