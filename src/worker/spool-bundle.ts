@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
-import { IoError } from '../core/errors.js';
+import { IoError, ioErrorAt } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { jobFileBytes } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
@@ -55,9 +55,14 @@ export async function spoolBundle(store: Store, job: Job): Promise<SpooledBundle
       ],
       async (chunk) => {
         if (writing.size >= MAX_WRITES_IN_FLIGHT) await Promise.race(writing);
-        const done: Promise<void> = fh.write(chunk, 0, chunk.length, bytes).then(() => {
-          writing.delete(done);
-        });
+        const done: Promise<void> = fh.write(chunk, 0, chunk.length, bytes).then(
+          () => {
+            writing.delete(done);
+          },
+          (err: unknown) => {
+            throw ioErrorAt(path, err); // an fd's error names no file
+          },
+        );
         done.catch(() => {}); // awaited below; a failure is thrown there, never unhandled
         writing.add(done);
         bytes += chunk.length;
@@ -72,7 +77,9 @@ export async function spoolBundle(store: Store, job: Job): Promise<SpooledBundle
           // a fresh buffer per chunk: the writer may still hold the last one, and copying it cost a
           // second memcpy of the whole bundle
           const buf = Buffer.allocUnsafe(Math.min(CHUNK, bytes - at));
-          const { bytesRead } = await fh.read(buf, 0, buf.length, at);
+          const { bytesRead } = await fh.read(buf, 0, buf.length, at).catch((err: unknown) => {
+            throw ioErrorAt(path, err);
+          });
           if (bytesRead === 0) throw new IoError('read', path, new Error('spool file shrank'));
           at += bytesRead;
           yield bytesRead === buf.length ? buf : buf.subarray(0, bytesRead);
