@@ -275,15 +275,22 @@ function recordedInode(lockDir: string): number | undefined {
 function removeLock(lockDir: string): void {
   // move it aside first so two takers cannot remove each other's fresh lock
   const aside = join(lockDir, '..', `.taken-${process.pid}-${Date.now()}`);
-  try {
-    fs.renameSync(lockDir, aside);
-    // Stryker disable all: a rename within one directory fails otherwise only on a disk error, which
-    // test/e2e/io-faults injects (unit tests cannot, as root)
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return; // another taker removed it: try to take it
-    throw err;
-  }
-  // Stryker restore all
+  if (!renameIfThere(lockDir, aside)) return; // another taker removed it: try to take it
   // its record is left: it names the directory set aside, and the next holder replaces it
+  // Stryker disable next-line BooleanLiteral: the directory set aside is there, so force changes nothing
   fs.rmSync(aside, { recursive: true, force: true });
 }
+
+// Stryker disable all: a rename within one directory fails but for ENOENT only on a disk error, which
+// test/e2e/io-faults injects (unit tests cannot, as root)
+/** Rename `from` to `to`; false when `from` is not there. */
+function renameIfThere(from: string, to: string): boolean {
+  try {
+    fs.renameSync(from, to);
+    return true;
+  } catch (err) {
+    if (errnoOf(err) === 'ENOENT') return false;
+    throw err;
+  }
+}
+// Stryker restore all
