@@ -50,6 +50,21 @@ export function writeIntent(file: string): void {
   }
 }
 
+/**
+ * writeIntent, best effort: false when it could not be written (a full disk). The lock is taken all the
+ * same: an intent only lets a lock whose maker died before recording itself be taken over before it is
+ * stale, and a lock that could not be taken would leave a job that cannot be put back.
+ */
+export function tryWriteIntent(file: string): boolean {
+  try {
+    writeIntent(file);
+    return true;
+  } catch {
+    dropIntent(file); // a torn one, if any
+    return false;
+  }
+}
+
 /** Best effort: an intent left behind names a process that is gone; the next sweep (or take-over) removes it. */
 export function dropIntent(file: string): void {
   try {

@@ -22,7 +22,7 @@ import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError } from '../core/errors.js';
 import { replaceFile } from './durable.js';
 import { nodeFs as fs } from './fs-port.js';
-import { dropIntent, type Intent, intentFile, intentsOf, writeIntent } from './lock-intents.js';
+import { dropIntent, type Intent, intentFile, intentsOf, tryWriteIntent } from './lock-intents.js';
 import { ownerGone, type ProcessId, thisProcess } from './process-identity.js';
 
 export interface OwnedLockOptions {
@@ -65,7 +65,7 @@ const ownerFile = (lockDir: string) => `${lockDir}.owner`;
 
 /**
  * Take the lock directory `lockDir`, or undefined when a live holder still has it after `waitMs`.
- * A failure to make the lock or record its owner is EGJ_IO.
+ * A failure to make the lock is EGJ_IO; its intent and owner record are best effort (a full disk).
  */
 export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Promise<OwnedLock | undefined> {
   const deadline = Date.now() + Math.max(0, opts.waitMs);
@@ -76,7 +76,7 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
     let release: () => Promise<void>;
     let ino: number | undefined;
     try {
-      writeIntent(intent);
+      tryWriteIntent(intent);
       release = await lockfile.lock(lockDir, {
         realpath: false,
         lockfilePath: lockDir,
@@ -111,12 +111,15 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
       continue;
     }
     try {
-      ino = recordOwner(lockDir);
+      ino = fs.lstatSync(lockDir).ino;
     } catch (err) {
       await release().catch(() => {});
       dropIntent(intent);
       throw err; // EGJ_IO from the named fs, naming the call and the file
     }
+    // best effort, like the intent: on a full disk the lock is held all the same (a worker must still be
+    // able to put its job back), and without a record a holder that dies is known only by staleness
+    tryRecordOwner(lockDir, ino);
     dropIntent(intent);
     const mine = ino;
     const lost = () => compromised ?? takenFrom(lockDir, mine);
@@ -152,11 +155,7 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
           // already released or compromised (proper-lockfile's ERELEASED): nothing of ours is left to remove.
           // A lock no longer ours never gets here: its directory is spared (sparingTheirs) or already gone.
           if (!isSystemError(err)) return;
-          try {
-            recordOwner(lockDir);
-          } catch {
-            // without a record the lock goes by proper-lockfile's staleness
-          }
+          tryRecordOwner(lockDir, mine); // without a record the lock goes by proper-lockfile's staleness
           throw IoError.wrap(
             'remove lock',
             lockDir,
@@ -209,14 +208,14 @@ export function sparingTheirs(ino: () => number | undefined) {
   };
 }
 
-/**
- * Record this process as the holder of the lock directory `lockDir` (EGJ_IO when it cannot be written);
- * returns the directory's inode.
- */
-function recordOwner(lockDir: string): number {
-  const record: OwnerRecord = { ...thisProcess(), ino: fs.lstatSync(lockDir).ino };
-  replaceFile({ fs }, ownerFile(lockDir), Buffer.from(`${JSON.stringify(record)}\n`));
-  return record.ino;
+/** Record this process as the holder of the lock directory `lockDir` of inode `ino`, if the disk lets it. */
+function tryRecordOwner(lockDir: string, ino: number): void {
+  const record: OwnerRecord = { ...thisProcess(), ino };
+  try {
+    replaceFile({ fs }, ownerFile(lockDir), Buffer.from(`${JSON.stringify(record)}\n`));
+  } catch {
+    // a lock without a record is judged by its intent, else by staleness
+  }
 }
 
 /** When the holder recorded for `lockDir` is certainly gone, remove the lock and return that holder. */

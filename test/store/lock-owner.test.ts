@@ -4,6 +4,7 @@
 import { mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { intentFile } from '../../src/store/lock-intents.js';
 import { sparingTheirs, takeOwnedLock } from '../../src/store/lock-owner.js';
 import { tempDir } from '../helpers/temp-store.js';
 
@@ -13,11 +14,19 @@ const ioError = (message: RegExp) =>
   expect.objectContaining({ code: 'EGJ_IO', message: expect.stringMatching(message) });
 
 describe('takeOwnedLock failures', () => {
-  it('is EGJ_IO naming the intent when the lock directory cannot even be written beside', async () => {
+  it('is EGJ_IO naming the mkdir when the lock cannot be made', async () => {
     const lockDir = join(tempDir('genjob-lock-'), 'gone', 'apply.lock');
     await expect(takeOwnedLock(lockDir, LONG)).rejects.toEqual(
-      ioError(/apply\.lock\.taking-\d+-\d+: open failed: .*\(ENOENT\)$/),
+      ioError(new RegExp(`^${lockDir}: lock \\(mkdir\\) failed: .*\\(ENOENT\\)$`)),
     );
+  });
+
+  it('takes the lock all the same when its intent cannot be written (as on a full disk)', async () => {
+    const lockDir = lockIn();
+    mkdirSync(intentFile(lockDir)); // open(O_WRONLY) of a directory fails: EISDIR
+    const lock = await takeOwnedLock(lockDir, LONG);
+    expect(lock?.lost()).toBeUndefined();
+    await lock!.release();
   });
 
   it("names proper-lockfile's call when taking a stale lock fails (a file where the lock directory goes)", async () => {
@@ -30,10 +39,13 @@ describe('takeOwnedLock failures', () => {
     expect(readdirSync(dirname(lockDir))).toEqual(['apply.lock']); // no intent left
   });
 
-  it('is EGJ_IO naming the record when it cannot be written, and leaves neither the lock nor an intent', async () => {
+  it('takes the lock without a record when the record cannot be written (as on a full disk), and no intent stays', async () => {
     const lockDir = lockIn();
     mkdirSync(`${lockDir}.owner`); // the record's rename into place fails
-    await expect(takeOwnedLock(lockDir, LONG)).rejects.toEqual(ioError(/apply\.lock\.owner.*failed/));
+    const lock = await takeOwnedLock(lockDir, LONG);
+    expect(lock?.lost()).toBeUndefined();
+    expect(readdirSync(dirname(lockDir)).sort()).toEqual(['apply.lock', 'apply.lock.owner']);
+    await lock!.release();
     expect(readdirSync(dirname(lockDir))).toEqual(['apply.lock.owner']);
   });
 });
