@@ -610,12 +610,16 @@ async function runPoint(
     const inLocalServe =
       /back in the queue: .*host said: genjob: EGJ_IO: /.test(r.stderr) ||
       (childFault !== undefined && r.exitCode === 3 && /back in the queue: /.test(r.stderr)) ||
-      // the fault also landed in the local serve as it started: the host failed, nothing was claimed
+      // the fault also landed in the local serve as it started: the host failed, nothing was claimed (or
+      // Node's own module loader aborted in it, printing a stack instead of the hello)
       (childFault !== undefined &&
         r.exitCode === 5 &&
         /^genjob: EGJ_IO: local: the host failed before it could serve \(nothing was claimed\): /.test(
           r.stderr,
-        ));
+        )) ||
+      (childFault !== undefined &&
+        r.exitCode === 2 &&
+        /^genjob: EGJ_HOST_NOT_SERVING: local: did not answer as genjob serve/.test(r.stderr));
     if (r.exitCode !== 0 && !inLocalServe) {
       expect(r.exitCode, context).toBe(5);
       const lines = r.stderr.split('\n').filter((l) => l.startsWith('genjob: EGJ_'));
