@@ -272,7 +272,7 @@ export function readRecord(store: Store, path: string): Buffer | undefined {
   return readRecordFile(store.fs, path, MAX_RECORD_BYTES);
 }
 
-export function exists(store: Store, path: string): boolean {
+export function exists(store: HasFs, path: string): boolean {
   try {
     store.fs.lstatSync(path);
     return true;

@@ -6,7 +6,7 @@
 import { constants } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { errnoOf } from '../core/errors.js';
+import { exists } from './durable.js';
 import { nodeFs as fs } from './fs-port.js';
 import { ownerGone, type ProcessId, thisProcess } from './process-identity.js';
 
@@ -51,17 +51,15 @@ export function writeIntent(file: string): void {
 }
 
 /**
- * writeIntent, best effort: false when it could not be written (a full disk). The lock is taken all the
- * same: an intent only lets a lock whose maker died before recording itself be taken over before it is
- * stale, and a lock that could not be taken would leave a job that cannot be put back.
+ * writeIntent, best effort (a full disk): the lock is taken all the same. An intent only lets a lock whose
+ * maker died before recording itself be taken over before it is stale, and a lock that could not be taken
+ * would leave a job that cannot be put back.
  */
-export function tryWriteIntent(file: string): boolean {
+export function tryWriteIntent(file: string): void {
   try {
     writeIntent(file);
-    return true;
   } catch {
     dropIntent(file); // a torn one, if any
-    return false;
   }
 }
 
@@ -95,7 +93,7 @@ export function sweepDeadIntents(dir: string): number {
     const file = join(dir, name);
     try {
       // while its lock is there, the intent may be all that tells that the lock's maker is gone
-      if (lockThere(join(dir, name.slice(0, at)))) continue;
+      if (exists({ fs }, join(dir, name.slice(0, at)))) continue;
       if (!intentGone(file, name)) continue;
       fs.unlinkSync(file);
       removed += 1;
@@ -104,17 +102,6 @@ export function sweepDeadIntents(dir: string): number {
     }
   }
   return removed;
-}
-
-function lockThere(lockDir: string): boolean {
-  try {
-    fs.lstatSync(lockDir);
-    return true;
-  } catch (err) {
-    // Stryker disable next-line ConditionalExpression: an lstat error other than ENOENT on a name in a directory just listed cannot be made here (root, no fault injection in unit tests); test/e2e/io-faults sweeps it
-    if (errnoOf(err) === 'ENOENT') return false;
-    throw err;
-  }
 }
 
 function intentGone(file: string, name: string): boolean {

@@ -4,7 +4,15 @@
 // was born. A live taker, another host's taker, a taker that came after the lock, or no intent at all
 // leave the lock to staleness. Real processes give the pids (a child that ran and exited, one that runs).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,6 +22,7 @@ import {
   intentFile,
   intentsOf,
   sweepDeadIntents,
+  tryWriteIntent,
   writeIntent,
 } from '../../src/store/lock-intents.js';
 import { takeOwnedLock } from '../../src/store/lock-owner.js';
@@ -127,6 +136,17 @@ describe('writeIntent', () => {
     const before = fds();
     for (let i = 0; i < 20; i++) writeIntent(intentFile(lockDir));
     expect(fds()).toBe(before);
+  });
+
+  it('is written by tryWriteIntent, which leaves nothing at its name when it cannot write it', () => {
+    const lockDir = join(tempDir('genjob-intent-'), 'apply.lock');
+    const file = intentFile(lockDir);
+    tryWriteIntent(file);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual(thisProcess());
+    dropIntent(file);
+    symlinkSync('/dev/full', file); // O_NOFOLLOW: the open fails (ELOOP), and no throw reaches the taker
+    expect(() => tryWriteIntent(file)).not.toThrow();
+    expect(readdirSync(dirname(lockDir))).toEqual([]);
   });
 
   it('is EGJ_IO naming the intent when it cannot be written', () => {
