@@ -148,7 +148,10 @@ export class ResultCache {
    * holds the result in `built` and delivers it from there).
    */
   async commit(name: string, built: string): Promise<void> {
-    const bytes = await readFile(join(built, 'result.json'));
+    const resultFile = join(built, 'result.json');
+    const bytes = await readFile(resultFile).catch((err: unknown) => {
+      throw ioErrorAt(resultFile, err); // a read's or close's error names no file
+    });
     await writeNewFile(join(built, MAC_FILE), `${entryMac(this.key(), name, bytes)}\n`);
     try {
       await rename(built, this.entryDir(name));

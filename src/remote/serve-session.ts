@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { canonicalBytes } from '../core/canonical-json.js';
-import { asIoError, GenjobError, IoError } from '../core/errors.js';
+import { asIoError, GenjobError, IoError, ioErrorAt } from '../core/errors.js';
 import { allowedPaths, type Job } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import { RECEIPT_SCHEMA, type Receipt } from '../core/receipt.js';
@@ -163,7 +163,10 @@ async function answer(
       // no sandbox, no generation: refused before anything is recorded as started
       if (cfg.policy.kind === 'bwrap' && !generator.startsWith(BUILTIN_PREFIX))
         await requireBwrap(`genjob serve on ${host}`);
-      await writeFile(join(scratch, 'job.json'), canonicalBytes(job));
+      const jobFile = join(scratch, 'job.json');
+      await writeFile(jobFile, canonicalBytes(job)).catch((err: unknown) => {
+        throw ioErrorAt(jobFile, err); // its close's error names no file
+      });
       // the extraction hashed every file: the diff re-hashes only those touched since
       const known = knownFiles(ws, files, join(scratch, 'extracted.fence'));
       const built = await cfg.cache.tmpDir();
