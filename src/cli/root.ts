@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../core/errors.js';
 import { pathExists } from '../core/path-exists.js';
 import { sweepStaleTemps } from '../store/durable.js';
-import { sweepDeadIntents } from '../store/lock-intents.js';
+import { sweepDeadLocks } from '../store/lock-owner.js';
 import { Store } from '../store/store.js';
 
 export function findRoot(explicit?: string, cwd = process.cwd()): string {
@@ -32,9 +32,9 @@ export function findRoot(explicit?: string, cwd = process.cwd()): string {
 
 export function openStore(opts: { root?: string }): Store {
   const store = new Store(findRoot(opts.root)).ensure();
-  // what writers of .gen/ that died (or failed to clean up) left: temps in .gen/tmp, lock intents
+  // what writers of .gen/ that died (or failed to clean up) left: temps in .gen/tmp, locks and their intents
   sweepStaleTemps(store, undefined, undefined, [store.layout.tmp]);
-  sweepDeadIntents(store.layout.dir('locks'));
+  sweepDeadLocks(store.layout.dir('locks'));
   return store;
 }
 

@@ -75,8 +75,8 @@ export function dropIntent(file: string): void {
 /**
  * Remove the intents in `dir` left by takers of this host that are gone (killed between writing one and
  * dropping it, or whose unlink failed) for locks that are no longer there. Best effort: whatever cannot
- * be looked at or removed stays for the next sweep. Every command that writes .gen/ runs it on .gen/locks
- * (openStore). Returns how many were removed.
+ * be looked at or removed stays for the next sweep. sweepDeadLocks (lock-owner.ts) runs it after removing
+ * the dead locks. Returns how many were removed.
  */
 export function sweepDeadIntents(dir: string): number {
   let removed = 0;
@@ -90,18 +90,43 @@ export function sweepDeadIntents(dir: string): number {
     const at = name.indexOf('.taking-');
     // Stryker disable next-line EqualityOperator: a name that starts with `.taking-` names the directory itself as its lock, which is there
     if (at < 0) continue;
-    const file = join(dir, name);
     try {
       // while its lock is there, the intent may be all that tells that the lock's maker is gone
       if (exists({ fs }, join(dir, name.slice(0, at)))) continue;
-      if (!intentGone(file, name)) continue;
-      fs.unlinkSync(file);
-      removed += 1;
     } catch {
-      // dropped meanwhile, or the disk failed: left for the next sweep
+      continue; // the disk failed: left for the next sweep
     }
+    if (removeIfTakerGone(join(dir, name), name)) removed += 1;
   }
   return removed;
+}
+
+/**
+ * Remove the intents of gone takers beside `lockDir`, which this process has just taken: what they could
+ * tell (whether the lock's maker died before recording itself) no longer matters. A lock taken from such a
+ * taker by staleness would otherwise keep its intent until a sweep after the lock is gone.
+ */
+export function dropGoneTakers(lockDir: string): void {
+  const prefix = `${basename(lockDir)}.taking-`;
+  let names: string[];
+  try {
+    names = fs.readdirSync(dirname(lockDir));
+  } catch {
+    return; // best effort: the sweep gets them once the lock is gone
+  }
+  for (const name of names)
+    if (name.startsWith(prefix)) removeIfTakerGone(join(dirname(lockDir), name), name);
+}
+
+/** Remove the intent `file` when its taker is gone; false when it stays (alive, or the disk failed). */
+function removeIfTakerGone(file: string, name: string): boolean {
+  try {
+    if (!intentGone(file, name)) return false;
+    fs.unlinkSync(file);
+    return true;
+  } catch {
+    return false; // dropped meanwhile, or the disk failed: left for the next sweep
+  }
 }
 
 function intentGone(file: string, name: string): boolean {

@@ -22,7 +22,15 @@ import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError } from '../core/errors.js';
 import { replaceFile } from './durable.js';
 import { nodeFs as fs } from './fs-port.js';
-import { dropIntent, type Intent, intentFile, intentsOf, tryWriteIntent } from './lock-intents.js';
+import {
+  dropGoneTakers,
+  dropIntent,
+  type Intent,
+  intentFile,
+  intentsOf,
+  sweepDeadIntents,
+  tryWriteIntent,
+} from './lock-intents.js';
 import { ownerGone, type ProcessId, thisProcess } from './process-identity.js';
 
 export interface OwnedLockOptions {
@@ -121,6 +129,7 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
     // able to put its job back), and without a record a holder that dies is known only by staleness
     tryRecordOwner(lockDir, ino);
     dropIntent(intent);
+    dropGoneTakers(lockDir);
     const mine = ino;
     const lost = () => compromised ?? takenFrom(lockDir, mine);
     const from = tookOverFrom && {
@@ -218,6 +227,34 @@ function tryRecordOwner(lockDir: string, ino: number): void {
   }
 }
 
+/**
+ * Remove the locks in `dir` whose holder is gone as far as this host can tell (the process its record
+ * names, or, with no record, the taker that made it), with their records and intents, then the intents
+ * of gone takers whose lock is not there. A lock nobody takes again (a batch run's) would otherwise stay
+ * for ever. Best effort: what the disk does not let it read or remove is left for the next sweep. Every
+ * command that writes .gen/ runs it on .gen/locks (openStore).
+ */
+export function sweepDeadLocks(dir: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return; // no locks yet, or unreadable: nothing to do now
+  }
+  for (const name of names) {
+    if (!name.endsWith('.lock')) continue;
+    const lockDir = join(dir, name);
+    try {
+      const gone = takeOverIfOwnerGone(lockDir) ?? takeOverIfTakerGone(lockDir);
+      // its record too, unless a new holder's has replaced it meanwhile
+      if (gone !== undefined && recordedInode(lockDir) === gone.ino) fs.unlinkSync(ownerFile(lockDir));
+    } catch {
+      // the disk failed: left for the next sweep, or a taker
+    }
+  }
+  sweepDeadIntents(dir);
+}
+
 /** When the holder recorded for `lockDir` is certainly gone, remove the lock and return that holder. */
 function takeOverIfOwnerGone(lockDir: string): OwnerRecord | undefined {
   let owner: OwnerRecord;
@@ -236,7 +273,7 @@ function takeOverIfOwnerGone(lockDir: string): OwnerRecord | undefined {
 /**
  * A lock with no record for its directory, whose takers' intents are all of processes of this host that
  * are gone, one of them made before the lock directory was born: that taker made the lock and died before
- * recording itself. Remove the lock and those intents; return the taker. Anything else (a live taker, one
+ * recording itself. Remove the lock (the intents go once it is taken again); return the taker. Anything else (a live taker, one
  * on another host, no intent: an older genjob) is left to staleness.
  */
 function takeOverIfTakerGone(lockDir: string): OwnerRecord | undefined {
@@ -254,8 +291,7 @@ function takeOverIfTakerGone(lockDir: string): OwnerRecord | undefined {
   if (lock.birthtimeMs <= 0 || !takers.every((t) => ownerGone(t.taker))) return undefined;
   const maker = takers.find((t) => t.mtimeMs <= lock.birthtimeMs);
   if (maker === undefined) return undefined;
-  removeLock(lockDir);
-  for (const t of takers) dropIntent(t.file);
+  removeLock(lockDir); // the gone takers' intents go once the lock is taken (dropGoneTakers)
   return { ...maker.taker, ino: lock.ino };
 }
 

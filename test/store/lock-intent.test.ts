@@ -11,6 +11,7 @@ import {
   readFileSync,
   statSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { hostname } from 'node:os';
@@ -25,7 +26,7 @@ import {
   tryWriteIntent,
   writeIntent,
 } from '../../src/store/lock-intents.js';
-import { takeOwnedLock } from '../../src/store/lock-owner.js';
+import { sweepDeadLocks, takeOwnedLock } from '../../src/store/lock-owner.js';
 import { type ProcessId, processStart, thisProcess } from '../../src/store/process-identity.js';
 import { tempDir } from '../helpers/temp-store.js';
 
@@ -97,6 +98,65 @@ describe('a lock whose maker died before recording itself', () => {
     const held = await takeOwnedLock(lockDir, LONG);
     expect(await takeOwnedLock(lockDir, LONG)).toBeUndefined();
     await held!.release();
+  });
+});
+
+describe('a lock taken by staleness', () => {
+  it('drops the intents of gone takers beside it (nothing else would while it is there), and keeps a live one', async () => {
+    const lockDir = lockLeftBy([]);
+    await sleep(30); // a contender's intent, after the lock was born: not a taker-gone takeover
+    const dead = deadProcess();
+    intent(lockDir, dead);
+    intent(lockDir, liveId);
+    writeFileSync(`${lockDir}x.taking-${dead.pid}-${dead.start}`, JSON.stringify(dead)); // another lock's
+    const past = new Date(Date.now() - 60_000);
+    utimesSync(lockDir, past, past);
+    const lock = await takeOwnedLock(lockDir, { waitMs: 0, staleMs: 5_000 });
+    expect(lock?.tookOverFrom).toBeUndefined();
+    expect(intents(lockDir).sort()).toEqual([
+      `apply.lock.taking-${liveId.pid}-${liveId.start}`,
+      `apply.lockx.taking-${dead.pid}-${dead.start}`,
+    ]);
+    await lock!.release();
+  });
+});
+
+describe('sweepDeadLocks', () => {
+  it("removes the locks whose holder is gone (by its record, or its maker's intent) with what lies beside them, and keeps the others", async () => {
+    const dir = tempDir('genjob-intent-');
+    const dead = deadProcess();
+    // a batch run's lock whose maker died before recording itself: nobody takes that lock again
+    intent(join(dir, 'batch-r1.lock'), dead);
+    mkdirSync(join(dir, 'batch-r1.lock'));
+    // a lock whose recorded holder is gone
+    mkdirSync(join(dir, 'key-a.lock'));
+    const ino = statSync(join(dir, 'key-a.lock')).ino;
+    writeFileSync(join(dir, 'key-a.lock.owner'), JSON.stringify({ ...deadProcess(), ino }));
+    // kept: a lock this process holds, one with a live taker's intent, one recorded by another host
+    const held = await takeOwnedLock(join(dir, 'key-b.lock'), LONG);
+    intent(join(dir, 'key-c.lock'), liveId);
+    mkdirSync(join(dir, 'key-c.lock'));
+    mkdirSync(join(dir, 'key-d.lock'));
+    const inoD = statSync(join(dir, 'key-d.lock')).ino;
+    const elsewhere = { ...deadProcess(), host: `not-${hostname()}`, ino: inoD };
+    writeFileSync(join(dir, 'key-d.lock.owner'), JSON.stringify(elsewhere));
+    // an intent of a gone taker whose lock is not there
+    intent(join(dir, 'key-e.lock'), deadProcess());
+    sweepDeadLocks(dir);
+    expect(readdirSync(dir).sort()).toEqual([
+      'key-b.lock',
+      'key-b.lock.owner',
+      'key-c.lock',
+      `key-c.lock.taking-${liveId.pid}-${liveId.start}`,
+      'key-d.lock',
+      'key-d.lock.owner',
+    ]);
+    expect(held!.lost()).toBeUndefined();
+    await held!.release();
+  });
+
+  it('does nothing where there is no lock directory yet', () => {
+    expect(() => sweepDeadLocks(join(tempDir('genjob-intent-'), 'locks'))).not.toThrow();
   });
 });
 
