@@ -18,7 +18,16 @@
 // (GENJOB_IOFAULT_SEED replays a sample, GENJOB_IOFAULT_POINT=close#38:EIO one point);
 // GENJOB_IOFAULT_ALL=1 sweeps every point (figures in docs/reliability.md).
 
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -58,6 +67,8 @@ const SEED = SEED_ENV === 'random' ? Math.floor(Math.random() * 2 ** 31) : Numbe
 const ONLY = process.env.GENJOB_IOFAULT_POINT;
 /** Sweep only these syscalls, e.g. GENJOB_IOFAULT_SYSCALLS=read,statx,getdents64 (default: all). */
 const ONLY_SYSCALLS = process.env.GENJOB_IOFAULT_SYSCALLS?.split(',');
+/** Keep the strace log of each point that fails in this directory (a thread-pool point may not replay). */
+const KEEP_LOGS = process.env.GENJOB_IOFAULT_KEEP_LOGS;
 /** Points per command in the default run (the whole sweep takes far longer than CI should). */
 const SAMPLE = Number(process.env.GENJOB_IOFAULT_SAMPLE ?? 4);
 
@@ -556,6 +567,9 @@ interface PointResult {
 }
 
 /** Check one point; returns what happened, throws (fails the test) on a broken rule. */
+/** The kept log of the point running now (GENJOB_IOFAULT_KEEP_LOGS). */
+let lastLog: string | undefined;
+
 async function runPoint(
   s: Scenario,
   template: Box,
@@ -577,6 +591,11 @@ async function runPoint(
     errno,
     n: point.n,
   });
+  if (KEEP_LOGS) {
+    mkdirSync(KEEP_LOGS, { recursive: true });
+    lastLog = join(KEEP_LOGS, `${label.replace(/[^\w#.-]+/g, '_')}.log`);
+    copyFileSync(join(b.base, 'strace.log'), lastLog);
+  }
   const where = { repo: b.repo, cache: b.cache };
   // where the fault landed: on the side swept when any thread's call there was failed, else the first
   const side = s.side ?? 'repo';
@@ -733,6 +752,7 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
         for (const p of chosen) {
           try {
             results.push(await runPoint(s, start, startKey, expected as Expected, p, p.errno, i++));
+            if (lastLog) rmSync(lastLog, { force: true }); // kept for failures only
           } catch (err) {
             failures.push((err as Error).message);
             if (!KEEP_GOING) break; // the first broken rule fails the default run; a sweep counts them all
