@@ -96,6 +96,10 @@ describe('a lock whose maker died before recording itself', () => {
     const lockDir = join(tempDir('genjob-intent-'), 'apply.lock');
     intent(lockDir, deadProcess()); // left by a taker killed in an earlier attempt, before this lock was born
     const held = await takeOwnedLock(lockDir, LONG);
+    // (taking it dropped that intent: put one back, made before the lock was born, as a maker's would be)
+    intent(lockDir, deadProcess());
+    const before = new Date(statSync(lockDir).birthtimeMs - 60_000);
+    for (const name of intents(lockDir)) utimesSync(join(dirname(lockDir), name), before, before);
     expect(await takeOwnedLock(lockDir, LONG)).toBeUndefined();
     await held!.release();
   });
@@ -142,14 +146,25 @@ describe('sweepDeadLocks', () => {
     writeFileSync(join(dir, 'key-d.lock.owner'), JSON.stringify(elsewhere));
     // an intent of a gone taker whose lock is not there
     intent(join(dir, 'key-e.lock'), deadProcess());
+    // a lock whose maker is gone, beside a record that names another directory (a new holder's): the record stays
+    intent(join(dir, 'key-f.lock'), deadProcess());
+    mkdirSync(join(dir, 'key-f.lock'));
+    writeFileSync(join(dir, 'key-f.lock.owner'), JSON.stringify({ ...liveId, ino: 1 }));
+    // not a lock (no .lock): left alone, whatever its record says
+    mkdirSync(join(dir, 'aside'));
+    const inoAside = statSync(join(dir, 'aside')).ino;
+    writeFileSync(join(dir, 'aside.owner'), JSON.stringify({ ...deadProcess(), ino: inoAside }));
     sweepDeadLocks(dir);
     expect(readdirSync(dir).sort()).toEqual([
+      'aside',
+      'aside.owner',
       'key-b.lock',
       'key-b.lock.owner',
       'key-c.lock',
       `key-c.lock.taking-${liveId.pid}-${liveId.start}`,
       'key-d.lock',
       'key-d.lock.owner',
+      'key-f.lock.owner',
     ]);
     expect(held!.lost()).toBeUndefined();
     await held!.release();
@@ -169,10 +184,15 @@ describe('sweepDeadIntents', () => {
     intent(liveOne, liveId);
     const locked = lockLeftBy([deadProcess()]); // another dir: its lock is there
     writeFileSync(join(dir, 'c.lock.taking-999999999-12345'), '{"torn'); // torn: judged by its name
+    mkdirSync(join(dir, 'e.lock.taking-999999999-12345')); // cannot be removed as a file: stays, not counted
     // an owner record of a gone holder is not an intent: the sweep leaves it alone
     writeFileSync(join(dir, 'd.lock.owner'), JSON.stringify({ ...deadProcess(), ino: 1 }));
     expect(sweepDeadIntents(dir)).toBe(2);
-    expect(readdirSync(dir).sort()).toEqual([`b.lock.taking-${liveId.pid}-${liveId.start}`, 'd.lock.owner']);
+    expect(readdirSync(dir).sort()).toEqual([
+      `b.lock.taking-${liveId.pid}-${liveId.start}`,
+      'd.lock.owner',
+      'e.lock.taking-999999999-12345',
+    ]);
     expect(sweepDeadIntents(dirname(locked))).toBe(0);
     expect(intents(locked)).toHaveLength(1);
   });
