@@ -273,8 +273,9 @@ function takeOverIfOwnerGone(lockDir: string): OwnerRecord | undefined {
 /**
  * A lock with no record for its directory, whose takers' intents are all of processes of this host that
  * are gone, one of them made before the lock directory was born: that taker made the lock and died before
- * recording itself. Remove the lock (the intents go once it is taken again); return the taker. Anything else (a live taker, one
- * on another host, no intent: an older genjob) is left to staleness.
+ * recording itself. Remove the lock (the intents go once it is taken again, or by the sweep); return the
+ * taker. Anything else (a live taker, one on another host, no intent: an older genjob) is left to
+ * staleness.
  */
 function takeOverIfTakerGone(lockDir: string): OwnerRecord | undefined {
   let lock: { ino: number; birthtimeMs: number };

@@ -566,10 +566,10 @@ interface PointResult {
   excluded?: string;
 }
 
-/** Check one point; returns what happened, throws (fails the test) on a broken rule. */
 /** The kept log of the point running now (GENJOB_IOFAULT_KEEP_LOGS). */
 let lastLog: string | undefined;
 
+/** Check one point; returns what happened, throws (fails the test) on a broken rule. */
 async function runPoint(
   s: Scenario,
   template: Box,
