@@ -10,7 +10,9 @@ import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { buildJob, type JobInput } from '../core/job.js';
 import { ancestors, pathProblem } from '../core/paths.js';
 import { readText } from '../core/read-text.js';
-import { createSecretScanner, scanSecretText, secretError, secretPathProblem } from '../core/secrets.js';
+import { SECRET_HEAD_BYTES, secretPathProblem } from '../secrets/path-rules.js';
+import { instructionSecretError, secretError } from '../secrets/refusal.js';
+import { createSecretScanner, scanSecretText } from '../secrets/scanner.js';
 import { gitignoreIgnoresGen } from '../store/gitignore.js';
 import { hashFile, hashSmallFileSync, SMALL_FILE_BYTES } from '../store/hash-file.js';
 import { mintJob } from '../store/mint-job.js';
@@ -95,7 +97,7 @@ function firstBytes(path: string): Uint8Array | undefined {
     return undefined;
   }
   try {
-    const buf = Buffer.alloc(8);
+    const buf = Buffer.alloc(SECRET_HEAD_BYTES);
     return buf.subarray(0, readSync(fd, buf, 0, buf.length, 0));
   } catch {
     return undefined;
@@ -150,15 +152,13 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   if (reads.length + creates.length === 0)
     throw new UsageError('EGJ_USAGE', 'name at least one file the generator may change (or --create one)');
 
-  const instructionFinding = scanSecretText(instruction)[0];
-  if (instructionFinding) {
-    // not secretError(): its hint, --allow-secret, cannot let an instruction through
-    const where = `${o.file ?? 'the instruction (-m)'}:${instructionFinding.line}`;
-    throw new UsageError(
-      'EGJ_SECRET',
-      `${where}: looks like a secret (${instructionFinding.rule}); refusing to ship it to the generator host. Take it out of the instruction (--allow-secret does not apply to it)`,
+  const instructionFinding = (await scanSecretText(instruction))[0];
+  if (instructionFinding)
+    throw instructionSecretError(
+      o.file ?? 'the instruction (-m)',
+      instructionFinding.rule,
+      instructionFinding.line,
     );
-  }
 
   const realDirs = new Set<string>();
   for (const { typed, path } of [...reads, ...creates]) {
@@ -234,7 +234,9 @@ async function readInput(
       `${input.typed}: has ${st.nlink} hard links; genjob only ships files with one name (pass --allow-hardlinks to ship it anyway)`,
     );
   }
-  const scanner = allowSecret.has(input.path) ? undefined : createSecretScanner();
+  const scanner = allowSecret.has(input.path)
+    ? undefined
+    : createSecretScanner({ path: input.path, size: st.size });
   const onChunk = scanner ? (c: Buffer) => scanner.push(c) : undefined;
   let sha256: string;
   try {
@@ -243,7 +245,7 @@ async function readInput(
   } catch (err) {
     throw isSystemError(err) ? IoError.wrap('read', abs, err) : err;
   }
-  const finding = scanner?.end().findings[0];
+  const finding = (await scanner?.end())?.findings[0];
   if (finding) throw secretError(input.typed, finding.rule, finding.line);
   return { path: input.path, sha256 };
 }

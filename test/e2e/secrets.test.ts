@@ -10,6 +10,7 @@ import { errorLine, genDir, gj, makeRepo, mintedKey, type Repo, snapshot } from 
 const AWS_KEY_ID = ['AKIA', 'Q3VJ7ZP2XK4M6TRB'].join(''); // AWS key ids are base32 (A-Z, 2-7)
 const GITHUB_TOKEN = ['ghp', '_', 'a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8'].join('');
 const PEM_BEGIN = ['-----BEGIN', 'RSA PRIVATE', 'KEY-----'].join(' ');
+const CERT = `-----BEGIN CERTIFICATE-----\n${'MIIFazCCA1OgAwIBAgIRAIIQz7DSQONZRGPgu2OCiwAw'.repeat(3)}\n-----END CERTIFICATE-----\n`;
 
 let repo: Repo;
 
@@ -19,6 +20,8 @@ beforeEach(async () => {
     '.env.example': 'DATABASE_PASSWORD=\n',
     'keys/id_rsa': 'not really a key\n',
     'certs/x.pem': 'not really a certificate\n',
+    'certs/ca.pem': `${CERT}`,
+    'certs/bundle.pem': `${CERT}${PEM_BEGIN}\n${'MIIEowIBAAKCAQEAq3'.repeat(4)}\n`,
     'src/config.ts': `export const region = 'eu-west-1';\n\nexport const keyId = '${AWS_KEY_ID}';\n`,
     'notes/deploy.md': `# deploy\n\nthe key:\n${PEM_BEGIN}\n${'MIIEowIBAAKCAQEAq3'.repeat(4)}\n`,
     'src/app.ts': 'export const app = 1;\n',
@@ -44,9 +47,14 @@ const cases: Array<{ name: string; args: string[]; line: RegExp }> = [
     line: /^genjob: EGJ_SECRET: certs\/x\.pem: looks like a secret \(.*rule key-file\)/,
   },
   {
+    name: 'a .pem that opens with a certificate but holds a private key after it (file and line)',
+    args: ['-m', 'x', 'certs/bundle.pem'],
+    line: /^genjob: EGJ_SECRET: certs\/bundle\.pem:4: looks like a secret \(private-key\)/,
+  },
+  {
     name: 'a file holding an AWS access key id (file and line)',
     args: ['-m', 'x', 'src/app.ts', 'src/config.ts'],
-    line: /^genjob: EGJ_SECRET: src\/config\.ts:3: looks like a secret \(aws-access-key-id\)/,
+    line: /^genjob: EGJ_SECRET: src\/config\.ts:3: looks like a secret \(secretlint aws: AWSAccessKeyID\)/,
   },
   {
     name: 'a file holding a PRIVATE KEY block (file and line)',
@@ -56,7 +64,7 @@ const cases: Array<{ name: string; args: string[]; line: RegExp }> = [
   {
     name: 'an instruction holding a token',
     args: ['-m', `fix the login, the token is ${GITHUB_TOKEN}`, 'src/app.ts'],
-    line: /^genjob: EGJ_SECRET: the instruction \(-m\):1: looks like a secret \(github-token\); .*Take it out of the instruction/,
+    line: /^genjob: EGJ_SECRET: the instruction \(-m\):1: looks like a secret \(secretlint github: GITHUB_TOKEN\); .*Take it out of the instruction/,
   },
 ];
 
@@ -86,10 +94,16 @@ describe('genjob mint refuses to ship a secret', () => {
     expect(r.exitCode).toBe(2);
     expect(errorLine(r)).toMatch(
       new RegExp(
-        `^genjob: EGJ_SECRET: ${task.replace(/[.]/g, '\\.')}:3: looks like a secret \\(aws-access-key-id\\)`,
+        `^genjob: EGJ_SECRET: ${task.replace(/[.]/g, '\\.')}:3: looks like a secret \\(secretlint aws: AWSAccessKeyID\\)`,
       ),
     );
     expect(genDir(repo, 'queue')).toEqual([]);
+  });
+
+  it('ships a public certificate named *.pem', async () => {
+    const r = await gj(repo, ['mint', '-m', 'x', 'certs/ca.pem']);
+    expect(r.exitCode).toBe(0);
+    expect(genDir(repo, 'queue')).toEqual([`${mintedKey(r)}.json`]);
   });
 
   it('ships an .env template, which holds no secret by convention', async () => {

@@ -1,0 +1,122 @@
+// Find many keywords in one pass over bytes: an Aho-Corasick automaton compiled to a dense table
+// over byte classes, so each byte costs two array loads whatever the number of keywords (a regex
+// alternation of the same keywords costs several times more per byte on V8). Matching folds ASCII
+// case; a case-sensitive keyword is confirmed against the bytes when they are at hand. A hit only
+// says a rule may apply: the rule itself decides.
+
+export interface Keyword {
+  text: string;
+  /** Match ASCII letters in either case (the rule it guards is case-insensitive there). */
+  anyCase?: boolean;
+}
+
+export interface KeywordAutomaton {
+  readonly keywords: readonly Keyword[];
+  /** byte → class; bytes that occur in no keyword share class 0. */
+  readonly classOf: Uint8Array;
+  /** next[state + class] is the next state; states are premultiplied by the class count. */
+  readonly next: Uint16Array | Uint32Array;
+  /** Non-zero at a state where some keyword ends. */
+  readonly accepts: Uint8Array;
+  /** Keyword indices ending at each state (indexed by state / class count). */
+  readonly outputs: ReadonlyArray<readonly number[]>;
+  readonly classes: number;
+  /** The keywords' bytes, for confirming a case-sensitive hit. */
+  readonly bytes: readonly Uint8Array[];
+}
+
+const lower = (b: number) => (b >= 0x41 && b <= 0x5a ? b | 0x20 : b);
+
+/** Compile `keywords` (non-empty, ASCII) into an automaton. */
+export function compileKeywords(keywords: readonly Keyword[]): KeywordAutomaton {
+  const bytes = keywords.map((k) => Buffer.from(k.text, 'latin1'));
+  const classOf = new Uint8Array(256);
+  let classes = 1;
+  for (const b of bytes)
+    for (const c of b) {
+      const l = lower(c);
+      if (classOf[l] === 0) classOf[l] = classes++;
+    }
+  for (let c = 0x41; c <= 0x5a; c++) classOf[c] = classOf[c | 0x20]!;
+
+  // the trie, then failure links breadth first, filling every missing edge (a DFA)
+  const edges: Array<Map<number, number>> = [new Map()];
+  const out: number[][] = [[]];
+  bytes.forEach((b, k) => {
+    let s = 0;
+    for (const c of b) {
+      const cls = classOf[c]!;
+      let t = edges[s]!.get(cls);
+      if (t === undefined) {
+        t = edges.length;
+        edges.push(new Map());
+        out.push([]);
+        edges[s]!.set(cls, t);
+      }
+      s = t;
+    }
+    out[s]!.push(k);
+  });
+  const states = edges.length;
+  const table = new Uint32Array(states * classes);
+  const fail = new Uint32Array(states);
+  const queue: number[] = [];
+  for (let c = 0; c < classes; c++) {
+    const t = edges[0]!.get(c) ?? 0;
+    table[c] = t;
+    if (t !== 0) queue.push(t);
+  }
+  for (let q = 0; q < queue.length; q++) {
+    const s = queue[q]!;
+    out[s]!.push(...out[fail[s]!]!);
+    for (let c = 0; c < classes; c++) {
+      const t = edges[s]!.get(c);
+      if (t === undefined) table[s * classes + c] = table[fail[s]! * classes + c]!;
+      else {
+        fail[t] = table[fail[s]! * classes + c]!;
+        table[s * classes + c] = t;
+        queue.push(t);
+      }
+    }
+  }
+  const wide = states * classes > 0xffff;
+  const next = wide ? new Uint32Array(table.length) : new Uint16Array(table.length);
+  for (let i = 0; i < table.length; i++) next[i] = table[i]! * classes;
+  const accepts = new Uint8Array(states * classes);
+  for (let s = 0; s < states; s++) if (out[s]!.length > 0) accepts[s * classes] = 1;
+  return { keywords, classOf, next, accepts, outputs: out, classes, bytes };
+}
+
+/**
+ * Run the automaton over bytes[from, to) starting in `state`; call `hit(keyword, end)` for every
+ * keyword occurrence (`end` is the index of its last byte) whose case matches, and return the state
+ * to resume from with the next bytes. A case-sensitive keyword that began before `from` is reported
+ * unconfirmed (a hit costs only a rule run).
+ */
+export function scanKeywords(
+  a: KeywordAutomaton,
+  bytes: Uint8Array,
+  from: number,
+  to: number,
+  state: number,
+  hit: (keyword: number, end: number) => void,
+): number {
+  const { next, classOf, accepts } = a;
+  let s = state;
+  for (let i = from; i < to; i++) {
+    s = next[s + classOf[bytes[i]!]!]!;
+    if (accepts[s] !== 0) {
+      for (const k of a.outputs[s / a.classes]!) if (caseMatches(a, k, bytes, from, i)) hit(k, i);
+    }
+  }
+  return s;
+}
+
+function caseMatches(a: KeywordAutomaton, k: number, bytes: Uint8Array, from: number, end: number): boolean {
+  if (a.keywords[k]!.anyCase === true) return true;
+  const kw = a.bytes[k]!;
+  const start = end - kw.length + 1;
+  if (start < from) return true;
+  for (let j = 0; j < kw.length; j++) if (bytes[start + j] !== kw[j]) return false;
+  return true;
+}
