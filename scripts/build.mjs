@@ -19,6 +19,17 @@ await build({
   sourcemap: 'linked',
   legalComments: 'none',
   logLevel: 'warning',
+  // debug (secretlint's logger) requires supports-color inside a try, and it is not installed:
+  // bundle an empty module for it, so the built CLI looks up no package by name at run time.
+  plugins: [
+    {
+      name: 'empty-supports-color',
+      setup(b) {
+        b.onResolve({ filter: /^supports-color$/ }, () => ({ path: 'supports-color', namespace: 'empty' }));
+        b.onLoad({ filter: /.*/, namespace: 'empty' }, () => ({ contents: 'module.exports = {};' }));
+      },
+    },
+  ],
   // proper-lockfile and graceful-fs are CommonJS and call require(); give the ESM bundle one.
   banner: {
     js: "import { createRequire as __gjCreateRequire } from 'node:module'; const require = __gjCreateRequire(import.meta.url);",

@@ -144,9 +144,11 @@ export function createSecretScanner(options: ScanOptions = {}): SecretScanner {
       lastHit = end;
     };
     let sawBinary = false;
+    let endsBinary = false;
     for (let from = 0; from < data.length; from += BLOCK_BYTES) {
       const to = Math.min(from + BLOCK_BYTES, data.length);
-      if (encoding === 'utf8' && isBinaryBlock(data, from, to)) {
+      endsBinary = encoding === 'utf8' && isBinaryBlock(data, from, to);
+      if (endsBinary) {
         sawBinary = true;
         state = 0;
         continue;
@@ -163,8 +165,12 @@ export function createSecretScanner(options: ScanOptions = {}): SecretScanner {
     // what the next chunk needs: the rules woken near this chunk's end, the lines, the carry
     carryRules = lastHit >= data.length - CARRY_BYTES ? woken : [];
     if (linesKnown) linesBefore += countNewlines(data);
-    const tail = carry === undefined || data.length >= CARRY_BYTES ? data : Buffer.concat([carry, data]);
-    carry = Buffer.from(tail.subarray(Math.max(0, tail.length - CARRY_BYTES)));
+    // nothing of a binary block is scanned, so nothing of it is carried
+    if (endsBinary) carry = undefined;
+    else {
+      const tail = carry === undefined || data.length >= CARRY_BYTES ? data : Buffer.concat([carry, data]);
+      carry = Buffer.from(tail.subarray(Math.max(0, tail.length - CARRY_BYTES)));
+    }
   };
 
   return {
