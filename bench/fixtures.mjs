@@ -114,3 +114,33 @@ export function smallFiles(root, count, bytes, prefix = 'src') {
   }
   return out;
 }
+
+/**
+ * `count` files of TypeScript-like source, `bytes` each, under `root`: the words a secret scanner's
+ * keywords catch in real code (links, `process.env.GITHUB_TOKEN`, `secret` names, and in one file in
+ * twenty a database URL whose password is a variable), but no credential. Returns their paths.
+ */
+export function codeFiles(root, count, bytes, prefix = 'code') {
+  const lines = (i) => [
+    `import { helper${i % 17} } from './helper-${i % 17}.js';`,
+    `// see https://github.com/acme/project/issues/${i}`,
+    'const token = process.env.GITHUB_TOKEN;',
+    `export const secretName = 'service-${i}-secret';`,
+    ...(i % 20 === 0
+      ? [`const url = \`postgres://app:${'$'}{process.env.DB_PASSWORD}@db.internal:5432/app\`;`]
+      : []),
+  ];
+  const body = (i) =>
+    `export function compute${i}(values: number[]): number {\n  return values.reduce((sum, v) => sum + v * ${i}, 0);\n}\n`;
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const path = `${prefix}/m${String(Math.floor(i / 100)).padStart(3, '0')}/f${String(i % 100).padStart(2, '0')}.ts`;
+    let text = `${lines(i).join('\n')}\n`;
+    for (let k = 0; text.length < bytes; k++) text += body(i * 100 + k);
+    const file = join(root, ...path.split('/'));
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, text.slice(0, bytes));
+    out.push(path);
+  }
+  return out;
+}

@@ -2,7 +2,7 @@
 // alternating genjob and baseline, several runs each (medians). Prints a table and writes
 // bench/results.json. Never part of the test suite; exits 0 unless the bench itself crashes.
 //   node bench/run.mjs [--quick] [--only STAGE[,STAGE...]] [--runs N] [--keep]
-// Stages: mint-big, mint-small, cold-version, cold-status, work-local, ship-big, ship-small,
+// Stages: mint-big, mint-small, mint-code, cold-version, cold-status, work-local, ship-big, ship-small,
 // second-job, verify, apply, memory, git-push, git-push-again, show-journal, and the scale stages of
 // bench/stages-scale.mjs: drain-deep, status-deep, pool. See docs/performance.md for what each measures and why.
 import { spawnSync } from 'node:child_process';
@@ -19,7 +19,16 @@ import {
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { makeJob, queueJob, randomFile, receivedJob, sha256, smallFiles, textBytes } from './fixtures.mjs';
+import {
+  codeFiles,
+  makeJob,
+  queueJob,
+  randomFile,
+  receivedJob,
+  sha256,
+  smallFiles,
+  textBytes,
+} from './fixtures.mjs';
 import { startSshd } from './sshd.mjs';
 import { journalStages } from './stages-journal.mjs';
 import { SCALE_STAGES, scaleStages } from './stages-scale.mjs';
@@ -80,6 +89,7 @@ const SIZES = QUICK
 const STAGES = [
   'mint-big',
   'mint-small',
+  'mint-code',
   'cold-version',
   'cold-status',
   'work-local',
@@ -233,6 +243,24 @@ const stages = {
       ...m,
       target: 1.5,
       note: `${SIZES.smallCount} × 4 KiB text; baseline = \`node -e 0\` + \`openssl dgst\` of the files`,
+    });
+    rmSync(root, { recursive: true, force: true });
+  },
+
+  // the same count and size as mint-small, but source code whose words wake some secret rules (and
+  // secretlint, in one file in twenty), where mint-small's random text wakes almost none
+  'mint-code'() {
+    const root = freshRepo('mint-code');
+    const files = codeFiles(root, SIZES.smallCount, 4096);
+    const m = alternate({
+      genjob: (_, i) => genjob(['mint', '-m', `code files, run ${i}`, ...files], { cwd: root }).ms,
+      baseline: () =>
+        run(NODE, ['-e', '0']).ms + run('openssl', ['dgst', '-sha256', ...files], { cwd: root }).ms,
+    });
+    record('mint, many small source files', {
+      ...m,
+      target: 1.5,
+      note: `${SIZES.smallCount} × 4 KiB of code with scanner keywords; baseline = \`node -e 0\` + \`openssl dgst\``,
     });
     rmSync(root, { recursive: true, force: true });
   },

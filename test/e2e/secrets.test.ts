@@ -113,6 +113,30 @@ describe('genjob mint refuses to ship a secret', () => {
   });
 });
 
+describe('loading secretlint', () => {
+  // a module hook that names every file of dist/ as Node loads it
+  const traced = async (args: string[]) => {
+    const hook = join(repo.outside, 'trace-loads.mjs');
+    writeFileSync(
+      hook,
+      `import { register } from 'node:module';\nregister('data:text/javascript,' + encodeURIComponent("export async function load(url, ctx, next) { if (url.includes('/dist/')) process.stderr.write('loaded ' + url.split('/').pop() + '\\\\n'); return next(url, ctx); }"));\n`,
+    );
+    const r = await gj(repo, args, { env: { NODE_OPTIONS: `--import=${hook}` } });
+    return { r, engine: String(r.stderr).includes('loaded preset-engine-') };
+  };
+
+  it("happens only when a file holds one of its rules' keywords: not for a clean mint, nor for status", async () => {
+    const clean = await traced(['mint', '-m', 'x', 'src/app.ts']);
+    expect(clean.r.exitCode).toBe(0);
+    expect(String(clean.r.stderr)).toContain('loaded mint-'); // the hook sees the chunks
+    expect(clean.engine).toBe(false);
+    expect((await traced(['status'])).engine).toBe(false);
+    const flagged = await traced(['mint', '-m', 'x', 'src/config.ts']);
+    expect(flagged.r.exitCode).toBe(2);
+    expect(flagged.engine).toBe(true);
+  });
+});
+
 describe('genjob mint --allow-secret PATH', () => {
   it('lets exactly that path through', async () => {
     const r = await gj(repo, ['mint', '--allow-secret', '.env', '-m', 'x', 'src/app.ts', '.env']);
