@@ -177,9 +177,10 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
     inputs.push({ path, sha256: null });
   }
   // hash (and scan) with a few reads in flight: many small files are latency-bound
-  const pending = [...reads];
-  const workers = Array.from({ length: Math.min(8, pending.length) }, async () => {
-    for (let next = pending.shift(); next; next = pending.shift())
+  // (a shared index, not Array#shift: shifting 2,000 paths one by one moves ~2 million elements)
+  let taken = 0;
+  const workers = Array.from({ length: Math.min(8, reads.length) }, async () => {
+    for (let next = reads[taken++]; next; next = reads[taken++])
       inputs.push(await readInput(root, next, allowed, o.allowHardlinks === true));
   });
   await Promise.all(workers);

