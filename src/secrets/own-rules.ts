@@ -1,5 +1,5 @@
 // genjob's own text rules, for credential kinds secretlint's recommended preset does not know: JWTs,
-// Azure connection strings and SAS tokens, GitHub's classic 40-hex tokens (told from a commit hash by
+// Azure connection strings and SAS tokens, ADO.NET/JDBC connection-string passwords, GitHub's classic 40-hex tokens (told from a commit hash by
 // the name they are assigned to, as scanners do), Google API keys, private keys in forms the preset's
 // rule skips (PGP armor, encrypted PEM, base64 of PEM), and tokens with their own documented prefix.
 // Each names a format a live credential has; placeholders (few distinct characters) are ignored.
@@ -97,11 +97,13 @@ function jsonObject(part: string): Record<string, unknown> | null {
   }
 }
 
-/** A signed JWT: its header names a real algorithm, its payload is a JSON object, its signature is long enough to be one. */
+/**
+ * A signed JWT: its header is JSON naming an algorithm other than none (its payload opens a JSON
+ * object, `eyJ` being `{"`, which the pattern asks for; the payload need not parse, a fake may not).
+ */
 const isSignedJwt = (m: RegExpMatchArray) => {
-  const [header, payload] = m[0].split('.');
-  const alg = jsonObject(header!)?.['alg'];
-  return typeof alg === 'string' && alg.toLowerCase() !== 'none' && jsonObject(payload!) !== null;
+  const alg = jsonObject(m[0].slice(0, m[0].indexOf('.')))?.['alg'];
+  return typeof alg === 'string' && alg.toLowerCase() !== 'none';
 };
 
 // -- Azure ---------------------------------------------------------------------------------------
@@ -124,6 +126,31 @@ function findSasTokens(text: string): number[] {
 
 /** Words that make a GitHub-named variable a credential (not `GITHUB_SHA` or `github_commit`). */
 const GH_WORDS = ['token', 'pat', 'secret', 'pass', 'pwd', 'auth', 'key', 'cred'];
+
+// -- connection strings ------------------------------------------------------------------------
+
+const CONN_PASSWORD = /(?<![\w])(?:password|pwd)\s*=\s*("[^"]{4,128}"|'[^']{4,128}'|[^;"'\s<>]{4,128})/gi;
+const CONN_SERVER = /(?:^|[;"'\s])(?:server|data source|host|address|addr)\s*=\s*[^;\s]|sqlserver:\/\//i;
+/** A placeholder or a reference, not a password: {x}, ${x}, %x%, <x>, $X, my…/your…, "password". */
+const PLACEHOLDER_PASSWORD = /^(?:\$|\{|%|<|\*{3}|x{3}|my|your|\.{3})|password|changeme|secret$/i;
+
+/** Password= in a string that also names its server (same line), unless it is a placeholder. */
+function findConnectionStringPasswords(text: string): number[] {
+  const at: number[] = [];
+  for (const m of text.matchAll(CONN_PASSWORD)) {
+    const value = m[1]!.replace(/^["']|["']$/g, '');
+    if (PLACEHOLDER_PASSWORD.test(value) || !varied(value, 4)) continue;
+    const start = text.lastIndexOf('\n', m.index!) + 1;
+    const end = text.indexOf('\n', m.index!);
+    if (
+      CONN_SERVER.test(
+        text.slice(Math.max(start, m.index! - 1024), end === -1 ? undefined : Math.min(end, m.index! + 1024)),
+      )
+    )
+      at.push(m.index!);
+  }
+  return at;
+}
 
 // -- rules ---------------------------------------------------------------------------------------
 
@@ -154,15 +181,31 @@ export const OWN_RULES: readonly OwnRule[] = [
     find: matches(/(?<![\w~.-])([A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?![\w~.-])/g),
   },
   {
-    // 40 lowercase hex, the same as a commit hash: only where a GitHub credential name holds it,
-    // in an Authorization header, or as the user of a github.com URL
+    // an ADO.NET / JDBC connection string (a server and a password in one string): .NET's
+    // appsettings.json and web.config, Java's properties
+    name: 'connection-string-password',
+    keywords: anyCase('password=', 'pwd='),
+    gate: /(?:server|data source|host|address|addr)\s*=|sqlserver:\/\//i,
+    find: findConnectionStringPasswords,
+  },
+  {
+    // 40 lowercase hex, the same as a commit hash: only where a GitHub credential name holds it
+    // (or hub's `oauth_token`), in an Authorization header, or as the user of a github.com URL
     name: 'github-token',
-    keywords: anyCase('github', 'gh_', 'gh-', 'gh.', ...GH_WORDS.map((w) => `gh${w}`), 'authorization'),
+    keywords: anyCase(
+      'github',
+      'gh_',
+      'gh-',
+      'gh.',
+      ...GH_WORDS.map((w) => `gh${w}`),
+      'authorization',
+      'oauth',
+    ),
     gate: /[0-9a-f]{40}/,
     find: (text) => [
       ...matches(
         new RegExp(
-          String.raw`(?:github|\bgh(?=[_.-]|${GH_WORDS.join('|')}))[\w.-]{0,25}?(?:${GH_WORDS.join('|')})${ASSIGN}([0-9a-f]{40})(?![0-9A-Za-z_])`,
+          String.raw`(?:(?:github|\bgh(?=[_.-]|${GH_WORDS.join('|')}))[\w.-]{0,25}?(?:${GH_WORDS.join('|')})|\boauth[_-]?token)${ASSIGN}([0-9a-f]{40})(?![0-9A-Za-z_])`,
           'gi',
         ),
       )(text),
@@ -203,12 +246,16 @@ export const OWN_RULES: readonly OwnRule[] = [
     find: matches(/sk-ant-admin\d\d-([A-Za-z0-9_-]{80,})/g),
   },
   {
-    // AWS secret keys under names secretlint's rule does not spell (aws_secret_key, AWS-SECRET-KEY, …)
+    // AWS secret keys under names secretlint's rule does not spell (aws_secret_key, AWS-SECRET-KEY, …),
+    // or that end in / or + (its pattern then finds no word boundary after them)
     name: 'aws-secret-key',
     keywords: anyCase('secret'),
-    gate: /[Aa][Ww][Ss]/,
+    gate: /[A-Za-z0-9/+]{40}/,
     find: matches(
-      new RegExp(String.raw`aws[\w.-]{0,20}?secret${ASSIGN}([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])`, 'gi'),
+      new RegExp(
+        String.raw`(?:aws[\w.-]{0,20}?secret|secret[_.-]?access[_.-]?key)${ASSIGN}([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])`,
+        'gi',
+      ),
       (m) => /[a-z]/.test(m[1]!) && /[A-Z]/.test(m[1]!) && /\d/.test(m[1]!) && !m[1]!.includes('EXAMPLEKEY'),
     ),
   },

@@ -99,6 +99,7 @@ const GENERATORS: Record<string, (draw: Draw) => string> = {
   'aws-key-id-digits': (d) => `AKIA${d(UPPER, 6)}0189${d(UPPER + DIGITS, 6)}`,
   'aws-session-key-id': (d) => `ASIA${d('ABCDEFGHIJKLMNOPQRSTUVWXYZ234567', 16)}`,
   'aws-secret': (d) => mixed(d, `${ALNUM}/+`, 40),
+  'aws-secret-slash': (d) => `${mixed(d, `${ALNUM}/+`, 39)}/`,
   ghp: (d) => checksummed(d, 'ghp_'),
   gho: (d) => checksummed(d, 'gho_'),
   ghs: (d) => checksummed(d, 'ghs_'),

@@ -130,7 +130,7 @@ describe('the secret-scan corpus, through mint', () => {
     expect(start).toBeGreaterThan(0);
     const updated = `${doc.slice(0, start + TABLE_START.length)}\n${table}${doc.slice(end)}`;
     if (process.env['UPDATE_SECRETS_TABLE'] === '1') writeFileSync(TRUST_MD, updated);
-    expect(doc).toBe(updated);
+    else expect(doc).toBe(updated);
   });
 });
 

@@ -53,8 +53,9 @@ const cases: Array<{ rule: string; positive: string; negatives: string[] }> = [
       'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0ZXN0In0.c2lnbmF0dXJl',
       // an alg of "none" with a signature-sized tail
       `eyJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0.${'a1B2'.repeat(11)}`,
-      // a header that is not JSON
+      // a header that is not JSON, a header without an algorithm
       `eyJub3QganNvbg.eyJzdWIiOiIxIn0.${'a1B2'.repeat(11)}`,
+      `eyJ0eXAiOiJKV1QifQ.eyJzdWIiOiIxIn0.${'a1B2'.repeat(11)}`,
     ],
   },
   { rule: 'jwt', positive: `{"t": "${v('jwt-rs256')}"}`, negatives: ['eyJyZWdpb24iOiJldS13ZXN0LTEifQ=='] },
@@ -107,6 +108,27 @@ const cases: Array<{ rule: string; positive: string; negatives: string[] }> = [
     positive: `ghToken: "${v('github-hex')}"`,
     negatives: [`ghost: "${v('github-hex')}"`],
   },
+  {
+    rule: 'github-token',
+    positive: `github.com:\n- user: octocat\n  oauth_token: ${v('github-hex')}`,
+    negatives: [`oauth_verifier: ${v('github-hex')}`],
+  },
+  {
+    rule: 'connection-string-password',
+    positive: `"Main": "Server=tcp:acme.database.windows.net,1433;Database=app;User ID=app;Password=${v('db-password')};Encrypt=True;"`,
+    negatives: [
+      'Server=myServerAddress;Database=myDataBase;User Id=myUsername;Password=myPassword;',
+      `Server=db;Database=app;User Id=app;Password=${'$'}{DB_PASSWORD};`,
+      'Data Source=db;Initial Catalog=app;Integrated Security=True;',
+      `DB_PASSWORD=${v('db-password')}`,
+      `spring.datasource.password=${v('db-password')}`,
+    ],
+  },
+  {
+    rule: 'connection-string-password',
+    positive: `url=jdbc:sqlserver://db.internal:1433;user=app;password=${v('db-password')}`,
+    negatives: ['jdbc:sqlserver://db;password=<secret>'],
+  },
   { rule: 'google-api-key', positive: `key: '${v('google-api')}'`, negatives: [`AIza${x(35)}`, 'AIzaShort'] },
   {
     rule: 'sk-api-key',
@@ -126,6 +148,12 @@ const cases: Array<{ rule: string; positive: string; negatives: string[] }> = [
       'aws_secret_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
       'aws_secret_key = path/to/some/file/in/a/dir/abc',
     ],
+  },
+  // a value ending in "/", where secretlint's pattern finds no word boundary
+  {
+    rule: 'aws-secret-key',
+    positive: `secret_access_key = ${v('aws-secret-slash')}`,
+    negatives: [`secret_access_key = ${'ab/'.repeat(13)}c`],
   },
   { rule: 'pypi-token', positive: `password = ${v('pypi')}`, negatives: ['pypi-AgEIcHlwaS5vcmc'] },
   { rule: 'digitalocean-token', positive: v('digitalocean'), negatives: [`dop_v1_${'0'.repeat(64)}`] },
