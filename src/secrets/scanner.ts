@@ -93,6 +93,8 @@ export function createSecretScanner(options: ScanOptions = {}): SecretScanner {
   let anyText = false;
   let carry: Buffer | undefined;
   let carryRules: number[] = [];
+  let offset = 0; // of the current chunk in the text
+  let lastHit = -1; // where the last keyword ended, in the text
   const findings: SecretFinding[] = [];
   const reported = new Set<string>();
   const pending: Pending[] = [];
@@ -138,10 +140,9 @@ export function createSecretScanner(options: ScanOptions = {}): SecretScanner {
     // more bytes than the size said (the file grew while read): its lines were not counted
     if (pastLast) linesKnown = false;
     const woken: number[] = [...carryRules];
-    let lastHit = -1;
     const onHit = (k: number, end: number) => {
       for (const r of wakes[k]!) if (!woken.includes(r)) woken.push(r);
-      lastHit = end;
+      lastHit = offset + end;
     };
     let sawBinary = false;
     let endsBinary = false;
@@ -162,8 +163,9 @@ export function createSecretScanner(options: ScanOptions = {}): SecretScanner {
       pastLast = true;
       return;
     }
-    // what the next chunk needs: the rules woken near this chunk's end, the lines, the carry
-    carryRules = lastHit >= data.length - CARRY_BYTES ? woken : [];
+    // what the next chunk needs: the rules woken within a carry of the end, the lines, the carry
+    offset += data.length;
+    carryRules = lastHit >= offset - CARRY_BYTES ? woken : [];
     if (linesKnown) linesBefore += countNewlines(data);
     // nothing of a binary block is scanned, so nothing of it is carried
     if (endsBinary) carry = undefined;

@@ -66,6 +66,12 @@ describe('createSecretScanner', () => {
     }
   });
 
+  it('finds a credential read in many small chunks after the one with its keyword', async () => {
+    const text = `${lines(20)}token = ${v('ghp')}\n${lines(5)}`;
+    for (const chunk of [3, 5, 11])
+      expect((await scan(text, chunk)).findings).toEqual([{ line: 21, rule: GH }]);
+  });
+
   it('counts lines through many chunks of text and finds what follows the first 8,000 bytes', async () => {
     const text = `${lines(110_000)}token = ${v('ghp')}\n`;
     expect(text.length).toBeGreaterThan(3 * 1024 * 1024);
