@@ -217,6 +217,22 @@ function selfCheck() {
   rmSync(root, { recursive: true, force: true });
 }
 
+/** One mint of `files` against Node's own start-up plus openssl hashing them; removes `root` after. */
+function mintMany(root, files, stage, what) {
+  const m = alternate({
+    genjob: (_, i) => genjob(['mint', '-m', `${stage}, run ${i}`, ...files], { cwd: root }).ms,
+    // openssl alone is below what any Node program can take
+    baseline: () =>
+      run(NODE, ['-e', '0']).ms + run('openssl', ['dgst', '-sha256', ...files], { cwd: root }).ms,
+  });
+  record(stage, {
+    ...m,
+    target: 1.5,
+    note: `${what}; baseline = \`node -e 0\` + \`openssl dgst\` of the files`,
+  });
+  rmSync(root, { recursive: true, force: true });
+}
+
 // ---------- stages ----------
 const stages = {
   'mint-big'() {
@@ -233,18 +249,7 @@ const stages = {
   'mint-small'() {
     const root = freshRepo('mint-small');
     const files = smallFiles(root, SIZES.smallCount, 4096).map((f) => f.path);
-    const m = alternate({
-      genjob: (_, i) => genjob(['mint', '-m', `small files, run ${i}`, ...files], { cwd: root }).ms,
-      // Node's own start-up plus the hashing: openssl alone is below what any Node program can take
-      baseline: () =>
-        run(NODE, ['-e', '0']).ms + run('openssl', ['dgst', '-sha256', ...files], { cwd: root }).ms,
-    });
-    record('mint, many small inputs', {
-      ...m,
-      target: 1.5,
-      note: `${SIZES.smallCount} × 4 KiB text; baseline = \`node -e 0\` + \`openssl dgst\` of the files`,
-    });
-    rmSync(root, { recursive: true, force: true });
+    mintMany(root, files, 'mint, many small inputs', `${SIZES.smallCount} × 4 KiB text`);
   },
 
   // the same count and size as mint-small, but source code whose words wake some secret rules (and
@@ -252,17 +257,12 @@ const stages = {
   'mint-code'() {
     const root = freshRepo('mint-code');
     const files = codeFiles(root, SIZES.smallCount, 4096);
-    const m = alternate({
-      genjob: (_, i) => genjob(['mint', '-m', `code files, run ${i}`, ...files], { cwd: root }).ms,
-      baseline: () =>
-        run(NODE, ['-e', '0']).ms + run('openssl', ['dgst', '-sha256', ...files], { cwd: root }).ms,
-    });
-    record('mint, many small source files', {
-      ...m,
-      target: 1.5,
-      note: `${SIZES.smallCount} × 4 KiB of code with scanner keywords; baseline = \`node -e 0\` + \`openssl dgst\``,
-    });
-    rmSync(root, { recursive: true, force: true });
+    mintMany(
+      root,
+      files,
+      'mint, many small source files',
+      `${SIZES.smallCount} × 4 KiB of code with scanner keywords`,
+    );
   },
 
   'cold-version'() {
