@@ -1,8 +1,9 @@
 // genjob's own text rules, for credential kinds secretlint's recommended preset does not know: JWTs,
-// Azure connection strings and SAS tokens, ADO.NET/JDBC connection-string passwords, GitHub's classic 40-hex tokens (told from a commit hash by
-// the name they are assigned to, as scanners do), Google API keys, private keys in forms the preset's
-// rule skips (PGP armor, encrypted PEM, base64 of PEM), and tokens with their own documented prefix.
-// Each names a format a live credential has; placeholders (few distinct characters) are ignored.
+// Azure connection strings and SAS tokens, ADO.NET/JDBC connection-string passwords, GitHub's classic
+// 40-hex tokens (told from a commit hash by the name they are assigned to, as scanners do), Google API
+// keys, private keys in forms the preset's rule skips (PGP armor, encrypted PEM, base64 of PEM), and
+// tokens with their own documented prefix. Each names a format a live credential has; placeholders
+// (few distinct characters) are ignored.
 import type { Keyword } from './keywords.js';
 
 export interface OwnRule {
