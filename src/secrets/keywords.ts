@@ -10,6 +10,40 @@ export interface Keyword {
   anyCase?: boolean;
 }
 
+/** A necessary condition on the text, cheaper than the rule it guards (a RegExp is one). */
+export interface Gate {
+  test(text: string): boolean;
+}
+
+/**
+ * A gate that holds when `text` has a run of `n` characters from `chars`. A regex such as
+ * /[0-9a-f]{40}/ restarts at every position, which costs much in code full of short hex-letter words;
+ * this looks at every n-th character first and walks back only from a member.
+ */
+export function runGate(chars: string, n: number): Gate {
+  const member = new Uint8Array(128);
+  for (const c of chars) member[c.charCodeAt(0)] = 1;
+  const is = (text: string, i: number) => {
+    const c = text.charCodeAt(i);
+    return c < 128 && member[c] === 1;
+  };
+  return {
+    test(text) {
+      for (let end = n - 1; end < text.length; ) {
+        if (!is(text, end)) {
+          end += n;
+          continue;
+        }
+        let start = end;
+        while (end - start + 1 < n && start > 0 && is(text, start - 1)) start--;
+        if (end - start + 1 >= n) return true;
+        end = start - 1 + n; // the run ending at `end` is too short: a long one ends past start - 1 + n
+      }
+      return false;
+    },
+  };
+}
+
 export interface KeywordAutomaton {
   readonly keywords: readonly Keyword[];
   /** byte → class; bytes that occur in no keyword share class 0. */

@@ -4,13 +4,13 @@
 // keys, private keys in forms the preset's rule skips (PGP armor, encrypted PEM, base64 of PEM), and
 // tokens with their own documented prefix. Each names a format a live credential has; placeholders
 // (few distinct characters) are ignored.
-import type { Keyword } from './keywords.js';
+import { type Gate, type Keyword, runGate } from './keywords.js';
 
 export interface OwnRule {
   name: string;
   keywords: readonly Keyword[];
   /** A cheap necessary condition, tested before `find` once a keyword is seen. */
-  gate?: RegExp;
+  gate?: Gate;
   /** Start indices of the credentials in `text`. */
   find(text: string): number[];
 }
@@ -202,7 +202,7 @@ export const OWN_RULES: readonly OwnRule[] = [
       'authorization',
       'oauth',
     ),
-    gate: /[0-9a-f]{40}/,
+    gate: runGate('0123456789abcdefABCDEF', 40),
     find: (text) => [
       ...matches(
         new RegExp(
@@ -251,7 +251,7 @@ export const OWN_RULES: readonly OwnRule[] = [
     // or that end in / or + (its pattern then finds no word boundary after them)
     name: 'aws-secret-key',
     keywords: anyCase('secret'),
-    gate: /[A-Za-z0-9/+]{40}/,
+    gate: runGate('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/+', 40),
     find: matches(
       new RegExp(
         String.raw`(?:aws[\w.-]{0,20}?secret|secret[_.-]?access[_.-]?key)${ASSIGN}([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])`,

@@ -3,14 +3,14 @@
 // ordinary code, a cheaper necessary condition on the text. Only a rule that passes both runs, so most
 // files never start secretlint at all, but whatever runs, secretlint's own rule decides. A preset rule
 // missing from this table fails a test (a newer preset adds rules), never the scan.
-import type { Keyword } from './keywords.js';
+import type { Gate, Keyword } from './keywords.js';
 
 export interface PresetRuleFilter {
   /** The rule's id in the preset (`meta.id`). */
   id: string;
   keywords: readonly Keyword[];
   /** A necessary condition cheaper than the rule, tested on the text once a keyword is seen. */
-  gate?: RegExp;
+  gate?: Gate;
 }
 
 const literal = (...texts: string[]): Keyword[] => texts.map((text) => ({ text }));

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compileKeywords, type Keyword, scanKeywords } from '../../src/secrets/keywords.js';
+import { compileKeywords, type Keyword, runGate, scanKeywords } from '../../src/secrets/keywords.js';
 
 /** Every (keyword, end) the automaton reports over `text`, fed in pieces cut at `cuts`. */
 function hits(keywords: Keyword[], text: string, cuts: number[] = []): string[] {
@@ -81,5 +81,26 @@ describe('compileKeywords / scanKeywords', () => {
     expect(wide.next).toBeInstanceOf(Uint32Array);
     const text = `${many[2999]!.text} ${many[5]!.text}`;
     expect(hits(many, text)).toEqual(naive(many, text));
+  });
+});
+
+describe('runGate', () => {
+  it('holds exactly when a run of n characters of its class occurs (property, against a regex)', () => {
+    fc.assert(
+      fc.property(
+        fc.string({ unit: fc.constantFrom('a', 'f', '0', 'g', ' ', 'é'), maxLength: 80 }),
+        fc.integer({ min: 1, max: 9 }),
+        (text, n) => {
+          expect(runGate('af0', n).test(text)).toBe(new RegExp(`[af0]{${n}}`).test(text));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('finds a 40-hex token among short hex-letter words', () => {
+    const words = 'a bad face fed a deaf cafe added '.repeat(50);
+    expect(runGate('0123456789abcdef', 40).test(words)).toBe(false);
+    expect(runGate('0123456789abcdef', 40).test(`${words}${'0a1b2c3d4e'.repeat(4)} ${words}`)).toBe(true);
   });
 });
