@@ -19,14 +19,17 @@ await build({
   sourcemap: 'linked',
   legalComments: 'none',
   logLevel: 'warning',
-  // debug (secretlint's logger) requires supports-color inside a try, and it is not installed:
-  // bundle an empty module for it, so the built CLI looks up no package by name at run time.
+  // secretlint logs through debug, which prints to stderr whenever a user's DEBUG names it and
+  // requires supports-color by name: bundle a silent logger instead, so the built CLI looks up no
+  // package at run time and mint's stderr stays its own.
   plugins: [
     {
-      name: 'empty-supports-color',
+      name: 'silent-debug',
       setup(b) {
-        b.onResolve({ filter: /^supports-color$/ }, () => ({ path: 'supports-color', namespace: 'empty' }));
-        b.onLoad({ filter: /.*/, namespace: 'empty' }, () => ({ contents: 'module.exports = {};' }));
+        b.onResolve({ filter: /^debug$/ }, () => ({ path: 'debug', namespace: 'silent' }));
+        b.onLoad({ filter: /.*/, namespace: 'silent' }, () => ({
+          contents: 'const d = () => { const log = () => {}; log.enabled = false; log.extend = d; return log; };\nmodule.exports = d; module.exports.default = d;',
+        }));
       },
     },
   ],

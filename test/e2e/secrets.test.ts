@@ -87,6 +87,13 @@ describe('genjob mint refuses to ship a secret', () => {
     expect(`${r.stdout}${r.stderr}`).not.toContain(AWS_KEY_ID);
   });
 
+  it("prints only its refusal when the user's DEBUG names every logger (the rule set's logger stays silent)", async () => {
+    const r = await gj(repo, ['mint', '-m', 'x', 'src/config.ts'], { env: { DEBUG: '*' } });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(errorLine(r)).toMatch(/^genjob: EGJ_SECRET: src\/config\.ts:3:/);
+  });
+
   it('names the instruction file and line for -f', async () => {
     const task = join(repo.outside, 'task.md');
     writeFileSync(task, `Rotate the key.\n\nOld one: ${AWS_KEY_ID}\n`);
