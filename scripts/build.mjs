@@ -28,7 +28,8 @@ await build({
       setup(b) {
         b.onResolve({ filter: /^debug$/ }, () => ({ path: 'debug', namespace: 'silent' }));
         b.onLoad({ filter: /.*/, namespace: 'silent' }, () => ({
-          contents: 'const d = () => { const log = () => {}; log.enabled = false; log.extend = d; return log; };\nmodule.exports = d; module.exports.default = d;',
+          contents:
+            'const d = () => { const log = () => {}; log.enabled = false; log.extend = d; return log; };\nmodule.exports = d; module.exports.default = d;',
         }));
       },
     },

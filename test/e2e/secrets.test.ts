@@ -90,7 +90,7 @@ describe('genjob mint refuses to ship a secret', () => {
   it("prints only its refusal when the user's DEBUG names every logger (the rule set's logger stays silent)", async () => {
     const r = await gj(repo, ['mint', '-m', 'x', 'src/config.ts'], { env: { DEBUG: '*' } });
     expect(r.exitCode).toBe(2);
-    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(String(r.stderr).trim().split('\n')).toHaveLength(1);
     expect(errorLine(r)).toMatch(/^genjob: EGJ_SECRET: src\/config\.ts:3:/);
   });
 
