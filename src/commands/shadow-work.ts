@@ -14,7 +14,7 @@ import { checkShadowName } from '../shadow/shadow-store.js';
 import { FLOW, keysIn, resolveKey } from '../store/job-states.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { newWorker } from '../worker/work-loop.js';
-import { makeLauncher, type WorkCliOptions } from './work.js';
+import { destinationsOf, servesLocally, type WorkCliOptions } from './work.js';
 
 export interface ShadowWorkOptions extends WorkCliOptions {
   shadow: string;
@@ -46,9 +46,17 @@ export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
   const selected = o.all
     ? [...new Set(FLOW.filter((s) => s !== 'running').flatMap((s) => keysIn(store, s)))].sort()
     : [...new Set(keys.map((k) => resolveKey(store, k)))];
-  if (!o.host && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
+  // every transport option of live work holds here too (the same code builds the destinations);
+  // the jobs run one at a time, so a shadow run takes one destination
+  const destinations = await destinationsOf(o, store.layout.gen);
+  if (destinations.length > 1)
+    throw new UsageError(
+      'EGJ_USAGE',
+      '--shadow runs its jobs on one destination: give one --host or one --launch (nothing was run)',
+    );
+  const { launcher } = destinations[0]!;
+  if (servesLocally(o) && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
     await requireBwrap('genjob work --shadow');
-  const launcher = await makeLauncher(o, store.layout.gen);
   const policy = loadTrustPolicy(store.root);
   try {
     const outcomes = await runShadow(

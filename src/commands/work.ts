@@ -16,6 +16,7 @@ import { wasCancelled } from '../store/cancel-job.js';
 import { findJob, keysIn, resolveKey } from '../store/job-states.js';
 import { anyPromotedGenerator } from '../store/promotion.js';
 import type { Store } from '../store/store.js';
+import { checkLaunchEnvName } from '../transport/launch-env.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { localLauncher } from '../transport/local-launcher.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
@@ -36,6 +37,8 @@ export interface WorkCliOptions extends CommonOptions {
   maxTokens?: number;
   host?: string[];
   launch?: string[];
+  /** Names of the worker's environment passed to --launch commands (on top of the minimal set). */
+  launchEnv?: string[];
   inDoubtAfter?: number;
   port?: number;
   identity?: string;
@@ -79,17 +82,6 @@ async function sshHost(o: WorkCliOptions, spec: string, genDir: string): Promise
   );
 }
 
-/** One launcher for the run's first --host, or a local serve (what a shadow run uses). */
-export async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
-  const first = o.host?.[0];
-  if (first === undefined) {
-    if (o.port || o.identity || o.sshOption || o.sshConfig)
-      throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');
-    return localLauncher();
-  }
-  return sshHost(o, parseSlots(first, 1, '--host').spec, genDir);
-}
-
 /** Usage errors found before anything is claimed: flags that cannot work together or name nothing. */
 function checkFlags(o: WorkCliOptions): void {
   const hosts = o.host ?? [];
@@ -98,6 +90,12 @@ function checkFlags(o: WorkCliOptions): void {
     throw new UsageError('EGJ_USAGE', '--host and --launch cannot be mixed in one run');
   if (hosts.length === 0 && (o.port || o.identity || o.sshOption || o.sshConfig))
     throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');
+  if (launches.length === 0 && o.launchEnv?.length)
+    throw new UsageError(
+      'EGJ_USAGE',
+      '--launch-env needs --launch (ssh and a local serve pass no such names)',
+    );
+  for (const name of o.launchEnv ?? []) checkLaunchEnvName(name);
   if (o.port !== undefined && o.port > 65535)
     throw new UsageError('EGJ_USAGE', `--port ${o.port}: a TCP port is 1 to 65535`);
   for (const [flag, file] of [
@@ -109,21 +107,39 @@ function checkFlags(o: WorkCliOptions): void {
   }
 }
 
-async function makePool(o: WorkCliOptions, genDir: string): Promise<Pool> {
+/**
+ * Where the run's serves start, each with its slot count: one per --host (ssh, with the run's ssh
+ * settings) or --launch entry (with the --launch-env names), else a local serve. Shared by live
+ * and shadow work, so a transport option is never dropped by one of them.
+ */
+export async function destinationsOf(
+  o: WorkCliOptions,
+  genDir: string,
+): Promise<Array<{ launcher: ServeLauncher; slots: number }>> {
   checkFlags(o);
-  const hosts: PoolHost[] = [];
+  const out: Array<{ launcher: ServeLauncher; slots: number }> = [];
   for (const raw of o.host ?? []) {
     const { slots, spec } = parseSlots(raw, o.concurrency, '--host');
-    hosts.push(new PoolHost(await sshHost(o, spec, genDir), slots));
+    out.push({ launcher: await sshHost(o, spec, genDir), slots });
   }
   if ((o.launch ?? []).length > 0) {
     const { launchLauncher } = await import('../transport/launch.js');
     for (const raw of o.launch ?? []) {
       const { slots, spec } = parseSlots(raw, o.concurrency, '--launch');
-      hosts.push(new PoolHost(launchLauncher(spec), slots));
+      out.push({ launcher: launchLauncher(spec, o.launchEnv ?? []), slots });
     }
   }
-  if (hosts.length === 0) hosts.push(new PoolHost(localLauncher(), o.concurrency));
+  if (out.length === 0) out.push({ launcher: localLauncher(), slots: o.concurrency });
+  return out;
+}
+
+/** Whether serve runs on this machine, where its sandbox can be checked before anything is claimed. */
+export function servesLocally(o: WorkCliOptions): boolean {
+  return !o.host?.length && !o.launch?.length;
+}
+
+async function makePool(o: WorkCliOptions, genDir: string): Promise<Pool> {
+  const hosts = (await destinationsOf(o, genDir)).map((d) => new PoolHost(d.launcher, d.slots));
   return new Pool(hosts, Math.round((o.inDoubtAfter ?? DEFAULT_IN_DOUBT_AFTER_S) * 1000));
 }
 
@@ -194,13 +210,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const store = openStore(o);
   // the sandbox flags travel to serve as arguments; a local serve is checked here, before any claim
   const serveArgs = serveArgsOf(o);
-  if (
-    !o.host?.length &&
-    !o.launch?.length &&
-    o.sandbox !== false &&
-    o.generator &&
-    !o.generator.startsWith('builtin:')
-  )
+  if (servesLocally(o) && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
     await requireBwrap('genjob work');
   const keys = chosen.length > 0 ? queuedKeys(store, chosen) : undefined;
   const pool = await makePool(o, store.layout.gen);
