@@ -4,6 +4,7 @@
 // host answer was refused or in doubt (the live plane is untouched either way).
 import type { CommandResult } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { lineRelay, notice } from '../cli/stderr-lines.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
@@ -69,8 +70,9 @@ export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
         timeoutMs: Math.round(o.timeout * 1000),
         workerId: `${newWorker().id}:shadow`,
         decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
+        ...(o.quiet ? {} : { relayStderr: lineRelay }),
         onOutcome: (x) => {
-          if (!o.quiet) process.stderr.write(`genjob: [shadow:${name}] ${describe(x)}\n`);
+          if (!o.quiet) notice(`[shadow:${name}] ${describe(x)}`);
         },
       },
       selected,

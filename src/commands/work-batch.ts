@@ -5,6 +5,7 @@
 // failed (the outbox keeps the step for the next run), 4 when a lease was lost, else 0.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { notice } from '../cli/stderr-lines.js';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { BatchApiError, UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
@@ -102,7 +103,7 @@ export async function workBatch(o: WorkBatchOptions): Promise<CommandResult> {
   }
   const ctx = await batchContext(store, o);
   const say = (line: string) => {
-    if (!o.quiet) process.stderr.write(`genjob: ${line}\n`);
+    if (!o.quiet) notice(line);
   };
 
   const polled = await pollBatches(ctx);

@@ -5,11 +5,11 @@
 
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { lineRelay, notice } from '../cli/stderr-lines.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { pathExists } from '../core/path-exists.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
-import { terminalStream, terminalText } from '../core/terminal-text.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { wasCancelled } from '../store/cancel-job.js';
@@ -143,12 +143,6 @@ async function makePool(o: WorkCliOptions, genDir: string): Promise<Pool> {
   return new Pool(hosts, Math.round((o.inDoubtAfter ?? DEFAULT_IN_DOUBT_AFTER_S) * 1000));
 }
 
-/** The generator's live stderr, relayed to our terminal with its control characters escaped. */
-function relayEscaped(): (c: Buffer) => void {
-  const inert = terminalStream();
-  return (c) => process.stderr.write(inert(c));
-}
-
 function describe(o: JobOutcome, ms: number): string {
   const k = o.key.slice(0, 12);
   const t = `${(ms / 1000).toFixed(1)} s`;
@@ -182,19 +176,19 @@ function queuedKeys(store: Store, typed: readonly string[]): string[] {
 }
 
 /**
- * The prefix of a progress line: `genjob: [done/total]` (for --drain also elapsed and ETA); with
- * --watch, whose total is open, `genjob: <time> [done]`.
+ * The prefix of a progress line: `[done/total]` (for --drain also elapsed and ETA); with --watch,
+ * whose total is open, `<time> [done]`.
  */
 function progressLine(mode: 'once' | 'drain' | 'watch', total: number): (done: number) => string {
   const started = Date.now();
   const secs = (ms: number) => `${Math.round(ms / 1000)}s`;
   return (done) => {
-    if (mode === 'watch') return `genjob: ${new Date().toISOString()} [${done}]`;
+    if (mode === 'watch') return `${new Date().toISOString()} [${done}]`;
     const of = Math.max(total, done);
-    if (mode === 'once') return `genjob: [${done}/${of}]`;
+    if (mode === 'once') return `[${done}/${of}]`;
     const elapsed = Date.now() - started;
     const eta = done < of ? `, eta ${secs((elapsed / done) * (of - done))}` : '';
-    return `genjob: [${done}/${of}] elapsed ${secs(elapsed)}${eta}`;
+    return `[${done}/${of}] elapsed ${secs(elapsed)}${eta}`;
   };
 }
 
@@ -223,7 +217,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const onSignal = (sig: 'SIGINT' | 'SIGTERM') => {
     if (controller.signal.aborted) return;
     stoppedBy = sig;
-    process.stderr.write(`genjob: ${sig}: no new claims; letting jobs in flight finish\n`);
+    notice(`${sig}: no new claims; letting jobs in flight finish`);
     controller.abort();
   };
   const onInt = () => onSignal('SIGINT');
@@ -244,7 +238,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       args: serveArgs,
       maxAnswerBytes: 8 * 1024 * 1024 * 1024,
       helloTimeoutMs: 60_000,
-      ...(tty ? { relayStderr: (c: Buffer) => process.stderr.write(c) } : {}),
+      ...(o.quiet ? {} : { relayStderr: lineRelay }),
     });
     const summary = await runWork({
       store,
@@ -263,18 +257,19 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       ...(watcher ? { waitForWork: watcher.next } : {}),
       ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
       ...(batches ? { extraTokens: batches.tokens } : {}),
-      ...(tty ? { relayStderr: relayEscaped() } : {}),
+      // serve's and the generator's output, each line named by its job (--quiet: not shown)
+      ...(o.quiet ? {} : { relayStderr: lineRelay }),
       onStart: (key, destination) => {
-        if (tty) process.stderr.write(`genjob: ${key.slice(0, 12)} working on ${destination}\n`);
+        if (tty) notice(`${key.slice(0, 12)} working on ${destination}`);
       },
       onHostDown: (destination, reason, ms, retired) => {
         if (o.quiet) return;
         const then = retired ? 'no more jobs go there this run' : `retrying in ${Math.round(ms / 1000)} s`;
-        process.stderr.write(`genjob: ${destination} is down (${reason.split('\n')[0]}); ${then}\n`);
+        notice(`${destination} is down (${reason.split('\n')[0]}); ${then}`);
       },
       onOutcome: (outcome, ms) => {
         done += 1;
-        if (!o.quiet) process.stderr.write(`${progress(done)} ${terminalText(describe(outcome, ms))}\n`);
+        if (!o.quiet) notice(`${progress(done)} ${describe(outcome, ms)}`);
       },
     });
     const { outcomes } = summary;
@@ -355,7 +350,7 @@ async function startBatchWatch(o: WorkCliOptions, store: ReturnType<typeof openS
   const { watchBatches } = await import('../worker/batch-watch.js');
   const { batchContext } = await import('./work-batch.js');
   const say = (line: string) => {
-    if (!o.quiet) process.stderr.write(`genjob: ${line}\n`);
+    if (!o.quiet) notice(line);
   };
   return watchBatches(
     store,

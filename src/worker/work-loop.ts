@@ -19,7 +19,7 @@ import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
 import type { Pool, PoolHost } from './pool.js';
 import { openCheckedSession, type SessionOptions } from './preflight.js';
-import type { ServeClient } from './serve-client.js';
+import type { RelayFactory, ServeClient } from './serve-client.js';
 import { type JobOutcome, type WorkContext, workOne } from './work-one.js';
 
 /** What every job of a run is worked with: the same fields as WorkContext, set once per run. */
@@ -61,7 +61,7 @@ export interface WorkOptions extends JobSettings {
   onStart?: (key: string, destination: string) => void;
   /** A host could not be reached and takes no jobs for `ms` (or no more this run, when retired). */
   onHostDown?: (destination: string, reason: string, ms: number, retired: boolean) => void;
-  relayStderr?: (chunk: Buffer) => void;
+  relayStderr?: RelayFactory;
   /** Claim only these keys (`genjob work KEY…`), in this order. */
   keys?: readonly string[];
 }
@@ -216,22 +216,29 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   async function slot(host: PoolHost): Promise<void> {
     let client: ServeClient | undefined;
     let cut = false;
+    /** The job this slot works on: its session's relayed output is named by it. */
+    let current: string | undefined;
+    const open = async (): Promise<ServeClient> => {
+      if (client?.alive) return client;
+      client = undefined;
+      if (host.spare?.alive) {
+        client = host.spare;
+        host.spare = undefined;
+        return client;
+      }
+      client = await reconnect(host);
+      if (client === undefined)
+        throw new HostDownError(host.destination, 'could not be reached; the job goes back undelivered');
+      return client;
+    };
     const ctx: WorkContext = {
       ...pickJobSettings(o),
       launcher: host.launcher,
       worker,
       session: async () => {
-        if (client?.alive) return client;
-        client = undefined;
-        if (host.spare?.alive) {
-          client = host.spare;
-          host.spare = undefined;
-          return client;
-        }
-        client = await reconnect(host);
-        if (client === undefined)
-          throw new HostDownError(host.destination, 'could not be reached; the job goes back undelivered');
-        return client;
+        const c = await open();
+        c.working(current);
+        return c;
       },
       dropSession: () => {
         client?.kill();
@@ -276,7 +283,10 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
           cut = true;
           ctx.dropSession();
         });
+        current = key;
         const outcome = await workOne(ctx, key).finally(() => {
+          current = undefined;
+          client?.working(undefined);
           inFlight.delete(key);
           for (const wake of settledWaiters.splice(0)) wake();
         });
