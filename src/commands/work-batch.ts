@@ -149,6 +149,12 @@ export async function workBatch(o: WorkBatchOptions): Promise<CommandResult> {
   lines.push(...problems);
   const superseded = outcomes.some((x) => x.outcome === 'superseded');
   const exitCode = superseded ? EXIT.CONFLICT : problems.length > 0 ? EXIT.REJECTED : EXIT.OK;
+  // --quiet hides progress, never why the run exits non-zero
+  if (o.quiet && exitCode !== EXIT.OK) {
+    for (const x of outcomes)
+      if (x.outcome === 'superseded') notice(`${x.key.slice(0, 12)} stood down: ${x.reason}`);
+    for (const p of problems) notice(p);
+  }
   return {
     exitCode,
     human: lines.join('\n'),

@@ -143,12 +143,12 @@ async function makePool(o: WorkCliOptions, genDir: string): Promise<Pool> {
   return new Pool(hosts, Math.round((o.inDoubtAfter ?? DEFAULT_IN_DOUBT_AFTER_S) * 1000));
 }
 
-function describe(o: JobOutcome, ms: number): string {
+function describe(o: JobOutcome, ms?: number): string {
   const k = o.key.slice(0, 12);
-  const t = `${(ms / 1000).toFixed(1)} s`;
+  const t = ms === undefined ? '' : ` (${(ms / 1000).toFixed(1)} s)`;
   switch (o.outcome) {
     case 'received':
-      return `${k} received ${o.status}${o.cached ? ' (from the host cache)' : ''}${o.reason ? `: ${o.reason.split('\n')[0]}` : ''} (${t})`;
+      return `${k} received ${o.status}${o.cached ? ' (from the host cache)' : ''}${o.reason ? `: ${o.reason.split('\n')[0]}` : ''}${t}`;
     case 'recovered':
       return `${k} recovered: its receipt had landed before a crash`;
     case 'dead':
@@ -274,7 +274,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
     });
     const { outcomes } = summary;
     // a job cancelled under a worker is stood down on purpose, not a lost lease
-    const superseded = outcomes.some((x) => x.outcome === 'superseded' && !wasCancelled(store, x.key));
+    const stoodDown = outcomes.filter((x) => x.outcome === 'superseded' && !wasCancelled(store, x.key));
+    const superseded = stoodDown.length > 0;
     const requeued = outcomes.filter((x) => x.outcome === 'requeued');
     // a job requeued and later received in the same run ended well
     // a job cut off by the end of the grace period is back in the queue by design, not unsettled
@@ -294,6 +295,12 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
           : unsettled.length > 0 || (o.failOnError && failed.length > 0)
             ? EXIT.REJECTED
             : EXIT.OK;
+    // --quiet hides progress, never why a run did not end well: the jobs behind its exit code are named
+    if (o.quiet && exitCode !== EXIT.OK && exitCode !== EXIT.SIGINT) {
+      const last = new Map(unsettled.map((x) => [x.key, x])); // a job requeued twice: its last reason
+      const why = superseded ? stoodDown : [...last.values(), ...(o.failOnError ? failed : [])];
+      for (const x of why) notice(describe(x));
+    }
     const lines = outcomes.length === 0 ? ['queue empty'] : [`${outcomes.length} job(s) taken`];
     if (summary.reaped.length) lines.push(`${summary.reaped.length} stale lease(s) reaped back to the queue`);
     if (summary.cutAtShutdown.length)

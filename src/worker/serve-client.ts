@@ -137,7 +137,13 @@ export class ServeClient {
     try {
       return await Promise.race([fn(), expired]);
     } catch (err) {
-      if (err instanceof ProtocolError || (err as NodeJS.ErrnoException).code === 'EPIPE') {
+      // a write to serve that failed (EPIPE, or any error of the pipe itself) broke the session, as
+      // garbage from the host does: in doubt, never an error of the repository's disk
+      if (
+        err instanceof ProtocolError ||
+        (err as NodeJS.ErrnoException).code === 'EPIPE' ||
+        (err !== undefined && err === this.writer.broken)
+      ) {
         this.kill();
         throw new InDoubtError(`session broke: ${(err as Error).message}`, this.stderrTail);
       }
