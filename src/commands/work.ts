@@ -213,11 +213,22 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const controller = new AbortController();
   const mode = o.once ? 'once' : o.drain ? 'drain' : 'watch';
   const watcher = mode === 'watch' ? await watchQueue(store, controller.signal) : undefined;
+  /** Aborted by a second signal: the jobs in flight are cut now and go back to the queue. */
+  const cutNow = new AbortController();
+  const graceS = mode === 'watch' ? (o.grace ?? 30) : undefined;
   let stoppedBy: 'SIGINT' | 'SIGTERM' | undefined;
   const onSignal = (sig: 'SIGINT' | 'SIGTERM') => {
-    if (controller.signal.aborted) return;
+    if (cutNow.signal.aborted) return;
+    if (controller.signal.aborted) {
+      notice(`${sig} again: stopping now; jobs in flight go back to the queue`);
+      cutNow.abort();
+      return;
+    }
     stoppedBy = sig;
-    notice(`${sig}: no new claims; letting jobs in flight finish`);
+    const wait = graceS === undefined ? 'as long as they take' : `up to ${graceS} s (--grace)`;
+    notice(
+      `${sig}: no new claims; letting jobs in flight finish, ${wait}; ${sig === 'SIGINT' ? 'Ctrl-C' : sig} again stops now and puts them back in the queue`,
+    );
     controller.abort();
   };
   const onInt = () => onSignal('SIGINT');
@@ -253,7 +264,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
       signal: controller.signal,
       ...(keys ? { keys } : {}),
-      ...(mode === 'watch' ? { graceMs: Math.round((o.grace ?? 30) * 1000) } : {}),
+      ...(graceS === undefined ? {} : { graceMs: Math.round(graceS * 1000) }),
+      cutSignal: cutNow.signal,
       ...(watcher ? { waitForWork: watcher.next } : {}),
       ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
       ...(batches ? { extraTokens: batches.tokens } : {}),

@@ -49,6 +49,8 @@ export interface WorkOptions extends JobSettings {
   signal?: AbortSignal;
   /** After the stop signal, jobs in flight get this long; then their sessions are killed and they are requeued. */
   graceMs?: number;
+  /** Cut the jobs in flight now, as when the grace period ends (a second Ctrl-C). */
+  cutSignal?: AbortSignal;
   /** Called when a slot has nothing to claim in watch mode; resolves when it is worth looking again. */
   waitForWork?: () => Promise<void>;
   /** Token budget: stop claiming once the receipts of this run report this many tokens. */
@@ -159,17 +161,20 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   const settledWaiters: Array<() => void> = [];
   const cutAtShutdown: string[] = [];
   let graceTimer: NodeJS.Timeout | undefined;
+  const cutAll = () => {
+    clearTimeout(graceTimer);
+    for (const [key, drop] of inFlight) {
+      cutAtShutdown.push(key);
+      drop();
+    }
+  };
   const onStop = () => {
     if (o.graceMs === undefined) return;
-    graceTimer = setTimeout(() => {
-      for (const [key, drop] of inFlight) {
-        cutAtShutdown.push(key);
-        drop();
-      }
-    }, o.graceMs);
+    graceTimer = setTimeout(cutAll, o.graceMs);
   };
   if (o.signal?.aborted) onStop();
   else o.signal?.addEventListener('abort', onStop, { once: true });
+  o.cutSignal?.addEventListener('abort', cutAll, { once: true });
   const sessionOpts: SessionOptions = {
     args: o.serveArgs ?? [],
     maxAnswerBytes: 8 * 1024 * 1024 * 1024,
@@ -310,6 +315,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   } finally {
     clearTimeout(graceTimer);
     o.signal?.removeEventListener('abort', onStop);
+    o.cutSignal?.removeEventListener('abort', cutAll);
     await Promise.all(o.pool.hosts.map((h) => h.spare?.close()));
   }
   return {

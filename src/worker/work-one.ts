@@ -4,7 +4,7 @@
 import { HostDownError, SandboxUnavailableError, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
-import { beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
+import { beginAttempt, type LeaseRecord, markUnspent, type Worker } from '../store/attempts.js';
 import { CANCELLED, wasCancelled } from '../store/cancel-job.js';
 import { deadLetterBytes } from '../store/dead-letter.js';
 import { recordInDoubt } from '../store/in-doubt.js';
@@ -259,6 +259,14 @@ async function attempt(
     return requeue(store, key, epoch, 'the host answered "none" to a run', 'EGJ_BAD_ANSWER');
   if (answer.type === 'error' && answer.code === 'EGJ_SANDBOX_UNAVAILABLE')
     throw new SandboxUnavailableError(ctx.launcher.destination, answer.message); // ends the run; the job goes back
+  if (answer.type === 'error' && answer.code === 'EGJ_GENERATION_IN_DOUBT')
+    return setAsideInDoubt(store, key, epoch, answer.message);
+  if (answer.type === 'error' && answer.code === 'EGJ_GENERATION_RUNNING') {
+    // another delivery is generating it on that host: this attempt ran nothing, and a later one
+    // gets the result from the host's cache
+    const reason = `the host refused: ${answer.code}: ${answer.message}`;
+    return requeue(store, key, epoch, reason, answer.code, { spent: false, destination });
+  }
   if (answer.type === 'error') {
     const before = REFUSED_BEFORE_GENERATING.has(answer.code);
     if (before) ctx.hostTrouble?.(`refused: ${answer.code}: ${answer.message}`);
@@ -270,6 +278,24 @@ async function attempt(
   if (answer.cacheError)
     journal(store, { event: 'host-cache-failed', key, epoch, reason: answer.cacheError });
   return takeResult(ctx, session!, job, digest, epoch, answer, () => standing.lost);
+}
+
+/**
+ * The host will not generate the job again without consent (a generation it started may have spent
+ * a model call): asking again would get the same refusal, so the job is set aside in dead/ at once,
+ * without spending the attempt, and `genjob retry KEY` is the consent that brings it back.
+ */
+async function setAsideInDoubt(
+  store: Store,
+  key: string,
+  epoch: number,
+  message: string,
+): Promise<JobOutcome> {
+  const reason = `the host refused: EGJ_GENERATION_IN_DOUBT: ${message}; it answers the same until you consent: genjob retry ${key.slice(0, 12)}`;
+  markUnspent(store, key, epoch);
+  if (!(await release(store, key, epoch, 'dead', { code: 'EGJ_GENERATION_IN_DOUBT', reason })))
+    return { key, outcome: 'superseded', reason: `lease of epoch ${epoch} was lost` };
+  return { key, outcome: 'dead', reason };
 }
 
 function cancelledOutcome(key: string, epoch: number): JobOutcome {
