@@ -195,6 +195,14 @@ async function runOne(
     store.fs.rmSync(staged.dir, { recursive: true, force: true });
     return { key, outcome: 'refused', reason: mismatch };
   }
-  plane.commit(key, answer.receiptBytes, staged.dir);
+  plane.commit(key, answer.receiptBytes, staged.dir, {
+    schema: 'genjob/shadow-run@1',
+    key,
+    epoch,
+    generator: o.generator,
+    serve_args: [...(o.serveArgs ?? [])],
+    destination: o.launcher.destination,
+    at: new Date().toISOString(),
+  });
   return { key, outcome: 'stored', epoch, status: receipt.status, cached: receipt.cached };
 }

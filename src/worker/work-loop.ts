@@ -20,7 +20,7 @@ import type { Store } from '../store/store.js';
 import type { Pool, PoolHost } from './pool.js';
 import { openCheckedSession, type SessionOptions } from './preflight.js';
 import type { RelayFactory, ServeClient } from './serve-client.js';
-import { type JobOutcome, type WorkContext, workOne } from './work-one.js';
+import { type JobOutcome, type SessionPin, type WorkContext, workOne } from './work-one.js';
 
 /** What every job of a run is worked with: the same fields as WorkContext, set once per run. */
 type JobSettings = Pick<
@@ -196,10 +196,12 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     }
   }
 
-  /** Reach the host again; false (and the host marked down) when it cannot be reached. */
-  async function reconnect(host: PoolHost): Promise<ServeClient | undefined> {
+  /** Reach the host again (with a promoted job's own generator and serve flags when `pin` says so). */
+  async function reconnect(host: PoolHost, pin?: SessionPin): Promise<ServeClient | undefined> {
     try {
-      const client = await openCheckedSession(host.launcher, o.generator, sessionOpts);
+      const client = pin
+        ? await openCheckedSession(host.launcher, pin.generator, { ...sessionOpts, args: pin.args })
+        : await openCheckedSession(host.launcher, o.generator, sessionOpts);
       if (host.failures > 0) journal(o.store, { event: 'host-up', destination: host.destination });
       host.markUp();
       return client;
@@ -223,25 +225,28 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     let cut = false;
     /** The job this slot works on: its session's relayed output is named by it. */
     let current: string | undefined;
-    const open = async (): Promise<ServeClient> => {
-      if (client?.alive) return client;
+    /** The serve flags the slot's session was started with: a promoted job may need others. */
+    let clientArgs = argsKey(sessionOpts.args);
+    const open = async (pin?: SessionPin): Promise<ServeClient> => {
+      const want = argsKey(pin?.args ?? sessionOpts.args);
+      if (client?.alive && clientArgs === want) return client;
+      await client?.close();
       client = undefined;
-      if (host.spare?.alive) {
+      if (pin === undefined && host.spare?.alive) {
         client = host.spare;
         host.spare = undefined;
-        return client;
-      }
-      client = await reconnect(host);
+      } else client = await reconnect(host, pin);
       if (client === undefined)
         throw new HostDownError(host.destination, 'could not be reached; the job goes back undelivered');
+      clientArgs = want;
       return client;
     };
     const ctx: WorkContext = {
       ...pickJobSettings(o),
       launcher: host.launcher,
       worker,
-      session: async () => {
-        const c = await open();
+      session: async (pin) => {
+        const c = await open(pin);
         c.working(current);
         return c;
       },
@@ -262,6 +267,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
           await sleep(Math.min(1000, host.downUntil - Date.now()), o.signal);
           if (stopped() || host.isDown()) continue;
           client = await reconnect(host);
+          clientArgs = argsKey(sessionOpts.args);
           continue;
         }
         const key = o.keys
@@ -326,6 +332,11 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     cutAtShutdown,
     queueListings: claimer.listings,
   };
+}
+
+/** serve's arguments as one comparable string. */
+function argsKey(args: readonly string[] | undefined): string {
+  return (args ?? []).join('\0');
 }
 
 function receiptTokens(store: Store, key: string): number {

@@ -26,8 +26,8 @@ export interface WorkContext {
   store: Store;
   worker: Worker;
   launcher: ServeLauncher;
-  /** The session this slot uses; reopened when it died. */
-  session: () => Promise<ServeClient>;
+  /** The session this slot uses; reopened when it died, or when `pin` asks for other serve flags. */
+  session: (pin?: SessionPin) => Promise<ServeClient>;
   dropSession: () => void;
   /** Ask the host to stop the request in flight (the job was cancelled); falls back to dropSession. */
   cancelSession?: () => void;
@@ -42,6 +42,12 @@ export interface WorkContext {
   wasCut?: () => boolean;
   /** The host misbehaved before a bundle reached its generator (a broken session, a refusal). */
   hostTrouble?: (reason: string) => void;
+}
+
+/** A promoted job's own way to run: its pinned generator, checked on the host, and serve's sandbox flags. */
+export interface SessionPin {
+  generator: string;
+  args: readonly string[];
 }
 
 /** Refusals a host gives before it reads a bundle: no generator ran, so no attempt is spent. */
@@ -147,13 +153,19 @@ async function attempt(
   const { store } = ctx;
   const { key } = job;
   const epoch = lease.epoch;
+  // a promoted job runs the generator of the shadow plane it was promoted from, with the sandbox
+  // flags of that run when the pin has them (store/promotion.ts)
+  const promoted = readPromotion(store, key);
+  const pin: SessionPin | undefined =
+    promoted?.serve_args === undefined
+      ? undefined
+      : { generator: promoted.generator, args: promoted.serve_args };
   const req = {
     key,
     job_digest: digest,
     epoch,
     worker_id: ctx.worker.id,
-    // a promoted job runs the generator of the shadow plane it was promoted from (store/promotion.ts)
-    generator: readPromotion(store, key)?.generator ?? ctx.generator,
+    generator: promoted?.generator ?? ctx.generator,
     timeout_ms: ctx.timeoutMs,
     ...(ctx.retryAborted ? { retry_aborted: true } : {}),
     ...(regenerateRequested(store, key, epoch) ? { regenerate: true } : {}),
@@ -165,7 +177,7 @@ async function attempt(
   let delivered = false;
   const destination = ctx.launcher.destination;
   try {
-    session = await ctx.session();
+    session = await ctx.session(pin);
     // After an earlier attempt, ask first: the host may hold the result already (in doubt ≠ failed).
     answer = epoch > 1 ? await session.request({ ...req, type: 'fetch' }, budget) : { type: 'none' };
     // (a cancel that came while the fetch was out is not followed by a run)
