@@ -37,6 +37,11 @@ export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
       'EGJ_USAGE',
       '--shadow runs the jobs it is given (KEY… or --all); --once, --drain and --watch are for live work',
     );
+  if (o.batch || o.batchPoll)
+    throw new UsageError(
+      'EGJ_USAGE',
+      '--shadow runs its jobs through a serve session; --batch and --batch-poll are for live work',
+    );
   const keys = o.keys ?? [];
   if (Boolean(o.all) === keys.length > 0)
     throw new UsageError(

@@ -13,7 +13,7 @@ import { readJournal } from '../../src/store/journal.js';
 import { thisProcess } from '../../src/store/process-identity.js';
 import { Store } from '../../src/store/store.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../helpers/fake-openai.js';
-import { genDir, gj, makeRepo, mintedKey, type Repo } from './trust-helpers.js';
+import { genDir, gj, makeRepo, mintBump, type Repo } from './trust-helpers.js';
 
 const FILES = { 'src/a.ts': 'export const a = 1;\n', 'src/b.ts': 'export const b = 1;\n' };
 const NOT_FOUND = { status: 404, body: { error: { message: 'Not Found' } } };
@@ -32,11 +32,7 @@ async function setup(steps: Array<typeof NOT_FOUND>): Promise<Repo> {
   return repo;
 }
 
-async function mint(repo: Repo, path: string): Promise<string> {
-  const r = await gj(repo, ['mint', '-m', `bump ${path}`, path]);
-  expect(r.exitCode, String(r.stderr)).toBe(0);
-  return mintedKey(r);
-}
+const mint = mintBump;
 
 /** An unsent intent holding `keys`, as a `work --batch` of an older genjob (or a crash) left it. */
 function leaveIntent(repo: Repo, keys: readonly string[], createdAt = new Date()): string {

@@ -58,88 +58,33 @@ describe('host-written text never reaches the terminal raw (injected escape sequ
     const a = await mint(sb, 'one', ['src/a.txt']);
     const b = await mint(sb, 'two', ['src/b.txt']);
 
+    /** `work ARGS` against the hostile host `kase` (the generator named is never the host's to run). */
+    const work = (kase: string, ...args: string[]) =>
+      inert(sb, ['work', ...args, '--generator', 'g', '--launch', host(sb, kase)]);
+
     // the answer: an aborted receipt whose reason and generator name are escapes; serve's stderr too
-    const w = await inert(sb, ['work', '--once', '--generator', 'true', '--launch', host(sb, 'escape-text')]);
+    const w = await work('escape-text', '--once');
     expect(w.exitCode, w.stderr).toBe(0);
     expect(w.stderr).toContain('\\x1b]52;c;cHduZWQ=\\x07'); // shown, made visible
     expect(w.stderr).toMatch(/^\[[0-9a-f]{12}\] generator says: /m); // the relayed line, named by its job
-    const j = await inert(sb, [
-      'work',
-      '--once',
-      '--json',
-      '--generator',
-      'true',
-      '--launch',
-      host(sb, 'escape-text'),
-    ]);
-    const [outcome] = JSON.parse(j.stdout).outcomes;
+    const [outcome] = JSON.parse((await work('escape-text', '--once', '--json')).stdout).outcomes;
     expect(outcome.reason).toBe(`generator exited with status 1: ${EVIL}`); // exact, as data
 
     // the shadow plane: a stored answer with the same text, and a refusal
-    const s = await inert(sb, [
-      'work',
-      '--shadow',
-      's',
-      a,
-      '--generator',
-      'g',
-      '--launch',
-      host(sb, 'escape-text'),
-    ]);
+    const s = await work('escape-text', '--shadow', 's', a);
     expect(s.exitCode, s.stderr).toBe(0);
-    const r = await inert(sb, [
-      'work',
-      '--shadow',
-      'r',
-      a,
-      '--generator',
-      'g',
-      '--launch',
-      host(sb, 'escape-refuse'),
-    ]);
+    const r = await work('escape-refuse', '--shadow', 'r', a);
     expect(r.exitCode).toBe(3);
     expect(r.stderr).toContain('the host refused: EGJ_GENERATOR_CONFIG: settings broke: \\x1b]8;;');
-    await inert(sb, [
-      'work',
-      '--shadow',
-      'r',
-      a,
-      '--json',
-      '--generator',
-      'g',
-      '--launch',
-      host(sb, 'escape-refuse'),
-    ]);
+    await work('escape-refuse', '--shadow', 'r', a, '--json');
 
     // the pre-claim generator check, and a host that refuses every run (it is taken down)
-    const c = await inert(sb, [
-      'work',
-      '--drain',
-      '--generator',
-      'true',
-      '--launch',
-      host(sb, 'escape-check'),
-    ]);
+    const c = await work('escape-check', '--drain');
     expect(c.exitCode).toBe(2);
     expect(c.stderr).toContain('generator broken: \\x1b]8;;');
-    await inert(sb, [
-      'work',
-      '--drain',
-      '--json',
-      '--generator',
-      'true',
-      '--launch',
-      host(sb, 'escape-check'),
-    ]);
+    await work('escape-check', '--drain', '--json');
     await mint(sb, 'three', ['README.md']);
-    const down = await inert(sb, [
-      'work',
-      '--once',
-      '--generator',
-      'true',
-      '--launch',
-      host(sb, 'escape-refuse'),
-    ]);
+    const down = await work('escape-refuse', '--once');
     expect(down.stderr).toMatch(/is down \(refused: EGJ_GENERATOR_CONFIG: settings broke: \\x1b\]8;;/);
 
     for (const args of [

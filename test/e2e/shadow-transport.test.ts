@@ -42,7 +42,7 @@ describe('work --shadow honours the transport options', () => {
     expect(existsSync(join(sb.cache, 'genjob'))).toBe(false);
   });
 
-  it('refuses two destinations (a shadow run takes one) and --launch-env without --launch, before running anything', async () => {
+  it('refuses two destinations (a shadow run takes one), --launch-env without --launch and --batch, before running anything', async () => {
     const sb = await makeSandbox();
     const key = await mintKey(sb, 'one', ['src/user.py']);
     const ran = join(sb.base, 'generator-ran');
@@ -51,6 +51,7 @@ describe('work --shadow honours the transport options', () => {
       [['--launch', 'true', '--launch', 'false'], 'one destination'],
       [['--launch-env', 'SLURM_CONF'], '--launch-env needs --launch'],
       [['--host', 'h', '--launch', 'true'], '--host and --launch cannot be mixed'],
+      [['--batch'], '--batch and --batch-poll are for live work'],
     ] as const) {
       const r = await sb.genjob(['work', '--shadow', 'b', key, '--generator', gen, ...args]);
       expect(r.exitCode, r.stderr).toBe(2);
