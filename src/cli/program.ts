@@ -150,7 +150,7 @@ export function buildProgram(): Command {
     .option('--quiet', 'no progress lines, no generator output')
     .option(
       '--grace <seconds>',
-      'with --watch: after SIGINT/SIGTERM, how long jobs in flight may finish before they are requeued',
+      'with --watch: after SIGINT/SIGTERM, how long jobs in flight may finish before they are requeued (a second Ctrl-C: at once)',
       seconds,
       30,
     )
