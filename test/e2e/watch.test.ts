@@ -15,8 +15,8 @@ import { publishExclusive } from '../../src/store/durable.js';
 import { readJournal } from '../../src/store/journal.js';
 import { jobFileBytes, mintJob } from '../../src/store/mint-job.js';
 import type { Store } from '../../src/store/store.js';
-import { afterTest } from '../helpers/temp-store.js';
-import { spawnCli, until as untilPolls, workerRepo } from './worker-helpers.js';
+import { afterTest, tempRepo } from '../helpers/temp-store.js';
+import { CLI, spawnCli, until as untilPolls, workerRepo } from './worker-helpers.js';
 
 const until = (what: string, cond: () => boolean, explain?: () => string) =>
   untilPolls(what, cond, 3000, explain); // polls of 10 ms
@@ -213,6 +213,44 @@ describe('a generation in doubt on its host', () => {
     const again = await spawnCli(root, ['work', '--drain', ...generator], env);
     expect(again.exitCode, String(again.stderr)).toBe(0);
     expect(existsSync(store.layout.jobFile('received', key))).toBe(true);
+  }, 60_000);
+
+  it('a generation still running for another delivery: the waiting attempt goes back unspent (EGJ_GENERATION_RUNNING)', async () => {
+    // two repositories mint the same job and share one host (a local serve on one cache dir)
+    const { base, store: first } = workerRepo('genjob-running-', GENERATOR);
+    const { root: root2, store: second } = tempRepo('genjob-running2-');
+    const env = { ...process.env, STARTED: join(base, 'started'), RELEASE: join(base, 'release') };
+    const cacheDir = join(base, 'host-cache');
+    const launch = `${process.execPath} ${CLI} serve --session --cache-dir ${cacheDir} --generator-bind-rw ${base}`;
+    const flags = ['--generator', `sh ${join(base, 'gen.sh')}`, '--launch', launch];
+    // the launched serve gets only what --launch-env names; its generator what --generator-env names
+    const passEnv = ['STARTED', 'RELEASE'].flatMap((n) => ['--launch-env', n, '--generator-env', n]);
+    const job = buildJob('block f1.txt', [{ path: 'f1.txt', sha256: null }]);
+    const { key } = mintJob(first, job);
+    expect(mintJob(second, job).key).toBe(key);
+    const slow = spawnCli(first.root, ['work', '--once', ...flags, ...passEnv], env);
+    afterTest(() => {
+      writeFileSync(join(base, 'release'), '');
+      slow.kill('SIGKILL');
+    });
+    await until('the first generation to start', () => existsSync(join(base, 'started')));
+    // a deadline of 1 s: the second delivery waits that long for the first, then goes back
+    const waiting = await spawnCli(
+      root2,
+      ['work', '--once', '--json', '--timeout', '1', ...flags, ...passEnv],
+      env,
+    );
+    expect(waiting.exitCode, String(waiting.stderr)).toBe(3);
+    expect(JSON.parse(String(waiting.stdout)).outcomes).toMatchObject([
+      { key, outcome: 'requeued', attempt_spent: false },
+    ]);
+    expect(String(waiting.stderr)).toContain('EGJ_GENERATION_RUNNING');
+    writeFileSync(join(base, 'release'), '');
+    expect((await slow).exitCode).toBe(0);
+    // and the next attempt is answered from the cache: the generator ran once
+    const again = await spawnCli(root2, ['work', '--once', ...flags, ...passEnv], env);
+    expect(again.exitCode, String(again.stderr)).toBe(0);
+    expect(existsSync(second.layout.jobFile('received', key))).toBe(true);
   }, 60_000);
 
   it('genjob retry also takes a job dead/ holds because it ran out of attempts', async () => {
