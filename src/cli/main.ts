@@ -6,7 +6,7 @@
 
 import { asIoError, GenjobError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
-import { terminalText } from '../core/terminal-text.js';
+import { terminalJson, terminalText } from '../core/terminal-text.js';
 import { guardOutput, outputFailed } from './output-errors.js';
 import { writePaged } from './pager.js';
 import type { CommandResult } from './result.js';
@@ -19,7 +19,7 @@ function wantsJson(argv: readonly string[]): boolean {
 export const RESULT_SCHEMA = 'genjob/result@1';
 
 function jsonLine(fields: Record<string, unknown>): string {
-  return `${JSON.stringify({ schema: RESULT_SCHEMA, ...fields })}\n`;
+  return `${terminalJson(JSON.stringify({ schema: RESULT_SCHEMA, ...fields }))}\n`;
 }
 
 export function emit(result: CommandResult, json: boolean): void {

@@ -132,6 +132,11 @@ export function buildProgram(): Command {
       collect,
     )
     .option(
+      '--launch-env <NAME>',
+      "pass this variable of the worker's environment to the --launch command (repeatable; it gets only PATH, HOME, USER, the locale, ssh's agent and these)",
+      collect,
+    )
+    .option(
       '--in-doubt-after <seconds>',
       'a job whose host died after delivery waits this long for that host before another replays it',
       seconds,
@@ -145,7 +150,7 @@ export function buildProgram(): Command {
     .option('--quiet', 'no progress lines, no generator output')
     .option(
       '--grace <seconds>',
-      'with --watch: after SIGINT/SIGTERM, how long jobs in flight may finish before they are requeued',
+      'with --watch: after SIGINT/SIGTERM, how long jobs in flight may finish before they are requeued (a second Ctrl-C: at once)',
       seconds,
       30,
     )
@@ -180,10 +185,13 @@ export function buildProgram(): Command {
     .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       if (o.shadow) {
-        await run(
-          async () => (await import('../commands/shadow-work.js')).shadowWork({ ...o, keys } as never),
-          !!o.json,
-        );
+        // the config file's host, ssh and launch settings hold for a shadow run as for live work
+        await run(async () => {
+          const { withWorkConfig } = await import('./config-file.js');
+          return (await import('../commands/shadow-work.js')).shadowWork(
+            withWorkConfig(cmd, { ...o, keys }) as never,
+          );
+        }, !!o.json);
         return;
       }
       if (o.all) {

@@ -1,6 +1,7 @@
 // genjob promote --shadow NAME KEY: make shadow:NAME's answer for KEY the live one, through the live
-// path: the job is queued live with the plane's generator pinned; `genjob work` then generates it in
-// the live plane under a new epoch, and verify/apply treat the result like any other.
+// path: the job is queued live with the generator and sandbox flags the plane was run with pinned;
+// `genjob work` then generates it in the live plane under a new epoch, and verify/apply treat the
+// result like any other.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { promoteShadow } from '../shadow/promote.js';
@@ -11,7 +12,7 @@ export async function promote(o: CommonOptions & { key: string; shadow: string }
   const key = resolveKey(store, o.key);
   const p = await promoteShadow(store, o.shadow, key);
   const lines = [
-    `${key.slice(0, 12)} promoted from ${p.plane}: queued live with generator ${JSON.stringify(p.generator)}`,
+    `${key.slice(0, 12)} promoted from ${p.plane}: queued live with generator ${JSON.stringify(p.generator)}${p.serve_args.length ? ` and sandbox flags ${p.serve_args.join(' ')}` : ''} (as the shadow run was)`,
     ...p.replaced.map((d) => `  the earlier live answer is kept in ${d}`),
     'run genjob work to generate it in the live plane, then verify and apply as usual',
   ];

@@ -4,6 +4,7 @@
 // host answer was refused or in doubt (the live plane is untouched either way).
 import type { CommandResult } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { lineRelay, notice } from '../cli/stderr-lines.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
@@ -14,7 +15,7 @@ import { checkShadowName } from '../shadow/shadow-store.js';
 import { FLOW, keysIn, resolveKey } from '../store/job-states.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { newWorker } from '../worker/work-loop.js';
-import { makeLauncher, type WorkCliOptions } from './work.js';
+import { destinationsOf, servesLocally, type WorkCliOptions } from './work.js';
 
 export interface ShadowWorkOptions extends WorkCliOptions {
   shadow: string;
@@ -36,6 +37,11 @@ export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
       'EGJ_USAGE',
       '--shadow runs the jobs it is given (KEY… or --all); --once, --drain and --watch are for live work',
     );
+  if (o.batch || o.batchPoll)
+    throw new UsageError(
+      'EGJ_USAGE',
+      '--shadow runs its jobs through a serve session; --batch and --batch-poll are for live work',
+    );
   const keys = o.keys ?? [];
   if (Boolean(o.all) === keys.length > 0)
     throw new UsageError(
@@ -46,9 +52,17 @@ export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
   const selected = o.all
     ? [...new Set(FLOW.filter((s) => s !== 'running').flatMap((s) => keysIn(store, s)))].sort()
     : [...new Set(keys.map((k) => resolveKey(store, k)))];
-  if (!o.host && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
+  // every transport option of live work holds here too (the same code builds the destinations);
+  // the jobs run one at a time, so a shadow run takes one destination
+  const destinations = await destinationsOf(o, store.layout.gen);
+  if (destinations.length > 1)
+    throw new UsageError(
+      'EGJ_USAGE',
+      '--shadow runs its jobs on one destination: give one --host or one --launch (nothing was run)',
+    );
+  const { launcher } = destinations[0]!;
+  if (servesLocally(o) && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
     await requireBwrap('genjob work --shadow');
-  const launcher = await makeLauncher(o, store.layout.gen);
   const policy = loadTrustPolicy(store.root);
   try {
     const outcomes = await runShadow(
@@ -61,8 +75,9 @@ export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
         timeoutMs: Math.round(o.timeout * 1000),
         workerId: `${newWorker().id}:shadow`,
         decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
+        ...(o.quiet ? {} : { relayStderr: lineRelay }),
         onOutcome: (x) => {
-          if (!o.quiet) process.stderr.write(`genjob: [shadow:${name}] ${describe(x)}\n`);
+          if (!o.quiet) notice(`[shadow:${name}] ${describe(x)}`);
         },
       },
       selected,

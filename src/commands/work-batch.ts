@@ -5,11 +5,13 @@
 // failed (the outbox keeps the step for the next run), 4 when a lease was lost, else 0.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { notice } from '../cli/stderr-lines.js';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { BatchApiError, UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import type { Receipt } from '../core/receipt.js';
 import { OPENAI_GENERATOR_NAME } from '../remote/generators/openai-answer.js';
+import { NoBatchApiError } from '../remote/generators/openai-batch-api.js';
 import { readOpenAiConfig } from '../remote/generators/openai-config.js';
 import { openRecords } from '../store/batch-outbox.js';
 import { reapStale } from '../store/reap.js';
@@ -102,21 +104,25 @@ export async function workBatch(o: WorkBatchOptions): Promise<CommandResult> {
   }
   const ctx = await batchContext(store, o);
   const say = (line: string) => {
-    if (!o.quiet) process.stderr.write(`genjob: ${line}\n`);
+    if (!o.quiet) notice(line);
   };
 
   const polled = await pollBatches(ctx);
   const budgetSpent = o.maxTokens !== undefined && polled.tokens >= o.maxTokens;
   let submitted: Submitted = { record: null, outcomes: [] };
   const problems = [...polled.problems];
+  /** The endpoint has no batch API: said once the polled outcomes are printed (exit 2). */
+  let noBatchApi: NoBatchApiError | undefined;
   if (o.batch && !budgetSpent) {
     try {
       submitted = await submitBatch(ctx, o.batchSize ?? DEFAULT_BATCH_SIZE);
     } catch (err) {
-      if (!(err instanceof BatchApiError)) throw err;
-      problems.push(
-        `${err.message}; the jobs stay in the outbox and the next --batch or --batch-poll resumes`,
-      );
+      if (err instanceof NoBatchApiError) noBatchApi = err;
+      else if (!(err instanceof BatchApiError)) throw err;
+      else
+        problems.push(
+          `${err.message}; the jobs stay in the outbox and the next --batch or --batch-poll resumes`,
+        );
     }
   }
   const outcomes = [...polled.outcomes, ...submitted.outcomes];
@@ -125,12 +131,18 @@ export async function workBatch(o: WorkBatchOptions): Promise<CommandResult> {
       `${x.key.slice(0, 12)} ${x.outcome}${'status' in x ? ` ${x.status}` : ''}${'reason' in x && x.reason ? `: ${x.reason.split('\n')[0]}` : ''}`,
     );
 
+  if (noBatchApi) throw noBatchApi; // its jobs are back in the queue; its message says so
   const lines: string[] = [];
   const rec = submitted.record;
   if (rec?.batch_id)
     lines.push(`batch ${rec.batch_id} submitted: ${rec.jobs.length} job(s) (run ${rec.run})`);
   else if (rec) lines.push(`batch run ${rec.run} recorded with ${rec.jobs.length} job(s), not yet submitted`);
-  else if (o.batch && !budgetSpent) lines.push('queue empty: no batch submitted');
+  else if (o.batch && !budgetSpent)
+    lines.push(
+      submitted.outcomes.length > 0
+        ? `no batch submitted: the ${submitted.outcomes.length} job(s) taken ended before anything was sent`
+        : 'queue empty: no batch submitted',
+    );
   const settled = polled.outcomes.length;
   if (settled) lines.push(`${settled} job(s) settled from finished batches`);
   const open = [...polled.open];
@@ -148,6 +160,12 @@ export async function workBatch(o: WorkBatchOptions): Promise<CommandResult> {
   lines.push(...problems);
   const superseded = outcomes.some((x) => x.outcome === 'superseded');
   const exitCode = superseded ? EXIT.CONFLICT : problems.length > 0 ? EXIT.REJECTED : EXIT.OK;
+  // --quiet hides progress, never why the run exits non-zero
+  if (o.quiet && exitCode !== EXIT.OK) {
+    for (const x of outcomes)
+      if (x.outcome === 'superseded') notice(`${x.key.slice(0, 12)} stood down: ${x.reason}`);
+    for (const p of problems) notice(p);
+  }
   return {
     exitCode,
     human: lines.join('\n'),

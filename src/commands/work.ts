@@ -5,17 +5,18 @@
 
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { lineRelay, notice } from '../cli/stderr-lines.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { pathExists } from '../core/path-exists.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
-import { terminalStream, terminalText } from '../core/terminal-text.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { wasCancelled } from '../store/cancel-job.js';
 import { findJob, keysIn, resolveKey } from '../store/job-states.js';
 import { anyPromotedGenerator } from '../store/promotion.js';
 import type { Store } from '../store/store.js';
+import { checkLaunchEnvName } from '../transport/launch-env.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { localLauncher } from '../transport/local-launcher.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
@@ -36,6 +37,8 @@ export interface WorkCliOptions extends CommonOptions {
   maxTokens?: number;
   host?: string[];
   launch?: string[];
+  /** Names of the worker's environment passed to --launch commands (on top of the minimal set). */
+  launchEnv?: string[];
   inDoubtAfter?: number;
   port?: number;
   identity?: string;
@@ -79,17 +82,6 @@ async function sshHost(o: WorkCliOptions, spec: string, genDir: string): Promise
   );
 }
 
-/** One launcher for the run's first --host, or a local serve (what a shadow run uses). */
-export async function makeLauncher(o: WorkCliOptions, genDir: string): Promise<ServeLauncher> {
-  const first = o.host?.[0];
-  if (first === undefined) {
-    if (o.port || o.identity || o.sshOption || o.sshConfig)
-      throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');
-    return localLauncher();
-  }
-  return sshHost(o, parseSlots(first, 1, '--host').spec, genDir);
-}
-
 /** Usage errors found before anything is claimed: flags that cannot work together or name nothing. */
 function checkFlags(o: WorkCliOptions): void {
   const hosts = o.host ?? [];
@@ -98,6 +90,12 @@ function checkFlags(o: WorkCliOptions): void {
     throw new UsageError('EGJ_USAGE', '--host and --launch cannot be mixed in one run');
   if (hosts.length === 0 && (o.port || o.identity || o.sshOption || o.sshConfig))
     throw new UsageError('EGJ_USAGE', '--port, --identity, --ssh-option and --ssh-config need --host');
+  if (launches.length === 0 && o.launchEnv?.length)
+    throw new UsageError(
+      'EGJ_USAGE',
+      '--launch-env needs --launch (ssh and a local serve pass no such names)',
+    );
+  for (const name of o.launchEnv ?? []) checkLaunchEnvName(name);
   if (o.port !== undefined && o.port > 65535)
     throw new UsageError('EGJ_USAGE', `--port ${o.port}: a TCP port is 1 to 65535`);
   for (const [flag, file] of [
@@ -109,36 +107,48 @@ function checkFlags(o: WorkCliOptions): void {
   }
 }
 
-async function makePool(o: WorkCliOptions, genDir: string): Promise<Pool> {
+/**
+ * Where the run's serves start, each with its slot count: one per --host (ssh, with the run's ssh
+ * settings) or --launch entry (with the --launch-env names), else a local serve. Shared by live
+ * and shadow work, so a transport option is never dropped by one of them.
+ */
+export async function destinationsOf(
+  o: WorkCliOptions,
+  genDir: string,
+): Promise<Array<{ launcher: ServeLauncher; slots: number }>> {
   checkFlags(o);
-  const hosts: PoolHost[] = [];
+  const out: Array<{ launcher: ServeLauncher; slots: number }> = [];
   for (const raw of o.host ?? []) {
     const { slots, spec } = parseSlots(raw, o.concurrency, '--host');
-    hosts.push(new PoolHost(await sshHost(o, spec, genDir), slots));
+    out.push({ launcher: await sshHost(o, spec, genDir), slots });
   }
   if ((o.launch ?? []).length > 0) {
     const { launchLauncher } = await import('../transport/launch.js');
     for (const raw of o.launch ?? []) {
       const { slots, spec } = parseSlots(raw, o.concurrency, '--launch');
-      hosts.push(new PoolHost(launchLauncher(spec), slots));
+      out.push({ launcher: launchLauncher(spec, o.launchEnv ?? []), slots });
     }
   }
-  if (hosts.length === 0) hosts.push(new PoolHost(localLauncher(), o.concurrency));
+  if (out.length === 0) out.push({ launcher: localLauncher(), slots: o.concurrency });
+  return out;
+}
+
+/** Whether serve runs on this machine, where its sandbox can be checked before anything is claimed. */
+export function servesLocally(o: WorkCliOptions): boolean {
+  return !o.host?.length && !o.launch?.length;
+}
+
+async function makePool(o: WorkCliOptions, genDir: string): Promise<Pool> {
+  const hosts = (await destinationsOf(o, genDir)).map((d) => new PoolHost(d.launcher, d.slots));
   return new Pool(hosts, Math.round((o.inDoubtAfter ?? DEFAULT_IN_DOUBT_AFTER_S) * 1000));
 }
 
-/** The generator's live stderr, relayed to our terminal with its control characters escaped. */
-function relayEscaped(): (c: Buffer) => void {
-  const inert = terminalStream();
-  return (c) => process.stderr.write(inert(c));
-}
-
-function describe(o: JobOutcome, ms: number): string {
+function describe(o: JobOutcome, ms?: number): string {
   const k = o.key.slice(0, 12);
-  const t = `${(ms / 1000).toFixed(1)} s`;
+  const t = ms === undefined ? '' : ` (${(ms / 1000).toFixed(1)} s)`;
   switch (o.outcome) {
     case 'received':
-      return `${k} received ${o.status}${o.cached ? ' (from the host cache)' : ''}${o.reason ? `: ${o.reason.split('\n')[0]}` : ''} (${t})`;
+      return `${k} received ${o.status}${o.cached ? ' (from the host cache)' : ''}${o.reason ? `: ${o.reason.split('\n')[0]}` : ''}${t}`;
     case 'recovered':
       return `${k} recovered: its receipt had landed before a crash`;
     case 'dead':
@@ -166,19 +176,19 @@ function queuedKeys(store: Store, typed: readonly string[]): string[] {
 }
 
 /**
- * The prefix of a progress line: `genjob: [done/total]` (for --drain also elapsed and ETA); with
- * --watch, whose total is open, `genjob: <time> [done]`.
+ * The prefix of a progress line: `[done/total]` (for --drain also elapsed and ETA); with --watch,
+ * whose total is open, `<time> [done]`.
  */
 function progressLine(mode: 'once' | 'drain' | 'watch', total: number): (done: number) => string {
   const started = Date.now();
   const secs = (ms: number) => `${Math.round(ms / 1000)}s`;
   return (done) => {
-    if (mode === 'watch') return `genjob: ${new Date().toISOString()} [${done}]`;
+    if (mode === 'watch') return `${new Date().toISOString()} [${done}]`;
     const of = Math.max(total, done);
-    if (mode === 'once') return `genjob: [${done}/${of}]`;
+    if (mode === 'once') return `[${done}/${of}]`;
     const elapsed = Date.now() - started;
     const eta = done < of ? `, eta ${secs((elapsed / done) * (of - done))}` : '';
-    return `genjob: [${done}/${of}] elapsed ${secs(elapsed)}${eta}`;
+    return `[${done}/${of}] elapsed ${secs(elapsed)}${eta}`;
   };
 }
 
@@ -194,13 +204,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const store = openStore(o);
   // the sandbox flags travel to serve as arguments; a local serve is checked here, before any claim
   const serveArgs = serveArgsOf(o);
-  if (
-    !o.host?.length &&
-    !o.launch?.length &&
-    o.sandbox !== false &&
-    o.generator &&
-    !o.generator.startsWith('builtin:')
-  )
+  if (servesLocally(o) && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
     await requireBwrap('genjob work');
   const keys = chosen.length > 0 ? queuedKeys(store, chosen) : undefined;
   const pool = await makePool(o, store.layout.gen);
@@ -209,11 +213,22 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const controller = new AbortController();
   const mode = o.once ? 'once' : o.drain ? 'drain' : 'watch';
   const watcher = mode === 'watch' ? await watchQueue(store, controller.signal) : undefined;
+  /** Aborted by a second signal: the jobs in flight are cut now and go back to the queue. */
+  const cutNow = new AbortController();
+  const graceS = mode === 'watch' ? (o.grace ?? 30) : undefined;
   let stoppedBy: 'SIGINT' | 'SIGTERM' | undefined;
   const onSignal = (sig: 'SIGINT' | 'SIGTERM') => {
-    if (controller.signal.aborted) return;
+    if (cutNow.signal.aborted) return;
+    if (controller.signal.aborted) {
+      notice(`${sig} again: stopping now; jobs in flight go back to the queue`);
+      cutNow.abort();
+      return;
+    }
     stoppedBy = sig;
-    process.stderr.write(`genjob: ${sig}: no new claims; letting jobs in flight finish\n`);
+    const wait = graceS === undefined ? 'as long as they take' : `up to ${graceS} s (--grace)`;
+    notice(
+      `${sig}: no new claims; letting jobs in flight finish, ${wait}; ${sig === 'SIGINT' ? 'Ctrl-C' : sig} again stops now and puts them back in the queue`,
+    );
     controller.abort();
   };
   const onInt = () => onSignal('SIGINT');
@@ -234,7 +249,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       args: serveArgs,
       maxAnswerBytes: 8 * 1024 * 1024 * 1024,
       helloTimeoutMs: 60_000,
-      ...(tty ? { relayStderr: (c: Buffer) => process.stderr.write(c) } : {}),
+      ...(o.quiet ? {} : { relayStderr: lineRelay }),
     });
     const summary = await runWork({
       store,
@@ -249,27 +264,30 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
       signal: controller.signal,
       ...(keys ? { keys } : {}),
-      ...(mode === 'watch' ? { graceMs: Math.round((o.grace ?? 30) * 1000) } : {}),
+      ...(graceS === undefined ? {} : { graceMs: Math.round(graceS * 1000) }),
+      cutSignal: cutNow.signal,
       ...(watcher ? { waitForWork: watcher.next } : {}),
       ...(o.maxTokens !== undefined ? { maxTokens: o.maxTokens } : {}),
       ...(batches ? { extraTokens: batches.tokens } : {}),
-      ...(tty ? { relayStderr: relayEscaped() } : {}),
+      // serve's and the generator's output, each line named by its job (--quiet: not shown)
+      ...(o.quiet ? {} : { relayStderr: lineRelay }),
       onStart: (key, destination) => {
-        if (tty) process.stderr.write(`genjob: ${key.slice(0, 12)} working on ${destination}\n`);
+        if (tty) notice(`${key.slice(0, 12)} working on ${destination}`);
       },
       onHostDown: (destination, reason, ms, retired) => {
         if (o.quiet) return;
         const then = retired ? 'no more jobs go there this run' : `retrying in ${Math.round(ms / 1000)} s`;
-        process.stderr.write(`genjob: ${destination} is down (${reason.split('\n')[0]}); ${then}\n`);
+        notice(`${destination} is down (${reason.split('\n')[0]}); ${then}`);
       },
       onOutcome: (outcome, ms) => {
         done += 1;
-        if (!o.quiet) process.stderr.write(`${progress(done)} ${terminalText(describe(outcome, ms))}\n`);
+        if (!o.quiet) notice(`${progress(done)} ${describe(outcome, ms)}`);
       },
     });
     const { outcomes } = summary;
     // a job cancelled under a worker is stood down on purpose, not a lost lease
-    const superseded = outcomes.some((x) => x.outcome === 'superseded' && !wasCancelled(store, x.key));
+    const stoodDown = outcomes.filter((x) => x.outcome === 'superseded' && !wasCancelled(store, x.key));
+    const superseded = stoodDown.length > 0;
     const requeued = outcomes.filter((x) => x.outcome === 'requeued');
     // a job requeued and later received in the same run ended well
     // a job cut off by the end of the grace period is back in the queue by design, not unsettled
@@ -289,6 +307,12 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
           : unsettled.length > 0 || (o.failOnError && failed.length > 0)
             ? EXIT.REJECTED
             : EXIT.OK;
+    // --quiet hides progress, never why a run did not end well: the jobs behind its exit code are named
+    if (o.quiet && exitCode !== EXIT.OK && exitCode !== EXIT.SIGINT) {
+      const last = new Map(unsettled.map((x) => [x.key, x])); // a job requeued twice: its last reason
+      const why = superseded ? stoodDown : [...last.values(), ...(o.failOnError ? failed : [])];
+      for (const x of why) notice(describe(x));
+    }
     const lines = outcomes.length === 0 ? ['queue empty'] : [`${outcomes.length} job(s) taken`];
     if (summary.reaped.length) lines.push(`${summary.reaped.length} stale lease(s) reaped back to the queue`);
     if (summary.cutAtShutdown.length)
@@ -345,7 +369,7 @@ async function startBatchWatch(o: WorkCliOptions, store: ReturnType<typeof openS
   const { watchBatches } = await import('../worker/batch-watch.js');
   const { batchContext } = await import('./work-batch.js');
   const say = (line: string) => {
-    if (!o.quiet) process.stderr.write(`genjob: ${line}\n`);
+    if (!o.quiet) notice(line);
   };
   return watchBatches(
     store,

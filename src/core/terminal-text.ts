@@ -2,8 +2,8 @@
 // (U+0080–U+009F, where U+009B is a one-character CSI), the line/paragraph separators and the bidi
 // embeddings, overrides and isolates ("Trojan Source") are written as visible \xNN / \uNNNN escapes.
 // A host chooses receipt reasons and stderr tails, so nothing it sends may move the cursor, erase a
-// line, set the title (OSC) or reorder what the user reads. --json output is never passed through it.
-import { StringDecoder } from 'node:string_decoder';
+// line, set the title (OSC) or reorder what the user reads. --json output keeps its exact values: only
+// the characters JSON.stringify leaves raw are written as \uNNNN escapes (terminalJson).
 
 // \t and \n are kept apart: the `lines` form keeps \n, a one-line form escapes it too.
 const UNSAFE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
@@ -19,8 +19,11 @@ export function terminalText(text: string, opts: { lines?: boolean } = {}): stri
   return text.replace(opts.lines ? UNSAFE : UNSAFE_ONE_LINE, escapeChar);
 }
 
-/** For a byte stream (a relayed stderr): decodes UTF-8 across chunk boundaries, then escapes, keeping newlines. */
-export function terminalStream(): (chunk: Buffer) => string {
-  const decoder = new StringDecoder('utf8');
-  return (chunk) => terminalText(decoder.write(chunk), { lines: true });
+// JSON.stringify escapes the C0 controls but leaves DEL, the C1 controls, the line separators and the
+// bidi controls raw. They can only stand inside strings, so escaping them anywhere is safe.
+const JSON_RAW = /[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
+
+/** JSON text with the characters JSON.stringify left raw written as \uNNNN: it parses to the same values. */
+export function terminalJson(json: string): string {
+  return json.replace(JSON_RAW, (c) => `\\u${c.codePointAt(0)!.toString(16).padStart(4, '0')}`);
 }

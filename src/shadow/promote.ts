@@ -1,8 +1,10 @@
 // Promote a shadow answer: never by relabelling its bytes. The key is (re)queued in the live plane with
-// a promotion pin naming the shadow plane's generator; the next `genjob work` claims it with a new live
-// epoch, the host generates again (its shadow cache entry is keyed apart, so it cannot be served live),
-// and the answer is a live receipt that goes through every verify rule. A received live answer it
-// replaces is kept in dead/ (EGJ_PROMOTED); the journal records the promotion.
+// a promotion pin naming the generator and sandbox flags the user ran the shadow plane with — from the
+// worker's record of that run (shadow-store.ts run.json), never the receipt's generator, which the host
+// wrote; the next `genjob work` claims it with a new live epoch, the host generates again (its shadow
+// cache entry is keyed apart, so it cannot be served live), and the answer is a live receipt that goes
+// through every verify rule. A received live answer it replaces is kept in dead/ (EGJ_PROMOTED); the
+// journal records the promotion.
 import { ConflictError, RejectedError } from '../core/errors.js';
 import { decodeReceipt } from '../core/receipt-decode.js';
 import { sha256Hex } from '../core/sha256.js';
@@ -21,8 +23,33 @@ export interface Promoted {
   key: string;
   plane: string;
   generator: string;
+  serve_args: string[];
   from_state: 'queue' | 'received';
   replaced: string[];
+}
+
+/** The worker's record of the run behind the plane's answer, naming a generator, or why there is none. */
+function recordedRun(
+  plane: ShadowStore,
+  key: string,
+  epoch: number,
+): { generator: string; serve_args: string[] } {
+  const run = plane.run(key);
+  const file = plane.runFile(key);
+  const again = `run genjob work --shadow ${plane.name} --generator CMD ${key.slice(0, 12)} again`;
+  if (run === undefined || run.epoch !== epoch)
+    throw new RejectedError(
+      'EGJ_SHADOW_RUN_UNKNOWN',
+      `${file}: no record of how this worker ran ${plane.plane}'s answer (an older genjob stored it); the receipt's generator is the host's word and is never pinned: ${again}`,
+      file,
+    );
+  if (run.generator === null)
+    throw new RejectedError(
+      'EGJ_SHADOW_RUN_UNKNOWN',
+      `${file}: ${plane.plane} was run without --generator (the host chose its own); the receipt's generator is the host's word and is never pinned: ${again}`,
+      file,
+    );
+  return { generator: run.generator, serve_args: run.serve_args };
 }
 
 export async function promoteShadow(store: Store, name: string, key: string): Promise<Promoted> {
@@ -57,12 +84,14 @@ export async function promoteShadow(store: Store, name: string, key: string): Pr
         `${file}: the shadow answer is for job digest ${receipt.job_digest.slice(0, 12)}, the live job's is ${digest.slice(0, 12)}`,
         file,
       );
+    const ran = recordedRun(plane, key, receipt.epoch);
     const pin: Promotion = {
       schema: 'genjob/promotion@1',
       key,
       job_digest: digest,
       plane: plane.plane,
-      generator: receipt.generator.command,
+      generator: ran.generator,
+      serve_args: ran.serve_args,
       shadow_receipt_sha256: sha256Hex(bytes),
       at: new Date().toISOString(),
     };
@@ -91,9 +120,17 @@ export async function promoteShadow(store: Store, name: string, key: string): Pr
       key,
       plane: plane.plane,
       generator: pin.generator,
+      serve_args: ran.serve_args,
       shadow_receipt_sha256: pin.shadow_receipt_sha256,
       from_state: found.state,
     });
-    return { key, plane: plane.plane, generator: pin.generator, from_state: found.state, replaced };
+    return {
+      key,
+      plane: plane.plane,
+      generator: pin.generator,
+      serve_args: ran.serve_args,
+      from_state: found.state,
+      replaced,
+    };
   });
 }

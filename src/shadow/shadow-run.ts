@@ -17,7 +17,7 @@ import { InputChangedError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { packTar } from '../transport/tar-pack.js';
 import { extractAnswer } from '../worker/extract-answer.js';
-import { InDoubtError, type ServeClient } from '../worker/serve-client.js';
+import { InDoubtError, type RelayFactory, type ServeClient } from '../worker/serve-client.js';
 import { compareFiles } from '../worker/take-result.js';
 import { REQUEST_MARGIN_MS } from '../worker/work-one.js';
 import { ShadowStore } from './shadow-store.js';
@@ -33,6 +33,8 @@ export interface ShadowRunOptions {
   workerId: string;
   decodeReceipt: (bytes: Buffer, file: string) => Receipt;
   onOutcome?: (o: ShadowOutcome) => void;
+  /** Relays each session's stderr (serve's and the generator's output). */
+  relayStderr?: RelayFactory;
 }
 
 export type ShadowOutcome =
@@ -59,6 +61,7 @@ export async function runShadow(o: ShadowRunOptions, keys: readonly string[]): P
     client = await ServeClient.open(o.launcher, o.serveArgs ?? [], {
       maxAnswerBytes: 8 * 1024 ** 3,
       helloTimeoutMs: 60_000,
+      ...(o.relayStderr ? { relayStderr: o.relayStderr } : {}),
     });
     return client;
   };
@@ -119,6 +122,7 @@ async function runOne(
   let answer: Awaited<ReturnType<ServeClient['request']>>;
   try {
     s = await session();
+    s.working(key);
     answer = await s.request(req, budget, async (w) => {
       try {
         await packTar(
@@ -191,6 +195,14 @@ async function runOne(
     store.fs.rmSync(staged.dir, { recursive: true, force: true });
     return { key, outcome: 'refused', reason: mismatch };
   }
-  plane.commit(key, answer.receiptBytes, staged.dir);
+  plane.commit(key, answer.receiptBytes, staged.dir, {
+    schema: 'genjob/shadow-run@1',
+    key,
+    epoch,
+    generator: o.generator,
+    serve_args: [...(o.serveArgs ?? [])],
+    destination: o.launcher.destination,
+    at: new Date().toISOString(),
+  });
   return { key, outcome: 'stored', epoch, status: receipt.status, cached: receipt.cached };
 }

@@ -1,7 +1,9 @@
-// A shadow plane's storage: .gen/shadow/<NAME>/ holds results/<key>/{receipt.json,files/<path>},
-// attempts/<key>/<N>.json (the plane's own epochs), staging/ and journal.jsonl. Nothing here is a
-// live name: live workers, verify and apply never look under shadow/, and nothing is ever moved
-// from here into a live directory (promote regenerates through the live path instead).
+// A shadow plane's storage: .gen/shadow/<NAME>/ holds results/<key>/{receipt.json,run.json,
+// files/<path>}, attempts/<key>/<N>.json (the plane's own epochs), staging/ and journal.jsonl. The
+// receipt and files are the host's; run.json is this worker's own record of how it ran the job
+// (generator, sandbox flags), the only thing promote takes from here. Nothing here is a live name:
+// live workers, verify and apply never look under shadow/, and nothing is ever moved from here into
+// a live directory (promote regenerates through the live path instead).
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +19,35 @@ export function checkShadowName(name: string): string {
       `${JSON.stringify(name)}: a shadow plane name is 1-64 of a-z 0-9 . _ - and starts with a letter or digit`,
     );
   return name;
+}
+
+/**
+ * How the worker ran a shadow job (results/<key>/run.json): written by `work --shadow` beside the
+ * host's answer, never taken from it, so what promote pins is what the user ran, whatever the host says.
+ */
+export interface ShadowRun {
+  schema: 'genjob/shadow-run@1';
+  key: string;
+  /** The plane's epoch of the run whose answer sits beside this record. */
+  epoch: number;
+  /** The generator the user named (--generator, or the config file's); null: the host chose. */
+  generator: string | null;
+  /** The sandbox flags the run's serve was started with (--generator-bind, --generator-env, ...). */
+  serve_args: string[];
+  destination: string;
+  at: string;
+}
+
+function isShadowRun(v: unknown, key: string): v is ShadowRun {
+  const r = v as Partial<ShadowRun> | null;
+  return (
+    r?.schema === 'genjob/shadow-run@1' &&
+    r.key === key &&
+    Number.isSafeInteger(r.epoch) &&
+    (r.generator === null || typeof r.generator === 'string') &&
+    Array.isArray(r.serve_args) &&
+    r.serve_args.every((a) => typeof a === 'string')
+  );
 }
 
 export class ShadowStore {
@@ -66,6 +97,22 @@ export class ShadowStore {
     return readIfExists(this.store, this.receiptFile(key));
   }
 
+  runFile(key: string): string {
+    return join(this.resultDir(key), 'run.json');
+  }
+
+  /** The worker's record of the run whose answer is kept for the key (undefined: none, or unreadable). */
+  run(key: string): ShadowRun | undefined {
+    const bytes = readIfExists(this.store, this.runFile(key));
+    if (bytes === undefined) return undefined;
+    try {
+      const r = JSON.parse(bytes.toString('utf8')) as unknown;
+      return isShadowRun(r, key) ? r : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The next epoch of this plane for the key (exclusive create: never reused, never a live epoch file). */
   nextEpoch(key: string): number {
     const dir = join(this.dir, 'attempts', key);
@@ -87,15 +134,17 @@ export class ShadowStore {
   }
 
   /**
-   * Make `filesDir` (extracted under staging/) and `receiptBytes` the plane's result for the key.
-   * Built whole in staging/, then swapped in by rename; an older result is set aside and removed.
+   * Make `filesDir` (extracted under staging/), `receiptBytes` and the worker's `run` record the
+   * plane's result for the key. Built whole in staging/, then swapped in by rename; an older result is
+   * set aside and removed.
    */
-  commit(key: string, receiptBytes: Uint8Array, filesDir: string): void {
+  commit(key: string, receiptBytes: Uint8Array, filesDir: string, run: ShadowRun): void {
     const { fs } = this.store;
     const entry = join(this.staging, `e-${process.pid}-${randomBytes(6).toString('hex')}`);
     fs.mkdirSync(entry, { mode: 0o700 });
     fs.renameSync(filesDir, join(entry, 'files'));
     replaceFile(this.store, join(entry, 'receipt.json'), receiptBytes);
+    replaceFile(this.store, join(entry, 'run.json'), Buffer.from(`${JSON.stringify(run, null, 2)}\n`));
     const target = this.resultDir(key);
     const aside = `${entry}.old`;
     try {

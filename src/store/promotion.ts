@@ -1,6 +1,8 @@
-// A promotion pin: .gen/promoted/<key>.json names the generator a shadow plane used, so the next live
-// attempts of the key run that generator through the live path (new epoch, live plane, every verify
-// rule). The pin is only a generator choice: no shadow byte or receipt is ever copied into live state.
+// A promotion pin: .gen/promoted/<key>.json names the generator a shadow plane was run with and the
+// sandbox flags of that run (both from the worker's own record of it, never from the host's receipt),
+// so the next live attempts of the key run that generator, confined the same way, through the live path
+// (new epoch, live plane, every verify rule). The pin is only a choice of how to run: no shadow byte or
+// receipt is ever copied into live state.
 import { join } from 'node:path';
 import { exists, readdirOrEmpty, readIfExists, replaceFile } from './durable.js';
 import type { Store } from './store.js';
@@ -11,6 +13,8 @@ export interface Promotion {
   job_digest: string;
   plane: string;
   generator: string;
+  /** serve's sandbox flags for the key's live attempts (absent in pins made before they were kept). */
+  serve_args?: string[];
   shadow_receipt_sha256: string;
   at: string;
 }
@@ -24,7 +28,9 @@ export function readPromotion(store: Store, key: string): Promotion | undefined 
   if (bytes === undefined) return undefined;
   try {
     const p = JSON.parse(bytes.toString('utf8')) as Promotion;
-    return typeof p.generator === 'string' && p.key === key ? p : undefined;
+    const args = p.serve_args;
+    const argsOk = args === undefined || (Array.isArray(args) && args.every((a) => typeof a === 'string'));
+    return typeof p.generator === 'string' && p.key === key && argsOk ? p : undefined;
   } catch {
     return undefined;
   }

@@ -1,8 +1,10 @@
 // Retry an aborted or rejected job on purpose: its receipt and outputs go to dead/ (the old attempt
 // stays recorded in attempts/ and in dead/), `attempts/<key>/retry-after` records the newest epoch,
-// and the job moves received/ → queue/ last (one rename). A cancelled job (dead/ with
-// EGJ_CANCELLED) is retried too: a copy of its job file goes back to queue/, its record stays in
-// dead/. The attempts after the retry ask the host to generate again instead of answering with the
+// and the job moves received/ → queue/ last (one rename). A job in dead/ whose file is sound is
+// retried too — cancelled (EGJ_CANCELLED), out of attempts (EGJ_ATTEMPTS_EXHAUSTED) or set aside
+// because the host would not generate it again without consent (EGJ_GENERATION_IN_DOUBT): a copy of
+// its job file goes back to queue/, its record stays in dead/. The attempts after the retry ask the
+// host to generate again (the consent) instead of answering with the
 // result it keeps for the key, until one of them delivered its bundle (`regenerated`): an attempt
 // that never reached a generator (host down, a cut send) does not use up the retry.
 // A crash before the rename leaves a received job without a receipt: `retry` again finishes it.
@@ -10,8 +12,8 @@ import { join } from 'node:path';
 import { ConflictError } from '../core/errors.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { currentEpoch, markMinted } from './attempts.js';
-import { wasCancelled } from './cancel-job.js';
-import { deadJobs } from './dead-jobs.js';
+import { CANCELLED } from './cancel-job.js';
+import { deadJobs, deadReason } from './dead-jobs.js';
 import { deadLetterFile } from './dead-letter.js';
 import { exists, moveState, publishExclusive, readIfExists, replaceFile } from './durable.js';
 import { findJob } from './job-states.js';
@@ -27,19 +29,37 @@ function receiptStatus(bytes: Buffer): string {
   }
 }
 
+/** Why a job in dead/ may be retried: its job file is sound, only its run went wrong (or was stopped). */
+const RETRYABLE_DEAD: ReadonlyMap<string, string> = new Map([
+  [CANCELLED, 'cancelled'],
+  ['EGJ_ATTEMPTS_EXHAUSTED', 'out of attempts'],
+  ['EGJ_GENERATION_IN_DOUBT', 'in doubt on its host'],
+]);
+
+/** The key's newest job file in dead/ and what a retry says it was, when its reason allows a retry. */
+function retryableDead(store: Store, key: string): { name: string; status: string } | undefined {
+  const dead = deadJobs(store).find((d) => d.key === key);
+  const status = dead && RETRYABLE_DEAD.get(deadReason(store, dead.name)?.code ?? '');
+  return dead && status ? { name: dead.name, status } : undefined;
+}
+
 export async function retryJob(store: Store, key: string): Promise<{ epoch: number; status: string }> {
   return withKeyLock(store, key, () => {
     const found = findJob(store, key);
-    if (found === undefined && wasCancelled(store, key)) return requeueCancelled(store, key);
+    const dead = found === undefined ? retryableDead(store, key) : undefined;
+    if (dead) return requeueDead(store, key, dead);
     const receiptFile = store.layout.receipt(key);
     const bytes = readIfExists(store, receiptFile);
     const status = bytes ? receiptStatus(bytes) : 'none';
     if (found?.state !== 'received' || status === 'ok') {
       const state =
-        found?.state ?? (deadJobs(store).some((d) => d.key === key) ? 'dead, not cancelled' : 'unknown');
+        found?.state ??
+        (deadJobs(store).some((d) => d.key === key)
+          ? 'dead for another reason (see genjob show)'
+          : 'unknown');
       throw new ConflictError(
         'EGJ_NOT_RETRYABLE',
-        `${found?.file ?? key}: only a received job whose receipt is aborted or rejected, or a cancelled job, can be retried (this one is ${state}${found?.state === 'received' ? `, receipt ${status}` : ''})`,
+        `${found?.file ?? key}: only a received job whose receipt is aborted or rejected, or a job in dead/ that was cancelled, ran out of attempts or whose generation was in doubt, can be retried (this one is ${state}${found?.state === 'received' ? `, receipt ${status}` : ''})`,
       );
     }
     const epoch = markRetry(store, key);
@@ -63,18 +83,21 @@ function markRetry(store: Store, key: string): number {
   return epoch;
 }
 
-/** A cancelled job back in the queue: a copy of its newest job file in dead/, which stays there. */
-function requeueCancelled(store: Store, key: string): { epoch: number; status: string } {
-  const dead = deadJobs(store).find((d) => d.key === key)!;
+/** A job from dead/ back in the queue: a copy of its newest job file there, which stays. */
+function requeueDead(
+  store: Store,
+  key: string,
+  dead: { name: string; status: string },
+): { epoch: number; status: string } {
   const bytes = readIfExists(store, join(store.layout.dir('dead'), dead.name));
   if (bytes === undefined)
-    throw new ConflictError('EGJ_NOT_RETRYABLE', `dead/${dead.name}: the cancelled job file is gone`);
+    throw new ConflictError('EGJ_NOT_RETRYABLE', `dead/${dead.name}: the job file is gone`);
   const epoch = markRetry(store, key);
   markMinted(store, key); // a fresh count of attempts
   if (!publishExclusive(store, store.layout.jobFile('queue', key), bytes))
     throw new ConflictError('EGJ_NOT_RETRYABLE', `${key.slice(0, 12)}: the job is in the queue already`);
-  journal(store, { event: 'retried', key, epoch, status: 'cancelled' });
-  return { epoch, status: 'cancelled' };
+  journal(store, { event: 'retried', key, epoch, status: dead.status });
+  return { epoch, status: dead.status };
 }
 
 /** The epoch an `attempts/<key>/` marker holds, or undefined when there is none. */

@@ -199,6 +199,11 @@ export class FrameWriter {
     });
   }
 
+  /** The write error that broke the stream (its 'error' event or a failed write), if one did. */
+  get broken(): Error | undefined {
+    return this.failed;
+  }
+
   /** Queue `parts` as one write (cork: the length prefix and its data go out in one writev). */
   private send(parts: Uint8Array[]): void {
     if (this.failed) throw this.failed;

@@ -8,7 +8,12 @@ import { BatchApiError, ConflictError, GenjobError } from '../core/errors.js';
 import { parseJob } from '../core/job-schema.js';
 import { peekTokens } from '../core/receipt-peek.js';
 import { lineOutcome, parseResultFile } from '../remote/generators/openai-batch.js';
-import { fileContent, getBatch, type ProviderBatch } from '../remote/generators/openai-batch-api.js';
+import {
+  fileContent,
+  getBatch,
+  NoBatchApiError,
+  type ProviderBatch,
+} from '../remote/generators/openai-batch-api.js';
 import { markUnspent } from '../store/attempts.js';
 import { type BatchRecord, openRecords, readRecord, runDir, updateRecord } from '../store/batch-outbox.js';
 import { deadLetterFile } from '../store/dead-letter.js';
@@ -17,6 +22,7 @@ import { journal } from '../store/journal.js';
 import type { HeldLock } from '../store/key-lock.js';
 import { commitAnswer, finishLanded, stillOurs } from './batch-commit.js';
 import type { BatchContext } from './batch-context.js';
+import { endIntent } from './batch-end.js';
 import { keepLeases, lockRun, sendRecord } from './batch-send.js';
 import { requeue } from './release-job.js';
 import type { JobOutcome } from './work-one.js';
@@ -83,7 +89,13 @@ export async function pollBatches(ctx: BatchContext): Promise<PollSummary> {
         updateRecord(store, { ...rec, state: 'done', provider_status: batch.status });
         journal(store, { event: 'batch-done', run: rec.run, batch: batch.id, status: batch.status });
       } catch (err) {
-        if (!(err instanceof BatchApiError)) throw err;
+        if (err instanceof NoBatchApiError && rec.state === 'intent') {
+          // never uploaded, and the endpoint has no batch API: the intent ends, its jobs go back
+          const reason = `${err.message}; batch run ${rec.run} ended, nothing was submitted`;
+          summary.outcomes.push(...(await endIntent(store, rec, { code: err.code, reason })));
+          continue;
+        }
+        if (!(err instanceof BatchApiError || err instanceof NoBatchApiError)) throw err;
         summary.problems.push(`batch run ${rec.run}: ${err.message}`);
         summary.open.push(openOf(readRecord(store, rec.run) ?? rec));
       }

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { batchFormat, batchLine } from '../remote/generators/openai-batch.js';
+import { NoBatchApiError } from '../remote/generators/openai-batch-api.js';
 import { beginAttempt } from '../store/attempts.js';
 import {
   type BatchJobEntry,
@@ -19,6 +20,7 @@ import { beat } from '../store/lease.js';
 import { admitClaimed } from './admit-job.js';
 import { commitAnswer } from './batch-commit.js';
 import type { BatchContext } from './batch-context.js';
+import { endIntent } from './batch-end.js';
 import { lockRun, sendRecord } from './batch-send.js';
 import { giveBack, release } from './release-job.js';
 import type { JobOutcome } from './work-one.js';
@@ -91,7 +93,18 @@ export async function submitBatch(ctx: BatchContext, batchSize: number): Promise
       throw err;
     }
     journal(store, { event: 'batch-intent', run, keys: entries.map((e) => e.key) });
-    record = await sendRecord(ctx, record);
+    try {
+      record = await sendRecord(ctx, record);
+    } catch (err) {
+      if (!(err instanceof NoBatchApiError)) throw err;
+      // nothing reached the provider, and nothing can: the intent ends and its jobs go back
+      const back = await endIntent(store, record, {
+        code: err.code,
+        reason: `${err.message}; nothing was submitted`,
+      });
+      err.message = `${err.message}; nothing was submitted, ${back.length} job(s) back in the queue`;
+      throw err;
+    }
   } finally {
     await lock.release();
   }

@@ -9,14 +9,15 @@ import { GenjobError, UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import type { Header } from '../transport/protocol.js';
-import { InDoubtError, ServeClient } from './serve-client.js';
+import { InDoubtError, type RelayFactory, ServeClient } from './serve-client.js';
 
 export interface SessionOptions {
   /** Arguments for serve (the sandbox flags). */
   args?: readonly string[];
   maxAnswerBytes: number;
   helloTimeoutMs: number;
-  relayStderr?: (chunk: Buffer) => void;
+  /** Relays each session's stderr (none: drained unseen). */
+  relayStderr?: RelayFactory;
 }
 
 /** serve's flag asking for the check; `=` keeps a generator that starts with `-` a value. */

@@ -21,6 +21,21 @@ export class InDoubtError extends GenjobError {
   }
 }
 
+/**
+ * Where one session's stderr (serve's and its generator's output) goes: made for each session by the
+ * caller (a line printer in cli/), and told which job the session is working on.
+ */
+export interface StderrRelay {
+  write(chunk: Buffer): void;
+  /** The job now on the session (its short key), or undefined between jobs. */
+  label: string | undefined;
+  /** The session ended: print what is left of a last unterminated line. */
+  end(): void;
+}
+
+/** Makes the relay of a session to `destination`. */
+export type RelayFactory = (destination: string) => StderrRelay;
+
 export type Answer =
   | { type: 'result'; receiptBytes: Buffer; tar: AsyncGenerator<Buffer>; cacheError?: string }
   | { type: 'none' }
@@ -43,15 +58,16 @@ export class ServeClient {
   private constructor(
     private readonly proc: ServeProcess,
     maxAnswerBytes: number,
-    relayStderr: ((chunk: Buffer) => void) | undefined,
+    private readonly relay: StderrRelay | undefined,
   ) {
     this.reader = new FrameReader(proc.stdout as Readable, maxAnswerBytes);
     this.writer = new FrameWriter(proc.stdin);
     // always drain stderr, or a chatty generator would block the host on a full pipe
     proc.stderr.on('data', (c: Buffer) => {
       this.stderrTail = (this.stderrTail + c.toString('utf8')).slice(-MAX_STDERR_TAIL);
-      relayStderr?.(c);
+      relay?.write(c);
     });
+    proc.stderr.once('end', () => relay?.end());
     proc.stdin.on('error', () => {
       this.dead = true;
     });
@@ -63,9 +79,13 @@ export class ServeClient {
   static async open(
     launcher: ServeLauncher,
     args: readonly string[],
-    opts: { maxAnswerBytes: number; helloTimeoutMs: number; relayStderr?: (chunk: Buffer) => void },
+    opts: { maxAnswerBytes: number; helloTimeoutMs: number; relayStderr?: RelayFactory },
   ): Promise<ServeClient> {
-    const client = new ServeClient(launcher.start(args), opts.maxAnswerBytes, opts.relayStderr);
+    const client = new ServeClient(
+      launcher.start(args),
+      opts.maxAnswerBytes,
+      opts.relayStderr?.(launcher.destination),
+    );
     // the whole hello — header and body, the body capped small — is read within the deadline: a body that
     // never ends must not hang the worker while its heartbeat keeps the job in running/
     const hello = await client.deadline(opts.helloTimeoutMs, async () => {
@@ -83,6 +103,11 @@ export class ServeClient {
     }
     client.hello = hello;
     return client;
+  }
+
+  /** Name the job now on this session in its relayed stderr (undefined: none). */
+  working(key: string | undefined): void {
+    if (this.relay) this.relay.label = key?.slice(0, 12);
   }
 
   get alive(): boolean {
@@ -112,7 +137,13 @@ export class ServeClient {
     try {
       return await Promise.race([fn(), expired]);
     } catch (err) {
-      if (err instanceof ProtocolError || (err as NodeJS.ErrnoException).code === 'EPIPE') {
+      // a write to serve that failed (EPIPE, or any error of the pipe itself) broke the session, as
+      // garbage from the host does: in doubt, never an error of the repository's disk
+      if (
+        err instanceof ProtocolError ||
+        (err as NodeJS.ErrnoException).code === 'EPIPE' ||
+        (err !== undefined && err === this.writer.broken)
+      ) {
         this.kill();
         throw new InDoubtError(`session broke: ${(err as Error).message}`, this.stderrTail);
       }

@@ -19,8 +19,8 @@ import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
 import type { Pool, PoolHost } from './pool.js';
 import { openCheckedSession, type SessionOptions } from './preflight.js';
-import type { ServeClient } from './serve-client.js';
-import { type JobOutcome, type WorkContext, workOne } from './work-one.js';
+import type { RelayFactory, ServeClient } from './serve-client.js';
+import { type JobOutcome, type SessionPin, type WorkContext, workOne } from './work-one.js';
 
 /** What every job of a run is worked with: the same fields as WorkContext, set once per run. */
 type JobSettings = Pick<
@@ -49,6 +49,8 @@ export interface WorkOptions extends JobSettings {
   signal?: AbortSignal;
   /** After the stop signal, jobs in flight get this long; then their sessions are killed and they are requeued. */
   graceMs?: number;
+  /** Cut the jobs in flight now, as when the grace period ends (a second Ctrl-C). */
+  cutSignal?: AbortSignal;
   /** Called when a slot has nothing to claim in watch mode; resolves when it is worth looking again. */
   waitForWork?: () => Promise<void>;
   /** Token budget: stop claiming once the receipts of this run report this many tokens. */
@@ -61,7 +63,7 @@ export interface WorkOptions extends JobSettings {
   onStart?: (key: string, destination: string) => void;
   /** A host could not be reached and takes no jobs for `ms` (or no more this run, when retired). */
   onHostDown?: (destination: string, reason: string, ms: number, retired: boolean) => void;
-  relayStderr?: (chunk: Buffer) => void;
+  relayStderr?: RelayFactory;
   /** Claim only these keys (`genjob work KEY…`), in this order. */
   keys?: readonly string[];
 }
@@ -159,17 +161,20 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   const settledWaiters: Array<() => void> = [];
   const cutAtShutdown: string[] = [];
   let graceTimer: NodeJS.Timeout | undefined;
+  const cutAll = () => {
+    clearTimeout(graceTimer);
+    for (const [key, drop] of inFlight) {
+      cutAtShutdown.push(key);
+      drop();
+    }
+  };
   const onStop = () => {
     if (o.graceMs === undefined) return;
-    graceTimer = setTimeout(() => {
-      for (const [key, drop] of inFlight) {
-        cutAtShutdown.push(key);
-        drop();
-      }
-    }, o.graceMs);
+    graceTimer = setTimeout(cutAll, o.graceMs);
   };
   if (o.signal?.aborted) onStop();
   else o.signal?.addEventListener('abort', onStop, { once: true });
+  o.cutSignal?.addEventListener('abort', cutAll, { once: true });
   const sessionOpts: SessionOptions = {
     args: o.serveArgs ?? [],
     maxAnswerBytes: 8 * 1024 * 1024 * 1024,
@@ -191,10 +196,12 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     }
   }
 
-  /** Reach the host again; false (and the host marked down) when it cannot be reached. */
-  async function reconnect(host: PoolHost): Promise<ServeClient | undefined> {
+  /** Reach the host again (with a promoted job's own generator and serve flags when `pin` says so). */
+  async function reconnect(host: PoolHost, pin?: SessionPin): Promise<ServeClient | undefined> {
     try {
-      const client = await openCheckedSession(host.launcher, o.generator, sessionOpts);
+      const client = pin
+        ? await openCheckedSession(host.launcher, pin.generator, { ...sessionOpts, args: pin.args })
+        : await openCheckedSession(host.launcher, o.generator, sessionOpts);
       if (host.failures > 0) journal(o.store, { event: 'host-up', destination: host.destination });
       host.markUp();
       return client;
@@ -216,22 +223,32 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   async function slot(host: PoolHost): Promise<void> {
     let client: ServeClient | undefined;
     let cut = false;
+    /** The job this slot works on: its session's relayed output is named by it. */
+    let current: string | undefined;
+    /** The serve flags the slot's session was started with: a promoted job may need others. */
+    let clientArgs = argsKey(sessionOpts.args);
+    const open = async (pin?: SessionPin): Promise<ServeClient> => {
+      const want = argsKey(pin?.args ?? sessionOpts.args);
+      if (client?.alive && clientArgs === want) return client;
+      await client?.close();
+      client = undefined;
+      if (pin === undefined && host.spare?.alive) {
+        client = host.spare;
+        host.spare = undefined;
+      } else client = await reconnect(host, pin);
+      if (client === undefined)
+        throw new HostDownError(host.destination, 'could not be reached; the job goes back undelivered');
+      clientArgs = want;
+      return client;
+    };
     const ctx: WorkContext = {
       ...pickJobSettings(o),
       launcher: host.launcher,
       worker,
-      session: async () => {
-        if (client?.alive) return client;
-        client = undefined;
-        if (host.spare?.alive) {
-          client = host.spare;
-          host.spare = undefined;
-          return client;
-        }
-        client = await reconnect(host);
-        if (client === undefined)
-          throw new HostDownError(host.destination, 'could not be reached; the job goes back undelivered');
-        return client;
+      session: async (pin) => {
+        const c = await open(pin);
+        c.working(current);
+        return c;
       },
       dropSession: () => {
         client?.kill();
@@ -250,6 +267,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
           await sleep(Math.min(1000, host.downUntil - Date.now()), o.signal);
           if (stopped() || host.isDown()) continue;
           client = await reconnect(host);
+          clientArgs = argsKey(sessionOpts.args);
           continue;
         }
         const key = o.keys
@@ -276,7 +294,10 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
           cut = true;
           ctx.dropSession();
         });
+        current = key;
         const outcome = await workOne(ctx, key).finally(() => {
+          current = undefined;
+          client?.working(undefined);
           inFlight.delete(key);
           for (const wake of settledWaiters.splice(0)) wake();
         });
@@ -300,6 +321,7 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
   } finally {
     clearTimeout(graceTimer);
     o.signal?.removeEventListener('abort', onStop);
+    o.cutSignal?.removeEventListener('abort', cutAll);
     await Promise.all(o.pool.hosts.map((h) => h.spare?.close()));
   }
   return {
@@ -310,6 +332,11 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
     cutAtShutdown,
     queueListings: claimer.listings,
   };
+}
+
+/** serve's arguments as one comparable string. */
+function argsKey(args: readonly string[] | undefined): string {
+  return (args ?? []).join('\0');
 }
 
 function receiptTokens(store: Store, key: string): number {

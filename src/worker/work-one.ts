@@ -4,7 +4,7 @@
 import { HostDownError, SandboxUnavailableError, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
-import { beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
+import { beginAttempt, type LeaseRecord, markUnspent, type Worker } from '../store/attempts.js';
 import { CANCELLED, wasCancelled } from '../store/cancel-job.js';
 import { deadLetterBytes } from '../store/dead-letter.js';
 import { recordInDoubt } from '../store/in-doubt.js';
@@ -26,8 +26,8 @@ export interface WorkContext {
   store: Store;
   worker: Worker;
   launcher: ServeLauncher;
-  /** The session this slot uses; reopened when it died. */
-  session: () => Promise<ServeClient>;
+  /** The session this slot uses; reopened when it died, or when `pin` asks for other serve flags. */
+  session: (pin?: SessionPin) => Promise<ServeClient>;
   dropSession: () => void;
   /** Ask the host to stop the request in flight (the job was cancelled); falls back to dropSession. */
   cancelSession?: () => void;
@@ -42,6 +42,12 @@ export interface WorkContext {
   wasCut?: () => boolean;
   /** The host misbehaved before a bundle reached its generator (a broken session, a refusal). */
   hostTrouble?: (reason: string) => void;
+}
+
+/** A promoted job's own way to run: its pinned generator, checked on the host, and serve's sandbox flags. */
+export interface SessionPin {
+  generator: string;
+  args: readonly string[];
 }
 
 /** Refusals a host gives before it reads a bundle: no generator ran, so no attempt is spent. */
@@ -147,13 +153,19 @@ async function attempt(
   const { store } = ctx;
   const { key } = job;
   const epoch = lease.epoch;
+  // a promoted job runs the generator of the shadow plane it was promoted from, with the sandbox
+  // flags of that run when the pin has them (store/promotion.ts)
+  const promoted = readPromotion(store, key);
+  const pin: SessionPin | undefined =
+    promoted?.serve_args === undefined
+      ? undefined
+      : { generator: promoted.generator, args: promoted.serve_args };
   const req = {
     key,
     job_digest: digest,
     epoch,
     worker_id: ctx.worker.id,
-    // a promoted job runs the generator of the shadow plane it was promoted from (store/promotion.ts)
-    generator: readPromotion(store, key)?.generator ?? ctx.generator,
+    generator: promoted?.generator ?? ctx.generator,
     timeout_ms: ctx.timeoutMs,
     ...(ctx.retryAborted ? { retry_aborted: true } : {}),
     ...(regenerateRequested(store, key, epoch) ? { regenerate: true } : {}),
@@ -165,7 +177,7 @@ async function attempt(
   let delivered = false;
   const destination = ctx.launcher.destination;
   try {
-    session = await ctx.session();
+    session = await ctx.session(pin);
     // After an earlier attempt, ask first: the host may hold the result already (in doubt ≠ failed).
     answer = epoch > 1 ? await session.request({ ...req, type: 'fetch' }, budget) : { type: 'none' };
     // (a cancel that came while the fetch was out is not followed by a run)
@@ -259,6 +271,14 @@ async function attempt(
     return requeue(store, key, epoch, 'the host answered "none" to a run', 'EGJ_BAD_ANSWER');
   if (answer.type === 'error' && answer.code === 'EGJ_SANDBOX_UNAVAILABLE')
     throw new SandboxUnavailableError(ctx.launcher.destination, answer.message); // ends the run; the job goes back
+  if (answer.type === 'error' && answer.code === 'EGJ_GENERATION_IN_DOUBT')
+    return setAsideInDoubt(store, key, epoch, answer.message);
+  if (answer.type === 'error' && answer.code === 'EGJ_GENERATION_RUNNING') {
+    // another delivery is generating it on that host: this attempt ran nothing, and a later one
+    // gets the result from the host's cache
+    const reason = `the host refused: ${answer.code}: ${answer.message}`;
+    return requeue(store, key, epoch, reason, answer.code, { spent: false, destination });
+  }
   if (answer.type === 'error') {
     const before = REFUSED_BEFORE_GENERATING.has(answer.code);
     if (before) ctx.hostTrouble?.(`refused: ${answer.code}: ${answer.message}`);
@@ -270,6 +290,24 @@ async function attempt(
   if (answer.cacheError)
     journal(store, { event: 'host-cache-failed', key, epoch, reason: answer.cacheError });
   return takeResult(ctx, session!, job, digest, epoch, answer, () => standing.lost);
+}
+
+/**
+ * The host will not generate the job again without consent (a generation it started may have spent
+ * a model call): asking again would get the same refusal, so the job is set aside in dead/ at once,
+ * without spending the attempt, and `genjob retry KEY` is the consent that brings it back.
+ */
+async function setAsideInDoubt(
+  store: Store,
+  key: string,
+  epoch: number,
+  message: string,
+): Promise<JobOutcome> {
+  const reason = `the host refused: EGJ_GENERATION_IN_DOUBT: ${message}; it answers the same until you consent: genjob retry ${key.slice(0, 12)}`;
+  markUnspent(store, key, epoch);
+  if (!(await release(store, key, epoch, 'dead', { code: 'EGJ_GENERATION_IN_DOUBT', reason })))
+    return { key, outcome: 'superseded', reason: `lease of epoch ${epoch} was lost` };
+  return { key, outcome: 'dead', reason };
 }
 
 function cancelledOutcome(key: string, epoch: number): JobOutcome {

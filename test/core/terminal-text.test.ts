@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { terminalStream, terminalText } from '../../src/core/terminal-text.js';
+import { terminalJson, terminalText } from '../../src/core/terminal-text.js';
 
 describe('terminalText', () => {
   it.each([
@@ -25,10 +25,10 @@ describe('terminalText', () => {
     expect(terminalText('a\nb\x1b[2K\r\n', { lines: true })).toBe('a\nb\\x1b[2K\\x0d\n');
   });
 
-  it('escapes a C1 character split across two chunks of a stream', () => {
-    const esc = terminalStream();
-    const bytes = Buffer.from('x\u009b2K\u202ey');
-    const cut = bytes.indexOf(0xc2) + 1;
-    expect(esc(bytes.subarray(0, cut)) + esc(bytes.subarray(cut))).toBe('x\\x9b2K\\u202ey');
+  it('terminalJson writes what JSON.stringify leaves raw as \\u escapes, and the JSON parses to the same value', () => {
+    const value = { reason: 'a\u009b2K\u202eb\x7f\u2028\x1b]52;c;x\x07\r', n: 1 };
+    const json = terminalJson(JSON.stringify(value));
+    expect(json).not.toMatch(/[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e]/u);
+    expect(JSON.parse(json)).toEqual(value);
   });
 });

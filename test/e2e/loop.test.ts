@@ -28,7 +28,10 @@ describe('the mint → work → verify → apply loop', () => {
     const work = await sb.genjob(['work', '--once', '--generator', DEMO_GENERATOR]);
     expect(work).toMatchObject({ exitCode: 0, stdout: '1 job(s) taken\n' });
     expect(work.stderr).toMatch(
-      new RegExp(`^genjob: \\[1\\/1\\] ${key.slice(0, 12)} received ok \\(\\d+\\.\\d s\\)\n$`),
+      // the generator's own lines, relayed named by the job, then the progress line
+      new RegExp(
+        `^(\\[${key.slice(0, 12)}\\] demo-generator: .*\n)+genjob: \\[1\\/1\\] ${key.slice(0, 12)} received ok \\(\\d+\\.\\d s\\)\n$`,
+      ),
     );
     expect(genDir(sb, 'received')).toEqual([`${key}.json`]);
 

@@ -18,7 +18,7 @@ import {
   structuredAnswer,
 } from '../helpers/fake-openai.js';
 import type { FakeBatchOptions } from '../helpers/fake-openai-batch.js';
-import { genDir, gj, makeRepo, mintedKey, type Repo } from './trust-helpers.js';
+import { genDir, gj, makeRepo, mintBump, type Repo } from './trust-helpers.js';
 
 const FILES = {
   'src/a.ts': 'export const a = 1;\n',
@@ -53,11 +53,7 @@ async function setup(batch: FakeBatchOptions, files: Record<string, string> = FI
   return repo;
 }
 
-async function mint(repo: Repo, path: string): Promise<string> {
-  const r = await gj(repo, ['mint', '-m', `bump ${path}`, path]);
-  expect(r.exitCode, String(r.stderr)).toBe(0);
-  return mintedKey(r);
-}
+const mint = mintBump;
 
 const submit = (repo: Repo, extra: string[] = []) =>
   gj(repo, ['work', '--batch', '--generator', 'builtin:openai', '--json', ...extra]);

@@ -121,6 +121,13 @@ export function genDir(repo: Repo, name: string): string[] {
   }
 }
 
+/** Mint a job changing `path` ("bump PATH") and return its key; throws on any other exit. */
+export async function mintBump(repo: Repo, path: string): Promise<string> {
+  const r = await gj(repo, ['mint', '-m', `bump ${path}`, path]);
+  if (r.exitCode !== 0) throw new Error(`mint exited ${r.exitCode}: ${r.stderr}`);
+  return mintedKey(r);
+}
+
 /** The key printed on the first line of `genjob mint`. */
 export function mintedKey(r: Result): string {
   const key = String(r.stdout).split('\n')[0] ?? '';

@@ -1,5 +1,6 @@
-// work: [done/total] with elapsed and ETA for --drain, time-stamped lines for --watch, exit 130
-// after SIGINT once the job in flight finished, and --fail-on-error → exit 3 for CI.
+// work: [done/total] with elapsed and ETA for --drain, time-stamped lines for --watch, the
+// generator's output relayed (also without a terminal) unless --quiet, exit 130 after SIGINT once the
+// job in flight finished, and --fail-on-error → exit 3 for CI.
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -18,6 +19,27 @@ describe('work progress and exit codes', () => {
     expect(lines[0]).toMatch(/^genjob: \[1\/3\] elapsed \d+s, eta \d+s [0-9a-f]{12} received ok/);
     expect(lines[1]).toMatch(/^genjob: \[2\/3\] elapsed \d+s, eta \d+s [0-9a-f]{12} received ok/);
     expect(lines[2]).toMatch(/^genjob: \[3\/3\] elapsed \d+s [0-9a-f]{12} received ok/);
+  });
+
+  it("relays the generator's output without a terminal (CI), each line named by its job; --quiet silences it", async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script(
+      'gen.sh',
+      'echo "working on $GENJOB_KEY"; echo "a warning" >&2; echo x >> README.md',
+    );
+    const keys = [await mintKey(sb, 'One', ['README.md']), await mintKey(sb, 'Two', ['src/user.py'])];
+    const r = await sb.genjob(['work', '--drain', '--generator', gen]);
+    expect(r.exitCode).toBe(0);
+    for (const key of keys) {
+      const k = key.slice(0, 12);
+      expect(r.stderr).toContain(`[${k}] working on ${key}\n`);
+      expect(r.stderr).toContain(`[${k}] a warning\n`);
+    }
+    const sb2 = await makeSandbox();
+    await mintKey(sb2, 'One', ['README.md']);
+    const quiet = await sb2.genjob(['work', '--drain', '--quiet', '--generator', gen]);
+    expect(quiet.exitCode).toBe(0);
+    expect(quiet.stderr).toBe('');
   });
 
   it('--fail-on-error exits 3 when a job it took ended aborted; without it, 0', async () => {

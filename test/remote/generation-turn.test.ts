@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { lstatSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { refuseInDoubt, takeTurn } from '../../src/remote/generation-turn.js';
 import { ResultCache } from '../../src/remote/result-cache.js';
 
@@ -69,14 +69,33 @@ describe('refuseInDoubt', () => {
     await expect(refuseInDoubt(cache, NAME, false)).resolves.toBeUndefined();
   });
 
-  it('refuses a generation whose serve died, saying so and naming the consent; consent lets it run', async () => {
+  it('lets a generation whose serve died be generated again (abandoned), saying so on stderr', async () => {
     const record = { host: hostname(), pid: deadPid(), start: 1, started_at: '2025-01-01T00:00:00.000Z' };
+    writeFileSync(join(cache.dir, 'started', `${NAME}.json`), JSON.stringify(record));
+    const said: string[] = [];
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((c: string | Uint8Array) => {
+      said.push(String(c));
+      return true;
+    });
+    try {
+      await expect(refuseInDoubt(cache, NAME, false)).resolves.toBeUndefined();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(said.join('')).toContain(`by serve pid ${record.pid}, which has since died, was abandoned`);
+  });
+
+  it('refuses a record it cannot tell about (another host, an unreadable record), naming the consent; consent lets it run', async () => {
+    const record = { host: 'another-host', pid: 4242, start: 1, started_at: '2025-01-01T00:00:00.000Z' };
     writeFileSync(join(cache.dir, 'started', `${NAME}.json`), JSON.stringify(record));
     const err = await refuseInDoubt(cache, NAME, false).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'EGJ_GENERATION_IN_DOUBT' });
-    expect((err as Error).message).toContain(`serve pid ${record.pid}, which has since died`);
-    expect((err as Error).message).toContain('genjob work --retry-aborted');
+    expect((err as Error).message).toContain('genjob retry KEY, or genjob work --retry-aborted');
     await expect(refuseInDoubt(cache, NAME, true)).resolves.toBeUndefined();
+    writeFileSync(join(cache.dir, 'started', `${NAME}.json`), '{not json');
+    expect(await refuseInDoubt(cache, NAME, false).catch((e: unknown) => e)).toMatchObject({
+      code: 'EGJ_GENERATION_IN_DOUBT',
+    });
   });
 
   it('refuses a record whose serve lives on (its result could not be stored) without calling it dead', async () => {

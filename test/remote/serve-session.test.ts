@@ -392,7 +392,8 @@ describe('the host cache is serve-only and the outbox rule holds', () => {
     await cache.init();
     const log = join(tmp, 'runs.log');
     const gen = `echo run >> ${log} && echo done > src/a.py`;
-    await cache.markStarted(cache.entryName(job.key, gen, digest)); // a serve that died mid-generation
+    // recorded by a serve that lives on (this process): its generation may have been delivered unstored
+    await cache.markStarted(cache.entryName(job.key, gen, digest));
     const client = await open(cache);
     expect(await run(client, gen, 1)).toMatchObject({ type: 'error', code: 'EGJ_GENERATION_IN_DOUBT' });
     expect(existsSync(log)).toBe(false);

@@ -1,8 +1,11 @@
 // The OpenAI-compatible batch endpoints builtin:openai uses for `work --batch`: upload the JSONL input
 // (POST /files, purpose "batch"), create the batch (POST /batches), look at it (GET /batches/{id}),
 // list recent batches (GET /batches, to find one a crash left unrecorded) and download a result file
-// (GET /files/{id}/content). Any failure is a BatchApiError naming the call; nothing here retries.
-import { BatchApiError } from '../../core/errors.js';
+// (GET /files/{id}/content). Any failure is a BatchApiError naming the call; nothing here retries. An
+// endpoint that answers the upload with 404, 405 or 501 has no batch API at all (an OpenAI-compatible
+// server that serves only /chat/completions): NoBatchApiError, which says to use interactive mode.
+import { BatchApiError, GenjobError } from '../../core/errors.js';
+import { EXIT } from '../../core/exit-codes.js';
 import { excerpt } from './openai-answer.js';
 import type { OpenAiConfig } from './openai-config.js';
 
@@ -18,6 +21,15 @@ export interface ProviderBatch {
   error_file_id: string | null;
   metadata: Record<string, unknown> | null;
 }
+
+/** The endpoint has no batch API: nothing was submitted, and nothing ever will be there. */
+export class NoBatchApiError extends GenjobError {
+  readonly code = 'EGJ_NO_BATCH_API';
+  readonly exitCode = EXIT.USAGE;
+}
+
+/** HTTP statuses by which a server says it has no such endpoint (or method) at all. */
+const NO_SUCH_ENDPOINT = new Set([404, 405, 501]);
 
 /** The batch API's base: the configured base URL (the chat endpoint without /chat/completions). */
 export function apiBase(config: OpenAiConfig): string {
@@ -47,6 +59,10 @@ async function call(
     throw new BatchApiError(`${method} ${url} failed: ${cause}`, { cause: err });
   }
   const text = await res.text().catch(() => '');
+  if (!res.ok && path === '/files' && NO_SUCH_ENDPOINT.has(res.status))
+    throw new NoBatchApiError(
+      `${method} ${url}: HTTP ${res.status}: the endpoint has no /files, so no batch API; use interactive mode (genjob work --drain --generator builtin:openai)`,
+    );
   if (!res.ok) throw new BatchApiError(`${method} ${url}: HTTP ${res.status}: ${excerpt(text)}`);
   return text;
 }
