@@ -41,11 +41,13 @@ export async function serve(o: ServeOptions): Promise<void> {
     encodeReceipt = (r) => signReceipt(r, key, keyid);
   }
   const cache = new ResultCache(o.cacheDir ?? process.env.GENJOB_CACHE_DIR ?? defaultCacheDir());
-  const policy = sandboxPolicy(o, process.env, [
-    resolve(cache.dir),
-    resolve(cache.workDir),
-    ...(signKey ? [resolve(signKey)] : []),
-  ]);
+  // the key is a secret, not only hidden: no exposed path may even hold it (see sandbox/exposure.ts)
+  const policy = sandboxPolicy(
+    o,
+    process.env,
+    [resolve(cache.dir), resolve(cache.workDir)],
+    signKey ? [resolve(signKey)] : [],
+  );
   if (o.gcOlderThan) {
     // retention (#15): prune before serving; an entry another session is generating is skipped
     const { parseDuration } = await import('../core/duration.js');

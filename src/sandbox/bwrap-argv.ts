@@ -1,35 +1,43 @@
-// The bubblewrap command line for one generator run. Mount order matters (later mounts cover
-// earlier ones): the system read-only → /etc secrets masked → private /tmp, /proc, /dev →
-// user-exposed paths → hidden paths masked (cache, workspaces root, key) → this run's scratch
-// directory writable (its job file read-only). The workspace is the only writable place.
+// The bubblewrap command line for one generator run. Namespaces first: a user namespace even for root,
+// all capabilities dropped and no nested user namespace, so root inside owns no inherited mount (they
+// are locked) and can neither unmount a mask nor remount anything writable. Mount order matters
+// (later mounts cover earlier ones): the system read-only → private /tmp, /proc, /dev → exposed paths →
+// every hidden path masked wherever a view shows it, by real path (cache, workspaces root, key, /etc
+// secrets) → this run's scratch writable, its workspace bound onto itself (a mount point cannot be
+// renamed or removed, so the generator cannot swap it for a link) → its read-only files.
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { ETC_SECRETS } from './exposure.js';
 import type { SandboxPolicy } from './policy.js';
+import { realPath, rebase, within } from './real-path.js';
+
+export { ETC_SECRETS } from './exposure.js';
 
 /** System directories bound read-only when they exist (a symlink is recreated as one, e.g. /bin → usr/bin). */
 export const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
-/** Secrets under /etc that are covered: a directory by an empty tmpfs, a file by /dev/null. */
-export const ETC_SECRETS = [
-  '/etc/ssh',
-  '/etc/shadow',
-  '/etc/shadow-',
-  '/etc/gshadow',
-  '/etc/gshadow-',
-  '/etc/sudoers',
-  '/etc/sudoers.d',
-  '/etc/munge',
-  '/etc/ssl/private',
-  '/etc/genjob',
-];
 /** HOME inside the sandbox: an empty directory in its private /tmp. */
 export const SANDBOX_HOME = '/tmp/home';
+/**
+ * How every sandbox starts, the probe's included (bwrap-probe.ts): its own namespaces of every kind, a
+ * user namespace even when serve runs as root, no capability, no user namespace inside it; it dies with
+ * serve and has its own session (no TIOCSTI into serve's terminal).
+ */
+export const NAMESPACE_FLAGS = [
+  '--unshare-all',
+  '--unshare-user',
+  '--disable-userns',
+  '--cap-drop',
+  'ALL',
+  '--die-with-parent',
+  '--new-session',
+];
 
 export interface BwrapRun {
   /** The per-run directory (workspace files/ inside it, job.json, usage.json): bound writable. */
   scratch: string;
   /** The workspace (cwd of the generator), inside scratch. */
   workspace: string;
-  /** Files inside scratch the generator may read but not change. */
+  /** Files the generator may read but not change (the job file; the generator's own script). */
   readOnly: readonly string[];
   env: Record<string, string>;
   command: string;
@@ -50,37 +58,90 @@ function nodeDir(): string[] {
   return SYSTEM_DIRS.some((s) => dir === s || dir.startsWith(`${s}/`)) ? [] : [dir];
 }
 
-function mask(path: string): string[] {
-  const k = kindOf(path);
-  if (k === 'dir') return ['--tmpfs', path];
-  if (k === 'file') return ['--ro-bind', '/dev/null', path];
+/** A place where the sandbox shows a host directory: at `at`, the files really at `real`. */
+interface View {
+  at: string;
+  real: string;
+  writable: boolean;
+}
+
+/** Cover `at`, which shows the file or directory really at `real`. */
+function mask(at: string, real: string): string[] {
+  const k = kindOf(real);
+  if (k === 'dir') return ['--tmpfs', at];
+  if (k === 'file') return ['--ro-bind', '/dev/null', at];
   return [];
 }
 
+/**
+ * Every hidden path, wherever a view shows it: masked at its place in that view, and in a writable view
+ * each directory on the way to it bound onto itself first, so the generator cannot rename a parent
+ * away and put a directory of its own in the mask's place (a read-only view or one bound later is a
+ * mount point or unwritable already). A view that lies inside a hidden path is masked whole (serve
+ * refuses such a bind; this holds even if it did not). A hidden path inside another is covered by it.
+ */
+function masks(views: readonly View[], hidden: readonly string[]): string[] {
+  const out: string[] = [];
+  const done = new Set<string>();
+  const add = (args: string[]) => {
+    const at = args.at(-1);
+    if (at === undefined || done.has(at)) return;
+    done.add(at);
+    out.push(...args);
+  };
+  const reals = [...new Set(hidden.map(realPath))];
+  const outermost = reals.filter((r) => !reals.some((o) => o !== r && within(r, o)));
+  const fixed = (at: string) => views.some((w) => at === w.at || (!w.writable && within(at, w.at)));
+  for (const real of outermost) {
+    for (const v of views) {
+      if (within(v.real, real)) add(mask(v.at, v.real));
+      else if (within(real, v.real)) {
+        const pins: string[][] = [];
+        for (let d = dirname(real); d !== v.real; d = dirname(d)) {
+          const at = rebase(d, v.real, v.at);
+          if (v.writable && !fixed(at)) pins.unshift(['--bind', at, at]);
+        }
+        for (const p of pins) add(p);
+        add(mask(rebase(real, v.real, v.at), real));
+      }
+    }
+  }
+  return out;
+}
+
 export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
-  const a = ['--unshare-all', '--die-with-parent', '--new-session'];
+  const a = [...NAMESPACE_FLAGS];
   if (policy.network) a.push('--share-net');
+  const views: View[] = [];
   for (const d of SYSTEM_DIRS) {
     const k = kindOf(d);
     if (k === 'link') a.push('--symlink', readlinkSync(d), d);
-    else if (k === 'dir') a.push('--ro-bind', d, d);
+    else if (k === 'dir') {
+      a.push('--ro-bind', d, d);
+      views.push({ at: d, real: realPath(d), writable: false });
+    }
   }
-  for (const d of nodeDir()) a.push('--ro-bind', d, d);
-  for (const s of ETC_SECRETS) a.push(...mask(s));
+  for (const d of nodeDir()) {
+    a.push('--ro-bind', d, d);
+    views.push({ at: d, real: realPath(d), writable: false });
+  }
   a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME);
-  for (const p of policy.binds) if (existsSync(p)) a.push('--ro-bind', p, p);
-  for (const p of policy.bindsRw) if (existsSync(p)) a.push('--bind', p, p);
-  for (const h of policy.hidden) if (coveredByBind(policy, h)) a.push(...mask(h));
+  for (const [paths, flag, writable] of [
+    [policy.binds, '--ro-bind', false],
+    [policy.bindsRw, '--bind', true],
+  ] as const) {
+    for (const p of paths) {
+      if (!existsSync(p)) continue;
+      a.push(flag, p, p);
+      views.push({ at: p, real: realPath(p), writable });
+    }
+  }
+  a.push(...masks(views, [...ETC_SECRETS, ...policy.hidden]));
   a.push('--bind', run.scratch, run.scratch);
+  if (run.workspace !== run.scratch) a.push('--bind', run.workspace, run.workspace);
   for (const f of run.readOnly) if (existsSync(f)) a.push('--ro-bind', f, f);
   a.push('--chdir', run.workspace, '--clearenv');
   for (const [k, v] of Object.entries(run.env)) a.push('--setenv', k, v);
   a.push('--', 'sh', '-c', run.command);
   return a;
-}
-
-/** A hidden path needs a mask only where an exposed path (or /tmp's, /etc's view) would show it. */
-function coveredByBind(policy: SandboxPolicy, hidden: string): boolean {
-  const under = (p: string) => hidden === p || hidden.startsWith(p.endsWith('/') ? p : `${p}/`);
-  return [...policy.binds, ...policy.bindsRw, ...SYSTEM_DIRS].some(under);
 }

@@ -1,25 +1,19 @@
 // Is bubblewrap here and can it start a sandbox? Asked once per process (the answer is cached),
-// by running `true` in the same kind of sandbox a generator gets. A missing or broken bwrap is
-// refused with one line naming the Debian package, unless the host chose --no-sandbox.
+// by running `true` under the very namespace flags a generator gets (bwrap-argv.ts): a host that
+// cannot make a user namespace (a chroot, a kernel that forbids them) is refused here with one line,
+// not by every run failing. A missing or broken bwrap is refused naming the Debian package, unless
+// the host chose --no-sandbox.
 import { spawn } from 'node:child_process';
 import { SandboxUnavailableError } from '../core/errors.js';
+import { NAMESPACE_FLAGS } from './bwrap-argv.js';
 
 let probe: Promise<string | null> | undefined;
 
 /** null when bwrap works; otherwise why not. */
 export function probeBwrap(): Promise<string | null> {
   probe ??= new Promise((resolve) => {
-    const args = [
-      '--unshare-all',
-      '--die-with-parent',
-      '--new-session',
-      '--ro-bind',
-      '/',
-      '/',
-      '--proc',
-      '/proc',
-    ];
-    const child = spawn('bwrap', [...args, '--dev', '/dev', '--', 'true'], {
+    const args = [...NAMESPACE_FLAGS, '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev'];
+    const child = spawn('bwrap', [...args, '--', 'true'], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let err = '';

@@ -17,6 +17,8 @@ export interface SandboxPolicy {
   bindsRw: readonly string[];
   /** Never visible inside, even under an exposed path. */
   hidden: readonly string[];
+  /** Hidden files no exposed path may even hold (the signing key: its directory holds older keys). */
+  secrets?: readonly string[];
 }
 
 /** What a receipt records about the confinement of the run that produced it. */

@@ -2,6 +2,8 @@
 // add up: GENJOB_GENERATOR_BIND / GENJOB_GENERATOR_BIND_RW (`:`-separated absolute paths) expose
 // paths like --generator-bind / --generator-bind-rw, so a test harness or a wrapper can set them
 // once. Nothing in the environment can turn the sandbox off or the network on: only flags can.
+// A bind that would show what serve hides is refused here, before anything is served (exposure.ts).
+import { checkExposure } from './exposure.js';
 import { checkBindPath, checkEnvName, pathsFromEnv, type SandboxPolicy } from './policy.js';
 
 export interface SandboxFlags {
@@ -17,17 +19,21 @@ export function sandboxPolicy(
   o: SandboxFlags,
   env: NodeJS.ProcessEnv,
   hidden: readonly string[],
+  secrets: readonly string[] = [],
 ): SandboxPolicy {
   const binds = [...(o.generatorBind ?? []), ...pathsFromEnv(env.GENJOB_GENERATOR_BIND)];
   const bindsRw = [...(o.generatorBindRw ?? []), ...pathsFromEnv(env.GENJOB_GENERATOR_BIND_RW)];
-  return {
+  const policy: SandboxPolicy = {
     kind: o.sandbox === false ? 'none' : 'bwrap',
     network: o.generatorNetwork === true,
     envNames: (o.generatorEnv ?? []).map(checkEnvName),
     binds: binds.map((p) => checkBindPath('--generator-bind', p)),
     bindsRw: bindsRw.map((p) => checkBindPath('--generator-bind-rw', p)),
-    hidden,
+    hidden: [...hidden, ...secrets],
+    secrets,
   };
+  if (policy.kind === 'bwrap') checkExposure(policy);
+  return policy;
 }
 
 /** The flags `work` forwards to the serve it starts (appended to --remote-cmd over ssh). */

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { liveProcesses } from '../helpers/processes.js';
 import { useSshd } from '../helpers/sshd.js';
+import { tempDir } from '../helpers/temp-store.js';
 import {
   CLI,
   countLines,
@@ -63,8 +64,8 @@ describe('a hostile generator on a host with serve --sign-key', () => {
     mkdirSync(bin);
     mkdirSync(path.join(home, '.ssh'), { recursive: true });
     writeFileSync(path.join(home, '.ssh', 'id_ed25519'), '-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n');
-    const key = path.join(sb.dir, 'keys', 'host.key');
-    mkdirSync(path.dirname(key));
+    // the key lives apart from every exposed path: serve refuses a bind that holds it
+    const key = path.join(tempDir('gj-keys-'), 'host.key');
     expect((await genjob(sb, ['keygen', '--out', key])).exitCode).toBe(0);
 
     let connections = 0;

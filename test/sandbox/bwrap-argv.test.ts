@@ -12,6 +12,7 @@ import {
   readlinkSync,
   realpathSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,7 @@ import {
   type BwrapRun,
   bwrapArgv,
   ETC_SECRETS,
+  NAMESPACE_FLAGS,
   SANDBOX_HOME,
   SYSTEM_DIRS,
 } from '../../src/sandbox/bwrap-argv.js';
@@ -74,12 +76,24 @@ function systemPart(): string[] {
   const nodeDir = dirname(process.execPath);
   if (!SYSTEM_DIRS.some((s) => nodeDir === s || nodeDir.startsWith(`${s}/`)))
     out.push('--ro-bind', nodeDir, nodeDir);
+  return out;
+}
+
+/** The masks of the /etc secrets that exist on this machine, as the /etc view shows them. */
+function etcMasks(): string[] {
+  const out: string[] = [];
   for (const secret of ETC_SECRETS) {
     const st = lstatSync(secret, { throwIfNoEntry: false });
     if (st?.isDirectory()) out.push('--tmpfs', secret);
     else if (st?.isFile()) out.push('--ro-bind', '/dev/null', secret);
   }
   return out;
+}
+
+/** The argv from the first exposed path's bind up to (not including) the scratch's bind. */
+function exposedPart(argv: string[]): string[] {
+  const from = argv.indexOf('/tmp/home') + 1;
+  return argv.slice(from, argv.indexOf(run.scratch, from) - 1);
 }
 
 describe('the confinement policy', () => {
@@ -116,22 +130,31 @@ describe('the confinement policy', () => {
 });
 
 describe('bwrapArgv', () => {
-  it('unshares every namespace, dies with its parent and starts a new session; no network unless the policy allows it', () => {
+  it('starts with its own namespaces of every kind, a user namespace even for root, no capability, no nested user namespace; no network unless the policy allows it', () => {
+    expect(NAMESPACE_FLAGS).toEqual([
+      '--unshare-all',
+      '--unshare-user',
+      '--disable-userns',
+      '--cap-drop',
+      'ALL',
+      '--die-with-parent',
+      '--new-session',
+    ]);
     const argv = bwrapArgv(policy, run);
-    expect(argv.slice(0, 3)).toEqual(['--unshare-all', '--die-with-parent', '--new-session']);
+    expect(argv.slice(0, 7)).toEqual(NAMESPACE_FLAGS);
     expect(argv).not.toContain('--share-net');
     const net = bwrapArgv({ ...policy, network: true }, run);
-    expect(net.slice(0, 4)).toEqual(['--unshare-all', '--die-with-parent', '--new-session', '--share-net']);
+    expect(net.slice(0, 8)).toEqual([...NAMESPACE_FLAGS, '--share-net']);
   });
 
-  it('binds the system read-only (symlinks recreated), then masks the /etc secrets that exist', () => {
+  it('binds the system read-only (symlinks recreated), then a private /proc', () => {
     const argv = bwrapArgv(policy, run);
     const sys = systemPart();
-    expect(argv.slice(3, 3 + sys.length)).toEqual(sys);
-    expect(argv[3 + sys.length]).toBe('--proc');
+    expect(argv.slice(7, 7 + sys.length)).toEqual(sys);
+    expect(argv[7 + sys.length]).toBe('--proc');
   });
 
-  it('then a private /proc, /dev and /tmp with the sandbox HOME, the exposed paths that exist, the hidden ones masked, the scratch writable and its job file read-only', () => {
+  it('then a private /proc, /dev and /tmp with the sandbox HOME, the exposed paths that exist, every secret masked where they show it, the scratch writable, its workspace bound onto itself and its job file read-only', () => {
     const argv = bwrapArgv(policy, run);
     const rest = argv.slice(argv.indexOf('--proc'));
     expect(rest).toEqual([
@@ -152,6 +175,7 @@ describe('bwrapArgv', () => {
       '--bind',
       join(dir, 'exposed-rw'),
       join(dir, 'exposed-rw'),
+      ...etcMasks(),
       '--tmpfs',
       join(dir, 'exposed/cache'),
       '--ro-bind',
@@ -163,6 +187,9 @@ describe('bwrapArgv', () => {
       '--bind',
       join(dir, 'scratch'),
       join(dir, 'scratch'),
+      '--bind',
+      join(dir, 'scratch/files'),
+      join(dir, 'scratch/files'),
       '--ro-bind',
       join(dir, 'scratch/job.json'),
       join(dir, 'scratch/job.json'),
@@ -185,36 +212,63 @@ describe('bwrapArgv', () => {
     ]);
   });
 
-  it('masks a hidden path that is itself exposed, and one under a writable exposed path', () => {
+  it('masks an exposed path that is itself hidden whole, and pins each directory on the way to a hidden path under a writable exposed path', () => {
     const exposed = join(dir, 'exposed');
     const rw = join(dir, 'exposed-rw');
-    mkdirSync(join(rw, 'sub'));
+    mkdirSync(join(rw, 'sub/deeper/cache'), { recursive: true });
     const argv = bwrapArgv(
-      { ...policy, binds: [exposed], bindsRw: [rw], hidden: [exposed, join(rw, 'sub')] },
+      { ...policy, binds: [exposed], bindsRw: [rw], hidden: [exposed, join(rw, 'sub/deeper/cache')] },
       run,
     );
-    const from = argv.indexOf('--bind');
-    expect(argv.slice(from, from + 7)).toEqual([
+    expect(exposedPart(argv)).toEqual([
+      '--ro-bind',
+      exposed,
+      exposed,
       '--bind',
       rw,
       rw,
+      ...etcMasks(),
       '--tmpfs',
       exposed,
-      '--tmpfs',
+      '--bind',
       join(rw, 'sub'),
+      join(rw, 'sub'),
+      '--bind',
+      join(rw, 'sub/deeper'),
+      join(rw, 'sub/deeper'),
+      '--tmpfs',
+      join(rw, 'sub/deeper/cache'),
     ]);
+  });
+
+  it('pins nothing under a read-only exposed path, nor a directory a read-only bind already holds', () => {
+    const rw = join(dir, 'exposed-rw');
+    mkdirSync(join(rw, 'ro/cache'), { recursive: true });
+    const argv = bwrapArgv({ ...policy, binds: [join(dir, 'exposed'), join(rw, 'ro')], bindsRw: [rw] }, run);
+    const part = exposedPart(argv).slice(9 + etcMasks().length);
+    expect(part).not.toContain(join(rw, 'ro'));
+    const inRo = bwrapArgv(
+      {
+        ...policy,
+        binds: [join(dir, 'exposed'), join(rw, 'ro')],
+        bindsRw: [rw],
+        hidden: [join(rw, 'ro/cache')],
+      },
+      run,
+    );
+    // the cache is masked in both views that show it; the read-only bind is a mount point already
+    expect(exposedPart(inRo).slice(9 + etcMasks().length)).toEqual(['--tmpfs', join(rw, 'ro/cache')]);
   });
 
   it('masks a hidden path inside a system directory, which is always exposed', () => {
     const argv = bwrapArgv({ ...policy, binds: [], bindsRw: [], hidden: ['/etc/passwd', '/usr'] }, run);
-    const from = argv.indexOf('/tmp/home') + 1;
-    expect(argv.slice(from, from + 6)).toEqual([
+    expect(exposedPart(argv)).toEqual([
+      ...etcMasks(),
       '--ro-bind',
       '/dev/null',
       '/etc/passwd',
       '--tmpfs',
       '/usr',
-      '--bind',
     ]);
   });
 
@@ -222,6 +276,47 @@ describe('bwrapArgv', () => {
     const exposed = join(dir, 'exposed');
     const argv = bwrapArgv({ ...policy, binds: [exposed], bindsRw: [], hidden: [`${exposed}-rw`] }, run);
     expect(argv).not.toContain(`${exposed}-rw`);
+  });
+
+  it('masks a hidden path inside another hidden path once, by the outer one', () => {
+    const exposed = join(dir, 'exposed');
+    const argv = bwrapArgv(
+      {
+        ...policy,
+        binds: [exposed],
+        bindsRw: [],
+        hidden: [join(exposed, 'cache/inner'), join(exposed, 'cache')],
+      },
+      run,
+    );
+    expect(exposedPart(argv).slice(3 + etcMasks().length)).toEqual(['--tmpfs', join(exposed, 'cache')]);
+  });
+
+  it('compares real paths: a key reached through a rotation symlink is masked where it really is, and an exposed path given through a symlink gets its masks at the link', () => {
+    const exposed = join(dir, 'exposed');
+    symlinkSync('key', join(exposed, 'current.key'));
+    symlinkSync(exposed, join(dir, 'via-link'));
+    const link = join(dir, 'via-link');
+    const argv = bwrapArgv(
+      {
+        ...policy,
+        binds: [link],
+        bindsRw: [],
+        hidden: [join(exposed, 'current.key'), join(exposed, 'cache')],
+      },
+      run,
+    );
+    expect(exposedPart(argv)).toEqual([
+      '--ro-bind',
+      link,
+      link,
+      ...etcMasks(),
+      '--ro-bind',
+      '/dev/null',
+      join(link, 'key'),
+      '--tmpfs',
+      join(link, 'cache'),
+    ]);
   });
 });
 
@@ -297,5 +392,44 @@ describe('bwrapArgv under the real bubblewrap', () => {
     expect(readFileSync(join(dir, 'exposed-rw/w.txt'), 'utf8')).toBe('rw\n');
     expect(readFileSync(join(dir, 'scratch/job.json'), 'utf8')).toBe('{"job":1}');
     expect(r.status).toBe(0);
+  });
+});
+
+describe('bwrapArgv under the real bubblewrap, escape attempts (as root in CI and here)', () => {
+  it('leaves the generator no way to unmount a mask, remount anything writable, swap its workspace or nest a user namespace', () => {
+    const exposed = join(dir, 'exposed');
+    const tries = {
+      'umount-shadow': 'umount /etc/shadow',
+      'umount-ssh': 'umount /etc/ssh',
+      'umount-key': `umount ${exposed}/key`,
+      'umount-cache': `umount ${exposed}/cache`,
+      'remount-usr': 'mount -o remount,bind,rw /usr',
+      'remount-etc': 'mount -o remount,bind,rw /etc',
+      'remount-exposed': `mount -o remount,bind,rw ${exposed}`,
+      'write-usr': `touch /usr/gj-escape-${process.pid}`,
+      'write-exposed': `touch ${exposed}/gj-escape`,
+      'swap-workspace': 'cd .. && mv files files.old',
+      'rmdir-workspace': 'cd .. && rm -rf files',
+      'nested-userns': 'unshare -Ur true',
+      'nested-bwrap': 'bwrap --ro-bind / / true',
+    };
+    run.command = Object.entries(tries)
+      .map(
+        ([name, cmd]) =>
+          `if (${cmd}) >/dev/null 2>&1; then echo "${name}: DONE"; else echo "${name}: refused"; fi`,
+      )
+      .join('\n');
+    const escaped = `/usr/gj-escape-${process.pid}`;
+    const r = spawnSync('bwrap', bwrapArgv(policy, run), {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    });
+    const onHost = lstatSync(escaped, { throwIfNoEntry: false });
+    rmSync(escaped, { force: true }); // what an unconfined root would have left in the host's /usr
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim().split('\n')).toEqual(Object.keys(tries).map((n) => `${n}: refused`));
+    expect(onHost).toBeUndefined();
+    expect(readFileSync(join(exposed, 'key'), 'utf8')).toBe('SECRET KEY');
+    expect(lstatSync(join(dir, 'scratch/files')).isDirectory()).toBe(true);
   });
 });
