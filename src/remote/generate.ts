@@ -1,16 +1,25 @@
 // One generation: run the generator in the workspace, diff the workspace against the bundle,
 // and build the cache entry (result.json + files/<path>) in `built`. The outcome is ok,
-// rejected (a change outside the contract) or aborted (the generator failed or timed out).
+// rejected (a change outside the contract) or aborted (the generator failed or timed out). A command
+// the shell could not start (exit 126 or 127) is no outcome at all: GeneratorNotStartedError, never
+// cached. The workspace is held open from before the generator starts (workspace-handle.ts): its diff
+// and the move of its outputs never follow a name the generator could have changed.
 
-import { copyFile, rename, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { errnoOf, ioErrorAt } from '../core/errors.js';
+import { GenjobError, ioErrorAt } from '../core/errors.js';
+import { EXIT } from '../core/exit-codes.js';
 import type { Job } from '../core/job.js';
+import { tellingLine } from '../core/telling-line.js';
+import { SYSTEM_DIRS } from '../sandbox/bwrap-argv.js';
 import { recordOf, type SandboxPolicy } from '../sandbox/policy.js';
+import { within } from '../sandbox/real-path.js';
 import { nodeFs } from '../store/fs-port.js';
+import { generatorFile } from './generator-file.js';
 import type { CachedResult } from './result-cache.js';
 import { runGenerator } from './run-generator.js';
 import { diffWorkspace, type KnownFiles } from './workspace-diff.js';
+import { HeldWorkspace, WorkspaceSwapError } from './workspace-handle.js';
 
 export const BUILTIN_PREFIX = 'builtin:';
 /** The reason of a generation the worker cancelled; such a result is answered, never cached. */
@@ -34,6 +43,12 @@ export interface GenerateInput {
   signal?: AbortSignal;
 }
 
+/** The shell could not start the generator command (exit 126 or 127): a configuration error, not a result. */
+export class GeneratorNotStartedError extends GenjobError {
+  readonly code = 'EGJ_GENERATOR_CONFIG';
+  readonly exitCode = EXIT.USAGE;
+}
+
 /** What a built-in generator reports: the same fields for a live request and for a batch line. */
 export interface BuiltinOutcome {
   status: CachedResult['status'];
@@ -43,6 +58,16 @@ export interface BuiltinOutcome {
 }
 
 export async function generate(g: GenerateInput): Promise<CachedResult> {
+  // held from before the generator starts: what it does to the workspace's name changes nothing here
+  const ws = HeldWorkspace.open(g.ws);
+  try {
+    return await generateIn(ws, g);
+  } finally {
+    ws.close();
+  }
+}
+
+async function generateIn(ws: HeldWorkspace, g: GenerateInput): Promise<CachedResult> {
   const startedAt = new Date();
   const base = {
     job_digest: g.jobDigest,
@@ -62,13 +87,19 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
     sandbox = { kind: 'builtin', network: true }; // no generator code runs; serve makes the call
   } else {
     sandbox = recordOf(g.policy);
+    const file = generatorFile(g.generator, process.cwd());
+    // the generator's own file, when the command names one the sandbox does not show anyway
+    const own =
+      file.kind === 'file' && file.executable && !SYSTEM_DIRS.some((d) => within(file.real, d))
+        ? [file.path]
+        : [];
     const run = await runGenerator({
-      command: g.generator,
+      command: file.kind === 'file' ? file.command : g.generator,
       workspace: g.ws,
       timeoutMs: g.timeoutMs,
       usageFile: join(g.scratch, 'usage.json'),
       scratch: g.scratch,
-      readOnly: [join(g.scratch, 'job.json'), join(g.scratch, 'extracted.fence')],
+      readOnly: [join(g.scratch, 'job.json'), join(g.scratch, 'extracted.fence'), ...own],
       policy: g.policy,
       ...(g.signal ? { signal: g.signal } : {}),
       env: {
@@ -85,30 +116,41 @@ export async function generate(g: GenerateInput): Promise<CachedResult> {
     } else if (run.timedOut) {
       status = 'aborted';
       reason = `generator timed out after ${Math.round(g.timeoutMs / 1000)} s and was killed`;
+    } else if (run.exitCode === 126 || run.exitCode === 127) {
+      throw new GeneratorNotStartedError(
+        `generator could not be started (exit ${run.exitCode}: ${tellingLine(run.stderrTail) || 'no message'}); nothing was cached: fix the command and run again`,
+      );
     } else if (run.exitCode !== 0) {
       status = 'aborted';
       const how =
         run.exitCode === null ? `was killed by ${run.signal}` : `exited with status ${run.exitCode}`;
-      reason = `generator ${how}${run.stderrTail ? `: ${run.stderrTail}` : ''}`;
+      reason = `generator ${how}${failureText(run.stderrTail)}`;
     } else {
       status = 'ok';
     }
   }
 
+  nodeFs.mkdirSync(join(g.built, 'files'), { recursive: true });
   let outputs: CachedResult['outputs'] = [];
   if (status === 'ok') {
-    const diff = await diffWorkspace(g.ws, g.job, g.known);
-    if (diff.ok) outputs = diff.outputs;
-    else {
+    const diff = await diffWorkspace(ws, g.job, g.known);
+    if (diff.ok) {
+      try {
+        for (const o of diff.outputs) {
+          const to = join(g.built, 'files', o.path);
+          nodeFs.mkdirSync(dirname(to), { recursive: true });
+          await ws.moveOut(o.path, to);
+        }
+        outputs = diff.outputs;
+      } catch (err) {
+        if (!(err instanceof WorkspaceSwapError)) throw err;
+        status = 'rejected';
+        reason = err.message;
+      }
+    } else {
       status = 'rejected';
       reason = diff.reason;
     }
-  }
-  nodeFs.mkdirSync(join(g.built, 'files'), { recursive: true });
-  for (const o of outputs) {
-    const to = join(g.built, 'files', o.path);
-    nodeFs.mkdirSync(dirname(to), { recursive: true });
-    await moveFile(join(g.ws, o.path), to);
   }
   const result: CachedResult = {
     ...base,
@@ -148,12 +190,7 @@ async function runBuiltin(g: GenerateInput): Promise<BuiltinOutcome> {
   });
 }
 
-/** The workspace lies outside the cache, possibly on another filesystem: rename, else copy. */
-async function moveFile(from: string, to: string): Promise<void> {
-  try {
-    await rename(from, to);
-  } catch (err) {
-    if (errnoOf(err) !== 'EXDEV') throw err;
-    await copyFile(from, to);
-  }
+/** ` : <the telling line>` and the last lines of stderr under it, or nothing when stderr was empty. */
+function failureText(tail: string): string {
+  return tail ? `: ${tellingLine(tail)}\nstderr (last lines):\n${tail}` : '';
 }

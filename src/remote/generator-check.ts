@@ -1,8 +1,12 @@
 // Which generator a request gets on this host, and whether it can run at all — decided before a
 // bundle is read or anything is cached. A missing generator, one the host's pin forbids, an unknown
 // built-in or a built-in whose settings are unusable (no GENJOB_OPENAI_BASE_URL, an `htp://` typo)
-// is a refusal, never a result: no generator ran, so there is nothing to keep.
+// is a refusal, never a result: no generator ran, so there is nothing to keep. So is a command whose
+// first word names a file this host does not have (`./gen.sh` from the wrong directory).
+import { exposureProblem } from '../sandbox/exposure.js';
+import type { SandboxPolicy } from '../sandbox/policy.js';
 import { BUILTIN_PREFIX } from './generate.js';
+import { generatorFile, generatorFileProblem } from './generator-file.js';
 
 export type GeneratorChoice =
   | { ok: true; generator: string; pinned: boolean }
@@ -27,12 +31,23 @@ export function chooseGenerator(pinned: string | null, requested: string | null)
   return { ok: true, generator, pinned: pinned !== null };
 }
 
-/** A built-in generator's configuration problem on this host (its own environment), or null. */
+/**
+ * A generator's configuration problem on this host, or null: a built-in's settings (its own
+ * environment), or a command whose first word names a file that is not there, not executable, or
+ * something the sandbox hides (generator-file.ts).
+ */
 export async function generatorConfigProblem(
   generator: string,
   env: NodeJS.ProcessEnv,
+  policy?: SandboxPolicy,
 ): Promise<string | null> {
-  if (!generator.startsWith(BUILTIN_PREFIX)) return null;
+  if (!generator.startsWith(BUILTIN_PREFIX)) {
+    const problem = generatorFileProblem(generator, process.cwd());
+    if (problem !== null || policy?.kind !== 'bwrap') return problem;
+    const file = generatorFile(generator, process.cwd());
+    const hidden = file.kind === 'file' ? exposureProblem(file.real, policy) : null;
+    return hidden === null ? null : `generator ${JSON.stringify(generator)}: ${hidden}`;
+  }
   const { OPENAI_GENERATOR_NAME } = await import('./generators/openai.js');
   if (generator !== OPENAI_GENERATOR_NAME)
     return `unknown built-in generator ${JSON.stringify(generator)} (known: ${OPENAI_GENERATOR_NAME})`;
@@ -49,9 +64,10 @@ export async function checkGenerator(
   pinned: string | null,
   requested: string | null,
   env: NodeJS.ProcessEnv,
+  policy?: SandboxPolicy,
 ): Promise<GeneratorChoice> {
   const choice = chooseGenerator(pinned, requested);
   if (!choice.ok) return choice;
-  const problem = await generatorConfigProblem(choice.generator, env);
+  const problem = await generatorConfigProblem(choice.generator, env, policy);
   return problem === null ? choice : { ok: false, code: 'EGJ_GENERATOR_CONFIG', message: problem };
 }

@@ -2,9 +2,13 @@
 // (src/sandbox: bubblewrap, or --no-sandbox with the environment allowlist), with GENJOB_INSTRUCTION,
 // GENJOB_KEY, GENJOB_JOB and GENJOB_USAGE_FILE. When it exits or times out, every process it
 // started is ended. Its stdout never reaches ours (ours is the protocol channel): both of its
-// streams are relayed to our stderr.
-import { readFile } from 'node:fs/promises';
+// streams are relayed to our stderr, and the last lines of its stderr are kept for the reason.
+// The usage file is the generator's to make: it is read without following a link or blocking on a
+// FIFO, only when it is a regular file, and never past its size cap.
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { execa } from 'execa';
+import { lastLines } from '../core/telling-line.js';
 import { confine } from '../sandbox/confine.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
 
@@ -14,21 +18,29 @@ export interface GeneratorRun {
   timedOut: boolean;
   /** Stopped because the worker cancelled the job (`signal` aborted). */
   cancelled: boolean;
+  /** The last lines of its stderr (at most TAIL_LINES, within TAIL_BYTES), oldest first. */
   stderrTail: string;
   ms: number;
   usage?: { prompt_tokens: number; completion_tokens: number; requests: number };
 }
 
 const TAIL_BYTES = 2048;
+const TAIL_LINES = 20;
+/** A usage file larger than this is ignored unread. */
+export const USAGE_MAX_BYTES = 64 * 1024;
 
 function tailKeeper() {
   let tail = Buffer.alloc(0);
+  let cut = false;
   return {
     push(chunk: Buffer) {
       tail = Buffer.concat([tail, chunk]);
-      if (tail.length > TAIL_BYTES) tail = tail.subarray(tail.length - TAIL_BYTES);
+      if (tail.length > TAIL_BYTES) {
+        tail = tail.subarray(tail.length - TAIL_BYTES);
+        cut = true;
+      }
     },
-    text: () => tail.toString('utf8').trim(),
+    text: () => lastLines(tail.toString('utf8'), TAIL_LINES, cut).join('\n').trim(),
   };
 }
 
@@ -117,15 +129,24 @@ export async function runGenerator(opts: {
   return run;
 }
 
-/** Usage a generator may report in $GENJOB_USAGE_FILE; anything malformed is ignored. */
-async function readUsage(path: string): Promise<GeneratorRun['usage']> {
+/** Usage a generator may report in $GENJOB_USAGE_FILE; anything else than a small regular file of JSON is ignored. */
+export async function readUsage(path: string): Promise<GeneratorRun['usage']> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      const st = await fh.stat();
+      if (!st.isFile() || st.size > USAGE_MAX_BYTES) return undefined;
+      const buf = Buffer.alloc(USAGE_MAX_BYTES + 1);
+      const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+      if (bytesRead > USAGE_MAX_BYTES) return undefined; // it grew after the fstat
+      text = buf.subarray(0, bytesRead).toString('utf8');
+    } finally {
+      await fh.close();
+    }
   } catch {
     return undefined;
   }
-  if (text.length > 64 * 1024) return undefined;
   try {
     const u = JSON.parse(text) as Record<string, unknown>;
     const nat = (v: unknown) => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);

@@ -2,7 +2,8 @@
 // serve a whole drain). A run extracts the bundle into a fresh private workspace, checks it
 // against the job, generates once per (key, generator) under the entry lock, diffs the workspace
 // and caches the result; every answer is a fresh receipt carrying the requester's epoch. A
-// `cancel` sent while a run generates kills its generator, and that run is answered, not cached.
+// `cancel` sent while a run generates kills its generator, and that run is answered, not cached. A
+// generator command the shell could not start is refused (EGJ_GENERATOR_CONFIG), not cached either.
 import { rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -27,7 +28,7 @@ import {
 import { type Extracted, safeExtract } from '../transport/safe-extract.js';
 import { packTar } from '../transport/tar-pack.js';
 import { VERSION } from '../version.js';
-import { BUILTIN_PREFIX, generate } from './generate.js';
+import { BUILTIN_PREFIX, GeneratorNotStartedError, generate } from './generate.js';
 import { refuseInDoubt, takeTurn } from './generation-turn.js';
 import { checkGenerator, chooseGenerator, generatorConfigProblem } from './generator-check.js';
 import type { CachedResult, ResultCache } from './result-cache.js';
@@ -72,7 +73,8 @@ export async function serveSession(
   const reader = new FrameReader(input, MAX_BUNDLE_BYTES);
   const writer = new FrameWriter(output);
   const host = cfg.hostId ?? hostname();
-  const check = cfg.check && (await checkGenerator(cfg.pinnedGenerator, cfg.check.generator, process.env));
+  const check =
+    cfg.check && (await checkGenerator(cfg.pinnedGenerator, cfg.check.generator, process.env, cfg.policy));
   await writer.message({
     type: 'hello',
     protocol: PROTOCOL,
@@ -148,7 +150,7 @@ async function answer(
     return respond(writer, cfg, cfg.cache.entryDir(name), cached, req, host, true);
   }
   // a generator that cannot run produces no result to cache: refuse before reading the bundle
-  const problem = await generatorConfigProblem(generator, process.env);
+  const problem = await generatorConfigProblem(generator, process.env, cfg.policy);
   if (problem !== null) throw new RefusedError('EGJ_GENERATOR_CONFIG', problem);
   const scratch = await cfg.cache.scratch();
   try {
@@ -186,6 +188,10 @@ async function answer(
           policy: cfg.policy,
           known,
           signal: cancel.signal,
+        }).catch(async (err: unknown) => {
+          // a command that could not start is a refusal, as if it had been found before: nothing in doubt
+          if (err instanceof GeneratorNotStartedError) await cfg.cache.clearStarted(name);
+          throw err;
         });
         if (cancel.signal.aborted && fresh.status === 'aborted') {
           // answered, never cached: a cancelled job retried later must generate again

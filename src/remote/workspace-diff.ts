@@ -1,18 +1,21 @@
 // Compare the workspace after the generator ran with the bundle it started from.
 // Changed or created regular files at allowed paths become outputs. Anything else — a file
 // outside the contract, a deleted allowed file, a symlink, a device, a stray directory —
-// makes the attempt `rejected` with a reason naming the path. Nothing is followed through links.
+// makes the attempt `rejected` with a reason naming the path. Nothing is followed through links: the
+// walk goes through descriptors held from before the generator ran (workspace-handle.ts), and an
+// output's size is checked from its inode before a byte of it is read.
 // A file the extraction wrote and nothing touched since keeps its extraction digest unhashed: its
 // (ino, size, mtime, ctime) are unchanged and its ctime is older than a fence file written after the
 // extraction. User space cannot set ctime (every write, chmod, utimes or rename moves it to "now"),
 // and the fence rules out a change within the same clock tick (git's "racy" case). Others are hashed.
-import { type Dirent, lstatSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { type BigIntStats, type Dirent, lstatSync } from 'node:fs';
 import { join } from 'node:path';
+import { ioErrorAt } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { ancestors } from '../core/paths.js';
 import { nodeFs } from '../store/fs-port.js';
-import { type FileDigest, hashFile } from '../store/hash-file.js';
+import { type FileDigest, hashHandle } from '../store/hash-file.js';
+import { type HeldDir, HeldWorkspace, WorkspaceSwapError } from './workspace-handle.js';
 
 export interface Output {
   path: string;
@@ -59,11 +62,10 @@ export function knownFiles(
   return { files, fenceCtimeNs: lstatSync(fenceFile, { bigint: true }).ctimeNs };
 }
 
-/** The extraction's digest when `abs` is provably the file it wrote, else null. */
-function unchanged(abs: string, path: string, known: KnownFiles | undefined): FileDigest | null {
+/** The extraction's digest when `st` (lstat'ed in the workspace) is provably the file it wrote, else null. */
+function unchanged(st: BigIntStats, path: string, known: KnownFiles | undefined): FileDigest | null {
   const k = known?.files.get(path);
   if (k === undefined) return null;
-  const st = lstatSync(abs, { bigint: true });
   const same =
     st.isFile() &&
     st.ino === k.ino &&
@@ -82,26 +84,50 @@ function kindOf(d: Dirent): string {
   return 'an unknown file type';
 }
 
-export async function diffWorkspace(ws: string, job: Job, known?: KnownFiles): Promise<DiffResult> {
+/**
+ * Diff the workspace held open since before the generator ran (a path is opened here, for a workspace
+ * nothing else could have changed). A workspace or directory swapped for a link is a rejection.
+ */
+export async function diffWorkspace(
+  ws: string | HeldWorkspace,
+  job: Job,
+  known?: KnownFiles,
+): Promise<DiffResult> {
+  const root = typeof ws === 'string' ? HeldWorkspace.open(ws) : ws;
+  try {
+    const swapped = root.swapped();
+    if (swapped !== null) return { ok: false, reason: swapped };
+    return await diffHeld(root, job, known);
+  } catch (err) {
+    if (err instanceof WorkspaceSwapError) return { ok: false, reason: err.message };
+    throw err;
+  } finally {
+    if (typeof ws === 'string') root.close();
+  }
+}
+
+async function diffHeld(root: HeldWorkspace, job: Job, known?: KnownFiles): Promise<DiffResult> {
   const inputs = new Map(job.inputs.map((i) => [i.path, i.sha256]));
   const dirs = new Set(job.inputs.flatMap((i) => ancestors(i.path)));
   const seen = new Set<string>();
   const outputs: Output[] = [];
   let total = 0;
 
-  async function walk(rel: string): Promise<string | null> {
-    const entries = await readdir(rel ? join(ws, rel) : ws, { withFileTypes: true });
-    for (const d of entries) {
+  async function walk(dir: HeldDir, rel: string): Promise<string | null> {
+    for (const d of dir.entries()) {
       const path = rel ? `${rel}/${d.name}` : d.name;
       if (d.isDirectory()) {
         if (!dirs.has(path)) return `created directory ${JSON.stringify(path)} outside the allowed paths`;
-        const problem = await walk(path);
+        const sub = dir.dir(d.name);
+        const problem = await walk(sub, path).finally(() => sub.close());
         if (problem) return problem;
       } else if (d.isFile()) {
         if (!inputs.has(path)) return `wrote ${JSON.stringify(path)}, which is outside the allowed paths`;
         seen.add(path);
-        const abs = join(ws, path);
-        const { sha256, bytes } = unchanged(abs, path, known) ?? (await hashFile(abs));
+        const st = dir.lstat(d.name);
+        if (st.size > BigInt(job.constraints.max_file_bytes))
+          return `${JSON.stringify(path)} is ${st.size} bytes, over the job's max_file_bytes`;
+        const { sha256, bytes } = unchanged(st, path, known) ?? (await hashHeld(dir, d.name, st.ino));
         if (bytes > job.constraints.max_file_bytes)
           return `${JSON.stringify(path)} is ${bytes} bytes, over the job's max_file_bytes`;
         total += bytes;
@@ -114,7 +140,7 @@ export async function diffWorkspace(ws: string, job: Job, known?: KnownFiles): P
     return null;
   }
 
-  const problem = await walk('');
+  const problem = await walk(root, '');
   if (problem) return { ok: false, reason: problem };
   for (const [path, sha] of inputs) {
     if (sha !== null && !seen.has(path))
@@ -125,4 +151,15 @@ export async function diffWorkspace(ws: string, job: Job, known?: KnownFiles): P
   }
   outputs.sort((a, b) => (a.path < b.path ? -1 : 1));
   return { ok: true, outputs };
+}
+
+async function hashHeld(dir: HeldDir, name: string, ino: bigint): Promise<FileDigest> {
+  const fh = await dir.file(name, ino);
+  try {
+    return await hashHandle(fh);
+  } catch (err) {
+    throw ioErrorAt(`${dir.path}/${name}`, err); // a descriptor's read error names no file
+  } finally {
+    await fh.close();
+  }
 }

@@ -4,7 +4,7 @@
 // small file made GC most of the time of minting 2,000 small files (docs/performance.md).
 import { createHash } from 'node:crypto';
 import { closeSync, constants, openSync, readSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { type FileHandle, open } from 'node:fs/promises';
 import { ioErrorAt } from '../core/errors.js';
 
 const CHUNK = 1024 * 1024;
@@ -26,21 +26,26 @@ export async function hashFile(path: string, onChunk?: (chunk: Buffer) => void):
 async function hashOpened(path: string, onChunk?: (chunk: Buffer) => void): Promise<FileDigest> {
   const fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
-    const hash = createHash('sha256');
-    let buf = Buffer.allocUnsafe(FIRST_CHUNK);
-    let total = 0;
-    for (;;) {
-      const { bytesRead } = await fh.read(buf, 0, buf.length, null);
-      if (bytesRead === 0) break;
-      hash.update(buf.subarray(0, bytesRead));
-      onChunk?.(buf.subarray(0, bytesRead));
-      total += bytesRead;
-      if (bytesRead === buf.length && buf.length < CHUNK) buf = Buffer.allocUnsafe(CHUNK);
-    }
-    return { sha256: hash.digest('hex'), bytes: total };
+    return await hashHandle(fh, onChunk);
   } finally {
     await fh.close();
   }
+}
+
+/** The digest of what an open file holds from its current offset (the caller closes it). */
+export async function hashHandle(fh: FileHandle, onChunk?: (chunk: Buffer) => void): Promise<FileDigest> {
+  const hash = createHash('sha256');
+  let buf = Buffer.allocUnsafe(FIRST_CHUNK);
+  let total = 0;
+  for (;;) {
+    const { bytesRead } = await fh.read(buf, 0, buf.length, null);
+    if (bytesRead === 0) break;
+    hash.update(buf.subarray(0, bytesRead));
+    onChunk?.(buf.subarray(0, bytesRead));
+    total += bytesRead;
+    if (bytesRead === buf.length && buf.length < CHUNK) buf = Buffer.allocUnsafe(CHUNK);
+  }
+  return { sha256: hash.digest('hex'), bytes: total };
 }
 
 /** Files up to this size are hashed with synchronous reads: one open/read/close instead of four thread-pool round trips. */

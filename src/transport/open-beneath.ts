@@ -23,7 +23,7 @@ export async function openBeneath(root: string, rel: string): Promise<FileHandle
       const next = `${dirPath}/${part}`;
       let fd: number;
       try {
-        fd = HAVE_PROC_FD ? openSync(`/proc/self/fd/${dirFd}/${part}`, DIR_FLAGS) : openChecked(next);
+        fd = openDirAt(dirFd, dirPath, part);
       } catch (err) {
         if (err instanceof InputChangedError) throw err;
         const code = errnoOf(err);
@@ -38,7 +38,7 @@ export async function openBeneath(root: string, rel: string): Promise<FileHandle
       dirPath = next;
       closeDir(parent, parentPath);
     }
-    const file = HAVE_PROC_FD ? `/proc/self/fd/${dirFd}/${base}` : `${dirPath}/${base}`;
+    const file = pathAt(dirFd, dirPath, base);
     let fh: FileHandle;
     try {
       fh = await open(file, FILE_FLAGS);
@@ -68,6 +68,19 @@ export async function openBeneath(root: string, rel: string): Promise<FileHandle
   } finally {
     if (dirFd >= 0) closeQuietly(dirFd);
   }
+}
+
+/**
+ * The name `name` in the directory open as `dirFd` (known as `dirPath`): through /proc/self/fd, which
+ * resolves the descriptor itself, not a name someone may have swapped since; without /proc, by path.
+ */
+export function pathAt(dirFd: number, dirPath: string, name: string): string {
+  return HAVE_PROC_FD ? `/proc/self/fd/${dirFd}/${name}` : `${dirPath}/${name}`;
+}
+
+/** Open the directory `name` in `dirFd` without following a symlink (ELOOP or ENOTDIR when it is none). */
+export function openDirAt(dirFd: number, dirPath: string, name: string): number {
+  return HAVE_PROC_FD ? openSync(pathAt(dirFd, dirPath, name), DIR_FLAGS) : openChecked(`${dirPath}/${name}`);
 }
 
 /** Close a read-only directory descriptor; a failure is EGJ_IO naming the directory. */

@@ -317,9 +317,16 @@ describe('generator configuration', () => {
     const pinned = await openCheckedSession(inProcess(cache, 'true'), null, sessionOpts);
     expect(pinned.hello?.check).toEqual({ ok: true, generator: 'true', pinned: true });
     await pinned.close();
-    const free = await openCheckedSession(inProcess(cache), './gen.sh', sessionOpts);
-    expect(free.hello?.check).toEqual({ ok: true, generator: './gen.sh', pinned: false });
+    const free = await openCheckedSession(inProcess(cache), 'my-coder --apply', sessionOpts);
+    expect(free.hello?.check).toEqual({ ok: true, generator: 'my-coder --apply', pinned: false });
     await free.close();
+    // a first word naming a file this host does not have is found at the check, before any claim
+    await expect(openCheckedSession(inProcess(cache), './no-such-gen.sh', sessionOpts)).rejects.toMatchObject(
+      {
+        code: 'EGJ_GENERATOR_CONFIG',
+        message: expect.stringContaining(`no such file ${join(process.cwd(), 'no-such-gen.sh')}`),
+      },
+    );
     await expect(openCheckedSession(inProcess(cache), null, sessionOpts)).rejects.toMatchObject({
       code: 'EGJ_NO_GENERATOR',
     });
