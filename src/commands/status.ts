@@ -63,16 +63,19 @@ interface Row {
 export function receiptSummary(bytes: Buffer | undefined): {
   status: string | null;
   usage: { prompt_tokens: number; completion_tokens: number; requests: number } | null;
+  /** The first line of its reason: for a failed generator, the line of its stderr that says what failed. */
+  reason: string | null;
 } {
-  if (!bytes) return { status: null, usage: null };
+  if (!bytes) return { status: null, usage: null, reason: null };
   try {
     const doc = splitEnvelope(JSON.parse(bytes.toString('utf8'))).payload;
     return {
       status: String(doc.status),
       usage: (doc.usage as ReturnType<typeof receiptSummary>['usage']) ?? null,
+      reason: typeof doc.reason === 'string' ? doc.reason.split('\n')[0]! : null,
     };
   } catch {
-    return { status: 'unreadable', usage: null };
+    return { status: 'unreadable', usage: null, reason: null };
   }
 }
 
@@ -188,6 +191,9 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
         : peekRecord(store, store.layout.receipt(c.key)));
     const checkStale = c.state === 'queue' || c.state === 'received' || c.state === 'reverted';
     const why = c.deadName ? deadReason(store, c.deadName) : null;
+    const summary = receiptSummary(receiptBytes);
+    // a failed receipt's reason stands in for the instruction, as a dead job's does
+    const failed = summary.status !== 'ok' && summary.reason ? summary.reason : null;
     const epoch = receiptBytes
       ? peekEpoch(receiptBytes) || currentEpoch(store, c.key)
       : currentEpoch(store, c.key);
@@ -196,11 +202,11 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       state: c.state,
       epoch,
       age_s: Math.max(0, Math.round((now - c.at) / 1000)),
-      receipt: receiptSummary(receiptBytes).status,
+      receipt: summary.status,
       stale: checkStale && doc !== null && inputsChanged(store, doc.inputs),
       instruction: doc === null ? '(unreadable job file)' : doc.instruction.split('\n')[0]!,
       host: epoch > 0 ? (readAttempt(store, c.key, epoch)?.destination ?? null) : null,
-      ...(why ? { reason: `${why.code}: ${why.reason}` } : {}),
+      ...(why ? { reason: `${why.code}: ${why.reason}` } : failed ? { reason: failed } : {}),
     };
   });
   const order: readonly string[] = ROW_STATES;
@@ -243,7 +249,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       const host = terminalText(r.host ?? '-');
       const hostCell = host.length > hostWidth ? `${host.slice(0, hostWidth - 1)}…` : host.padEnd(hostWidth);
       // host- and user-chosen text is made terminal-safe here, so the colour codes around it survive
-      const text = terminalText(r.state === 'dead' && r.reason ? r.reason : r.instruction);
+      const text = terminalText(r.reason ?? r.instruction);
       const marked = `${r.stale ? '(stale) ' : ''}${text}`;
       const fitted = marked.length > room ? `${marked.slice(0, room - 1)}…` : marked;
       lines.push(

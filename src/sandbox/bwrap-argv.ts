@@ -4,7 +4,8 @@
 // (later mounts cover earlier ones): the system read-only → private /tmp, /proc, /dev → exposed paths →
 // every hidden path masked wherever a view shows it, by real path (cache, workspaces root, key, /etc
 // secrets) → this run's scratch writable, its workspace bound onto itself (a mount point cannot be
-// renamed or removed, so the generator cannot swap it for a link) → its read-only files.
+// renamed or removed, so the generator cannot swap it for a link) → its read-only files → the
+// sandbox's root read-only.
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ETC_SECRETS } from './exposure.js';
@@ -140,7 +141,8 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
   a.push('--bind', run.scratch, run.scratch);
   if (run.workspace !== run.scratch) a.push('--bind', run.workspace, run.workspace);
   for (const f of run.readOnly) if (existsSync(f)) a.push('--ro-bind', f, f);
-  a.push('--chdir', run.workspace, '--clearenv');
+  // the sandbox's own root (a tmpfs holding the mount points) read-only: nothing to write beside them
+  a.push('--remount-ro', '/', '--chdir', run.workspace, '--clearenv');
   for (const [k, v] of Object.entries(run.env)) a.push('--setenv', k, v);
   a.push('--', 'sh', '-c', run.command);
   return a;
