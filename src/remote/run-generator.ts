@@ -25,7 +25,7 @@ export interface GeneratorRun {
 }
 
 const TAIL_BYTES = 2048;
-const TAIL_LINES = 20;
+const TAIL_LINES = 40;
 /** A usage file larger than this is ignored unread. */
 export const USAGE_MAX_BYTES = 64 * 1024;
 
