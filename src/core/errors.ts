@@ -105,10 +105,12 @@ export function errnoOf(err: unknown): string | undefined {
 export class SandboxUnavailableError extends GenjobError {
   readonly code = 'EGJ_SANDBOX_UNAVAILABLE';
   readonly exitCode = EXIT.USAGE;
-  constructor(where: string, why: string) {
-    super(
-      `${where}: ${why}; install the Debian package bubblewrap (apt-get install bubblewrap), or pass --no-sandbox to run generators unconfined`,
-    );
+  constructor(
+    where: string,
+    why: string,
+    hint = 'install the Debian package bubblewrap (apt-get install bubblewrap), or pass --no-sandbox to run generators unconfined',
+  ) {
+    super(`${where}: ${why}; ${hint}`);
   }
 }
 

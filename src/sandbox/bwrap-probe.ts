@@ -34,8 +34,13 @@ export function probeBwrap(): Promise<string | null> {
   return probe;
 }
 
+/** bwrap is there but may not make its namespaces: installing it again would not help. */
+const NO_NAMESPACES =
+  'bwrap is installed, but this host may not create the user namespace every sandbox gets (a chroot, or a kernel or container that forbids them): run serve where it may, or pass --no-sandbox to run generators unconfined';
+
 /** Throw EGJ_SANDBOX_UNAVAILABLE unless bwrap can start a sandbox here. */
 export async function requireBwrap(where: string): Promise<void> {
   const why = await probeBwrap();
-  if (why !== null) throw new SandboxUnavailableError(where, why);
+  if (why !== null)
+    throw new SandboxUnavailableError(where, why, /namespace/i.test(why) ? NO_NAMESPACES : undefined);
 }

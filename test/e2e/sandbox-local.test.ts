@@ -3,7 +3,8 @@
 // without bubblewrap is refused before any claim, and --no-sandbox is recorded in the receipt and
 // refused by `verify/apply --require-sandbox`.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
@@ -93,6 +94,39 @@ describe('without a sandbox', () => {
     expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
     expect(genDir(sb, 'leases')).toEqual([]);
   });
+
+  it.skipIf(process.getuid?.() !== 0)(
+    'refuses in a chroot, where no user namespace may be made, saying so, before claiming anything',
+    async () => {
+      const sb = await makeSandbox();
+      const key = await mintKey(sb, 'Anything', ['src/user.py']);
+      // the whole system again under a new root, in a private mount namespace that dies with the command
+      const root = mkdtempSync(join(tmpdir(), 'gj-chroot-'));
+      try {
+        const inside = `cd ${sb.repo} && exec ${process.execPath} ${CLI} work --once --generator true`;
+        const r = await execa(
+          'unshare',
+          [
+            '-m',
+            '--propagation',
+            'private',
+            'sh',
+            '-c',
+            `mount --rbind / ${root} && exec chroot ${root} sh -c '${inside}'`,
+          ],
+          { env: { PATH: process.env.PATH, XDG_CACHE_HOME: sb.cache }, extendEnv: false, reject: false },
+        );
+        expect(r.exitCode, String(r.stderr)).toBe(2);
+        expect(String(r.stderr)).toMatch(
+          /^genjob: EGJ_SANDBOX_UNAVAILABLE: genjob work: bwrap cannot start a sandbox \(exit 1: bwrap: No permissions to create new namespace.*\); bwrap is installed, but this host may not create the user namespace every sandbox gets \(a chroot, or a kernel or container that forbids them\)/,
+        );
+        expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
+        expect(genDir(sb, 'leases')).toEqual([]);
+      } finally {
+        rmdirSync(root); // empty on the host: the bind lived only in the command's namespace
+      }
+    },
+  );
 
   it('runs with --no-sandbox, records sandbox kind none, and verify/apply --require-sandbox refuse it', async () => {
     const sb = await makeSandbox();

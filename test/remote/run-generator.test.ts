@@ -1,8 +1,17 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runGenerator } from '../../src/remote/run-generator.js';
+import { readUsage, runGenerator, USAGE_MAX_BYTES } from '../../src/remote/run-generator.js';
 import type { SandboxPolicy } from '../../src/sandbox/policy.js';
 import { liveProcesses } from '../helpers/processes.js';
 import { quietStderr } from '../helpers/quiet-stderr.js';
@@ -139,5 +148,52 @@ describe('runGenerator', () => {
     writeFileSync(good.usageFile, '{oops');
     expect((await runGenerator({ ...good, command: 'true' })).usage).toBeUndefined();
     rmSync(good.usageFile, { force: true });
+  });
+
+  it('keeps at most the last 40 whole lines of stderr, within 2 KiB', async () => {
+    const run = await runGenerator({
+      ...base(),
+      command: 'for i in $(seq 1 300); do echo "line $i" >&2; done; exit 1',
+    });
+    const lines = run.stderrTail.split('\n');
+    expect(lines).toHaveLength(40);
+    expect(lines[0]).toBe('line 261');
+    expect(lines.at(-1)).toBe('line 300');
+    const long = await runGenerator({
+      ...base(),
+      command: 'head -c 5000 /dev/zero | tr "\\0" x >&2; echo >&2; echo end >&2',
+    });
+    expect(long.stderrTail).toBe('end'); // the 5000-byte line was cut by the byte cap: dropped, not half-kept
+  });
+});
+
+describe('readUsage', () => {
+  const usage = { prompt_tokens: 5, completion_tokens: 6, requests: 1 };
+  it.each([
+    { name: 'a FIFO (never blocks)', make: (f: string) => execFileSync('mkfifo', [f]) },
+    { name: 'a link to /dev/zero (never read)', make: (f: string) => symlinkSync('/dev/zero', f) },
+    {
+      name: 'a link to a file of valid usage (never followed)',
+      make: (f: string) => {
+        writeFileSync(`${f}.real`, JSON.stringify(usage));
+        symlinkSync(`${f}.real`, f);
+      },
+    },
+    { name: 'a directory', make: (f: string) => mkdirSync(f) },
+    {
+      name: 'a file over the cap',
+      make: (f: string) => writeFileSync(f, `${JSON.stringify(usage)}${' '.repeat(USAGE_MAX_BYTES)}`),
+    },
+    { name: 'nothing', make: () => {} },
+  ])('tamper: ignores $name', async (c) => {
+    const file = join(dir, 'usage.json');
+    c.make(file);
+    expect(await readUsage(file)).toBeUndefined();
+  });
+
+  it('reads a regular file of JSON up to the cap', async () => {
+    const file = join(dir, 'usage.json');
+    writeFileSync(file, `${JSON.stringify(usage)}${' '.repeat(USAGE_MAX_BYTES - 60)}`);
+    expect(await readUsage(file)).toEqual(usage);
   });
 });

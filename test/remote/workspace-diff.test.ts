@@ -1,10 +1,13 @@
+import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  renameSync,
   rmSync,
   symlinkSync,
+  truncateSync,
   unlinkSync,
   utimesSync,
   writeFileSync,
@@ -15,6 +18,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildJob } from '../../src/core/job.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { diffWorkspace, knownFiles } from '../../src/remote/workspace-diff.js';
+import { HeldWorkspace } from '../../src/remote/workspace-handle.js';
 
 let ws: string;
 beforeEach(() => {
@@ -83,6 +87,45 @@ describe('diffWorkspace', () => {
     writeFileSync(join(ws, 'src/a.py'), 'abcdefgh');
     const got = await diffWorkspace(ws, small);
     expect(got.ok ? '' : got.reason).toMatch(/over the job's max_file_bytes/);
+  });
+
+  it('refuses a file over the cap from its size alone, before reading a byte of it (a sparse 64 GiB file)', async () => {
+    truncateSync(join(ws, 'src/a.py'), 64 * 1024 ** 3);
+    const got = await diffWorkspace(ws, job);
+    expect(got).toEqual({
+      ok: false,
+      reason: `"src/a.py" is ${64 * 1024 ** 3} bytes, over the job's max_file_bytes`,
+    });
+  });
+
+  it('rejects a FIFO at an allowed path without opening it', async () => {
+    unlinkSync(join(ws, 'src/a.py'));
+    execFileSync('mkfifo', [join(ws, 'src/a.py')]);
+    expect(await diffWorkspace(ws, job)).toEqual({
+      ok: false,
+      reason: '"src/a.py" is a FIFO; only regular files may be outputs',
+    });
+  });
+
+  it('tamper: a workspace held open and then swapped for a link to a decoy is rejected; the decoy is not read', async () => {
+    const held = HeldWorkspace.open(ws);
+    try {
+      const decoy = mkdtempSync(join(tmpdir(), 'gj-decoy-'));
+      mkdirSync(join(decoy, 'src'));
+      writeFileSync(join(decoy, 'src/a.py'), 'DECOY\n');
+      renameSync(ws, `${ws}.gone`);
+      symlinkSync(decoy, ws);
+      const got = await diffWorkspace(held, job);
+      expect(got).toEqual({
+        ok: false,
+        reason: `the generator replaced its workspace ${ws} (it is now a symlink); nothing was read through it`,
+      });
+      rmSync(ws);
+      renameSync(`${ws}.gone`, ws);
+      rmSync(decoy, { recursive: true });
+    } finally {
+      held.close();
+    }
   });
 
   describe("with the extraction's stat", () => {
