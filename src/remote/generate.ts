@@ -190,7 +190,9 @@ async function runBuiltin(g: GenerateInput): Promise<BuiltinOutcome> {
   });
 }
 
-/** ` : <the telling line>` and the last lines of stderr under it, or nothing when stderr was empty. */
+/** `: <the telling line>` and, when there is more, the last lines of stderr under it; nothing for no stderr. */
 function failureText(tail: string): string {
-  return tail ? `: ${tellingLine(tail)}\nstderr (last lines):\n${tail}` : '';
+  if (!tail) return '';
+  const telling = tellingLine(tail);
+  return tail === telling ? `: ${telling}` : `: ${telling}\nstderr (last lines):\n${tail}`;
 }

@@ -127,10 +127,12 @@ describe('a generator that fails', () => {
     const key = await mintKey(sb, 'Try and fail', ['src/user.py']);
     const before = snapshot(sb.repo);
     const work = await sb.genjob(['work', '--once', '--generator', gen]);
-    const reason = 'generator exited with status 7: starting\nmodel quota exceeded';
+    // the line that says what failed leads; the last lines of stderr follow
+    const reason =
+      'generator exited with status 7: model quota exceeded\nstderr (last lines):\nstarting\nmodel quota exceeded';
     expect(work.exitCode).toBe(0);
     expect(work.stderr).toContain(
-      `${key.slice(0, 12)} received aborted: generator exited with status 7: starting (`,
+      `${key.slice(0, 12)} received aborted: generator exited with status 7: model quota exceeded (`,
     );
     const receiptFile = join(sb.repo, '.gen/receipts', `${key}.json`);
     expect(readJson(receiptFile)).toMatchObject({ status: 'aborted', reason, outputs: [] });
@@ -141,7 +143,7 @@ describe('a generator that fails', () => {
     expect(verify).toMatchObject({
       exitCode: 3,
       // one line: the reason's newline is escaped like every control character a host sends
-      stderr: `genjob: EGJ_STATUS_NOT_OK: ${receiptFile}: status is aborted: ${reason.replace('\n', '\\x0a')}\n`,
+      stderr: `genjob: EGJ_STATUS_NOT_OK: ${receiptFile}: status is aborted: ${reason.replaceAll('\n', '\\x0a')}\n`,
     });
     const apply = await sb.genjob(['apply', key]);
     expect(apply).toMatchObject({ exitCode: 3, stderr: verify.stderr });
