@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { useSshd } from '../helpers/sshd.js';
 import {
   CLI,
+  committedReceipt,
   genDir,
   genjob,
   journal,
@@ -23,10 +24,6 @@ import {
 
 const sshd = useSshd();
 const box = useBoxes();
-
-function receipt(sb: Sandbox, key: string): { status: string; reason: string | null; outputs: unknown[] } {
-  return JSON.parse(readFileSync(path.join(sb.repo, '.gen/receipts', `${key}.json`), 'utf8'));
-}
 
 /** The entries a serve cache directory holds (none when it was never made). */
 function cached(cacheDir: string): string[] {
@@ -52,7 +49,7 @@ describe('--generator ./gen.sh', () => {
     const key = await mint(sb, 'add a line', ['README.md']);
     const w = await genjob(sb, ['work', '--once', '--generator', './gen.sh']);
     expect(w.exitCode, String(w.stderr)).toBe(0);
-    expect(receipt(sb, key)).toMatchObject({ status: 'ok', generator: { command: './gen.sh' } });
+    expect(committedReceipt(sb, key)).toMatchObject({ status: 'ok', generator: { command: './gen.sh' } });
     expect(readFileSync(path.join(sb.repo, '.gen/out', key, 'README.md'), 'utf8')).toBe(
       '# toy\n# generated\n',
     );
@@ -64,7 +61,7 @@ describe('--generator ./gen.sh', () => {
     const key = await mint(sb, 'add a line', ['README.md']);
     const w = await genjob(sb, ['work', '--once', '--generator', './gen.sh', ...servedFrom(sb, sb.dir)]);
     expect(w.exitCode, String(w.stderr)).toBe(0);
-    expect(receipt(sb, key)).toMatchObject({ status: 'ok' });
+    expect(committedReceipt(sb, key)).toMatchObject({ status: 'ok' });
     expect(readFileSync(path.join(sb.repo, '.gen/out', key, 'README.md'), 'utf8')).toBe(
       '# toy\n# from the host\n',
     );
@@ -129,7 +126,7 @@ describe('a generator the shell cannot start', () => {
       writeScript(gen, 'echo "# fixed" >> README.md');
       const second = await genjob(sb, ['work', '--once', '--generator', './gen.sh', ...flags]);
       expect(second.exitCode, String(second.stderr)).toBe(0);
-      expect(receipt(sb, key)).toMatchObject({ status: 'ok', cached: false });
+      expect(committedReceipt(sb, key)).toMatchObject({ status: 'ok', cached: false });
       expect(readFileSync(path.join(sb.repo, '.gen/out', key, 'README.md'), 'utf8')).toBe('# toy\n# fixed\n');
     },
     90_000,
@@ -146,7 +143,7 @@ describe('the reason of a failed generator', () => {
     expect(w.exitCode, String(w.stderr)).toBe(0);
     const telling = "generator exited with status 1: Error: Cannot find module './helper-that-is-missing'";
     expect(String(w.stderr)).toContain(`${key.slice(0, 12)} received aborted: ${telling} (`);
-    const reason = receipt(sb, key).reason!;
+    const reason = committedReceipt(sb, key).reason!;
     expect(reason.split('\n')[0]).toBe(telling);
     expect(reason).toMatch(/\nstderr \(last lines\):\nnode:internal\/modules\/cjs\/loader:\d+\n/);
     expect(reason).toMatch(/\nNode\.js v\d+\.\d+\.\d+$/);

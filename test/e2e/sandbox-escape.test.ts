@@ -20,6 +20,7 @@ import { useSshd } from '../helpers/sshd.js';
 import { tempDir } from '../helpers/temp-store.js';
 import {
   CLI,
+  committedReceipt,
   genDir,
   genjob,
   hostResults,
@@ -50,15 +51,6 @@ function script(sb: Sandbox, name: string, body: string): string {
 
 /** The flag exposing the test's scripts read-only to a confined generator. */
 const binFlags = (sb: Sandbox) => ['--generator-bind', path.join(sb.dir, 'bin')];
-
-/** The receipt of `key` (its payload, when signed). */
-function receipt(
-  sb: Sandbox,
-  key: string,
-): Record<string, unknown> & { status: string; reason: string | null } {
-  const doc = JSON.parse(readFileSync(path.join(sb.repo, '.gen/receipts', `${key}.json`), 'utf8'));
-  return doc.payload ? JSON.parse(Buffer.from(doc.payload, 'base64').toString()) : doc;
-}
 
 async function mintJob(sb: Sandbox, args: readonly string[]): Promise<string> {
   const r = await genjob(sb, ['mint', '--json', ...args]);
@@ -116,7 +108,7 @@ describe.skipIf(!asRoot)('root inside the sandbox (serve run as root)', () => {
       },
     );
     expect(w.exitCode, String(w.stderr)).toBe(0);
-    expect(receipt(sb, k), String(receipt(sb, k).reason)).toMatchObject({
+    expect(committedReceipt(sb, k), String(committedReceipt(sb, k).reason)).toMatchObject({
       status: 'ok',
       sandbox: { kind: 'bwrap', network: false },
     });
@@ -278,7 +270,7 @@ describe('a generator that swaps its workspace, over ssh', () => {
     const w = await genjob(sb, ['work', '--once', '--generator', gen, ...sshFlags(sshd(), remote)]);
     expect(w.exitCode, String(w.stderr)).toBe(0);
     expect(said(log)).toBe('swap: refused');
-    expect(receipt(sb, k)).toMatchObject({ status: 'ok', outputs: [] });
+    expect(committedReceipt(sb, k)).toMatchObject({ status: 'ok', outputs: [] });
     expectDecoyUntouched(sb, decoy);
   }, 60_000);
 
@@ -290,7 +282,7 @@ describe('a generator that swaps its workspace, over ssh', () => {
     const w = await genjob(sb, ['work', '--once', '--generator', gen, ...sshFlags(sshd(), remote)]);
     expect(w.exitCode, String(w.stderr)).toBe(0);
     expect(said(log)).toBe('swap: DONE');
-    const r = receipt(sb, k);
+    const r = committedReceipt(sb, k);
     expect(r).toMatchObject({ status: 'rejected', outputs: [] });
     expect(r.reason).toMatch(
       /^the generator replaced its workspace .* \(it is now a symlink\); nothing was read through it$/,
@@ -321,7 +313,7 @@ describe('a generator that swaps its workspace, over ssh', () => {
       const w = await genjob(sb, ['work', '--once', '--generator', gen, ...sshFlags(sshd(), remote)]);
       expect(w.exitCode, String(w.stderr)).toBe(0);
       expect(said(log)).toBe('swap: DONE');
-      expect(receipt(sb, k)).toMatchObject({
+      expect(committedReceipt(sb, k)).toMatchObject({
         status: 'rejected',
         outputs: [],
         reason: '".docker" is a symlink; only regular files may be outputs',
@@ -361,7 +353,7 @@ describe('the usage file, made hostile, over ssh', () => {
         ...sshFlags(sshd(), remote),
       ]);
       expect(w.exitCode, String(w.stderr)).toBe(0);
-      const r = receipt(sb, k);
+      const r = committedReceipt(sb, k);
       expect(r).toMatchObject({ status: 'ok' });
       expect(r.usage).toBeUndefined();
       expect(hostResults(sb.hostCache, k)).toHaveLength(1);

@@ -257,6 +257,15 @@ export function descendantsOf(root: number): Array<{ pid: number; cmdline: strin
   return out;
 }
 
+/** The receipt committed for `key` (its payload, when the host signed it). */
+export function committedReceipt(
+  sb: Pick<Sandbox, 'repo'>,
+  key: string,
+): Record<string, unknown> & { status: string; reason: string | null } {
+  const doc = JSON.parse(readFileSync(path.join(sb.repo, '.gen/receipts', `${key}.json`), 'utf8'));
+  return doc.payload ? JSON.parse(Buffer.from(doc.payload, 'base64').toString()) : doc;
+}
+
 /** The result entries the host's cache holds for a key. */
 export function hostResults(hostCache: string, key: string): string[] {
   const d = path.join(hostCache, 'results');
