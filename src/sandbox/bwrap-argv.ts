@@ -85,12 +85,13 @@ function masks(views: readonly View[], hidden: readonly string[]): string[] {
   const out: string[] = [];
   const done = new Set<string>();
   const add = (args: string[]) => {
-    const at = args.at(-1);
-    if (at === undefined || done.has(at)) return;
+    const at = args.at(-1)!;
+    if (done.has(at)) return;
     done.add(at);
     out.push(...args);
   };
-  const reals = [...new Set(hidden.map(realPath))];
+  // only what is there is masked (a path that does not exist shows nothing)
+  const reals = [...new Set(hidden.map(realPath))].filter((r) => mask(r, r).length > 0);
   const outermost = reals.filter((r) => !reals.some((o) => o !== r && within(r, o)));
   const fixed = (at: string) => views.some((w) => at === w.at || (!w.writable && within(at, w.at)));
   for (const real of outermost) {
@@ -139,7 +140,7 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
   }
   a.push(...masks(views, [...ETC_SECRETS, ...policy.hidden]));
   a.push('--bind', run.scratch, run.scratch);
-  if (run.workspace !== run.scratch) a.push('--bind', run.workspace, run.workspace);
+  a.push('--bind', run.workspace, run.workspace);
   for (const f of run.readOnly) if (existsSync(f)) a.push('--ro-bind', f, f);
   // the sandbox's own root (a tmpfs holding the mount points) read-only: nothing to write beside them
   a.push('--remount-ro', '/', '--chdir', run.workspace, '--clearenv');

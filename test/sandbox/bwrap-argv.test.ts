@@ -243,6 +243,29 @@ describe('bwrapArgv', () => {
     ]);
   });
 
+  it('pins nothing under a read-only exposed path, however deep the hidden path lies', () => {
+    const exposed = join(dir, 'exposed');
+    mkdirSync(join(exposed, 'deep/er/cache'), { recursive: true });
+    const argv = bwrapArgv(
+      { ...policy, binds: [exposed], bindsRw: [], hidden: [join(exposed, 'deep/er/cache')] },
+      run,
+    );
+    expect(exposedPart(argv).slice(3 + etcMasks().length)).toEqual([
+      '--tmpfs',
+      join(exposed, 'deep/er/cache'),
+    ]);
+  });
+
+  it('pins no directory that is itself the root of a writable bind (a mount point already)', () => {
+    const rw = join(dir, 'exposed-rw');
+    mkdirSync(join(rw, 'inner/cache'), { recursive: true });
+    const argv = bwrapArgv(
+      { ...policy, binds: [], bindsRw: [rw, join(rw, 'inner')], hidden: [join(rw, 'inner/cache')] },
+      run,
+    );
+    expect(exposedPart(argv).slice(6 + etcMasks().length)).toEqual(['--tmpfs', join(rw, 'inner/cache')]);
+  });
+
   it('pins nothing under a read-only exposed path, nor a directory a read-only bind already holds', () => {
     const rw = join(dir, 'exposed-rw');
     mkdirSync(join(rw, 'ro/cache'), { recursive: true });
@@ -344,6 +367,14 @@ describe('bwrapArgv and the node running genjob', () => {
       '/home/u/.nvm/versions/node/v20/bin',
     ]);
     expect(nodeBinds('/usrlocal/bin/node')).toEqual(['--ro-bind', '/usrlocal/bin', '/usrlocal/bin']);
+  });
+
+  it("masks a hidden path under the node's directory, read-only like the system: no pin", () => {
+    const nodeBin = join(dir, 'node/bin');
+    mkdirSync(join(nodeBin, 'lib/cache'), { recursive: true });
+    process.execPath = join(nodeBin, 'node');
+    const argv = bwrapArgv({ ...policy, binds: [], bindsRw: [], hidden: [join(nodeBin, 'lib/cache')] }, run);
+    expect(exposedPart(argv)).toEqual([...etcMasks(), '--tmpfs', join(nodeBin, 'lib/cache')]);
   });
 
   it('binds nothing more for a node inside a system directory, or in one itself', () => {
