@@ -7,8 +7,8 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { checkExposure, ETC_SECRETS, exposureProblem } from '../../src/sandbox/exposure.js';
 import type { SandboxPolicy } from '../../src/sandbox/policy.js';
 import { sandboxPolicy } from '../../src/sandbox/serve-policy.js';
-import { thrown } from '../helpers/thrown.js';
 import { tempDir } from '../helpers/temp-store.js';
+import { thrown } from '../helpers/thrown.js';
 
 let dir: string;
 let hidden: Pick<SandboxPolicy, 'hidden' | 'secrets'>;
