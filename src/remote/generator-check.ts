@@ -42,11 +42,12 @@ export async function generatorConfigProblem(
   policy?: SandboxPolicy,
 ): Promise<string | null> {
   if (!generator.startsWith(BUILTIN_PREFIX)) {
-    const problem = generatorFileProblem(generator, process.cwd());
-    if (problem !== null || policy?.kind !== 'bwrap') return problem;
     const file = generatorFile(generator, process.cwd());
-    const hidden = file.kind === 'file' ? exposureProblem(file.real, policy) : null;
-    return hidden === null ? null : `generator ${JSON.stringify(generator)}: ${hidden}`;
+    const problem = generatorFileProblem(file, process.cwd());
+    if (problem !== null || file.kind !== 'file' || policy?.kind !== 'bwrap') return problem;
+    // the file is shown to the generator: never one that serve hides
+    const hidden = exposureProblem(file.real, policy);
+    return hidden === null ? null : `generator ${JSON.stringify(file.word)}: ${hidden}`;
   }
   const { OPENAI_GENERATOR_NAME } = await import('./generators/openai.js');
   if (generator !== OPENAI_GENERATOR_NAME)

@@ -37,9 +37,8 @@ export function generatorFile(command: string, cwd: string): GeneratorFile {
   return { kind: 'file', word, path, real, executable, command: run };
 }
 
-/** Why `command` cannot start on this host (its first word names no file), or null. */
-export function generatorFileProblem(command: string, cwd: string): string | null {
-  const g = generatorFile(command, cwd);
+/** Why a command whose first word is `g` (resolved from `cwd`) cannot start on this host, or null. */
+export function generatorFileProblem(g: GeneratorFile, cwd: string): string | null {
   if (g.kind === 'missing')
     return `generator ${JSON.stringify(g.word)}: no such file ${g.path} (a path is resolved from where serve was started: ${cwd})`;
   if (g.kind === 'file' && !g.executable)

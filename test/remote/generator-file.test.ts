@@ -62,21 +62,21 @@ describe('generatorFile', () => {
 
 describe('generatorFileProblem', () => {
   it('names a missing file and where a relative path was resolved from', () => {
-    expect(generatorFileProblem('./nope.sh --x', cwd)).toBe(
+    expect(generatorFileProblem(generatorFile('./nope.sh --x', cwd), cwd)).toBe(
       `generator "./nope.sh": no such file ${join(cwd, 'nope.sh')} (a path is resolved from where serve was started: ${cwd})`,
     );
-    expect(generatorFileProblem('./tools', cwd)).toContain('no such file'); // a directory runs nothing
+    expect(generatorFileProblem(generatorFile('./tools', cwd), cwd)).toContain('no such file'); // a directory runs nothing
   });
 
   it('names a file that is not executable, and how to run it', () => {
     chmodSync(join(cwd, 'gen.sh'), 0o644);
-    expect(generatorFileProblem('./gen.sh', cwd)).toBe(
+    expect(generatorFileProblem(generatorFile('./gen.sh', cwd), cwd)).toBe(
       `generator "./gen.sh": ${join(cwd, 'gen.sh')} is not executable (chmod +x it, or run it through its interpreter: sh ./gen.sh)`,
     );
   });
 
   it('has nothing to say about an executable file or a command that names none', () => {
-    expect(generatorFileProblem('./gen.sh', cwd)).toBeNull();
-    expect(generatorFileProblem('my-coder --apply', cwd)).toBeNull();
+    expect(generatorFileProblem(generatorFile('./gen.sh', cwd), cwd)).toBeNull();
+    expect(generatorFileProblem(generatorFile('my-coder --apply', cwd), cwd)).toBeNull();
   });
 });
