@@ -431,7 +431,14 @@ describe('bwrapArgv under the real bubblewrap', () => {
 describe('bwrapArgv under the real bubblewrap, escape attempts (as root in CI and here)', () => {
   it('leaves the generator no way to unmount a mask, remount anything writable, swap its workspace or nest a user namespace', () => {
     const exposed = join(dir, 'exposed');
+    const rw = join(dir, 'exposed-rw');
+    mkdirSync(join(rw, 'sub/cache'), { recursive: true });
+    writeFileSync(join(rw, 'sub/cache/secret'), 'cache secret');
+    policy = { ...policy, hidden: [...policy.hidden, join(rw, 'sub/cache')] };
     const tries = {
+      'read-cache': `cat ${rw}/sub/cache/secret`,
+      'move-cache-parent': `mv ${rw}/sub ${rw}/moved`,
+      'remove-cache-parent': `rm -rf ${rw}/sub`,
       'umount-shadow': 'umount /etc/shadow',
       'umount-ssh': 'umount /etc/ssh',
       'umount-key': `umount ${exposed}/key`,
@@ -465,5 +472,6 @@ describe('bwrapArgv under the real bubblewrap, escape attempts (as root in CI an
     expect(onHost).toBeUndefined();
     expect(readFileSync(join(exposed, 'key'), 'utf8')).toBe('SECRET KEY');
     expect(lstatSync(join(dir, 'scratch/files')).isDirectory()).toBe(true);
+    expect(readFileSync(join(rw, 'sub/cache/secret'), 'utf8')).toBe('cache secret');
   });
 });
