@@ -266,23 +266,21 @@ describe('bwrapArgv', () => {
     expect(exposedPart(argv).slice(6 + etcMasks().length)).toEqual(['--tmpfs', join(rw, 'inner/cache')]);
   });
 
-  it('pins nothing under a read-only exposed path, nor a directory a read-only bind already holds', () => {
+  it('pins no directory that a read-only bind inside the writable one holds (unwritable there already)', () => {
     const rw = join(dir, 'exposed-rw');
-    mkdirSync(join(rw, 'ro/cache'), { recursive: true });
-    const argv = bwrapArgv({ ...policy, binds: [join(dir, 'exposed'), join(rw, 'ro')], bindsRw: [rw] }, run);
-    const part = exposedPart(argv).slice(9 + etcMasks().length);
-    expect(part).not.toContain(join(rw, 'ro'));
-    const inRo = bwrapArgv(
-      {
-        ...policy,
-        binds: [join(dir, 'exposed'), join(rw, 'ro')],
-        bindsRw: [rw],
-        hidden: [join(rw, 'ro/cache')],
-      },
+    mkdirSync(join(rw, 'ro/x/cache'), { recursive: true });
+    const argv = bwrapArgv(
+      { ...policy, binds: [join(rw, 'ro')], bindsRw: [rw], hidden: [join(rw, 'ro/x/cache')] },
       run,
     );
-    // the cache is masked in both views that show it; the read-only bind is a mount point already
-    expect(exposedPart(inRo).slice(9 + etcMasks().length)).toEqual(['--tmpfs', join(rw, 'ro/cache')]);
+    // the cache is masked in both views that show it, at one place; nothing on its way is pinned
+    expect(exposedPart(argv).slice(6 + etcMasks().length)).toEqual(['--tmpfs', join(rw, 'ro/x/cache')]);
+  });
+
+  it('pins nothing on the way to a hidden path that does not exist (there is nothing to mask)', () => {
+    const rw = join(dir, 'exposed-rw');
+    const argv = bwrapArgv({ ...policy, binds: [], bindsRw: [rw], hidden: [join(rw, 'not/yet/cache')] }, run);
+    expect(exposedPart(argv)).toEqual(['--bind', rw, rw, ...etcMasks()]);
   });
 
   it('masks a hidden path inside a system directory, which is always exposed', () => {
@@ -305,6 +303,7 @@ describe('bwrapArgv', () => {
 
   it('masks a hidden path inside another hidden path once, by the outer one', () => {
     const exposed = join(dir, 'exposed');
+    mkdirSync(join(exposed, 'cache/inner'));
     const argv = bwrapArgv(
       {
         ...policy,
