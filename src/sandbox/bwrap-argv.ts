@@ -77,9 +77,10 @@ function mask(at: string, real: string): string[] {
 /**
  * Every hidden path, wherever a view shows it: masked at its place in that view, and in a writable view
  * each directory on the way to it bound onto itself first, so the generator cannot rename a parent
- * away and put a directory of its own in the mask's place (a read-only view or one bound later is a
- * mount point or unwritable already). A view that lies inside a hidden path is masked whole (serve
- * refuses such a bind; this holds even if it did not). A hidden path inside another is covered by it.
+ * away and put a directory of its own in the mask's place (not the root of another view, a mount
+ * point already, nor a directory in a read-only view). A view that lies inside a hidden path is
+ * masked whole (serve refuses such a bind; this holds even if it did not). A hidden path inside
+ * another is covered by it.
  */
 function masks(views: readonly View[], hidden: readonly string[]): string[] {
   const out: string[] = [];
