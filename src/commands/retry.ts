@@ -1,6 +1,7 @@
-// genjob retry KEY: send an aborted, rejected or cancelled job, or one in dead/ for how its run went (out of
-// attempts, in doubt on its host), back to the queue with a fresh count
-// of attempts; its next attempt (a new epoch) makes the host generate again (see store/retry-job.ts).
+// genjob retry KEY: send a received job (aborted, rejected, or ok but unwanted: its checks failed), or one
+// in dead/ for how its run went (cancelled, out of attempts, in doubt on its host), back to the queue with
+// a fresh count of attempts; its next attempt (a new epoch) makes the host generate again (see
+// store/retry-job.ts).
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { resolveKey } from '../store/job-states.js';
