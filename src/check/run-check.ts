@@ -82,7 +82,8 @@ function storeLog(store: Store, file: string): { sha256: string | null; bytes: n
 }
 
 function tailOf(text: string): string[] {
-  return text.replace(/\n+$/, '').split('\n').slice(-TAIL_LINES);
+  const trimmed = text.replace(/\n+$/, '');
+  return trimmed === '' ? [] : trimmed.split('\n').slice(-TAIL_LINES);
 }
 
 export async function runCheck(

@@ -3,8 +3,10 @@
 // .gen/staging/.check-<pid>-<start>-*/ is read from HEAD, the outputs' blobs are put in it (their
 // bytes as verified, mode kept from HEAD), and write-tree names the result: `base_tree` is HEAD's
 // tree and `result_tree` this one, both git tree ids. Each run gets its own fresh copy
-// (checkout-index), so what one attempt leaves behind never reaches the next. The index stays
-// outside every copy: the checked code cannot change what the next copy is made from.
+// (checkout-index), so what one attempt leaves behind never reaches the next. The index and the new
+// objects (the outputs' blobs, the result tree) stay in that private directory, outside every copy and
+// outside the repository's own object store (read through it as an alternate): the checked code cannot
+// change what the next copy is made from, and checking leaves the repository as it was.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,9 +23,10 @@ import type { Store } from '../store/store.js';
 export const CHECK_STAGING_PREFIX = '.check-';
 
 export interface Scratch {
-  /** The private directory: the index, and one directory per run. */
+  /** The private directory: the index, the new objects, and one directory per run. */
   dir: string;
-  index: string;
+  /** GIT_INDEX_FILE and the object directories of every git command on the scratch index. */
+  env: Record<string, string>;
   head: string;
   baseTree: string;
   resultTree: string;
@@ -98,13 +101,19 @@ export async function prepareScratch(
   );
   mkdirSync(dir, { mode: 0o700 });
   try {
-    const index = join(dir, 'index');
-    const env = { GIT_INDEX_FILE: index };
+    const objects = await gitText(root, ['rev-parse', '--path-format=absolute', '--git-path', 'objects']);
+    const env = {
+      GIT_INDEX_FILE: join(dir, 'index'),
+      GIT_OBJECT_DIRECTORY: join(dir, 'objects'),
+      GIT_ALTERNATE_OBJECT_DIRECTORIES: objects,
+    };
+    mkdirSync(env.GIT_OBJECT_DIRECTORY);
     await git(root, ['read-tree', head], { env });
     if (outputs.length > 0) {
       const files = outputs.map((o) => outputFile(store, job.key, o));
       const oids = (
         await gitText(root, ['hash-object', '-w', '--no-filters', '--stdin-paths'], {
+          env,
           input: `${files.join('\n')}\n`,
         })
       ).split('\n');
@@ -126,7 +135,7 @@ export async function prepareScratch(
       .toString('utf8')
       .split('\0')
       .filter(Boolean);
-    return { dir, index, head, baseTree, resultTree, tracked };
+    return { dir, env, head, baseTree, resultTree, tracked };
   } catch (err) {
     removeScratch(dir);
     throw err;
@@ -157,9 +166,7 @@ export async function checkoutCopy(
   const runDir = join(scratch.dir, name);
   const tree = join(runDir, 'tree');
   mkdirSync(tree, { recursive: true, mode: 0o700 });
-  await git(root, ['checkout-index', '-a', '-f', `--prefix=${tree}/`], {
-    env: { GIT_INDEX_FILE: scratch.index },
-  });
+  await git(root, ['checkout-index', '-a', '-f', `--prefix=${tree}/`], { env: scratch.env });
   return { runDir, tree };
 }
 
