@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { CALC_GOOD, checkRepo, records } from './check-helpers.js';
 import { publicKeyOfFile } from './trust-helpers.js';
 
-const VERIFY = String.raw`
+const VERIFY = `
 import base64, json, re, sys
 from securesystemslib.signer import SSlibKey, Signature
 from securesystemslib.exceptions import UnverifiedSignatureError
