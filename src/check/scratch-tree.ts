@@ -102,12 +102,9 @@ export async function prepareScratch(
   mkdirSync(dir, { mode: 0o700 });
   try {
     const objects = await gitText(root, ['rev-parse', '--path-format=absolute', '--git-path', 'objects']);
-    const env = {
-      GIT_INDEX_FILE: join(dir, 'index'),
-      GIT_OBJECT_DIRECTORY: join(dir, 'objects'),
-      GIT_ALTERNATE_OBJECT_DIRECTORIES: objects,
-    };
-    mkdirSync(env.GIT_OBJECT_DIRECTORY);
+    const own = join(dir, 'objects');
+    mkdirSync(own);
+    const env = { GIT_INDEX_FILE: join(dir, 'index'), GIT_OBJECT_DIRECTORY: own, GIT_ALTERNATE_OBJECT_DIRECTORIES: objects };
     await git(root, ['read-tree', head], { env });
     if (outputs.length > 0) {
       const files = outputs.map((o) => outputFile(store, job.key, o));
