@@ -27,7 +27,10 @@ export function checkStages({ alternate, record, genjob, run, TMP }) {
         GIT_COMMITTER_EMAIL: 'b@b',
       };
       const files = smallFiles(root, FILES, 200);
-      writeFileSync(join(root, 'genjob.config.json'), JSON.stringify({ checkers: { trivial: { run: 'true' } } }));
+      writeFileSync(
+        join(root, 'genjob.config.json'),
+        JSON.stringify({ checkers: { trivial: { run: 'true' } } }),
+      );
       writeFileSync(join(root, '.gitignore'), '.gen/\n');
       run('git', ['init', '-q'], { cwd: root, env });
       run('git', ['add', '-A'], { cwd: root, env });
@@ -52,7 +55,10 @@ export function checkStages({ alternate, record, genjob, run, TMP }) {
           return r.ms;
         },
         baseline: () =>
-          run('sh', ['-c', `git worktree add -q --detach "${tree}" HEAD && cd "${tree}" && true`], { cwd: root, env }).ms,
+          run('sh', ['-c', `git worktree add -q --detach "${tree}" HEAD && cd "${tree}" && true`], {
+            cwd: root,
+            env,
+          }).ms,
       });
       run('git', ['worktree', 'remove', '--force', tree], { cwd: root, env, allowFail: true });
       record('check', {

@@ -104,7 +104,11 @@ export async function prepareScratch(
     const objects = await gitText(root, ['rev-parse', '--path-format=absolute', '--git-path', 'objects']);
     const own = join(dir, 'objects');
     mkdirSync(own);
-    const env = { GIT_INDEX_FILE: join(dir, 'index'), GIT_OBJECT_DIRECTORY: own, GIT_ALTERNATE_OBJECT_DIRECTORIES: objects };
+    const env = {
+      GIT_INDEX_FILE: join(dir, 'index'),
+      GIT_OBJECT_DIRECTORY: own,
+      GIT_ALTERNATE_OBJECT_DIRECTORIES: objects,
+    };
     await git(root, ['read-tree', head], { env });
     if (outputs.length > 0) {
       const files = outputs.map((o) => outputFile(store, job.key, o));

@@ -242,6 +242,11 @@ export function buildProgram(): Command {
       'with --commits: fail commits touching PATHSPEC without a trailer; repeatable',
       collect,
     )
+    .option(
+      '--require-check <name>',
+      'with --commits: every generated commit needs a current pass record of this checker for exactly its tree; repeatable',
+      collect,
+    )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/verify.js')).verify({ ...o, key }), !!o.json);
@@ -461,6 +466,11 @@ export function buildProgram(): Command {
     .description('trust a host key (written to genjob-trust.json at the root; commit it)')
     .argument('<name>', 'a name for the host')
     .argument('<key>', "the host's public key, ed25519:BASE64")
+    .option(
+      '--for <use>',
+      'what the key is pinned for: receipts (the default) or checks (check records); repeatable',
+      collect,
+    )
     .action(async (name: string, key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/trust-cli.js')).trustAdd(o, name, key), !!o.json);
