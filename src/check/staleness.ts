@@ -35,6 +35,7 @@ export interface Ordered {
 /** Newer first: a higher sequence, then a later finish, then the larger digest (any fixed order will do). */
 export function newerFirst(a: Ordered, b: Ordered): number {
   if (a.sequence !== b.sequence) return b.sequence - a.sequence;
+  // Stryker disable next-line EqualityOperator: `<=` differs from `<` only for equal times, which the line's guard excludes
   if (a.finished_at !== b.finished_at) return a.finished_at < b.finished_at ? 1 : -1;
   return a.digest < b.digest ? 1 : a.digest > b.digest ? -1 : 0;
 }

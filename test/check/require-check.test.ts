@@ -64,6 +64,12 @@ describe('refusalOf', () => {
       message: /\(HEAD moved\)/,
     },
     {
+      name: 'a record not current for no stated reason',
+      s: state({ current: false }),
+      code: 'EGJ_CHECK_STALE',
+      message: /is stale \(not current\); run/,
+    },
+    {
       name: 'a stale fail is stale first',
       s: state({ verdict: 'fail', current: false, stale: 'base' }),
       code: 'EGJ_CHECK_STALE',

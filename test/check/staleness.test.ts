@@ -52,6 +52,15 @@ describe('newerFirst and speaking', () => {
     expect(newerFirst(a, a)).toBe(0);
   });
 
+  it('a later finish wins over the digest order, and the larger digest breaks a full tie, either way round', () => {
+    const later = rec(2, '2026-01-03', 'a');
+    const earlier = rec(2, '2026-01-01', 'z');
+    expect(newerFirst(later, earlier)).toBe(-1);
+    expect(newerFirst(earlier, later)).toBe(1);
+    expect(newerFirst(rec(1, 't', 'c'), rec(1, 't', 'd'))).toBe(1);
+    expect(newerFirst(rec(1, 't', 'd'), rec(1, 't', 'c'))).toBe(-1);
+  });
+
   it('the newest current record speaks, even when a newer stale one exists', () => {
     const old = rec(1, 't1', 'old');
     const newer = rec(2, 't2', 'newer', { binding_sha256: 'x'.repeat(64) });
