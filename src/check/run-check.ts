@@ -225,7 +225,40 @@ async function runCommand(
   if (checker.setup !== null)
     setupDigestHex = setupDigest(checker, await boundFiles(root, scratch.resultTree, checker), o.sandbox);
 
-  /** Setup's result: the cached entry, or a run of it now. Undefined: it failed (the attempt is an error). */
+  /** One confined run of `command` in a fresh copy of the tree, its log kept; the attempt it makes. */
+  const runOnce = async (n: number, name: string, command: string, entry: SetupEntry | undefined) => {
+    const startedAt = new Date().toISOString();
+    const copy = await checkoutCopy(root, scratch, `${name}-${n}`);
+    if (entry) linkSetup(entry, copy.tree);
+    const log = join(logs, `${name}-${n}.log`);
+    const r = await runConfined({
+      command,
+      runDir: copy.runDir,
+      workspace: copy.tree,
+      jobEnv: jobEnv(name === 'setup' ? 'setup' : n),
+      policy: policy(entry ? [entry.tree] : []),
+      timeoutMs: checker.timeout_s * 1000,
+      log,
+    });
+    const stored = storeLog(store, log);
+    const { outcome, why } = outcomeOfRun(r);
+    tail = tailOf(readFileSync(log, 'utf8'));
+    const attempt: AttemptRecord = {
+      n,
+      outcome,
+      exit_code: r.exitCode,
+      signal: r.signal,
+      timed_out: r.timedOut,
+      ms: r.ms,
+      log_sha256: stored.sha256,
+      log_bytes: stored.bytes,
+      why,
+      started_at: startedAt,
+    };
+    return { attempt, tree: copy.tree, runDir: copy.runDir };
+  };
+
+  /** Setup's result: the cached entry, or a run of it now; a failed setup is an error attempt. */
   const ensureSetup = async (n: number): Promise<{ entry?: SetupEntry; error?: AttemptRecord }> => {
     if (setupDigestHex === undefined) return {};
     const found = entry ?? findSetup(store, setupDigestHex);
@@ -241,90 +274,39 @@ async function runCommand(
       };
       return { entry: found };
     }
-    const startedAt = new Date().toISOString();
-    const copy = await checkoutCopy(root, scratch, `setup-${n}`);
-    const log = join(logs, `setup-${n}.log`);
-    const r = await runConfined({
-      command: checker.setup!,
-      runDir: copy.runDir,
-      workspace: copy.tree,
-      jobEnv: jobEnv('setup'),
-      policy: policy([]),
-      timeoutMs: checker.timeout_s * 1000,
-      log,
-    });
-    const stored = storeLog(store, log);
-    const { outcome, why } = outcomeOfRun(r);
+    const ran = await runOnce(n, 'setup', checker.setup!, undefined);
+    const a = ran.attempt;
+    const ok = a.outcome === 'pass';
     setup = {
       digest: setupDigestHex,
       cached: false,
-      outcome: outcome === 'pass' ? 'pass' : 'error',
-      exit_code: r.exitCode,
-      ms: r.ms,
-      log_sha256: stored.sha256,
-      why,
+      outcome: ok ? 'pass' : 'error',
+      exit_code: a.exit_code,
+      ms: a.ms,
+      log_sha256: a.log_sha256,
+      why: a.why,
     };
-    if (outcome === 'pass') {
+    if (ok)
       entry = publishSetup(store, setupDigestHex, {
-        tree: copy.tree,
+        tree: ran.tree,
         tracked: scratch.tracked,
         staging: join(scratch.dir, `setup-entry-${n}`),
       });
-      removeScratch(copy.runDir);
-      return { entry };
-    }
-    removeScratch(copy.runDir);
-    tail = tailOf(readFileSync(log, 'utf8'));
+    removeScratch(ran.runDir);
+    if (ok) return { entry };
     return {
-      error: {
-        n,
-        outcome: 'error',
-        exit_code: r.exitCode,
-        signal: r.signal,
-        timed_out: r.timedOut,
-        ms: r.ms,
-        log_sha256: stored.sha256,
-        log_bytes: stored.bytes,
-        why: `setup failed (${why ?? 'exit 0'}): ${checker.setup}`,
-        started_at: startedAt,
-      },
+      error: { ...a, outcome: 'error', why: `setup failed (${a.why ?? 'exit 0'}): ${checker.setup}` },
     };
   };
 
   const once = async (n: number): Promise<AttemptRecord> => {
     const s = await ensureSetup(n);
     if (s.error) return s.error;
-    const startedAt = new Date().toISOString();
-    const copy = await checkoutCopy(root, scratch, `run-${n}`);
-    if (s.entry) linkSetup(s.entry, copy.tree);
-    const log = join(logs, `run-${n}.log`);
-    const r = await runConfined({
-      command: checker.run,
-      runDir: copy.runDir,
-      workspace: copy.tree,
-      jobEnv: jobEnv(n),
-      policy: policy(s.entry ? [s.entry.tree] : []),
-      timeoutMs: checker.timeout_s * 1000,
-      log,
-    });
-    removeScratch(copy.runDir);
-    const stored = storeLog(store, log);
-    const { outcome, why } = outcomeOfRun(r);
-    tail = tailOf(readFileSync(log, 'utf8'));
-    if (why !== null && outcome !== 'fail') tail.push(`(${why})`);
-    else if (r.timedOut) tail.push(`(timed out after ${checker.timeout_s} s)`);
-    return {
-      n,
-      outcome,
-      exit_code: r.exitCode,
-      signal: r.signal,
-      timed_out: r.timedOut,
-      ms: r.ms,
-      log_sha256: stored.sha256,
-      log_bytes: stored.bytes,
-      why,
-      started_at: startedAt,
-    };
+    const { attempt, runDir } = await runOnce(n, 'run', checker.run, s.entry);
+    removeScratch(runDir);
+    if (attempt.why !== null && attempt.outcome !== 'fail') tail.push(`(${attempt.why})`);
+    else if (attempt.timed_out) tail.push(`(timed out after ${checker.timeout_s} s)`);
+    return attempt;
   };
   const attempts = await attemptLoop(carried.length + 1, o.attempts ?? checker.attempts, once);
   return { attempts, setup, judge: null, tail };

@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { bindingDigest, boundFiles } from '../../src/check/binding.js';
 import { parseChecker } from '../../src/check/checker.js';
+import { commitAll } from '../helpers/commit-all.js';
 import { tempDir } from '../helpers/temp-store.js';
 
 const cmd = parseChecker('tests', { run: 'npm test' }, 'f');
@@ -51,16 +51,7 @@ describe('boundFiles', () => {
     const root = tempDir('genjob-binding-');
     writeFileSync(join(root, 'poetry.lock'), 'x\n');
     writeFileSync(join(root, 'docs.md'), 'r\n');
-    const env = {
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_AUTHOR_NAME: 't',
-      GIT_AUTHOR_EMAIL: 't@t',
-      GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@t',
-    };
-    await execa('git', ['init', '-q'], { cwd: root, env });
-    await execa('git', ['add', '-A'], { cwd: root, env });
-    await execa('git', ['commit', '-qm', 'x'], { cwd: root, env });
+    await commitAll(root);
     const files = await boundFiles(root, 'HEAD', cmd);
     expect(files.map((f) => f.path)).toEqual(['poetry.lock']);
     expect(files[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);

@@ -1,6 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { bindingsAt } from '../../src/check/binding.js';
 import type { CheckState } from '../../src/check/check-state.js';
@@ -11,6 +10,7 @@ import { CheckGateError, refusalOf, requireChecks } from '../../src/check/requir
 import { type Verdict, verdictOf } from '../../src/check/verdict.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { Store } from '../../src/store/store.js';
+import { commitAll } from '../helpers/commit-all.js';
 import { tempDir } from '../helpers/temp-store.js';
 
 const D = 'd'.repeat(64);
@@ -117,21 +117,11 @@ describe('refusalOf', () => {
 describe('requireChecks (a real repository)', () => {
   async function repo() {
     const root = tempDir('genjob-reqcheck-');
-    const env = {
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_AUTHOR_NAME: 't',
-      GIT_AUTHOR_EMAIL: 't@t',
-      GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@t',
-    };
     writeFileSync(
       join(root, 'genjob.config.json'),
       JSON.stringify({ checkers: { tests: { run: 'true' }, lint: { run: 'true' } } }),
     );
-    await execa('git', ['init', '-q'], { cwd: root, env });
-    await execa('git', ['add', '-A'], { cwd: root, env });
-    await execa('git', ['commit', '-qm', 'x'], { cwd: root, env });
-    const tree = (await execa('git', ['rev-parse', 'HEAD^{tree}'], { cwd: root })).stdout;
+    const tree = await commitAll(root);
     const store = new Store(root).ensure();
     const key = 'k'.repeat(64).replace(/k/g, 'a');
     const receipt = Buffer.from('{"receipt":1}');
