@@ -203,7 +203,9 @@ async function runCommand(
   const { store } = ctx;
   const root = store.root;
   const key = job.v.job.key;
-  const logs = join(scratch.dir, `logs-${checker.name}`);
+  // each checker of the job has its own part of the job's scratch directory (checks may run at once)
+  const own = join('checkers', checker.name);
+  const logs = join(scratch.dir, own, 'logs');
   mkdirSync(logs, { recursive: true });
   const policy = (binds: string[]): SandboxPolicy => ({
     kind: o.sandbox,
@@ -228,7 +230,7 @@ async function runCommand(
   /** One confined run of `command` in a fresh copy of the tree, its log kept; the attempt it makes. */
   const runOnce = async (n: number, name: string, command: string, entry: SetupEntry | undefined) => {
     const startedAt = new Date().toISOString();
-    const copy = await checkoutCopy(root, scratch, `${name}-${n}`);
+    const copy = await checkoutCopy(root, scratch, join(own, `${name}-${n}`));
     if (entry) linkSetup(entry, copy.tree);
     const log = join(logs, `${name}-${n}.log`);
     const r = await runConfined({
@@ -290,7 +292,7 @@ async function runCommand(
       entry = publishSetup(store, setupDigestHex, {
         tree: ran.tree,
         tracked: scratch.tracked,
-        staging: join(scratch.dir, `setup-entry-${n}`),
+        staging: join(scratch.dir, own, `setup-entry-${n}`),
       });
     removeScratch(ran.runDir);
     if (ok) return { entry };

@@ -280,7 +280,7 @@ describe('genjob check: flaky, setup, a killed check', () => {
     const staging = join(r.repo, '.gen', 'staging');
     const started = () =>
       readdirSync(staging).some((d) => {
-        const log = join(staging, d, 'logs-tests', 'run-1.log');
+        const log = join(staging, d, 'checkers', 'tests', 'logs', 'run-1.log');
         return existsSync(log) && readFileSync(log, 'utf8').includes('started');
       });
     for (let i = 0; i < 300 && !(existsSync(staging) && started()); i++)
@@ -317,6 +317,29 @@ describe('genjob check: usage', () => {
     expect(unknown.stderr).toMatch(
       /^genjob: EGJ_CHECKER_UNKNOWN: --checker typo: genjob.config.json declares no such checker \(it declares lint, tests\)/,
     );
+  });
+
+  it('--concurrency 2: two checkers of two jobs at once, each on its own copy of its own tree', async () => {
+    const r = await checkRepo({
+      tests: { run: UNITTEST },
+      // a checker that changes its copy: the other checker, running beside it, never sees that
+      scribble: { run: 'echo scribbled > calc.py; sleep 0.3; grep -q scribbled calc.py' },
+    });
+    const good = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const bad = await r.generate('Break add', { 'calc.py': CALC_BAD });
+    const run = await r.genjob(['check', '--json', '--concurrency', '2', good, bad]);
+    expect(run.exitCode).toBe(3);
+    const verdicts = checkResults(run).map((x) => [
+      (x.key as string) === good ? 'good' : 'bad',
+      x.checker,
+      x.verdict,
+    ]);
+    expect(verdicts).toEqual([
+      ['good', 'scribble', 'pass'],
+      ['good', 'tests', 'pass'],
+      ['bad', 'scribble', 'pass'],
+      ['bad', 'tests', 'fail'],
+    ]);
   });
 
   it('a malformed checker is EGJ_CONFIG naming the file and the key', async () => {
