@@ -143,7 +143,11 @@ export async function runCheck(
       attempts,
       setup: run.setup,
       judge: run.judge,
-      sandbox: checker.kind === 'command' ? { kind: o.sandbox, network: checker.network } : null,
+      // unconfined, nothing keeps the network out: the record says so, as a receipt does
+      sandbox:
+        checker.kind === 'command'
+          ? { kind: o.sandbox, network: o.sandbox === 'none' || checker.network }
+          : null,
       started_at: startedAt,
       finished_at: new Date().toISOString(),
       machine: hostname(),

@@ -342,6 +342,16 @@ describe('genjob check: usage', () => {
     ]);
   });
 
+  it('--no-sandbox runs the checker unconfined and the record says so', async () => {
+    const r = await checkRepo({ tests: { run: 'test -d "$HOME"' } });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    expect((await r.genjob(['check', key, '--no-sandbox'])).exitCode).toBe(0);
+    expect(factsOf(r.repo, key, 'tests', records(r.repo, key, 'tests')[0]!).sandbox).toEqual({
+      kind: 'none',
+      network: true,
+    });
+  });
+
   it('a malformed checker is EGJ_CONFIG naming the file and the key', async () => {
     const r = await checkRepo({ tests: { run: UNITTEST, atempts: 2 } });
     const list = await r.genjob(['check', '--list']);
