@@ -385,7 +385,7 @@ export function buildProgram(): Command {
 
   common(program.command('retry'))
     .description(
-      'send a received job (aborted, rejected, or ok but unwanted) or a cancelled job back to the queue; its next attempt generates again',
+      'send a received job (aborted, rejected, or ok but unwanted) or a dead one (cancelled, out of attempts, in doubt) back to the queue; its next attempt generates again',
     )
     .argument('<key>', 'a key or a unique prefix')
     .action(async (key: string, _opts, cmd: Command) => {
