@@ -12,7 +12,7 @@ export async function retry(o: CommonOptions & { key: string }): Promise<Command
   const key = resolveKey(store, o.key, { dead: true }); // a cancelled or dead job is only in dead/
   const { epoch, status } = await retryJob(store, key);
   const kept =
-    status === 'aborted' || status === 'rejected'
+    status === 'ok' || status === 'aborted' || status === 'rejected'
       ? `its ${status} receipt of epoch ${epoch} is kept in dead/`
       : `it was ${status}; that record stays in dead/`;
   return {
