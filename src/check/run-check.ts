@@ -3,8 +3,8 @@
 // always run again). Otherwise run setup (or reuse its cached result) and the attempts — a command in
 // a fresh confined copy of the scratch tree each, a judge as rounds of samples — stopping at the first
 // pass, and publish one new record holding every attempt the verdict covers (those of the current
-// record it extends, then these). Nothing is written before the record: a run killed midway leaves
-// no record, and its scratch directory and lock are taken back by the next `check`.
+// record it extends, then these). Only logs (objects/) and a setup's cached result are kept before the
+// record: a run killed midway leaves no record, and the next `check` takes back its scratch and lock.
 import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
