@@ -31,6 +31,10 @@ const guarded = [
   'src/git/commit-gate.ts',
   'src/git/read-material.ts',
   'src/core/plane.ts',
+  // checks: what decides a verdict, whether a record is current, and what the gate lets through
+  'src/check/verdict.ts',
+  'src/check/staleness.ts',
+  'src/check/require-check.ts',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */

@@ -3,8 +3,8 @@
 // bench/results.json. Never part of the test suite; exits 0 unless the bench itself crashes.
 //   node bench/run.mjs [--quick] [--only STAGE[,STAGE...]] [--runs N] [--keep]
 // Stages: mint-big, mint-small, mint-code, cold-version, cold-status, work-local, ship-big, ship-small,
-// second-job, verify, apply, memory, git-push, git-push-again, show-journal, and the scale stages of
-// bench/stages-scale.mjs: drain-deep, status-deep, pool. See docs/performance.md for what each measures and why.
+// second-job, verify, apply, memory, git-push, git-push-again, show-journal, check (bench/stages-check.mjs),
+// and the scale stages of bench/stages-scale.mjs: drain-deep, status-deep, pool. See docs/performance.md for what each measures and why.
 import { spawnSync } from 'node:child_process';
 import {
   cpSync,
@@ -30,6 +30,7 @@ import {
   textBytes,
 } from './fixtures.mjs';
 import { startSshd } from './sshd.mjs';
+import { checkStages } from './stages-check.mjs';
 import { journalStages } from './stages-journal.mjs';
 import { SCALE_STAGES, scaleStages } from './stages-scale.mjs';
 
@@ -104,6 +105,7 @@ const STAGES = [
   'git-push-again',
   ...SCALE_STAGES,
   'show-journal',
+  'check',
 ];
 if (ONLY)
   for (const s of ONLY)
@@ -660,6 +662,7 @@ Object.assign(
   stages,
   scaleStages({ QUICK, TMP, NODE, GENJOB, run, genjob, alternate, record, freshRepo, median, round }),
   journalStages({ alternate, record, genjob, run, freshRepo, events: QUICK ? 100_000 : 1_000_000 }),
+  checkStages({ alternate, record, genjob, run, TMP }),
 );
 
 // ---------- ssh helpers ----------

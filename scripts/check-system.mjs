@@ -2,6 +2,8 @@
 // The first step of `npm test`: are the system packages the suite runs for real installed?
 // Missing ones are installed when we run as root with apt-get (CI, fresh dev containers), saying
 // so; otherwise we stop at once with the exact command to run. Silent when everything is there.
+// A Python module counts as installed when some python3 on the path imports it (Debian's modules
+// live in /usr/lib/python3/dist-packages, which only the system's python3 reads).
 // CHECK_SYSTEM_DIRS (colon-separated) replaces where programs are looked for (for its own test).
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync } from 'node:fs';
@@ -21,6 +23,9 @@ const NEEDED = [
   ['git', 'git'],
 ];
 
+/** Python module → the Debian package that provides it */
+const MODULES = [['securesystemslib', 'python3-securesystemslib']];
+
 const dirs = (process.env.CHECK_SYSTEM_DIRS ?? `${process.env.PATH ?? ''}:/usr/sbin:/sbin`)
   .split(':')
   .filter(Boolean);
@@ -36,7 +41,25 @@ function found(program) {
   });
 }
 
-const missing = [...new Set(NEEDED.filter(([program]) => !found(program)).map(([, pkg]) => pkg))];
+/** Does any python3 on the searched directories import `module`? */
+function importable(module) {
+  return dirs.some((d) => {
+    const python = join(d, 'python3');
+    try {
+      accessSync(python, constants.X_OK);
+    } catch {
+      return false;
+    }
+    return spawnSync(python, ['-c', `import ${module}`], { stdio: 'ignore' }).status === 0;
+  });
+}
+
+const missing = [
+  ...new Set([
+    ...NEEDED.filter(([program]) => !found(program)).map(([, pkg]) => pkg),
+    ...MODULES.filter(([module]) => !importable(module)).map(([, pkg]) => pkg),
+  ]),
+];
 const install = ['apt-get', 'install', '-y', '--no-install-recommends', ...missing];
 const isRoot = process.getuid?.() === 0;
 const hasApt = dirs.some((d) => {

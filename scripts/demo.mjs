@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // The end-to-end demo (`npm run demo`, which builds first): copy fixtures/toy-repo to a fresh temp
-// dir, make it a git repository, then run mint → status → work --once → verify → apply → apply
-// again with the deterministic fixtures/demo-generator.mjs, printing each command and its output,
-// and finish with the diff the job made. No network, no model. Exits non-zero if a step fails.
+// dir, make it a git repository (its tests declared as a checker), then run mint → status → work
+// --once → verify → check → apply --require-check tests → apply again with the deterministic
+// fixtures/demo-generator.mjs, printing each command and its output, and finish with the diff the
+// job made. No network, no model. Exits non-zero if a step fails.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -61,7 +62,10 @@ let failed = false;
 try {
   cpSync(join(pkg, 'fixtures', 'toy-repo'), repo, { recursive: true });
   git('init', '-q');
-  writeFileSync(join(repo, '.git', 'info', 'exclude'), '.gen/\n');
+  writeFileSync(join(repo, '.git', 'info', 'exclude'), '.gen/\n__pycache__/\n');
+  // the toy repository's tests, as the checker `genjob check` runs and `apply --require-check` demands
+  const checkers = { tests: { run: 'python3 tests/run_tests.py' } };
+  writeFileSync(join(repo, 'genjob.config.json'), `${JSON.stringify({ checkers }, null, 2)}\n`);
   git('add', '-A');
   git('commit', '-q', '-m', 'toy repository');
   process.stdout.write(`genjob demo in ${repo}\n(generator: ${generator})\n`);
@@ -77,14 +81,15 @@ try {
     );
   genjob('work', '--once', '--generator', generator, ...sandboxFlags);
   genjob('verify', key.slice(0, 12));
-  genjob('apply', key.slice(0, 12));
+  genjob('check', key.slice(0, 12), ...sandboxFlags); // the tests, confined, on HEAD + the job's outputs
+  genjob('apply', key.slice(0, 12), '--require-check', 'tests');
   genjob('apply', key.slice(0, 12)); // already applied: a no-op, exit 0
   genjob('status');
 
   process.stdout.write('\n$ git diff\n');
   process.stdout.write(git('-c', 'core.pager=cat', 'diff', '--no-color'));
   process.stdout.write(
-    `\ndemo ok: the job ${key.slice(0, 12)} was minted, worked, verified and applied exactly once\n`,
+    `\ndemo ok: the job ${key.slice(0, 12)} was minted, worked, verified, checked and applied exactly once\n`,
   );
 } catch (err) {
   failed = true;

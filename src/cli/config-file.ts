@@ -27,6 +27,8 @@ const ConfigSchema = z.strictObject({
       remote_cmd: z.string().min(1).optional(),
     })
     .optional(),
+  /** Checkers by name, read in detail by src/check/checker.ts. */
+  checkers: z.record(z.string(), z.unknown()).optional(),
 });
 export type GenjobConfig = z.infer<typeof ConfigSchema>;
 

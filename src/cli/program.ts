@@ -242,9 +242,50 @@ export function buildProgram(): Command {
       'with --commits: fail commits touching PATHSPEC without a trailer; repeatable',
       collect,
     )
+    .option(
+      '--require-check <name>',
+      'with --commits: every generated commit needs a current pass record of this checker for exactly its tree; repeatable',
+      collect,
+    )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/verify.js')).verify({ ...o, key }), !!o.json);
+    });
+
+  common(program.command('check'))
+    .description(
+      "run checkers (tests, a linter, a model judge) confined on HEAD plus a job's outputs; write a check record per job and checker",
+    )
+    .argument('[keys...]', 'jobs to check (keys or unique prefixes of 4+ characters)')
+    .option('--all', 'check every received job')
+    .option(
+      '--checker <name>',
+      'run only this checker (repeatable; default: every checker genjob.config.json declares)',
+      collect,
+    )
+    .option(
+      '--attempts <n>',
+      'attempts per checker in this run; stops at the first pass',
+      positiveInt('--attempts'),
+    )
+    .option(
+      '--recheck',
+      'add attempts to the current record instead of answering from it (a pass after a fail is flaky, never pass)',
+    )
+    .option('--concurrency <n>', 'checks run at once', positiveInt('--concurrency'), 1)
+    .option('--list', 'print every declared checker with its binding digest at HEAD; run nothing')
+    .option('--sign-key <file>', 'sign each record with this ed25519 key (default: $GENJOB_SIGN_KEY)')
+    .option(
+      '--no-sandbox',
+      'run checker commands unconfined (no bubblewrap); records say sandbox kind "none"',
+    )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob check --list\n  genjob check 277c --checker tests\n  genjob check --all --concurrency 2 && genjob apply --all --require-check tests\n  genjob check 277c --recheck --attempts 3     (more attempts on the same record: ✗✓ is flaky)',
+    )
+    .action(async (keys: string[], _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/check.js')).check({ ...o, keys }), !!o.json);
     });
 
   common(program.command('apply'))
@@ -262,6 +303,12 @@ export function buildProgram(): Command {
       '--commit',
       'then make one git commit per job holding exactly its outputs, with Genjob-* trailers (an applied job without its commit gets it; with --all, every applied job is looked at)',
     )
+    .option(
+      '--require-check <name>',
+      'refuse a job (exit 3) unless this checker has a current pass record for it (repeatable; see genjob check)',
+      collect,
+    )
+    .option('--allow-flaky', 'with --require-check: accept a flaky record (its attempts disagree) as a pass')
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/apply.js')).apply({ ...o, key }), !!o.json);
@@ -338,7 +385,7 @@ export function buildProgram(): Command {
 
   common(program.command('retry'))
     .description(
-      'send an aborted, rejected or cancelled job back to the queue; its next attempt generates again',
+      'send a received job (aborted, rejected, or ok but unwanted) or a dead one (cancelled, out of attempts, in doubt) back to the queue; its next attempt generates again',
     )
     .argument('<key>', 'a key or a unique prefix')
     .action(async (key: string, _opts, cmd: Command) => {
@@ -369,6 +416,11 @@ export function buildProgram(): Command {
     )
     .option('--all', 'show every row')
     .option('--disk', 'also show the size of .gen/ and what `genjob gc` would free (walks all of .gen/)')
+    .option(
+      '--check <NAME=VALUE>',
+      'only jobs whose checker NAME is VALUE: a verdict (pass, fail, flaky, uncertain, error), missing, stale or current (repeatable: all must hold)',
+      collect,
+    )
     .addOption(
       new Option('--color <when>', 'colour the table: auto (on a terminal, unless NO_COLOR), always, never')
         .choices(['auto', 'always', 'never'])
@@ -414,6 +466,11 @@ export function buildProgram(): Command {
     .description('trust a host key (written to genjob-trust.json at the root; commit it)')
     .argument('<name>', 'a name for the host')
     .argument('<key>', "the host's public key, ed25519:BASE64")
+    .option(
+      '--for <use>',
+      'what the key is pinned for: receipts (the default) or checks (check records); repeatable',
+      collect,
+    )
     .action(async (name: string, key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/trust-cli.js')).trustAdd(o, name, key), !!o.json);

@@ -9,8 +9,18 @@ import type { Store } from '../store/store.js';
 import { requireSandbox } from '../verify/require-sandbox.js';
 import { type Verified, verifyKey } from '../verify/verify-key.js';
 
-/** One commit holding exactly this job's verified outputs. */
-export async function commitVerified(store: Store, v: Verified): Promise<{ commit?: string; line: string }> {
+/** A checker's passing record, named in the commit by a Genjob-Check trailer. */
+export interface CheckTrailer {
+  name: string;
+  digest: string;
+}
+
+/** One commit holding exactly this job's verified outputs (with a Genjob-Check trailer per record). */
+export async function commitVerified(
+  store: Store,
+  v: Verified,
+  checks: readonly CheckTrailer[] = [],
+): Promise<{ commit?: string; line: string }> {
   const { commitJob } = await import('../git/commit-job.js');
   const c = await commitJob(store, {
     key: v.job.key,
@@ -18,6 +28,7 @@ export async function commitVerified(store: Store, v: Verified): Promise<{ commi
     receiptSha256: v.receiptSha256,
     signer: v.signer,
     outputs: v.receipt.outputs,
+    checks,
   });
   return c.status === 'committed'
     ? { commit: c.commit, line: `  committed ${c.commit.slice(0, 12)}` }
@@ -38,7 +49,13 @@ export async function commitApplied(
   store: Store,
   key: string,
   policy: ReceiptTrustPolicy,
-  o: { committedIn?: string; requireSandbox?: boolean; skipChanged: boolean },
+  o: {
+    committedIn?: string;
+    requireSandbox?: boolean;
+    skipChanged: boolean;
+    /** The --require-check gate: the records to name, or a refusal. */
+    gate?: () => Promise<CheckTrailer[]>;
+  },
 ): Promise<AppliedCommit> {
   const short = key.slice(0, 12);
   if (o.committedIn !== undefined)
@@ -63,7 +80,7 @@ export async function commitApplied(
       lines: [`${short} already applied; not committed: ${err.message}`],
     };
   }
-  const c = await commitVerified(store, v);
+  const c = await commitVerified(store, v, (await o.gate?.()) ?? []);
   return {
     result: { key, status: 'already-applied', commit: c.commit ?? null },
     lines: [`${short} already applied, without its commit:`, c.line],

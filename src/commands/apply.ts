@@ -16,7 +16,7 @@ import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { requireSandbox } from '../verify/require-sandbox.js';
 import { verifyKey } from '../verify/verify-key.js';
-import { commitApplied, commitVerified } from './apply-commit.js';
+import { type CheckTrailer, commitApplied, commitVerified } from './apply-commit.js';
 import { selectKeys } from './verify.js';
 
 export interface ApplyOptions extends CommonOptions {
@@ -28,6 +28,16 @@ export interface ApplyOptions extends CommonOptions {
   requireSandbox?: boolean;
   /** One git commit per applied job holding exactly its outputs (src/git/commit-job.ts). */
   commit?: boolean;
+  /** Checkers that must have a current pass record for the job (src/check/require-check.ts). */
+  requireCheck?: string[];
+  allowFlaky?: boolean;
+}
+
+/** The passing records `--require-check` demands of `key` (none asked: none); refuses with exit 3. */
+async function gateChecks(store: Store, key: string, o: ApplyOptions): Promise<CheckTrailer[]> {
+  if (!o.requireCheck || o.requireCheck.length === 0) return [];
+  const { requireChecks } = await import('../check/require-check.js');
+  return requireChecks(store.root, key, o.requireCheck, o.allowFlaky === true);
 }
 
 /** The diff of writes already made, from the objects apply kept: before (or nothing) → after. */
@@ -44,6 +54,8 @@ function writtenDiff(store: Store, writes: readonly Write[]): string {
 export async function apply(o: ApplyOptions): Promise<CommandResult> {
   if (o.commit && o.dryRun)
     throw new UsageError('EGJ_USAGE', '--commit writes a commit; it cannot go with --dry-run');
+  if (o.allowFlaky && !o.requireCheck?.length)
+    throw new UsageError('EGJ_USAGE', '--allow-flaky goes with --require-check NAME');
   // refused before anything is written: outside a git work tree apply used to write, then fail to commit
   if (o.commit) await (await import('../git/commit-preflight.js')).assertCanCommit(lookStore(o).root);
   const store = openStore(o);
@@ -73,6 +85,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
           committedIn: commitOf.get(key),
           requireSandbox: o.requireSandbox,
           skipChanged: o.all === true,
+          gate: () => gateChecks(store, key, o),
         });
         results.push(done.result);
         // under --all, jobs applied and committed long ago are counted, not listed one by one
@@ -82,6 +95,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
       }
       const v = await verifyKey(store, key, policy);
       if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
+      const checks = await gateChecks(store, key, o);
       const outcome = await applyJob(
         {
           store,
@@ -93,7 +107,8 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
         },
         { dryRun: o.dryRun === true, diff: o.diff === true },
       );
-      const committed = o.commit && outcome.status !== 'dry-run' ? await commitVerified(store, v) : undefined;
+      const committed =
+        o.commit && outcome.status !== 'dry-run' ? await commitVerified(store, v, checks) : undefined;
       const commitField = committed ? { commit: committed.commit ?? null } : {};
       const files = outcome.writes.map((w) => `  ${w.before === null ? 'create' : 'update'} ${w.path}`);
       const colon = files.length > 0 ? ':' : '';

@@ -46,8 +46,18 @@ export async function pull(o: PullOptions): Promise<CommandResult> {
     else if (r.status === 'skipped') skipped.push({ key, why: r.why });
     else conflicts.push({ key, why: r.why });
   }
-  const summary = `${imported.length} job(s) imported from ${remote}, ${present.length + unchanged} already here`;
+  // check records: refs/genjob/checks/<key>/<sha256>, each checked before it is stored
+  const { pullCheckRecords } = await import('../check/check-refs.js');
+  const { checkKeys } = await import('../check/check-trust.js');
+  const checks = await pullCheckRecords(store, remote, checkKeys(store.root));
+  refused.push(...checks.refused);
+  const checkSummary =
+    checks.imported + checks.present + checks.unsigned > 0
+      ? `; ${checks.imported} check record(s) imported, ${checks.present} already here${checks.unsigned > 0 ? `, ${checks.unsigned} not signed by a key pinned for checks` : ''}`
+      : '';
+  const summary = `${imported.length} job(s) imported from ${remote}, ${present.length + unchanged} already here${checkSummary}`;
   const name = (ref: string) => ref.replace(PULLED_REFS, 'refs/genjob/keys/');
+  const checkJson = { imported: checks.imported, present: checks.present, unsigned: checks.unsigned };
   if (conflicts.length > 0) {
     const c = conflicts[0]!;
     throw new ConflictError(
@@ -63,5 +73,8 @@ export async function pull(o: PullOptions): Promise<CommandResult> {
     );
   }
   const lines = [summary, ...skipped.map((s) => `${s.key.slice(0, 12)} not imported: ${s.why}`)];
-  return { human: lines.join('\n'), json: { ok: true, remote, imported, present, skipped } };
+  return {
+    human: lines.join('\n'),
+    json: { ok: true, remote, imported, present, skipped, checks: checkJson },
+  };
 }

@@ -117,7 +117,17 @@ export async function push(o: PushOptions): Promise<CommandResult> {
     keys.length === 0 || (await nothingNew(keys, record, there))
       ? { built: 0, outcome: { created: [], present: keys.map((k) => k.key), conflicts: [] } }
       : await buildAndPush(store, remote, keys, record, all);
-  const summary = `${outcome.created.length} key(s) pushed to ${remote}, ${outcome.present.length} already there`;
+  // check records of these keys ride along: refs/genjob/checks/<key>/<sha256>
+  const checks = await (await import('../check/check-refs.js')).pushCheckRecords(
+    store,
+    remote,
+    keys.map((k) => k.key),
+  );
+  const checkSummary =
+    checks.created + checks.present > 0
+      ? `; ${checks.created} check record(s) pushed, ${checks.present} already there`
+      : '';
+  const summary = `${outcome.created.length} key(s) pushed to ${remote}, ${outcome.present.length} already there${checkSummary}`;
   if (outcome.conflicts.length > 0) {
     throw new ConflictError(
       'EGJ_PUSH_CONFLICT',
@@ -128,6 +138,6 @@ export async function push(o: PushOptions): Promise<CommandResult> {
   }
   return {
     human: keys.length === 0 ? `nothing to push (no received or applied jobs with a receipt)` : summary,
-    json: { ok: true, remote, built, ...outcome },
+    json: { ok: true, remote, built, ...outcome, checks },
   };
 }

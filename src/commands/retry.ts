@@ -1,6 +1,7 @@
-// genjob retry KEY: send an aborted, rejected or cancelled job, or one in dead/ for how its run went (out of
-// attempts, in doubt on its host), back to the queue with a fresh count
-// of attempts; its next attempt (a new epoch) makes the host generate again (see store/retry-job.ts).
+// genjob retry KEY: send a received job (aborted, rejected, or ok but unwanted: its checks failed), or one
+// in dead/ for how its run went (cancelled, out of attempts, in doubt on its host), back to the queue with
+// a fresh count of attempts; its next attempt (a new epoch) makes the host generate again (see
+// store/retry-job.ts).
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { resolveKey } from '../store/job-states.js';
@@ -11,7 +12,7 @@ export async function retry(o: CommonOptions & { key: string }): Promise<Command
   const key = resolveKey(store, o.key, { dead: true }); // a cancelled or dead job is only in dead/
   const { epoch, status } = await retryJob(store, key);
   const kept =
-    status === 'aborted' || status === 'rejected'
+    status === 'ok' || status === 'aborted' || status === 'rejected'
       ? `its ${status} receipt of epoch ${epoch} is kept in dead/`
       : `it was ${status}; that record stays in dead/`;
   return {

@@ -4,6 +4,7 @@
 // reason of a dead, aborted or rejected job is the third line. Long output goes through the pager.
 
 import { join } from 'node:path';
+import type { CheckState } from '../check/check-state.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
@@ -135,6 +136,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   const usage = usageRows(store, key, epochsOf(store, key), dead);
   const events = readJournal(store, key);
   const lease = readLease(store, key) ?? null;
+  const checks = await showChecks(store, key);
   const applied = record ? { writes: doc?.writes, applied_at: doc?.applied_at } : null;
   const lines = [
     `key       ${key}`,
@@ -144,6 +146,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     `attempts  ${attempts.map((a) => `epoch ${a?.epoch} by ${a?.worker.id} at ${a?.claimed_at} → ${a?.destination}${a?.spent === false ? ' (not counted: no generator was reached)' : ''}`).join('\n          ') || 'none'}`,
     `lease     ${lease ? `epoch ${lease.epoch}, worker ${lease.worker.id}` : 'none'}`,
     `usage     ${usage.map(usageLine).join('\n          ') || 'none'}`,
+    ...(checks.length > 0 ? [`checks    ${checks.map(checkLine).join('\n          ')}`] : []),
     '',
     'instruction:',
     ...String(job?.instruction ?? '')
@@ -187,6 +190,33 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
       dead,
       journal: events,
       tombstone,
+      checks,
     },
   };
+}
+
+type ShownCheck = CheckState & { attempts?: unknown[]; recorded_at?: string };
+
+/** Each declared checker's state for the job, and each checker that left records without being declared. */
+async function showChecks(store: Store, key: string): Promise<ShownCheck[]> {
+  const { loadCheckers } = await import('../check/checker.js');
+  const { recordedCheckers } = await import('../check/record-store.js');
+  const names = [
+    ...new Set([...loadCheckers(store.root).map((c) => c.name), ...recordedCheckers(store, key)]),
+  ];
+  if (names.length === 0) return [];
+  const { checkContext, stateOf } = await import('../check/check-state.js');
+  const ctx = await checkContext(store.root);
+  return names.map((n) => {
+    const { record, ...state } = stateOf(ctx, key, n);
+    return record
+      ? { ...state, attempts: record.facts.attempts, recorded_at: record.facts.finished_at }
+      : state;
+  });
+}
+
+function checkLine(c: ShownCheck): string {
+  if (c.verdict === 'missing') return `${c.checker}: no record`;
+  const when = c.current ? 'current' : `stale (${c.stale})`;
+  return `${c.checker}: ${c.verdict} ${c.marks}, ${when}, record ${c.recordDigest?.slice(0, 12)}${c.recorded_at ? ` of ${c.recorded_at}` : ''}`;
 }

@@ -2,10 +2,14 @@
 // they were generated (a receipt naming a `batch` is batch, any other interactive), and, when
 // GENJOB_PRICE_IN / GENJOB_PRICE_OUT (per million tokens) are set, what they cost and what the same
 // tokens would have cost interactively. Batch tokens are priced at GENJOB_BATCH_PRICE_FACTOR (default
-// 0.5, the providers' batch discount) times the interactive price. Display only: JSON.parse, no schema.
+// 0.5, the providers' batch discount) times the interactive price. A model judge's tokens (check records,
+// each counting the requests it made) are mode `judge`, priced as interactive. Display only: JSON.parse,
+// no schema.
+import { join } from 'node:path';
+import { checksDir } from '../check/record-store.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
 import { openRecords } from '../store/batch-outbox.js';
-import { readIfExists } from '../store/durable.js';
+import { readdirOrEmpty, readIfExists } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 
 export interface ModeUsage {
@@ -17,6 +21,8 @@ export interface ModeUsage {
 export interface Spend {
   interactive: ModeUsage;
   batch: ModeUsage;
+  /** What model judges spent checking these jobs (their check records). */
+  judge: ModeUsage;
   /** Present when both prices are set. */
   cost: {
     currency_per_million: { in: number; out: number };
@@ -36,7 +42,7 @@ export function spendByMode(
   keys: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
 ): Spend {
-  const spend: Spend = { interactive: zero(), batch: zero(), cost: null };
+  const spend: Spend = { interactive: zero(), batch: zero(), judge: zero(), cost: null };
   for (const key of keys) {
     const bytes = readIfExists(store, store.layout.receipt(key));
     if (!bytes) continue;
@@ -51,6 +57,7 @@ export function spendByMode(
     const into = typeof doc.batch === 'string' ? spend.batch : spend.interactive;
     for (const f of ['prompt_tokens', 'completion_tokens', 'requests'] as const) into[f] += Number(u[f]) || 0;
   }
+  for (const key of keys) addJudgeSpend(store, key, spend.judge);
   const price = (name: string) => {
     const v = Number(env[name]);
     return env[name] !== undefined && env[name] !== '' && Number.isFinite(v) && v >= 0 ? v : null;
@@ -60,8 +67,8 @@ export function spendByMode(
   if (pin !== null && pout !== null) {
     const factor = price('GENJOB_BATCH_PRICE_FACTOR') ?? DEFAULT_BATCH_PRICE_FACTOR;
     const full = (u: ModeUsage) => (u.prompt_tokens * pin + u.completion_tokens * pout) / 1e6;
-    const total = full(spend.interactive) + full(spend.batch) * factor;
-    const equivalent = full(spend.interactive) + full(spend.batch);
+    const total = full(spend.interactive) + full(spend.judge) + full(spend.batch) * factor;
+    const equivalent = full(spend.interactive) + full(spend.judge) + full(spend.batch);
     spend.cost = {
       currency_per_million: { in: pin, out: pout },
       batch_factor: factor,
@@ -71,6 +78,29 @@ export function spendByMode(
     };
   }
   return spend;
+}
+
+/** Add the tokens every check record of `key` says its judge requests spent. */
+function addJudgeSpend(store: Store, key: string, into: ModeUsage): void {
+  for (const checker of readdirOrEmpty(store, checksDir(store, key))) {
+    const dir = checksDir(store, key, checker);
+    for (const name of readdirOrEmpty(store, dir)) {
+      if (!name.endsWith('.json')) continue;
+      let spent: Partial<ModeUsage> | undefined;
+      try {
+        const doc = splitEnvelope(
+          JSON.parse(readIfExists(store, join(dir, name))?.toString('utf8') ?? 'null'),
+        ).payload;
+        spent = (doc as { predicate?: { genjob?: { judge?: { spent?: ModeUsage } } } }).predicate?.genjob
+          ?.judge?.spent;
+      } catch {
+        continue;
+      }
+      if (spent)
+        for (const f of ['prompt_tokens', 'completion_tokens', 'requests'] as const)
+          into[f] += Number(spent[f]) || 0;
+    }
+  }
 }
 
 /** The human lines: tokens per mode, and the cost when prices are set. */
@@ -83,6 +113,7 @@ export function spendLines(s: Spend): string[] {
     if (any(s.interactive)) lines.push(row('interactive', s.interactive));
     lines.push(row('batch', s.batch));
   }
+  if (any(s.judge)) lines.push(row('judge', s.judge));
   if (s.cost)
     lines.push(
       `cost: ${s.cost.total.toFixed(4)} (interactively: ${s.cost.interactive_equivalent.toFixed(4)}; saved ${s.cost.saved.toFixed(4)}; batch at ${s.cost.batch_factor}× the price)`,

@@ -5,6 +5,8 @@
 // journal's tail names): only the rows shown are parsed. What
 // .gen/ weighs and what gc would free walks all of .gen/, so it is computed only with --disk. Never
 // creates .gen/.
+import type { CheckState } from '../check/check-state.js';
+import { stateLabel, stateMatches } from '../check/check-state.js';
 import type { ColorMode } from '../cli/colour.js';
 import { painter, useColour } from '../cli/colour.js';
 import { formatBytes } from '../cli/format-bytes.js';
@@ -45,6 +47,41 @@ export interface StatusOptions extends CommonOptions {
   color?: ColorMode;
   /** Also walk .gen/ for its size and what `genjob gc` would free (a stat per file: slow on a deep .gen/). */
   disk?: boolean;
+  /** `NAME=VALUE` filters on check states (a verdict, missing, stale or current); all must match. */
+  check?: string[];
+}
+
+const CHECK_VALUES = ['pass', 'fail', 'flaky', 'uncertain', 'error', 'missing', 'stale', 'current'];
+
+function checkFilters(specs: readonly string[] | undefined): Array<{ name: string; value: string }> {
+  return (specs ?? []).map((spec) => {
+    const m = /^([^=]+)=(.+)$/.exec(spec);
+    if (!m || !CHECK_VALUES.includes(m[2]!))
+      throw new UsageError(
+        'EGJ_USAGE',
+        `--check ${JSON.stringify(spec)}: give NAME=VALUE, VALUE one of ${CHECK_VALUES.join(', ')}`,
+      );
+    return { name: m[1]!, value: m[2]! };
+  });
+}
+
+/** Each job's check states, for the declared checkers and those --check names (undefined: none at all). */
+async function checkView(root: string, filters: ReadonlyArray<{ name: string }>) {
+  const { loadCheckers } = await import('../check/checker.js');
+  if (filters.length === 0 && loadCheckers(root).length === 0) return undefined;
+  const { checkContext, stateOf } = await import('../check/check-state.js');
+  const ctx = await checkContext(root);
+  const names = [...new Set([...ctx.checkers.keys(), ...filters.map((f) => f.name)])];
+  const memo = new Map<string, CheckState>();
+  const state = (key: string, name: string): CheckState => {
+    const id = `${key}/${name}`;
+    if (!memo.has(id)) {
+      const { record: _record, ignored: _ignored, ...s } = stateOf(ctx, key, name);
+      memo.set(id, s);
+    }
+    return memo.get(id)!;
+  };
+  return { names, state };
 }
 
 interface Row {
@@ -58,6 +95,8 @@ interface Row {
   /** Where the current epoch's attempt went (`local`, `user@host:port`, `launch:CMD`); null before one. */
   host: string | null;
   reason?: string;
+  /** Each checker's state, when the repository declares checkers. */
+  checks?: CheckState[];
 }
 
 export function receiptSummary(bytes: Buffer | undefined): {
@@ -118,6 +157,7 @@ function terminalWidth(): number {
 export async function status(o: StatusOptions): Promise<CommandResult> {
   if (o.state !== undefined && !(ROW_STATES as readonly string[]).includes(o.state))
     throw new UsageError('EGJ_USAGE', `--state ${o.state}: one of ${ROW_STATES.join(', ')}`);
+  const filters = checkFilters(o.check);
   const store = lookStore(o);
   const now = Date.now();
   // 1. counts: one listing per state directory; a key in two (a crash leftover) counts where it wins
@@ -153,7 +193,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
   // 3. rows: the most recent of the chosen state(s), by a stat each; only those are parsed
   const wanted = o.state === undefined ? ROW_STATES : [o.state as RowState];
   const rankAll = o.state !== undefined || o.all === true;
-  const candidates: Array<{ key: string; state: RowState; at: number; deadName?: string }> = [];
+  let candidates: Array<{ key: string; state: RowState; at: number; deadName?: string }> = [];
   const unranked: Partial<Record<RowState, number>> = {};
   let recent: Map<string, number> | undefined;
   for (const state of wanted) {
@@ -174,6 +214,11 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       for (const key of listed.get(state)!)
         candidates.push({ key, state, at: ctimeMs(store, store.layout.jobFile(state as JobState, key)) });
   }
+  const checks = await checkView(store.root, filters);
+  if (checks && filters.length > 0)
+    candidates = candidates.filter((c) =>
+      filters.every((f) => stateMatches(checks.state(c.key, f.name), f.value)),
+    );
   // spend by mode (interactive / batch) and open provider batches
   const spend = spendByMode(store, listed.get('received')!.concat(listed.get('applied')!));
   const batches = openBatches(store);
@@ -207,6 +252,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       instruction: doc === null ? '(unreadable job file)' : doc.instruction.split('\n')[0]!,
       host: epoch > 0 ? (readAttempt(store, c.key, epoch)?.destination ?? null) : null,
       ...(why ? { reason: `${why.code}: ${why.reason}` } : failed ? { reason: failed } : {}),
+      ...(checks ? { checks: checks.names.map((n) => checks.state(c.key, n)) } : {}),
     };
   });
   const order: readonly string[] = ROW_STATES;
@@ -243,8 +289,16 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     );
   if (rows.length > 0) {
     const hostWidth = Math.min(HOST_WIDTH, Math.max(4, ...rows.map((r) => (r.host ?? '-').length)));
-    lines.push('', `KEY           STATE     EPOCH  AGE   RECEIPT   ${'HOST'.padEnd(hostWidth)}  INSTRUCTION`);
-    const room = Math.max(10, terminalWidth() - 49 - hostWidth); // the columns before the instruction
+    // the CHECKS column, only where checkers are declared: `tests=pass lint=fail (stale: base)`
+    const checkCell = (r: Row) => (r.checks ?? []).map((c) => `${c.checker}=${stateLabel(c)}`).join(' ');
+    const checkWidth = checks ? Math.max(6, ...rows.map((r) => checkCell(r).length)) : 0;
+    const checkHead = checks ? `${'CHECKS'.padEnd(checkWidth)}  ` : '';
+    lines.push(
+      '',
+      `KEY           STATE     EPOCH  AGE   RECEIPT   ${'HOST'.padEnd(hostWidth)}  ${checkHead}INSTRUCTION`,
+    );
+    // the columns before the instruction
+    const room = Math.max(10, terminalWidth() - 49 - hostWidth - (checks ? checkWidth + 2 : 0));
     for (const r of rows) {
       const host = terminalText(r.host ?? '-');
       const hostCell = host.length > hostWidth ? `${host.slice(0, hostWidth - 1)}…` : host.padEnd(hostWidth);
@@ -253,7 +307,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       const marked = `${r.stale ? '(stale) ' : ''}${text}`;
       const fitted = marked.length > room ? `${marked.slice(0, room - 1)}…` : marked;
       lines.push(
-        `${r.key.slice(0, 12)}  ${paint(stateColour[r.state], r.state.padEnd(8))}  ${String(r.epoch).padStart(5)}  ${fmtAge(r.age_s).padEnd(4)}  ${r.receipt ? paint(receiptColour(r.receipt), terminalText(r.receipt).padEnd(8)) : '-'.padEnd(8)}  ${hostCell}  ${r.stale ? paint('yellow', fitted) : fitted}`,
+        `${r.key.slice(0, 12)}  ${paint(stateColour[r.state], r.state.padEnd(8))}  ${String(r.epoch).padStart(5)}  ${fmtAge(r.age_s).padEnd(4)}  ${r.receipt ? paint(receiptColour(r.receipt), terminalText(r.receipt).padEnd(8)) : '-'.padEnd(8)}  ${hostCell}  ${checks ? `${checkCell(r).padEnd(checkWidth)}  ` : ''}${r.stale ? paint('yellow', fitted) : fitted}`,
       );
     }
   }

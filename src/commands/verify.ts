@@ -20,6 +20,8 @@ export interface VerifyOptions extends CommonOptions {
   /** The merge gate: check the generated commits of this range (src/commands/verify-commits.ts). */
   commits?: string;
   requireGenjob?: string[];
+  /** With --commits: checkers each generated commit needs a current pass record of (src/check/commit-check.ts). */
+  requireCheck?: string[];
 }
 
 /** The keys a verify/apply invocation names: one key (or prefix), or --all of a state. */
@@ -34,6 +36,8 @@ export function selectKeys(store: Store, o: { key?: string; all?: boolean }, all
 export async function verify(o: VerifyOptions): Promise<CommandResult> {
   if (o.requireGenjob && o.commits === undefined)
     throw new UsageError('EGJ_USAGE', '--require-genjob goes with --commits RANGE');
+  if (o.requireCheck && o.commits === undefined)
+    throw new UsageError('EGJ_USAGE', '--require-check goes with --commits RANGE (apply takes it too)');
   if (o.commits !== undefined)
     return (await import('./verify-commits.js')).verifyCommits({ ...o, commits: o.commits });
   const store = lookStore(o);

@@ -61,13 +61,14 @@ function isEnvelopeObject(v: unknown): boolean {
   );
 }
 
-interface DecodedEnvelope {
+export interface DecodedEnvelope {
   payloadType: string;
   payload: Buffer;
   signatures: Array<{ keyid: string; sig: Buffer }>;
 }
 
-function envelopeShape(v: Record<string, unknown>, file: string): DecodedEnvelope {
+/** A DSSE envelope's exact shape, its base64 decoded strictly (also used for check records). */
+export function envelopeShape(v: Record<string, unknown>, file: string): DecodedEnvelope {
   const bad = (rule: string) =>
     reject('EGJ_ENVELOPE_MALFORMED', file, `signed envelope is malformed: ${rule}`);
   const keys = Object.keys(v).sort().join(',');
@@ -93,7 +94,7 @@ function envelopeShape(v: Record<string, unknown>, file: string): DecodedEnvelop
 }
 
 /** The trusted key that verifies one of the envelope's signatures, or null. Every pair is tried: keyid decides nothing. */
-function findSigner(env: DecodedEnvelope, trusted: readonly TrustedKey[]): string | null {
+export function findSigner(env: DecodedEnvelope, trusted: readonly TrustedKey[]): string | null {
   for (const { sig } of env.signatures) {
     for (const key of trusted) {
       if (verifyPae(env.payloadType, env.payload, key.publicKey, sig)) return key.name;

@@ -18,6 +18,8 @@ export interface CommitJobInput {
   receiptSha256: string;
   signer: string | null;
   outputs: ReadonlyArray<{ path: string; sha256: string }>;
+  /** Passing check records to name in Genjob-Check trailers. */
+  checks?: ReadonlyArray<{ name: string; digest: string }>;
 }
 
 export type CommitOutcome = { status: 'committed'; commit: string } | { status: 'unchanged' };
@@ -51,7 +53,7 @@ export async function commitJob(store: Store, job: CommitJobInput): Promise<Comm
     const tree = await gitText(root, ['write-tree'], { env });
     if (parent && tree === (await gitText(root, ['rev-parse', `${parent}^{tree}`])))
       return { status: 'unchanged' };
-    const message = commitMessage(job.instruction, job.key, job.receiptSha256, job.signer);
+    const message = commitMessage(job.instruction, job.key, job.receiptSha256, job.signer, job.checks);
     const commit = await gitText(root, ['commit-tree', tree, ...(parent ? ['-p', parent] : []), '-F', '-'], {
       input: message,
     });

@@ -3,9 +3,11 @@
 //   Genjob-Key: <key>
 //   Genjob-Receipt: sha256:<sha256 of the receipt file's bytes>
 //   Genjob-Signer: <name of the pinned key>          (only when the receipt verified against one)
+//   Genjob-Check: <checker> sha256:<record digest>   (one per `apply --require-check` checker)
 export const KEY_TRAILER = 'Genjob-Key';
 export const RECEIPT_TRAILER = 'Genjob-Receipt';
 export const SIGNER_TRAILER = 'Genjob-Signer';
+export const CHECK_TRAILER = 'Genjob-Check';
 
 const MAX_SUBJECT_CHARS = 200;
 
@@ -14,11 +16,13 @@ export function commitMessage(
   key: string,
   receiptSha256: string,
   signer: string | null,
+  checks: ReadonlyArray<{ name: string; digest: string }> = [],
 ): string {
   const first = instruction.split('\n')[0]!.replace(/\r$/, '').trim().slice(0, MAX_SUBJECT_CHARS);
   const subject = first === '' ? `genjob job ${key.slice(0, 12)}` : first;
   const trailers = [`${KEY_TRAILER}: ${key}`, `${RECEIPT_TRAILER}: sha256:${receiptSha256}`];
   if (signer !== null) trailers.push(`${SIGNER_TRAILER}: ${signer}`);
+  for (const c of checks) trailers.push(`${CHECK_TRAILER}: ${c.name} sha256:${c.digest}`);
   return `${subject}\n\n${trailers.join('\n')}\n`;
 }
 

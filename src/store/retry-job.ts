@@ -1,4 +1,5 @@
-// Retry an aborted or rejected job on purpose: its receipt and outputs go to dead/ (the old attempt
+// Retry a received job on purpose — aborted, rejected, or ok but not wanted (say its checks failed):
+// its receipt and outputs go to dead/ (the old attempt
 // stays recorded in attempts/ and in dead/), `attempts/<key>/retry-after` records the newest epoch,
 // and the job moves received/ → queue/ last (one rename). A job in dead/ whose file is sound is
 // retried too — cancelled (EGJ_CANCELLED), out of attempts (EGJ_ATTEMPTS_EXHAUSTED) or set aside
@@ -51,7 +52,7 @@ export async function retryJob(store: Store, key: string): Promise<{ epoch: numb
     const receiptFile = store.layout.receipt(key);
     const bytes = readIfExists(store, receiptFile);
     const status = bytes ? receiptStatus(bytes) : 'none';
-    if (found?.state !== 'received' || status === 'ok') {
+    if (found?.state !== 'received') {
       const state =
         found?.state ??
         (deadJobs(store).some((d) => d.key === key)
@@ -59,7 +60,7 @@ export async function retryJob(store: Store, key: string): Promise<{ epoch: numb
           : 'unknown');
       throw new ConflictError(
         'EGJ_NOT_RETRYABLE',
-        `${found?.file ?? key}: only a received job whose receipt is aborted or rejected, or a job in dead/ that was cancelled, ran out of attempts or whose generation was in doubt, can be retried (this one is ${state}${found?.state === 'received' ? `, receipt ${status}` : ''})`,
+        `${found?.file ?? key}: only a received job (whatever its receipt), or a job in dead/ that was cancelled, ran out of attempts or whose generation was in doubt, can be retried (this one is ${state})`,
       );
     }
     const epoch = markRetry(store, key);

@@ -1,19 +1,25 @@
 // Remove the `.gen/staging/.extract-<pid>-<start>-*` directories of workers that died (or failed to
 // clean up) mid-extract. A directory of a live process is left alone; one without pid in its name
-// (an older genjob) only once it is older than `maxAgeMs`. `work` and `reap` run it before they start.
+// (an older genjob) only once it is older than `maxAgeMs`. `work` and `reap` run it before they start;
+// `check` runs it for its scratch trees (`.check-<pid>-<start>-*`).
 import { join } from 'node:path';
 import { STAGING_PREFIX } from '../transport/staging-writer.js';
 import { readdirOrEmpty } from './durable.js';
 import { ownerGone, thisProcess } from './process-identity.js';
 import type { Store } from './store.js';
 
-export function sweepDeadStaging(store: Store, maxAgeMs = 3_600_000, now = Date.now()): string[] {
+export function sweepDeadStaging(
+  store: Store,
+  maxAgeMs = 3_600_000,
+  now = Date.now(),
+  prefix = STAGING_PREFIX,
+): string[] {
   const removed: string[] = [];
   const dir = store.layout.staging;
   for (const name of readdirOrEmpty(store, dir)) {
-    if (!name.startsWith(STAGING_PREFIX)) continue;
+    if (!name.startsWith(prefix)) continue;
     const path = join(dir, name);
-    const m = /^(\d+)-(\d+)-/.exec(name.slice(STAGING_PREFIX.length));
+    const m = /^(\d+)-(\d+)-/.exec(name.slice(prefix.length));
     let gone: boolean;
     if (m) {
       const pid = Number(m[1]);

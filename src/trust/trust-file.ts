@@ -1,19 +1,24 @@
 // The pinned keys: genjob-trust.json at the repository root, meant to be committed so every
 // verifier of the repository trusts the same hosts. Names are unique and each key appears once;
 // the file is rewritten whole (tmp + fsync + rename + fsync of the root) so a crash leaves the old
-// list or the new one, never half of either. A missing file means no key is trusted.
+// list or the new one, never half of either. A missing file means no key is trusted. A key is pinned
+// for what its `for` names: receipts (the default, when absent), check records, or both; a key pinned
+// only for checks never verifies a receipt.
 import * as nodeFs from 'node:fs';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ConflictError, errnoOf, IoError, UsageError } from '../core/errors.js';
-import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
+import type { ReceiptTrustPolicy, TrustedKey } from '../core/receipt-envelope.js';
 import { replaceFile } from '../store/durable.js';
 import { keyIdOf, parsePublicKey, publicKeyString } from './keys.js';
 
 export const TRUST_FILE = 'genjob-trust.json';
 export const TRUST_SCHEMA = 'genjob/trust@1';
 export const TRUST_NAME = /^[a-z0-9._-]{1,64}$/;
+/** What a pinned key may sign: receipts (the default), check records. */
+export const TRUST_USES = ['receipts', 'checks'] as const;
+export type TrustUse = (typeof TRUST_USES)[number];
 const MAX_TRUST_FILE_BYTES = 1024 * 1024;
 
 const TrustFileSchema = z.strictObject({
@@ -27,6 +32,7 @@ const TrustFileSchema = z.strictObject({
           .string()
           .regex(/^\d{4}-\d{2}-\d{2}/, 'must be an ISO date')
           .max(64),
+        for: z.array(z.enum(TRUST_USES)).min(1).max(TRUST_USES.length).optional(),
       }),
     )
     .max(1000),
@@ -87,9 +93,16 @@ export function loadTrustPolicy(
   options: { requireSignature?: boolean } = {},
 ): ReceiptTrustPolicy {
   return {
-    trusted: readTrust(root).map((e) => ({ name: e.name, publicKey: parsePublicKey(e.key) })),
+    trusted: trustedFor(readTrust(root), 'receipts'),
     requireSignature: options.requireSignature ?? false,
   };
+}
+
+/** The entries pinned for `use`: an entry without `for` is pinned for receipts only. */
+export function trustedFor(entries: readonly TrustEntry[], use: TrustUse): TrustedKey[] {
+  return entries
+    .filter((e) => (e.for ?? ['receipts']).includes(use))
+    .map((e) => ({ name: e.name, publicKey: parsePublicKey(e.key) }));
 }
 
 function writeTrust(root: string, entries: TrustEntry[]): void {
@@ -97,7 +110,7 @@ function writeTrust(root: string, entries: TrustEntry[]): void {
   const sorted = [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const doc = {
     schema: TRUST_SCHEMA,
-    keys: sorted.map((e) => ({ name: e.name, key: e.key, added: e.added })),
+    keys: sorted.map((e) => ({ name: e.name, key: e.key, added: e.added, ...(e.for ? { for: e.for } : {}) })),
   };
   const bytes = Buffer.from(`${JSON.stringify(doc, null, 2)}\n`, 'utf8');
   replaceFile({ fs: nodeFs }, file, bytes);
@@ -114,7 +127,13 @@ export interface AddResult {
  * Trust `key` under `name`. The same name and key again is a no-op (added: false);
  * a name bound to another key, or a key already trusted under another name, is a ConflictError.
  */
-export function addTrustedKey(root: string, name: string, key: string, now: Date = new Date()): AddResult {
+export function addTrustedKey(
+  root: string,
+  name: string,
+  key: string,
+  now: Date = new Date(),
+  uses?: readonly TrustUse[],
+): AddResult {
   const file = trustFilePath(root);
   if (!TRUST_NAME.test(name)) {
     throw new UsageError('EGJ_TRUST_NAME', `${file}: key name '${name}' must be 1-64 of [a-z0-9._-]`);
@@ -123,9 +142,18 @@ export function addTrustedKey(root: string, name: string, key: string, now: Date
   const canonical = publicKeyString(publicKey);
   const keyid = keyIdOf(publicKey);
   const entries = readTrust(root);
+  // receipts alone is the default and is written as no `for` at all, as before it existed
+  const wanted =
+    uses && !(uses.length === 1 && uses[0] === 'receipts') ? [...new Set(uses)].sort() : undefined;
   const byName = entries.find((e) => e.name === name);
   if (byName !== undefined) {
-    if (byName.key === canonical) return { added: false, name, key: canonical, keyid };
+    const same = (byName.for ?? []).join() === (wanted ?? []).join();
+    if (byName.key === canonical && same) return { added: false, name, key: canonical, keyid };
+    if (byName.key === canonical)
+      throw new ConflictError(
+        'EGJ_TRUST_NAME_TAKEN',
+        `${file}: '${name}' is pinned for ${(byName.for ?? ['receipts']).join(' and ')}; remove it first to pin it for something else`,
+      );
     throw new ConflictError(
       'EGJ_TRUST_NAME_TAKEN',
       `${file}: name '${name}' already trusts another key; remove it first (genjob trust remove ${name})`,
@@ -138,7 +166,10 @@ export function addTrustedKey(root: string, name: string, key: string, now: Date
       `${file}: key ${keyid} is already trusted as '${byKey.name}'`,
     );
   }
-  writeTrust(root, [...entries, { name, key: canonical, added: now.toISOString() }]);
+  writeTrust(root, [
+    ...entries,
+    { name, key: canonical, added: now.toISOString(), ...(wanted ? { for: wanted } : {}) },
+  ]);
   return { added: true, name, key: canonical, keyid };
 }
 

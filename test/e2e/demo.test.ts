@@ -1,12 +1,13 @@
 // `npm run demo` (scripts/demo.mjs after the build) runs the whole loop on the bundled toy
-// repository with the deterministic demo generator and shows the diff it applied.
+// repository with the deterministic demo generator, checks the job with the repository's tests and
+// gates its apply on them, and shows the diff it applied.
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { PKG } from './helpers.js';
 
 describe('the demo script', () => {
-  it('runs mint → status → work → verify → apply → apply and prints the diff, exit 0', async () => {
+  it('runs mint → status → work → verify → check → apply --require-check → apply and prints the diff, exit 0', async () => {
     const r = await execa(process.execPath, [join(PKG, 'scripts', 'demo.mjs')], { cwd: PKG, reject: false });
     expect(r.exitCode).toBe(0);
     const order = [
@@ -14,17 +15,20 @@ describe('the demo script', () => {
       '$ genjob status',
       '$ genjob work --once',
       '$ genjob verify',
+      '$ genjob check',
       '$ genjob apply',
       '$ git diff',
     ];
     const at = order.map((s) => r.stdout.indexOf(s));
     expect(at.every((i) => i >= 0)).toBe(true);
     expect([...at].sort((a, b) => a - b)).toEqual(at);
+    expect(r.stdout).toMatch(/^[0-9a-f]{12} {2}tests {2}pass {7}✓ /m);
+    expect(r.stdout).toContain('--require-check tests');
     expect(r.stdout).toContain('already applied');
     expect(r.stdout).toContain('+def fetch_user(user_id, timeout=10):');
     expect(r.stdout).toContain('+def test_fetch_user_has_a_timeout_default():');
     expect(r.stdout).toMatch(
-      /demo ok: the job [0-9a-f]{12} was minted, worked, verified and applied exactly once$/,
+      /demo ok: the job [0-9a-f]{12} was minted, worked, verified, checked and applied exactly once$/,
     );
   });
 });

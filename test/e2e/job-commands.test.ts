@@ -85,9 +85,12 @@ describe('genjob retry KEY', () => {
       [2, 'ok'],
     ]);
 
+    // an ok result can be retried too (its checks failed, say): generated again at the next epoch
     const again = await sb.genjob(['retry', key]);
-    expect(again.exitCode).toBe(4);
-    expect(again.stderr).toMatch(/EGJ_NOT_RETRYABLE: .*receipt ok\)/);
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/back in the queue \(its ok receipt of epoch 2 is kept in dead\/\)/);
+    expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
+    expect(genDir(sb, 'receipts')).toEqual([]);
   });
 });
 

@@ -14,6 +14,7 @@ import {
   readTrust,
   removeTrustedKey,
   TRUST_FILE,
+  trustedFor,
 } from '../../src/trust/trust-file.js';
 
 let root: string;
@@ -220,5 +221,41 @@ describe('loadTrustPolicy', () => {
       trusted: [],
       requireSignature: true,
     });
+  });
+});
+
+describe('keys pinned for checks', () => {
+  it('a key pinned only for checks never verifies a receipt; one for both does', () => {
+    addTrustedKey(root, 'ci', keyA, NOW, ['checks']);
+    addTrustedKey(root, 'host', keyB, NOW, ['receipts']);
+    expect(JSON.parse(readFileSync(join(root, TRUST_FILE), 'utf8')).keys).toEqual([
+      { name: 'ci', key: keyA, added: NOW.toISOString(), for: ['checks'] },
+      { name: 'host', key: keyB, added: NOW.toISOString() },
+    ]);
+    expect(loadTrustPolicy(root).trusted.map((k) => k.name)).toEqual(['host']);
+    expect(trustedFor(readTrust(root), 'checks').map((k) => k.name)).toEqual(['ci']);
+    removeTrustedKey(root, 'host');
+    addTrustedKey(root, 'host', keyB, NOW, ['receipts', 'checks']);
+    expect(trustedFor(readTrust(root), 'checks').map((k) => k.name)).toEqual(['ci', 'host']);
+    expect(trustedFor(readTrust(root), 'receipts').map((k) => k.name)).toEqual(['host']);
+  });
+
+  it('the same name and key pinned for something else is a conflict, not a silent change', () => {
+    addTrustedKey(root, 'ci', keyA, NOW, ['checks']);
+    expect(addTrustedKey(root, 'ci', keyA, NOW, ['checks']).added).toBe(false);
+    const err = error(() => addTrustedKey(root, 'ci', keyA, NOW));
+    expect(err.code).toBe('EGJ_TRUST_NAME_TAKEN');
+    expect(err.message).toMatch(/'ci' is pinned for checks; remove it first/);
+  });
+
+  it('refuses an unknown use in the file', () => {
+    writeFileSync(
+      join(root, TRUST_FILE),
+      JSON.stringify({
+        schema: 'genjob/trust@1',
+        keys: [{ name: 'x', key: keyA, added: '2026-01-01', for: ['apply'] }],
+      }),
+    );
+    expect(error(() => readTrust(root)).code).toBe('EGJ_TRUST_FILE');
   });
 });

@@ -1,0 +1,232 @@
+// A check record: an in-toto Statement v1 whose predicate is a test result (v0.1: `result`,
+// `configuration`, `passedTests`, `warnedTests`, `failedTests`) plus genjob's own facts under
+// `predicate.genjob` (key, receipt and binding digests, base and result trees, verdict, every attempt).
+// Its subject is the receipt and each output by sha256 and the result tree by git tree id. The file is
+// the canonical JSON of the Statement or, signed, of a DSSE envelope over it. Decoding trusts nothing:
+// size, envelope shape, signature against the keys pinned for checks, canonical payload, schema, and
+// a verdict that must follow from the attempts it lists.
+import type { KeyObject } from 'node:crypto';
+import { z } from 'zod';
+import { canonicalBytes, isCanonical } from '../core/canonical-json.js';
+import { signEnvelope } from '../core/dsse.js';
+import { RejectedError } from '../core/errors.js';
+import { envelopeShape, findSigner, type TrustedKey } from '../core/receipt-envelope.js';
+import { CHECKER_NAME } from './checker.js';
+import { type Outcome, VERDICTS, type Verdict, verdictOf } from './verdict.js';
+
+export const STATEMENT_TYPE = 'https://in-toto.io/Statement/v1';
+export const TEST_RESULT_TYPE = 'https://in-toto.io/attestation/test-result/v0.1';
+export const INTOTO_PAYLOAD_TYPE = 'application/vnd.in-toto+json';
+export const CHECK_SCHEMA = 'genjob/check@1';
+export const MAX_CHECK_RECORD_BYTES = 4 * 1024 * 1024;
+export const MAX_ATTEMPT_RECORDS = 1000;
+
+const HEX64 = /^[0-9a-f]{64}$/;
+/** A git object id: SHA-1 or SHA-256 repositories. */
+const GIT_OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+const UsageSchema = z.object({
+  prompt_tokens: z.number().int().nonnegative(),
+  completion_tokens: z.number().int().nonnegative(),
+  requests: z.number().int().nonnegative(),
+});
+export type Usage = z.infer<typeof UsageSchema>;
+
+const SampleSchema = z.object({
+  index: z.number().int().nonnegative(),
+  vote: z.enum(['pass', 'fail', 'invalid', 'error']),
+  score: z.number().nullable(),
+  reason: z.string().max(8192),
+  model: z.string().max(200).nullable(),
+});
+export type SampleRecord = z.infer<typeof SampleSchema>;
+
+const AttemptSchema = z.object({
+  n: z.number().int().positive(),
+  outcome: z.enum(['pass', 'fail', 'uncertain', 'error']),
+  exit_code: z.number().int().nullable(),
+  signal: z.string().max(32).nullable(),
+  timed_out: z.boolean(),
+  ms: z.number().nonnegative(),
+  log_sha256: z.string().regex(HEX64).nullable(),
+  log_bytes: z.number().int().nonnegative(),
+  why: z.string().max(8192).nullable(),
+  started_at: z.string().max(64),
+  samples: z.array(SampleSchema).max(100).optional(),
+});
+export type AttemptRecord = z.infer<typeof AttemptSchema>;
+
+const SetupSchema = z.object({
+  digest: z.string().regex(HEX64),
+  cached: z.boolean(),
+  outcome: z.enum(['pass', 'fail', 'uncertain', 'error']),
+  exit_code: z.number().int().nullable(),
+  ms: z.number().nonnegative(),
+  log_sha256: z.string().regex(HEX64).nullable(),
+  why: z.string().max(8192).nullable(),
+});
+export type SetupRecord = z.infer<typeof SetupSchema>;
+
+const FactsSchema = z.object({
+  schema: z.literal(CHECK_SCHEMA),
+  key: z.string().regex(HEX64),
+  checker: z.string().regex(CHECKER_NAME),
+  kind: z.enum(['command', 'judge']),
+  receipt_sha256: z.string().regex(HEX64),
+  binding_sha256: z.string().regex(HEX64),
+  base_tree: z.string().regex(GIT_OID),
+  result_tree: z.string().regex(GIT_OID),
+  verdict: z.enum(VERDICTS as [Verdict, ...Verdict[]]),
+  marks: z.string().max(MAX_ATTEMPT_RECORDS * 2),
+  sequence: z.number().int().positive(),
+  previous: z.string().regex(HEX64).nullable(),
+  attempts: z.array(AttemptSchema).min(1).max(MAX_ATTEMPT_RECORDS),
+  setup: SetupSchema.nullable(),
+  judge: z
+    .object({
+      model: z.string().max(200),
+      samples: z.number().int().positive(),
+      quorum: z.number().int().positive(),
+      agreement: z.string().max(32),
+      /** Tokens spent by the requests made for this record (not those of attempts it carried over). */
+      spent: UsageSchema,
+    })
+    .nullable(),
+  sandbox: z.object({ kind: z.enum(['bwrap', 'none']), network: z.boolean() }).nullable(),
+  started_at: z.string().max(64),
+  finished_at: z.string().max(64),
+  machine: z.string().max(256),
+});
+export type CheckFacts = z.infer<typeof FactsSchema>;
+
+const DigestSet = z.record(z.string(), z.string());
+const StatementSchema = z.object({
+  _type: z.literal(STATEMENT_TYPE),
+  subject: z.array(z.object({ name: z.string(), digest: DigestSet })).min(1),
+  predicateType: z.literal(TEST_RESULT_TYPE),
+  predicate: z.object({
+    result: z.enum(['PASSED', 'WARNED', 'FAILED']),
+    configuration: z.array(z.object({ name: z.string(), digest: DigestSet })),
+    passedTests: z.array(z.string()),
+    warnedTests: z.array(z.string()),
+    failedTests: z.array(z.string()),
+    genjob: FactsSchema,
+  }),
+});
+export type Statement = z.infer<typeof StatementSchema>;
+
+/** The test-result predicate's `result` for a verdict: only a fail is FAILED; what is not decided warns. */
+export function resultOf(verdict: Verdict): 'PASSED' | 'WARNED' | 'FAILED' {
+  return verdict === 'pass' ? 'PASSED' : verdict === 'fail' ? 'FAILED' : 'WARNED';
+}
+
+/** The Statement for these facts about the job's `outputs`. Pure. */
+export function buildStatement(
+  facts: CheckFacts,
+  outputs: ReadonlyArray<{ path: string; sha256: string }>,
+): Statement {
+  const named = (o: Outcome) =>
+    facts.attempts.filter((a) => a.outcome === o).map((a) => `${facts.checker}#${a.n}`);
+  return {
+    _type: STATEMENT_TYPE,
+    subject: [
+      { name: `genjob-receipt:${facts.key}`, digest: { sha256: facts.receipt_sha256 } },
+      ...outputs.map((o) => ({ name: o.path, digest: { sha256: o.sha256 } })),
+      { name: 'genjob-result-tree', digest: { gitTree: facts.result_tree } },
+    ],
+    predicateType: TEST_RESULT_TYPE,
+    predicate: {
+      result: resultOf(facts.verdict),
+      configuration: [
+        { name: `genjob.config.json#checkers.${facts.checker}`, digest: { sha256: facts.binding_sha256 } },
+      ],
+      passedTests: named('pass'),
+      warnedTests: [...named('uncertain'), ...named('error')],
+      failedTests: named('fail'),
+      genjob: facts,
+    },
+  };
+}
+
+export interface Signing {
+  key: KeyObject;
+  keyid: string;
+}
+
+/** The record file's bytes: the canonical Statement, or a canonical DSSE envelope signed over it. */
+export function encodeRecord(statement: Statement, signing?: Signing): Buffer {
+  const payload = canonicalBytes(statement);
+  if (!signing) return payload;
+  return canonicalBytes(signEnvelope(INTOTO_PAYLOAD_TYPE, payload, signing.key, signing.keyid));
+}
+
+export interface DecodedRecord {
+  statement: Statement;
+  facts: CheckFacts;
+  /** Name of the pinned check key that verified the envelope; null when none was asked for. */
+  signer: string | null;
+  signed: boolean;
+}
+
+function bad(file: string, rule: string): RejectedError {
+  return new RejectedError('EGJ_CHECK_RECORD', `${file}: not a valid check record: ${rule}`, file);
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+function parseJson(bytes: Uint8Array, file: string, what: string): unknown {
+  try {
+    return JSON.parse(utf8.decode(bytes));
+  } catch (err) {
+    throw bad(file, `${what} is not UTF-8 JSON (${(err as Error).message})`);
+  }
+}
+
+/**
+ * Decode a record file. With keys pinned for checks (`trusted` not empty) it must be an envelope one
+ * of them signed: an unsigned or otherwise signed record is refused as EGJ_CHECK_SIGNATURE.
+ */
+export function decodeRecord(bytes: Uint8Array, file: string, trusted: readonly TrustedKey[]): DecodedRecord {
+  if (bytes.length > MAX_CHECK_RECORD_BYTES)
+    throw bad(file, `${bytes.length} bytes, over the cap of ${MAX_CHECK_RECORD_BYTES}`);
+  const outer = parseJson(bytes, file, 'the file');
+  let payload: Uint8Array = bytes;
+  let signer: string | null = null;
+  let signed = false;
+  const isEnvelope = typeof outer === 'object' && outer !== null && Object.hasOwn(outer, 'payloadType');
+  if (isEnvelope) {
+    const env = envelopeShape(outer as Record<string, unknown>, file);
+    if (env.payloadType !== INTOTO_PAYLOAD_TYPE)
+      throw bad(
+        file,
+        `payload type ${JSON.stringify(env.payloadType.slice(0, 100))}, not ${INTOTO_PAYLOAD_TYPE}`,
+      );
+    signed = env.signatures.length > 0;
+    if (trusted.length > 0) signer = findSigner(env, trusted);
+    payload = env.payload;
+  }
+  if (trusted.length > 0 && signer === null)
+    throw new RejectedError(
+      'EGJ_CHECK_SIGNATURE',
+      `${file}: ${signed ? 'no key pinned for checks verifies its signature' : 'not signed, but keys are pinned for checks'} (genjob-trust.json)`,
+      file,
+    );
+  const value = isEnvelope ? parseJson(payload, file, 'the signed payload') : outer;
+  let canonical: boolean;
+  try {
+    canonical = isCanonical(payload, value);
+  } catch {
+    canonical = false;
+  }
+  if (!canonical) throw bad(file, 'the Statement is not canonical JSON (RFC 8785)');
+  const parsed = StatementSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw bad(file, `at ${issue.path.join('.') || '(document)'}: ${issue.message}`);
+  }
+  const facts = parsed.data.predicate.genjob;
+  const verdict = verdictOf(facts.attempts.map((a) => a.outcome));
+  if (verdict !== facts.verdict)
+    throw bad(file, `it says ${facts.verdict}, but its attempts make it ${verdict}`);
+  return { statement: parsed.data, facts, signer, signed };
+}

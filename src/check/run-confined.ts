@@ -1,0 +1,132 @@
+// Run one setup or checker command confined exactly like a generator (src/sandbox/confine.ts:
+// bubblewrap, the run directory the only writable place, the environment allowlist, no network unless
+// the checker asks for it), its stdout and stderr together into a log file capped at MAX_LOG_BYTES.
+// The run ends when its first process does, or at the deadline: then every process it started is
+// killed (bwrap's PID namespace; without a sandbox, the tagged sweep). What it proves is decided by
+// verdict.ts from the facts returned here.
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { confine } from '../sandbox/confine.js';
+import type { SandboxPolicy } from '../sandbox/policy.js';
+import type { RunFacts } from './verdict.js';
+
+/** Beyond this the log keeps only a note that output was dropped: a check cannot fill the disk. */
+export const MAX_LOG_BYTES = 8 * 1024 * 1024;
+
+export interface ConfinedRun {
+  command: string;
+  /** The run directory (bound writable); `workspace` (the tree) is inside it. */
+  runDir: string;
+  workspace: string;
+  jobEnv: Record<string, string>;
+  policy: SandboxPolicy;
+  timeoutMs: number;
+  log: string;
+}
+
+export interface RunResult extends RunFacts {
+  ms: number;
+  logBytes: number;
+}
+
+/** bwrap reports its own failures to start a sandbox as `bwrap: …` and exit 1. */
+function sandboxFailure(log: string): string | null {
+  const fd = openSync(log, 'r');
+  try {
+    const head = Buffer.alloc(300);
+    const text = head.subarray(0, readSync(fd, head, 0, head.length, 0)).toString('utf8');
+    return text.startsWith('bwrap: ') ? `the sandbox could not start: ${text.split('\n')[0]}` : null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export async function runConfined(r: ConfinedRun): Promise<RunResult> {
+  const started = Date.now();
+  const confined = await confine(r.policy, {
+    command: r.command,
+    scratch: r.runDir,
+    workspace: r.workspace,
+    readOnly: [],
+    jobEnv: r.jobEnv,
+  });
+  const fd = openSync(r.log, 'w', 0o600);
+  let logBytes = 0;
+  let dropped = 0;
+  const write = (chunk: Buffer) => {
+    const room = MAX_LOG_BYTES - logBytes;
+    if (room <= 0) {
+      dropped += chunk.length;
+      return;
+    }
+    const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    writeSync(fd, part);
+    logBytes += part.length;
+    dropped += chunk.length - part.length;
+  };
+  try {
+    const facts = await new Promise<RunFacts>((resolve) => {
+      const child = spawn(confined.file, confined.args, {
+        cwd: confined.cwd,
+        env: confined.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      let timedOut = false;
+      let exited: { code: number | null; signal: string | null } | undefined;
+      const end = () => {
+        try {
+          if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          // the group is gone already
+        }
+        confined.finish(child.pid);
+      };
+      child.stdout.on('data', write);
+      child.stderr.on('data', write);
+      const timer = setTimeout(() => {
+        timedOut = true;
+        end();
+      }, r.timeoutMs);
+      // the run ends when its first process does: whatever it left holding our pipes is ended then
+      child.once('exit', (code, signal) => {
+        exited = { code, signal };
+        end();
+      });
+      child.once('error', (err) => {
+        clearTimeout(timer);
+        resolve({
+          exitCode: null,
+          signal: null,
+          timedOut: false,
+          startFailed: `could not start: ${err.message}`,
+        });
+      });
+      child.once('close', () => {
+        clearTimeout(timer);
+        resolve({
+          exitCode: exited?.code ?? null,
+          // our own kill at the deadline is a timeout, not a signal from outside
+          signal: timedOut ? null : (exited?.signal ?? null),
+          timedOut,
+          startFailed: null,
+        });
+      });
+    });
+    if (dropped > 0) {
+      const note = Buffer.from(`\n[genjob: ${dropped} more byte(s) of output dropped]\n`);
+      writeSync(fd, note);
+      logBytes += note.length;
+    }
+    closeSync(fd);
+    const failed = facts.exitCode === 1 && r.policy.kind === 'bwrap' ? sandboxFailure(r.log) : null;
+    return { ...facts, ...(failed ? { startFailed: failed } : {}), ms: Date.now() - started, logBytes };
+  } catch (err) {
+    try {
+      closeSync(fd);
+    } catch {
+      // closed already
+    }
+    throw err;
+  }
+}

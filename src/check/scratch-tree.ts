@@ -1,0 +1,176 @@
+// The scratch tree a checker runs on: HEAD's tracked files with the job's verified outputs written in,
+// nothing else of the working tree (no untracked files, no local edits, no .git). A private index in
+// .gen/staging/.check-<pid>-<start>-*/ is read from HEAD, the outputs' blobs are put in it (their
+// bytes as verified, mode kept from HEAD), and write-tree names the result: `base_tree` is HEAD's
+// tree and `result_tree` this one, both git tree ids. Each run gets its own fresh copy
+// (checkout-index), so what one attempt leaves behind never reaches the next. The index and the new
+// objects (the outputs' blobs, the result tree) stay in that private directory, outside every copy and
+// outside the repository's own object store (read through it as an alternate): the checked code cannot
+// change what the next copy is made from, and checking leaves the repository as it was.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConflictError, UsageError } from '../core/errors.js';
+import type { Job } from '../core/job.js';
+import { pathExists } from '../core/path-exists.js';
+import type { ReceiptOutput } from '../core/receipt.js';
+import { sha256Hex } from '../core/sha256.js';
+import { catFile } from '../git/cat-file.js';
+import { git, gitText } from '../git/run-git.js';
+import { thisProcess } from '../store/process-identity.js';
+import type { Store } from '../store/store.js';
+
+export const CHECK_STAGING_PREFIX = '.check-';
+
+export interface Scratch {
+  /** The private directory: the index, the new objects, and one directory per run. */
+  dir: string;
+  /** GIT_INDEX_FILE and the object directories of every git command on the scratch index. */
+  env: Record<string, string>;
+  head: string;
+  baseTree: string;
+  resultTree: string;
+  /** Every tracked path of the result tree. */
+  tracked: string[];
+}
+
+/** Quote a path for update-index --index-info (paths passed pathProblem: no control characters). */
+function quote(path: string): string {
+  return `"${path.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
+/** Where a verified output's bytes are: out/<key>/<path>, or objects/<sha256> when out/ keeps a manifest. */
+export function outputFile(store: Store, key: string, o: { path: string; sha256: string }): string {
+  const out = join(store.layout.outDir(key), ...o.path.split('/'));
+  return pathExists(out) ? out : store.layout.object(o.sha256);
+}
+
+/** HEAD's commit id; a repository without one has nothing to check against. */
+export async function headCommit(root: string): Promise<string> {
+  const r = await git(root, ['rev-parse', '-q', '--verify', 'HEAD^{commit}'], { okCodes: [1, 128] });
+  const head = r.stdout.toString('utf8').trim();
+  if (r.code !== 0 || head === '')
+    throw new UsageError(
+      'EGJ_CHECK_NO_HEAD',
+      `${root}: no commit at HEAD; a check runs on HEAD's tracked files, so commit first`,
+    );
+  return head;
+}
+
+/** Exit 4 unless HEAD holds every input of the job with the digest it was minted with (or lacks it). */
+export async function requireInputsAtHead(root: string, head: string, job: Job): Promise<void> {
+  const objects = await catFile(
+    root,
+    job.inputs.map((i) => `${head}:${i.path}`),
+    { contents: true },
+  );
+  for (const [i, input] of job.inputs.entries()) {
+    const o = objects[i];
+    const now =
+      o === null || o === undefined ? null : o.type === 'blob' && o.content ? sha256Hex(o.content) : o.type;
+    if (now === input.sha256) continue;
+    const held =
+      now === null
+        ? 'does not hold it'
+        : now.length === 64
+          ? `holds sha256 ${now.slice(0, 12)}`
+          : `holds a ${now}`;
+    const minted =
+      input.sha256 === null ? 'absent (a file to create)' : `sha256 ${input.sha256.slice(0, 12)}`;
+    throw new ConflictError(
+      'EGJ_STALE',
+      `${input.path}: HEAD ${held}, the job ${job.key.slice(0, 12)} was minted on ${minted}; check it on the commit it was minted on, or mint it again from HEAD`,
+    );
+  }
+}
+
+/** Build the private index of HEAD plus the outputs; the tree ids; nothing checked out yet. */
+export async function prepareScratch(
+  store: Store,
+  job: Job,
+  outputs: readonly ReceiptOutput[],
+): Promise<Scratch> {
+  const root = store.root;
+  const head = await headCommit(root);
+  await requireInputsAtHead(root, head, job);
+  const { pid, start } = thisProcess();
+  mkdirSync(store.layout.staging, { recursive: true });
+  const dir = join(
+    store.layout.staging,
+    `${CHECK_STAGING_PREFIX}${pid}-${start}-${randomBytes(6).toString('hex')}`,
+  );
+  mkdirSync(dir, { mode: 0o700 });
+  try {
+    const objects = await gitText(root, ['rev-parse', '--path-format=absolute', '--git-path', 'objects']);
+    const own = join(dir, 'objects');
+    mkdirSync(own);
+    const env = {
+      GIT_INDEX_FILE: join(dir, 'index'),
+      GIT_OBJECT_DIRECTORY: own,
+      GIT_ALTERNATE_OBJECT_DIRECTORIES: objects,
+    };
+    await git(root, ['read-tree', head], { env });
+    if (outputs.length > 0) {
+      const files = outputs.map((o) => outputFile(store, job.key, o));
+      const oids = (
+        await gitText(root, ['hash-object', '-w', '--no-filters', '--stdin-paths'], {
+          env,
+          input: `${files.join('\n')}\n`,
+        })
+      ).split('\n');
+      const modes = await headModes(
+        root,
+        env,
+        outputs.map((o) => o.path),
+      );
+      const entries = outputs
+        .map(
+          (o, i) => `${modes.get(o.path) === '100755' ? '100755' : '100644'} ${oids[i]}\t${quote(o.path)}\n`,
+        )
+        .join('');
+      await git(root, ['update-index', '--index-info'], { env, input: entries });
+    }
+    const resultTree = await gitText(root, ['write-tree'], { env });
+    const baseTree = await gitText(root, ['rev-parse', `${head}^{tree}`]);
+    const tracked = (await git(root, ['ls-files', '-z'], { env })).stdout
+      .toString('utf8')
+      .split('\0')
+      .filter(Boolean);
+    return { dir, env, head, baseTree, resultTree, tracked };
+  } catch (err) {
+    removeScratch(dir);
+    throw err;
+  }
+}
+
+/** The mode HEAD's index gives each path (absent: a file the job creates). */
+async function headModes(
+  root: string,
+  env: Record<string, string>,
+  paths: string[],
+): Promise<Map<string, string>> {
+  const r = await git(root, ['ls-files', '-s', '-z', '--', ...paths.map((p) => `:(literal)${p}`)], { env });
+  const modes = new Map<string, string>();
+  for (const entry of r.stdout.toString('utf8').split('\0')) {
+    const m = /^(\d+) [0-9a-f]+ \d\t(.*)$/s.exec(entry);
+    if (m) modes.set(m[2]!, m[1]!);
+  }
+  return modes;
+}
+
+/** A fresh copy of the result tree in `dir`/`name`/tree; returns the run directory and the tree. */
+export async function checkoutCopy(
+  root: string,
+  scratch: Scratch,
+  name: string,
+): Promise<{ runDir: string; tree: string }> {
+  const runDir = join(scratch.dir, name);
+  const tree = join(runDir, 'tree');
+  mkdirSync(tree, { recursive: true, mode: 0o700 });
+  await git(root, ['checkout-index', '-a', '-f', `--prefix=${tree}/`], { env: scratch.env });
+  return { runDir, tree };
+}
+
+export function removeScratch(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}

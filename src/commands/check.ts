@@ -1,0 +1,201 @@
+// genjob check [KEY...] [--all] [--checker NAME]... [--attempts N] [--recheck] [--concurrency N]:
+// for each job (its receipt verified first: a refused one runs nothing, exit 3) and each checker,
+// the record that speaks today, or a new one (src/check/run-check.ts). Exit 0 when every verdict is
+// pass, 3 otherwise, 4 when HEAD does not hold a job's inputs. `check --list` prints each declared
+// checker with its binding digest at HEAD.
+
+import { boundFiles } from '../check/binding.js';
+import { type CheckContext, checkContext } from '../check/check-state.js';
+import { type Checker, loadCheckers } from '../check/checker.js';
+import type { Signing } from '../check/record.js';
+import { type CheckOutcome, runCheck } from '../check/run-check.js';
+import { CHECK_STAGING_PREFIX, prepareScratch, removeScratch, type Scratch } from '../check/scratch-tree.js';
+import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
+import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { lookStore, openStore } from '../cli/root.js';
+import { UsageError } from '../core/errors.js';
+import { EXIT } from '../core/exit-codes.js';
+import { requireBwrap } from '../sandbox/bwrap-probe.js';
+import { keysIn, resolveKey } from '../store/job-states.js';
+import { sweepDeadStaging } from '../store/sweep-staging.js';
+import { keyIdOf, loadPrivateKey } from '../trust/keys.js';
+import { loadTrustPolicy } from '../trust/trust-file.js';
+import { type Verified, verifyKey } from '../verify/verify-key.js';
+
+export interface CheckOptions extends CommonOptions {
+  keys: string[];
+  all?: boolean;
+  checker?: string[];
+  attempts?: number;
+  recheck?: boolean;
+  concurrency?: number;
+  list?: boolean;
+  signKey?: string;
+  /** commander's --no-sandbox: false when given. */
+  sandbox?: boolean;
+}
+
+/** The declared checkers `names` picks (all when none is named); an unknown name is bad usage. */
+export function chooseCheckers(
+  declared: readonly Checker[],
+  names: readonly string[] | undefined,
+): Checker[] {
+  if (declared.length === 0)
+    throw new UsageError(
+      'EGJ_CHECKER_UNKNOWN',
+      'genjob.config.json declares no "checkers"; add one, e.g. "checkers": { "tests": { "run": "npm test" } }',
+    );
+  if (!names || names.length === 0) return [...declared];
+  return [...new Set(names)].map((n) => {
+    const c = declared.find((d) => d.name === n);
+    if (!c)
+      throw new UsageError(
+        'EGJ_CHECKER_UNKNOWN',
+        `--checker ${n}: genjob.config.json declares no such checker (it declares ${declared.map((d) => d.name).join(', ')})`,
+      );
+    return c;
+  });
+}
+
+async function list(o: CheckOptions): Promise<CommandResult> {
+  const root = lookStore(o).root;
+  const ctx = await checkContext(root);
+  const rows = await Promise.all(
+    [...ctx.checkers.values()].map(async (c) => ({
+      name: c.name,
+      kind: c.kind,
+      binding_sha256: ctx.bindings.get(c.name) ?? null,
+      definition: c,
+      files: ctx.baseTree === null ? [] : await boundFiles(root, ctx.baseTree, c),
+    })),
+  );
+  const width = Math.max(4, ...rows.map((r) => r.name.length));
+  const lines = rows.map((r) => {
+    const what =
+      r.definition.kind === 'command' ? r.definition.run : `${r.definition.judge} ${r.definition.model}`;
+    return `${r.name.padEnd(width)}  ${r.kind.padEnd(7)}  ${r.binding_sha256 ? `sha256:${r.binding_sha256}` : '(no commit at HEAD)'}  ${what}`;
+  });
+  return {
+    human: rows.length === 0 ? 'no checkers declared in genjob.config.json' : lines.join('\n'),
+    json: { ok: true, checkers: rows },
+  };
+}
+
+function signingOf(o: CheckOptions): Signing | undefined {
+  const file = o.signKey ?? (process.env.GENJOB_SIGN_KEY || undefined);
+  if (file === undefined) return undefined;
+  const key = loadPrivateKey(file);
+  return { key, keyid: keyIdOf(key) };
+}
+
+/** Run `fn` over `items`, at most `limit` at once, results in input order. */
+async function inPool<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return out;
+}
+
+function secondsOf(ms: number): string {
+  return `${(ms / 1000).toFixed(1)}s`;
+}
+
+export async function check(o: CheckOptions): Promise<CommandResult> {
+  if (o.list) {
+    if (o.keys.length > 0 || o.all) throw new UsageError('EGJ_USAGE', '--list takes no key and no --all');
+    return list(o);
+  }
+  if (o.all && o.keys.length > 0) throw new UsageError('EGJ_USAGE', 'give keys or --all, not both');
+  const store = openStore(o);
+  const root = store.root;
+  sweepDeadStaging(store, undefined, undefined, CHECK_STAGING_PREFIX);
+  const checkers = chooseCheckers(loadCheckers(root), o.checker);
+  let keys: string[];
+  if (o.all) keys = keysIn(store, 'received');
+  else if (o.keys.length > 0) keys = [...new Set(o.keys.map((k) => resolveKey(store, k)))];
+  else throw new UsageError('EGJ_USAGE', 'name a key (or a unique prefix of 4+ characters), or pass --all');
+  const sandbox = o.sandbox === false ? 'none' : 'bwrap';
+  if (sandbox === 'bwrap' && checkers.some((c) => c.kind === 'command')) await requireBwrap('genjob check');
+  const signing = signingOf(o);
+  const ctx: CheckContext = await checkContext(
+    root,
+    checkers.map((c) => c.name),
+  );
+  const policy = loadTrustPolicy(root);
+
+  const failures: Array<Failure & { checker: string | null }> = [];
+  const verified = new Map<string, Verified>();
+  for (const key of keys) {
+    try {
+      verified.set(key, await verifyKey(store, key, policy));
+    } catch (err) {
+      failures.push({ ...failureOf(key, err), checker: null });
+    }
+  }
+  const scratches = new Map<string, Promise<Scratch>>();
+  const pairs = [...verified.values()].flatMap((v) => checkers.map((c) => ({ v, c })));
+  const outcomes: Array<CheckOutcome | undefined> = [];
+  try {
+    outcomes.push(
+      ...(await inPool(pairs, o.concurrency ?? 1, async ({ v, c }) => {
+        const key = v.job.key;
+        const scratch = () => {
+          if (!scratches.has(key)) scratches.set(key, prepareScratch(store, v.job, v.receipt.outputs));
+          return scratches.get(key)!;
+        };
+        try {
+          return await runCheck(ctx, { v, scratch }, c, {
+            attempts: o.attempts,
+            recheck: o.recheck === true,
+            sandbox,
+            signing,
+            env: process.env,
+          });
+        } catch (err) {
+          failures.push({ ...failureOf(key, err), checker: c.name });
+          return undefined;
+        }
+      })),
+    );
+  } finally {
+    for (const s of scratches.values()) await s.then((x) => removeScratch(x.dir)).catch(() => {});
+  }
+  const results = outcomes.filter((r): r is CheckOutcome => r !== undefined);
+  const width = Math.max(4, ...checkers.map((c) => c.name.length));
+  const lines: string[] = [];
+  for (const r of results) {
+    const note = r.ran ? '' : '  (recorded earlier; --recheck runs it again)';
+    lines.push(
+      `${r.key.slice(0, 12)}  ${r.checker.padEnd(width)}  ${r.verdict.padEnd(9)}  ${r.marks}  ${secondsOf(r.ms)}  record ${r.record.slice(0, 12)}${note}`,
+    );
+    if (r.verdict !== 'pass') for (const t of r.tail) lines.push(`    | ${t}`);
+  }
+  for (const f of failures)
+    lines.push(`${f.key.slice(0, 12)}  ${(f.checker ?? '*').padEnd(width)}  not checked (${f.code})`);
+  if (keys.length === 0) lines.push('nothing to check (no received jobs)');
+  const red = results.filter((r) => r.verdict !== 'pass');
+  const exitCode = worstExit([
+    ...failures.map((f) => f.exitCode),
+    ...(red.length > 0 ? [EXIT.REJECTED] : []),
+  ]);
+  if (red.length > 0 || failures.length > 0)
+    lines.push(
+      `${red.length + failures.length} of ${pairs.length + failures.filter((f) => f.checker === null).length * checkers.length} check(s) did not pass`,
+    );
+  return {
+    human: lines.join('\n'),
+    ...(exitCode === EXIT.OK ? {} : { exitCode }),
+    ...(failures.length > 0 ? { stderr: failureLines(failures) } : {}),
+    json: {
+      ok: exitCode === EXIT.OK,
+      results: results.map((r) => ({ ...r })),
+      failed: failures.map(({ key, checker, code, message }) => ({ key, checker, code, message })),
+    },
+  };
+}

@@ -1,0 +1,147 @@
+// Hostile checks: the checked code is generated, so a checker runs confined exactly like a generator.
+// Writes aimed outside the scratch tree, reads of a secret beside the repository, the environment's
+// secrets and a connection to a server on loopback all fail inside the sandbox, and nothing outside
+// changes (the repository, the directory beside it, .gen/ but for the records). Record files that were
+// tampered with, forged or copied from another job are never taken for a pass. A log full of terminal
+// escapes is printed inert.
+
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { snapshot } from '../helpers/tree-snapshot.js';
+import { CALC_GOOD, checkRepo, checkResults, factsOf, records, UNITTEST } from './check-helpers.js';
+
+let server: Server | undefined;
+afterEach(() => {
+  server?.close();
+  server = undefined;
+});
+
+/** A TCP server on 127.0.0.1 that counts the connections it accepts. */
+async function listener(): Promise<{ port: number; connections: () => number }> {
+  let n = 0;
+  server = createServer((s) => {
+    n += 1;
+    // the client (python) closes at once; a reset it causes is no failure of the test
+    s.on('error', () => {});
+    s.end('hello\n');
+  });
+  await new Promise<void>((res) => server!.listen(0, '127.0.0.1', () => res()));
+  const address = server.address();
+  return { port: typeof address === 'object' && address ? address.port : 0, connections: () => n };
+}
+
+describe('hostile checks (escape attempts)', () => {
+  it('writes outside the scratch tree, secrets and the network fail inside the sandbox; nothing outside changes', async () => {
+    const net = await listener();
+    const connect = `python3 -c "import socket; socket.create_connection(('127.0.0.1', ${net.port}), timeout=3)"`;
+    const r = await checkRepo();
+    writeFileSync(join(r.outside, 'secret.txt'), 'TOPSECRET\n');
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const attacks: Record<string, string> = {
+      'write-outside': `echo pwned > ${r.outside}/planted`,
+      'write-up': 'echo pwned > ../../../../../../../outside/planted',
+      'forge-record': `echo '{}' > ${r.repo}/.gen/checks/${key}/tests/${'0'.repeat(64)}.json`,
+      'read-secret': `cat ${r.outside}/secret.txt`,
+      'env-secret': 'test -n "$SECRET_TOKEN"',
+      network: connect,
+      // the repository's own path is only an empty ancestor of the scratch tree in the sandbox's private
+      // view: this write lands in that throwaway view, never in the real file
+      'write-repo': `echo pwned > ${r.repo}/calc.py`,
+    };
+    r.checkers({
+      tests: { run: UNITTEST },
+      ...Object.fromEntries(Object.entries(attacks).map(([n, run]) => [n, { run }])),
+    });
+    const before = { repo: snapshot(r.repo, ['.gen']), outside: snapshot(r.outside) };
+    const run = await r.genjob(['check', '--json', key], { env: { SECRET_TOKEN: 'hunter2' } });
+    expect(run.exitCode).toBe(3);
+    const verdicts = Object.fromEntries(checkResults(run).map((x) => [x.checker, x.verdict]));
+    expect(verdicts).toEqual({
+      'env-secret': 'fail',
+      'forge-record': 'fail',
+      network: 'fail',
+      'read-secret': 'fail',
+      tests: 'pass',
+      'write-outside': 'fail',
+      'write-repo': 'pass',
+      'write-up': 'fail',
+    });
+    expect(net.connections()).toBe(0);
+    expect(snapshot(r.repo, ['.gen'])).toEqual(before.repo);
+    expect(snapshot(r.outside)).toEqual(before.outside);
+    expect(readFileSync(join(r.repo, 'calc.py'), 'utf8')).not.toContain('pwned');
+    expect(records(r.repo, key, 'tests')).toHaveLength(1);
+    // no log holds the secret
+    for (const name of readdirSync(join(r.repo, '.gen', 'objects')))
+      expect(readFileSync(join(r.repo, '.gen', 'objects', name), 'utf8')).not.toMatch(/TOPSECRET|hunter2/);
+
+    // the same connection with "network": true reaches the server: the refusal above was the sandbox's
+    r.checkers({ network: { run: connect, network: true } });
+    const allowed = await r.genjob(['check', '--json', key]);
+    expect(checkResults(allowed)[0]).toMatchObject({ checker: 'network', verdict: 'pass' });
+    expect(net.connections()).toBe(1);
+  });
+
+  it('an environment name that is a host secret is refused in the checker definition', async () => {
+    const r = await checkRepo({ tests: { run: 'true', env: ['GENJOB_SIGN_KEY'] } });
+    const list = await r.genjob(['check', '--list']);
+    expect(list.exitCode).toBe(2);
+    expect(list.stderr).toMatch(
+      /EGJ_CONFIG: .*"checkers.tests.env": GENJOB_SIGN_KEY: a host secret or control/,
+    );
+  });
+
+  it('tampered, forged and foreign records are never taken for a pass', async () => {
+    const r = await checkRepo({ tests: { run: 'exit 1' } });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const other = await r.generate('Document add twice', { 'calc.py': `${CALC_GOOD}\n` });
+    expect((await r.genjob(['check', key, other])).exitCode).toBe(3);
+    const dir = join(r.repo, '.gen', 'checks', key, 'tests');
+    const [name] = records(r.repo, key, 'tests');
+    const bytes = readFileSync(join(dir, name!), 'utf8');
+
+    // tamper: flip the verdict in place (the bytes no longer hash to the name)
+    writeFileSync(join(dir, name!), bytes.replace('"verdict":"fail"', '"verdict":"pass"'));
+    const tampered = await r.genjob(['apply', key, '--require-check', 'tests']);
+    expect(tampered.exitCode).toBe(3);
+    expect(tampered.stderr).toMatch(
+      /EGJ_CHECK_MISSING: .*1 record file\(s\) ignored: its bytes do not hash to its name/,
+    );
+
+    // forged: a pass record under its true digest, whose attempts say fail
+    const { createHash } = await import('node:crypto');
+    const forged = bytes
+      .replace('"result":"FAILED"', '"result":"PASSED"')
+      .replace('"verdict":"fail"', '"verdict":"pass"');
+    writeFileSync(join(dir, name!), bytes);
+    writeFileSync(join(dir, `${createHash('sha256').update(forged).digest('hex')}.json`), forged);
+    const refused = await r.genjob(['apply', key, '--require-check', 'tests']);
+    expect(refused.exitCode).toBe(3);
+    expect(refused.stderr).toMatch(/EGJ_CHECK_FAILED: .*is fail/);
+    const shown = JSON.parse((await r.genjob(['show', '--json', key])).stdout).checks[0];
+    expect(shown.ignored[0].why).toMatch(/it says pass, but its attempts make it fail/);
+
+    // foreign: another job's record copied in under its own name
+    const [otherName] = records(r.repo, other, 'tests');
+    const foreign = readFileSync(join(r.repo, '.gen', 'checks', other, 'tests', otherName!));
+    writeFileSync(join(dir, otherName!), foreign);
+    const again = JSON.parse((await r.genjob(['show', '--json', key])).stdout).checks[0];
+    expect(again.ignored.map((i: { why: string }) => i.why)).toContain(
+      'it is a record of tests for another job or checker',
+    );
+    expect(factsOf(r.repo, key, 'tests', name!).verdict).toBe('fail');
+  });
+
+  it('a hostile log (terminal escapes) is printed inert', async () => {
+    const r = await checkRepo({
+      tests: { run: "printf '\\033]0;owned\\007\\033[2J\\033[31mred\\n'; exit 1" },
+    });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const run = await r.genjob(['check', key]);
+    expect(run.exitCode).toBe(3);
+    expect(run.stdout).not.toMatch(/\x1b/);
+    expect(run.stdout).toContain('| \\x1b]0;owned\\x07\\x1b[2J\\x1b[31mred');
+  });
+});

@@ -1,0 +1,374 @@
+// genjob check end to end through the built CLI, on a committed repository with a real unittest suite:
+// a good change passes and a bad one fails (records written, exit codes), apply --require-check refuses
+// without a current pass and names the record in its commit, a changed checker command or pinned
+// lockfile makes the record stale, so does a retry (a new receipt), a command that fails then passes
+// ends flaky and is refused, setup runs once and is reused read-only, and kill -9 mid-check leaves no
+// record behind.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { liveProcesses } from '../helpers/processes.js';
+import { CALC_BAD, CALC_GOOD, checkRepo, checkResults, factsOf, records, UNITTEST } from './check-helpers.js';
+import { CLI } from './helpers.js';
+
+describe('genjob check: a real test suite', () => {
+  it('passes a good change and fails a bad one, one record each, exit 0 and 3', async () => {
+    const r = await checkRepo();
+    const good = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const bad = await r.generate('Break add', { 'calc.py': CALC_BAD });
+
+    const ok = await r.genjob(['check', good]);
+    expect(ok.exitCode, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(
+      new RegExp(`^${good.slice(0, 12)}  tests  pass       ✓  \\d+\\.\\ds  record [0-9a-f]{12}\\n$`),
+    );
+    const [goodRecord] = records(r.repo, good, 'tests');
+    expect(records(r.repo, good, 'tests')).toHaveLength(1);
+    const facts = factsOf(r.repo, good, 'tests', goodRecord!);
+    expect(facts).toMatchObject({
+      verdict: 'pass',
+      marks: '✓',
+      sequence: 1,
+      previous: null,
+      kind: 'command',
+    });
+    expect(facts.base_tree).toBe(await r.git(['rev-parse', 'HEAD^{tree}']));
+    expect(facts.result_tree).not.toBe(facts.base_tree);
+
+    const red = await r.genjob(['check', bad]);
+    expect(red.exitCode).toBe(3);
+    expect(red.stdout).toMatch(/ {2}tests {2}fail {7}✗ /);
+    // the log's last lines say why: the assertion unittest printed
+    expect(red.stdout).toMatch(/\| AssertionError: -1 != 5/);
+    const [badRecord] = records(r.repo, bad, 'tests');
+    const badFacts = factsOf(r.repo, bad, 'tests', badRecord!);
+    expect(badFacts).toMatchObject({ verdict: 'fail', marks: '✗' });
+    const attempt = (badFacts.attempts as Array<Record<string, unknown>>)[0]!;
+    expect(attempt).toMatchObject({ n: 1, outcome: 'fail', exit_code: 1, timed_out: false });
+    // the log is kept by its sha256
+    const log = readFileSync(join(r.repo, '.gen', 'objects', attempt.log_sha256 as string), 'utf8');
+    expect(log).toMatch(/FAILED \(failures=1\)/);
+
+    // a current record answers: nothing runs again, the same record is named
+    const again = await r.genjob(['check', '--json', good, bad]);
+    expect(again.exitCode).toBe(3);
+    expect(checkResults(again).map((x) => [x.verdict, x.ran, x.record])).toEqual([
+      ['pass', false, goodRecord!.slice(0, 64)],
+      ['fail', false, badRecord!.slice(0, 64)],
+    ]);
+    // the repository itself is left as it was: no new object, nothing in the work tree
+    expect(await r.git(['status', '--porcelain'])).toBe('');
+  });
+
+  it('apply --require-check refuses without a current pass, and commits the pass with a Genjob-Check trailer', async () => {
+    const r = await checkRepo();
+    const good = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const bad = await r.generate('Break add', { 'calc.py': CALC_BAD });
+
+    const before = await r.genjob(['apply', good, '--require-check', 'tests']);
+    expect(before.exitCode).toBe(3);
+    expect(before.stderr).toMatch(
+      new RegExp(
+        `^genjob: EGJ_CHECK_MISSING: job ${good.slice(0, 12)}: no check record for tests; run genjob check`,
+      ),
+    );
+    expect(await r.genjob(['check', bad])).toMatchObject({ exitCode: 3 });
+    const refused = await r.genjob(['apply', bad, '--require-check', 'tests']);
+    expect(refused.exitCode).toBe(3);
+    expect(refused.stderr).toMatch(
+      /EGJ_CHECK_FAILED: job [0-9a-f]{12}: tests: record [0-9a-f]{12} is fail \(✗\)/,
+    );
+    expect(readFileSync(join(r.repo, 'calc.py'), 'utf8')).not.toBe(CALC_BAD);
+
+    expect(await r.genjob(['check', good])).toMatchObject({ exitCode: 0 });
+    const [record] = records(r.repo, good, 'tests');
+    const applied = await r.genjob(['apply', good, '--require-check', 'tests', '--commit']);
+    expect(applied.exitCode, applied.stderr).toBe(0);
+    expect(readFileSync(join(r.repo, 'calc.py'), 'utf8')).toBe(CALC_GOOD);
+    const message = await r.git(['log', '-1', '--format=%B']);
+    expect(message).toContain(`Genjob-Check: tests sha256:${record!.slice(0, 64)}`);
+    // the commit holds exactly the tree the check ran on
+    expect(await r.git(['rev-parse', 'HEAD^{tree}'])).toBe(
+      factsOf(r.repo, good, 'tests', record!).result_tree,
+    );
+    // HEAD moved: the record is no longer current
+    const status = JSON.parse((await r.genjob(['status', '--json'])).stdout);
+    const row = status.jobs.find((j: { key: string }) => j.key === good);
+    expect(row.checks).toEqual([
+      {
+        checker: 'tests',
+        verdict: 'pass',
+        current: false,
+        stale: 'base',
+        recordDigest: record!.slice(0, 64),
+        marks: '✓',
+        signer: null,
+        resultTree: expect.any(String),
+      },
+    ]);
+  });
+
+  it('status and show say each job’s verdict and whether it is current; status --check filters', async () => {
+    const r = await checkRepo();
+    const good = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const bad = await r.generate('Break add', { 'calc.py': CALC_BAD });
+    await r.genjob(['check', good, bad]);
+    const status = await r.genjob(['status', '--color', 'never']);
+    expect(status.stdout).toMatch(/RECEIPT {3}HOST {3}CHECKS {6}INSTRUCTION/);
+    expect(status.stdout).toContain(`${good.slice(0, 12)}  received      1`);
+    expect(status.stdout).toMatch(/tests=pass {2}Document add/);
+    expect(status.stdout).toMatch(/tests=fail {2}Break add/);
+    const failing = JSON.parse((await r.genjob(['status', '--json', '--check', 'tests=fail'])).stdout);
+    expect(failing.jobs.map((j: { key: string }) => j.key)).toEqual([bad]);
+    const bad2 = await r.genjob(['status', '--check', 'tests']);
+    expect(bad2.exitCode).toBe(2);
+    const show = await r.genjob(['show', bad]);
+    expect(show.stdout).toMatch(/^checks {4}tests: fail ✗, current, record [0-9a-f]{12} of \d{4}-/m);
+    const shown = JSON.parse((await r.genjob(['show', '--json', bad])).stdout);
+    expect(shown.checks[0]).toMatchObject({ checker: 'tests', verdict: 'fail', current: true });
+  });
+});
+
+describe('genjob check: what makes a record stale', () => {
+  it('an edited checker command: stale (binding), apply refuses, a new check makes a new record', async () => {
+    const r = await checkRepo();
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    expect(await r.genjob(['check', key])).toMatchObject({ exitCode: 0 });
+    const listed = JSON.parse((await r.genjob(['check', '--list', '--json'])).stdout).checkers[0];
+    r.checkers({ tests: { run: `${UNITTEST} -v` } });
+    const relisted = JSON.parse((await r.genjob(['check', '--list', '--json'])).stdout).checkers[0];
+    expect(relisted.binding_sha256).not.toBe(listed.binding_sha256);
+    const refused = await r.genjob(['apply', key, '--require-check', 'tests']);
+    expect(refused.exitCode).toBe(3);
+    expect(refused.stderr).toMatch(/EGJ_CHECK_STALE: .*is stale \(the checker changed/);
+    const rerun = await r.genjob(['check', '--json', key]);
+    expect(checkResults(rerun)[0]).toMatchObject({ verdict: 'pass', ran: true });
+    const names = records(r.repo, key, 'tests');
+    expect(names).toHaveLength(2);
+    expect(names.map((n) => factsOf(r.repo, key, 'tests', n).sequence).sort()).toEqual([1, 2]);
+    expect(await r.genjob(['apply', key, '--require-check', 'tests'])).toMatchObject({ exitCode: 0 });
+  });
+
+  it('a committed change to a pinned lockfile: stale (binding); an unrelated commit: stale (base)', async () => {
+    const r = await checkRepo(
+      { tests: { run: UNITTEST } },
+      { 'poetry.lock': 'pkg==1.0\n', 'NOTES.md': 'a\n' },
+    );
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    expect(await r.genjob(['check', key])).toMatchObject({ exitCode: 0 });
+    const state = async () =>
+      JSON.parse((await r.genjob(['show', '--json', key])).stdout).checks[0] as Record<string, unknown>;
+    expect(await state()).toMatchObject({ verdict: 'pass', current: true });
+    r.write('NOTES.md', 'b\n');
+    await r.git(['commit', '-qam', 'notes']);
+    expect(await state()).toMatchObject({ current: false, stale: 'base' });
+    expect(await r.genjob(['check', key])).toMatchObject({ exitCode: 0 });
+    expect(await state()).toMatchObject({ current: true });
+    r.write('poetry.lock', 'pkg==2.0\n');
+    await r.git(['commit', '-qam', 'bump pkg']);
+    expect(await state()).toMatchObject({ current: false, stale: 'binding' });
+    const refused = await r.genjob(['apply', key, '--require-check', 'tests']);
+    expect(refused.stderr).toMatch(/EGJ_CHECK_STALE/);
+  });
+
+  it('retry of a received ok job gives a new receipt, and the record of the old one is stale', async () => {
+    const r = await checkRepo();
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    expect(await r.genjob(['check', key])).toMatchObject({ exitCode: 0 });
+    const retried = await r.genjob(['retry', key]);
+    expect(retried.exitCode, retried.stderr).toBe(0);
+    expect(retried.stdout).toMatch(/its ok receipt of epoch 1 is kept in dead\//);
+    const gen = readdirSync(join(r.base, 'bin')).find((n) => n.startsWith(`gen-${key.slice(0, 12)}`))!;
+    const work = await r.genjob([
+      'work',
+      '--once',
+      '--quiet',
+      '--generator',
+      `node ${join(r.base, 'bin', gen)}`,
+    ]);
+    expect(work.exitCode, work.stderr).toBe(0);
+    expect(JSON.parse((await r.genjob(['verify', '--json', key])).stdout).verified[0].epoch).toBe(2);
+    const shown = JSON.parse((await r.genjob(['show', '--json', key])).stdout).checks[0];
+    expect(shown).toMatchObject({ verdict: 'pass', current: false, stale: 'receipt' });
+    const refused = await r.genjob(['apply', key, '--require-check', 'tests']);
+    expect(refused.exitCode).toBe(3);
+    expect(refused.stderr).toMatch(/EGJ_CHECK_STALE: .*the job has another receipt now/);
+  });
+});
+
+describe('genjob check: flaky, setup, a killed check', () => {
+  it('a command that fails, then passes, ends flaky (✗✓) and is refused unless --allow-flaky', async () => {
+    const r = await checkRepo({ tests: { run: 'test "$GENJOB_CHECK_ATTEMPT" -ge 2' } });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const first = await r.genjob(['check', '--json', key]);
+    expect(first.exitCode).toBe(3);
+    expect(checkResults(first)[0]).toMatchObject({ verdict: 'fail', marks: '✗' });
+    // re-running until green: the new record holds both attempts, and green after red is flaky
+    const recheck = await r.genjob(['check', '--json', '--recheck', key]);
+    expect(recheck.exitCode).toBe(3);
+    expect(checkResults(recheck)[0]).toMatchObject({ verdict: 'flaky', marks: '✗✓', attempts: 2, ran: true });
+    const refused = await r.genjob(['apply', key, '--require-check', 'tests']);
+    expect(refused.exitCode).toBe(3);
+    expect(refused.stderr).toMatch(
+      /EGJ_CHECK_FLAKY: .*is flaky \(✗✓: its attempts disagree\); --allow-flaky accepts it/,
+    );
+    expect(await r.genjob(['apply', key, '--require-check', 'tests', '--allow-flaky'])).toMatchObject({
+      exitCode: 0,
+    });
+  });
+
+  it('--attempts N stops at the first pass; attempts that disagree in one run are flaky too', async () => {
+    const r = await checkRepo({ tests: { run: 'test "$GENJOB_CHECK_ATTEMPT" -ge 2' } });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const run = await r.genjob(['check', '--json', '--attempts', '3', key]);
+    expect(checkResults(run)[0]).toMatchObject({ verdict: 'flaky', marks: '✗✓', attempts: 2 });
+  });
+
+  it('a timeout is a fail', async () => {
+    const r = await checkRepo({ tests: { run: 'sleep 5', timeout: 1 } });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const run = await r.genjob(['check', key]);
+    expect(run.exitCode).toBe(3);
+    expect(run.stdout).toMatch(/tests {2}fail {7}✗ .*\n {4}\| \(timed out after 1 s\)/);
+  });
+
+  it('setup runs once per set of inputs; its result is reused read-only; a failing setup is an error, never a fail', async () => {
+    const setup = 'mkdir -p deps && echo one > deps/lib.txt && echo ran >> deps/runs';
+    const r = await checkRepo(
+      {
+        tests: {
+          setup,
+          // reads the setup's result, and tries to change it: the write must fail
+          run: 'grep -q one deps/lib.txt && ! (echo two > deps/lib.txt) 2>/dev/null',
+        },
+      },
+      { 'poetry.lock': 'a\n' },
+    );
+    const one = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const two = await r.generate('Document add, again', { 'calc.py': `${CALC_GOOD}\n` });
+    const run = await r.genjob(['check', '--json', one, two]);
+    expect(run.exitCode, run.stdout).toBe(0);
+    const setups = readdirSync(join(r.repo, '.gen', 'check-setup'));
+    expect(setups).toHaveLength(1);
+    expect(
+      readFileSync(join(r.repo, '.gen', 'check-setup', setups[0]!, 'tree', 'deps', 'runs'), 'utf8'),
+    ).toBe('ran\n');
+    const facts = (k: string) => factsOf(r.repo, k, 'tests', records(r.repo, k, 'tests')[0]!);
+    expect((facts(one).setup as { cached: boolean }).cached).toBe(false);
+    expect((facts(two).setup as { cached: boolean }).cached).toBe(true);
+
+    r.checkers({ tests: { setup: 'exit 7', run: 'true' } });
+    const broken = await r.genjob(['check', '--json', one]);
+    expect(broken.exitCode).toBe(3);
+    expect(checkResults(broken)[0]).toMatchObject({ verdict: 'error', marks: '!!' });
+    const refused = await r.genjob(['apply', one, '--require-check', 'tests']);
+    expect(refused.stderr).toMatch(
+      /EGJ_CHECK_MISSING: .*is an error \(the checker could not run: no verdict\)/,
+    );
+  });
+
+  it('kill -9 mid-check leaves no record, ends the checker, and the next check runs', async () => {
+    const marker = 'sleep 7.321';
+    const r = await checkRepo({ tests: { run: `echo started; ${marker}; true` } });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const child = execa(process.execPath, [CLI, 'check', key], {
+      cwd: r.repo,
+      env: { ...r.env, GENJOB_GENERATOR_BIND: '' },
+      reject: false,
+    });
+    const staging = join(r.repo, '.gen', 'staging');
+    const started = () =>
+      readdirSync(staging).some((d) => {
+        const log = join(staging, d, 'checkers', 'tests', 'logs', 'run-1.log');
+        return existsSync(log) && readFileSync(log, 'utf8').includes('started');
+      });
+    for (let i = 0; i < 300 && !(existsSync(staging) && started()); i++)
+      await new Promise((res) => setTimeout(res, 50));
+    expect(started()).toBe(true);
+    child.kill('SIGKILL');
+    await child;
+    expect(records(r.repo, key, 'tests')).toEqual([]);
+    // bwrap dies with its parent, and the checker with it
+    for (let i = 0; i < 100 && liveProcesses(marker.split(' ')).length > 0; i++)
+      await new Promise((res) => setTimeout(res, 50));
+    expect(liveProcesses(marker.split(' '))).toEqual([]);
+
+    r.checkers({ tests: { run: 'echo started; true' } });
+    const next = await r.genjob(['check', key]);
+    expect(next.exitCode, next.stderr).toBe(0);
+    expect(records(r.repo, key, 'tests')).toHaveLength(1);
+    // the dead check's scratch directory was swept
+    expect(readdirSync(staging)).toEqual([]);
+  });
+});
+
+describe('genjob check: usage', () => {
+  it('check --list prints each checker with its binding digest; an unknown --checker is exit 2', async () => {
+    const r = await checkRepo({ tests: { run: UNITTEST }, lint: { run: 'true', attempts: 2 } });
+    const list = await r.genjob(['check', '--list']);
+    expect(list.exitCode).toBe(0);
+    expect(list.stdout).toMatch(
+      /^lint {3}command {2}sha256:[0-9a-f]{64} {2}true\ntests {2}command {2}sha256:[0-9a-f]{64} {2}python3 -m unittest discover -s tests\n$/,
+    );
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const unknown = await r.genjob(['check', key, '--checker', 'typo']);
+    expect(unknown.exitCode).toBe(2);
+    expect(unknown.stderr).toMatch(
+      /^genjob: EGJ_CHECKER_UNKNOWN: --checker typo: genjob.config.json declares no such checker \(it declares lint, tests\)/,
+    );
+  });
+
+  it('--concurrency 2: two checkers of two jobs at once, each on its own copy of its own tree', async () => {
+    const r = await checkRepo({
+      tests: { run: UNITTEST },
+      // a checker that changes its copy: the other checker, running beside it, never sees that
+      scribble: { run: 'echo scribbled > calc.py; sleep 0.3; grep -q scribbled calc.py' },
+    });
+    const good = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const bad = await r.generate('Break add', { 'calc.py': CALC_BAD });
+    const run = await r.genjob(['check', '--json', '--concurrency', '2', good, bad]);
+    expect(run.exitCode).toBe(3);
+    const verdicts = checkResults(run).map((x) => [
+      (x.key as string) === good ? 'good' : 'bad',
+      x.checker,
+      x.verdict,
+    ]);
+    expect(verdicts).toEqual([
+      ['good', 'scribble', 'pass'],
+      ['good', 'tests', 'pass'],
+      ['bad', 'scribble', 'pass'],
+      ['bad', 'tests', 'fail'],
+    ]);
+  });
+
+  it('--no-sandbox runs the checker unconfined and the record says so', async () => {
+    const r = await checkRepo({ tests: { run: 'test -d "$HOME"' } });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    expect((await r.genjob(['check', key, '--no-sandbox'])).exitCode).toBe(0);
+    expect(factsOf(r.repo, key, 'tests', records(r.repo, key, 'tests')[0]!).sandbox).toEqual({
+      kind: 'none',
+      network: true,
+    });
+  });
+
+  it('a malformed checker is EGJ_CONFIG naming the file and the key', async () => {
+    const r = await checkRepo({ tests: { run: UNITTEST, atempts: 2 } });
+    const list = await r.genjob(['check', '--list']);
+    expect(list.exitCode).toBe(2);
+    expect(list.stderr).toMatch(/EGJ_CONFIG: .*genjob.config.json: "checkers.tests": unknown key "atempts"/);
+  });
+
+  it('HEAD without the job’s inputs is exit 4 (stale against HEAD), nothing run', async () => {
+    const r = await checkRepo();
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    r.write('calc.py', 'def add(a, b):\n    return b + a\n');
+    await r.git(['commit', '-qam', 'someone else changed calc.py']);
+    const run = await r.genjob(['check', key]);
+    expect(run.exitCode).toBe(4);
+    expect(run.stderr).toMatch(
+      /EGJ_STALE: calc.py: HEAD holds sha256 [0-9a-f]{12}, the job [0-9a-f]{12} was minted on sha256 [0-9a-f]{12}; check it on the commit it was minted on, or mint it again from HEAD/,
+    );
+    expect(records(r.repo, key, 'tests')).toEqual([]);
+  });
+});
