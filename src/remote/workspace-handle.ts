@@ -16,7 +16,7 @@ import {
 } from 'node:fs';
 import { type FileHandle, open, rename } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
-import { errnoOf } from '../core/errors.js';
+import { errnoOf, IoError, ioErrorAt } from '../core/errors.js';
 import { openDirAt, pathAt } from '../transport/open-beneath.js';
 
 const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
@@ -44,13 +44,22 @@ export class HeldDir {
 
   /** lstat of `name` in this directory (never followed); gone is a WorkspaceSwapError. */
   lstat(name: string): BigIntStats {
-    const st = lstatSync(this.at(name), { bigint: true, throwIfNoEntry: false });
+    let st: BigIntStats | undefined;
+    try {
+      st = lstatSync(this.at(name), { bigint: true, throwIfNoEntry: false });
+    } catch (err) {
+      throw ioErrorAt(`${this.path}/${name}`, err); // named as the user knows it, not as /proc/self/fd/N
+    }
     if (st === undefined) throw changed(`${this.path}/${name}`);
     return st;
   }
 
   entries() {
-    return readdirSync(this.at('.'), { withFileTypes: true });
+    try {
+      return readdirSync(this.at('.'), { withFileTypes: true });
+    } catch (err) {
+      throw ioErrorAt(this.path, err);
+    }
   }
 
   /** The subdirectory `name`, opened without following a link; one swapped in is a WorkspaceSwapError. */
@@ -59,7 +68,7 @@ export class HeldDir {
       return new HeldDir(openDirAt(this.fd, this.path, name), `${this.path}/${name}`);
     } catch (err) {
       if (['ELOOP', 'ENOTDIR', 'ENOENT'].includes(errnoOf(err) ?? '')) throw changed(`${this.path}/${name}`);
-      throw err;
+      throw ioErrorAt(`${this.path}/${name}`, err);
     }
   }
 
@@ -70,11 +79,11 @@ export class HeldDir {
       fh = await open(this.at(name), FILE_FLAGS);
     } catch (err) {
       if (['ELOOP', 'ENOENT', 'ENXIO'].includes(errnoOf(err) ?? '')) throw changed(`${this.path}/${name}`);
-      throw err;
+      throw ioErrorAt(`${this.path}/${name}`, err);
     }
     const st = await fh.stat({ bigint: true }).catch(async (err: unknown) => {
       await fh.close();
-      throw err;
+      throw ioErrorAt(`${this.path}/${name}`, err);
     });
     if (!st.isFile() || (ino !== undefined && st.ino !== ino)) {
       await fh.close();
@@ -151,7 +160,7 @@ export class HeldWorkspace extends HeldDir {
       try {
         await rename(dir.at(base), to);
       } catch (err) {
-        if (errnoOf(err) !== 'EXDEV') throw err;
+        if (errnoOf(err) !== 'EXDEV') throw IoError.wrap('rename', `${this.path}/${rel} → ${to}`, err);
         const fh = await dir.file(base);
         await pipeline(fh.createReadStream(), createWriteStream(to, { flags: 'wx', mode: 0o600 }));
       }
