@@ -228,6 +228,23 @@ function removeLeftovers(store: Store, key: string): void {
   }
 }
 
+/**
+ * Rule 6 for the job's reads: a file shipped for context that changed since mint makes the result as
+ * stale as a changed input would (the generator saw other bytes than the tree holds now).
+ */
+function assertReadsCurrent(store: Store, job: Job): void {
+  for (const r of job.reads ?? []) {
+    const now = currentFile(store, r.path).sha256;
+    if (now !== r.sha256)
+      throw staleError(
+        r.path,
+        r.sha256,
+        now,
+        'rule 6: every file the job reads must still match it; nothing was written',
+      );
+  }
+}
+
 function currentFiles(store: Store, job: Job): Map<string, CurrentFile> {
   return new Map(job.inputs.map((input) => [input.path, currentFile(store, input.path)]));
 }
@@ -279,6 +296,7 @@ function stageObjects(v: VerifiedApply, objects: ObjectBatch): Write[] {
       objects.add(now, file.bytes);
     }
   }
+  assertReadsCurrent(store, job);
   const writes = expectPlan(planApply(job, v.outputs, current));
   const written = new Set(writes.map((w) => w.path));
   for (const out of v.outputs) {
@@ -305,6 +323,7 @@ function dryRun(v: VerifiedApply, withDiff: boolean): ApplyOutcome {
       changes.push({ path: w.path, before: now?.bytes ?? null, after: readObject(store, w.after) });
     }
   } else {
+    assertReadsCurrent(store, job);
     writes = expectPlan(planApply(job, v.outputs, currentFiles(store, job)));
     const after = new Map(v.outputs.map((o) => [o.path, readOutput(store, key, o.path, o.sha256)]));
     for (const w of withDiff ? writes : []) {

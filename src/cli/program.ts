@@ -91,9 +91,43 @@ export function buildProgram(): Command {
     .option('--create <path>', 'a file the generator is to create (must not exist yet); repeatable', collect)
     .option('--allow-secret <path>', 'ship this path even though it looks like a secret; repeatable', collect)
     .option('--allow-hardlinks', 'ship inputs that have more than one hard link (refused by default)')
+    .option(
+      '--read <path>',
+      'ship this file for context only: hashed into the key, never an output (a receipt changing it is rejected); repeatable',
+      collect,
+    )
+    .option(
+      '--each <glob>',
+      'one job per git-tracked file matching GLOB (relative to the root; ** crosses directories), in sorted order',
+    )
+    .option(
+      '--each-file <file>',
+      'one job per path FILE lists, one a line (- for stdin); each must be tracked',
+    )
+    .option(
+      '--also <template>',
+      'with --each: another path each job may change, {path} {dir} {name} {stem} expanded (created when missing); repeatable',
+      collect,
+    )
+    .option(
+      '--run <name>',
+      'seal the minted keys as run NAME (.gen/runs/NAME.json); the same mint again is a no-op, NAME@2 a new revision',
+    )
     .addHelpText(
       'after',
-      '\nExamples:\n  genjob mint -m "Add a timeout to fetch_user" src/user.py tests/test_user.py\n  genjob mint -f task.md --create src/new_module.py src/user.py',
+      [
+        '',
+        'Examples:',
+        '  genjob mint -m "Add a timeout to fetch_user" src/user.py tests/test_user.py',
+        '  genjob mint -f task.md --create src/new_module.py src/user.py',
+        '  genjob mint -m "Use the types in src/types.py" --read src/types.py src/user.py',
+        "  genjob mint --each 'src/**/*.py' -m 'Add type hints to {path}; keep behaviour' --run hints",
+        "  genjob mint --each 'src/*.py' --also '{dir}/test_{stem}.py' --read src/types.py -m 'Test {name}' --run t",
+        '  genjob mint --each-file paths.txt -f instruction.md --run hints@2',
+        '',
+        'In the instruction and --also, {path} is the matched file (src/pkg/mod.py), {dir} its directory',
+        '(src/pkg, . at the root), {name} its file name (mod.py), {stem} the name without extension (mod).',
+      ].join('\n'),
     )
     .action(async (paths: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();

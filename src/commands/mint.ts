@@ -1,22 +1,31 @@
-// genjob mint: turn an instruction and the paths it may touch into an immutable job in queue/.
-// Paths are checked (inside the root, regular files, no symlinks or hardlinks, not in .gen/ or .git/), hashed
-// by streaming, and scanned for secrets in the same read; the job file is published exclusively.
-import { closeSync, constants, lstatSync, openSync, readSync } from 'node:fs';
-import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+// genjob mint: turn an instruction and the paths it may touch (and the files it may only read) into an
+// immutable job in queue/ — or, with --each GLOB / --each-file FILE, one job per matched file, the
+// instruction and --also expanded per path. --run NAME seals the jobs' keys as a run (src/run/). Paths are
+// checked, hashed by streaming and scanned for secrets in the same read (mint-inputs.ts); job files are
+// published exclusively. Paths another live job already allows are named on stderr (they would fight).
+import { closeSync, openSync } from 'node:fs';
+import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
-import { isSystemError } from '../core/errno.js';
-import { errnoOf, IoError, UsageError } from '../core/errors.js';
-import { buildJob, type JobInput } from '../core/job.js';
-import { ancestors, pathProblem } from '../core/paths.js';
+import { UsageError } from '../core/errors.js';
+import { buildJob, type Job, type JobInput, type JobRead } from '../core/job.js';
+import { pathProblem } from '../core/paths.js';
 import { readText } from '../core/read-text.js';
-import { SECRET_HEAD_BYTES, secretPathProblem } from '../secrets/path-rules.js';
-import { instructionSecretError, secretError } from '../secrets/refusal.js';
-import { createSecretScanner, scanSecretText } from '../secrets/scanner.js';
+import { eachListed, eachMatch } from '../run/each-paths.js';
+import { expandAll } from '../run/expand.js';
+import { overlapLines, overlaps } from '../run/overlap.js';
+import { assertNotSealedOtherwise, buildManifest, readManifest, sealManifest } from '../run/run-manifest.js';
+import { manifestFile, parseRunName, type RunRef, runId } from '../run/run-name.js';
 import { gitignoreIgnoresGen } from '../store/gitignore.js';
-import { hashFile, hashSmallFileSync, SMALL_FILE_BYTES } from '../store/hash-file.js';
-import { mintJob } from '../store/mint-job.js';
+import { type MintOutcome, mintJob } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
+import {
+  assertNoSecretInInstruction,
+  cwdInRoot,
+  InputReader,
+  type Typed,
+  toContractPath,
+} from './mint-inputs.js';
 
 export interface MintOptions extends CommonOptions {
   paths: string[];
@@ -26,84 +35,16 @@ export interface MintOptions extends CommonOptions {
   allowSecret?: string[];
   /** Ship inputs with a link count above 1 (refused by default, like symlinks). */
   allowHardlinks?: boolean;
-}
-
-/** A plain relative path: no empty, `.` or `..` segment, so joining it to a directory is the same as resolving it. */
-const PLAIN_RELATIVE = /^(?!\/)(?:(?!\.\.?(?:\/|$))[^/]+(?:\/|$))+$/;
-
-/**
- * A user-typed path (relative to the working directory) as a contract path relative to the root.
- * `base` is the working directory relative to the root (see cwdInRoot), when it is inside.
- */
-function toContractPath(root: string, typed: string, flag: string, base?: string): string {
-  let p: string;
-  if (base !== undefined && sep === '/' && PLAIN_RELATIVE.test(typed) && !typed.endsWith('/')) {
-    // the common case, thousands of times per mint: no resolve()/relative() per path
-    p = base === '' ? typed : `${base}/${typed}`;
-  } else {
-    const abs = resolve(process.cwd(), typed);
-    const rel = relative(root, abs);
-    if (rel === '' || rel.startsWith(`..${sep}`) || rel === '..' || isAbsolute(rel)) {
-      throw new UsageError('EGJ_BAD_PATH', `${typed}: ${flag} must be inside the repository root ${root}`);
-    }
-    p = rel.split(sep).join('/');
-  }
-  const problem = pathProblem(p);
-  if (problem) throw new UsageError('EGJ_BAD_PATH', `${typed}: ${problem}`);
-  return p;
-}
-
-function lstatOrNull(path: string) {
-  try {
-    return lstatSync(path);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return null;
-    throw IoError.wrap('lstat', path, err);
-  }
-}
-
-/** The working directory relative to the root ('' at the root), or undefined when it is outside. */
-function cwdInRoot(root: string): string | undefined {
-  const rel = relative(root, process.cwd());
-  if (rel.startsWith(`..${sep}`) || rel === '..' || isAbsolute(rel)) return undefined;
-  return rel.split(sep).join('/');
-}
-
-/**
- * Every ancestor directory of `p` exists as a real directory (or not at all). `checked` holds the
- * directories already found to be real ones, so many files in one directory cost one lstat of it.
- */
-function checkAncestors(root: string, p: string, typed: string, checked: Set<string>): void {
-  for (const dir of ancestors(p)) {
-    if (checked.has(dir)) continue;
-    const st = lstatOrNull(resolve(root, dir));
-    if (st === null) return; // the rest does not exist either
-    if (st.isSymbolicLink())
-      throw new UsageError(
-        'EGJ_BAD_PATH',
-        `${typed}: ${dir} is a symlink; genjob never writes through links`,
-      );
-    if (!st.isDirectory()) throw new UsageError('EGJ_BAD_PATH', `${typed}: ${dir} is not a directory`);
-    checked.add(dir);
-  }
-}
-
-/** The first bytes of a file (never through a symlink), or undefined when there is none to read. */
-function firstBytes(path: string): Uint8Array | undefined {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return undefined;
-  }
-  try {
-    const buf = Buffer.alloc(SECRET_HEAD_BYTES);
-    return buf.subarray(0, readSync(fd, buf, 0, buf.length, 0));
-  } catch {
-    return undefined;
-  } finally {
-    closeSync(fd);
-  }
+  /** Files shipped for context only: hashed into the key, never an output. */
+  read?: string[];
+  /** Fan out: one job per tracked file matching this glob (relative to the root). */
+  each?: string;
+  /** Fan out: one job per path this file lists (one a line; - for stdin). */
+  eachFile?: string;
+  /** With --each: more allowed paths per job, {path} {dir} {name} {stem} expanded; created when missing. */
+  also?: string[];
+  /** Seal the minted keys as this run (.gen/runs/NAME.json). */
+  run?: string;
 }
 
 function readInstruction(o: MintOptions): string {
@@ -140,66 +81,72 @@ function gitignoreNoteDue(store: Store): boolean {
   }
 }
 
+function checkFlags(o: MintOptions): void {
+  const fanOut = o.each !== undefined || o.eachFile !== undefined;
+  if (o.each !== undefined && o.eachFile !== undefined)
+    throw new UsageError('EGJ_USAGE', 'give --each GLOB or --each-file FILE, not both');
+  if (fanOut && (o.paths.length > 0 || (o.create ?? []).length > 0))
+    throw new UsageError(
+      'EGJ_USAGE',
+      'with --each, every job allows its matched file: name more paths per job with --also (created when missing), not as arguments or --create',
+    );
+  if (!fanOut && (o.also ?? []).length > 0)
+    throw new UsageError('EGJ_USAGE', '--also goes with --each GLOB or --each-file FILE');
+  if (o.eachFile === '-' && o.file === '-')
+    throw new UsageError(
+      'EGJ_USAGE',
+      'stdin can hold the instruction (-f -) or the path list (--each-file -), not both',
+    );
+}
+
 export async function mint(o: MintOptions): Promise<CommandResult> {
+  checkFlags(o);
   const instruction = readInstruction(o);
+  // a bad run name is refused before anything is read or written
+  const run = o.run === undefined ? undefined : sealRef(o.run);
   const store = openStore(o);
   const { root } = store;
   const here = cwdInRoot(root);
   const contractPath = (typed: string, flag: string) => toContractPath(root, typed, flag, here);
-  const allowed = new Set((o.allowSecret ?? []).map((p) => contractPath(p, '--allow-secret')));
+  const reader = new InputReader(
+    root,
+    new Set((o.allowSecret ?? []).map((p) => contractPath(p, '--allow-secret'))),
+    o.allowHardlinks === true,
+  );
+  const readTyped = (o.read ?? []).map((typed) => ({ typed, path: contractPath(typed, '--read') }));
+  const where = o.file ?? 'the instruction (-m)';
+  if (o.each !== undefined || o.eachFile !== undefined)
+    return mintEach(store, o, reader, { instruction, where, readTyped, run });
+
   const creates = (o.create ?? []).map((typed) => ({ typed, path: contractPath(typed, '--create') }));
-  const reads = o.paths.map((typed) => ({ typed, path: contractPath(typed, 'a path') }));
-  if (reads.length + creates.length === 0)
+  const allowed = o.paths.map((typed) => ({ typed, path: contractPath(typed, 'a path') }));
+  if (allowed.length + creates.length === 0)
     throw new UsageError('EGJ_USAGE', 'name at least one file the generator may change (or --create one)');
-
-  const instructionFinding = (await scanSecretText(instruction))[0];
-  if (instructionFinding)
-    throw instructionSecretError(
-      o.file ?? 'the instruction (-m)',
-      instructionFinding.rule,
-      instructionFinding.line,
-    );
-
-  const realDirs = new Set<string>();
-  for (const { typed, path } of [...reads, ...creates]) {
-    checkAncestors(root, path, typed, realDirs);
-    const why = secretPathProblem(path, () => firstBytes(resolve(root, path)));
-    if (why && !allowed.has(path)) throw secretError(typed, why);
+  await assertNoSecretInInstruction(instruction, where);
+  for (const input of [...allowed, ...creates, ...readTyped]) reader.check(input);
+  const inputs: JobInput[] = creates.map((c) => reader.create(c));
+  inputs.push(...(await reader.readAll(allowed)));
+  const reads = await readsOf(reader, readTyped);
+  const job = buildJob(instruction, inputs, undefined, reads);
+  const manifest =
+    run && buildManifest(run, runTemplate(instruction, [], readTyped, null), [{ path: null, key: job.key }]);
+  if (manifest && readManifest(store, run!) !== undefined) {
+    assertNotSealedOtherwise(store, manifest);
+    return alreadySealed(store, run!, [job]);
   }
-  const inputs: JobInput[] = [];
-  for (const { typed, path } of creates) {
-    if (lstatOrNull(resolve(root, path)) !== null) {
-      throw new UsageError(
-        'EGJ_BAD_PATH',
-        `${typed}: --create names a file that already exists; list it as a path instead`,
-      );
-    }
-    inputs.push({ path, sha256: null });
-  }
-  // hash (and scan) with a few reads in flight: many small files are latency-bound
-  // (a shared index, not Array#shift: shifting 2,000 paths one by one moves ~2 million elements)
-  let taken = 0;
-  const workers = Array.from({ length: Math.min(8, reads.length) }, async () => {
-    for (let next = reads[taken++]; next; next = reads[taken++])
-      inputs.push(await readInput(root, next, allowed, o.allowHardlinks === true));
-  });
-  await Promise.all(workers);
-
-  const job = buildJob(instruction, inputs);
+  const warnings = overlaps(store, [job]);
   const outcome = mintJob(store, job);
+  const sealed = manifest ? sealManifest(store, manifest) : undefined;
   const human = outcome.minted
-    ? `${job.key}\nminted: ${job.inputs.length} path(s) → .gen/queue/${job.key}.json`
+    ? `${job.key}\nminted: ${job.inputs.length} path(s)${reads.length > 0 ? ` and ${reads.length} read-only` : ''} → .gen/queue/${job.key}.json`
     : outcome.prunedOn
       ? `${job.key}\nalready applied (pruned on ${outcome.prunedOn})`
       : `${job.key}\nalready minted (${outcome.state})`;
   return {
-    human,
-    ...(gitignoreNoteDue(store)
-      ? {
-          stderr:
-            'genjob: note: .gitignore does not ignore .gen/ (the queue and its results); `genjob init` adds it (said once)\n',
-        }
-      : {}),
+    human: run
+      ? `${human}\nrun ${run.id} ${sealed ? 'sealed' : 'already sealed'}: .gen/runs/${run.id}.json`
+      : human,
+    ...stderrOf(store, warnings),
     json: {
       ok: true,
       key: job.key,
@@ -208,45 +155,146 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
       state: outcome.state,
       ...(outcome.prunedOn ? { pruned_on: outcome.prunedOn } : {}),
       inputs: job.inputs,
+      ...(job.reads ? { reads: job.reads } : {}),
+      ...(run ? { run: run.id, sealed } : {}),
+      ...(warnings.length > 0 ? { warnings } : {}),
     },
   };
 }
 
-async function readInput(
-  root: string,
-  input: { typed: string; path: string },
-  allowSecret: ReadonlySet<string>,
-  allowHardlinks: boolean,
-): Promise<JobInput> {
-  const abs = resolve(root, input.path);
-  const st = lstatOrNull(abs);
-  if (st === null)
-    throw new UsageError(
-      'EGJ_BAD_PATH',
-      `${input.typed}: no such file (use --create for a file the generator should create)`,
-    );
-  if (st.isSymbolicLink())
-    throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is a symlink; genjob only ships regular files`);
-  if (!st.isFile()) throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is not a regular file`);
-  if (st.nlink > 1 && !allowHardlinks) {
-    // Another name for the same bytes, possibly outside the repository (a key file, another checkout).
-    throw new UsageError(
-      'EGJ_BAD_PATH',
-      `${input.typed}: has ${st.nlink} hard links; genjob only ships files with one name (pass --allow-hardlinks to ship it anyway)`,
-    );
+/** The run mint seals: `NAME` is revision 1, `NAME@N` revision N. */
+function sealRef(typed: string): RunRef {
+  const { name, revision = 1 } = parseRunName(typed);
+  return { name, revision, id: runId(name, revision) };
+}
+
+function runTemplate(
+  instruction: string,
+  also: readonly string[],
+  reads: readonly Typed[],
+  each: { glob: string } | { file: string } | null,
+) {
+  return { instruction, also: [...also], reads: reads.map((r) => r.path).sort(), each };
+}
+
+async function readsOf(reader: InputReader, typed: readonly Typed[]): Promise<JobRead[]> {
+  return (await reader.readAll(typed)) as JobRead[]; // read() never gives a null digest
+}
+
+function stderrOf(store: Store, warnings: ReturnType<typeof overlaps>): { stderr?: string } {
+  const note = gitignoreNoteDue(store)
+    ? 'genjob: note: .gitignore does not ignore .gen/ (the queue and its results); `genjob init` adds it (said once)\n'
+    : '';
+  const text = overlapLines(warnings) + note;
+  return text === '' ? {} : { stderr: text };
+}
+
+interface EachContext {
+  instruction: string;
+  where: string;
+  readTyped: Typed[];
+  run: RunRef | undefined;
+}
+
+/** The fan-out: one job per matched path, then the run sealed (after its jobs, so a sealed run is whole). */
+async function mintEach(
+  store: Store,
+  o: MintOptions,
+  reader: InputReader,
+  ctx: EachContext,
+): Promise<CommandResult> {
+  const { root } = store;
+  const readPaths = new Set(ctx.readTyped.map((r) => r.path));
+  const listed = o.each !== undefined ? await eachMatch(root, o.each) : await eachListed(root, o.eachFile!);
+  // a file given with --read is context for every job, never one of the targets
+  const matched = listed.filter((p) => !readPaths.has(p));
+  if (matched.length === 0)
+    throw new UsageError('EGJ_NO_MATCH', `every matched file is also given with --read; no job to mint`);
+  const also = o.also ?? [];
+  const expanded = expandAll(matched, ctx.instruction, also);
+  for (const r of ctx.readTyped) reader.check(r);
+  const reads = await readsOf(reader, ctx.readTyped);
+  // every file to hash, once, with a few reads in flight; then each job is built from what was read
+  const allowedOf = expanded.map((e) => [
+    { typed: e.path, path: e.path },
+    ...e.also.map((path) => alsoPath(path, e.path)),
+  ]);
+  for (const list of allowedOf) for (const t of list) reader.check(t);
+  await reader.readAll(allowedOf.flat().filter((t) => reader.exists(t.path)));
+  const jobs: Job[] = [];
+  for (const [i, e] of expanded.entries()) {
+    await assertNoSecretInInstruction(e.instruction, ctx.where);
+    const inputs: JobInput[] = [];
+    for (const t of allowedOf[i]!)
+      inputs.push(reader.exists(t.path) ? await reader.read(t) : reader.create(t));
+    const both = inputs.find((input) => readPaths.has(input.path));
+    if (both)
+      throw new UsageError(
+        'EGJ_BAD_PATH',
+        `${both.path}: both --read and allowed for ${e.path}; a read file is never an output (drop one of them)`,
+      );
+    jobs.push(buildJob(e.instruction, inputs, undefined, reads));
   }
-  const scanner = allowSecret.has(input.path)
-    ? undefined
-    : createSecretScanner({ path: input.path, size: st.size });
-  const onChunk = scanner ? (c: Buffer) => scanner.push(c) : undefined;
-  let sha256: string;
-  try {
-    ({ sha256 } =
-      st.size <= SMALL_FILE_BYTES ? hashSmallFileSync(abs, onChunk) : await hashFile(abs, onChunk));
-  } catch (err) {
-    throw isSystemError(err) ? IoError.wrap('read', abs, err) : err;
+  const each = o.each !== undefined ? { glob: o.each } : { file: o.eachFile! };
+  const manifest =
+    ctx.run &&
+    buildManifest(
+      ctx.run,
+      runTemplate(ctx.instruction, also, ctx.readTyped, each),
+      expanded.map((e, i) => ({ path: e.path, key: jobs[i]!.key })),
+    );
+  // the same command again: the run is sealed with exactly these jobs, so nothing is written
+  if (manifest && readManifest(store, ctx.run!) !== undefined) {
+    assertNotSealedOtherwise(store, manifest);
+    return alreadySealed(store, ctx.run!, jobs);
   }
-  const finding = (await scanner?.end())?.findings[0];
-  if (finding) throw secretError(input.typed, finding.rule, finding.line);
-  return { path: input.path, sha256 };
+  const warnings = overlaps(store, jobs);
+  const outcomes: MintOutcome[] = jobs.map((job) => mintJob(store, job));
+  const sealed = manifest ? sealManifest(store, manifest) : undefined;
+  const fresh = outcomes.filter((m) => m.minted).length;
+  const lines = expanded.map(
+    (e, i) => `${jobs[i]!.key}  ${e.path}${outcomes[i]!.minted ? '' : ` (already ${outcomes[i]!.state})`}`,
+  );
+  lines.push(
+    `minted ${fresh} of ${jobs.length} job(s) (${jobs.length - fresh} already minted)${ctx.run ? `; run ${ctx.run.id} ${sealed ? 'sealed' : 'already sealed'}: .gen/runs/${ctx.run.id}.json` : ''}`,
+  );
+  return {
+    human: lines.join('\n'),
+    ...stderrOf(store, warnings),
+    json: {
+      ok: true,
+      ...(ctx.run ? { run: ctx.run.id, sealed, manifest: manifestFile(store, ctx.run) } : {}),
+      minted: fresh,
+      jobs: expanded.map((e, i) => ({
+        path: e.path,
+        key: jobs[i]!.key,
+        digest: outcomes[i]!.digest,
+        minted: outcomes[i]!.minted,
+        state: outcomes[i]!.state,
+      })),
+      ...(warnings.length > 0 ? { warnings } : {}),
+    },
+  };
+}
+
+/** An expanded --also path as a contract path (relative to the root), or why it is not one. */
+function alsoPath(path: string, matched: string): Typed {
+  const problem = pathProblem(path);
+  if (problem)
+    throw new UsageError('EGJ_BAD_PATH', `--also for ${matched}: ${JSON.stringify(path)}: ${problem}`);
+  return { typed: `${path} (--also for ${matched})`, path };
+}
+
+function alreadySealed(store: Store, run: RunRef, jobs: readonly Job[]): CommandResult {
+  return {
+    human: `${jobs.length === 1 ? `${jobs[0]!.key}\n` : ''}run ${run.id} is already sealed with ${jobs.length === 1 ? 'this job' : `these ${jobs.length} jobs`}: ${manifestFile(store, run)}; nothing was written`,
+    json: {
+      ok: true,
+      run: run.id,
+      sealed: false,
+      manifest: manifestFile(store, run),
+      minted: 0,
+      jobs: jobs.map((j) => ({ key: j.key, minted: false })),
+    },
+  };
 }

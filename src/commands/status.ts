@@ -127,7 +127,11 @@ function jobDoc(
     const job = typeof doc.job === 'object' && doc.job !== null ? doc.job : doc;
     return {
       instruction: String(job.instruction ?? ''),
-      inputs: Array.isArray(job.inputs) ? job.inputs : [],
+      // a changed read makes the job as stale as a changed input (apply's rule 6)
+      inputs: [
+        ...(Array.isArray(job.inputs) ? job.inputs : []),
+        ...(Array.isArray(job.reads) ? job.reads : []),
+      ],
     };
   } catch {
     return null;

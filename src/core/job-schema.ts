@@ -24,6 +24,12 @@ export const JobSchema = z.strictObject({
     .array(z.strictObject({ path: z.string(), sha256: sha.nullable() }))
     .min(1)
     .max(MAX_INPUTS),
+  // absent when there are none, never empty: one work order has one document
+  reads: z
+    .array(z.strictObject({ path: z.string(), sha256: sha }))
+    .min(1)
+    .max(MAX_INPUTS)
+    .optional(),
   constraints: z.strictObject({ max_file_bytes: count, max_total_bytes: count }),
 }) satisfies z.ZodType<Job>;
 
@@ -43,7 +49,7 @@ export function parseJob(bytes: Uint8Array, file: string): { job: Job; digest: s
   const job = parsed.data;
   const problem = contractProblem(job);
   if (problem) throw new JobInvalidError(file, problem);
-  if (workOrderKey(job.instruction, job.inputs) !== job.key) {
+  if (workOrderKey(job.instruction, job.inputs, job.reads) !== job.key) {
     throw new JobInvalidError(file, 'key is not the sha256 of its work order');
   }
   return { job, digest: jobDigest(job) };

@@ -1,7 +1,9 @@
 // The job document: an immutable work order plus its identity.
-// key    = sha256(canonical {instruction, inputs: {path: sha256|null}})  — what is asked
-// digest = sha256(canonical job document)                                 — the whole contract
-// Operational facts (attempts, workers, times) never enter the document, so retries keep the digest.
+// key    = sha256(canonical {instruction, inputs: {path: sha256|null}[, reads: {path: sha256}]})  — what is asked
+// digest = sha256(canonical job document)                                                    — the whole contract
+// `reads` (files shipped for context, never outputs) enters the key and the document only when there
+// are some, so every job minted without them keeps its key and digest. Operational facts (attempts,
+// workers, times) never enter the document, so retries keep the digest.
 // No zod here: minting must not pay for the schema library (see job-schema.ts for parsing).
 import { canonicalBytes } from './canonical-json.js';
 import { UsageError } from './errors.js';
@@ -23,12 +25,20 @@ export interface JobInput {
   sha256: string | null;
 }
 
+/** A file shipped to the generator for context only: hashed into the key, never an output. */
+export interface JobRead {
+  path: string;
+  sha256: string;
+}
+
 /** The job document (schema checked by parseJob in job-schema.ts, which loads zod only where parsing happens). */
 export interface Job {
   schema: typeof JOB_SCHEMA;
   key: string;
   instruction: string;
   inputs: JobInput[];
+  /** Files shipped for context that the generator may not change; absent (never empty) when there are none. */
+  reads?: JobRead[];
   /** Limits the returned outputs must respect (checked when a result is extracted). */
   constraints: { max_file_bytes: number; max_total_bytes: number };
 }
@@ -39,30 +49,49 @@ export class JobInvalidError extends UsageError {
   }
 }
 
-/** The idempotency key of a work order. Paths become keys of a null-prototype map, never of a plain object. */
-export function workOrderKey(instruction: string, inputs: readonly JobInput[]): string {
+/** Paths as keys of a null-prototype map, never of a plain object (a path may be `__proto__`). */
+function digestMap(
+  files: ReadonlyArray<{ path: string; sha256: string | null }>,
+): Record<string, string | null> {
   const map: Record<string, string | null> = Object.create(null);
-  for (const input of inputs) map[input.path] = input.sha256;
-  return sha256Hex(canonicalBytes({ instruction, inputs: map }));
+  for (const f of files) map[f.path] = f.sha256;
+  return map;
+}
+
+/** The idempotency key of a work order; `reads` joins it only when there are some. */
+export function workOrderKey(
+  instruction: string,
+  inputs: readonly JobInput[],
+  reads: readonly JobRead[] = [],
+): string {
+  const order = { instruction, inputs: digestMap(inputs) };
+  return sha256Hex(canonicalBytes(reads.length > 0 ? { ...order, reads: digestMap(reads) } : order));
 }
 
 export function jobDigest(job: Job): string {
   return sha256Hex(canonicalBytes(job));
 }
 
-/** Build a job from a work order: inputs sorted by path, contract rules checked. */
+function byPath<T extends { path: string }>(files: readonly T[]): T[] {
+  // Stryker disable next-line EqualityOperator,ConditionalExpression: V8's sort reads only compare < 0, and equal paths are refused as a repeat next, so the other answers never show
+  return [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** Build a job from a work order: inputs (and reads) sorted by path, contract rules checked. */
 export function buildJob(
   instruction: string,
   inputs: readonly JobInput[],
   constraints = DEFAULT_CONSTRAINTS,
+  reads: readonly JobRead[] = [],
 ): Job {
-  // Stryker disable next-line EqualityOperator,ConditionalExpression: V8's sort reads only compare < 0, and equal paths are refused as a repeat next, so the other answers never show
-  const sorted = [...inputs].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const sorted = byPath(inputs);
+  const sortedReads = byPath(reads);
   const job: Job = {
     schema: JOB_SCHEMA,
-    key: workOrderKey(instruction, sorted),
+    key: workOrderKey(instruction, sorted, sortedReads),
     instruction,
     inputs: sorted,
+    ...(sortedReads.length > 0 ? { reads: sortedReads } : {}),
     constraints: { ...constraints },
   };
   const problem = contractProblem(job);
@@ -70,22 +99,13 @@ export function buildJob(
   return job;
 }
 
-/** Why the paths of a job's contract are unusable, or null. */
-export function contractProblem(job: Pick<Job, 'inputs'>): string | null {
-  const seen = new Set<string>();
+/** Why the paths of a job's contract (its inputs, then its reads) are unusable, or null. */
+export function contractProblem(job: Pick<Job, 'inputs' | 'reads'>): string | null {
   const folded = new Map<string, string>();
-  for (let i = 0; i < job.inputs.length; i++) {
-    const p = job.inputs[i]!.path;
-    const problem = pathProblem(p);
-    if (problem) return `${JSON.stringify(p)}: ${problem}`;
-    if (i > 0 && !(job.inputs[i - 1]!.path < p))
-      return `inputs are not sorted by path or repeat ${JSON.stringify(p)}`;
-    const twin = folded.get(foldedPath(p));
-    if (twin !== undefined)
-      return `${JSON.stringify(p)} and ${JSON.stringify(twin)} differ only in case or Unicode form`;
-    folded.set(foldedPath(p), p);
-    seen.add(p);
-  }
+  const problem =
+    listProblem(job.inputs, 'inputs', folded) ?? (job.reads ? listProblem(job.reads, 'reads', folded) : null);
+  if (problem) return problem;
+  const seen = new Set(folded.values());
   for (const p of seen) {
     for (const dir of ancestors(p)) {
       if (seen.has(dir))
@@ -95,6 +115,36 @@ export function contractProblem(job: Pick<Job, 'inputs'>): string | null {
   return null;
 }
 
+/** One list's paths: each valid, in order, and no twin of a path seen before (in `folded`, which it fills). */
+function listProblem(
+  list: ReadonlyArray<{ path: string }>,
+  name: 'inputs' | 'reads',
+  folded: Map<string, string>,
+): string | null {
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i]!.path;
+    const problem = pathProblem(p);
+    if (problem) return `${JSON.stringify(p)}: ${problem}`;
+    if (i > 0 && !(list[i - 1]!.path < p))
+      return `${name} are not sorted by path or repeat ${JSON.stringify(p)}`;
+    const twin = folded.get(foldedPath(p));
+    // a list's own repeats are refused as out of order above: an equal twin is a read that is also allowed
+    if (twin === p)
+      return `${JSON.stringify(p)} is both read and allowed; a file the generator may change is shipped anyway`;
+    if (twin !== undefined)
+      return `${JSON.stringify(p)} and ${JSON.stringify(twin)} differ only in case or Unicode form`;
+    folded.set(foldedPath(p), p);
+  }
+  return null;
+}
+
+/** Every file a bundle carries (an input that exists, or a read), with its digest. */
+export function shippedFiles(job: Pick<Job, 'inputs' | 'reads'>): Array<{ path: string; sha256: string }> {
+  const inputs = job.inputs.filter((i): i is JobRead => i.sha256 !== null);
+  return [...inputs, ...(job.reads ?? [])];
+}
+
+/** The paths the generator may change: the inputs, never the reads. */
 export function allowedPaths(job: Job): Set<string> {
   return new Set(job.inputs.map((i) => i.path));
 }

@@ -260,7 +260,8 @@ async function receiveBundle(
           );
         }
         job = parsed.job;
-        return allowedPaths(job);
+        // the files to change and the ones shipped for context only (diffWorkspace refuses a change to those)
+        return new Set([...allowedPaths(job), ...(job.reads ?? []).map((r) => r.path)]);
       },
     });
   } finally {
@@ -272,7 +273,7 @@ async function receiveBundle(
     job = parseJob(bytes, 'bundle job.json').job;
   }
   const got = new Map(extracted.files.map((f) => [f.path, f.sha256]));
-  for (const input of job.inputs) {
+  for (const input of [...job.inputs, ...(job.reads ?? [])]) {
     if (got.get(input.path) !== (input.sha256 ?? undefined)) {
       throw new RefusedError(
         'EGJ_BUNDLE_MISMATCH',

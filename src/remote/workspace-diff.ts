@@ -1,9 +1,10 @@
 // Compare the workspace after the generator ran with the bundle it started from.
 // Changed or created regular files at allowed paths become outputs. Anything else — a file
-// outside the contract, a deleted allowed file, a symlink, a device, a stray directory —
-// makes the attempt `rejected` with a reason naming the path. Nothing is followed through links: the
-// walk goes through descriptors held from before the generator ran (workspace-handle.ts), and an
-// output's size is checked from its inode before a byte of it is read.
+// outside the contract, a deleted allowed file, a changed or deleted read-only file (the job's
+// reads), a symlink, a device, a stray directory — makes the attempt `rejected` with a reason naming
+// the path. Nothing is followed through links: the walk goes through descriptors held from before the
+// generator ran (workspace-handle.ts), and an output's size is checked from its inode before a byte of
+// it is read.
 // A file the extraction wrote and nothing touched since keeps its extraction digest unhashed: its
 // (ino, size, mtime, ctime) are unchanged and its ctime is older than a fence file written after the
 // extraction. User space cannot set ctime (every write, chmod, utimes or rename moves it to "now"),
@@ -108,7 +109,8 @@ export async function diffWorkspace(
 
 async function diffHeld(root: HeldWorkspace, job: Job, known?: KnownFiles): Promise<DiffResult> {
   const inputs = new Map(job.inputs.map((i) => [i.path, i.sha256]));
-  const dirs = new Set(job.inputs.flatMap((i) => ancestors(i.path)));
+  const reads = new Map((job.reads ?? []).map((r) => [r.path, r.sha256]));
+  const dirs = new Set([...job.inputs, ...(job.reads ?? [])].flatMap((i) => ancestors(i.path)));
   const seen = new Set<string>();
   const outputs: Output[] = [];
   let total = 0;
@@ -121,6 +123,12 @@ async function diffHeld(root: HeldWorkspace, job: Job, known?: KnownFiles): Prom
         const sub = dir.dir(d.name);
         const problem = await walk(sub, path).finally(() => sub.close());
         if (problem) return problem;
+      } else if (d.isFile() && reads.has(path)) {
+        seen.add(path);
+        const st = dir.lstat(d.name);
+        const { sha256 } = unchanged(st, path, known) ?? (await hashHeld(dir, d.name, st.ino));
+        if (sha256 !== reads.get(path))
+          return `changed ${JSON.stringify(path)}, which the job ships read-only (--read): it is never an output`;
       } else if (d.isFile()) {
         if (!inputs.has(path)) return `wrote ${JSON.stringify(path)}, which is outside the allowed paths`;
         seen.add(path);
@@ -149,6 +157,9 @@ async function diffHeld(root: HeldWorkspace, job: Job, known?: KnownFiles): Prom
         reason: `deleted allowed file ${JSON.stringify(path)}; genjob does not apply deletions`,
       };
   }
+  for (const path of reads.keys())
+    if (!seen.has(path))
+      return { ok: false, reason: `deleted ${JSON.stringify(path)}, which the job ships read-only (--read)` };
   outputs.sort((a, b) => (a.path < b.path ? -1 : 1));
   return { ok: true, outputs };
 }

@@ -1,4 +1,4 @@
-// Whether a job's inputs changed since it was minted: each input's bytes (or absence) against the
+// Whether a job's inputs (or reads) changed since it was minted: each input's bytes (or absence) against the
 // digest the job recorded. Display only (status marks such jobs); apply's own stale check is the
 // one that decides. A file that cannot be read counts as changed.
 

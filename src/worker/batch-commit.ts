@@ -151,10 +151,10 @@ export async function commitAnswer(
   }
 }
 
-/** Copy the job's inputs from the repository into `ws`; the path of the first that changed, or null. */
+/** Copy the job's inputs and reads from the repository into `ws`; the path of the first that changed, or null. */
 function copyInputs(root: string, job: Job, ws: string): string | null {
   mkdirSync(ws, { recursive: true });
-  for (const input of job.inputs) {
+  for (const input of [...job.inputs, ...(job.reads ?? [])]) {
     const bytes = readNoFollow(join(root, input.path));
     const digest = bytes === null ? null : sha256Hex(bytes);
     if (digest !== input.sha256) return input.path;

@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { IoError, ioErrorAt } from '../core/errors.js';
-import type { Job } from '../core/job.js';
+import { type Job, shippedFiles } from '../core/job.js';
 import { jobFileBytes } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
 import { type PackedFile, packTar } from '../transport/tar-pack.js';
@@ -25,7 +25,7 @@ export interface SpooledBundle {
   discard(): Promise<void>;
 }
 
-/** Pack job.json and every existing input into a spool file; InputChangedError (or not regular) on any mismatch. */
+/** Pack job.json, every existing input and every read into a spool file; InputChangedError (or not regular) on any mismatch. */
 export async function spoolBundle(store: Store, job: Job): Promise<SpooledBundle> {
   const path = join(
     store.layout.staging,
@@ -49,9 +49,12 @@ export async function spoolBundle(store: Store, job: Job): Promise<SpooledBundle
     const packed = await packTar(
       [
         { name: 'job.json', bytes: jobFileBytes(job) },
-        ...job.inputs
-          .filter((i) => i.sha256 !== null)
-          .map((i) => ({ name: `files/${i.path}`, file: i.path, root: store.root, expectSha256: i.sha256! })),
+        ...shippedFiles(job).map((i) => ({
+          name: `files/${i.path}`,
+          file: i.path,
+          root: store.root,
+          expectSha256: i.sha256,
+        })),
       ],
       async (chunk) => {
         if (writing.size >= MAX_WRITES_IN_FLIGHT) await Promise.race(writing);

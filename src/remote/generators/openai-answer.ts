@@ -134,11 +134,18 @@ export function requestBody(
   });
 }
 
-/** Each allowed path with its current text; files are opened without following symlinks. */
+/**
+ * Each allowed path with its current text, then each read-only file (the job's reads) marked so;
+ * files are opened without following symlinks.
+ */
 export function readWorkspace(workspace: string, job: Job): PromptFile[] | { problem: string } {
   const out: PromptFile[] = [];
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-  for (const { path } of job.inputs) {
+  const reads = (job.reads ?? []).map((r) => ({ path: r.path, readOnly: true }));
+  for (const { path, readOnly } of [
+    ...job.inputs.map((i) => ({ path: i.path, readOnly: false })),
+    ...reads,
+  ]) {
     let fd: number;
     try {
       fd = openSync(join(workspace, path), constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -156,7 +163,7 @@ export function readWorkspace(workspace: string, job: Job): PromptFile[] | { pro
     let closing = false;
     try {
       const bytes = readAll(fd, job.constraints.max_file_bytes, path);
-      out.push({ path, content: decoder.decode(bytes) });
+      out.push({ path, content: decoder.decode(bytes), ...(readOnly ? { readOnly } : {}) });
       closing = true;
       closeSync(fd);
     } catch (err) {

@@ -12,6 +12,8 @@ export type AnswerFormat = 'structured' | 'text';
 export interface PromptFile {
   path: string;
   content: string | null;
+  /** Shipped for context only (the job's reads): shown to the model, never one it may change. */
+  readOnly?: boolean;
 }
 
 /** A whole-file replacement proposed by the model. */
@@ -87,10 +89,13 @@ export function buildMessages(
 ): ChatMessage[] {
   const rules = [...COMMON_RULES, ...(format === 'structured' ? STRUCTURED_RULES : TEXT_RULES)];
   const parts = [`Instruction:\n${instruction}`, 'Allowed files (path, then current contents):'];
-  for (const f of files) {
+  for (const f of files.filter((f) => !f.readOnly)) {
     if (f.content === null) parts.push(`=== FILE: ${f.path} === ${NEW_FILE_NOTE}`);
     else parts.push(`=== FILE: ${f.path} ===\n${withNewline(f.content)}${END_FILE}`);
   }
+  const context = files.filter((f) => f.readOnly);
+  if (context.length > 0) parts.push('Read-only files, for context (never change or return these):');
+  for (const f of context) parts.push(`=== FILE: ${f.path} ===\n${withNewline(f.content ?? '')}${END_FILE}`);
   return [
     { role: 'system', content: rules.join('\n') },
     { role: 'user', content: parts.join('\n\n') },

@@ -1,0 +1,127 @@
+// The sealed run manifest, `.gen/runs/<id>.json`: the template (instruction and --also templates
+// before expansion, the files read) and its digest, the expansion (each matched path and the key
+// minted for it) and the intended keys, in order. Written once by exclusive create: the same
+// expansion again is a no-op, a different one under the same name a conflict (exit 4), never an
+// overwrite. What it seals is the template digest and the expansion; `created_at` is a note.
+import { canonicalBytes } from '../core/canonical-json.js';
+import { ConflictError, UsageError } from '../core/errors.js';
+import { sha256Hex } from '../core/sha256.js';
+import { publishExclusive, readRecord } from '../store/durable.js';
+import type { Store } from '../store/store.js';
+import { manifestFile, type RunRef, revisionsOf, runId, runsDir } from './run-name.js';
+
+export const RUN_SCHEMA = 'genjob/run@1';
+
+export interface RunTemplate {
+  instruction: string;
+  also: string[];
+  reads: string[];
+  /** How the paths were chosen: `--each GLOB`, `--each-file FILE`, or null for one job. */
+  each: { glob: string } | { file: string } | null;
+}
+
+export interface RunEntry {
+  /** The matched path the job was expanded from (null for a run of one unexpanded job). */
+  path: string | null;
+  key: string;
+}
+
+export interface RunManifest {
+  schema: typeof RUN_SCHEMA;
+  name: string;
+  revision: number;
+  template: RunTemplate;
+  template_digest: string;
+  expansion: RunEntry[];
+  keys: string[];
+  created_at: string;
+}
+
+/** The digest of a template; `each` is how the paths were found, not what was asked, so it is left out. */
+export function templateDigest(t: RunTemplate): string {
+  return sha256Hex(canonicalBytes({ instruction: t.instruction, also: t.also, reads: t.reads }));
+}
+
+export function buildManifest(
+  ref: RunRef,
+  template: RunTemplate,
+  expansion: readonly RunEntry[],
+): RunManifest {
+  return {
+    schema: RUN_SCHEMA,
+    name: ref.name,
+    revision: ref.revision,
+    template,
+    template_digest: templateDigest(template),
+    expansion: [...expansion],
+    keys: expansion.map((e) => e.key),
+    created_at: new Date().toISOString(),
+  };
+}
+
+/** What a manifest seals: two manifests with the same seal are the same run. */
+function seal(m: Pick<RunManifest, 'template_digest' | 'expansion'>): string {
+  return sha256Hex(canonicalBytes({ template_digest: m.template_digest, expansion: m.expansion }));
+}
+
+/** Parse a manifest's bytes; `file` names it in errors. */
+export function parseManifest(bytes: Buffer, file: string): RunManifest {
+  let doc: RunManifest;
+  try {
+    doc = JSON.parse(bytes.toString('utf8')) as RunManifest;
+  } catch (err) {
+    throw new UsageError('EGJ_RUN_INVALID', `${file}: not a run manifest: ${(err as Error).message}`);
+  }
+  const keysOk =
+    Array.isArray(doc?.keys) &&
+    Array.isArray(doc.expansion) &&
+    doc.keys.length === doc.expansion.length &&
+    doc.keys.every(
+      (k, i) => typeof k === 'string' && /^[0-9a-f]{64}$/.test(k) && doc.expansion[i]?.key === k,
+    );
+  if (doc?.schema !== RUN_SCHEMA || !keysOk || typeof doc.template_digest !== 'string')
+    throw new UsageError(
+      'EGJ_RUN_INVALID',
+      `${file}: not a ${RUN_SCHEMA} manifest (schema, keys and expansion must agree)`,
+    );
+  return doc;
+}
+
+export function readManifest(store: Store, ref: Pick<RunRef, 'id'>): RunManifest | undefined {
+  const file = manifestFile(store, ref);
+  const bytes = readRecord(store, file);
+  return bytes === undefined ? undefined : parseManifest(bytes, file);
+}
+
+/**
+ * Seal `m` unless its file exists: true when this call wrote it, false when the same run was there
+ * already; a different run under the name is EGJ_RUN_SEALED.
+ */
+export function sealManifest(store: Store, m: RunManifest): boolean {
+  const ref = { id: runId(m.name, m.revision) };
+  store.fs.mkdirSync(runsDir(store), { recursive: true });
+  const existing = readManifest(store, ref);
+  if (existing !== undefined) return sameRunOrConflict(store, existing, m);
+  if (publishExclusive(store, manifestFile(store, ref), Buffer.from(`${JSON.stringify(m, null, 2)}\n`)))
+    return true;
+  return sameRunOrConflict(store, readManifest(store, ref)!, m); // another mint sealed it meanwhile
+}
+
+/** Refuse `m` before anything is minted when its name already seals another run. */
+export function assertNotSealedOtherwise(store: Store, m: RunManifest): void {
+  const existing = readManifest(store, { id: runId(m.name, m.revision) });
+  if (existing !== undefined) sameRunOrConflict(store, existing, m);
+}
+
+function sameRunOrConflict(store: Store, existing: RunManifest, m: RunManifest): false {
+  if (seal(existing) === seal(m)) return false;
+  const next = (revisionsOf(store, m.name).at(-1) ?? 1) + 1;
+  const ours = new Set(m.keys);
+  const theirs = new Set(existing.keys);
+  const differ =
+    existing.keys.filter((k) => !ours.has(k)).length + m.keys.filter((k) => !theirs.has(k)).length;
+  throw new ConflictError(
+    'EGJ_RUN_SEALED',
+    `${manifestFile(store, { id: runId(m.name, m.revision) })}: run ${runId(m.name, m.revision)} is sealed with another expansion (${existing.keys.length} job(s) there, ${m.keys.length} now, ${differ} key(s) differ${existing.template_digest === m.template_digest ? '' : ', another template'}); nothing was minted. Start a new revision with --run ${runId(m.name, next)}`,
+  );
+}
