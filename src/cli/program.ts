@@ -438,6 +438,56 @@ export function buildProgram(): Command {
       await run(async () => (await import('../commands/cancel.js')).cancel({ ...o, key }), !!o.json);
     });
 
+  common(program.command('remint'))
+    .description(
+      'mint the successor of a stale job from the current tree (same instruction and paths, new key); the old one goes to dead/ as superseded',
+    )
+    .argument('<keys...>', 'keys or unique prefixes')
+    .option('--allow-secret <path>', 'ship this path even though it looks like a secret; repeatable', collect)
+    .option('--allow-hardlinks', 'ship inputs that have more than one hard link (refused by default)')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob remint 3f2a9c1b   # the job went stale (EGJ_STALE): its successor is queued\n  genjob apply --all --remint-stale   # remint every stale job apply meets',
+    )
+    .action(async (keys: string[], _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/remint.js')).remint({ ...o, keys }), !!o.json);
+    });
+
+  common(program.command('gate'))
+    .description(
+      'decide a run: open (exit 75) until every job has a receipt or a dead letter; then its pass rate over all intended jobs, met (0) or not (3)',
+    )
+    .requiredOption('--run <name>', 'the run (NAME: its newest revision; NAME@N: that one)')
+    .option(
+      '--require-check <name>',
+      'a key passes only with a current pass record of this checker; the gate waits for one per ok receipt; repeatable',
+      collect,
+    )
+    .option('--min-pass <fraction>', 'the least pass rate over the intended jobs: 0.95 or 95% (default 1 when no --max-fail)')
+    .option('--max-fail <n>', 'the most jobs that may fail')
+    .option('--allow-flaky', 'count a flaky check record as a pass')
+    .option('--wait', 'evaluate again every second until the gate closes')
+    .option('--timeout <duration>', 'with --wait: stop waiting after this long (30s, 30m, 2h), still exit 75')
+    .option('--sign-key <file>', 'sign the gate record with this ed25519 key (default: $GENJOB_SIGN_KEY)')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  genjob gate --run hints                          exit 75 while open (and what it waits for), else 0 or 3',
+        '  genjob gate --run hints --min-pass 0.95 --max-fail 3',
+        '  genjob gate --run hints --require-check tests --allow-flaky --wait --timeout 30m',
+        '  genjob gate --run hints && genjob apply --run hints --gated',
+        '',
+        'Exit codes: 0 met, 3 not met, 75 open (try again later). Wall time never closes a gate.',
+      ].join('\n'),
+    )
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/gate.js')).gate(o), !!o.json);
+    });
+
   common(program.command('status'))
     .description(
       'counts per state and a table of the most recent jobs (key, state, epoch, age, receipt, host, instruction)',

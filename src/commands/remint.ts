@@ -1,0 +1,123 @@
+// genjob remint KEY...: the next step for a job that went stale because its files changed under it (another
+// job applied, a hand edit): mint its successor from the current tree — same instruction, same allowed
+// paths and reads, each hashed (and secret-scanned) again, so a new key — then move the old job to dead/
+// as superseded by the new key, linked both ways in the journal (store/supersede.ts). The successor is
+// minted first: a crash in between leaves both alive, and remint again finishes it. Queued, received and
+// reverted jobs can be reminted, and jobs work dead-lettered because an input changed before shipping.
+import { join } from 'node:path';
+import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
+import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { openStore } from '../cli/root.js';
+import { ConflictError } from '../core/errors.js';
+import { buildJob, type Job, type JobInput, type JobRead } from '../core/job.js';
+import { parseJob } from '../core/job-schema.js';
+import { deadJobs, deadReason } from '../store/dead-jobs.js';
+import { readIfExists } from '../store/durable.js';
+import { loadJob } from '../store/job-files.js';
+import { findJob, resolveKey } from '../store/job-states.js';
+import { withKeyLock } from '../store/key-lock.js';
+import { mintJob } from '../store/mint-job.js';
+import type { Store } from '../store/store.js';
+import { supersede } from '../store/supersede.js';
+import { InputReader } from './mint-inputs.js';
+
+export interface RemintOptions extends CommonOptions {
+  keys: string[];
+  allowSecret?: string[];
+  allowHardlinks?: boolean;
+}
+
+export interface Reminted {
+  key: string;
+  successor: string;
+  /** False when the successor was minted before (a remint finished after a crash). */
+  minted: boolean;
+  dead: string[];
+}
+
+/** The code work records on a job whose input changed before it was shipped. */
+const INPUT_CHANGED = 'EGJ_INPUT_CHANGED';
+
+/** The job a key names, where remint may take it from, or why it may not. */
+function remintable(store: Store, key: string): { job: Job; state: string } {
+  const found = findJob(store, key);
+  if (found?.state === 'queue' || found?.state === 'received' || found?.state === 'reverted')
+    return { job: loadJob(store, found.state, key).job, state: found.state };
+  const dead = found === undefined ? deadJobs(store).find((d) => d.key === key) : undefined;
+  if (dead !== undefined && deadReason(store, dead.name)?.code === INPUT_CHANGED) {
+    const file = join(store.layout.dir('dead'), dead.name);
+    return { job: parseJob(readIfExists(store, file)!, file).job, state: 'dead' };
+  }
+  throw new ConflictError(
+    'EGJ_NOT_REMINTABLE',
+    `${found?.file ?? key}: only a queued, received or reverted job, or one work dead-lettered as ${INPUT_CHANGED}, can be reminted (this one is ${found?.state ?? (dead ? 'dead' : 'unknown')}${found?.state === 'running' ? '; cancel it first' : ''})`,
+  );
+}
+
+/** Mint the successor of `key` from the current tree and supersede it. */
+export async function remintKey(store: Store, key: string, reader: InputReader): Promise<Reminted> {
+  const { job } = remintable(store, key);
+  const typed = (path: string) => ({ typed: path, path });
+  for (const input of [...job.inputs, ...(job.reads ?? [])]) reader.check(typed(input.path));
+  const inputs: JobInput[] = [];
+  for (const input of job.inputs)
+    inputs.push(reader.exists(input.path) ? await reader.read(typed(input.path)) : { path: input.path, sha256: null });
+  const reads = (await reader.readAll((job.reads ?? []).map((r) => typed(r.path)))) as JobRead[];
+  const next = buildJob(job.instruction, inputs, job.constraints, reads);
+  if (next.key === key)
+    throw new ConflictError(
+      'EGJ_NOT_REMINTABLE',
+      `${key.slice(0, 12)}: none of its files changed since it was minted; its successor would be itself (genjob retry generates it again)`,
+    );
+  const outcome = mintJob(store, next);
+  const dead = await withKeyLock(store, key, () => {
+    const found = findJob(store, key);
+    if (found?.state === 'queue' || found?.state === 'received' || found?.state === 'reverted')
+      return supersede(store, key, next.key, found);
+    const deadJob = found === undefined ? deadJobs(store).find((d) => d.key === key) : undefined;
+    const bytes = deadJob && readIfExists(store, join(store.layout.dir('dead'), deadJob.name));
+    if (bytes === undefined || deadReason(store, deadJob!.name)?.code !== INPUT_CHANGED)
+      throw new ConflictError(
+        'EGJ_NOT_REMINTABLE',
+        `${key.slice(0, 12)}: the job moved on while its successor ${next.key.slice(0, 12)} was minted (now ${found?.state ?? 'gone'}); look again`,
+      );
+    return supersede(store, key, next.key, { dead: bytes });
+  });
+  return { key, successor: next.key, minted: outcome.minted, dead };
+}
+
+export function readerFor(store: Store, o: Pick<RemintOptions, 'allowSecret' | 'allowHardlinks'>): InputReader {
+  return new InputReader(store.root, new Set(o.allowSecret ?? []), o.allowHardlinks === true);
+}
+
+export async function remint(o: RemintOptions): Promise<CommandResult> {
+  const store = openStore(o);
+  const keys = [...new Set(o.keys.map((k) => resolveKey(store, k, { dead: true })))];
+  const reader = readerFor(store, o);
+  const done: Reminted[] = [];
+  const failures: Failure[] = [];
+  const lines: string[] = [];
+  for (const key of keys) {
+    try {
+      const r = await remintKey(store, key, reader);
+      done.push(r);
+      lines.push(`${key.slice(0, 12)} superseded by ${r.successor} (queued; dead/${r.dead[0] ?? '?'})`);
+    } catch (err) {
+      if (keys.length === 1) throw err;
+      const f = failureOf(key, err);
+      failures.push(f);
+      lines.push(`${key.slice(0, 12)} not reminted (${f.code})`);
+    }
+  }
+  return {
+    human: lines.join('\n'),
+    ...(failures.length > 0
+      ? { exitCode: worstExit(failures.map((f) => f.exitCode)), stderr: failureLines(failures) }
+      : {}),
+    json: {
+      ok: failures.length === 0,
+      reminted: done,
+      failed: failures.map(({ key, code, message }) => ({ key, code, message })),
+    },
+  };
+}

@@ -1,0 +1,107 @@
+// Gather what the run gate decides on, from .gen/ as it is now: per intended key, the job that stands for
+// it (its successor after a remint), that job's outcome (pending, a committed receipt — its digest, its
+// status and, when ok, whether it verifies — or a dead letter and its reason), whether a live lease is
+// held on it, and the required checkers' states from `readChecks` (the checks plane's reader, passed in,
+// so tests drive the gate with any reader). Reads only: the decision is gate-decision.ts's.
+import { GenjobError } from '../core/errors.js';
+import { splitEnvelope } from '../core/receipt-peek.js';
+import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
+import { sha256Hex } from '../core/sha256.js';
+import { deadReason } from '../store/dead-jobs.js';
+import { readRecord } from '../store/durable.js';
+import { keysIn, PRECEDENCE } from '../store/job-states.js';
+import type { JobState } from '../store/layout.js';
+import { leaseAgeMs, readLease } from '../store/lease.js';
+import { ownerGone } from '../store/process-identity.js';
+import type { Store } from '../store/store.js';
+import { currentKey, deadIndex } from '../store/supersede.js';
+import { verifyKey } from '../verify/verify-key.js';
+import type { CheckView, KeyRecords, Outcome } from './gate-decision.js';
+
+/** The checks plane's reader: each named checker's state for the key's current receipt. */
+export type CheckReader = (root: string, key: string, checkers: readonly string[]) => Promise<readonly CheckView[]>;
+
+export interface GatherOptions {
+  checkers: readonly string[];
+  /** Required when `checkers` is not empty. */
+  readChecks?: CheckReader;
+  trust: ReceiptTrustPolicy;
+  /** The time leases are judged at (ms); defaults to now. */
+  now?: number;
+}
+
+/** Where each key of the live states is (one listing per state; applied/ wins over a leftover). */
+function liveStates(store: Store): Map<string, JobState> {
+  const where = new Map<string, JobState>();
+  for (const state of PRECEDENCE) for (const key of keysIn(store, state)) if (!where.has(key)) where.set(key, state);
+  return where;
+}
+
+function receiptStatus(bytes: Buffer): string {
+  try {
+    return String(splitEnvelope(JSON.parse(bytes.toString('utf8'))).payload.status);
+  } catch {
+    return 'unreadable';
+  }
+}
+
+/** A lease within its TTL whose holder is not a process of this host known to be gone. */
+export function leaseLive(store: Store, key: string, now: number): boolean {
+  const lease = readLease(store, key);
+  if (lease === undefined) return false;
+  const ttlMs = Number(lease.ttl_s) * 1000;
+  return leaseAgeMs(store, key, now) <= ttlMs && !ownerGone(lease.worker ?? {});
+}
+
+async function outcomeOf(
+  store: Store,
+  key: string,
+  state: JobState | undefined,
+  dead: ReadonlyMap<string, string>,
+  trust: ReceiptTrustPolicy,
+): Promise<Outcome> {
+  if (state === 'queue' || state === 'running') return { kind: 'pending', state };
+  if (state === undefined) {
+    const name = dead.get(key);
+    if (name === undefined) return { kind: 'pending', state: 'unknown' };
+    const why = deadReason(store, name);
+    return { kind: 'dead', name, code: why?.code ?? '(none)', reason: why?.reason ?? '(no reason recorded)' };
+  }
+  const bytes = readRecord(store, store.layout.receipt(key));
+  // a retry sets the receipt aside before it requeues the job: received without one is on its way back
+  if (bytes === undefined && state === 'received') return { kind: 'pending', state: 'received' };
+  const status = bytes === undefined ? 'missing' : receiptStatus(bytes);
+  const receiptDigest = bytes === undefined ? null : sha256Hex(bytes);
+  if (status !== 'ok') return { kind: 'receipt', status, receiptDigest, problem: null };
+  try {
+    await verifyKey(store, key, trust);
+    return { kind: 'receipt', status, receiptDigest, problem: null };
+  } catch (err) {
+    if (!(err instanceof GenjobError)) throw err;
+    return { kind: 'receipt', status, receiptDigest, problem: `${err.code}: ${err.message}` };
+  }
+}
+
+/** The records of every intended key, in the run's order. */
+export async function gatherRun(store: Store, keys: readonly string[], o: GatherOptions): Promise<KeyRecords[]> {
+  if (o.checkers.length > 0 && o.readChecks === undefined)
+    throw new Error('gatherRun: required checkers need a check reader');
+  const now = o.now ?? Date.now();
+  const where = liveStates(store);
+  const dead = deadIndex(store);
+  const out: KeyRecords[] = new Array(keys.length);
+  let next = 0;
+  // verifying hashes each ok receipt's outputs: a few keys in flight keep the disk busy
+  const workers = Array.from({ length: Math.min(8, keys.length) }, async () => {
+    for (let i = next++; i < keys.length; i = next++) {
+      const key = keys[i]!;
+      const current = currentKey(store, key, dead, (k) => where.has(k));
+      const outcome = await outcomeOf(store, current, where.get(current), dead, o.trust);
+      const checked = outcome.kind === 'receipt' && outcome.status === 'ok' && outcome.problem === null;
+      const checks = checked && o.checkers.length > 0 ? await o.readChecks!(store.root, current, o.checkers) : [];
+      out[i] = { key, current, outcome, liveLease: leaseLive(store, current, now), checks };
+    }
+  });
+  await Promise.all(workers);
+  return out;
+}

@@ -1,0 +1,201 @@
+// Gate records: `.gen/runs/<run>.gates/<n>.json`, one per closed evaluation, created exclusively and
+// never rewritten. Each names the run (and its manifest's digest), the policy, the verdict, the pass
+// count and, per intended key, the receipt or dead letter and the check records it used (their digests):
+// the evidence. With a signing key the file is a DSSE envelope (payload type GATE_PAYLOAD_TYPE) over the
+// canonical record. A record is current while the evidence gathered now has the same digest: a new
+// attempt, a new receipt or a new check record after closing makes it stale, and the next closed
+// evaluation is record n+1. Evaluating again with the same evidence and policy writes nothing.
+import type { KeyObject } from 'node:crypto';
+import { join } from 'node:path';
+import { canonicalBytes } from '../core/canonical-json.js';
+import { signEnvelope, strictBase64 } from '../core/dsse.js';
+import { UsageError } from '../core/errors.js';
+import { sha256Hex } from '../core/sha256.js';
+import { publishExclusive, readdirOrEmpty, readRecord } from '../store/durable.js';
+import type { Store } from '../store/store.js';
+import { type GateDecision, type GatePolicy, type KeyRecords, rateText } from './gate-decision.js';
+import { type RunRef, runsDir } from './run-name.js';
+
+export const GATE_SCHEMA = 'genjob/gate@1';
+export const GATE_PAYLOAD_TYPE = 'application/vnd.genjob.gate+json';
+
+/** What one intended key contributed: the material the verdict rests on, by digest. */
+export interface KeyEvidence {
+  key: string;
+  current: string;
+  /** sha256 of the committed receipt's bytes, or null. */
+  receipt: string | null;
+  /** The dead letter (`dead/<name>`) that ended it, or null. */
+  dead: string | null;
+  checks: Array<{ checker: string; verdict: string; record: string | null }>;
+}
+
+export interface GateRecord {
+  schema: typeof GATE_SCHEMA;
+  run: string;
+  revision: number;
+  manifest_sha256: string;
+  policy: {
+    require_checks: string[];
+    min_pass: { num: number; den: number };
+    max_fail: number | null;
+    allow_flaky: boolean;
+  };
+  verdict: 'met' | 'not-met';
+  passed: number;
+  total: number;
+  rate: string;
+  keys: Array<KeyEvidence & { pass: boolean; why?: string }>;
+  evidence_sha256: string;
+  closed_at: string;
+}
+
+export interface StoredGate {
+  seq: number;
+  file: string;
+  /** sha256 of the file's bytes: what to cite. */
+  sha256: string;
+  record: GateRecord;
+  signed: boolean;
+}
+
+export function evidenceOf(records: readonly KeyRecords[]): KeyEvidence[] {
+  return records.map((r) => ({
+    key: r.key,
+    current: r.current,
+    receipt: r.outcome.kind === 'receipt' ? r.outcome.receiptDigest : null,
+    dead: r.outcome.kind === 'dead' ? `dead/${r.outcome.name}` : null,
+    checks: r.checks.map((c) => ({ checker: c.checker, verdict: c.verdict, record: c.recordDigest ?? null })),
+  }));
+}
+
+export function evidenceDigest(evidence: readonly KeyEvidence[]): string {
+  return sha256Hex(canonicalBytes(evidence));
+}
+
+function policyDoc(p: GatePolicy): GateRecord['policy'] {
+  return {
+    require_checks: [...p.requireChecks],
+    min_pass: { ...p.minPass },
+    max_fail: p.maxFail,
+    allow_flaky: p.allowFlaky,
+  };
+}
+
+/** The record of a closed decision. */
+export function buildGateRecord(
+  ref: RunRef,
+  manifestSha256: string,
+  policy: GatePolicy,
+  decision: Extract<GateDecision, { state: 'closed' }>,
+  records: readonly KeyRecords[],
+): GateRecord {
+  const evidence = evidenceOf(records);
+  return {
+    schema: GATE_SCHEMA,
+    run: ref.name,
+    revision: ref.revision,
+    manifest_sha256: manifestSha256,
+    policy: policyDoc(policy),
+    verdict: decision.met ? 'met' : 'not-met',
+    passed: decision.passed,
+    total: decision.total,
+    rate: rateText(decision.passed, decision.total),
+    keys: evidence.map((e, i) => {
+      const r = decision.results[i]!;
+      return { ...e, pass: r.pass, ...(r.pass ? {} : { why: r.why }) };
+    }),
+    evidence_sha256: evidenceDigest(evidence),
+    closed_at: new Date().toISOString(),
+  };
+}
+
+export function gatesDir(store: Store, ref: Pick<RunRef, 'id'>): string {
+  return join(runsDir(store), `${ref.id}.gates`);
+}
+
+/** Parse a gate record file (plain canonical JSON or a DSSE envelope over it). */
+export function parseGateRecord(bytes: Buffer, file: string): { record: GateRecord; signed: boolean } {
+  const bad = (rule: string) => new UsageError('EGJ_RUN_INVALID', `${file}: not a gate record: ${rule}`);
+  let doc: Record<string, unknown>;
+  try {
+    doc = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
+  } catch (err) {
+    throw bad((err as Error).message);
+  }
+  let signed = false;
+  if (typeof doc.payloadType === 'string') {
+    if (doc.payloadType !== GATE_PAYLOAD_TYPE) throw bad(`payload type ${JSON.stringify(doc.payloadType)}`);
+    const payload = typeof doc.payload === 'string' ? strictBase64(doc.payload) : null;
+    if (payload === null) throw bad('payload is not canonical base64');
+    try {
+      doc = JSON.parse(payload.toString('utf8')) as Record<string, unknown>;
+    } catch (err) {
+      throw bad((err as Error).message);
+    }
+    signed = true;
+  }
+  const record = doc as unknown as GateRecord;
+  if (
+    record.schema !== GATE_SCHEMA ||
+    !Array.isArray(record.keys) ||
+    !record.keys.every((k) => typeof k?.current === 'string' && typeof k.pass === 'boolean') ||
+    (record.verdict !== 'met' && record.verdict !== 'not-met')
+  )
+    throw bad(`schema ${GATE_SCHEMA} with keys, verdict and evidence`);
+  return { record, signed };
+}
+
+/** The newest gate record of a run, or undefined when none was written. */
+export function newestGate(store: Store, ref: Pick<RunRef, 'id'>): StoredGate | undefined {
+  const dir = gatesDir(store, ref);
+  const seqs = readdirOrEmpty(store, dir)
+    .map((n) => /^([1-9][0-9]*)\.json$/.exec(n)?.[1])
+    .filter((n): n is string => n !== undefined)
+    .map(Number);
+  if (seqs.length === 0) return undefined;
+  const seq = Math.max(...seqs);
+  const file = join(dir, `${seq}.json`);
+  const bytes = readRecord(store, file)!;
+  return { seq, file, sha256: sha256Hex(bytes), ...parseGateRecord(bytes, file) };
+}
+
+/** Two records decide the same thing: the same evidence under the same policy. */
+function sameDecision(a: GateRecord, b: GateRecord): boolean {
+  return (
+    a.evidence_sha256 === b.evidence_sha256 &&
+    canonicalBytes(a.policy).equals(canonicalBytes(b.policy)) &&
+    a.manifest_sha256 === b.manifest_sha256
+  );
+}
+
+export interface Signer {
+  key: KeyObject;
+  keyid: string;
+}
+
+/**
+ * Write `record` as the run's next gate record, unless the newest one already decides the same thing
+ * (then that one is returned, `fresh: false`). Exclusive create: a racing gate takes the next number.
+ */
+export function writeGate(
+  store: Store,
+  ref: Pick<RunRef, 'id'>,
+  record: GateRecord,
+  signer?: Signer,
+): StoredGate & { fresh: boolean } {
+  const dir = gatesDir(store, ref);
+  store.fs.mkdirSync(dir, { recursive: true });
+  const payload = canonicalBytes(record);
+  const bytes = signer
+    ? canonicalBytes(signEnvelope(GATE_PAYLOAD_TYPE, payload, signer.key, signer.keyid))
+    : payload;
+  for (;;) {
+    const newest = newestGate(store, ref);
+    if (newest && sameDecision(newest.record, record)) return { ...newest, fresh: false };
+    const seq = (newest?.seq ?? 0) + 1;
+    const file = join(dir, `${seq}.json`);
+    if (publishExclusive(store, file, bytes))
+      return { seq, file, sha256: sha256Hex(bytes), record, signed: signer !== undefined, fresh: true };
+  }
+}

@@ -1,0 +1,45 @@
+// The keys a `--run NAME` names: the run's sealed manifest (NAME's newest revision, or NAME@N), each
+// intended key replaced by the job that stands for it now (its successor after a remint,
+// store/supersede.ts). Commands acting on a run (status, work, verify, apply, drop, retry, cancel,
+// and any other) take their keys from here.
+import { sha256Hex } from '../core/sha256.js';
+import { readRecord } from '../store/durable.js';
+import { keysIn, PRECEDENCE } from '../store/job-states.js';
+import { Store } from '../store/store.js';
+import { currentKey, deadIndex } from '../store/supersede.js';
+import { parseManifest, type RunManifest } from './run-manifest.js';
+import { manifestFile, type RunRef, resolveRun } from './run-name.js';
+
+export interface RunKeys {
+  ref: RunRef;
+  manifest: RunManifest;
+  /** sha256 of the manifest file's bytes. */
+  manifestSha256: string;
+  /** The sealed keys, in the run's order. */
+  intended: string[];
+  /** The same, each followed to the job that stands for it now. */
+  current: string[];
+}
+
+/** The run `typed` names in `store`, with its keys now; EGJ_UNKNOWN_RUN when there is none. */
+export function runKeys(store: Store, typed: string): RunKeys {
+  const ref = resolveRun(store, typed);
+  const file = manifestFile(store, ref);
+  const bytes = readRecord(store, file)!;
+  const manifest = parseManifest(bytes, file);
+  const live = new Set<string>();
+  for (const state of PRECEDENCE) for (const k of keysIn(store, state)) live.add(k);
+  const dead = deadIndex(store);
+  return {
+    ref,
+    manifest,
+    manifestSha256: sha256Hex(bytes),
+    intended: manifest.keys,
+    current: manifest.keys.map((k) => currentKey(store, k, dead, (x) => live.has(x))),
+  };
+}
+
+/** The keys of run `name` at repository `root` as they stand now (successors followed), in the run's order. */
+export function keysOfRun(root: string, name: string): string[] {
+  return runKeys(new Store(root), name).current;
+}
