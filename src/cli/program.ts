@@ -216,6 +216,7 @@ export function buildProgram(): Command {
       'run existing jobs again in shadow plane NAME (results under .gen/shadow/NAME/)',
     )
     .option('--all', 'with --shadow: every queued, received and applied job')
+    .option('--run <name>', "work run NAME's queued jobs (as --drain of their keys)")
     .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       if (o.shadow) {
@@ -264,7 +265,9 @@ export function buildProgram(): Command {
       "check a job's receipt and bytes against the verify rules (docs/exit-codes.md); exit 3 naming the rule broken",
     )
     .argument('[key]', 'a key or a unique prefix (4+ characters)')
-    .option('--all', 'verify every received job')
+    .option('--all', 'verify every received job (each is tried; the exit code is the worst)')
+    .option('--run <name>', 'verify every job of run NAME that has a receipt (each is tried)')
+    .option('--stop-on-first', 'with --all or --run: stop at the first job that fails')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
     .option(
       '--require-sandbox',
@@ -284,7 +287,11 @@ export function buildProgram(): Command {
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/verify.js')).verify({ ...o, key }), !!o.json);
-    });
+    })
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob verify 3f2a9c1b\n  genjob verify --all                 every received job, a summary of each failure\n  genjob verify --run hints --stop-on-first\n  genjob verify --commits origin/main..HEAD',
+    );
 
   common(program.command('check'))
     .description(
@@ -325,7 +332,17 @@ export function buildProgram(): Command {
   common(program.command('apply'))
     .description('verify again, then write the outputs into the repository (atomic, idempotent)')
     .argument('[key]', 'a key or a unique prefix (4+ characters)')
-    .option('--all', 'apply every received job')
+    .option('--all', 'apply every received job (each is tried, like make -k; the exit code is the worst)')
+    .option('--run <name>', 'apply every received job of run NAME (each is tried)')
+    .option(
+      '--gated',
+      "with --run: apply exactly the jobs the run's current closed gate accepted (genjob gate)",
+    )
+    .option('--stop-on-first', 'with --all or --run: stop at the first job that fails')
+    .option(
+      '--remint-stale',
+      'with --all or --run: remint every stale job met, so its successor is generated next',
+    )
     .option('--dry-run', 'print what would change; write nothing')
     .option('--diff', 'print a unified diff of what was written (with --dry-run: of what would be)')
     .option('--require-signature', 'reject unsigned receipts even when no key is trusted')
@@ -346,7 +363,11 @@ export function buildProgram(): Command {
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/apply.js')).apply({ ...o, key }), !!o.json);
-    });
+    })
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob apply 3f2a9c1b --diff\n  genjob apply --all --remint-stale     apply what applies; stale jobs get successors\n  genjob apply --run hints --stop-on-first\n  genjob gate --run hints && genjob apply --run hints --gated --commit',
+    );
 
   common(program.command('revert'))
     .description(
@@ -359,12 +380,17 @@ export function buildProgram(): Command {
     });
 
   common(program.command('drop'))
-    .description('give up on a queued, received or reverted job: its file, receipt and outputs move to dead/')
-    .argument('<key>', 'a key or a unique prefix')
+    .description('give up on queued, received or reverted jobs: each file, receipt and outputs move to dead/')
+    .argument('[keys...]', 'keys or unique prefixes (several: each is tried, the exit code is the worst)')
     .option('--reason <text>', 'why (kept in dead/ and the journal)')
-    .action(async (key: string, _opts, cmd: Command) => {
+    .option('--run <name>', 'every queued, received or reverted job of run NAME (others are skipped)')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob drop 3f2a9c1b 77aa01de --reason "not needed"\n  genjob drop --run hints',
+    )
+    .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
-      await run(async () => (await import('../commands/drop.js')).drop({ ...o, key }), !!o.json);
+      await run(async () => (await import('../commands/drop.js')).drop({ ...o, keys }), !!o.json);
     });
 
   // shadow plane (#15): compare two planes' answers; promote a shadow answer through the live path
@@ -421,21 +447,34 @@ export function buildProgram(): Command {
     .description(
       'send a received job (aborted, rejected, or ok but unwanted) or a dead one (cancelled, out of attempts, in doubt) back to the queue; its next attempt generates again',
     )
-    .argument('<key>', 'a key or a unique prefix')
-    .action(async (key: string, _opts, cmd: Command) => {
+    .argument('[keys...]', 'keys or unique prefixes (several: each is tried, the exit code is the worst)')
+    .option(
+      '--run <name>',
+      'every job of run NAME whose receipt is aborted or rejected, and its cancelled ones',
+    )
+    .addHelpText(
+      'after',
+      "\nExamples:\n  genjob retry 3f2a9c1b\n  genjob retry --run hints   # the run's failures, generated again",
+    )
+    .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
-      await run(async () => (await import('../commands/retry.js')).retry({ ...o, key }), !!o.json);
+      await run(async () => (await import('../commands/retry.js')).retry({ ...o, keys }), !!o.json);
     });
 
   common(program.command('cancel'))
     .description(
       'stop a queued or running job: it goes to dead/ as cancelled (its worker stands down, its generator is killed)',
     )
-    .argument('<key>', 'a key or a unique prefix')
+    .argument('[keys...]', 'keys or unique prefixes (several: each is tried, the exit code is the worst)')
     .option('--reason <text>', 'why (kept in dead/ and the journal)')
-    .action(async (key: string, _opts, cmd: Command) => {
+    .option('--run <name>', 'every queued or running job of run NAME')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob cancel 3f2a9c1b --reason "wrong instruction"\n  genjob cancel --run hints',
+    )
+    .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
-      await run(async () => (await import('../commands/cancel.js')).cancel({ ...o, key }), !!o.json);
+      await run(async () => (await import('../commands/cancel.js')).cancel({ ...o, keys }), !!o.json);
     });
 
   common(program.command('remint'))
@@ -464,7 +503,10 @@ export function buildProgram(): Command {
       'a key passes only with a current pass record of this checker; the gate waits for one per ok receipt; repeatable',
       collect,
     )
-    .option('--min-pass <fraction>', 'the least pass rate over the intended jobs: 0.95 or 95% (default 1 when no --max-fail)')
+    .option(
+      '--min-pass <fraction>',
+      'the least pass rate over the intended jobs: 0.95 or 95% (default 1 when no --max-fail)',
+    )
     .option('--max-fail <n>', 'the most jobs that may fail')
     .option('--allow-flaky', 'count a flaky check record as a pass')
     .option('--wait', 'evaluate again every second until the gate closes')
@@ -499,6 +541,7 @@ export function buildProgram(): Command {
       positiveInt('--limit'),
     )
     .option('--all', 'show every row')
+    .option('--run <name>', "only run NAME's jobs (successors of reminted ones included)")
     .option('--disk', 'also show the size of .gen/ and what `genjob gc` would free (walks all of .gen/)')
     .option(
       '--check <NAME=VALUE>',

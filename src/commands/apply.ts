@@ -1,12 +1,15 @@
-// genjob apply [KEY | --all] [--dry-run] [--diff]: finish any apply a crash interrupted, then for
-// each job verify again (never trust an earlier verify) and write it. An applied key is a no-op
-// that says so (with --commit, it gets its commit if it has none: src/commands/apply-commit.ts). Stops at the first failure (what failed wrote nothing), after printing every job
-// it applied before it. --diff prints the unified diff of what was written (or, with --dry-run,
-// of what would be).
+// genjob apply [KEY | --all | --run NAME [--gated]] [--dry-run] [--diff]: finish any apply a crash
+// interrupted, then for each job verify again (never trust an earlier verify) and write it. An applied
+// key is a no-op that says so (with --commit, it gets its commit if it has none: src/commands/apply-commit.ts).
+// Over many jobs it goes on past a failure (what failed wrote nothing), like make -k, and ends with a
+// summary naming each failure; the exit code is the worst. --stop-on-first stops at the first one;
+// --remint-stale mints the successor of each stale job it meets (remint.ts). --gated applies exactly
+// the jobs the run's current closed gate accepted. --diff prints the unified diff of what was written
+// (or, with --dry-run, of what would be).
 import { applyJob, recoverInterruptedApplies, type Write } from '../apply/apply-job.js';
 import { readObject } from '../apply/tree-file.js';
 import { unifiedDiff } from '../apply/unified-diff.js';
-import { type Failure, failureLines, failureOf } from '../cli/failures.js';
+import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore, openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
@@ -31,6 +34,14 @@ export interface ApplyOptions extends CommonOptions {
   /** Checkers that must have a current pass record for the job (src/check/require-check.ts). */
   requireCheck?: string[];
   allowFlaky?: boolean;
+  /** The received jobs of this run. */
+  run?: string;
+  /** With --run: exactly the jobs the run's current closed gate accepted. */
+  gated?: boolean;
+  /** Over many jobs: stop at the first failure instead of trying every job. */
+  stopOnFirst?: boolean;
+  /** Over many jobs: mint the successor of every stale job met (genjob remint). */
+  remintStale?: boolean;
 }
 
 /** The passing records `--require-check` demands of `key` (none asked: none); refuses with exit 3. */
@@ -52,6 +63,13 @@ function writtenDiff(store: Store, writes: readonly Write[]): string {
 }
 
 export async function apply(o: ApplyOptions): Promise<CommandResult> {
+  const many = o.all === true || o.run !== undefined;
+  if ((o.stopOnFirst || o.remintStale) && !many)
+    throw new UsageError(
+      'EGJ_USAGE',
+      `${o.stopOnFirst ? '--stop-on-first' : '--remint-stale'} goes with --all or --run NAME`,
+    );
+  if (o.gated && o.run === undefined) throw new UsageError('EGJ_USAGE', '--gated goes with --run NAME');
   if (o.commit && o.dryRun)
     throw new UsageError('EGJ_USAGE', '--commit writes a commit; it cannot go with --dry-run');
   if (o.allowFlaky && !o.requireCheck?.length)
@@ -65,14 +83,21 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   const recovered = o.dryRun ? [] : await recoverInterruptedApplies(store);
   const isApplied = (key: string) => exists(store, store.layout.jobFile('applied', key));
   // --all --commit also looks at applied jobs: one applied without --commit gets its commit now
-  const selected = selectKeys(store, o, 'received');
-  const keys = o.commit && o.all ? [...new Set([...selected, ...keysIn(store, 'applied')])].sort() : selected;
+  const { keys: selected, skipped } = o.gated
+    ? { keys: await gatedKeys(store, o.run), skipped: 0 }
+    : selectKeys(store, o, 'received', ['received', 'applied']);
+  const keys =
+    o.commit && o.all && o.run === undefined
+      ? [...new Set([...selected, ...keysIn(store, 'applied')])].sort()
+      : selected;
+  const reader = o.remintStale ? (await import('./remint.js')).readerFor(store, {}) : undefined;
+  const reminted: Array<{ key: string; successor: string }> = [];
   const commitOf = o.commit ? await keysCommitted(store, keys.filter(isApplied)) : new Map<string, string>();
   const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });
   const results: Array<Record<string, unknown>> = [];
   const lines: string[] = recovered.map((k) => `${k.slice(0, 12)} finished an apply interrupted by a crash`);
   let alreadyCommitted = 0;
-  let failure: Failure | undefined;
+  const failures: Failure[] = [];
   for (const key of keys) {
     try {
       if (isApplied(key) && !o.commit) {
@@ -130,25 +155,80 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
       }
       if (committed) lines.push(committed.line);
     } catch (err) {
-      if (!o.all) throw err; // one key: the error alone says it all
-      failure = failureOf(key, err);
+      if (!many) throw err; // one key: the error alone says it all
+      const failure = failureOf(key, err);
+      if (reader && failure.code === 'EGJ_STALE' && !o.dryRun) {
+        const next = await remintStale(store, key, reader);
+        if (next !== undefined) {
+          reminted.push({ key, successor: next });
+          results.push({ key, status: 'reminted', successor: next });
+          lines.push(
+            `${key.slice(0, 12)} stale: reminted as ${next.slice(0, 12)} (generate it with genjob work)`,
+          );
+          continue;
+        }
+      }
+      failures.push(failure);
       results.push({ key, status: 'failed', code: failure.code, message: failure.message });
       const left = keys.length - results.length;
       lines.push(
-        `${key.slice(0, 12)} not applied (${failure.code})${left > 0 ? `; stopped, ${left} job(s) not tried` : ''}`,
+        `${key.slice(0, 12)} not applied (${failure.code})${o.stopOnFirst && left > 0 ? `; stopped, ${left} job(s) not tried` : ''}`,
       );
-      break;
+      if (o.stopOnFirst) break;
     }
   }
   if (alreadyCommitted > 0) lines.push(`${alreadyCommitted} applied job(s) already committed`);
-  if (keys.length === 0 && recovered.length === 0) lines.push('nothing to apply (no received jobs)');
-  if (failure === undefined) return { human: lines.join('\n'), json: { ok: true, recovered, results } };
+  if (keys.length === 0 && recovered.length === 0)
+    lines.push(`nothing to apply (no received jobs${o.run ? ` in run ${o.run}` : ''})`);
+  if (skipped > 0) lines.push(`${skipped} job(s) of run ${o.run} not received yet (not applied)`);
+  if (reminted.length > 0)
+    lines.push(`${reminted.length} stale job(s) reminted: genjob work generates their successors`);
+  if (failures.length === 0)
+    return {
+      human: lines.join('\n'),
+      json: { ok: true, recovered, results, ...(reminted.length > 0 ? { reminted } : {}) },
+    };
+  if (many && failures.length > 0)
+    lines.push(
+      `${failures.length} of ${keys.length} job(s) not applied: ${failures.map((f) => `${f.key.slice(0, 12)} (${f.code})`).join(', ')}`,
+    );
+  const first = failures[0]!;
   return {
-    exitCode: failure.exitCode,
+    exitCode: worstExit(failures.map((f) => f.exitCode)),
     human: lines.join('\n'),
-    stderr: failureLines([failure]),
-    json: { ok: false, code: failure.code, message: failure.message, recovered, results },
+    stderr: failureLines(failures),
+    json: {
+      ok: false,
+      code: first.code,
+      message: first.message,
+      recovered,
+      results,
+      failed: failures.map(({ key, code, message }) => ({ key, code, message })),
+      ...(reminted.length > 0 ? { reminted } : {}),
+    },
   };
+}
+
+/** Remint a stale job for --remint-stale: its successor's key, or undefined when it could not be. */
+async function remintStale(
+  store: Store,
+  key: string,
+  reader: import('./mint-inputs.js').InputReader,
+): Promise<string | undefined> {
+  const { remintKey } = await import('./remint.js');
+  try {
+    return (await remintKey(store, key, reader)).successor;
+  } catch (err) {
+    failureOf(key, err); // a bug is thrown on; a refusal leaves the stale failure to be reported
+    return undefined;
+  }
+}
+
+/** --gated: the jobs the run's newest gate record accepted, when that record is still current and met. */
+async function gatedKeys(store: Store, run: string | undefined): Promise<string[]> {
+  if (run === undefined) throw new UsageError('EGJ_USAGE', '--gated goes with --run NAME');
+  const { acceptedKeys } = await import('../run/gate-accepted.js');
+  return acceptedKeys(store, run, (await import('./gate.js')).checkReader);
 }
 
 /** key → the commit on HEAD's history already carrying its Genjob-Key trailer. */

@@ -1,38 +1,46 @@
-// genjob cancel KEY: stop a queued or running job; it goes to dead/ with `cancelled` (see
-// store/cancel-job.ts). A running job's worker stands down at its next heartbeat and has the host
-// kill its generator (work-one.ts, serve-cancel.ts). A job held by a batch intent that was never sent
-// to the provider ends that intent too: nothing of it was submitted, and its other jobs go back to the
-// queue (worker/batch-end.ts).
+// genjob cancel KEY... | --run NAME: stop queued or running jobs; each goes to dead/ with `cancelled` (see
+// store/cancel-job.ts). A running job's worker stands down at its next heartbeat and has the host kill its
+// generator (work-one.ts, serve-cancel.ts). A job held by a batch intent that was never sent to the
+// provider ends that intent too: nothing of it was submitted, and its other jobs go back to the queue
+// (worker/batch-end.ts). Many keys go on past a failure (each-key.ts).
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { openRecords, readRecord } from '../store/batch-outbox.js';
 import { cancelJob } from '../store/cancel-job.js';
-import { resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 import { endIntent, intentHolding } from '../worker/batch-end.js';
 import { lockRun } from '../worker/batch-send.js';
+import { chooseKeys, eachKey, type KeysChoice } from './each-key.js';
 
-export async function cancel(o: CommonOptions & { key: string; reason?: string }): Promise<CommandResult> {
+export async function cancel(o: CommonOptions & KeysChoice & { reason?: string }): Promise<CommandResult> {
   const store = openStore(o);
-  const key = resolveKey(store, o.key);
-  const { state, dead } = await cancelJob(store, key, o.reason);
-  const ended = state === 'running' ? await endIntentOf(store, key) : undefined;
-  const note =
-    state === 'running'
-      ? ended
-        ? `; batch run ${ended.run} had not been sent: it ended, and its other ${ended.requeued.length} job(s) are back in the queue`
-        : '; its worker stands down at its next heartbeat and its generator is killed'
-      : '';
-  return {
-    human: `${key.slice(0, 12)} cancelled (was ${state}): dead/${dead}${note}`,
-    json: {
-      ok: true,
-      key,
-      was: state,
-      dead: [dead],
-      ...(ended ? { batch_ended: { run: ended.run, requeued: ended.requeued } } : {}),
+  const chosen = chooseKeys(store, o, ['queue', 'running']);
+  return eachKey(
+    chosen,
+    'cancelled',
+    async (key) => {
+      const { state, dead } = await cancelJob(store, key, o.reason);
+      const ended = state === 'running' ? await endIntentOf(store, key) : undefined;
+      const note =
+        state === 'running'
+          ? ended
+            ? `; batch run ${ended.run} had not been sent: it ended, and its other ${ended.requeued.length} job(s) are back in the queue`
+            : '; its worker stands down at its next heartbeat and its generator is killed'
+          : '';
+      return {
+        key,
+        line: `${key.slice(0, 12)} cancelled (was ${state}): dead/${dead}${note}`,
+        json: {
+          ok: true,
+          key,
+          was: state,
+          dead: [dead],
+          ...(ended ? { batch_ended: { run: ended.run, requeued: ended.requeued } } : {}),
+        },
+      };
     },
-  };
+    o.run,
+  );
 }
 
 /** End the unsent batch intent that held the cancelled `key`, if one did. */

@@ -1,20 +1,20 @@
-// genjob drop KEY: give up on a queued, received or reverted job (say, one whose receipt is aborted or
-// rejected, which would keep `verify --all` failing). The job file, its receipt and its outputs
-// move to dead/ with the reason — nothing is deleted. Running and applied jobs are refused.
+// genjob drop KEY... | --run NAME: give up on queued, received or reverted jobs (say, one whose receipt is
+// aborted or rejected, which would keep `verify --all` failing). Each job file, its receipt and its outputs
+// move to dead/ with the reason — nothing is deleted. Running and applied jobs are refused (with --run,
+// skipped). Many keys go on past a failure (each-key.ts).
 
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { ConflictError } from '../core/errors.js';
 import { deadLetterFile } from '../store/dead-letter.js';
 import { exists } from '../store/durable.js';
-import { findJob, resolveKey } from '../store/job-states.js';
+import { findJob } from '../store/job-states.js';
 import { journal } from '../store/journal.js';
 import { withKeyLock } from '../store/key-lock.js';
+import type { Store } from '../store/store.js';
+import { chooseKeys, type Done, eachKey, type KeysChoice } from './each-key.js';
 
-export async function drop(o: CommonOptions & { key: string; reason?: string }): Promise<CommandResult> {
-  const store = openStore(o);
-  const key = resolveKey(store, o.key);
-  const reason = `dropped by the user${o.reason ? `: ${o.reason}` : ''}`;
+async function dropOne(store: Store, key: string, reason: string): Promise<Done> {
   const moved = await withKeyLock(store, key, () => {
     const found = findJob(store, key);
     if (!found || found.state === 'running' || found.state === 'applied') {
@@ -33,7 +33,15 @@ export async function drop(o: CommonOptions & { key: string; reason?: string }):
   });
   journal(store, { event: 'dropped', key, reason });
   return {
-    human: `${key.slice(0, 12)} dropped: ${moved.map((n) => `dead/${n}`).join(', ')}`,
+    key,
+    line: `${key.slice(0, 12)} dropped: ${moved.map((n) => `dead/${n}`).join(', ')}`,
     json: { ok: true, key, dead: moved },
   };
+}
+
+export async function drop(o: CommonOptions & KeysChoice & { reason?: string }): Promise<CommandResult> {
+  const store = openStore(o);
+  const chosen = chooseKeys(store, o, ['queue', 'received', 'reverted']);
+  const reason = `dropped by the user${o.reason ? `: ${o.reason}` : ''}`;
+  return eachKey(chosen, 'dropped', (key) => dropOne(store, key, reason), o.run);
 }

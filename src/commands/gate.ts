@@ -9,9 +9,22 @@ import { openStore } from '../cli/root.js';
 import { parseDuration } from '../core/duration.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
-import { decideGate, type GateDecision, type GatePolicy, parseMinPass, rateText } from '../run/gate-decision.js';
+import {
+  decideGate,
+  type GateDecision,
+  type GatePolicy,
+  parseMinPass,
+  rateText,
+} from '../run/gate-decision.js';
 import { type CheckReader, gatherRun } from '../run/gate-gather.js';
-import { buildGateRecord, evidenceDigest, evidenceOf, newestGate, type Signer, writeGate } from '../run/gate-record.js';
+import {
+  buildGateRecord,
+  evidenceDigest,
+  evidenceOf,
+  newestGate,
+  type Signer,
+  writeGate,
+} from '../run/gate-record.js';
 import { runKeys } from '../run/run-keys.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
@@ -31,10 +44,15 @@ export interface GateOptions extends CommonOptions {
 const SHOWN = 20;
 const POLL_MS = 1000;
 
-export function gatePolicy(o: Pick<GateOptions, 'requireCheck' | 'minPass' | 'maxFail' | 'allowFlaky'>): GatePolicy {
+export function gatePolicy(
+  o: Pick<GateOptions, 'requireCheck' | 'minPass' | 'maxFail' | 'allowFlaky'>,
+): GatePolicy {
   const minPass = o.minPass === undefined ? undefined : parseMinPass(o.minPass);
   if (minPass === null)
-    throw new UsageError('EGJ_USAGE', `--min-pass ${o.minPass}: a fraction from 0 to 1 (0.95) or a percentage (95%)`);
+    throw new UsageError(
+      'EGJ_USAGE',
+      `--min-pass ${o.minPass}: a fraction from 0 to 1 (0.95) or a percentage (95%)`,
+    );
   if (o.maxFail !== undefined && !/^\d{1,9}$/.test(o.maxFail))
     throw new UsageError('EGJ_USAGE', `--max-fail ${o.maxFail}: a whole number of keys, 0 or more`);
   const maxFail = o.maxFail === undefined ? null : Number(o.maxFail);
@@ -70,7 +88,9 @@ function policyText(p: GatePolicy): string {
   return [
     `min ${pct}`,
     ...(p.maxFail === null ? [] : [`max fail ${p.maxFail}`]),
-    ...(p.requireChecks.length > 0 ? [`checks ${p.requireChecks.join(', ')}${p.allowFlaky ? ' (flaky allowed)' : ''}`] : []),
+    ...(p.requireChecks.length > 0
+      ? [`checks ${p.requireChecks.join(', ')}${p.allowFlaky ? ' (flaky allowed)' : ''}`]
+      : []),
   ].join(', ');
 }
 
@@ -100,7 +120,8 @@ export async function gate(o: GateOptions): Promise<CommandResult> {
     const elapsed = Date.now() - started;
     if (!o.wait || (timeoutMs !== undefined && elapsed >= timeoutMs)) {
       const newest = newestGate(store, run.ref);
-      const stale = newest !== undefined && newest.record.evidence_sha256 !== evidenceDigest(evidenceOf(records));
+      const stale =
+        newest !== undefined && newest.record.evidence_sha256 !== evidenceDigest(evidenceOf(records));
       return openResult(run.ref.id, decision, records.length, o.wait === true, newest?.seq, stale);
     }
     const pause = Math.min(POLL_MS, timeoutMs === undefined ? POLL_MS : Math.max(0, timeoutMs - elapsed));
@@ -118,9 +139,12 @@ function openResult(
 ): CommandResult {
   const lines = [`gate ${id}: open, waiting for ${d.waiting.length} of ${total} job(s):`];
   for (const w of d.waiting.slice(0, SHOWN)) lines.push(`  ${w.key.slice(0, 12)}  ${w.why}`);
-  if (d.waiting.length > SHOWN) lines.push(`  … and ${d.waiting.length - SHOWN} more (--json lists every one)`);
+  if (d.waiting.length > SHOWN)
+    lines.push(`  … and ${d.waiting.length - SHOWN} more (--json lists every one)`);
   if (lastSeq !== undefined)
-    lines.push(`gate record ${lastSeq} ${stale ? 'is stale: receipts or checks changed since it closed' : 'still stands'}`);
+    lines.push(
+      `gate record ${lastSeq} ${stale ? 'is stale: receipts or checks changed since it closed' : 'still stands'}`,
+    );
   lines.push(
     waited
       ? '(exit 75: --timeout ended the wait; the gate is still open)'
@@ -162,7 +186,13 @@ function closedResult(
       total: d.total,
       rate: rateText(d.passed, d.total),
       failed,
-      record: { seq: stored.seq, file: stored.file, sha256: stored.sha256, signed: stored.signed, fresh: stored.fresh },
+      record: {
+        seq: stored.seq,
+        file: stored.file,
+        sha256: stored.sha256,
+        signed: stored.signed,
+        fresh: stored.fresh,
+      },
     },
   };
 }

@@ -61,7 +61,9 @@ export async function remintKey(store: Store, key: string, reader: InputReader):
   for (const input of [...job.inputs, ...(job.reads ?? [])]) reader.check(typed(input.path));
   const inputs: JobInput[] = [];
   for (const input of job.inputs)
-    inputs.push(reader.exists(input.path) ? await reader.read(typed(input.path)) : { path: input.path, sha256: null });
+    inputs.push(
+      reader.exists(input.path) ? await reader.read(typed(input.path)) : { path: input.path, sha256: null },
+    );
   const reads = (await reader.readAll((job.reads ?? []).map((r) => typed(r.path)))) as JobRead[];
   const next = buildJob(job.instruction, inputs, job.constraints, reads);
   if (next.key === key)
@@ -86,7 +88,10 @@ export async function remintKey(store: Store, key: string, reader: InputReader):
   return { key, successor: next.key, minted: outcome.minted, dead };
 }
 
-export function readerFor(store: Store, o: Pick<RemintOptions, 'allowSecret' | 'allowHardlinks'>): InputReader {
+export function readerFor(
+  store: Store,
+  o: Pick<RemintOptions, 'allowSecret' | 'allowHardlinks'>,
+): InputReader {
   return new InputReader(store.root, new Set(o.allowSecret ?? []), o.allowHardlinks === true);
 }
 

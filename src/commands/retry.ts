@@ -1,22 +1,40 @@
-// genjob retry KEY: send a received job (aborted, rejected, or ok but unwanted: its checks failed), or one
-// in dead/ for how its run went (cancelled, out of attempts, in doubt on its host), back to the queue with
-// a fresh count of attempts; its next attempt (a new epoch) makes the host generate again (see
-// store/retry-job.ts).
+// genjob retry KEY... | --run NAME: send received jobs (aborted, rejected, or ok but unwanted: their checks
+// failed), or ones in dead/ for how their run went (cancelled, out of attempts, in doubt on their host), back
+// to the queue with a fresh count of attempts; each next attempt (a new epoch) makes the host generate again
+// (see store/retry-job.ts). Many keys go on past a failure (each-key.ts); with --run, the run's jobs whose
+// receipt is not ok and its jobs dead/ holds for how their run went are tried.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
-import { resolveKey } from '../store/job-states.js';
-import { retryJob } from '../store/retry-job.js';
+import { peekRecord } from '../store/durable.js';
+import { retryableDead, retryJob } from '../store/retry-job.js';
+import { chooseKeys, eachKey, type KeysChoice } from './each-key.js';
+import { receiptSummary } from './status.js';
 
-export async function retry(o: CommonOptions & { key: string }): Promise<CommandResult> {
+export async function retry(o: CommonOptions & KeysChoice): Promise<CommandResult> {
   const store = openStore(o);
-  const key = resolveKey(store, o.key, { dead: true }); // a cancelled or dead job is only in dead/
-  const { epoch, status } = await retryJob(store, key);
-  const kept =
-    status === 'ok' || status === 'aborted' || status === 'rejected'
-      ? `its ${status} receipt of epoch ${epoch} is kept in dead/`
-      : `it was ${status}; that record stays in dead/`;
-  return {
-    human: `${key.slice(0, 12)} back in the queue (${kept}); the next worker generates it again`,
-    json: { ok: true, key, previous_epoch: epoch, previous_status: status },
-  };
+  // of a run: the received jobs whose receipt is not ok, and the retryable dead ones (only in dead/: no state)
+  const chosen = chooseKeys(store, o, ['received', null], {
+    dead: true,
+    take: (key, state) =>
+      state === null
+        ? retryableDead(store, key) !== undefined
+        : receiptSummary(peekRecord(store, store.layout.receipt(key))).status !== 'ok',
+  });
+  return eachKey(
+    chosen,
+    'retried',
+    async (key) => {
+      const { epoch, status } = await retryJob(store, key);
+      const kept =
+        status === 'ok' || status === 'aborted' || status === 'rejected'
+          ? `its ${status} receipt of epoch ${epoch} is kept in dead/`
+          : `it was ${status}; that record stays in dead/`;
+      return {
+        key,
+        line: `${key.slice(0, 12)} back in the queue (${kept}); the next worker generates it again`,
+        json: { ok: true, key, previous_epoch: epoch, previous_status: status },
+      };
+    },
+    o.run,
+  );
 }

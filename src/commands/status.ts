@@ -49,6 +49,8 @@ export interface StatusOptions extends CommonOptions {
   disk?: boolean;
   /** `NAME=VALUE` filters on check states (a verdict, missing, stale or current); all must match. */
   check?: string[];
+  /** Only the jobs of this run (its keys now: successors of reminted ones). */
+  run?: string;
 }
 
 const CHECK_VALUES = ['pass', 'fail', 'flaky', 'uncertain', 'error', 'missing', 'stale', 'current'];
@@ -164,16 +166,19 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
   const filters = checkFilters(o.check);
   const store = lookStore(o);
   const now = Date.now();
+  // --run: only the run's jobs are counted and listed
+  const run = o.run === undefined ? undefined : (await import('../run/run-keys.js')).runKeys(store, o.run);
+  const inRun = run && new Set(run.current);
   // 1. counts: one listing per state directory; a key in two (a crash leftover) counts where it wins
   const listed = new Map<RowState, string[]>();
   const seen = new Set<string>();
   for (const [i, state] of PRECEDENCE.entries()) {
-    const keys = keysIn(store, state).filter((k) => !seen.has(k));
+    const keys = keysIn(store, state).filter((k) => !seen.has(k) && (inRun?.has(k) ?? true));
     listed.set(state, keys);
     // the last state (queue, the deep one) is never looked up again: no set of its keys
     if (i < PRECEDENCE.length - 1) for (const k of keys) seen.add(k);
   }
-  const dead = deadJobs(store).filter((d) => !seen.has(d.key));
+  const dead = deadJobs(store).filter((d) => !seen.has(d.key) && (inRun?.has(d.key) ?? true));
   const counts: Record<string, number> = {};
   for (const state of FLOW) counts[state] = listed.get(state)!.length;
   counts.dead = dead.length;
@@ -273,6 +278,11 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
   } as const;
   const receiptColour = (r: string) => (r === 'ok' ? 'green' : 'red');
   const lines = [
+    ...(run
+      ? [
+          `run ${run.ref.id}: ${run.intended.length} job(s) (.gen/runs/${run.ref.id}.json)${run.current.some((k, i) => k !== run.intended[i]) ? '; reminted ones shown as their successors' : ''}`,
+        ]
+      : []),
     `queue ${counts.queue}  running ${counts.running}  received ${counts.received} (ok ${received.ok}, aborted ${received.aborted}, rejected ${received.rejected})  applied ${counts.applied}  reverted ${counts.reverted}  dead ${counts.dead}`,
   ];
   if (usage.requests + usage.prompt_tokens + usage.completion_tokens > 0) {
@@ -327,6 +337,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     terminalSafe: true,
     json: {
       ok: true,
+      ...(run ? { run: run.ref.id, keys: run.current } : {}),
       counts,
       received,
       usage,

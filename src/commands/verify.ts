@@ -1,12 +1,15 @@
 // genjob verify [KEY | --all]: check receipts and bytes (the verify rules in docs/exit-codes.md); exit 3
-// naming the rule broken. Writes nothing. With --all, every received job is checked and every
-// failing one is reported (one stderr line each); the exit code is the worst seen.
+// naming the rule broken. Writes nothing. With --all (or --run NAME: the run's jobs that have a receipt),
+// every job is checked and every failing one is reported (one stderr line each), like make -k; the
+// exit code is the worst seen. --stop-on-first stops at the first failure.
 
 import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
-import { keysIn, resolveKey } from '../store/job-states.js';
+import { runKeys } from '../run/run-keys.js';
+import { findJob, keysIn, resolveKey } from '../store/job-states.js';
+import type { JobState } from '../store/layout.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { requireSandbox } from '../verify/require-sandbox.js';
@@ -22,15 +25,36 @@ export interface VerifyOptions extends CommonOptions {
   requireGenjob?: string[];
   /** With --commits: checkers each generated commit needs a current pass record of (src/check/commit-check.ts). */
   requireCheck?: string[];
+  /** The jobs of this run (keeps going past failures, like --all). */
+  run?: string;
+  /** With --all or --run: stop at the first failure instead of trying every job. */
+  stopOnFirst?: boolean;
 }
 
-/** The keys a verify/apply invocation names: one key (or prefix), or --all of a state. */
-export function selectKeys(store: Store, o: { key?: string; all?: boolean }, allState: 'received'): string[] {
-  if (o.all && o.key) throw new UsageError('EGJ_USAGE', 'give a key or --all, not both');
-  if (o.all) return keysIn(store, allState);
+/**
+ * The keys a verify/apply invocation names: one key (or prefix), --all of a state, or the jobs of a run
+ * (--run NAME, with or without --all) that are in one of `runStates`; `skipped` counts the run's others.
+ */
+export function selectKeys(
+  store: Store,
+  o: { key?: string; all?: boolean; run?: string },
+  allState: 'received',
+  runStates: readonly JobState[] = ['received', 'applied', 'reverted'],
+): { keys: string[]; skipped: number } {
+  if ((o.all || o.run !== undefined) && o.key)
+    throw new UsageError('EGJ_USAGE', `give a key or ${o.run !== undefined ? '--run' : '--all'}, not both`);
+  if (o.run !== undefined) {
+    const keys = runKeys(store, o.run).current;
+    const chosen = keys.filter((k) => runStates.includes(findJob(store, k)?.state as JobState));
+    return { keys: chosen, skipped: keys.length - chosen.length };
+  }
+  if (o.all) return { keys: keysIn(store, allState), skipped: 0 };
   if (!o.key)
-    throw new UsageError('EGJ_USAGE', 'name a key (or a unique prefix of 4+ characters), or pass --all');
-  return [resolveKey(store, o.key)];
+    throw new UsageError(
+      'EGJ_USAGE',
+      'name a key (or a unique prefix of 4+ characters), or pass --all or --run NAME',
+    );
+  return { keys: [resolveKey(store, o.key)], skipped: 0 };
 }
 
 export async function verify(o: VerifyOptions): Promise<CommandResult> {
@@ -40,8 +64,11 @@ export async function verify(o: VerifyOptions): Promise<CommandResult> {
     throw new UsageError('EGJ_USAGE', '--require-check goes with --commits RANGE (apply takes it too)');
   if (o.commits !== undefined)
     return (await import('./verify-commits.js')).verifyCommits({ ...o, commits: o.commits });
+  const many = o.all === true || o.run !== undefined;
+  if (o.stopOnFirst && !many)
+    throw new UsageError('EGJ_USAGE', '--stop-on-first goes with --all or --run NAME');
   const store = lookStore(o);
-  const keys = selectKeys(store, o, 'received');
+  const { keys, skipped } = selectKeys(store, o, 'received');
   const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });
   const verified = [];
   const failures: Failure[] = [];
@@ -61,13 +88,19 @@ export async function verify(o: VerifyOptions): Promise<CommandResult> {
         `${key.slice(0, 12)} ok: ${v.receipt.outputs.length} output(s), epoch ${v.receipt.epoch}${v.signer ? `, signed by ${v.signer}` : ''}`,
       );
     } catch (err) {
-      if (!o.all) throw err; // one key: the error alone says it all
+      if (!many) throw err; // one key: the error alone says it all
       const f = failureOf(key, err);
       failures.push(f);
       lines.push(`${key.slice(0, 12)} FAILED: ${f.code}`);
+      if (o.stopOnFirst) {
+        const left = keys.length - verified.length - failures.length;
+        if (left > 0) lines.push(`stopped at the first failure (--stop-on-first); ${left} job(s) not tried`);
+        break;
+      }
     }
   }
-  if (keys.length === 0) lines.push('nothing to verify (no received jobs)');
+  if (keys.length === 0) lines.push(`nothing to verify (no received jobs${o.run ? ` in run ${o.run}` : ''})`);
+  if (skipped > 0) lines.push(`${skipped} job(s) of run ${o.run} have no receipt yet (not verified)`);
   if (failures.length > 0) lines.push(`${failures.length} of ${keys.length} job(s) failed verification`);
   return {
     human: lines.join('\n'),
@@ -78,6 +111,7 @@ export async function verify(o: VerifyOptions): Promise<CommandResult> {
       ok: failures.length === 0,
       verified,
       failed: failures.map(({ key, code, message }) => ({ key, code, message })),
+      ...(o.run !== undefined ? { run: o.run, skipped } : {}),
     },
   };
 }

@@ -49,6 +49,8 @@ export interface WorkCliOptions extends CommonOptions {
   retryAborted?: boolean;
   grace?: number;
   keys?: string[];
+  /** Work the queued jobs of this run (as named keys). */
+  run?: string;
   failOnError?: boolean;
   generatorEnv?: string[];
   generatorNetwork?: boolean;
@@ -193,6 +195,20 @@ function progressLine(mode: 'once' | 'drain' | 'watch', total: number): (done: n
 }
 
 export async function work(o: WorkCliOptions): Promise<CommandResult> {
+  if (o.run !== undefined) {
+    if ((o.keys ?? []).length > 0 || o.watch || o.batch || o.batchPoll)
+      throw new UsageError(
+        'EGJ_USAGE',
+        "--run NAME works the run's queued jobs: not with keys, --watch or --batch",
+      );
+    // the run's jobs waiting in the queue (successors of reminted ones included), worked as named jobs
+    const { runKeys } = await import('../run/run-keys.js');
+    const s = openStore(o);
+    const queued = runKeys(s, o.run).current.filter((k) => findJob(s, k)?.state === 'queue');
+    if (queued.length === 0)
+      return { human: `nothing queued in run ${o.run}`, json: { ok: true, run: o.run, outcomes: [] } };
+    o = { ...o, keys: queued };
+  }
   // batch generation: submitting to and polling a provider's batch endpoint (see work-batch.ts)
   if (o.batch || o.batchPoll) return (await import('./work-batch.js')).workBatch(o);
   const chosen = o.keys ?? [];

@@ -84,7 +84,8 @@ function checkFor(r: KeyRecords, checker: string): CheckJudged {
 function judge(r: KeyRecords, policy: GatePolicy): Judged {
   const o = r.outcome;
   if (o.kind === 'pending') return { wait: PENDING[o.state] };
-  if (o.kind === 'dead') return r.liveLease ? { wait: 'an attempt still holds a live lease' } : { fail: `dead: ${o.code}` };
+  if (o.kind === 'dead')
+    return r.liveLease ? { wait: 'an attempt still holds a live lease' } : { fail: `dead: ${o.code}` };
   if (o.status !== 'ok') return { fail: `receipt ${o.status}` };
   if (o.problem !== null) return { fail: `does not verify: ${o.problem}` };
   const checks = policy.requireChecks.map((c) => checkFor(r, c));
@@ -100,7 +101,9 @@ export function decideGate(records: readonly KeyRecords[], policy: GatePolicy): 
   const judged = records.map((r) => ({ key: r.key, j: judge(r, policy) }));
   const waiting = judged.flatMap(({ key, j }) => ('wait' in j ? [{ key, why: j.wait }] : []));
   if (waiting.length > 0) return { state: 'open', waiting };
-  const results = judged.map(({ key, j }) => ('fail' in j ? { key, pass: false, why: j.fail } : { key, pass: true, why: '' }));
+  const results = judged.map(({ key, j }) =>
+    'fail' in j ? { key, pass: false, why: j.fail } : { key, pass: true, why: '' },
+  );
   const passed = results.filter((r) => r.pass).length;
   const total = records.length;
   const met =

@@ -4,8 +4,8 @@
 // held on it, and the required checkers' states from `readChecks` (the checks plane's reader, passed in,
 // so tests drive the gate with any reader). Reads only: the decision is gate-decision.ts's.
 import { GenjobError } from '../core/errors.js';
-import { splitEnvelope } from '../core/receipt-peek.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
+import { splitEnvelope } from '../core/receipt-peek.js';
 import { sha256Hex } from '../core/sha256.js';
 import { deadReason } from '../store/dead-jobs.js';
 import { readRecord } from '../store/durable.js';
@@ -19,7 +19,11 @@ import { verifyKey } from '../verify/verify-key.js';
 import type { CheckView, KeyRecords, Outcome } from './gate-decision.js';
 
 /** The checks plane's reader: each named checker's state for the key's current receipt. */
-export type CheckReader = (root: string, key: string, checkers: readonly string[]) => Promise<readonly CheckView[]>;
+export type CheckReader = (
+  root: string,
+  key: string,
+  checkers: readonly string[],
+) => Promise<readonly CheckView[]>;
 
 export interface GatherOptions {
   checkers: readonly string[];
@@ -33,7 +37,8 @@ export interface GatherOptions {
 /** Where each key of the live states is (one listing per state; applied/ wins over a leftover). */
 function liveStates(store: Store): Map<string, JobState> {
   const where = new Map<string, JobState>();
-  for (const state of PRECEDENCE) for (const key of keysIn(store, state)) if (!where.has(key)) where.set(key, state);
+  for (const state of PRECEDENCE)
+    for (const key of keysIn(store, state)) if (!where.has(key)) where.set(key, state);
   return where;
 }
 
@@ -83,7 +88,11 @@ async function outcomeOf(
 }
 
 /** The records of every intended key, in the run's order. */
-export async function gatherRun(store: Store, keys: readonly string[], o: GatherOptions): Promise<KeyRecords[]> {
+export async function gatherRun(
+  store: Store,
+  keys: readonly string[],
+  o: GatherOptions,
+): Promise<KeyRecords[]> {
   if (o.checkers.length > 0 && o.readChecks === undefined)
     throw new Error('gatherRun: required checkers need a check reader');
   const now = o.now ?? Date.now();
@@ -98,7 +107,8 @@ export async function gatherRun(store: Store, keys: readonly string[], o: Gather
       const current = currentKey(store, key, dead, (k) => where.has(k));
       const outcome = await outcomeOf(store, current, where.get(current), dead, o.trust);
       const checked = outcome.kind === 'receipt' && outcome.status === 'ok' && outcome.problem === null;
-      const checks = checked && o.checkers.length > 0 ? await o.readChecks!(store.root, current, o.checkers) : [];
+      const checks =
+        checked && o.checkers.length > 0 ? await o.readChecks!(store.root, current, o.checkers) : [];
       out[i] = { key, current, outcome, liveLease: leaseLive(store, current, now), checks };
     }
   });

@@ -38,7 +38,7 @@ const RETRYABLE_DEAD: ReadonlyMap<string, string> = new Map([
 ]);
 
 /** The key's newest job file in dead/ and what a retry says it was, when its reason allows a retry. */
-function retryableDead(store: Store, key: string): { name: string; status: string } | undefined {
+export function retryableDead(store: Store, key: string): { name: string; status: string } | undefined {
   const dead = deadJobs(store).find((d) => d.key === key);
   const status = dead && RETRYABLE_DEAD.get(deadReason(store, dead.name)?.code ?? '');
   return dead && status ? { name: dead.name, status } : undefined;

@@ -41,14 +41,20 @@ export function supersede(
 }
 
 /** The successor a dead key's newest job file names, from an index of dead/ built once (deadIndex). */
-export function successorIn(store: Store, index: ReadonlyMap<string, string>, key: string): string | undefined {
+export function successorIn(
+  store: Store,
+  index: ReadonlyMap<string, string>,
+  key: string,
+): string | undefined {
   const name = index.get(key);
   if (name === undefined) return undefined;
   const bytes = readIfExists(store, join(store.layout.dir('dead'), `${name}.why.json`));
   if (bytes === undefined) return undefined;
   try {
     const why = JSON.parse(bytes.toString('utf8')) as { code?: unknown; superseded_by?: unknown };
-    return why.code === SUPERSEDED && typeof why.superseded_by === 'string' && /^[0-9a-f]{64}$/.test(why.superseded_by)
+    return why.code === SUPERSEDED &&
+      typeof why.superseded_by === 'string' &&
+      /^[0-9a-f]{64}$/.test(why.superseded_by)
       ? why.superseded_by
       : undefined;
   } catch {
