@@ -12,6 +12,7 @@ import {
   jobDigest,
   MAX_INPUTS,
   MAX_INSTRUCTION_BYTES,
+  shippedFiles,
   workOrderKey,
 } from '../../src/core/job.js';
 import { parseJob } from '../../src/core/job-schema.js';
@@ -267,5 +268,99 @@ describe('why a contract is refused, in words', () => {
         ['a', 'a.b', 'ab/c', 'a-b/c'].map((path) => ({ path, sha256: A })),
       ),
     ).not.toThrow();
+  });
+});
+
+describe('files read for context (--read)', () => {
+  const C = 'c'.repeat(64);
+
+  it('joins the key as a third map only when there are reads; a job without them keeps its old key and document', () => {
+    const inputs = [{ path: 'a', sha256: A }];
+    expect(workOrderKey('do it', inputs, [])).toBe(workOrderKey('do it', inputs));
+    expect(workOrderKey('do it', inputs, [{ path: 'types.py', sha256: C }])).toBe(
+      sha256Of(`{"inputs":{"a":"${A}"},"instruction":"do it","reads":{"types.py":"${C}"}}`),
+    );
+    const plain = buildJob('do it', inputs);
+    expect('reads' in plain).toBe(false);
+    expect(buildJob('do it', inputs, DEFAULT_CONSTRAINTS, [])).toEqual(plain);
+  });
+
+  it('changes the key when a read file changes, and sorts the reads by path', () => {
+    const one = buildJob('x', [{ path: 'a', sha256: A }], DEFAULT_CONSTRAINTS, [
+      { path: 'z.py', sha256: B },
+      { path: 'm.py', sha256: C },
+    ]);
+    expect(one.reads).toEqual([
+      { path: 'm.py', sha256: C },
+      { path: 'z.py', sha256: B },
+    ]);
+    const two = buildJob('x', [{ path: 'a', sha256: A }], DEFAULT_CONSTRAINTS, [
+      { path: 'z.py', sha256: A },
+      { path: 'm.py', sha256: C },
+    ]);
+    expect(two.key).not.toBe(one.key);
+    expect(parseJob(Buffer.from(canonicalJson(one)), 'job.json')).toEqual({
+      job: one,
+      digest: jobDigest(one),
+    });
+  });
+
+  it('never allows a read file: the generator may change only the inputs', () => {
+    const job = buildJob('x', [{ path: 'a', sha256: A }], DEFAULT_CONSTRAINTS, [{ path: 'r', sha256: B }]);
+    expect(allowedPaths(job)).toEqual(new Set(['a']));
+    expect(shippedFiles(job)).toEqual([
+      { path: 'a', sha256: A },
+      { path: 'r', sha256: B },
+    ]);
+    expect(shippedFiles(buildJob('x', [{ path: 'n', sha256: null }]))).toEqual([]);
+  });
+
+  it.each([
+    {
+      name: 'a read that is also allowed',
+      reads: ['a'],
+      rule: '"a" is both read and allowed; a file the generator may change is shipped anyway',
+    },
+    {
+      name: 'a read twin of an input',
+      reads: ['A'],
+      rule: '"A" and "a" differ only in case or Unicode form',
+    },
+    {
+      name: 'a read that is the directory of an input',
+      reads: ['d'],
+      rule: '"d" is both a file and the directory of "d/x"',
+    },
+    { name: 'a bad read path', reads: ['../x'], rule: `"../x": path has a '..' component` },
+    { name: 'a read given twice', reads: ['r', 'r'], rule: 'reads are not sorted by path or repeat "r"' },
+  ])('refuses $name', ({ reads, rule }) => {
+    const inputs = [
+      { path: 'a', sha256: A },
+      { path: 'd/x', sha256: A },
+    ];
+    expect(contractProblem({ inputs, reads: reads.map((path) => ({ path, sha256: B })) })).toBe(rule);
+  });
+
+  it.each([
+    { name: 'an empty reads list', patch: { reads: [] }, rule: /reads/ },
+    { name: 'a read without a digest', patch: { reads: [{ path: 'r', sha256: null }] }, rule: /reads/ },
+    {
+      name: 'reads out of order',
+      patch: {
+        reads: [
+          { path: 's', sha256: B },
+          { path: 'r', sha256: B },
+        ],
+      },
+      rule: /reads are not sorted/,
+    },
+  ])('parseJob refuses $name', ({ patch, rule }) => {
+    const job = { ...buildJob('x', [{ path: 'a', sha256: A }]), ...patch };
+    expect(() => parseJob(Buffer.from(JSON.stringify(job)), 'job.json')).toThrow(rule);
+  });
+
+  it('parseJob refuses reads the key was not made with (forged: a read added after mint)', () => {
+    const job = { ...buildJob('x', [{ path: 'a', sha256: A }]), reads: [{ path: 'r', sha256: B }] };
+    expect(() => parseJob(Buffer.from(JSON.stringify(job)), 'job.json')).toThrow(/key is not the sha256/);
   });
 });

@@ -1,5 +1,5 @@
 // apply --diff prints what it wrote; verify --all reports every failing job with the worst exit code;
-// apply --all prints each job it applied before the one that stopped it.
+// apply --all goes on past a failure and names each one (--stop-on-first stops at the first).
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -66,15 +66,34 @@ describe('verify --all', () => {
 });
 
 describe('apply --all', () => {
-  it('prints each job it applied before the one that stopped it', async () => {
+  it('goes on past a job that fails, like make -k, and ends naming each failure (exit: the worst)', async () => {
     const sb = await makeSandbox();
     const [a, b, c] = await threeReceived(sb);
-    tamper(sb, c!);
+    tamper(sb, a!);
     const r = await sb.genjob(['apply', '--all']);
     expect(r.exitCode).toBe(3);
-    expect(r.stdout).toMatch(new RegExp(`^${a!.slice(0, 12)} applied 1 file\\(s\\):\n`));
+    expect(r.stdout).toMatch(new RegExp(`^${a!.slice(0, 12)} not applied \\(EGJ_ARTIFACT_DRIFT\\)\n`));
     expect(r.stdout).toContain(`\n${b!.slice(0, 12)} applied 1 file(s):\n`);
-    expect(r.stdout).toMatch(new RegExp(`\n${c!.slice(0, 12)} not applied \\(EGJ_ARTIFACT_DRIFT\\)\n$`));
+    expect(r.stdout).toContain(`\n${c!.slice(0, 12)} applied 1 file(s):\n`);
+    expect(r.stdout).toMatch(
+      new RegExp(`\n1 of 3 job\\(s\\) not applied: ${a!.slice(0, 12)} \\(EGJ_ARTIFACT_DRIFT\\)\n$`),
+    );
+    expect(r.stderr).toMatch(/^genjob: EGJ_ARTIFACT_DRIFT: [^\n]*\n$/);
+    const json = JSON.parse((await sb.genjob(['apply', '--all', '--json'])).stdout);
+    expect(json).toMatchObject({ ok: false, code: 'EGJ_ARTIFACT_DRIFT', failed: [{ key: a }] });
+  });
+
+  it('with --stop-on-first, prints each job it applied before the one that stopped it', async () => {
+    const sb = await makeSandbox();
+    const [a, b, c] = await threeReceived(sb);
+    tamper(sb, b!);
+    const r = await sb.genjob(['apply', '--all', '--stop-on-first']);
+    expect(r.exitCode).toBe(3);
+    expect(r.stdout).toMatch(new RegExp(`^${a!.slice(0, 12)} applied 1 file\\(s\\):\n`));
+    expect(r.stdout).toContain(
+      `\n${b!.slice(0, 12)} not applied (EGJ_ARTIFACT_DRIFT); stopped, 1 job(s) not tried\n`,
+    );
+    expect(r.stdout).not.toContain(`${c!.slice(0, 12)} applied`);
     expect(r.stderr).toMatch(/^genjob: EGJ_ARTIFACT_DRIFT: /);
   });
 });

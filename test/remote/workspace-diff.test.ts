@@ -182,3 +182,37 @@ describe('diffWorkspace', () => {
     });
   });
 });
+
+describe('diffWorkspace with files read for context (--read)', () => {
+  const withRead = buildJob('x', [{ path: 'src/a.py', sha256: sha256Hex('a\n') }], undefined, [
+    { path: 'lib/types.py', sha256: sha256Hex('T = 1\n') },
+  ]);
+  beforeEach(() => {
+    mkdirSync(join(ws, 'lib'));
+    writeFileSync(join(ws, 'lib/types.py'), 'T = 1\n');
+  });
+
+  it('lets a read file stand unchanged beside the outputs, and never makes it one', async () => {
+    writeFileSync(join(ws, 'src/a.py'), 'A\n');
+    expect(await diffWorkspace(ws, withRead)).toEqual({
+      ok: true,
+      outputs: [{ path: 'src/a.py', sha256: sha256Hex('A\n'), bytes: 2 }],
+    });
+  });
+
+  it('rejects a generator that changed a read file (tamper: the context is never an output)', async () => {
+    writeFileSync(join(ws, 'lib/types.py'), 'T = 2\n');
+    expect(await diffWorkspace(ws, withRead)).toEqual({
+      ok: false,
+      reason: 'changed "lib/types.py", which the job ships read-only (--read): it is never an output',
+    });
+  });
+
+  it('rejects a generator that deleted a read file', async () => {
+    unlinkSync(join(ws, 'lib/types.py'));
+    expect(await diffWorkspace(ws, withRead)).toEqual({
+      ok: false,
+      reason: 'deleted "lib/types.py", which the job ships read-only (--read)',
+    });
+  });
+});
