@@ -97,7 +97,7 @@ function policyText(p: GatePolicy): string {
 export async function gate(o: GateOptions): Promise<CommandResult> {
   if (o.run === undefined) throw new UsageError('EGJ_USAGE', 'name the run: genjob gate --run NAME');
   if (o.timeout !== undefined && !o.wait) throw new UsageError('EGJ_USAGE', '--timeout goes with --wait');
-  const timeoutMs = o.timeout === undefined ? undefined : parseDuration(o.timeout, '--timeout') * 1000;
+  const timeoutMs = o.timeout === undefined ? undefined : parseDuration(o.timeout, '--timeout');
   const policy = gatePolicy(o);
   const readChecks = await checkReader(policy.requireChecks);
   const sign = await signer(o);

@@ -1,0 +1,342 @@
+// Runs through the built CLI: a 40-job fan-out sealed as a run (the same mint again a no-op, another
+// expansion exit 4, a new revision with NAME@2, nothing matching exit 2), worked and gated; --read
+// shipped to the generator, hashed into the key and refused as an output (by the host, and by verify
+// when a forged receipt names it); jobs that never produced a result counted against the rate; apply
+// over a run going on past an aborted job; apply --gated and a gate record made stale; --wait and
+// --timeout; the commands that take --run and many keys.
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { verifyPae } from '../../src/core/dsse.js';
+import { GATE_PAYLOAD_TYPE } from '../../src/run/gate-record.js';
+import { parsePublicKey } from '../../src/trust/keys.js';
+import { genDir, readJson } from './helpers.js';
+import { json, mod, runBox } from './run-helpers.js';
+
+interface Minted {
+  run: string;
+  sealed: boolean;
+  jobs: Array<{ path: string; key: string; minted: boolean }>;
+}
+
+describe('a run minted with --each', () => {
+  it('mints 40 jobs from a glob over tracked files, seals them, and is sealed against another expansion', async () => {
+    const sb = await runBox(40);
+    writeFileSync(join(sb.repo, 'mod', 'untracked.py'), '# not in git\n');
+    const first = json<Minted>(
+      await sb.genjob([
+        'mint',
+        '--each',
+        'mod/*.py',
+        '-m',
+        'Type {path} ({stem} in {dir})',
+        '--run',
+        'r40',
+        '--json',
+      ]),
+    );
+    expect(first.sealed).toBe(true);
+    expect(first.jobs.map((j) => j.path)).toEqual(Array.from({ length: 40 }, (_, i) => mod(i)));
+    const manifest = readJson<{ keys: string[]; template: { instruction: string } }>(
+      join(sb.repo, '.gen', 'runs', 'r40.json'),
+    );
+    expect(manifest.keys).toEqual(first.jobs.map((j) => j.key));
+    expect(manifest.template.instruction).toBe('Type {path} ({stem} in {dir})');
+    const job7 = readJson<{ instruction: string; inputs: Array<{ path: string }> }>(
+      join(sb.repo, '.gen', 'queue', `${first.jobs[7]!.key}.json`),
+    );
+    expect(job7).toMatchObject({
+      instruction: 'Type mod/m07.py (m07 in mod)',
+      inputs: [{ path: 'mod/m07.py' }],
+    });
+
+    // the same command again writes nothing
+    const queued = genDir(sb, 'queue');
+    const bytes = readFileSync(join(sb.repo, '.gen', 'runs', 'r40.json'));
+    const again = await sb.genjob([
+      'mint',
+      '--each',
+      'mod/*.py',
+      '-m',
+      'Type {path} ({stem} in {dir})',
+      '--run',
+      'r40',
+    ]);
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(again.stdout).toBe(
+      `run r40 is already sealed with these 40 jobs: ${join(sb.repo, '.gen', 'runs', 'r40.json')}; nothing was written\n`,
+    );
+    expect(genDir(sb, 'queue')).toEqual(queued);
+    expect(readFileSync(join(sb.repo, '.gen', 'runs', 'r40.json'))).toEqual(bytes);
+
+    // another expansion under the sealed name: exit 4, nothing minted
+    const other = await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Document {path}', '--run', 'r40']);
+    expect(other.exitCode).toBe(4);
+    expect(other.stderr).toMatch(
+      /^genjob: EGJ_RUN_SEALED: .*r40\.json: run r40 is sealed with another expansion .*--run r40@2\n$/,
+    );
+    expect(genDir(sb, 'queue')).toEqual(queued);
+
+    // a glob over nothing is a typo: exit 2
+    const none = await sb.genjob(['mint', '--each', 'nothing/**/*.py', '-m', 'x {path}', '--run', 'empty']);
+    expect(none.exitCode).toBe(2);
+    expect(none.stderr).toMatch(
+      /^genjob: EGJ_NO_MATCH: --each "nothing\/\*\*\/\*\.py": matches no file git tracks/,
+    );
+    expect(existsSync(join(sb.repo, '.gen', 'runs', 'empty.json'))).toBe(false);
+
+    // open while queued; worked, it closes at 40/40
+    const open = await sb.genjob(['gate', '--run', 'r40']);
+    expect(open.exitCode).toBe(75);
+    expect(open.stdout).toMatch(
+      /^gate r40: open, waiting for 40 of 40 job\(s\):\n {2}[0-9a-f]{12} {2}queued: no worker has taken it yet\n/,
+    );
+    const worked = await sb.genjob(['work', '--run', 'r40', '--concurrency', '2', '--quiet', ...sb.gen]);
+    expect(worked.exitCode, worked.stderr).toBe(0);
+    const gate = await sb.genjob(['gate', '--run', 'r40']);
+    expect(gate.exitCode, gate.stderr).toBe(0);
+    expect(gate.stdout).toMatch(
+      /^gate r40: met: 40\/40 = 100\.0% passed \(min 100\.0%; 0 failed\)\ngate record 1: \.gen\/runs\/r40\.gates\/1\.json/,
+    );
+
+    // a new revision under the same name; `--run r40` now means it
+    const rev2 = json<Minted>(
+      await sb.genjob(['mint', '--each', 'mod/m0*.py', '-m', 'Document {path}', '--run', 'r40@2', '--json']),
+    );
+    expect([rev2.run, rev2.jobs.length]).toEqual(['r40@2', 10]);
+    expect((await sb.genjob(['gate', '--run', 'r40'])).stdout).toMatch(
+      /^gate r40@2: open, waiting for 10 of 10/,
+    );
+    expect((await sb.genjob(['gate', '--run', 'r40@1'])).exitCode).toBe(0);
+  }, 240_000);
+});
+
+describe('--read', () => {
+  it('ships the file for context, hashes it into the key, and stales the result when it changes', async () => {
+    const sb = await runBox(2);
+    const plain = json<{ key: string }>(await sb.genjob(['mint', '--json', '-m', 'Use the types', mod(0)]));
+    const withRead = json<{ key: string; reads: unknown }>(
+      await sb.genjob(['mint', '--json', '-m', 'Use the types', '--read', 'types.py', mod(0)]),
+    );
+    expect(withRead.key).not.toBe(plain.key);
+    expect(withRead.reads).toEqual([{ path: 'types.py', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+    expect((await sb.genjob(['drop', plain.key])).exitCode).toBe(0);
+    sb.setGen({ catReads: true });
+    expect((await sb.genjob(['work', '--drain', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    // the read file changed after the job was worked: its result is stale, nothing is written
+    writeFileSync(join(sb.repo, 'types.py'), 'Number = float\n');
+    const stale = await sb.genjob(['apply', withRead.key]);
+    expect(stale.exitCode).toBe(4);
+    expect(stale.stderr).toMatch(/^genjob: EGJ_STALE: types\.py: the repository changed under the job/);
+    expect(readFileSync(join(sb.repo, mod(0)), 'utf8')).toBe('# module 0\n');
+    writeFileSync(join(sb.repo, 'types.py'), 'Number = int\n');
+    expect((await sb.genjob(['apply', withRead.key])).exitCode).toBe(0);
+    // the generator saw the read file's bytes; the read file itself is untouched
+    expect(readFileSync(join(sb.repo, mod(0)), 'utf8')).toBe(
+      '# module 0\n# done: Use the types\nNumber = int\n',
+    );
+    expect(readFileSync(join(sb.repo, 'types.py'), 'utf8')).toBe('Number = int\n');
+  }, 120_000);
+
+  it('is refused as an output: a generator that changes it gets a rejected receipt (tamper)', async () => {
+    const sb = await runBox(1);
+    const { key } = json<{ key: string }>(
+      await sb.genjob(['mint', '--json', '-m', 'x', '--read', 'types.py', mod(0)]),
+    );
+    sb.setGen({ writeRead: true });
+    expect((await sb.genjob(['work', '--drain', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    const v = await sb.genjob(['verify', key]);
+    expect(v.exitCode).toBe(3);
+    expect(v.stderr).toMatch(
+      /EGJ_STATUS_NOT_OK: .*rejected: changed "types\.py", which the job ships read-only \(--read\): it is never an output/,
+    );
+    expect(readFileSync(join(sb.repo, 'types.py'), 'utf8')).toBe('Number = int\n');
+  }, 120_000);
+
+  it('is refused by verify when a forged receipt names it as an output (forged)', async () => {
+    const sb = await runBox(1);
+    const { key } = json<{ key: string }>(
+      await sb.genjob(['mint', '--json', '-m', 'x', '--read', 'types.py', mod(0)]),
+    );
+    expect((await sb.genjob(['work', '--drain', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    const file = join(sb.repo, '.gen', 'receipts', `${key}.json`);
+    const receipt = readJson<{ outputs: Array<{ path: string; sha256: string; bytes: number }> }>(file);
+    receipt.outputs.push({
+      path: 'types.py',
+      sha256: receipt.outputs[0]!.sha256,
+      bytes: receipt.outputs[0]!.bytes,
+    });
+    writeFileSync(file, JSON.stringify(receipt));
+    const v = await sb.genjob(['verify', key]);
+    expect(v.exitCode).toBe(3);
+    expect(v.stderr).toMatch(/^genjob: EGJ_PATH_OUTSIDE_CONTRACT: .*types\.py/);
+    expect((await sb.genjob(['apply', key])).exitCode).toBe(3);
+    expect(readFileSync(join(sb.repo, 'types.py'), 'utf8')).toBe('Number = int\n');
+  }, 120_000);
+});
+
+describe('the rate of a run', () => {
+  it('counts jobs that never produced a result against it (two cancelled of five)', async () => {
+    const sb = await runBox(5);
+    const { jobs } = json<Minted>(
+      await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'five', '--json']),
+    );
+    const cancel = await sb.genjob([
+      'cancel',
+      jobs[1]!.key.slice(0, 12),
+      jobs[3]!.key.slice(0, 12),
+      '--reason',
+      'not needed',
+    ]);
+    expect(cancel.exitCode, cancel.stderr).toBe(0);
+    expect(cancel.stdout.split('\n').filter((l) => l.includes('cancelled (was queue)'))).toHaveLength(2);
+    expect((await sb.genjob(['work', '--run', 'five', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    const gate = await sb.genjob(['gate', '--run', 'five', '--json']);
+    expect(gate.exitCode).toBe(3);
+    expect(JSON.parse(gate.stdout)).toMatchObject({
+      state: 'closed',
+      verdict: 'not-met',
+      passed: 3,
+      total: 5,
+      rate: '3/5 = 60.0%',
+      failed: [
+        { key: jobs[1]!.key, why: 'dead: EGJ_CANCELLED' },
+        { key: jobs[3]!.key, why: 'dead: EGJ_CANCELLED' },
+      ],
+    });
+    const lenient = await sb.genjob(['gate', '--run', 'five', '--min-pass', '60%']);
+    expect(lenient.exitCode).toBe(0);
+    expect(lenient.stdout).toMatch(/^gate five: met: 3\/5 = 60\.0% passed \(min 60\.0%; 2 failed\)\n/);
+    expect((await sb.genjob(['gate', '--run', 'five', '--max-fail', '1'])).exitCode).toBe(3);
+    expect(readdirSync(join(sb.repo, '.gen', 'runs', 'five.gates')).sort()).toEqual([
+      '1.json',
+      '2.json',
+      '3.json',
+    ]);
+    // the same decision again writes nothing new
+    expect((await sb.genjob(['gate', '--run', 'five', '--max-fail', '1'])).stdout).toContain(
+      'unchanged since it was written',
+    );
+    expect(readdirSync(join(sb.repo, '.gen', 'runs', 'five.gates'))).toHaveLength(3);
+  }, 120_000);
+});
+
+describe('acting on a run', () => {
+  it('applies every job of a run but an aborted one, exits 3 naming it, and retries only that one', async () => {
+    const sb = await runBox(3);
+    const { jobs } = json<Minted>(
+      await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'three', '--json']),
+    );
+    sb.setGen({ fail: ['m01'] });
+    expect((await sb.genjob(['work', '--run', 'three', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    const status = await sb.genjob(['status', '--run', 'three']);
+    expect(status.stdout).toMatch(
+      /^run three: 3 job\(s\) \(\.gen\/runs\/three\.json\)\nqueue 0 {2}running 0 {2}received 3 \(ok 2, aborted 1, rejected 0\)/,
+    );
+
+    const applied = await sb.genjob(['apply', '--run', 'three']);
+    expect(applied.exitCode).toBe(3);
+    const bad = jobs[1]!.key.slice(0, 12);
+    expect(applied.stdout).toContain(`${bad} not applied (EGJ_STATUS_NOT_OK)\n`);
+    expect(applied.stdout).toMatch(
+      new RegExp(`\n1 of 3 job\\(s\\) not applied: ${bad} \\(EGJ_STATUS_NOT_OK\\)\n$`),
+    );
+    expect(applied.stderr).toMatch(/^genjob: EGJ_STATUS_NOT_OK: [^\n]*asked to fail\n$/);
+    expect(readFileSync(join(sb.repo, mod(0)), 'utf8')).toBe('# module 0\n# done: Edit m00\n');
+    expect(readFileSync(join(sb.repo, mod(1)), 'utf8')).toBe('# module 1\n');
+    expect(readFileSync(join(sb.repo, mod(2)), 'utf8')).toBe('# module 2\n# done: Edit m02\n');
+
+    const verify = await sb.genjob(['verify', '--run', 'three', '--stop-on-first']);
+    expect(verify.exitCode).toBe(3);
+    expect(verify.stdout).toContain(
+      `${bad} FAILED: EGJ_STATUS_NOT_OK\nstopped at the first failure (--stop-on-first); 1 job(s) not tried\n`,
+    );
+
+    // retry --run takes the run's failures only
+    sb.setGen({});
+    const retried = json<{ done: Array<{ key: string }>; skipped: number }>(
+      await sb.genjob(['retry', '--run', 'three', '--json']),
+    );
+    expect([retried.done.map((d) => d.key), retried.skipped]).toEqual([[jobs[1]!.key], 2]);
+    expect(
+      (await sb.genjob(['work', '--run', 'three', '--quiet', '--retry-aborted', ...sb.gen])).exitCode,
+    ).toBe(0);
+    const again = await sb.genjob(['apply', '--all', '--run', 'three']);
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(readFileSync(join(sb.repo, mod(1)), 'utf8')).toBe('# module 1\n# done: Edit m01\n');
+  }, 120_000);
+
+  it('applies with --gated exactly what the closed gate accepted, and refuses a stale gate record', async () => {
+    const sb = await runBox(3);
+    const { jobs } = json<Minted>(
+      await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'g', '--json']),
+    );
+    sb.setGen({ fail: ['m02'] });
+    expect((await sb.genjob(['work', '--run', 'g', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    const none = await sb.genjob(['apply', '--run', 'g', '--gated']);
+    expect([none.exitCode, none.stderr]).toEqual([
+      3,
+      expect.stringMatching(/^genjob: EGJ_GATE_MISSING: .*run g has no closed gate/),
+    ]);
+    expect((await sb.genjob(['gate', '--run', 'g'])).exitCode).toBe(3); // 2/3 under 100%
+    const notMet = await sb.genjob(['apply', '--run', 'g', '--gated']);
+    expect([notMet.exitCode, notMet.stderr]).toEqual([
+      3,
+      expect.stringMatching(/^genjob: EGJ_GATE_NOT_MET: .*\(2\/3 = 66\.6%\); nothing was applied/),
+    ]);
+    expect((await sb.genjob(['gate', '--run', 'g', '--min-pass', '0.6'])).exitCode).toBe(0);
+
+    // a retry after closing: the record no longer names what is there
+    expect((await sb.genjob(['retry', jobs[2]!.key])).exitCode).toBe(0);
+    const stale = await sb.genjob(['apply', '--run', 'g', '--gated']);
+    expect([stale.exitCode, stale.stderr]).toEqual([
+      4,
+      expect.stringMatching(/^genjob: EGJ_GATE_STALE: .*gate record 2 of run g is stale/),
+    ]);
+    expect(readFileSync(join(sb.repo, mod(0)), 'utf8')).toBe('# module 0\n');
+    expect((await sb.genjob(['gate', '--run', 'g'])).stdout).toMatch(
+      /gate record 2 is stale: receipts or checks changed since it closed/,
+    );
+    expect((await sb.genjob(['drop', jobs[2]!.key])).exitCode).toBe(0);
+    expect((await sb.genjob(['gate', '--run', 'g', '--min-pass', '0.6'])).exitCode).toBe(0);
+    const gated = json<{ results: Array<{ key: string; status: string }> }>(
+      await sb.genjob(['apply', '--run', 'g', '--gated', '--json']),
+    );
+    expect(gated.results.map((r) => [r.key, r.status])).toEqual([
+      [jobs[0]!.key, 'applied'],
+      [jobs[1]!.key, 'applied'],
+    ]);
+    expect(readFileSync(join(sb.repo, mod(2)), 'utf8')).toBe('# module 2\n');
+  }, 120_000);
+
+  it('waits with --wait until --timeout, still 75; refuses --require-check without checks; signs its record', async () => {
+    const sb = await runBox(1);
+    json(await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'w', '--json']));
+    const waited = await sb.genjob(['gate', '--run', 'w', '--wait', '--timeout', '1s']);
+    expect(waited.exitCode).toBe(75);
+    expect(waited.stdout).toMatch(/\n\(exit 75: --timeout ended the wait; the gate is still open\)\n$/);
+    const checks = await sb.genjob(['gate', '--run', 'w', '--require-check', 'tests']);
+    expect([checks.exitCode, checks.stderr]).toEqual([2, expect.stringMatching(/checks are not available/)]);
+    expect((await sb.genjob(['gate', '--run', 'w', '--timeout', '1s'])).exitCode).toBe(2);
+
+    expect((await sb.genjob(['work', '--run', 'w', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    const keyFile = join(sb.base, 'gate.key');
+    const kg = json<{ public_key?: string; publicKey?: string }>(
+      await sb.genjob(['keygen', '--out', keyFile, '--json']),
+    );
+    const pub = parsePublicKey((kg.public_key ?? kg.publicKey)!);
+    const signed = json<{ record: { file: string; signed: boolean } }>(
+      await sb.genjob(['gate', '--run', 'w', '--json'], { env: { GENJOB_SIGN_KEY: keyFile } }),
+    );
+    expect(signed.record.signed).toBe(true);
+    const env = readJson<{ payloadType: string; payload: string; signatures: Array<{ sig: string }> }>(
+      signed.record.file,
+    );
+    expect(env.payloadType).toBe(GATE_PAYLOAD_TYPE);
+    const payload = Buffer.from(env.payload, 'base64');
+    expect(verifyPae(GATE_PAYLOAD_TYPE, payload, pub, Buffer.from(env.signatures[0]!.sig, 'base64'))).toBe(
+      true,
+    );
+    expect(JSON.parse(payload.toString())).toMatchObject({ run: 'w', verdict: 'met', passed: 1, total: 1 });
+  }, 120_000);
+});
