@@ -10,7 +10,7 @@ import { makeSandbox, type Sandbox } from './helpers.js';
 export interface GenConfig {
   /** Exit 1 when the instruction contains one of these. */
   fail?: string[];
-  /** Wait for `<base>/release` when the instruction contains one of these (after writing `<base>/started`). */
+  /** Wait for `<base>/release` when the instruction contains one of these (after writing `<base>/started-<key>`). */
   block?: string[];
   /** Change the job's first read file (a contract breach the host must refuse). */
   writeRead?: boolean;
@@ -27,7 +27,7 @@ const text = process.env.GENJOB_INSTRUCTION;
 const has = (words) => (words ?? []).some((w) => text.includes(w));
 if (has(cfg.fail)) { process.stderr.write('asked to fail\\n'); process.exit(1); }
 if (has(cfg.block)) {
-  writeFileSync(${JSON.stringify(join(base, 'started'))}, process.env.GENJOB_KEY);
+  writeFileSync(${JSON.stringify(join(base, 'started-'))} + process.env.GENJOB_KEY, '');
   while (!existsSync(${JSON.stringify(join(base, 'release'))})) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
 }
 for (const input of job.inputs) {
