@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // The end-to-end demo (`npm run demo`, which builds first): copy fixtures/toy-repo to a fresh temp
-// dir, make it a git repository (its tests declared as a checker), then run mint → status → work
-// --once → verify → check → apply --require-check tests → apply again with the deterministic
-// fixtures/demo-generator.mjs, printing each command and its output, and finish with the diff the
-// job made. No network, no model. Exits non-zero if a step fails.
+// dir, make it a git repository (its tests declared as a checker), then run mint --each (a run) →
+// status → work --once → verify → check → apply --require-check tests → apply again with the
+// deterministic fixtures/demo-generator.mjs, printing each command and its output, and finish with the
+// diff the job made and the run gate's verdict. No network, no model. Exits non-zero if a step fails.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -70,10 +70,12 @@ try {
   git('commit', '-q', '-m', 'toy repository');
   process.stdout.write(`genjob demo in ${repo}\n(generator: ${generator})\n`);
 
+  // one job per module of src/ (and its test), sealed as the run `demo`
   const instruction = 'Add a timeout to fetch_user';
-  const key = genjob('mint', '-m', instruction, 'src/user.py', 'tests/test_user.py').split('\n')[0].trim();
+  const each = ['mint', '--each', 'src/*.py', '--also', 'tests/test_{stem}.py', '-m', instruction, '--run', 'demo'];
+  const key = genjob(...each).split(/\s/)[0];
   if (!/^[0-9a-f]{64}$/.test(key)) throw new Error(`mint printed ${JSON.stringify(key)}, not a key`);
-  genjob('mint', '-m', instruction, 'src/user.py', 'tests/test_user.py'); // same work order → same key
+  genjob(...each); // the same mint again: the run is sealed, nothing is written
   genjob('status');
   if (!confined)
     process.stdout.write(
@@ -88,8 +90,9 @@ try {
 
   process.stdout.write('\n$ git diff\n');
   process.stdout.write(git('-c', 'core.pager=cat', 'diff', '--no-color'));
+  const verdict = genjob('gate', '--run', 'demo').split('\n')[0].replace(/ passed.*$/, ''); // the run's decision
   process.stdout.write(
-    `\ndemo ok: the job ${key.slice(0, 12)} was minted, worked, verified, checked and applied exactly once\n`,
+    `\ndemo ok: the job ${key.slice(0, 12)} was minted, worked, verified, checked and applied exactly once; ${verdict}\n`,
   );
 } catch (err) {
   failed = true;

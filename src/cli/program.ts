@@ -65,8 +65,11 @@ export function buildProgram(): Command {
         '  genjob status                                               what is queued, running, received, applied',
         '  genjob verify --all && genjob apply --all                   check and write received jobs here',
         '  genjob pull && genjob verify --commits origin/main..HEAD    the merge gate (CI, any clone)',
+        "  genjob mint --each 'src/*.py' -m 'Type {path}' --run hints  one job per file, sealed as a run",
+        '  genjob gate --run hints --min-pass 0.95                     decide the run (75 while open)',
         '',
-        'Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict (stale, key reuse, lock, lease lost).',
+        'Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict (stale, key reuse, lock, lease lost),',
+        '5 environment (EGJ_IO), 75 open (genjob gate: a run not decided yet; try again later).',
         'Every command takes --json (one JSON result on stdout) and --root DIR. Docs: docs/ in the package.',
       ].join('\n'),
     )

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { PKG } from './helpers.js';
 
 describe('the demo script', () => {
-  it('runs mint → status → work → verify → check → apply --require-check → apply and prints the diff, exit 0', async () => {
+  it('runs mint --each → status → work → verify → check → apply --require-check → apply, prints the diff and the run gate, exit 0', async () => {
     const r = await execa(process.execPath, [join(PKG, 'scripts', 'demo.mjs')], { cwd: PKG, reject: false });
     expect(r.exitCode).toBe(0);
     const order = [
@@ -18,6 +18,7 @@ describe('the demo script', () => {
       '$ genjob check',
       '$ genjob apply',
       '$ git diff',
+      '$ genjob gate --run demo',
     ];
     const at = order.map((s) => r.stdout.indexOf(s));
     expect(at.every((i) => i >= 0)).toBe(true);
@@ -25,10 +26,11 @@ describe('the demo script', () => {
     expect(r.stdout).toMatch(/^[0-9a-f]{12} {2}tests {2}pass {7}✓ /m);
     expect(r.stdout).toContain('--require-check tests');
     expect(r.stdout).toContain('already applied');
+    expect(r.stdout).toContain('run demo is already sealed with this job');
     expect(r.stdout).toContain('+def fetch_user(user_id, timeout=10):');
     expect(r.stdout).toContain('+def test_fetch_user_has_a_timeout_default():');
     expect(r.stdout).toMatch(
-      /demo ok: the job [0-9a-f]{12} was minted, worked, verified, checked and applied exactly once$/,
+      /demo ok: the job [0-9a-f]{12} was minted, worked, verified, checked and applied exactly once; gate demo: met: 1\/1 = 100\.0%$/,
     );
   });
 });

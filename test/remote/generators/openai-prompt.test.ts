@@ -36,6 +36,20 @@ describe('buildMessages', () => {
     expect(user?.content).toContain(`=== FILE: src/new.ts === ${NEW_FILE_NOTE}`);
   });
 
+  it('shows the files the job only reads after the allowed ones, marked read-only, and without them adds nothing', () => {
+    const files = [
+      { path: 'src/a.ts', content: 'a\n' },
+      { path: 'src/types.ts', content: 'export type N = number;\n', readOnly: true },
+    ];
+    const [, user] = buildMessages('x', files, 'text');
+    expect(user?.content).toBe(
+      `Instruction:\nx\n\nAllowed files (path, then current contents):\n\n=== FILE: src/a.ts ===\na\n${END_FILE}\n\n` +
+        `Read-only files, for context (never change or return these):\n\n=== FILE: src/types.ts ===\nexport type N = number;\n${END_FILE}`,
+    );
+    const [, plain] = buildMessages('x', files.slice(0, 1), 'text');
+    expect(plain?.content).not.toContain('Read-only');
+  });
+
   it.each([
     { format: 'structured' as const, mentions: '{"files": [' },
     { format: 'text' as const, mentions: '=== FILE: <path> ===' },
@@ -153,6 +167,13 @@ describe('parseTextAnswer', () => {
 });
 
 describe('changesProblem', () => {
+  it('refuses an answer that changes a file the job only reads (tamper)', () => {
+    const withReads = { ...job, reads: [{ path: 'src/types.ts', sha256: 'b'.repeat(64) }] };
+    expect(changesProblem([{ path: 'src/types.ts', content: 'x' }], withReads)).toBe(
+      'answer names "src/types.ts", which is not one of the job\'s paths',
+    );
+  });
+
   it('accepts changes to paths of the job, including files to create', () => {
     expect(
       changesProblem(
