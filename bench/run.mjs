@@ -4,7 +4,8 @@
 //   node bench/run.mjs [--quick] [--only STAGE[,STAGE...]] [--runs N] [--keep]
 // Stages: mint-big, mint-small, mint-code, cold-version, cold-status, work-local, ship-big, ship-small,
 // second-job, verify, apply, memory, git-push, git-push-again, show-journal, check (bench/stages-check.mjs),
-// and the scale stages of bench/stages-scale.mjs: drain-deep, status-deep, pool. See docs/performance.md for what each measures and why.
+// the scale stages of bench/stages-scale.mjs: drain-deep, status-deep, pool; and gate-run (bench/stages-runs.mjs).
+// See docs/performance.md for what each measures and why.
 import { spawnSync } from 'node:child_process';
 import {
   cpSync,
@@ -32,6 +33,7 @@ import {
 import { startSshd } from './sshd.mjs';
 import { checkStages } from './stages-check.mjs';
 import { journalStages } from './stages-journal.mjs';
+import { RUN_STAGES, runStages } from './stages-runs.mjs';
 import { SCALE_STAGES, scaleStages } from './stages-scale.mjs';
 
 /** Every journal event of a repo: each process writes its own segment under .gen/journal.d/. */
@@ -106,6 +108,7 @@ const STAGES = [
   ...SCALE_STAGES,
   'show-journal',
   'check',
+  ...RUN_STAGES,
 ];
 if (ONLY)
   for (const s of ONLY)
@@ -663,6 +666,7 @@ Object.assign(
   scaleStages({ QUICK, TMP, NODE, GENJOB, run, genjob, alternate, record, freshRepo, median, round }),
   journalStages({ alternate, record, genjob, run, freshRepo, events: QUICK ? 100_000 : 1_000_000 }),
   checkStages({ alternate, record, genjob, run, TMP }),
+  runStages({ QUICK, NODE, GENJOB, genjob, alternate, record, freshRepo, round }),
 );
 
 // ---------- ssh helpers ----------

@@ -124,6 +124,6 @@ export function parseMinPass(text: string): { num: number; den: number } | null 
   if (!m) return null;
   const frac = m[2] ?? '';
   const den = 10 ** frac.length * (m[3] ? 100 : 1);
-  const num = Number(m[1]) * 10 ** frac.length + Number(frac || '0');
+  const num = Number(m[1]) * 10 ** frac.length + Number(frac); // Number('') is 0
   return num > den ? null : { num, den };
 }

@@ -79,7 +79,7 @@ async function outcomeOf(
   const receiptDigest = bytes === undefined ? null : sha256Hex(bytes);
   if (status !== 'ok') return { kind: 'receipt', status, receiptDigest, problem: null };
   try {
-    await verifyKey(store, key, trust);
+    await verifyKey(store, key, trust, state);
     return { kind: 'receipt', status, receiptDigest, problem: null };
   } catch (err) {
     if (!(err instanceof GenjobError)) throw err;
@@ -109,7 +109,9 @@ export async function gatherRun(
       const checked = outcome.kind === 'receipt' && outcome.status === 'ok' && outcome.problem === null;
       const checks =
         checked && o.checkers.length > 0 ? await o.readChecks!(store.root, current, o.checkers) : [];
-      out[i] = { key, current, outcome, liveLease: leaseLive(store, current, now), checks };
+      // a lease matters only where no receipt stands (a job with a receipt has released it)
+      const liveLease = outcome.kind !== 'receipt' && leaseLive(store, current, now);
+      out[i] = { key, current, outcome, liveLease, checks };
     }
   });
   await Promise.all(workers);

