@@ -72,7 +72,17 @@ try {
 
   // one job per module of src/ (and its test), sealed as the run `demo`
   const instruction = 'Add a timeout to fetch_user';
-  const each = ['mint', '--each', 'src/*.py', '--also', 'tests/test_{stem}.py', '-m', instruction, '--run', 'demo'];
+  const each = [
+    'mint',
+    '--each',
+    'src/*.py',
+    '--also',
+    'tests/test_{stem}.py',
+    '-m',
+    instruction,
+    '--run',
+    'demo',
+  ];
   const key = genjob(...each).split(/\s/)[0];
   if (!/^[0-9a-f]{64}$/.test(key)) throw new Error(`mint printed ${JSON.stringify(key)}, not a key`);
   genjob(...each); // the same mint again: the run is sealed, nothing is written
@@ -90,7 +100,9 @@ try {
 
   process.stdout.write('\n$ git diff\n');
   process.stdout.write(git('-c', 'core.pager=cat', 'diff', '--no-color'));
-  const verdict = genjob('gate', '--run', 'demo').split('\n')[0].replace(/ passed.*$/, ''); // the run's decision
+  const verdict = genjob('gate', '--run', 'demo')
+    .split('\n')[0]
+    .replace(/ passed.*$/, ''); // the run's decision
   process.stdout.write(
     `\ndemo ok: the job ${key.slice(0, 12)} was minted, worked, verified, checked and applied exactly once; ${verdict}\n`,
   );

@@ -1,0 +1,179 @@
+// Gate records (src/run/gate-record.ts): the evidence digest equals the canonical form's, a record is
+// written once per distinct decision (same evidence and policy: nothing new; a new receipt or check
+// record: the next number), a signed record is a DSSE envelope a public key verifies, and a record that
+// is not one (wrong schema, payload type, tampered payload) is refused.
+import { generateKeyPairSync } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { canonicalBytes } from '../../src/core/canonical-json.js';
+import { verifyPae } from '../../src/core/dsse.js';
+import type { GenjobError } from '../../src/core/errors.js';
+import { sha256Hex } from '../../src/core/sha256.js';
+import { decideGate, type GatePolicy, type KeyRecords } from '../../src/run/gate-decision.js';
+import {
+  buildGateRecord,
+  evidenceDigest,
+  evidenceOf,
+  GATE_PAYLOAD_TYPE,
+  gatesDir,
+  newestGate,
+  parseGateRecord,
+  writeGate,
+} from '../../src/run/gate-record.js';
+import { tempStore } from '../helpers/temp-store.js';
+import { thrown } from '../helpers/thrown.js';
+
+const RUN = { name: 'r', revision: 1, id: 'r' };
+const POLICY: GatePolicy = {
+  requireChecks: ['tests'],
+  minPass: { num: 1, den: 2 },
+  maxFail: null,
+  allowFlaky: false,
+};
+const ok = (key: string, receipt: string, check: string): KeyRecords => ({
+  key,
+  current: key,
+  outcome: { kind: 'receipt', status: 'ok', receiptDigest: receipt, problem: null },
+  liveLease: false,
+  checks: [{ checker: 'tests', verdict: 'pass', current: true, recordDigest: check }],
+});
+const dead: KeyRecords = {
+  key: 'k3',
+  current: 'k3',
+  outcome: { kind: 'dead', name: 'k3.job.1-ab', code: 'EGJ_CANCELLED', reason: 'x' },
+  liveLease: false,
+  checks: [],
+};
+
+function closed(records: KeyRecords[], policy = POLICY) {
+  const d = decideGate(records, policy);
+  if (d.state !== 'closed') throw new Error('open');
+  return buildGateRecord(RUN, 'm'.repeat(64), policy, d, records);
+}
+
+describe('the evidence of a gate', () => {
+  it('digests to the sha256 of its canonical JSON, odd strings included', () => {
+    const records = [ok('k1', 'r"\u2028é\\', 'c1'), { ...ok('k2', 'r2', 'c2'), checks: [] }, dead];
+    const evidence = evidenceOf(records);
+    expect(evidenceDigest(evidence)).toBe(sha256Hex(canonicalBytes(evidence)));
+    expect(evidence[2]).toEqual({
+      checks: [],
+      current: 'k3',
+      dead: 'dead/k3.job.1-ab',
+      key: 'k3',
+      receipt: null,
+    });
+  });
+
+  it('names every receipt and check record the verdict used, and why a key failed', () => {
+    const record = closed([ok('k1', 'r1', 'c1'), dead]);
+    expect(record).toMatchObject({
+      schema: 'genjob/gate@1',
+      run: 'r',
+      verdict: 'met',
+      passed: 1,
+      total: 2,
+      rate: '1/2 = 50.0%',
+      policy: { require_checks: ['tests'], min_pass: { num: 1, den: 2 }, max_fail: null, allow_flaky: false },
+      keys: [
+        {
+          key: 'k1',
+          receipt: 'r1',
+          checks: [{ checker: 'tests', verdict: 'pass', record: 'c1' }],
+          pass: true,
+        },
+        { key: 'k3', dead: 'dead/k3.job.1-ab', pass: false, why: 'dead: EGJ_CANCELLED' },
+      ],
+    });
+    expect('why' in record.keys[0]!).toBe(false);
+  });
+});
+
+describe('writing gate records', () => {
+  it('writes one record per distinct decision, numbered, never rewritten', () => {
+    const store = tempStore('genjob-gate-');
+    const a = writeGate(store, RUN, closed([ok('k1', 'r1', 'c1'), dead]));
+    expect([a.seq, a.fresh, a.signed]).toEqual([1, true, false]);
+    const bytes = readFileSync(a.file);
+    expect(sha256Hex(bytes)).toBe(a.sha256);
+    // the same evidence and policy later: nothing new
+    const again = writeGate(store, RUN, { ...closed([ok('k1', 'r1', 'c1'), dead]), closed_at: 'later' });
+    expect([again.seq, again.fresh, again.sha256]).toEqual([1, false, a.sha256]);
+    // a recheck (another check record) and another policy: records 2 and 3
+    expect(writeGate(store, RUN, closed([ok('k1', 'r1', 'c1b'), dead])).seq).toBe(2);
+    expect(writeGate(store, RUN, closed([ok('k1', 'r1', 'c1b'), dead], { ...POLICY, maxFail: 1 })).seq).toBe(
+      3,
+    );
+    expect(readFileSync(a.file)).toEqual(bytes);
+    expect(newestGate(store, RUN)?.seq).toBe(3);
+    expect(newestGate(store, { id: 'other' })).toBeUndefined();
+  });
+
+  it('takes the next number when another gate wrote this one first', () => {
+    const store = tempStore('genjob-gate-');
+    writeGate(store, RUN, closed([ok('k1', 'r1', 'c1')]));
+    const other = writeGate(store, RUN, closed([ok('k1', 'r2', 'c1')]));
+    expect(other.seq).toBe(2);
+  });
+
+  it('signs a record as a DSSE envelope over its canonical bytes', () => {
+    const store = tempStore('genjob-gate-');
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const record = closed([ok('k1', 'r1', 'c1')]);
+    const stored = writeGate(store, RUN, record, { key: privateKey, keyid: 'abcd' });
+    expect(stored.signed).toBe(true);
+    const env = JSON.parse(readFileSync(stored.file, 'utf8'));
+    const payload = Buffer.from(env.payload, 'base64');
+    expect(payload).toEqual(canonicalBytes(record));
+    expect(
+      verifyPae(GATE_PAYLOAD_TYPE, payload, publicKey, Buffer.from(env.signatures[0].sig, 'base64')),
+    ).toBe(true);
+    expect(newestGate(store, RUN)).toMatchObject({ seq: 1, signed: true, record: { verdict: 'met' } });
+  });
+
+  it.each([
+    { name: 'not JSON', bytes: '{', rule: /not a gate record/ },
+    {
+      name: 'another schema',
+      bytes: JSON.stringify({ schema: 'x', keys: [], verdict: 'met' }),
+      rule: /schema genjob\/gate@1/,
+    },
+    {
+      name: 'a verdict of its own',
+      bytes: JSON.stringify({ schema: 'genjob/gate@1', keys: [], verdict: 'maybe' }),
+      rule: /schema/,
+    },
+    {
+      name: 'a key without a pass',
+      bytes: JSON.stringify({ schema: 'genjob/gate@1', keys: [{ current: 'k' }], verdict: 'met' }),
+      rule: /schema/,
+    },
+    {
+      name: 'another payload type (forged envelope)',
+      bytes: JSON.stringify({ payloadType: 'application/vnd.genjob.receipt+json', payload: '' }),
+      rule: /payload type/,
+    },
+    {
+      name: 'a payload that is not canonical base64',
+      bytes: JSON.stringify({ payloadType: GATE_PAYLOAD_TYPE, payload: 'e30' }),
+      rule: /canonical base64/,
+    },
+    {
+      name: 'a payload that is not JSON',
+      bytes: JSON.stringify({ payloadType: GATE_PAYLOAD_TYPE, payload: Buffer.from('{').toString('base64') }),
+      rule: /not a gate record/,
+    },
+  ])('refuses a record with $name (EGJ_RUN_INVALID)', ({ bytes, rule }) => {
+    const err = thrown(() => parseGateRecord(Buffer.from(bytes), 'f.json')) as GenjobError;
+    expect(err.code).toBe('EGJ_RUN_INVALID');
+    expect(err.message).toMatch(rule);
+  });
+
+  it('reads the newest record by number, not by name order', () => {
+    const store = tempStore('genjob-gate-');
+    for (let i = 0; i < 10; i++) writeGate(store, RUN, closed([ok('k1', `r${i}`, 'c1')]));
+    writeFileSync(join(gatesDir(store, RUN), 'notes.txt'), 'x');
+    expect(newestGate(store, RUN)).toMatchObject({ seq: 10, record: { keys: [{ receipt: 'r9' }] } });
+  });
+});

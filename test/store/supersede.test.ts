@@ -1,0 +1,82 @@
+// Supersession (src/store/supersede.ts): a superseded job's dead letter names its successor; following
+// the links finds the job standing for a key now — the key itself while it is live (minted again), a
+// chain followed to its end, a loop someone made by hand stopped where it repeats.
+import { describe, expect, it } from 'vitest';
+import { buildJob } from '../../src/core/job.js';
+import { deadLetterFile } from '../../src/store/dead-letter.js';
+import { findJob } from '../../src/store/job-states.js';
+import { readJournal } from '../../src/store/journal.js';
+import { mintJob } from '../../src/store/mint-job.js';
+import type { Store } from '../../src/store/store.js';
+import { currentKey, deadIndex, SUPERSEDED, successorIn, supersede } from '../../src/store/supersede.js';
+import { tempStore } from '../helpers/temp-store.js';
+
+function job(store: Store, n: number): string {
+  return mintJob(store, buildJob(`job ${n}`, [{ path: `f${n}`, sha256: null }])).key;
+}
+const live = (store: Store) => (k: string) => findJob(store, k) !== undefined;
+
+describe('supersession', () => {
+  it('links a superseded job to its successor, in dead/ and in the journal', () => {
+    const store = tempStore('genjob-sup-');
+    const [a, b] = [job(store, 1), job(store, 2)];
+    const names = supersede(store, a, b, findJob(store, a)!);
+    expect(names).toHaveLength(1);
+    expect(findJob(store, a)).toBeUndefined();
+    const index = deadIndex(store);
+    expect(successorIn(store, index, a)).toBe(b);
+    expect(successorIn(store, index, b)).toBeUndefined();
+    expect(readJournal(store, a).map((e) => [e.event, e.successor])).toContainEqual(['superseded', b]);
+    expect(readJournal(store, b).map((e) => [e.event, e.predecessor])).toContainEqual(['reminted', a]);
+    expect(SUPERSEDED).toBe('EGJ_SUPERSEDED');
+  });
+
+  it('follows a chain to the job standing for a key now, and stops at a live key or one dead for another reason', () => {
+    const store = tempStore('genjob-sup-');
+    const [a, b, c] = [job(store, 1), job(store, 2), job(store, 3)];
+    supersede(store, a, b, findJob(store, a)!);
+    supersede(store, b, c, findJob(store, b)!);
+    expect(currentKey(store, a, deadIndex(store), live(store))).toBe(c);
+    expect(currentKey(store, c, deadIndex(store), live(store))).toBe(c);
+    // the old key minted again is itself again
+    mintJob(store, buildJob('job 1', [{ path: 'f1', sha256: null }]));
+    expect(currentKey(store, a, deadIndex(store), live(store))).toBe(a);
+    // c superseded by a, which is dead again (dropped): the chain ends there
+    const found = findJob(store, a)!;
+    deadLetterFile(store, found.file, `${a}.job`, { key: a, code: 'EGJ_DROPPED', reason: 'x' });
+    supersede(store, c, a, findJob(store, c)!);
+    const index = deadIndex(store);
+    expect(currentKey(store, b, index, live(store))).toBe(a);
+  });
+
+  it('does not follow a dead letter that is not a supersession, or names no key', () => {
+    const store = tempStore('genjob-sup-');
+    const a = job(store, 1);
+    deadLetterFile(store, findJob(store, a)!.file, `${a}.job`, {
+      key: a,
+      code: SUPERSEDED,
+      reason: 'x',
+      superseded_by: 'nope',
+    });
+    expect(currentKey(store, a, deadIndex(store), live(store))).toBe(a);
+    const b = job(store, 2);
+    deadLetterFile(store, findJob(store, b)!.file, `${b}.job`, {
+      key: b,
+      code: 'EGJ_DROPPED',
+      reason: 'x',
+      superseded_by: a,
+    });
+    expect(successorIn(store, deadIndex(store), b)).toBeUndefined();
+  });
+});
+
+describe('a loop of supersessions made by hand', () => {
+  it('is followed until a key repeats, never forever', () => {
+    const store = tempStore('genjob-sup-');
+    const [a, b] = [job(store, 1), job(store, 2)];
+    supersede(store, a, b, findJob(store, a)!);
+    supersede(store, b, a, findJob(store, b)!);
+    expect(currentKey(store, a, deadIndex(store), live(store))).toBe(b);
+    expect(currentKey(store, b, deadIndex(store), live(store))).toBe(a);
+  });
+});
