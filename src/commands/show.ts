@@ -143,6 +143,9 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     `state     ${state}`,
     ...(reason ? [`reason    ${terminalText(reason.split('\n')[0]!)}`] : []),
     `inputs    ${((job?.inputs as Array<{ path: string; sha256: string | null }>) ?? []).map((i) => `${i.path}${i.sha256 === null ? ' (create)' : ''}`).join(', ')}`,
+    ...(Array.isArray(job?.reads)
+      ? [`reads     ${(job.reads as Array<{ path: string }>).map((r) => r.path).join(', ')}`]
+      : []),
     `attempts  ${attempts.map((a) => `epoch ${a?.epoch} by ${a?.worker.id} at ${a?.claimed_at} → ${a?.destination}${a?.spent === false ? ' (not counted: no generator was reached)' : ''}`).join('\n          ') || 'none'}`,
     `lease     ${lease ? `epoch ${lease.epoch}, worker ${lease.worker.id}` : 'none'}`,
     `usage     ${usage.map(usageLine).join('\n          ') || 'none'}`,

@@ -120,6 +120,9 @@ describe('--read', () => {
     );
     expect(withRead.key).not.toBe(plain.key);
     expect(withRead.reads).toEqual([{ path: 'types.py', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+    expect((await sb.genjob(['show', withRead.key])).stdout).toContain(
+      `\ninputs    ${mod(0)}\nreads     types.py\n`,
+    );
     expect((await sb.genjob(['drop', plain.key])).exitCode).toBe(0);
     sb.setGen({ catReads: true });
     expect((await sb.genjob(['work', '--drain', '--quiet', ...sb.gen])).exitCode).toBe(0);
