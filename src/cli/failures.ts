@@ -28,3 +28,10 @@ export function worstExit(codes: readonly ExitCode[]): ExitCode {
 export function failureLines(failures: readonly Failure[]): string {
   return failures.map((f) => `genjob: ${f.code}: ${f.message}\n`).join('');
 }
+
+/** What a result over many jobs adds when some failed: the worst exit code and a stderr line each. */
+export function failureFields(failures: readonly Failure[]): { exitCode?: ExitCode; stderr?: string } {
+  return failures.length === 0
+    ? {}
+    : { exitCode: worstExit(failures.map((f) => f.exitCode)), stderr: failureLines(failures) };
+}

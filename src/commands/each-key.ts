@@ -2,7 +2,7 @@
 // is tried, each failure is a row and a stderr line, and the exit code is the worst. One key typed alone
 // keeps the single-job behaviour: its error is the command's error. With --run, the run's jobs that the
 // action cannot take (by their state) are counted as skipped, not failed.
-import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
+import { type Failure, failureFields, failureOf } from '../cli/failures.js';
 import type { CommandResult } from '../cli/result.js';
 import { UsageError } from '../core/errors.js';
 import { runKeys } from '../run/run-keys.js';
@@ -101,9 +101,7 @@ export async function eachKey(
         };
   return {
     human: lines.join('\n'),
-    ...(failures.length > 0
-      ? { exitCode: worstExit(failures.map((f) => f.exitCode)), stderr: failureLines(failures) }
-      : {}),
+    ...failureFields(failures),
     json,
   };
 }

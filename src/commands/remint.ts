@@ -5,7 +5,6 @@
 // minted first: a crash in between leaves both alive, and remint again finishes it. Queued, received and
 // reverted jobs can be reminted, and jobs work dead-lettered because an input changed before shipping.
 import { join } from 'node:path';
-import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { ConflictError } from '../core/errors.js';
@@ -14,11 +13,12 @@ import { parseJob } from '../core/job-schema.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
 import { readIfExists } from '../store/durable.js';
 import { loadJob } from '../store/job-files.js';
-import { findJob, resolveKey } from '../store/job-states.js';
+import { findJob } from '../store/job-states.js';
 import { withKeyLock } from '../store/key-lock.js';
 import { mintJob } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
 import { supersede } from '../store/supersede.js';
+import { chooseKeys, eachKey } from './each-key.js';
 import { InputReader } from './mint-inputs.js';
 
 export interface RemintOptions extends CommonOptions {
@@ -97,32 +97,13 @@ export function readerFor(
 
 export async function remint(o: RemintOptions): Promise<CommandResult> {
   const store = openStore(o);
-  const keys = [...new Set(o.keys.map((k) => resolveKey(store, k, { dead: true })))];
   const reader = readerFor(store, o);
-  const done: Reminted[] = [];
-  const failures: Failure[] = [];
-  const lines: string[] = [];
-  for (const key of keys) {
-    try {
-      const r = await remintKey(store, key, reader);
-      done.push(r);
-      lines.push(`${key.slice(0, 12)} superseded by ${r.successor} (queued; dead/${r.dead[0] ?? '?'})`);
-    } catch (err) {
-      if (keys.length === 1) throw err;
-      const f = failureOf(key, err);
-      failures.push(f);
-      lines.push(`${key.slice(0, 12)} not reminted (${f.code})`);
-    }
-  }
-  return {
-    human: lines.join('\n'),
-    ...(failures.length > 0
-      ? { exitCode: worstExit(failures.map((f) => f.exitCode)), stderr: failureLines(failures) }
-      : {}),
-    json: {
-      ok: failures.length === 0,
-      reminted: done,
-      failed: failures.map(({ key, code, message }) => ({ key, code, message })),
-    },
-  };
+  return eachKey(chooseKeys(store, o, [], { dead: true }), 'reminted', async (key) => {
+    const r = await remintKey(store, key, reader);
+    return {
+      key,
+      line: `${key.slice(0, 12)} superseded by ${r.successor} (queued; dead/${r.dead[0] ?? '?'})`,
+      json: { ok: true, ...r },
+    };
+  });
 }

@@ -3,7 +3,7 @@
 // every job is checked and every failing one is reported (one stderr line each), like make -k; the
 // exit code is the worst seen. --stop-on-first stops at the first failure.
 
-import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
+import { type Failure, failureFields, failureOf } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
@@ -104,9 +104,7 @@ export async function verify(o: VerifyOptions): Promise<CommandResult> {
   if (failures.length > 0) lines.push(`${failures.length} of ${keys.length} job(s) failed verification`);
   return {
     human: lines.join('\n'),
-    ...(failures.length > 0
-      ? { exitCode: worstExit(failures.map((f) => f.exitCode)), stderr: failureLines(failures) }
-      : {}),
+    ...failureFields(failures),
     json: {
       ok: failures.length === 0,
       verified,

@@ -24,7 +24,8 @@ describe('usage', () => {
     {
       name: 'verify with neither a key nor --all',
       args: ['verify'],
-      stderr: 'genjob: EGJ_USAGE: name a key (or a unique prefix of 4+ characters), or pass --all or --run NAME\n',
+      stderr:
+        'genjob: EGJ_USAGE: name a key (or a unique prefix of 4+ characters), or pass --all or --run NAME\n',
     },
     {
       name: 'apply with a key and --all',

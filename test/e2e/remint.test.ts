@@ -31,12 +31,12 @@ describe('genjob remint', () => {
     expect(refused.exitCode).toBe(4);
     expect(refused.stderr).toMatch(/^genjob: EGJ_STALE: mod\/m00\.py: the repository changed under the job/);
 
-    const re = json<{ reminted: Array<{ key: string; successor: string; dead: string[] }> }>(
+    const re = json<{ key: string; successor: string; dead: string[] }>(
       await sb.genjob(['remint', stale.slice(0, 12), '--json']),
     );
-    const next = re.reminted[0]!.successor;
-    expect(re.reminted[0]).toMatchObject({ key: stale, minted: true });
-    expect(re.reminted[0]!.dead.map((d) => d.replace(/\.\d+-[0-9a-f]+$/, ''))).toEqual([
+    const next = re.successor;
+    expect(re).toMatchObject({ key: stale, minted: true });
+    expect(re.dead.map((d) => d.replace(/\.\d+-[0-9a-f]+$/, ''))).toEqual([
       `${stale}.job`,
       `${stale}.receipt`,
       `${stale}.out`,

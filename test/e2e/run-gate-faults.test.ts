@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { afterTest } from '../helpers/temp-store.js';
-import { json, mod, type RunBox, runBox } from './run-helpers.js';
+import { json, mintRun, mod, type RunBox, runBox } from './run-helpers.js';
 import { spawnCli, until as untilPolls } from './worker-helpers.js';
 
 const until = (what: string, cond: () => boolean) => untilPolls(what, cond, 3000); // polls of 10 ms
@@ -40,9 +40,7 @@ async function gateOpen(sb: RunBox, run: string): Promise<string> {
 describe('the run gate under worker faults', () => {
   it('stays 75 while workers killed -9 leave jobs running and until their leases are reaped and worked', async () => {
     const sb = await runBox(4);
-    const { jobs } = json<{ jobs: Array<{ key: string }> }>(
-      await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'k', '--json']),
-    );
+    const jobs = await mintRun(sb, 'k');
     sb.setGen({ block: ['m00', 'm01'], fail: ['m03'] });
     const a = worker(sb, 'a', 'k');
     const b = worker(sb, 'b', 'k');
@@ -85,9 +83,7 @@ describe('the run gate under worker faults', () => {
 
   it('is not changed by a frozen worker that wakes after its lease was reaped and the gate closed', async () => {
     const sb = await runBox(2);
-    const { jobs } = json<{ jobs: Array<{ key: string }> }>(
-      await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'f', '--json']),
-    );
+    const jobs = await mintRun(sb, 'f');
     const frozenKey = jobs[0]!.key;
     sb.setGen({ block: ['m00'] });
     const first = worker(sb, 'first', 'f');

@@ -70,3 +70,14 @@ export function json<T = Record<string, unknown>>(
   if (r.exitCode !== code) throw new Error(`exited ${r.exitCode}, expected ${code}: ${r.stderr}${r.stdout}`);
   return JSON.parse(r.stdout) as T;
 }
+
+/** `mint --each GLOB -m 'Edit {stem}' --run RUN`: the jobs minted, in the run's order. */
+export async function mintRun(
+  sb: Sandbox,
+  run: string,
+  glob = 'mod/*.py',
+): Promise<Array<{ path: string; key: string }>> {
+  return json<{ jobs: Array<{ path: string; key: string }> }>(
+    await sb.genjob(['mint', '--each', glob, '-m', 'Edit {stem}', '--run', run, '--json']),
+  ).jobs;
+}

@@ -11,7 +11,7 @@ import { verifyPae } from '../../src/core/dsse.js';
 import { GATE_PAYLOAD_TYPE } from '../../src/run/gate-record.js';
 import { parsePublicKey } from '../../src/trust/keys.js';
 import { genDir, readJson } from './helpers.js';
-import { json, mod, runBox } from './run-helpers.js';
+import { json, mintRun, mod, runBox } from './run-helpers.js';
 
 interface Minted {
   run: string;
@@ -23,18 +23,8 @@ describe('a run minted with --each', () => {
   it('mints 40 jobs from a glob over tracked files, seals them, and is sealed against another expansion', async () => {
     const sb = await runBox(40);
     writeFileSync(join(sb.repo, 'mod', 'untracked.py'), '# not in git\n');
-    const first = json<Minted>(
-      await sb.genjob([
-        'mint',
-        '--each',
-        'mod/*.py',
-        '-m',
-        'Type {path} ({stem} in {dir})',
-        '--run',
-        'r40',
-        '--json',
-      ]),
-    );
+    const mint = ['mint', '--each', 'mod/*.py', '-m', 'Type {path} ({stem} in {dir})', '--run', 'r40'];
+    const first = json<Minted>(await sb.genjob([...mint, '--json']));
     expect(first.sealed).toBe(true);
     expect(first.jobs.map((j) => j.path)).toEqual(Array.from({ length: 40 }, (_, i) => mod(i)));
     const manifest = readJson<{ keys: string[]; template: { instruction: string } }>(
@@ -53,15 +43,7 @@ describe('a run minted with --each', () => {
     // the same command again writes nothing
     const queued = genDir(sb, 'queue');
     const bytes = readFileSync(join(sb.repo, '.gen', 'runs', 'r40.json'));
-    const again = await sb.genjob([
-      'mint',
-      '--each',
-      'mod/*.py',
-      '-m',
-      'Type {path} ({stem} in {dir})',
-      '--run',
-      'r40',
-    ]);
+    const again = await sb.genjob(mint);
     expect(again.exitCode, again.stderr).toBe(0);
     expect(again.stdout).toBe(
       `run r40 is already sealed with these 40 jobs: ${join(sb.repo, '.gen', 'runs', 'r40.json')}; nothing was written\n`,
@@ -181,9 +163,7 @@ describe('--read', () => {
 describe('the rate of a run', () => {
   it('counts jobs that never produced a result against it (two cancelled of five)', async () => {
     const sb = await runBox(5);
-    const { jobs } = json<Minted>(
-      await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'five', '--json']),
-    );
+    const jobs = await mintRun(sb, 'five');
     const cancel = await sb.genjob([
       'cancel',
       jobs[1]!.key.slice(0, 12),
@@ -227,9 +207,7 @@ describe('the rate of a run', () => {
 describe('acting on a run', () => {
   it('applies every job of a run but an aborted one, exits 3 naming it, and retries only that one', async () => {
     const sb = await runBox(3);
-    const { jobs } = json<Minted>(
-      await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'three', '--json']),
-    );
+    const jobs = await mintRun(sb, 'three');
     sb.setGen({ fail: ['m01'] });
     expect((await sb.genjob(['work', '--run', 'three', '--quiet', ...sb.gen])).exitCode).toBe(0);
     const status = await sb.genjob(['status', '--run', 'three']);
@@ -271,9 +249,7 @@ describe('acting on a run', () => {
 
   it('applies with --gated exactly what the closed gate accepted, and refuses a stale gate record', async () => {
     const sb = await runBox(3);
-    const { jobs } = json<Minted>(
-      await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'g', '--json']),
-    );
+    const jobs = await mintRun(sb, 'g');
     sb.setGen({ fail: ['m02'] });
     expect((await sb.genjob(['work', '--run', 'g', '--quiet', ...sb.gen])).exitCode).toBe(0);
     const none = await sb.genjob(['apply', '--run', 'g', '--gated']);
@@ -314,7 +290,7 @@ describe('acting on a run', () => {
 
   it('waits with --wait until --timeout, still 75; refuses --require-check without checks; signs its record', async () => {
     const sb = await runBox(1);
-    json(await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'w', '--json']));
+    await mintRun(sb, 'w');
     const waited = await sb.genjob(['gate', '--run', 'w', '--wait', '--timeout', '1s']);
     expect(waited.exitCode).toBe(75);
     expect(waited.stdout).toMatch(/\n\(exit 75: --timeout ended the wait; the gate is still open\)\n$/);

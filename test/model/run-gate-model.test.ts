@@ -6,14 +6,11 @@
 // not the store), and a gate closed on one order reports the same verdict and count as every other
 // closing, in any run, over the same set of committed records. A late delivery never changes the
 // records. After a final drain the gate closes. fsync is a no-op here (speed).
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
-import { canonicalBytes } from '../../src/core/canonical-json.js';
-import { buildJob, type Job, jobDigest } from '../../src/core/job.js';
-import { RECEIPT_SCHEMA, type Receipt } from '../../src/core/receipt.js';
+import { describe, expect, it } from 'vitest';
+import { buildJob, type Job } from '../../src/core/job.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { type CheckView, decideGate, type GatePolicy, type KeyRecords } from '../../src/run/gate-decision.js';
 import { gatherRun } from '../../src/run/gate-gather.js';
@@ -30,6 +27,7 @@ import { reapStale } from '../../src/store/reap.js';
 import { retryJob } from '../../src/store/retry-job.js';
 import { Store } from '../../src/store/store.js';
 import { commitResult } from '../../src/worker/commit-result.js';
+import { modelBase, modelReceipt } from '../helpers/model-kit.js';
 
 const RUNS = Number(process.env.GENJOB_MODEL_RUNS ?? 300);
 const TRUST = { trusted: [], requireSignature: false };
@@ -69,16 +67,7 @@ interface CheckRecord {
   verdict: CheckView['verdict'];
 }
 
-const base = mkdtempSync(join(existsDir('/dev/shm') ? '/dev/shm' : tmpdir(), 'genjob-gate-model-'));
-afterAll(() => rmSync(base, { recursive: true, force: true }));
-
-function existsDir(p: string): boolean {
-  try {
-    return readdirSync(p) !== undefined;
-  } catch {
-    return false;
-  }
-}
+const base = modelBase('genjob-gate-model-');
 
 /** Every closing seen, in every run: the signature of its committed records → its verdict. */
 const closings = new Map<string, string>();
@@ -289,22 +278,11 @@ class World {
   }
 
   receipt(j: number, epoch: number, ok: boolean): Buffer {
-    const job = JOBS[j]!;
-    const bytes = Buffer.from(content(j, epoch));
-    const r: Receipt = {
-      schema: RECEIPT_SCHEMA,
-      key: job.key,
-      job_digest: jobDigest(job),
-      epoch,
-      status: ok ? 'ok' : 'aborted',
-      outputs: ok ? [{ path: `f${j}.txt`, sha256: sha256Hex(bytes), bytes: bytes.length }] : [],
-      reason: ok ? null : 'generator exited with status 1',
+    const files = ok ? [{ path: `f${j}.txt`, text: content(j, epoch) }] : [];
+    return modelReceipt(JOBS[j]!, epoch, files, {
       worker: { id: W.id, host: W.host },
-      generator: { command: 'model', version: null },
-      timings: { started_at: '2026-01-01T00:00:00Z', finished_at: '2026-01-01T00:00:00Z', generate_ms: 0 },
-      cached: false,
-    };
-    return canonicalBytes(r);
+      ...(ok ? {} : { status: 'aborted', reason: 'generator exited with status 1' }),
+    });
   }
 
   stage(j: number, epoch: number): string {

@@ -4,16 +4,13 @@
 // crash at a chosen filesystem call. After every step: no shadow byte is in the tree, a shadow step
 // changed no live file, every received job still verifies, an applied key keeps its record (and the
 // backups revert needs) or has a tombstone, and a pruned applied key is never queued again.
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { applyJob, recoverInterruptedApplies } from '../../src/apply/apply-job.js';
 import { readApplied } from '../../src/apply/apply-records.js';
-import { canonicalBytes } from '../../src/core/canonical-json.js';
-import { buildJob, type Job, jobDigest } from '../../src/core/job.js';
-import { RECEIPT_SCHEMA, type Receipt } from '../../src/core/receipt.js';
+import { buildJob, type Job } from '../../src/core/job.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { ShadowStore } from '../../src/shadow/shadow-store.js';
 import { beginAttempt } from '../../src/store/attempts.js';
@@ -28,6 +25,7 @@ import { readTombstone } from '../../src/store/tombstone.js';
 import { verifyKey } from '../../src/verify/verify-key.js';
 import { commitResult } from '../../src/worker/commit-result.js';
 import { crashingFs, isCrash } from '../helpers/crashing-fs.js';
+import { modelBase, modelReceipt } from '../helpers/model-kit.js';
 import { snapshot } from '../helpers/tree-snapshot.js';
 
 const RUNS = Number(process.env.GENJOB_SHADOW_MODEL_RUNS ?? 1000);
@@ -56,15 +54,7 @@ type Cmd =
   | { t: 'copy-shadow'; job: number; plane: number }
   | { t: 'gc'; keepRecent: boolean; crashAt?: number };
 
-const base = mkdtempSync(join(readdirOk('/dev/shm') ? '/dev/shm' : tmpdir(), 'genjob-shadow-model-'));
-afterAll(() => rmSync(base, { recursive: true, force: true }));
-function readdirOk(p: string): boolean {
-  try {
-    return readdirSync(p) !== undefined;
-  } catch {
-    return false;
-  }
-}
+const base = modelBase('genjob-shadow-model-');
 
 let runNo = 0;
 const stats = { applied: 0, shadowStored: 0, copiesRefused: 0, pruned: 0, mintRefused: 0, crashes: 0 };
@@ -106,25 +96,12 @@ class World {
   }
 
   receipt(plane: string, job: Job, epoch: number): Buffer {
-    const outputs = job.inputs.map((i) => {
-      const bytes = Buffer.from(content(plane, job, i.path, epoch));
-      return { path: i.path, sha256: sha256Hex(bytes), bytes: bytes.length };
-    });
-    const r: Receipt = {
-      schema: RECEIPT_SCHEMA,
-      key: job.key,
-      job_digest: jobDigest(job),
-      epoch,
-      status: 'ok',
-      outputs,
-      reason: null,
+    const files = job.inputs.map((i) => ({ path: i.path, text: content(plane, job, i.path, epoch) }));
+    return modelReceipt(job, epoch, files, {
       worker: { id: W.id, host: W.host },
       generator: { command: plane, version: null },
-      timings: { started_at: '2026-01-01T00:00:00Z', finished_at: '2026-01-01T00:00:00Z', generate_ms: 0 },
-      cached: false,
       plane: plane === 'live' ? 'live' : `shadow:${plane}`,
-    };
-    return canonicalBytes(r);
+    });
   }
 
   stage(parent: string, plane: string, job: Job, epoch: number): string {

@@ -4,16 +4,13 @@
 // dir, next to an in-memory model. After every command and after a final drain: no minted job lost or in
 // two states, none applied twice, no receipt of a superseded epoch committed or applied, the repository
 // equal to the model's. fsync is a no-op here (speed): durability itself is proven by the crash matrix.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { applyJob, recoverInterruptedApplies } from '../../src/apply/apply-job.js';
 import { readApplied } from '../../src/apply/apply-records.js';
-import { canonicalBytes } from '../../src/core/canonical-json.js';
-import { buildJob, type Job, jobDigest } from '../../src/core/job.js';
-import { RECEIPT_SCHEMA, type Receipt } from '../../src/core/receipt.js';
+import { buildJob, type Job } from '../../src/core/job.js';
 import { peekEpoch } from '../../src/core/receipt-peek.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { beginAttempt, currentEpoch } from '../../src/store/attempts.js';
@@ -27,6 +24,7 @@ import { Store } from '../../src/store/store.js';
 import { verifyKey } from '../../src/verify/verify-key.js';
 import { commitResult } from '../../src/worker/commit-result.js';
 import { crashingFs, isCrash } from '../helpers/crashing-fs.js';
+import { modelBase, modelReceipt } from '../helpers/model-kit.js';
 
 const RUNS = Number(process.env.GENJOB_MODEL_RUNS ?? 1000);
 const POLICY = { trusted: [], requireSignature: false };
@@ -54,16 +52,7 @@ interface Attempt {
   delivered: boolean;
 }
 
-const base = mkdtempSync(join(existsDir('/dev/shm') ? '/dev/shm' : tmpdir(), 'genjob-model-'));
-afterAll(() => rmSync(base, { recursive: true, force: true }));
-
-function existsDir(p: string): boolean {
-  try {
-    return readdirSync(p) !== undefined;
-  } catch {
-    return false;
-  }
-}
+const base = modelBase('genjob-model-');
 
 const stats = { deliveries: 0, refused: 0 };
 let runNo = 0;
@@ -192,24 +181,12 @@ class World {
   }
 
   receipt(job: Job, epoch: number): Buffer {
-    const outputs = job.inputs.map((i) => {
-      const bytes = Buffer.from(content(job, i.path, epoch));
-      return { path: i.path, sha256: sha256Hex(bytes), bytes: bytes.length };
-    });
-    const r: Receipt = {
-      schema: RECEIPT_SCHEMA,
-      key: job.key,
-      job_digest: jobDigest(job),
+    return modelReceipt(
+      job,
       epoch,
-      status: 'ok',
-      outputs,
-      reason: null,
-      worker: { id: W.id, host: W.host },
-      generator: { command: 'model', version: null },
-      timings: { started_at: '2026-01-01T00:00:00Z', finished_at: '2026-01-01T00:00:00Z', generate_ms: 0 },
-      cached: false,
-    };
-    return canonicalBytes(r);
+      job.inputs.map((i) => ({ path: i.path, text: content(job, i.path, epoch) })),
+      { worker: { id: W.id, host: W.host } },
+    );
   }
 
   /** A staging dir holding the generator's outputs for this epoch, as safeExtract leaves it. */
