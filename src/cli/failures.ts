@@ -35,3 +35,8 @@ export function failureFields(failures: readonly Failure[]): { exitCode?: ExitCo
     ? {}
     : { exitCode: worstExit(failures.map((f) => f.exitCode)), stderr: failureLines(failures) };
 }
+
+/** The closing line over many jobs: how many failed, and each by key and code (`2 of 5 job(s) not applied: …`). */
+export function failureSummary(failures: readonly Failure[], total: number, what: string): string {
+  return `${failures.length} of ${total} job(s) ${what}: ${failures.map((f) => `${f.key.slice(0, 12)} (${f.code})`).join(', ')}`;
+}

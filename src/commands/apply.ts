@@ -9,7 +9,7 @@
 import { applyJob, recoverInterruptedApplies, type Write } from '../apply/apply-job.js';
 import { readObject } from '../apply/tree-file.js';
 import { unifiedDiff } from '../apply/unified-diff.js';
-import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
+import { type Failure, failureLines, failureOf, failureSummary, worstExit } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore, openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
@@ -188,10 +188,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
       human: lines.join('\n'),
       json: { ok: true, recovered, results, ...(reminted.length > 0 ? { reminted } : {}) },
     };
-  if (many && failures.length > 0)
-    lines.push(
-      `${failures.length} of ${keys.length} job(s) not applied: ${failures.map((f) => `${f.key.slice(0, 12)} (${f.code})`).join(', ')}`,
-    );
+  if (many && failures.length > 0) lines.push(failureSummary(failures, keys.length, 'not applied'));
   const first = failures[0]!;
   return {
     exitCode: worstExit(failures.map((f) => f.exitCode)),

@@ -2,7 +2,7 @@
 // is tried, each failure is a row and a stderr line, and the exit code is the worst. One key typed alone
 // keeps the single-job behaviour: its error is the command's error. With --run, the run's jobs that the
 // action cannot take (by their state) are counted as skipped, not failed.
-import { type Failure, failureFields, failureOf } from '../cli/failures.js';
+import { type Failure, failureFields, failureOf, failureSummary } from '../cli/failures.js';
 import type { CommandResult } from '../cli/result.js';
 import { UsageError } from '../core/errors.js';
 import { runKeys } from '../run/run-keys.js';
@@ -85,10 +85,7 @@ export async function eachKey(
   if (chosen.keys.length === 0) lines.push(`nothing to do: no job of run ${run} can be ${verb}`);
   if (chosen.skipped > 0)
     lines.push(`${chosen.skipped} job(s) of run ${run} skipped (not in a state that can be ${verb})`);
-  if (failures.length > 0)
-    lines.push(
-      `${failures.length} of ${chosen.keys.length} job(s) not ${verb}: ${failures.map((f) => `${f.key.slice(0, 12)} (${f.code})`).join(', ')}`,
-    );
+  if (failures.length > 0) lines.push(failureSummary(failures, chosen.keys.length, `not ${verb}`));
   // one key: the single-job JSON shape, as before many keys were taken
   const json =
     !chosen.many && done.length === 1

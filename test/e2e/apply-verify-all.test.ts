@@ -54,7 +54,7 @@ describe('verify --all', () => {
     const r = await sb.genjob(['verify', '--all']);
     expect(r.exitCode).toBe(3);
     expect(r.stdout).toBe(
-      `${a!.slice(0, 12)} FAILED: EGJ_ARTIFACT_DRIFT\n${b!.slice(0, 12)} ok: 1 output(s), epoch 1\n${c!.slice(0, 12)} FAILED: EGJ_ARTIFACT_DRIFT\n2 of 3 job(s) failed verification\n`,
+      `${a!.slice(0, 12)} FAILED: EGJ_ARTIFACT_DRIFT\n${b!.slice(0, 12)} ok: 1 output(s), epoch 1\n${c!.slice(0, 12)} FAILED: EGJ_ARTIFACT_DRIFT\n2 of 3 job(s) failed verification: ${a!.slice(0, 12)} (EGJ_ARTIFACT_DRIFT), ${c!.slice(0, 12)} (EGJ_ARTIFACT_DRIFT)\n`,
     );
     const errs = r.stderr.trimEnd().split('\n');
     expect(errs).toHaveLength(2);
