@@ -35,6 +35,8 @@ const guarded = [
   'src/check/verdict.ts',
   'src/check/staleness.ts',
   'src/check/require-check.ts',
+  // runs: the gate's decision over gathered records
+  'src/run/gate-decision.ts',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
