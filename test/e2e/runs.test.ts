@@ -201,6 +201,14 @@ describe('the rate of a run', () => {
       'unchanged since it was written',
     );
     expect(readdirSync(join(sb.repo, '.gen', 'runs', 'five.gates'))).toHaveLength(3);
+    // giving up on the run: its received jobs go to dead/, the two cancelled ones are skipped
+    const dropped = json<{ done: Array<{ key: string }>; skipped: number }>(
+      await sb.genjob(['drop', '--run', 'five', '--json']),
+    );
+    expect([dropped.done.map((d) => d.key).sort(), dropped.skipped]).toEqual([
+      [jobs[0]!.key, jobs[2]!.key, jobs[4]!.key].sort(),
+      2,
+    ]);
   }, 120_000);
 });
 
@@ -317,5 +325,10 @@ describe('acting on a run', () => {
       true,
     );
     expect(JSON.parse(payload.toString())).toMatchObject({ run: 'w', verdict: 'met', passed: 1, total: 1 });
+    // cancel --run: every queued job of the run
+    await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Other {stem}', '--run', 'c']);
+    const cancelled = await sb.genjob(['cancel', '--run', 'c']);
+    expect(cancelled.exitCode, cancelled.stderr).toBe(0);
+    expect(cancelled.stdout).toMatch(/^[0-9a-f]{12} cancelled \(was queue\): dead\//);
   }, 120_000);
 });
