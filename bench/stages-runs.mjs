@@ -1,8 +1,9 @@
 // Bench stage gate-run: `genjob gate --run big` over a run of 10,000 received jobs (each with its receipt
 // and one output, as `genjob work` leaves them) next to `genjob status` over the same store. The gate
 // verifies every ok receipt (the job, the receipt, out/ hashed), so it costs what `verify --all` does;
-// status lists and reads receipts. Both sides' CPU time (user + sys, from /usr/bin/time) and the load
-// average are in the note: on a shared machine the wall-clock ratio moves with the load.
+// status lists and reads receipts. Both sides' CPU time (user + sys, from /usr/bin/time), that of
+// `verify --all` over the same jobs, and the load average are in the note: on a shared machine the
+// wall-clock ratio moves with the load.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -70,10 +71,11 @@ export function runStages(tools) {
       });
       const cpuGate = cpu(root, ['gate', '--run', 'big']);
       const cpuStatus = cpu(root, ['status']);
+      const cpuVerify = cpu(root, ['verify', '--all']);
       record(`gate over a run of ${JOBS.toLocaleString('en')} jobs`, {
         ...m,
         target: 2,
-        note: `${JOBS} received jobs with receipts, every one verified; baseline = \`genjob status\` of the same store; CPU (user+sys) gate ${round(cpuGate)} s, status ${round(cpuStatus)} s (${round(cpuGate / cpuStatus)}×); load average ${load}`,
+        note: `${JOBS} received jobs with receipts, every one verified; baseline = \`genjob status\` of the same store; CPU (user+sys) gate ${round(cpuGate)} s, status ${round(cpuStatus)} s (${round(cpuGate / cpuStatus)}×), verify --all ${round(cpuVerify)} s; load average ${load}`,
       });
       rmSync(root, { recursive: true, force: true });
     },
