@@ -211,7 +211,7 @@ export function buildProgram(): Command {
     )
     .addHelpText(
       'after',
-      '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion\n  genjob work --batch --generator builtin:openai && genjob work --batch-poll',
+      '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion\n  genjob work --batch --generator builtin:openai && genjob work --batch-poll\n  genjob work --run hints --concurrency 4 --generator ./gen.sh   # the queued jobs of run hints',
     )
     // shadow plane (#15): run existing jobs again against another generator, never touching live state
     .option(
@@ -545,6 +545,10 @@ export function buildProgram(): Command {
     )
     .option('--all', 'show every row')
     .option('--run <name>', "only run NAME's jobs (successors of reminted ones included)")
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob status --state dead\n  genjob status --run hints --all   # every job of run hints',
+    )
     .option('--disk', 'also show the size of .gen/ and what `genjob gc` would free (walks all of .gen/)')
     .option(
       '--check <NAME=VALUE>',
