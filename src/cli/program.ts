@@ -303,6 +303,10 @@ export function buildProgram(): Command {
     .argument('[keys...]', 'jobs to check (keys or unique prefixes of 4+ characters)')
     .option('--all', 'check every received job')
     .option(
+      '--run <name>',
+      "check run NAME's jobs that have an ok receipt (what its gate's --require-check waits on)",
+    )
+    .option(
       '--checker <name>',
       'run only this checker (repeatable; default: every checker genjob.config.json declares)',
       collect,
@@ -325,7 +329,7 @@ export function buildProgram(): Command {
     )
     .addHelpText(
       'after',
-      '\nExamples:\n  genjob check --list\n  genjob check 277c --checker tests\n  genjob check --all --concurrency 2 && genjob apply --all --require-check tests\n  genjob check 277c --recheck --attempts 3     (more attempts on the same record: ✗✓ is flaky)',
+      '\nExamples:\n  genjob check --list\n  genjob check 277c --checker tests\n  genjob check --all --concurrency 2 && genjob apply --all --require-check tests\n  genjob check 277c --recheck --attempts 3     (more attempts on the same record: ✗✓ is flaky)\n  genjob check --run hints && genjob gate --run hints --require-check tests',
     )
     .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();

@@ -1,8 +1,9 @@
-// genjob check [KEY...] [--all] [--checker NAME]... [--attempts N] [--recheck] [--concurrency N]:
+// genjob check [KEY...] [--all | --run NAME] [--checker NAME]... [--attempts N] [--recheck] [--concurrency N]:
 // for each job (its receipt verified first: a refused one runs nothing, exit 3) and each checker,
 // the record that speaks today, or a new one (src/check/run-check.ts). Exit 0 when every verdict is
 // pass, 3 otherwise, 4 when HEAD does not hold a job's inputs. `check --list` prints each declared
-// checker with its binding digest at HEAD.
+// checker with its binding digest at HEAD. With --run, the run's received or applied jobs whose receipt is
+// ok are checked (the ones its gate waits on for --require-check); its other jobs are counted.
 
 import { boundFiles } from '../check/binding.js';
 import { type CheckContext, checkContext } from '../check/check-state.js';
@@ -16,7 +17,9 @@ import { lookStore, openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
+import { readRecord } from '../store/durable.js';
 import { keysIn, resolveKey } from '../store/job-states.js';
+import type { Store } from '../store/store.js';
 import { sweepDeadStaging } from '../store/sweep-staging.js';
 import { keyIdOf, loadPrivateKey } from '../trust/keys.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
@@ -25,6 +28,8 @@ import { type Verified, verifyKey } from '../verify/verify-key.js';
 export interface CheckOptions extends CommonOptions {
   keys: string[];
   all?: boolean;
+  /** The run's jobs that have an ok receipt. */
+  run?: string;
   checker?: string[];
   attempts?: number;
   recheck?: boolean;
@@ -108,7 +113,8 @@ function secondsOf(ms: number): string {
 
 export async function check(o: CheckOptions): Promise<CommandResult> {
   if (o.list) {
-    if (o.keys.length > 0 || o.all) throw new UsageError('EGJ_USAGE', '--list takes no key and no --all');
+    if (o.keys.length > 0 || o.all || o.run !== undefined)
+      throw new UsageError('EGJ_USAGE', '--list takes no key, no --all and no --run');
     return list(o);
   }
   if (o.all && o.keys.length > 0) throw new UsageError('EGJ_USAGE', 'give keys or --all, not both');
@@ -116,8 +122,15 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
   const root = store.root;
   sweepDeadStaging(store, undefined, undefined, CHECK_STAGING_PREFIX);
   const checkers = chooseCheckers(loadCheckers(root), o.checker);
+  if (o.run !== undefined && (o.all || o.keys.length > 0))
+    throw new UsageError('EGJ_USAGE', 'give keys, --all or --run NAME, not two of them');
   let keys: string[];
-  if (o.all) keys = keysIn(store, 'received');
+  let notOk = 0;
+  if (o.run !== undefined) {
+    const ofRun = await runJobsWithOkReceipts(store, o.run);
+    keys = ofRun.keys;
+    notOk = ofRun.others;
+  } else if (o.all) keys = keysIn(store, 'received');
   else if (o.keys.length > 0) keys = [...new Set(o.keys.map((k) => resolveKey(store, k)))];
   else throw new UsageError('EGJ_USAGE', 'name a key (or a unique prefix of 4+ characters), or pass --all');
   const sandbox = o.sandbox === false ? 'none' : 'bwrap';
@@ -178,7 +191,11 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
   }
   for (const f of failures)
     lines.push(`${f.key.slice(0, 12)}  ${(f.checker ?? '*').padEnd(width)}  not checked (${f.code})`);
-  if (keys.length === 0) lines.push('nothing to check (no received jobs)');
+  if (keys.length === 0)
+    lines.push(
+      `nothing to check (no received jobs${o.run === undefined ? '' : ` with an ok receipt in run ${o.run}`})`,
+    );
+  if (notOk > 0) lines.push(`${notOk} job(s) of run ${o.run} without an ok receipt (not checked)`);
   const red = results.filter((r) => r.verdict !== 'pass');
   const exitCode = worstExit([
     ...failures.map((f) => f.exitCode),
@@ -198,4 +215,13 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
       failed: failures.map(({ key, checker, code, message }) => ({ key, checker, code, message })),
     },
   };
+}
+
+/** The run's received or applied jobs whose receipt is ok, and how many of its jobs are not. */
+async function runJobsWithOkReceipts(store: Store, run: string): Promise<{ keys: string[]; others: number }> {
+  const { selectKeys } = await import('./verify.js');
+  const { receiptSummary } = await import('./status.js');
+  const { keys, skipped } = selectKeys(store, { run }, 'received', ['received', 'applied']);
+  const ok = keys.filter((k) => receiptSummary(readRecord(store, store.layout.receipt(k))).status === 'ok');
+  return { keys: ok, others: skipped + keys.length - ok.length };
 }

@@ -66,13 +66,35 @@ export function gatePolicy(
   };
 }
 
-/** The checks plane's reader for --require-check. */
-export async function checkReader(checkers: readonly string[]): Promise<CheckReader | undefined> {
+/**
+ * The checks plane's reader for --require-check, as things are now: one context (HEAD's tree, each
+ * checker's binding at HEAD, the pinned check keys) per evaluation, so every key of a decision is judged
+ * against the same HEAD; each key's states are then what `checkStates` gives (src/check/check-state.ts).
+ */
+export async function checkReader(
+  root: string,
+  checkers: readonly string[],
+): Promise<CheckReader | undefined> {
   if (checkers.length === 0) return undefined;
-  throw new UsageError(
-    'EGJ_USAGE',
-    `--require-check ${checkers[0]}: checks are not available in this build of genjob; gate without --require-check`,
-  );
+  const { checkContext, stateOf } = await import('../check/check-state.js');
+  const ctx = await checkContext(root, checkers);
+  return async (_root, key, names) =>
+    names.map((c) => {
+      const { record: _record, ignored: _ignored, ...state } = stateOf(ctx, key, c);
+      return state;
+    });
+}
+
+/** A --require-check that genjob.config.json does not declare: the gate would wait for its records forever. */
+async function refuseUnknownCheckers(root: string, names: readonly string[]): Promise<void> {
+  if (names.length === 0) return;
+  const declared = (await import('../check/checker.js')).loadCheckers(root).map((c) => c.name);
+  const unknown = names.find((n) => !declared.includes(n));
+  if (unknown !== undefined)
+    throw new UsageError(
+      'EGJ_CHECKER_UNKNOWN',
+      `--require-check ${unknown}: genjob.config.json declares no such checker (${declared.length > 0 ? `it declares ${declared.join(', ')}` : 'it declares none'})`,
+    );
 }
 
 async function signer(o: GateOptions): Promise<Signer | undefined> {
@@ -99,13 +121,15 @@ export async function gate(o: GateOptions): Promise<CommandResult> {
   if (o.timeout !== undefined && !o.wait) throw new UsageError('EGJ_USAGE', '--timeout goes with --wait');
   const timeoutMs = o.timeout === undefined ? undefined : parseDuration(o.timeout, '--timeout');
   const policy = gatePolicy(o);
-  const readChecks = await checkReader(policy.requireChecks);
   const sign = await signer(o);
   const store = openStore(o);
   const trust = loadTrustPolicy(store.root);
+  await refuseUnknownCheckers(store.root, policy.requireChecks);
   const started = Date.now();
   for (;;) {
     const run = runKeys(store, o.run);
+    // read again at each evaluation: HEAD, a checker's definition or its records may have moved
+    const readChecks = await checkReader(store.root, policy.requireChecks);
     const records = await gatherRun(store, run.intended, {
       checkers: policy.requireChecks,
       ...(readChecks ? { readChecks } : {}),

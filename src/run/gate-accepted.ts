@@ -12,7 +12,7 @@ import { runKeys } from './run-keys.js';
 export async function acceptedKeys(
   store: Store,
   typed: string,
-  readerFor: (checkers: readonly string[]) => Promise<CheckReader | undefined>,
+  readerFor: (root: string, checkers: readonly string[]) => Promise<CheckReader | undefined>,
 ): Promise<string[]> {
   const run = runKeys(store, typed);
   const gate = newestGate(store, run.ref);
@@ -29,7 +29,7 @@ export async function acceptedKeys(
       gate.file,
     );
   const checkers = record.policy.require_checks;
-  const readChecks = await readerFor(checkers);
+  const readChecks = await readerFor(store.root, checkers);
   const records = await gatherRun(store, run.intended, {
     checkers,
     ...(readChecks ? { readChecks } : {}),

@@ -27,7 +27,8 @@ export interface KeyEvidence {
   receipt: string | null;
   /** The dead letter (`dead/<name>`) that ended it, or null. */
   dead: string | null;
-  checks: Array<{ checker: string; verdict: string; record: string | null }>;
+  /** Each required checker's record as the gate read it; `current` false once it went stale. */
+  checks: Array<{ checker: string; current: boolean; record: string | null; verdict: string }>;
 }
 
 export interface GateRecord {
@@ -59,12 +60,17 @@ export interface StoredGate {
   signed: boolean;
 }
 
-// Every object below is built with its keys in sorted order and holds only strings and nulls, so its
-// JSON.stringify is its canonical form (RFC 8785 serialises strings as JSON.stringify does); for 10,000
+// Every object below is built with its keys in sorted order and holds only strings, booleans and nulls, so
+// its JSON.stringify is its canonical form (RFC 8785 serialises them as JSON.stringify does); for 10,000
 // keys that is ten times faster than canonicalising (a test holds the two equal).
 export function evidenceOf(records: readonly KeyRecords[]): KeyEvidence[] {
   return records.map((r) => ({
-    checks: r.checks.map((c) => ({ checker: c.checker, record: c.recordDigest ?? null, verdict: c.verdict })),
+    checks: r.checks.map((c) => ({
+      checker: c.checker,
+      current: c.current,
+      record: c.recordDigest ?? null,
+      verdict: c.verdict,
+    })),
     current: r.current,
     dead: r.outcome.kind === 'dead' ? `dead/${r.outcome.name}` : null,
     key: r.key,

@@ -1,6 +1,6 @@
 // `npm run demo` (scripts/demo.mjs after the build) runs the whole loop on the bundled toy
 // repository with the deterministic demo generator, checks the job with the repository's tests and
-// gates its apply on them, and shows the diff it applied.
+// gates its apply on them, shows the diff it applied, and ends with the run gate's verdict over the tests.
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ describe('the demo script', () => {
       '$ genjob check',
       '$ genjob apply',
       '$ git diff',
-      '$ genjob gate --run demo',
+      '$ genjob gate --run demo --require-check tests',
     ];
     const at = order.map((s) => r.stdout.indexOf(s));
     expect(at.every((i) => i >= 0)).toBe(true);

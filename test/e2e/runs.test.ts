@@ -296,14 +296,17 @@ describe('acting on a run', () => {
     expect(readFileSync(join(sb.repo, mod(2)), 'utf8')).toBe('# module 2\n');
   }, 120_000);
 
-  it('waits with --wait until --timeout, still 75; refuses --require-check without checks; signs its record', async () => {
+  it('waits with --wait until --timeout, still 75; refuses a --require-check no checker answers to; signs its record', async () => {
     const sb = await runBox(1);
     await mintRun(sb, 'w');
     const waited = await sb.genjob(['gate', '--run', 'w', '--wait', '--timeout', '1s']);
     expect(waited.exitCode).toBe(75);
     expect(waited.stdout).toMatch(/\n\(exit 75: --timeout ended the wait; the gate is still open\)\n$/);
     const checks = await sb.genjob(['gate', '--run', 'w', '--require-check', 'tests']);
-    expect([checks.exitCode, checks.stderr]).toEqual([2, expect.stringMatching(/checks are not available/)]);
+    expect([checks.exitCode, checks.stderr]).toEqual([
+      2,
+      expect.stringMatching(/^genjob: EGJ_CHECKER_UNKNOWN: --require-check tests: .*it declares none/),
+    ]);
     expect((await sb.genjob(['gate', '--run', 'w', '--timeout', '1s'])).exitCode).toBe(2);
 
     expect((await sb.genjob(['work', '--run', 'w', '--quiet', ...sb.gen])).exitCode).toBe(0);
