@@ -1,21 +1,46 @@
-// The jobs a run's gate accepted, for `apply --run NAME --gated`: the keys that passed in the newest gate
-// record, when that record is met and still current (the receipts, dead letters and check records
-// gathered now have the digest it names). No record, a record not met, or a stale one is refused before
-// anything is written: apply writes exactly what the closed gate decided on, or nothing.
+// The standing of a run's gate, as things are now: its newest gate record and whether that record is still
+// current (the run's manifest and the receipts, dead letters and check records gathered now have the
+// digests it names). `apply --run NAME --gated` takes the keys that passed in it: no record, a record not
+// met, or a stale one is refused before anything is written, so apply writes exactly what the closed gate
+// decided on, or nothing. A report shows a run's gate from `gateStanding` without refusing anything.
 import { ConflictError, RejectedError } from '../core/errors.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { type CheckReader, gatherRun } from './gate-gather.js';
-import { evidenceDigest, evidenceOf, gatesDir, newestGate } from './gate-record.js';
-import { runKeys } from './run-keys.js';
+import { evidenceDigest, evidenceOf, gatesDir, newestGate, type StoredGate } from './gate-record.js';
+import { type RunKeys, runKeys } from './run-keys.js';
 
-export async function acceptedKeys(
-  store: Store,
-  typed: string,
-  readerFor: (root: string, checkers: readonly string[]) => Promise<CheckReader | undefined>,
-): Promise<string[]> {
+/** The checks plane's reader for a gate record's required checkers (commands/gate.ts's `checkReader`). */
+export type ReaderFor = (root: string, checkers: readonly string[]) => Promise<CheckReader | undefined>;
+
+export interface GateStanding {
+  run: RunKeys;
+  /** The newest gate record, or undefined when the run's gate never closed. */
+  gate: StoredGate | undefined;
+  /** The record still names exactly what is there now (false when there is none). */
+  current: boolean;
+}
+
+/** The newest gate record of run `typed` and whether it is current. Reads only. */
+export async function gateStanding(store: Store, typed: string, readerFor: ReaderFor): Promise<GateStanding> {
   const run = runKeys(store, typed);
   const gate = newestGate(store, run.ref);
+  if (gate === undefined) return { run, gate, current: false };
+  const checkers = gate.record.policy.require_checks;
+  const readChecks = await readerFor(store.root, checkers);
+  const records = await gatherRun(store, run.intended, {
+    checkers,
+    ...(readChecks ? { readChecks } : {}),
+    trust: loadTrustPolicy(store.root),
+  });
+  const current =
+    gate.record.manifest_sha256 === run.manifestSha256 &&
+    gate.record.evidence_sha256 === evidenceDigest(evidenceOf(records));
+  return { run, gate, current };
+}
+
+export async function acceptedKeys(store: Store, typed: string, readerFor: ReaderFor): Promise<string[]> {
+  const { run, gate, current } = await gateStanding(store, typed, readerFor);
   if (gate === undefined)
     throw new RejectedError(
       'EGJ_GATE_MISSING',
@@ -28,17 +53,7 @@ export async function acceptedKeys(
       `${gate.file}: the gate of run ${run.ref.id} is not met (${record.rate}); nothing was applied`,
       gate.file,
     );
-  const checkers = record.policy.require_checks;
-  const readChecks = await readerFor(store.root, checkers);
-  const records = await gatherRun(store, run.intended, {
-    checkers,
-    ...(readChecks ? { readChecks } : {}),
-    trust: loadTrustPolicy(store.root),
-  });
-  if (
-    record.manifest_sha256 !== run.manifestSha256 ||
-    record.evidence_sha256 !== evidenceDigest(evidenceOf(records))
-  )
+  if (!current)
     throw new ConflictError(
       'EGJ_GATE_STALE',
       `${gate.file}: gate record ${gate.seq} of run ${run.ref.id} is stale: receipts, dead letters or check records changed since it closed; run genjob gate --run ${run.ref.id} again; nothing was applied`,

@@ -1,6 +1,6 @@
 // The keys a `--run NAME` names: the run's sealed manifest (NAME's newest revision, or NAME@N), each
 // intended key replaced by the job that stands for it now (its successor after a remint,
-// store/supersede.ts). Commands acting on a run (status, work, verify, apply, drop, retry, cancel,
+// store/supersede.ts). Commands acting on a run (status, work, verify, apply, check, drop, retry, cancel,
 // and any other) take their keys from here.
 import { sha256Hex } from '../core/sha256.js';
 import { readRecord } from '../store/durable.js';

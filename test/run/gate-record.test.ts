@@ -66,6 +66,15 @@ describe('the evidence of a gate', () => {
     });
   });
 
+  it('changes when a check record it used goes stale, though the record file is the same', () => {
+    const fresh = ok('k1', 'r1', 'c1');
+    const gone = { ...fresh, checks: [{ ...fresh.checks[0]!, current: false }] };
+    expect(evidenceDigest(evidenceOf([gone]))).not.toBe(evidenceDigest(evidenceOf([fresh])));
+    expect(evidenceOf([gone])[0]!.checks).toEqual([
+      { checker: 'tests', current: false, record: 'c1', verdict: 'pass' },
+    ]);
+  });
+
   it('names every receipt and check record the verdict used, and why a key failed', () => {
     const record = closed([ok('k1', 'r1', 'c1'), dead]);
     expect(record).toMatchObject({
