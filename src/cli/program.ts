@@ -507,7 +507,7 @@ export function buildProgram(): Command {
     .requiredOption('--run <name>', 'the run (NAME: its newest revision; NAME@N: that one)')
     .option(
       '--require-check <name>',
-      'a key passes only with a current pass record of this checker; the gate waits for one per ok receipt; repeatable',
+      'a key passes only with a current pass record of this checker of genjob.config.json (see genjob check); the gate waits for one per ok receipt; repeatable',
       collect,
     )
     .option(
@@ -526,6 +526,7 @@ export function buildProgram(): Command {
         'Examples:',
         '  genjob gate --run hints                          exit 75 while open (and what it waits for), else 0 or 3',
         '  genjob gate --run hints --min-pass 0.95 --max-fail 3',
+        '  genjob check --run hints && genjob gate --run hints --require-check tests',
         '  genjob gate --run hints --require-check tests --allow-flaky --wait --timeout 30m',
         '  genjob gate --run hints && genjob apply --run hints --gated',
         '',
