@@ -29,6 +29,18 @@ function worker(sb: RunBox, host: string, run: string, extra: string[] = []) {
   return w;
 }
 
+/** Processes whose environment names one of the sandbox's host caches: the serves a killed worker left. */
+function orphans(base: string): number {
+  let n = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p)))
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').includes(`=${join(base, 'cache-')}`)) n++;
+    } catch {
+      // gone meanwhile, or not ours
+    }
+  return n;
+}
+
 const started = (sb: RunBox) => readdirSync(sb.base).filter((n) => n.startsWith('started-'));
 
 async function gateOpen(sb: RunBox, run: string): Promise<string> {
@@ -79,6 +91,9 @@ describe('the run gate under worker faults', () => {
     );
     expect((await sb.genjob(['gate', '--run', 'k', '--min-pass', '0.75'])).exitCode).toBe(0);
     for (const i of [0, 1, 2]) expect(readFileSync(join(sb.repo, mod(i)), 'utf8')).toBe(`# module ${i}\n`);
+    // the serves the killed workers left still generate m00 and m01: let them end before the directory goes
+    writeFileSync(join(sb.base, 'release'), '');
+    await until('the serves the killed workers left to end', () => orphans(sb.base) === 0);
   }, 180_000);
 
   it('is not changed by a frozen worker that wakes after its lease was reaped and the gate closed', async () => {
