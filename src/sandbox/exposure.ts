@@ -1,9 +1,10 @@
 // What an exposed path may not touch, decided on real paths (real-path.ts). A bind that is, or lies
 // inside, a hidden path (the result cache, the workspaces root, the signing key, an /etc secret)
 // would show it whatever is masked; a bind that holds the signing key shows what lies beside it (a
-// rotation directory's older keys). Both are refused before serve answers anything. A bind that only
-// holds the cache or the workspaces root is allowed: bwrap-argv.ts masks them inside it, and pins
-// their parents so a writable bind cannot move them.
+// rotation directory's older keys), and one that holds an /etc secret would rest on masks alone. All
+// are refused before serve answers anything. A bind that only holds the cache or the workspaces root
+// (not secrets, serve's own state) is allowed: bwrap-argv.ts masks them inside it, and pins their
+// parents so a writable bind cannot move them.
 import { UsageError } from '../core/errors.js';
 import type { SandboxPolicy } from './policy.js';
 import { realPath, within } from './real-path.js';
@@ -37,6 +38,12 @@ export function exposureProblem(path: string, policy: Exposed): string | null {
     for (const secret of new Set([realPath(s), s]))
       if (within(secret, real))
         return `${path}${is} holds the signing key ${secret}, and whatever lies beside it`;
+  }
+  // a bind of /etc would only be safe while every mask over its secrets holds: refuse it outright
+  for (const e of ETC_SECRETS) {
+    const secret = realPath(e);
+    if (within(secret, real))
+      return `${path}${is} holds ${secret}, a host secret serve keeps hidden from generators`;
   }
   return null;
 }

@@ -91,7 +91,17 @@ describe('exposureProblem', () => {
     expect(exposureProblem(join(dir, 'ssh-link'), { hidden: [] })).toBe(
       `${dir}/ssh-link (it is /etc/ssh) is or lies inside /etc/ssh, which serve keeps hidden from generators`,
     );
-    expect(exposureProblem('/etc', { hidden: [] })).toBeNull(); // /etc itself: its secrets are masked
+  });
+
+  it('refuses a bind that holds an /etc secret, however it is named', () => {
+    expect(exposureProblem('/etc', { hidden: [] })).toBe(
+      '/etc holds /etc/ssh, a host secret serve keeps hidden from generators',
+    );
+    symlinkSync('/etc', join(dir, 'etc-link'));
+    expect(exposureProblem(join(dir, 'etc-link'), { hidden: [] })).toBe(
+      `${dir}/etc-link (it is /etc) holds /etc/ssh, a host secret serve keeps hidden from generators`,
+    );
+    expect(exposureProblem('/etc/apt', { hidden: [] })).toBeNull();
   });
 });
 
