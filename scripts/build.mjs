@@ -2,7 +2,7 @@
 // so `genjob --version` imports none of zod, execa or tar (start-up is most of a small command's cost).
 // The bundle is built beside dist/ and swapped in by rename, so a CLI started meanwhile never
 // finds dist/ half-written or missing.
-import { rename, rm } from 'node:fs/promises';
+import { cp, rename, rm } from 'node:fs/promises';
 import { build } from 'esbuild';
 
 const next = `dist.next-${process.pid}`;
@@ -39,6 +39,8 @@ await build({
     js: "import { createRequire as __gjCreateRequire } from 'node:module'; const require = __gjCreateRequire(import.meta.url);",
   },
 });
+// the report's stylesheet and script are files the report inlines at run time: they ship in dist/
+await cp('src/report/assets', `${next}/report-assets`, { recursive: true });
 await rename('dist', old).catch(() => {});
 await rename(next, 'dist');
 await rm(old, { recursive: true, force: true });

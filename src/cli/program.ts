@@ -578,6 +578,31 @@ export function buildProgram(): Command {
       await run(async () => (await import('../commands/show.js')).show({ ...o, key }), !!o.json);
     });
 
+  common(program.command('report'))
+    .description(
+      'write a static review site of the jobs (all, a run, or the keys named): index.html and a page per job',
+    )
+    .argument('[keys...]', 'only these jobs (keys or prefixes; default: every job)')
+    .option('--run <name>', "only the run's intended jobs, with its gate")
+    .option('--out <dir>', 'the directory to write (default: .gen/report/)')
+    .option('--open', 'open the index in a browser ($BROWSER, else xdg-open) when written')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  genjob report                    every job, into .gen/report/ (prints the index path)',
+        '  genjob report --run hints --open  one run with its gate, opened in a browser',
+        '  genjob report 3fa9c2 --out /tmp/r  one job, into /tmp/r/',
+        '',
+        'Pages whose inputs did not change are not written again; no page loads anything from the network.',
+      ].join('\n'),
+    )
+    .action(async (keys: string[], _opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/report.js')).report({ ...o, keys }), !!o.json);
+    });
+
   common(program.command('reap'))
     .description('move running jobs whose lease stopped beating back to the queue')
     .option('--lease-ttl <seconds>', 'a lease older than this is stale', seconds, 60)

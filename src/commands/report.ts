@@ -1,0 +1,73 @@
+// genjob report [--run NAME | KEY...] [--out DIR] [--open]: a static review site of the jobs (all, a
+// run's, or the keys named) written to DIR (default .gen/report/): index.html and one page per job,
+// every asset inlined, no server, no network. Only pages whose inputs changed are written again.
+// Reads .gen/ and never changes it, apart from the default report directory inside it.
+import { spawn } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import type { CommandResult, CommonOptions } from '../cli/result.js';
+import { lookStore } from '../cli/root.js';
+import { UsageError } from '../core/errors.js';
+import { pathExists } from '../core/path-exists.js';
+import { loadAssets } from '../report/assets.js';
+import { checkSource } from '../report/check-source.js';
+import { gatherReport } from '../report/gather.js';
+import { readRun } from '../report/run-source.js';
+import { writeReport } from '../report/write-report.js';
+
+export interface ReportOptions extends CommonOptions {
+  run?: string;
+  keys?: string[];
+  out?: string;
+  open?: boolean;
+}
+
+/** The report directory when --out is not given: inside .gen/, so it is never committed. */
+export const DEFAULT_REPORT_DIR = 'report';
+
+/** Ask the desktop to show `file` ($BROWSER, else xdg-open or open); a failure is said, never fatal. */
+function openInBrowser(file: string): Promise<string | null> {
+  const command = process.env.BROWSER || (process.platform === 'darwin' ? 'open' : 'xdg-open');
+  return new Promise((done) => {
+    const child = spawn(command, [file], { detached: true, stdio: 'ignore' });
+    child.once('error', (err) => done(`could not start ${command} (${err.message}); open ${file} yourself`));
+    child.once('spawn', () => {
+      child.unref();
+      done(null);
+    });
+  });
+}
+
+export async function report(o: ReportOptions): Promise<CommandResult> {
+  const keys = o.keys ?? [];
+  if (o.run !== undefined && keys.length > 0)
+    throw new UsageError('EGJ_USAGE', 'report takes --run NAME or keys, not both');
+  const store = lookStore(o);
+  if (!pathExists(store.layout.gen))
+    throw new UsageError(
+      'EGJ_USAGE',
+      `${store.layout.gen}: no .gen/ here, so nothing to report; mint a job first`,
+    );
+  const run = o.run === undefined ? undefined : await readRun(store.root, o.run);
+  const model = await gatherReport(store, { keys, run, checks: await checkSource(store.root) });
+  const dir = o.out === undefined ? join(store.layout.gen, DEFAULT_REPORT_DIR) : resolve(o.out);
+  const written = writeReport(store, model, dir, loadAssets());
+  const openProblem = o.open ? await openInBrowser(written.index) : null;
+  const lines = [
+    written.index,
+    `${model.jobs.length} job(s): ${written.written.length} page(s) written, ${written.unchanged} unchanged, ${written.removed.length} removed`,
+  ];
+  return {
+    human: lines.join('\n'),
+    stderr: openProblem ? `${openProblem}\n` : undefined,
+    json: {
+      ok: true,
+      dir: written.dir,
+      index: written.index,
+      jobs: model.jobs.length,
+      written: written.written,
+      unchanged: written.unchanged,
+      removed: written.removed,
+      opened: o.open === true && openProblem === null,
+    },
+  };
+}

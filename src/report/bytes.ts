@@ -1,0 +1,67 @@
+// The bytes a report page shows, found by digest: an output in out/<key>/ (or objects/), an input in
+// objects/ (what an apply replaced) or the working tree, a shadow plane's output, a check log. A file is
+// used only when its bytes hash to the digest the job, the receipt or the record names, so a report never
+// shows bytes other than the ones the record commits to, whatever out/ or the tree holds now.
+import { join } from 'node:path';
+import { RecordUnreadableError } from '../core/errors.js';
+import { pathProblem } from '../core/paths.js';
+import { SHA256_HEX, sha256Hex } from '../core/sha256.js';
+import { readIfExists } from '../store/durable.js';
+import type { Store } from '../store/store.js';
+
+/** A file above this is summarised on its page, never diffed. */
+export const MAX_SHOWN_BYTES = 4 * 1024 * 1024;
+
+export type Found = { kind: 'ok'; bytes: Buffer } | { kind: 'missing' | 'drift' | 'large' | 'bad-path' };
+
+function read(store: Store, file: string): Buffer | 'large' | undefined {
+  try {
+    return readIfExists(store, file, MAX_SHOWN_BYTES);
+  } catch (err) {
+    // a symlink, a FIFO, a directory or a file over the cap: nothing to show
+    if (err instanceof RecordUnreadableError)
+      return /over the cap|grew past/.test(err.message) ? 'large' : undefined;
+    throw err;
+  }
+}
+
+/** The first of `files` that exists, judged against `sha256`. */
+function firstOf(store: Store, files: readonly string[], sha256: string): Found {
+  let seen: Found = { kind: 'missing' };
+  for (const file of files) {
+    const bytes = read(store, file);
+    if (bytes === undefined) continue;
+    if (bytes === 'large') {
+      seen = { kind: 'large' };
+      continue;
+    }
+    if (sha256Hex(bytes) === sha256) return { kind: 'ok', bytes };
+    if (seen.kind === 'missing') seen = { kind: 'drift' };
+  }
+  return seen;
+}
+
+function objectFile(store: Store, sha256: string): string[] {
+  return SHA256_HEX.test(sha256) ? [store.layout.object(sha256)] : [];
+}
+
+export function findOutput(store: Store, key: string, path: string, sha256: string): Found {
+  if (pathProblem(path) !== null || !SHA256_HEX.test(key)) return { kind: 'bad-path' };
+  return firstOf(store, [join(store.layout.outDir(key), path), ...objectFile(store, sha256)], sha256);
+}
+
+/** The bytes a job read at `path` before generation: kept in objects/ once applied, else still in the tree. */
+export function findInput(store: Store, path: string, sha256: string): Found {
+  if (pathProblem(path) !== null) return { kind: 'bad-path' };
+  return firstOf(store, [...objectFile(store, sha256), join(store.root, path)], sha256);
+}
+
+export function findShadowOutput(store: Store, filesDir: string, path: string, sha256: string): Found {
+  if (pathProblem(path) !== null) return { kind: 'bad-path' };
+  return firstOf(store, [join(filesDir, path)], sha256);
+}
+
+/** A check log, stored by its sha256 in objects/. */
+export function findLog(store: Store, sha256: string): Found {
+  return firstOf(store, objectFile(store, sha256), sha256);
+}

@@ -1,0 +1,118 @@
+// A file's change drawn two ways, syntax-neutral: side by side (old | new, a removed run paired row by
+// row with the added run after it, changed words marked) and unified (one column, - and + lines).
+// jsdiff computes the hunks (3 lines of context); an edit script longer than MAX_EDIT gives up with a
+// note instead of a page that takes minutes to build. Pure: two byte strings in, markup out.
+import { diffWordsWithSpace, structuredPatch } from 'diff';
+import { isBinary } from '../apply/unified-diff.js';
+import { type Html, html } from './escape.js';
+
+const MAX_EDIT = 20_000;
+/** Word marks only on lines shorter than this: beyond it the line is marked whole. */
+const MAX_WORD_LINE = 1_000;
+
+export type DiffView =
+  | { kind: 'text'; split: Html; unified: Html; added: number; removed: number }
+  | { kind: 'note'; note: string };
+
+interface Row {
+  old: number | null;
+  new: number | null;
+  sign: ' ' | '-' | '+';
+  text: string;
+}
+
+interface Hunk {
+  header: string;
+  rows: Row[];
+}
+
+function hunksOf(before: string, after: string): Hunk[] | undefined {
+  const patch = structuredPatch('a', 'b', before, after, '', '', { context: 3, maxEditLength: MAX_EDIT });
+  if (!patch) return undefined;
+  return patch.hunks.map((h) => {
+    let oldLine = h.oldStart;
+    let newLine = h.newStart;
+    const rows: Row[] = [];
+    for (const line of h.lines) {
+      const sign = line[0];
+      const text = line.slice(1);
+      if (sign === '\\') continue; // "\ No newline at end of file"
+      if (sign === '-') rows.push({ old: oldLine++, new: null, sign: '-', text });
+      else if (sign === '+') rows.push({ old: null, new: newLine++, sign: '+', text });
+      else rows.push({ old: oldLine++, new: newLine++, sign: ' ', text });
+    }
+    return { header: `@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`, rows };
+  });
+}
+
+/** The two sides of a changed line with the words that differ marked. */
+function wordMarks(oldText: string, newText: string): { old: Html; new: Html } {
+  if (oldText.length > MAX_WORD_LINE || newText.length > MAX_WORD_LINE)
+    return { old: html`${oldText}`, new: html`${newText}` };
+  const parts = diffWordsWithSpace(oldText, newText);
+  return {
+    old: html`${parts.filter((p) => !p.added).map((p) => (p.removed ? html`<del>${p.value}</del>` : p.value))}`,
+    new: html`${parts.filter((p) => !p.removed).map((p) => (p.added ? html`<ins>${p.value}</ins>` : p.value))}`,
+  };
+}
+
+function cell(side: 'old' | 'new', row: Row | undefined, marked?: Html): Html {
+  if (!row) return html`<td class="ln empty"></td><td class="empty"></td>`;
+  const n = side === 'old' ? row.old : row.new;
+  const cls = row.sign === '-' ? 'del' : row.sign === '+' ? 'add' : 'ctx';
+  return html`<td class="ln ${cls}">${n}</td><td class="${cls}">${marked ?? row.text}</td>`;
+}
+
+function splitRows(rows: readonly Row[]): Html[] {
+  const out: Html[] = [];
+  let i = 0;
+  while (i < rows.length) {
+    const row = rows[i]!;
+    if (row.sign === ' ') {
+      out.push(html`<tr>${cell('old', row)}${cell('new', row)}</tr>`);
+      i++;
+      continue;
+    }
+    const removed: Row[] = [];
+    const added: Row[] = [];
+    while (i < rows.length && rows[i]!.sign === '-') removed.push(rows[i++]!);
+    while (i < rows.length && rows[i]!.sign === '+') added.push(rows[i++]!);
+    for (let k = 0; k < Math.max(removed.length, added.length); k++) {
+      const l = removed[k];
+      const r = added[k];
+      const marks = l && r ? wordMarks(l.text, r.text) : undefined;
+      out.push(html`<tr>${cell('old', l, marks?.old)}${cell('new', r, marks?.new)}</tr>`);
+    }
+  }
+  return out;
+}
+
+function unifiedRows(rows: readonly Row[]): Html[] {
+  return rows.map((row) => {
+    const cls = row.sign === '-' ? 'del' : row.sign === '+' ? 'add' : 'ctx';
+    return html`<tr><td class="ln ${cls}">${row.old}</td><td class="ln ${cls}">${row.new}</td><td class="sign ${cls}">${row.sign}</td><td class="${cls}">${row.text}</td></tr>`;
+  });
+}
+
+/** The change from `before` to `after` (null: the file does not exist on that side). */
+export function diffView(before: Uint8Array | null, after: Uint8Array | null): DiffView {
+  const size = (b: Uint8Array | null) => (b === null ? 'absent' : `${b.length} bytes`);
+  if ((before !== null && isBinary(before)) || (after !== null && isBinary(after)))
+    return { kind: 'note', note: `binary file: ${size(before)} → ${size(after)}` };
+  const text = (b: Uint8Array | null) => (b === null ? '' : Buffer.from(b).toString('utf8'));
+  const hunks = hunksOf(text(before), text(after));
+  if (!hunks)
+    return {
+      kind: 'note',
+      note: `over ${MAX_EDIT} lines changed: too large to draw (${size(before)} → ${size(after)})`,
+    };
+  if (hunks.length === 0) return { kind: 'note', note: 'no change: the bytes are identical' };
+  const count = (sign: string) => hunks.reduce((n, h) => n + h.rows.filter((r) => r.sign === sign).length, 0);
+  const split = html`<table class="diff split"><colgroup><col class="ln"><col><col class="ln"><col></colgroup><tbody>${hunks.map(
+    (h) => html`<tr class="hunk"><td colspan="4">${h.header}</td></tr>${splitRows(h.rows)}`,
+  )}</tbody></table>`;
+  const unified = html`<table class="diff unified"><colgroup><col class="ln"><col class="ln"><col class="sign"><col></colgroup><tbody>${hunks.map(
+    (h) => html`<tr class="hunk"><td colspan="4">${h.header}</td></tr>${unifiedRows(h.rows)}`,
+  )}</tbody></table>`;
+  return { kind: 'text', split, unified, added: count('+'), removed: count('-') };
+}

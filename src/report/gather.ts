@@ -1,0 +1,221 @@
+// Gather a report's model from .gen/: which jobs (all, a run's intended keys, or the keys named), each
+// job's document, receipt facts, outputs and inputs (by digest, found or not), check standings (through
+// check-source.ts), shadow answers and their compare verdicts, and the spend per generator and mode.
+// Reads only; a file that cannot be parsed shows as such on its row instead of failing the report.
+import { join } from 'node:path';
+import { spendByMode } from '../commands/status-spend.js';
+import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
+import { splitEnvelope } from '../core/receipt-peek.js';
+import { sha256Hex } from '../core/sha256.js';
+import { compareSides, liveSide, shadowSide } from '../shadow/compare.js';
+import { ShadowStore } from '../shadow/shadow-store.js';
+import { currentEpoch, readAttempt } from '../store/attempts.js';
+import { deadJobs, deadReason } from '../store/dead-jobs.js';
+import { peekRecord } from '../store/durable.js';
+import { keysIn, PRECEDENCE, resolveKey } from '../store/job-states.js';
+import type { Store } from '../store/store.js';
+import { loadTrustPolicy } from '../trust/trust-file.js';
+import { findInput, findOutput } from './bytes.js';
+import type { CheckSource } from './check-source.js';
+import type {
+  ReportFile,
+  ReportJob,
+  ReportModel,
+  ReportRun,
+  ReportShadow,
+  ReportState,
+  ShadowVerdict,
+  SpendRow,
+} from './model.js';
+import { STATE_ORDER } from './model.js';
+import { receiptFacts } from './receipt-facts.js';
+
+export interface GatherOptions {
+  /** Keys or unique prefixes; empty: every job. */
+  keys?: readonly string[];
+  /** A run already read through run-source.ts: its intended keys are the rows. */
+  run?: ReportRun;
+  checks: CheckSource;
+  env?: NodeJS.ProcessEnv;
+}
+
+interface Where {
+  state: ReportState;
+  file: string;
+  deadName?: string;
+}
+
+/** Every key's state and job file: one listing per state directory (a crash leftover counts where it wins). */
+function locate(store: Store): Map<string, Where> {
+  const where = new Map<string, Where>();
+  for (const state of PRECEDENCE)
+    for (const key of keysIn(store, state))
+      if (!where.has(key)) where.set(key, { state, file: store.layout.jobFile(state, key) });
+  for (const d of deadJobs(store))
+    if (!where.has(d.key))
+      where.set(d.key, { state: 'dead', file: join(store.layout.dir('dead'), d.name), deadName: d.name });
+  return where;
+}
+
+/** The job document of a job file or of an apply record (which embeds it), read loosely. */
+function jobOf(bytes: Buffer | undefined): Pick<ReportJob, 'instruction' | 'inputs'> | null {
+  if (!bytes) return null;
+  try {
+    const doc = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
+    const job = (typeof doc.job === 'object' && doc.job !== null ? doc.job : doc) as Record<string, unknown>;
+    const inputs = Array.isArray(job.inputs) ? (job.inputs as Array<Record<string, unknown>>) : [];
+    return {
+      instruction: String(job.instruction ?? ''),
+      inputs: inputs.map((i) => ({
+        path: String(i.path),
+        sha256: typeof i.sha256 === 'string' ? i.sha256 : null,
+      })),
+    };
+  } catch {
+    return null;
+  }
+}
+
+function hostOf(store: Store, key: string, epoch: number): string | null {
+  if (epoch <= 0) return null;
+  try {
+    return readAttempt(store, key, epoch)?.destination ?? null;
+  } catch {
+    return null; // an unreadable attempt record: the receipt's host stands in
+  }
+}
+
+function gatherJob(store: Store, key: string, at: Where | undefined, policy: ReceiptTrustPolicy): ReportJob {
+  const doc = at ? jobOf(peekRecord(store, at.file)) : null;
+  const receiptFile = store.layout.receipt(key);
+  const receiptBytes = at?.state === 'dead' ? undefined : peekRecord(store, receiptFile);
+  const facts = receiptBytes ? receiptFacts(receiptBytes, receiptFile, policy) : null;
+  const receipt = facts?.receipt ?? null;
+  const epoch = receipt?.epoch || currentEpoch(store, key);
+  const inputs = doc?.inputs ?? [];
+  const inputOf = new Map(inputs.map((i) => [i.path, i.sha256]));
+  const files: ReportFile[] = (facts?.outputs ?? []).map((o) => {
+    const input = inputOf.get(o.path) ?? null;
+    return {
+      path: o.path,
+      sha256: o.sha256,
+      bytes: findOutput(store, key, o.path, o.sha256).kind,
+      input,
+      inputFound: input === null || findInput(store, o.path, input).kind === 'ok',
+    };
+  });
+  return {
+    key,
+    state: at?.state ?? 'unknown',
+    instruction: doc ? doc.instruction : at ? '(unreadable job file)' : '(no job file for this key)',
+    inputs,
+    dead: at?.deadName ? deadReason(store, at.deadName) : null,
+    epoch,
+    host: hostOf(store, key, epoch) ?? receipt?.host ?? null,
+    receipt,
+    receiptProblem: facts?.problem ?? null,
+    files,
+    checks: [],
+    shadows: [],
+  };
+}
+
+/** A shadow plane's answer for each key, beside the live one. */
+function shadowsOf(store: Store, planes: readonly string[], jobs: readonly ReportJob[]): void {
+  const keys = jobs.map((j) => j.key);
+  for (const name of planes) {
+    const plane = new ShadowStore(store, name);
+    const verdicts = new Map<string, ShadowVerdict>(
+      compareSides(liveSide(store), shadowSide(store, name), keys).jobs.map((c) => [c.key, c.verdict]),
+    );
+    for (const job of jobs) {
+      const bytes = plane.receipt(job.key);
+      let doc: Record<string, unknown> = {};
+      try {
+        if (bytes) doc = splitEnvelope(JSON.parse(bytes.toString('utf8')) as Record<string, unknown>).payload;
+      } catch {
+        doc = { status: 'unreadable' };
+      }
+      const outputs = Array.isArray(doc.outputs) ? (doc.outputs as Array<Record<string, unknown>>) : [];
+      const shadowFiles = new Map(outputs.map((o) => [String(o.path), String(o.sha256)]));
+      const liveFiles = new Map(job.files.map((f) => [f.path, f.sha256]));
+      const usage = (doc.usage ?? {}) as Record<string, unknown>;
+      const n = (v: unknown) => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : 0);
+      const generator = (doc.generator ?? {}) as Record<string, unknown>;
+      const shadow: ReportShadow = {
+        plane: plane.plane,
+        verdict: verdicts.get(job.key) ?? 'missing',
+        digest: bytes ? sha256Hex(bytes) : null,
+        status: bytes ? String(doc.status) : null,
+        generator: typeof generator.command === 'string' ? generator.command : null,
+        reason: typeof doc.reason === 'string' ? doc.reason : null,
+        tokens: n(usage.prompt_tokens) + n(usage.completion_tokens),
+        files: [...new Set([...liveFiles.keys(), ...shadowFiles.keys()])].sort().map((path) => ({
+          path,
+          live: liveFiles.get(path) ?? null,
+          shadow: shadowFiles.get(path) ?? null,
+        })),
+      };
+      job.shadows.push(shadow);
+    }
+  }
+}
+
+/** Tokens per generator and mode (interactive, batch) from the receipts' spend ledger, priced as status prices. */
+function spendOf(store: Store, jobs: readonly ReportJob[], env: NodeJS.ProcessEnv): SpendRow[] {
+  const byGenerator = new Map<string, string[]>();
+  for (const j of jobs)
+    if (j.receipt)
+      byGenerator.set(j.receipt.generator, [...(byGenerator.get(j.receipt.generator) ?? []), j.key]);
+  const rows: SpendRow[] = [];
+  for (const generator of [...byGenerator.keys()].sort()) {
+    const spend = spendByMode(store, byGenerator.get(generator)!, env);
+    for (const mode of ['interactive', 'batch'] as const) {
+      const u = spend[mode];
+      if (u.prompt_tokens + u.completion_tokens + u.requests === 0) continue;
+      const price = spend.cost?.currency_per_million;
+      const factor = mode === 'batch' ? (spend.cost?.batch_factor ?? 1) : 1;
+      rows.push({
+        generator,
+        mode,
+        prompt: u.prompt_tokens,
+        completion: u.completion_tokens,
+        requests: u.requests,
+        cost: price
+          ? Math.round(
+              ((u.prompt_tokens * price.in + u.completion_tokens * price.out) / 1e6) * factor * 1e6,
+            ) / 1e6
+          : null,
+      });
+    }
+  }
+  return rows;
+}
+
+export async function gatherReport(store: Store, o: GatherOptions): Promise<ReportModel> {
+  const where = locate(store);
+  const typed = o.keys ?? [];
+  const keys = o.run
+    ? [...new Set(o.run.keys)]
+    : typed.length > 0
+      ? [...new Set(typed.map((k) => resolveKey(store, k, { dead: true })))]
+      : [...where.keys()];
+  const rank = (k: string) => STATE_ORDER.indexOf(where.get(k)?.state ?? 'unknown');
+  keys.sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+  const policy = loadTrustPolicy(store.root);
+  const jobs = keys.map((k) => gatherJob(store, k, where.get(k), policy));
+  for (const job of jobs) job.checks = await o.checks.checksOf(job.key);
+  const planes = ShadowStore.planes(store);
+  shadowsOf(store, planes, jobs);
+  const checkers = [...o.checks.checkers];
+  for (const job of jobs)
+    for (const c of job.checks) if (!checkers.includes(c.checker)) checkers.push(c.checker);
+  return {
+    title: o.run ? `run ${o.run.name}` : typed.length > 0 ? `${jobs.length} job(s)` : 'all jobs',
+    run: o.run ?? null,
+    checkers,
+    planes: planes.map((p) => `shadow:${p}`),
+    jobs,
+    spend: spendOf(store, jobs, o.env ?? process.env),
+  };
+}

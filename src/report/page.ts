@@ -1,0 +1,50 @@
+// The shell of every report page: its Content-Security-Policy, its inline stylesheet (and, on the index,
+// its script), both pinned by sha256, and a last line naming the digest of what the page was rendered
+// from. The policy allows no load at all (default-src 'none'), no other script, no inline handler, no
+// form, no <base>: were escaping ever to fail, the browser would still run nothing but genjob's script.
+import type { Assets } from './assets.js';
+import { type Html, html, raw } from './escape.js';
+
+/** The page's last line; the writer reads it back to skip a page whose inputs did not change. */
+export const FINGERPRINT_PREFIX = '<!-- genjob report inputs sha256:';
+
+export function contentSecurityPolicy(assets: Assets, script: boolean): string {
+  return [
+    "default-src 'none'",
+    `style-src ${assets.cssHash}`,
+    `script-src ${script ? assets.jsHash : "'none'"}`,
+    "base-uri 'none'",
+    "form-action 'none'",
+  ].join('; ');
+}
+
+export function fingerprintLine(fingerprint: string): string {
+  return `${FINGERPRINT_PREFIX}${fingerprint} -->\n`;
+}
+
+export function renderPage(o: {
+  title: string;
+  body: Html;
+  assets: Assets;
+  /** The index's sorting and filtering script; job and log pages run none. */
+  script: boolean;
+  fingerprint: string;
+}): string {
+  const page = html`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${contentSecurityPolicy(o.assets, o.script)}">
+<meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${o.title}</title>
+<style>${raw(o.assets.css)}</style>
+</head>
+<body>
+${o.body}
+${o.script ? html`<script>${raw(o.assets.js)}</script>` : ''}
+</body>
+</html>
+`;
+  return page.markup + fingerprintLine(o.fingerprint);
+}

@@ -1,0 +1,120 @@
+// The report's index page, from the model alone (pure): counts per state, the run's gate, tokens and
+// cost per generator and mode, the time histogram, and one row per job — paths, status, generator,
+// epoch, host, signer, sandbox, tokens, time, a cell per checker and per shadow plane. The inlined
+// script (assets/report.js) filters and sorts those rows in place; without it every row still shows.
+import type { Assets } from './assets.js';
+import { badge, checkCell, checkOf, shortKey, statusOf, tokensOf, verdictWords } from './cells.js';
+import { type Html, href, html } from './escape.js';
+import { formatMs, histogram } from './histogram.js';
+import { CHECK_VERDICTS, type ReportJob, type ReportModel, STATE_ORDER } from './model.js';
+import { renderPage } from './page.js';
+
+const MAX_PATHS = 3;
+
+function counts(model: ReportModel): Html {
+  const n = (pred: (j: ReportJob) => boolean) => model.jobs.filter(pred).length;
+  const card = (label: string, value: number | string, detail?: string) =>
+    html`<div class="card"><div class="n">${value}</div><div class="l">${label}${detail ? html`<br>${detail}` : ''}</div></div>`;
+  const states = STATE_ORDER.filter((s) => s !== 'unknown' || n((j) => j.state === s) > 0);
+  const received = (status: string) => n((j) => j.state === 'received' && j.receipt?.status === status);
+  return html`<div class="cards">${card('jobs', model.jobs.length)}${states.map((s) =>
+    card(
+      s,
+      n((j) => j.state === s),
+      s === 'received'
+        ? `ok ${received('ok')} · aborted ${received('aborted')} · rejected ${received('rejected')}`
+        : undefined,
+    ),
+  )}</div>`;
+}
+
+function gate(model: ReportModel): Html {
+  const run = model.run;
+  if (!run)
+    return html`<p class="muted">No run selected: a gate belongs to a run (<code>genjob report --run NAME</code>).</p>`;
+  const g = run.gate;
+  if (!g)
+    return html`<p>Run <b>${run.name}</b>: ${run.keys.length} intended job(s); no gate evaluated yet.</p>`;
+  const pct = g.total === 0 ? 'n/a' : `${((g.passed / g.total) * 100).toFixed(1)}%`;
+  const word = g.state === 'open' ? 'open' : g.met ? 'closed: met' : 'closed: not met';
+  const cls = g.state === 'open' ? 'gate-open' : g.met ? 'gate-closed' : 'gate-notmet';
+  return html`<table class="facts">
+<tr><th>run</th><td>${run.name} (${run.keys.length} intended job(s))</td></tr>
+<tr><th>gate</th><td><b class="${cls}" id="gate-state">${word}</b>${g.waiting ? html` — waits for ${g.waiting}` : ''}</td></tr>
+<tr><th>passed</th><td>${g.passed}/${g.total} = ${pct}</td></tr>
+<tr><th>policy</th><td><code>${g.policy}</code></td></tr>
+<tr><th>gate record</th><td class="mono">${g.recordDigest ? `sha256:${g.recordDigest}` : 'none (the gate is open)'}</td></tr>
+</table>`;
+}
+
+function spend(model: ReportModel): Html {
+  if (model.spend.length === 0) return html`<p class="muted">No receipt reports token usage.</p>`;
+  const priced = model.spend.some((r) => r.cost !== null);
+  const total = model.spend.reduce((s, r) => s + (r.cost ?? 0), 0);
+  return html`<table class="spend"><thead><tr><th>generator</th><th>mode</th><th class="num">prompt</th><th class="num">completion</th><th class="num">requests</th>${priced ? html`<th class="num">cost</th>` : ''}</tr></thead><tbody>${model.spend.map(
+    (r) =>
+      html`<tr><td class="gen mono">${r.generator}</td><td>${r.mode}</td><td class="num">${r.prompt}</td><td class="num">${r.completion}</td><td class="num">${r.requests}</td>${priced ? html`<td class="num">${r.cost === null ? '' : r.cost.toFixed(4)}</td>` : ''}</tr>`,
+  )}${priced ? html`<tr><th colspan="5">total</th><td class="num"><b>${total.toFixed(4)}</b></td></tr>` : ''}</tbody></table>${priced ? '' : html`<p class="muted">Set GENJOB_PRICE_IN and GENJOB_PRICE_OUT (per million tokens) to see costs.</p>`}`;
+}
+
+function paths(job: ReportJob): Html {
+  const all = job.inputs.map((i) => i.path);
+  const shown = all.slice(0, MAX_PATHS);
+  return html`${shown.map((p, i) => html`${i > 0 ? html`<br>` : ''}<span class="mono">${p}</span>`)}${all.length > MAX_PATHS ? html`<br><span class="muted">+${all.length - MAX_PATHS} more</span>` : ''}`;
+}
+
+function row(job: ReportJob, model: ReportModel): Html {
+  const r = job.receipt;
+  const status = statusOf(job);
+  const tokens = tokensOf(job);
+  const firstLine = job.instruction.split('\n')[0]!;
+  const instruction = firstLine.length > 90 ? `${firstLine.slice(0, 89)}…` : firstLine;
+  return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}">
+<td data-v="${job.key}"><a class="mono" href="${href(`jobs/${job.key}.html`)}">${shortKey(job.key)}</a><br><span class="muted">${instruction}</span></td>
+<td data-v="${STATE_ORDER.indexOf(job.state)}">${badge('s', job.state)}</td>
+<td data-v="${status}">${badge('s', status)}</td>
+<td class="paths" data-v="${job.inputs[0]?.path ?? ''}">${paths(job)}</td>
+<td class="gen mono">${r?.generator ?? ''}</td>
+<td class="num" data-v="${job.epoch}">${job.epoch}</td>
+<td class="mono">${job.host ?? ''}</td>
+<td>${r ? html`<span class="${r.signerTrusted ? 'v-pass' : 'muted'}">${r.signer}</span>` : ''}</td>
+<td>${r?.sandbox ?? ''}</td>
+<td class="num" data-v="${tokens ?? -1}">${tokens ?? ''}</td>
+<td class="num" data-v="${r?.generateMs ?? -1}">${r && r.generateMs !== null ? formatMs(r.generateMs) : ''}</td>
+${model.checkers.map((name) => {
+  const c = checkOf(job, name);
+  return html`<td class="check" data-checker="${name}" data-v="${c.verdict}">${checkCell(c)}</td>`;
+})}
+${job.shadows.map((s) => html`<td class="shadow" data-v="${s.verdict}">${badge('v', s.verdict)}</td>`)}
+</tr>`;
+}
+
+function select(id: string, label: string, values: readonly string[]): Html {
+  return html`<label>${label}<select id="${id}"><option value="">all</option>${values.map((v) => html`<option value="${v}">${v}</option>`)}</select></label>`;
+}
+
+export function renderIndex(model: ReportModel, assets: Assets, fingerprint: string): string {
+  const states = STATE_ORDER.filter((s) => model.jobs.some((j) => j.state === s));
+  const statuses = [...new Set(model.jobs.map(statusOf))].sort();
+  const verdicts = model.checkers.length > 0 ? [...CHECK_VERDICTS, 'stale'] : [];
+  const times = model.jobs.flatMap((j) => (j.receipt?.generateMs == null ? [] : [j.receipt.generateMs]));
+  const column = (label: string, type: 'num' | 'text' = 'text') =>
+    html`<th data-type="${type}"${type === 'num' ? html` class="num"` : ''}><button type="button">${label}</button></th>`;
+  const body = html`<h1>genjob report: ${model.title}</h1>
+<p class="sub">${model.jobs.length} job(s)${model.checkers.length ? html` · checkers: ${model.checkers.join(', ')}` : ''}${model.planes.length ? html` · shadow planes: ${model.planes.join(', ')}` : ''}</p>
+${counts(model)}
+<div class="panels">
+<section><h2>Gate</h2>${gate(model)}</section>
+<section><h2>Tokens and cost</h2>${spend(model)}</section>
+<section><h2>Time per job</h2>${histogram(times)}</section>
+</div>
+<h2>Jobs</h2>
+<div class="filters">${select('f-state', 'state', states)}${select('f-status', 'status', statuses)}${verdicts.length ? select('f-verdict', 'check verdict', verdicts) : ''}<span class="muted"><span id="shown">${model.jobs.length}</span> of ${model.jobs.length} shown</span></div>
+<div class="jobs-wrap"><table class="jobs" id="jobs">
+<thead><tr>${column('key')}${column('state', 'num')}${column('status')}${column('paths')}${column('generator')}${column('epoch', 'num')}${column('host')}${column('signer')}${column('sandbox')}${column('tokens', 'num')}${column('time', 'num')}${model.checkers.map((c) => column(c))}${model.planes.map((p) => column(p))}</tr></thead>
+<tbody>
+${model.jobs.map((j) => row(j, model))}
+</tbody>
+</table></div>`;
+  return renderPage({ title: `genjob report: ${model.title}`, body, assets, script: true, fingerprint });
+}
