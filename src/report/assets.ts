@@ -3,7 +3,7 @@
 // Content-Security-Policy pins them by sha256: the browser runs that exact script and nothing else.
 // Inline rather than linked: on file:// Chromium's 'self' matches every file: URL on the disk.
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { packageRoot } from '../cli/package-root.js';
@@ -23,12 +23,11 @@ export interface Assets {
   renderId: string;
 }
 
-export const ASSET_FILES = ['report.css', 'report.js'] as const;
-
-/** Where the asset files are: dist/report-assets/ in a build or an install, src/report/assets/ from source. */
+/** Where the asset files are: dist/report-assets/ for the built CLI (an install has no src/), src/report/assets/ when run from source. */
 export function assetDir(root = packageRoot()): string {
-  const built = join(root, 'dist', 'report-assets');
-  return existsSync(join(built, ASSET_FILES[0])) ? built : join(root, 'src', 'report', 'assets');
+  return import.meta.url.endsWith('.ts')
+    ? join(root, 'src', 'report', 'assets')
+    : join(root, 'dist', 'report-assets');
 }
 
 function cspHash(text: string): string {

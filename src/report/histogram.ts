@@ -4,7 +4,7 @@
 import { type Html, html } from './escape.js';
 
 const MAX_BINS = 20;
-const W = 480;
+const W = 400;
 const H = 140;
 const PAD = { left: 34, right: 8, top: 8, bottom: 30 };
 

@@ -98,20 +98,21 @@ export function renderIndex(model: ReportModel, assets: Assets, fingerprint: str
   const statuses = [...new Set(model.jobs.map(statusOf))].sort();
   const verdicts = model.checkers.length > 0 ? [...CHECK_VERDICTS, 'stale'] : [];
   const times = model.jobs.flatMap((j) => (j.receipt?.generateMs == null ? [] : [j.receipt.generateMs]));
-  const column = (label: string, type: 'num' | 'text' = 'text') =>
-    html`<th data-type="${type}"${type === 'num' ? html` class="num"` : ''}><button type="button">${label}</button></th>`;
+  // a numeric column sorts by number; it is right-aligned unless its numbers are only an order (state)
+  const column = (label: string, type: 'num' | 'text' = 'text', right = type === 'num') =>
+    html`<th data-type="${type}"${right ? html` class="num"` : ''}><button type="button">${label}</button></th>`;
   const body = html`<h1>genjob report: ${model.title}</h1>
 <p class="sub">${model.jobs.length} job(s)${model.checkers.length ? html` · checkers: ${model.checkers.join(', ')}` : ''}${model.planes.length ? html` · shadow planes: ${model.planes.join(', ')}` : ''}</p>
 ${counts(model)}
 <div class="panels">
 <section><h2>Gate</h2>${gate(model)}</section>
-<section><h2>Tokens and cost</h2>${spend(model)}</section>
-<section><h2>Time per job</h2>${histogram(times)}</section>
+<section class="p-spend"><h2>Tokens and cost</h2>${spend(model)}</section>
+<section class="p-time"><h2>Time per job</h2>${histogram(times)}</section>
 </div>
 <h2>Jobs</h2>
 <div class="filters">${select('f-state', 'state', states)}${select('f-status', 'status', statuses)}${verdicts.length ? select('f-verdict', 'check verdict', verdicts) : ''}<span class="muted"><span id="shown">${model.jobs.length}</span> of ${model.jobs.length} shown</span></div>
 <div class="jobs-wrap"><table class="jobs" id="jobs">
-<thead><tr>${column('key')}${column('state', 'num')}${column('status')}${column('paths')}${column('generator')}${column('epoch', 'num')}${column('host')}${column('signer')}${column('sandbox')}${column('tokens', 'num')}${column('time', 'num')}${model.checkers.map((c) => column(c))}${model.planes.map((p) => column(p))}</tr></thead>
+<thead><tr>${column('key')}${column('state', 'num', false)}${column('status')}${column('paths')}${column('generator')}${column('epoch', 'num')}${column('host')}${column('signer')}${column('sandbox')}${column('tokens', 'num')}${column('time', 'num')}${model.checkers.map((c) => column(c))}${model.planes.map((p) => column(p))}</tr></thead>
 <tbody>
 ${model.jobs.map((j) => row(j, model))}
 </tbody>

@@ -1,0 +1,86 @@
+// Stores for the report's tests, written straight to disk in the shapes `genjob mint` and `genjob work`
+// leave (bench/fixtures.mjs), so a test of 200 jobs does not pay for 200 processes: each job changes one
+// line of its own file src/m<i>.txt; its receipt can be patched (status, generator, time, usage).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { canonical, makeJob, receivedJob, sha256 } from '../../bench/fixtures.mjs';
+import type { CheckSource } from '../../src/report/check-source.js';
+import type { ReportCheck } from '../../src/report/model.js';
+import type { Store } from '../../src/store/store.js';
+import { tempRepo } from '../helpers/temp-store.js';
+
+export interface FixtureJob {
+  key: string;
+  path: string;
+  before: string;
+  after: string;
+}
+
+export function inputText(i: number): string {
+  return Array.from({ length: 8 }, (_, n) => `line ${n + 1} of module ${i}`).join('\n') + '\n';
+}
+
+/** A repository with `n` received jobs; `receipt(i)` patches job i's receipt fields. */
+export function fixtureRepo(
+  n: number,
+  o: {
+    receipt?: (i: number) => Record<string, unknown>;
+    instruction?: (i: number) => string;
+    after?: (i: number) => string;
+  } = {},
+): { root: string; store: Store; jobs: FixtureJob[] } {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < n; i++) files[`src/m${i}.txt`] = inputText(i);
+  const { root, store } = tempRepo('genjob-report-', files);
+  const jobs: FixtureJob[] = [];
+  for (let i = 0; i < n; i++) {
+    const path = `src/m${i}.txt`;
+    const before = inputText(i);
+    const after = o.after?.(i) ?? before.replace(`line 4 of module ${i}`, `line 4 of module ${i}, changed`);
+    const made = makeJob(o.instruction?.(i) ?? `Change line 4 of module ${i}`, [
+      { path, sha256: sha256(before) },
+    ]);
+    const bytes = Buffer.from(after);
+    receivedJob(root, made, [{ path, sha256: sha256(bytes), bytes: bytes.length }], (file) =>
+      writeFileSync(file, bytes),
+    );
+    patchReceipt(store, made.key, {
+      timings: {
+        started_at: '2026-01-01T00:00:00.000Z',
+        finished_at: '2026-01-01T00:00:01.000Z',
+        generate_ms: 100 + i * 10,
+      },
+      ...o.receipt?.(i),
+    });
+    jobs.push({ key: made.key, path, before, after });
+  }
+  return { root, store, jobs };
+}
+
+export function patchReceipt(store: Store, key: string, fields: Record<string, unknown>): void {
+  const file = store.layout.receipt(key);
+  const doc = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  writeFileSync(file, canonical({ ...doc, ...fields }));
+}
+
+/** A check source answering from a table (key → checks), with `checkers` declared. */
+export function tableChecks(checkers: string[], table: Map<string, ReportCheck[]>): CheckSource {
+  return { checkers, checksOf: async (key) => table.get(key) ?? [] };
+}
+
+export function check(
+  checker: string,
+  verdict: ReportCheck['verdict'],
+  more: Partial<ReportCheck> = {},
+): ReportCheck {
+  const marks = { pass: '✓', fail: '✗', flaky: '✗✓', uncertain: '?', error: '!', missing: '' }[verdict];
+  return {
+    checker,
+    verdict,
+    current: true,
+    marks,
+    recordDigest: sha256(`${checker}${verdict}`),
+    attempts: [],
+    judge: [],
+    ...more,
+  };
+}

@@ -1,0 +1,156 @@
+// The report in a real browser (chromium, headless): the index of a fixture run lists every job with
+// the right check cells, the gate and the spend; filtering by a verdict leaves exactly its rows and the
+// columns sort in place; a job page shows the lines its output changed; nothing logs an error, fails
+// to load or reaches off the disk. Screenshots of the index and a job page are kept for a reviewer
+// (their paths are printed).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BrowserContext } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256 } from '../../bench/fixtures.mjs';
+import { loadAssets } from '../../src/report/assets.js';
+import { gatherReport } from '../../src/report/gather.js';
+import type { ReportCheck, ReportRun } from '../../src/report/model.js';
+import { writeReport } from '../../src/report/write-report.js';
+import { CLEAN, clean, launchChromium, open, watchedPage } from './browser.js';
+import { check, type FixtureJob, fixtureRepo, tableChecks } from './fixture.js';
+
+let ctx: BrowserContext;
+/** The suite's temp dir: the report and the browser profile, kept until the browser is closed. */
+let suiteDir: string;
+let index: string;
+let jobs: FixtureJob[];
+/** Per job i: the tests cell's text and the lint cell's verdict. */
+const TESTS: Array<[ReportCheck['verdict'], Partial<ReportCheck>?]> = [
+  ['pass'],
+  ['fail', { attempts: [{ exit: 1, ms: 1200, log: null }] }],
+  ['flaky'],
+  ['pass', { current: false, stale: 'receipt' }],
+  ['fail'],
+  ['missing'],
+];
+const LINT: Array<ReportCheck['verdict']> = ['pass', 'pass', 'error', 'pass', 'missing', 'missing'];
+
+beforeAll(async () => {
+  const made = fixtureRepo(6, {
+    receipt: (i) => ({
+      generator: { command: i % 2 === 0 ? 'builtin:openai' : './gen.sh', version: null },
+      usage: { prompt_tokens: 1000 + i, completion_tokens: 200, requests: 1 },
+      timings: { started_at: 'x', finished_at: 'y', generate_ms: [4200, 900, 15000, 2500, 700, 6100][i] },
+    }),
+  });
+  jobs = made.jobs;
+  const table = new Map<string, ReportCheck[]>();
+  for (const [i, j] of jobs.entries()) {
+    const [verdict, more] = TESTS[i]!;
+    const list = verdict === 'missing' ? [] : [check('tests', verdict, more)];
+    if (LINT[i] !== 'missing') list.push(check('lint', LINT[i]!));
+    table.set(j.key, list);
+  }
+  const run: ReportRun = {
+    name: 'fixture',
+    keys: jobs.map((j) => j.key),
+    gate: {
+      state: 'closed',
+      met: false,
+      passed: 2,
+      total: 6,
+      policy: '--require-check tests --min-pass 0.95',
+      recordDigest: sha256('gate'),
+      waiting: null,
+    },
+  };
+  const model = await gatherReport(made.store, {
+    run,
+    checks: tableChecks(['tests', 'lint'], table),
+    env: { GENJOB_PRICE_IN: '2', GENJOB_PRICE_OUT: '8' },
+  });
+  suiteDir = mkdtempSync(join(tmpdir(), 'genjob-report-browser-'));
+  index = writeReport(made.store, model, join(suiteDir, 'report'), loadAssets()).index;
+  ctx = await launchChromium(suiteDir);
+});
+
+afterAll(async () => {
+  await ctx?.close();
+  if (suiteDir) rmSync(suiteDir, { recursive: true, force: true });
+});
+
+describe('the report in chromium', () => {
+  it('lists every job of the run with its check cells, the gate and the spend', async () => {
+    const w = await watchedPage(ctx);
+    await open(w, index);
+    const rows = w.page.locator('#jobs tbody tr');
+    await expect.poll(() => rows.count()).toBe(6);
+    for (const [i, j] of jobs.entries()) {
+      const row = w.page.locator(`#jobs tbody tr:has(a[href="jobs/${j.key}.html"])`);
+      const tests = row.locator('td[data-checker="tests"]');
+      const [verdict, more] = TESTS[i]!;
+      expect(await tests.locator('.verdict').textContent()).toBe(verdict);
+      const marks = { pass: '✓', fail: '✗', flaky: '✗✓', missing: '' }[verdict as 'pass'];
+      if (marks) expect(await tests.locator('.marks').textContent()).toBe(marks);
+      if (more?.stale) expect(await tests.locator('.stale').textContent()).toBe('stale: receipt');
+      expect(await row.locator('td[data-checker="lint"] .verdict').textContent()).toBe(LINT[i]);
+    }
+    expect(await w.page.locator('#gate-state').textContent()).toBe('closed: not met');
+    expect(await w.page.locator('body').textContent()).toContain('2/6 = 33.3%');
+    expect(await w.page.locator('table.spend').textContent()).toContain('builtin:openai');
+    expect(await w.page.locator('svg.hist rect.bar').count()).toBeGreaterThan(0);
+    expect(clean(w)).toEqual(CLEAN);
+    await w.page.close();
+  });
+
+  it('filters the rows by verdict and by status, and sorts by a column, without reloading', async () => {
+    const w = await watchedPage(ctx);
+    await open(w, index);
+    const visibleKeys = () =>
+      w.page
+        .locator('#jobs tbody tr:visible td:first-child')
+        .evaluateAll((tds) => tds.map((td) => td.getAttribute('data-v')));
+    await w.page.evaluate(() => {
+      (globalThis as unknown as { loadedOnce: boolean }).loadedOnce = true;
+    });
+    await w.page.selectOption('#f-verdict', 'fail');
+    expect((await visibleKeys()).sort()).toEqual([jobs[1]!.key, jobs[4]!.key].sort());
+    expect(await w.page.locator('#shown').textContent()).toBe('2');
+    await w.page.selectOption('#f-verdict', 'stale');
+    expect(await visibleKeys()).toEqual([jobs[3]!.key]);
+    await w.page.selectOption('#f-verdict', '');
+    expect(await visibleKeys()).toHaveLength(6);
+    // time: 4200 900 15000 2500 700 6100 ms
+    await w.page.locator('#jobs thead th', { hasText: 'time' }).locator('button').click();
+    expect(await visibleKeys()).toEqual([4, 1, 3, 0, 5, 2].map((i) => jobs[i]!.key));
+    await w.page.locator('#jobs thead th', { hasText: 'time' }).locator('button').click();
+    expect(await visibleKeys()).toEqual([2, 5, 0, 3, 1, 4].map((i) => jobs[i]!.key));
+    // still the same document: nothing reloaded
+    expect(await w.page.evaluate(() => (globalThis as unknown as { loadedOnce?: boolean }).loadedOnce)).toBe(
+      true,
+    );
+    expect(clean(w)).toEqual(CLEAN);
+    await w.page.close();
+  });
+
+  it('opens a job page from the index that shows the lines its output changed', async () => {
+    const w = await watchedPage(ctx);
+    await open(w, index);
+    const shots = mkdtempSync(join(tmpdir(), 'genjob-report-screenshots-'));
+    await w.page.screenshot({ path: join(shots, 'index.png'), fullPage: true });
+    const j = jobs[1]!;
+    await w.page.locator(`a[href="jobs/${j.key}.html"]`).click();
+    await w.page.waitForURL(`**/jobs/${j.key}.html`);
+    const split = w.page.locator('table.diff.split').first();
+    expect(await split.locator('td.del').allTextContents()).toContain('line 4 of module 1');
+    expect(await split.locator('td.add').allTextContents()).toContain('line 4 of module 1, changed');
+    expect(await split.locator('td.add ins').first().textContent()).toBe(', changed');
+    // the unified view holds the same lines, one column
+    await w.page.locator('summary', { hasText: 'unified' }).first().click();
+    const unified = w.page.locator('table.diff.unified').first();
+    expect(await unified.locator('td.sign.del').count()).toBe(1);
+    expect(await unified.locator('td.sign.add').count()).toBe(1);
+    expect(await w.page.locator('h2', { hasText: 'Checks' }).count()).toBe(1);
+    await w.page.screenshot({ path: join(shots, 'job.png'), fullPage: true });
+    process.stdout.write(`report screenshots: ${join(shots, 'index.png')} ${join(shots, 'job.png')}\n`);
+    expect(clean(w)).toEqual(CLEAN);
+    await w.page.close();
+  });
+});

@@ -1,0 +1,188 @@
+// Hostile text in a report runs nothing and shows as itself. An instruction, a generated diff, a
+// generator's stderr (the receipt's reason), a host's name, a judge's reason and a check log each carry
+// a <script>, an onerror= attribute and a javascript: link that call a hook in the page; the report of
+// them (the built CLI's, and one with checks) is opened in chromium: the hook is never called and the
+// text reads literally. The payloads are shown to be live (a page without genjob's escaping runs them),
+// and genjob's CSP alone stops them too (a page whose escaping is broken on purpose runs nothing).
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BrowserContext } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { canonical, sha256 } from '../../bench/fixtures.mjs';
+import { loadAssets } from '../../src/report/assets.js';
+import { gatherReport } from '../../src/report/gather.js';
+import { writeReport } from '../../src/report/write-report.js';
+import { Store } from '../../src/store/store.js';
+import { makeSandbox, mintKey } from '../e2e/helpers.js';
+import { CLEAN, clean, launchChromium, open, type Watched, watchedPage } from './browser.js';
+import { check, tableChecks } from './fixture.js';
+
+/** Three ways to run script, each calling the hook with `where`. */
+function payload(where: string): string {
+  return [
+    `<script>genjobPwned('${where}-script')</script>`,
+    `<img src=x onerror="genjobPwned('${where}-onerror')">`,
+    `<a href="javascript:genjobPwned('${where}-link')">click ${where}</a>`,
+  ].join(' ');
+}
+
+const INSTRUCTION = `Tidy the README ${payload('instruction')}`;
+const FAILING = `FAIL on purpose ${payload('instruction2')}`;
+const HOST = `evil-host ${payload('host')}`;
+
+let ctx: BrowserContext;
+let suiteDir: string;
+
+beforeAll(async () => {
+  suiteDir = mkdtempSync(join(tmpdir(), 'genjob-report-hostile-'));
+  ctx = await launchChromium(suiteDir);
+});
+
+afterAll(async () => {
+  await ctx?.close();
+  if (suiteDir) rmSync(suiteDir, { recursive: true, force: true });
+});
+
+/** The page holds no element that could run script: only genjob's own script, no handler, no javascript: link. */
+async function inert(w: Watched, scripts: number): Promise<void> {
+  const found = await w.page.evaluate(() => {
+    const d = (globalThis as unknown as { document: { querySelectorAll(s: string): { length: number } } })
+      .document;
+    return {
+      scripts: d.querySelectorAll('script').length,
+      handlers: d.querySelectorAll('[onerror], [onload], [onclick]').length,
+      links: d.querySelectorAll('a[href^="javascript:"]').length,
+      images: d.querySelectorAll('img').length,
+    };
+  });
+  expect(found).toEqual({ scripts, handlers: 0, links: 0, images: 0 });
+}
+
+async function text(w: Watched, selector: string): Promise<string> {
+  return (await w.page.locator(selector).first().textContent()) ?? '';
+}
+
+describe('a report of hostile text', () => {
+  it('shows what a generator, a host and the instruction wrote as text and runs none of it (built CLI)', async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script(
+      'hostile.sh',
+      [
+        'case "$GENJOB_INSTRUCTION" in',
+        `  FAIL*) printf '%s\\n' ${JSON.stringify(payload('stderr'))} >&2; exit 1;;`,
+        'esac',
+        `printf '%s\\n' ${JSON.stringify(payload('diff'))} >> README.md`,
+      ].join('\n'),
+    );
+    const ok = await mintKey(sb, INSTRUCTION, ['README.md']);
+    const failed = await mintKey(sb, FAILING, ['src/user.py']);
+    expect((await sb.genjob(['work', '--drain', '--generator', gen])).exitCode).toBe(0);
+    // a host that names itself with markup (the receipt is unsigned here, so any host could)
+    const store = new Store(sb.repo);
+    const receipt = JSON.parse(readFileSync(store.layout.receipt(ok), 'utf8')) as {
+      worker: Record<string, string>;
+    };
+    writeFileSync(
+      store.layout.receipt(ok),
+      canonical({ ...receipt, worker: { ...receipt.worker, host: HOST } }),
+    );
+
+    const r = await sb.genjob(['report', '--json']);
+    expect(r.exitCode).toBe(0);
+    const index = (JSON.parse(r.stdout) as { index: string }).index;
+
+    const w = await watchedPage(ctx);
+    await open(w, index);
+    await inert(w, 1);
+    // the index shows an instruction's first 89 characters, as text
+    expect(await text(w, `a[href="jobs/${failed}.html"] ~ .muted`)).toBe(`${FAILING.slice(0, 89)}…`);
+    await w.page.goto(`file://${join(index, '..', 'jobs', `${ok}.html`)}`);
+    await inert(w, 0);
+    expect(await text(w, 'pre.instruction')).toBe(INSTRUCTION);
+    expect(await w.page.locator('table.diff.split td.add').allTextContents()).toContain(payload('diff'));
+    expect(await w.page.locator('table.facts td', { hasText: 'evil-host' }).first().textContent()).toBe(HOST);
+    await w.page.goto(`file://${join(index, '..', 'jobs', `${failed}.html`)}`);
+    await inert(w, 0);
+    expect(await text(w, 'pre.reason')).toContain(payload('stderr'));
+    expect(clean(w)).toEqual(CLEAN);
+  });
+
+  it("shows a judge's reasons and a check log as text and runs none of it", async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script('gen.sh', `printf 'plain line\\n' >> README.md`);
+    const key = await mintKey(sb, 'Add a line', ['README.md']);
+    expect((await sb.genjob(['work', '--once', '--generator', gen])).exitCode).toBe(0);
+    const store = new Store(sb.repo);
+    const log = Buffer.from(`npm test\n${payload('log')}\nnot ok 1\n`);
+    writeFileSync(store.layout.object(sha256(log)), log);
+    const checks = tableChecks(
+      ['tests', 'review'],
+      new Map([
+        [
+          key,
+          [
+            check('tests', 'fail', { attempts: [{ exit: 1, ms: 800, log: sha256(log) }] }),
+            check('review', 'uncertain', {
+              judge: [
+                { pass: true, score: 0.9, reason: `Looks fine. ${payload('judge')}` },
+                { pass: false, score: null, reason: '</pre><script>genjobPwned("judge-pre")</script>' },
+              ],
+            }),
+          ],
+        ],
+      ]),
+    );
+    const dir = join(suiteDir, 'judge-report');
+    const { index } = writeReport(store, await gatherReport(store, { checks }), dir, loadAssets());
+
+    const w = await watchedPage(ctx);
+    await open(w, index);
+    await inert(w, 1);
+    await w.page.goto(`file://${join(dir, 'jobs', `${key}.html`)}`);
+    await inert(w, 0);
+    const reasons = await w.page.locator('table.judge pre.reason').allTextContents();
+    expect(reasons).toEqual([
+      `Looks fine. ${payload('judge')}`,
+      '</pre><script>genjobPwned("judge-pre")</script>',
+    ]);
+    expect(await text(w, 'pre.log')).toContain(payload('log'));
+    await w.page.locator('a', { hasText: 'full log' }).click();
+    await w.page.waitForURL(`**/logs/${sha256(log)}.html`);
+    await inert(w, 0);
+    expect(await text(w, 'pre.log')).toBe(log.toString());
+    expect(clean(w)).toEqual(CLEAN);
+  });
+
+  it('runs the same payloads on a page without genjob (they are live)', async () => {
+    const page = join(suiteDir, 'control.html');
+    writeFileSync(page, `<!DOCTYPE html><html><body>${payload('control')}</body></html>`);
+    const w = await watchedPage(ctx);
+    await open(w, page);
+    await w.page.getByText('click control').click();
+    await expect
+      .poll(() => [...w.pwned].sort())
+      .toEqual(['control-link', 'control-onerror', 'control-script']);
+  });
+
+  it("runs nothing even where escaping is broken on purpose: the page's CSP refuses it", async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script('gen.sh', `printf 'plain line\\n' >> README.md`);
+    const key = await mintKey(sb, 'Add a line', ['README.md']);
+    expect((await sb.genjob(['work', '--once', '--generator', gen])).exitCode).toBe(0);
+    const r = await sb.genjob(['report', '--json', '--out', join(suiteDir, 'broken')]);
+    expect(r.exitCode).toBe(0);
+    for (const file of [
+      join(suiteDir, 'broken', 'index.html'),
+      join(suiteDir, 'broken', 'jobs', `${key}.html`),
+    ]) {
+      writeFileSync(file, readFileSync(file, 'utf8').replace('<body>', `<body>${payload('injected')}`));
+      const w = await watchedPage(ctx);
+      await open(w, file);
+      await w.page.getByText('click injected').click();
+      await w.page.waitForTimeout(200);
+      expect(w.pwned).toEqual([]);
+      expect(w.consoleErrors.join('\n')).toMatch(/Content Security Policy/);
+    }
+  });
+});

@@ -1,0 +1,115 @@
+// The report is incremental and deterministic: a page is written again only when what it was rendered
+// from changed (its job, its checks, the renderer), the same inputs give the same bytes, pages of jobs
+// no longer shown go, a torn page is rewritten, and a directory genjob did not write is refused.
+import { cpSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { GenjobError } from '../../src/core/errors.js';
+import { assetDir, loadAssets } from '../../src/report/assets.js';
+import { NO_CHECKS } from '../../src/report/check-source.js';
+import { gatherReport } from '../../src/report/gather.js';
+import { writeReport } from '../../src/report/write-report.js';
+import type { Store } from '../../src/store/store.js';
+import { tempDir } from '../helpers/temp-store.js';
+import { snapshot } from '../helpers/tree-snapshot.js';
+import { check, fixtureRepo, patchReceipt, tableChecks } from './fixture.js';
+
+async function reportOf(
+  store: Store,
+  dir: string,
+  o: Parameters<typeof gatherReport>[1] = { checks: NO_CHECKS },
+) {
+  return writeReport(store, await gatherReport(store, o), dir, loadAssets());
+}
+
+describe('writeReport', () => {
+  it('writes the index and a page per job, then nothing when nothing changed', async () => {
+    const { store, jobs } = fixtureRepo(5);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    const first = await reportOf(store, dir);
+    expect(first.written.sort()).toEqual([...jobs.map((j) => `jobs/${j.key}.html`), 'index.html'].sort());
+    expect(first.index).toBe(join(dir, 'index.html'));
+    const second = await reportOf(store, dir);
+    expect(second.written).toEqual([]);
+    expect(second.unchanged).toBe(6);
+  });
+
+  it('rewrites only the changed job page and the index when one receipt changes', async () => {
+    const { store, jobs } = fixtureRepo(6);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await reportOf(store, dir);
+    const before = readFileSync(join(dir, 'jobs', `${jobs[1]!.key}.html`), 'utf8');
+    patchReceipt(store, jobs[3]!.key, { usage: { prompt_tokens: 7, completion_tokens: 5, requests: 1 } });
+    const again = await reportOf(store, dir);
+    expect(again.written).toEqual([`jobs/${jobs[3]!.key}.html`, 'index.html']);
+    expect(readFileSync(join(dir, 'jobs', `${jobs[1]!.key}.html`), 'utf8')).toBe(before);
+  });
+
+  it("rewrites a job's page and the index when a check verdict changes, and no other page", async () => {
+    const { store, jobs } = fixtureRepo(3);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    const table = new Map(jobs.map((j) => [j.key, [check('tests', 'pass')]]));
+    await reportOf(store, dir, { checks: tableChecks(['tests'], table) });
+    table.set(jobs[0]!.key, [check('tests', 'pass', { current: false, stale: 'binding' })]);
+    const again = await reportOf(store, dir, { checks: tableChecks(['tests'], table) });
+    expect(again.written).toEqual([`jobs/${jobs[0]!.key}.html`, 'index.html']);
+  });
+
+  it('writes the same bytes for the same inputs, in any directory', async () => {
+    const { store } = fixtureRepo(4);
+    const base = tempDir('genjob-report-out-');
+    await reportOf(store, join(base, 'a'));
+    await reportOf(store, join(base, 'b'));
+    expect(snapshot(join(base, 'b'))).toEqual(snapshot(join(base, 'a')));
+  });
+
+  it('removes the pages of jobs the report no longer shows', async () => {
+    const { store, jobs } = fixtureRepo(3);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await reportOf(store, dir);
+    const only = await reportOf(store, dir, { checks: NO_CHECKS, keys: [jobs[2]!.key.slice(0, 10)] });
+    expect(only.removed.sort()).toEqual([`jobs/${jobs[0]!.key}.html`, `jobs/${jobs[1]!.key}.html`].sort());
+    expect(readdirSync(join(dir, 'jobs'))).toEqual([`${jobs[2]!.key}.html`]);
+  });
+
+  it('writes a torn page again: without its last line it matches nothing', async () => {
+    const { store, jobs } = fixtureRepo(2);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await reportOf(store, dir);
+    const page = join(dir, 'jobs', `${jobs[0]!.key}.html`);
+    const whole = readFileSync(page, 'utf8');
+    truncateSync(page, whole.length - 10);
+    expect((await reportOf(store, dir)).written).toEqual([`jobs/${jobs[0]!.key}.html`]);
+    expect(readFileSync(page, 'utf8')).toBe(whole);
+  });
+
+  it('writes every page again when the renderer changes (another stylesheet)', async () => {
+    const { store } = fixtureRepo(2);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await reportOf(store, dir);
+    const assets = join(tempDir('genjob-report-assets-'), 'a');
+    cpSync(assetDir(), assets, { recursive: true });
+    writeFileSync(
+      join(assets, 'report.css'),
+      `${readFileSync(join(assets, 'report.css'), 'utf8')}\nh1 { color: red; }\n`,
+    );
+    const again = writeReport(
+      store,
+      await gatherReport(store, { checks: NO_CHECKS }),
+      dir,
+      loadAssets(assets),
+    );
+    expect(again.written).toHaveLength(3);
+  });
+
+  it('refuses a directory whose index.html genjob did not write, and writes nothing there', async () => {
+    const { store } = fixtureRepo(1);
+    const dir = tempDir('genjob-report-out-');
+    writeFileSync(join(dir, 'index.html'), '<p>my own page</p>\n');
+    const err = await reportOf(store, dir).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GenjobError);
+    expect((err as GenjobError).code).toBe('EGJ_REPORT_DIR');
+    expect(readdirSync(dir)).toEqual(['index.html']);
+    expect(readFileSync(join(dir, 'index.html'), 'utf8')).toBe('<p>my own page</p>\n');
+  });
+});
