@@ -11,6 +11,7 @@ import { pathExists } from '../core/path-exists.js';
 import { loadAssets } from '../report/assets.js';
 import { checkSource } from '../report/check-source.js';
 import { gatherReport } from '../report/gather.js';
+import { cacheId, loadGatherCache, saveGatherCache } from '../report/gather-cache.js';
 import { readRun } from '../report/run-source.js';
 import { writeReport } from '../report/write-report.js';
 
@@ -48,9 +49,13 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
       `${store.layout.gen}: no .gen/ here, so nothing to report; mint a job first`,
     );
   const run = o.run === undefined ? undefined : await readRun(store.root, o.run);
-  const model = await gatherReport(store, { keys, run, checks: await checkSource(store.root) });
   const dir = o.out === undefined ? join(store.layout.gen, DEFAULT_REPORT_DIR) : resolve(o.out);
-  const written = writeReport(store, model, dir, loadAssets());
+  const assets = loadAssets();
+  const id = cacheId(assets.renderId, store.root);
+  const cache = loadGatherCache(dir, id);
+  const model = await gatherReport(store, { keys, run, checks: await checkSource(store.root), cache });
+  const written = writeReport(store, model, dir, assets);
+  saveGatherCache(dir, id, cache);
   const openProblem = o.open ? await openInBrowser(written.index) : null;
   const lines = [
     written.index,

@@ -42,22 +42,37 @@ export function spendByMode(
   keys: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
 ): Spend {
-  const spend: Spend = { interactive: zero(), batch: zero(), judge: zero(), cost: null };
+  const docs: Array<Record<string, unknown>> = [];
   for (const key of keys) {
     const bytes = readIfExists(store, store.layout.receipt(key));
     if (!bytes) continue;
-    let doc: Record<string, unknown>;
     try {
-      doc = splitEnvelope(JSON.parse(bytes.toString('utf8'))).payload;
+      docs.push(splitEnvelope(JSON.parse(bytes.toString('utf8'))).payload);
     } catch {
-      continue;
+      // an unreadable receipt reports no spend
     }
+  }
+  const judge = zero();
+  for (const key of keys) addJudgeSpend(store, key, judge);
+  return spendOfReceipts(docs, env, judge);
+}
+
+/**
+ * The spend of receipt documents already read (their `usage` and `batch` fields) and of the judge
+ * requests already counted, priced as above.
+ */
+export function spendOfReceipts(
+  docs: Iterable<{ usage?: unknown; batch?: unknown }>,
+  env: NodeJS.ProcessEnv = process.env,
+  judge: ModeUsage = zero(),
+): Spend {
+  const spend: Spend = { interactive: zero(), batch: zero(), judge: { ...judge }, cost: null };
+  for (const doc of docs) {
     const u = doc.usage as Partial<ModeUsage> | undefined;
     if (!u) continue;
     const into = typeof doc.batch === 'string' ? spend.batch : spend.interactive;
     for (const f of ['prompt_tokens', 'completion_tokens', 'requests'] as const) into[f] += Number(u[f]) || 0;
   }
-  for (const key of keys) addJudgeSpend(store, key, spend.judge);
   const price = (name: string) => {
     const v = Number(env[name]);
     return env[name] !== undefined && env[name] !== '' && Number.isFinite(v) && v >= 0 ? v : null;

@@ -2,6 +2,7 @@
 // objects/ (what an apply replaced) or the working tree, a shadow plane's output, a check log. A file is
 // used only when its bytes hash to the digest the job, the receipt or the record names, so a report never
 // shows bytes other than the ones the record commits to, whatever out/ or the tree holds now.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { RecordUnreadableError } from '../core/errors.js';
 import { pathProblem } from '../core/paths.js';
@@ -15,6 +16,8 @@ export const MAX_SHOWN_BYTES = 4 * 1024 * 1024;
 export type Found = { kind: 'ok'; bytes: Buffer } | { kind: 'missing' | 'drift' | 'large' | 'bad-path' };
 
 function read(store: Store, file: string): Buffer | 'large' | undefined {
+  // most misses are ordinary (an input not in objects/ before apply): no error object for them
+  if (!existsSync(file)) return undefined;
   try {
     return readIfExists(store, file, MAX_SHOWN_BYTES);
   } catch (err) {
@@ -25,10 +28,14 @@ function read(store: Store, file: string): Buffer | 'large' | undefined {
   }
 }
 
+/** Told of each file before it is looked at (the gather stamps them: gather-cache.ts). */
+export type Seen = (file: string) => void;
+
 /** The first of `files` that exists, judged against `sha256`. */
-function firstOf(store: Store, files: readonly string[], sha256: string): Found {
+function firstOf(store: Store, files: readonly string[], sha256: string, look?: Seen): Found {
   let seen: Found = { kind: 'missing' };
   for (const file of files) {
+    look?.(file);
     const bytes = read(store, file);
     if (bytes === undefined) continue;
     if (bytes === 'large') {
@@ -45,15 +52,15 @@ function objectFile(store: Store, sha256: string): string[] {
   return SHA256_HEX.test(sha256) ? [store.layout.object(sha256)] : [];
 }
 
-export function findOutput(store: Store, key: string, path: string, sha256: string): Found {
+export function findOutput(store: Store, key: string, path: string, sha256: string, look?: Seen): Found {
   if (pathProblem(path) !== null || !SHA256_HEX.test(key)) return { kind: 'bad-path' };
-  return firstOf(store, [join(store.layout.outDir(key), path), ...objectFile(store, sha256)], sha256);
+  return firstOf(store, [join(store.layout.outDir(key), path), ...objectFile(store, sha256)], sha256, look);
 }
 
-/** The bytes a job read at `path` before generation: kept in objects/ once applied, else still in the tree. */
-export function findInput(store: Store, path: string, sha256: string): Found {
+/** The bytes a job read at `path` before generation: still in the tree until applied, then kept in objects/. */
+export function findInput(store: Store, path: string, sha256: string, look?: Seen): Found {
   if (pathProblem(path) !== null) return { kind: 'bad-path' };
-  return firstOf(store, [...objectFile(store, sha256), join(store.root, path)], sha256);
+  return firstOf(store, [join(store.root, path), ...objectFile(store, sha256)], sha256, look);
 }
 
 export function findShadowOutput(store: Store, filesDir: string, path: string, sha256: string): Found {

@@ -1,9 +1,10 @@
 // Gather a report's model from .gen/: which jobs (all, a run's intended keys, or the keys named), each
 // job's document, receipt facts, outputs and inputs (by digest, found or not), check standings (through
 // check-source.ts), shadow answers and their compare verdicts, and the spend per generator and mode.
-// Reads only; a file that cannot be parsed shows as such on its row instead of failing the report.
+// A job whose files stamp as the cache remembers is taken from it (gather-cache.ts). Reads only; a file
+// that cannot be parsed shows as such on its row instead of failing the report.
 import { join } from 'node:path';
-import { spendByMode } from '../commands/status-spend.js';
+import { spendOfReceipts } from '../commands/status-spend.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
 import { sha256Hex } from '../core/sha256.js';
@@ -15,12 +16,14 @@ import { peekRecord } from '../store/durable.js';
 import { keysIn, PRECEDENCE, resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
-import { findInput, findOutput } from './bytes.js';
+import { findInput, findOutput, type Seen } from './bytes.js';
 import type { CheckSource } from './check-source.js';
+import { type CachedJob, fresh, stampOf } from './gather-cache.js';
 import type {
   ReportFile,
   ReportJob,
   ReportModel,
+  ReportReceipt,
   ReportRun,
   ReportShadow,
   ReportState,
@@ -37,6 +40,8 @@ export interface GatherOptions {
   run?: ReportRun;
   checks: CheckSource;
   env?: NodeJS.ProcessEnv;
+  /** Jobs a report into the same directory gathered; left holding exactly the jobs gathered now. */
+  cache?: Map<string, CachedJob>;
 }
 
 interface Where {
@@ -76,8 +81,9 @@ function jobOf(bytes: Buffer | undefined): Pick<ReportJob, 'instruction' | 'inpu
   }
 }
 
-function hostOf(store: Store, key: string, epoch: number): string | null {
+function hostOf(store: Store, key: string, epoch: number, look: Seen): string | null {
   if (epoch <= 0) return null;
+  look(store.layout.attempt(key, epoch));
   try {
     return readAttempt(store, key, epoch)?.destination ?? null;
   } catch {
@@ -85,12 +91,22 @@ function hostOf(store: Store, key: string, epoch: number): string | null {
   }
 }
 
-function gatherJob(store: Store, key: string, at: Where | undefined, policy: ReceiptTrustPolicy): ReportJob {
+/** One job from .gen/; `look` is told of every file (or directory) read, before it is read. */
+function gatherJob(
+  store: Store,
+  key: string,
+  at: Where | undefined,
+  policy: ReceiptTrustPolicy,
+  look: Seen,
+): ReportJob {
+  if (at) look(at.file);
   const doc = at ? jobOf(peekRecord(store, at.file)) : null;
   const receiptFile = store.layout.receipt(key);
+  if (at?.state !== 'dead') look(receiptFile);
   const receiptBytes = at?.state === 'dead' ? undefined : peekRecord(store, receiptFile);
   const facts = receiptBytes ? receiptFacts(receiptBytes, receiptFile, policy) : null;
   const receipt = facts?.receipt ?? null;
+  if (!receipt?.epoch) look(store.layout.attemptsDir(key));
   const epoch = receipt?.epoch || currentEpoch(store, key);
   const inputs = doc?.inputs ?? [];
   const inputOf = new Map(inputs.map((i) => [i.path, i.sha256]));
@@ -99,9 +115,9 @@ function gatherJob(store: Store, key: string, at: Where | undefined, policy: Rec
     return {
       path: o.path,
       sha256: o.sha256,
-      bytes: findOutput(store, key, o.path, o.sha256).kind,
+      bytes: findOutput(store, key, o.path, o.sha256, look).kind,
       input,
-      inputFound: input === null || findInput(store, o.path, input).kind === 'ok',
+      inputFound: input === null || findInput(store, o.path, input, look).kind === 'ok',
     };
   });
   return {
@@ -109,15 +125,43 @@ function gatherJob(store: Store, key: string, at: Where | undefined, policy: Rec
     state: at?.state ?? 'unknown',
     instruction: doc ? doc.instruction : at ? '(unreadable job file)' : '(no job file for this key)',
     inputs,
-    dead: at?.deadName ? deadReason(store, at.deadName) : null,
+    dead: at?.deadName ? deadReasonOf(store, at.deadName, look) : null,
     epoch,
-    host: hostOf(store, key, epoch) ?? receipt?.host ?? null,
+    host: hostOf(store, key, epoch, look) ?? receipt?.host ?? null,
     receipt,
     receiptProblem: facts?.problem ?? null,
     files,
     checks: [],
     shadows: [],
   };
+}
+
+function deadReasonOf(store: Store, name: string, look: Seen): ReturnType<typeof deadReason> {
+  look(join(store.layout.dir('dead'), `${name}.why.json`));
+  return deadReason(store, name);
+}
+
+/** A job from the cache when every file it read stamps the same, else gathered again (and cached). */
+function jobFrom(
+  store: Store,
+  key: string,
+  at: Where | undefined,
+  policy: ReceiptTrustPolicy,
+  previous: ReadonlyMap<string, CachedJob>,
+  next: Map<string, CachedJob> | undefined,
+): ReportJob {
+  const where = at ? `${at.state}:${at.file}` : '-';
+  const known = previous.get(key);
+  if (known && known.where === where && fresh(known)) {
+    next?.set(key, known);
+    return { ...known.job, checks: [], shadows: [] };
+  }
+  const stamps = new Map<string, string>();
+  const job = gatherJob(store, key, at, policy, (file) => {
+    if (!stamps.has(file)) stamps.set(file, stampOf(file));
+  });
+  next?.set(key, { where, stamps: [...stamps], job: { ...job, checks: [], shadows: [] } });
+  return job;
 }
 
 /** A shadow plane's answer for each key, beside the live one. */
@@ -161,15 +205,25 @@ function shadowsOf(store: Store, planes: readonly string[], jobs: readonly Repor
   }
 }
 
-/** Tokens per generator and mode (interactive, batch) from the receipts' spend ledger, priced as status prices. */
-function spendOf(store: Store, jobs: readonly ReportJob[], env: NodeJS.ProcessEnv): SpendRow[] {
-  const byGenerator = new Map<string, string[]>();
+/** Tokens per generator and mode (interactive, batch), from the receipts as status-spend.ts counts and prices them. */
+function spendOf(jobs: readonly ReportJob[], env: NodeJS.ProcessEnv): SpendRow[] {
+  const byGenerator = new Map<string, ReportReceipt[]>();
   for (const j of jobs)
     if (j.receipt)
-      byGenerator.set(j.receipt.generator, [...(byGenerator.get(j.receipt.generator) ?? []), j.key]);
+      byGenerator.set(j.receipt.generator, [...(byGenerator.get(j.receipt.generator) ?? []), j.receipt]);
   const rows: SpendRow[] = [];
   for (const generator of [...byGenerator.keys()].sort()) {
-    const spend = spendByMode(store, byGenerator.get(generator)!, env);
+    const spend = spendOfReceipts(
+      byGenerator.get(generator)!.map((r) => ({
+        usage: r.usage && {
+          prompt_tokens: r.usage.prompt,
+          completion_tokens: r.usage.completion,
+          requests: r.usage.requests,
+        },
+        batch: r.batch ?? undefined,
+      })),
+      env,
+    );
     for (const mode of ['interactive', 'batch'] as const) {
       const u = spend[mode];
       if (u.prompt_tokens + u.completion_tokens + u.requests === 0) continue;
@@ -203,7 +257,9 @@ export async function gatherReport(store: Store, o: GatherOptions): Promise<Repo
   const rank = (k: string) => STATE_ORDER.indexOf(where.get(k)?.state ?? 'unknown');
   keys.sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
   const policy = loadTrustPolicy(store.root);
-  const jobs = keys.map((k) => gatherJob(store, k, where.get(k), policy));
+  const previous = new Map(o.cache ?? []);
+  o.cache?.clear();
+  const jobs = keys.map((k) => jobFrom(store, k, where.get(k), policy, previous, o.cache));
   for (const job of jobs) job.checks = await o.checks.checksOf(job.key);
   const planes = ShadowStore.planes(store);
   shadowsOf(store, planes, jobs);
@@ -216,6 +272,6 @@ export async function gatherReport(store: Store, o: GatherOptions): Promise<Repo
     checkers,
     planes: planes.map((p) => `shadow:${p}`),
     jobs,
-    spend: spendOf(store, jobs, o.env ?? process.env),
+    spend: spendOf(jobs, o.env ?? process.env),
   };
 }

@@ -1,26 +1,10 @@
 // Write a report directory incrementally: index.html, jobs/<key>.html, logs/<sha256>.html. Each page
 // ends with the sha256 of what it was rendered from (its model and the renderer's identity); a page whose
-// last line already names that digest is left alone, so a second report rewrites only what changed.
-// Pages are written to a temp file and renamed over the old one (a reader sees a whole page or the old
-// one); they are not fsynced: a report is derived data, and a page torn by a crash lacks its last line,
-// so it never matches and the next report writes it again. Job pages come first, the index last, so the
-// index never links to a page not yet written. Pages of jobs no longer shown are removed.
-import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  constants,
-  fstatSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+// last line already names that digest is left alone, so a second report rewrites only what changed
+// (page-file.ts reads and writes them). Job pages come first, the index last, so the index never links
+// to a page not yet written. Pages of jobs no longer shown are removed; other files are never touched.
+import { lstatSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { canonicalJson } from '../core/canonical-json.js';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { SHA256_HEX, sha256Hex } from '../core/sha256.js';
 import type { Store } from '../store/store.js';
@@ -28,7 +12,7 @@ import type { Assets } from './assets.js';
 import { findLog } from './bytes.js';
 import { jobPageBytes } from './job-bytes.js';
 import type { ReportModel } from './model.js';
-import { FINGERPRINT_PREFIX, fingerprintLine } from './page.js';
+import { pageFingerprint, writePage } from './page-file.js';
 import { renderIndex } from './render-index.js';
 import { renderJob } from './render-job.js';
 import { renderLog } from './render-log.js';
@@ -44,47 +28,12 @@ export interface WriteResult {
 }
 
 const PAGE = /^[0-9a-f]{64}\.html$/;
-const LINE_BYTES = Buffer.byteLength(fingerprintLine('0'.repeat(64)));
-
-/** The digest a page's last line names, or null (no page, not one of ours, torn). */
-export function pageFingerprint(file: string): string | null {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (err) {
-    const code = errnoOf(err);
-    if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENXIO') return null;
-    throw IoError.wrap('open', file, err);
-  }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.size < LINE_BYTES) return null;
-    const tail = Buffer.alloc(LINE_BYTES);
-    const n = readSync(fd, tail, 0, LINE_BYTES, st.size - LINE_BYTES);
-    const line = tail.subarray(0, n).toString('utf8');
-    const digest = line.slice(FINGERPRINT_PREFIX.length, FINGERPRINT_PREFIX.length + 64);
-    return SHA256_HEX.test(digest) && line === fingerprintLine(digest) ? digest : null;
-  } catch (err) {
-    throw IoError.wrap('read', file, err);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Replace `file` with `text`: a temp file beside it, renamed over it. */
-function writePage(file: string, dir: string, text: string): void {
-  const tmp = join(dir, `.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
-  try {
-    writeFileSync(tmp, text, { flag: 'wx', mode: 0o644 });
-    renameSync(tmp, file);
-  } catch (err) {
-    rmSync(tmp, { force: true });
-    throw IoError.wrap('write', file, err);
-  }
-}
-
+/**
+ * The digest of what a page is rendered from. JSON.stringify, not canonical JSON: the model is built by
+ * genjob's own code in a fixed key order, and a change of that code changes renderId anyway.
+ */
 export function fingerprint(assets: Assets, page: string, model: unknown): string {
-  return sha256Hex(canonicalJson({ render: assets.renderId, page, model }));
+  return sha256Hex(JSON.stringify({ render: assets.renderId, page, model }));
 }
 
 function makeDir(dir: string): void {
@@ -105,7 +54,7 @@ function refuseForeign(dir: string): void {
     if (errnoOf(err) !== 'ENOENT') throw IoError.wrap('stat', index, err);
     present = false;
   }
-  if (present && pageFingerprint(index) === null)
+  if (present && typeof pageFingerprint(index) !== 'string')
     throw new UsageError(
       'EGJ_REPORT_DIR',
       `${index}: not a page of a genjob report; choose another --out (a report never overwrites other files)`,
@@ -136,20 +85,23 @@ export function writeReport(store: Store, model: ReportModel, dir: string, asset
   const written: string[] = [];
   let unchanged = 0;
   const page = (file: string, inDir: string, name: string, fp: string, render: () => string) => {
-    if (pageFingerprint(file) === fp) {
+    const now = pageFingerprint(file);
+    if (now === fp) {
       unchanged += 1;
       return;
     }
-    writePage(file, inDir, render());
+    writePage(file, inDir, render(), now !== undefined);
     written.push(name);
   };
 
   const jobPages = new Set<string>();
   const logs = new Set<string>();
+  const jobPrints: string[] = [];
   for (const job of model.jobs) {
     const name = `${job.key}.html`;
     jobPages.add(name);
     const fp = fingerprint(assets, 'job', job);
+    jobPrints.push(fp);
     page(join(jobsDir, name), jobsDir, `jobs/${name}`, fp, () =>
       renderJob(job, jobPageBytes(store, job), assets, fp),
     );
@@ -167,7 +119,8 @@ export function writeReport(store: Store, model: ReportModel, dir: string, asset
   prune(jobsDir, jobPages, 'jobs', removed);
   prune(logsDir, new Set([...logs].map((l) => `${l}.html`)), 'logs', removed);
   const index = join(dir, 'index.html');
-  const fp = fingerprint(assets, 'index', model);
+  // the index shows a part of each job: the job pages' digests stand for the jobs
+  const fp = fingerprint(assets, 'index', { ...model, jobs: jobPrints });
   page(index, dir, 'index.html', fp, () => renderIndex(model, assets, fp));
   return { dir, index, written, unchanged, removed };
 }

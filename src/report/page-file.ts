@@ -1,0 +1,74 @@
+// A report page on disk: read back the digest its last line names (a short read at the end of the file,
+// never a parse), and write one: an existing page is replaced by a temp file renamed over it (a reader
+// sees the old page or the new one); a new page is created in place, one file creation instead of two.
+// Pages are not fsynced: a report is derived data, and a page torn by a crash lacks its last line, so it
+// never matches and the next report writes it again.
+import { randomBytes } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { errnoOf, IoError } from '../core/errors.js';
+import { SHA256_HEX } from '../core/sha256.js';
+import { FINGERPRINT_PREFIX, fingerprintLine } from './page.js';
+
+const LINE_BYTES = Buffer.byteLength(fingerprintLine('0'.repeat(64)));
+
+/** The digest a page's last line names; null when it names none (not one of ours, torn); undefined: no page. */
+export function pageFingerprint(file: string): string | null | undefined {
+  if (!existsSync(file)) return undefined;
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ELOOP' || code === 'ENXIO') return null;
+    throw IoError.wrap('open', file, err);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size < LINE_BYTES) return null;
+    const tail = Buffer.alloc(LINE_BYTES);
+    const n = readSync(fd, tail, 0, LINE_BYTES, st.size - LINE_BYTES);
+    const line = tail.subarray(0, n).toString('utf8');
+    const digest = line.slice(FINGERPRINT_PREFIX.length, FINGERPRINT_PREFIX.length + 64);
+    return SHA256_HEX.test(digest) && line === fingerprintLine(digest) ? digest : null;
+  } catch (err) {
+    throw IoError.wrap('read', file, err);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Write `file` (`exists`: replace it; else create it, falling back to a replace if it appeared meanwhile). */
+export function writePage(file: string, dir: string, text: string, exists: boolean): void {
+  if (!exists) {
+    try {
+      writeFileSync(file, text, { flag: 'wx', mode: 0o644 });
+      return;
+    } catch (err) {
+      if (errnoOf(err) !== 'EEXIST') {
+        rmSync(file, { force: true });
+        throw IoError.wrap('write', file, err);
+      }
+      // made meanwhile (another report): replace it as any existing page
+    }
+  }
+  const tmp = join(dir, `.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
+  try {
+    writeFileSync(tmp, text, { flag: 'wx', mode: 0o644 });
+    renameSync(tmp, file);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw IoError.wrap('write', file, err);
+  }
+}

@@ -1,0 +1,114 @@
+// genjob report through the built CLI: the default directory (.gen/report/) and its index path on
+// stdout, --json, --out, keys and prefixes, a second run that writes nothing, --open through $BROWSER
+// (and a browser that cannot start, which is said but not fatal), and each refusal with its exit code.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { PKG, runCli } from '../e2e/helpers.js';
+import { tempDir } from '../helpers/temp-store.js';
+import { fixtureRepo } from './fixture.js';
+
+function cli(root: string, args: readonly string[], env: Record<string, string> = {}) {
+  return runCli(args, { cwd: root, env: { XDG_CACHE_HOME: join(root, '..', 'cache'), ...env } });
+}
+
+describe('genjob report', () => {
+  it('writes .gen/report/ and prints its index; a second run writes nothing', async () => {
+    const { root, jobs } = fixtureRepo(2);
+    const r = await cli(root, ['report']);
+    expect(r.exitCode).toBe(0);
+    const index = join(root, '.gen', 'report', 'index.html');
+    expect(r.stdout.split('\n')[0]).toBe(index);
+    expect(r.stdout).toContain('2 job(s): 3 page(s) written, 0 unchanged, 0 removed');
+    expect(existsSync(join(root, '.gen', 'report', 'jobs', `${jobs[0]!.key}.html`))).toBe(true);
+    const again = await cli(root, ['report', '--json']);
+    expect(again.exitCode).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      ok: true,
+      index,
+      jobs: 2,
+      written: [],
+      unchanged: 3,
+      removed: [],
+    });
+  });
+
+  it('writes only the jobs named (by prefix) into --out', async () => {
+    const { root, jobs } = fixtureRepo(3);
+    mkdirSync(join(root, 'sub'));
+    const r = await runCli(['report', '--json', '--out', 'r', jobs[1]!.key.slice(0, 8)], {
+      cwd: join(root, 'sub'),
+      env: { XDG_CACHE_HOME: join(root, '..', 'cache') },
+    });
+    expect(r.exitCode).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      dir: join(root, 'sub', 'r'),
+      jobs: 1,
+      written: [`jobs/${jobs[1]!.key}.html`, 'index.html'],
+    });
+  });
+
+  it('opens the index with $BROWSER when asked', async () => {
+    const { root } = fixtureRepo(1);
+    const seen = join(tempDir('genjob-report-browser-'), 'seen');
+    const browser = join(root, '..', 'fake-browser.sh');
+    writeFileSync(browser, `#!/bin/sh\nprintf '%s' "$1" > ${JSON.stringify(seen)}\n`, { mode: 0o755 });
+    const r = await cli(root, ['report', '--open', '--json'], { BROWSER: browser });
+    expect(r.exitCode).toBe(0);
+    expect(JSON.parse(r.stdout).opened).toBe(true);
+    await expect
+      .poll(() => (existsSync(seen) ? readFileSync(seen, 'utf8') : ''))
+      .toBe(join(root, '.gen', 'report', 'index.html'));
+  });
+
+  it('says when no browser can be started, and still succeeds', async () => {
+    const { root } = fixtureRepo(1);
+    const r = await cli(root, ['report', '--open'], { BROWSER: join(root, 'no-such-browser') });
+    expect(r.exitCode).toBe(0);
+    expect(r.stderr).toMatch(/could not start .*no-such-browser.*; open .*index\.html yourself/);
+  });
+
+  it.each([
+    { what: 'an unknown key', args: ['report', 'abcdef12'], code: 'EGJ_UNKNOWN_KEY' },
+    { what: 'a run and keys together', args: ['report', '--run', 'r', 'abcdef12'], code: 'EGJ_USAGE' },
+  ])('refuses $what with exit 2', async ({ args, code }) => {
+    const { root } = fixtureRepo(1);
+    const r = await cli(root, args);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain(`genjob: ${code}: `);
+    expect(existsSync(join(root, '.gen', 'report'))).toBe(false);
+  });
+
+  it('refuses a repository without .gen/ with exit 2, creating nothing', async () => {
+    const root = join(tempDir('genjob-report-none-'), 'repo');
+    mkdirSync(join(root, '.git'), { recursive: true });
+    const r = await cli(root, ['report']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/no \.gen\/ here/);
+    expect(existsSync(join(root, '.gen'))).toBe(false);
+  });
+
+  it('refuses an --out whose index.html genjob did not write (EGJ_REPORT_DIR, exit 2)', async () => {
+    const { root } = fixtureRepo(1);
+    const out = join(root, '..', 'site');
+    mkdirSync(out);
+    writeFileSync(join(out, 'index.html'), '<h1>my site</h1>\n');
+    const r = await cli(root, ['report', '--out', out]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toBe(
+      `genjob: EGJ_REPORT_DIR: ${join(out, 'index.html')}: not a page of a genjob report; choose another --out (a report never overwrites other files)\n`,
+    );
+    expect(readFileSync(join(out, 'index.html'), 'utf8')).toBe('<h1>my site</h1>\n');
+  });
+
+  it('ships its stylesheet and script in the package (dist/report-assets/)', async () => {
+    const r = await execa('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: PKG });
+    const files = (JSON.parse(r.stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map(
+      (f) => f.path,
+    );
+    expect(files).toEqual(
+      expect.arrayContaining(['dist/report-assets/report.css', 'dist/report-assets/report.js']),
+    );
+  });
+});
