@@ -4,7 +4,7 @@
 //   node bench/run.mjs [--quick] [--only STAGE[,STAGE...]] [--runs N] [--keep]
 // Stages: mint-big, mint-small, mint-code, cold-version, cold-status, work-local, ship-big, ship-small,
 // second-job, verify, apply, memory, git-push, git-push-again, show-journal, check (bench/stages-check.mjs),
-// the scale stages of bench/stages-scale.mjs: drain-deep, status-deep, pool; and gate-run (bench/stages-runs.mjs).
+// report (bench/stages-report.mjs), the scale stages of bench/stages-scale.mjs: drain-deep, status-deep, pool; and gate-run (bench/stages-runs.mjs).
 // See docs/performance.md for what each measures and why.
 import { spawnSync } from 'node:child_process';
 import {
@@ -33,6 +33,7 @@ import {
 import { startSshd } from './sshd.mjs';
 import { checkStages } from './stages-check.mjs';
 import { journalStages } from './stages-journal.mjs';
+import { reportStages } from './stages-report.mjs';
 import { RUN_STAGES, runStages } from './stages-runs.mjs';
 import { SCALE_STAGES, scaleStages } from './stages-scale.mjs';
 
@@ -109,6 +110,7 @@ const STAGES = [
   'show-journal',
   'check',
   ...RUN_STAGES,
+  'report',
 ];
 if (ONLY)
   for (const s of ONLY)
@@ -667,6 +669,7 @@ Object.assign(
   journalStages({ alternate, record, genjob, run, freshRepo, events: QUICK ? 100_000 : 1_000_000 }),
   checkStages({ alternate, record, genjob, run, TMP }),
   runStages({ QUICK, NODE, GENJOB, genjob, alternate, record, freshRepo, round }),
+  reportStages({ record, genjob, freshRepo, median, runs: RUNS, jobs: QUICK ? 200 : 1000 }),
 );
 
 // ---------- ssh helpers ----------

@@ -38,7 +38,7 @@ export function reportStages({ record, genjob, freshRepo, median, runs, jobs }) 
         rmSync(out, { recursive: true, force: true });
       }
       const first = median(firsts);
-      record('report: 1,000 jobs', {
+      record(`report: ${jobs.toLocaleString('en')} jobs`, {
         genjob: first,
         baseline: null,
         ratio: null,

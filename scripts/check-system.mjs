@@ -21,6 +21,7 @@ const NEEDED = [
   ['srun', 'slurm-client'],
   ['munged', 'munge'],
   ['git', 'git'],
+  ['chromium', 'chromium'], // the report's tests open it in a real browser (test/report/browser.ts)
 ];
 
 /** Python module → the Debian package that provides it */

@@ -3,7 +3,8 @@
 // dir, make it a git repository (its tests declared as a checker), then run mint --each (a run) →
 // status → work --once → verify → check → apply --require-check tests → apply again with the
 // deterministic fixtures/demo-generator.mjs, printing each command and its output, and finish with the
-// diff the job made and the run gate's verdict. No network, no model. Exits non-zero if a step fails.
+// diff the job made, the run gate's verdict and the run's report (its index path is the last line). No
+// network, no model. Exits non-zero if a step fails.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -104,8 +105,11 @@ try {
   const verdict = genjob('gate', '--run', 'demo', '--require-check', 'tests')
     .split('\n')[0]
     .replace(/ passed.*$/, '');
+  // the review site, kept beside the (removed) demo directory so it can be opened afterwards
+  const index = genjob('report', '--out', `${base}-report`).split('\n')[0];
   process.stdout.write(
-    `\ndemo ok: the job ${key.slice(0, 12)} was minted, worked, verified, checked and applied exactly once; ${verdict}\n`,
+    `\ndemo ok: the job ${key.slice(0, 12)} was minted, worked, verified, checked and applied exactly once; ${verdict}\n` +
+      `report: ${index}\n`,
   );
 } catch (err) {
   failed = true;

@@ -11,7 +11,7 @@ import { pathExists } from '../core/path-exists.js';
 import { loadAssets } from '../report/assets.js';
 import { checkSource } from '../report/check-source.js';
 import { gatherReport } from '../report/gather.js';
-import { cacheId, loadGatherCache, saveGatherCache } from '../report/gather-cache.js';
+import { ReportCache } from '../report/report-cache.js';
 import { readRun } from '../report/run-source.js';
 import { writeReport } from '../report/write-report.js';
 
@@ -51,11 +51,10 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
   const run = o.run === undefined ? undefined : await readRun(store.root, o.run);
   const dir = o.out === undefined ? join(store.layout.gen, DEFAULT_REPORT_DIR) : resolve(o.out);
   const assets = loadAssets();
-  const id = cacheId(assets.renderId, store.root);
-  const cache = loadGatherCache(dir, id);
+  const cache = ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root));
   const model = await gatherReport(store, { keys, run, checks: await checkSource(store.root), cache });
-  const written = writeReport(store, model, dir, assets);
-  saveGatherCache(dir, id, cache);
+  const written = writeReport(store, model, dir, assets, cache);
+  cache.save(dir);
   const openProblem = o.open ? await openInBrowser(written.index) : null;
   const lines = [
     written.index,

@@ -1,7 +1,7 @@
 // Gather a report's model from .gen/: which jobs (all, a run's intended keys, or the keys named), each
 // job's document, receipt facts, outputs and inputs (by digest, found or not), check standings (through
 // check-source.ts), shadow answers and their compare verdicts, and the spend per generator and mode.
-// A job whose files stamp as the cache remembers is taken from it (gather-cache.ts). Reads only; a file
+// A job whose files stamp as the cache remembers is taken from it (report-cache.ts). Reads only; a file
 // that cannot be parsed shows as such on its row instead of failing the report.
 import { join } from 'node:path';
 import { spendOfReceipts } from '../commands/status-spend.js';
@@ -18,7 +18,6 @@ import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { findInput, findOutput, type Seen } from './bytes.js';
 import type { CheckSource } from './check-source.js';
-import { type CachedJob, fresh, stampOf } from './gather-cache.js';
 import type {
   ReportFile,
   ReportJob,
@@ -32,6 +31,7 @@ import type {
 } from './model.js';
 import { STATE_ORDER } from './model.js';
 import { receiptFacts } from './receipt-facts.js';
+import { fresh, type ReportCache, stampOf } from './report-cache.js';
 
 export interface GatherOptions {
   /** Keys or unique prefixes; empty: every job. */
@@ -40,8 +40,8 @@ export interface GatherOptions {
   run?: ReportRun;
   checks: CheckSource;
   env?: NodeJS.ProcessEnv;
-  /** Jobs a report into the same directory gathered; left holding exactly the jobs gathered now. */
-  cache?: Map<string, CachedJob>;
+  /** What a report into the same directory gathered; left holding exactly the jobs gathered now. */
+  cache?: ReportCache;
 }
 
 interface Where {
@@ -81,9 +81,8 @@ function jobOf(bytes: Buffer | undefined): Pick<ReportJob, 'instruction' | 'inpu
   }
 }
 
-function hostOf(store: Store, key: string, epoch: number, look: Seen): string | null {
+function hostOf(store: Store, key: string, epoch: number): string | null {
   if (epoch <= 0) return null;
-  look(store.layout.attempt(key, epoch));
   try {
     return readAttempt(store, key, epoch)?.destination ?? null;
   } catch {
@@ -91,7 +90,11 @@ function hostOf(store: Store, key: string, epoch: number, look: Seen): string | 
   }
 }
 
-/** One job from .gen/; `look` is told of every file (or directory) read, before it is read. */
+/**
+ * One job from .gen/; `look` is told, before the read, of every file (or directory) read that can change
+ * under the same name: a receipt (replaced after a retry), outputs, inputs, the attempts directory. Job
+ * files, attempt records and dead reasons are created exclusively and never rewritten: known by name.
+ */
 function gatherJob(
   store: Store,
   key: string,
@@ -99,7 +102,6 @@ function gatherJob(
   policy: ReceiptTrustPolicy,
   look: Seen,
 ): ReportJob {
-  if (at) look(at.file);
   const doc = at ? jobOf(peekRecord(store, at.file)) : null;
   const receiptFile = store.layout.receipt(key);
   if (at?.state !== 'dead') look(receiptFile);
@@ -125,9 +127,9 @@ function gatherJob(
     state: at?.state ?? 'unknown',
     instruction: doc ? doc.instruction : at ? '(unreadable job file)' : '(no job file for this key)',
     inputs,
-    dead: at?.deadName ? deadReasonOf(store, at.deadName, look) : null,
+    dead: at?.deadName ? deadReason(store, at.deadName) : null,
     epoch,
-    host: hostOf(store, key, epoch, look) ?? receipt?.host ?? null,
+    host: hostOf(store, key, epoch) ?? receipt?.host ?? null,
     receipt,
     receiptProblem: facts?.problem ?? null,
     files,
@@ -136,31 +138,22 @@ function gatherJob(
   };
 }
 
-function deadReasonOf(store: Store, name: string, look: Seen): ReturnType<typeof deadReason> {
-  look(join(store.layout.dir('dead'), `${name}.why.json`));
-  return deadReason(store, name);
-}
-
 /** A job from the cache when every file it read stamps the same, else gathered again (and cached). */
 function jobFrom(
   store: Store,
   key: string,
   at: Where | undefined,
   policy: ReceiptTrustPolicy,
-  previous: ReadonlyMap<string, CachedJob>,
-  next: Map<string, CachedJob> | undefined,
+  cache: ReportCache | undefined,
 ): ReportJob {
   const where = at ? `${at.state}:${at.file}` : '-';
-  const known = previous.get(key);
-  if (known && known.where === where && fresh(known)) {
-    next?.set(key, known);
-    return { ...known.job, checks: [], shadows: [] };
-  }
+  const known = cache?.jobs.get(key);
+  if (known && known.where === where && fresh(known)) return { ...known.job, checks: [], shadows: [] };
   const stamps = new Map<string, string>();
   const job = gatherJob(store, key, at, policy, (file) => {
     if (!stamps.has(file)) stamps.set(file, stampOf(file));
   });
-  next?.set(key, { where, stamps: [...stamps], job: { ...job, checks: [], shadows: [] } });
+  cache?.setJob(key, { where, stamps: [...stamps], job: { ...job, checks: [], shadows: [] } });
   return job;
 }
 
@@ -257,9 +250,8 @@ export async function gatherReport(store: Store, o: GatherOptions): Promise<Repo
   const rank = (k: string) => STATE_ORDER.indexOf(where.get(k)?.state ?? 'unknown');
   keys.sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
   const policy = loadTrustPolicy(store.root);
-  const previous = new Map(o.cache ?? []);
-  o.cache?.clear();
-  const jobs = keys.map((k) => jobFrom(store, k, where.get(k), policy, previous, o.cache));
+  o.cache?.keepJobs(new Set(keys));
+  const jobs = keys.map((k) => jobFrom(store, k, where.get(k), policy, o.cache));
   for (const job of jobs) job.checks = await o.checks.checksOf(job.key);
   const planes = ShadowStore.planes(store);
   shadowsOf(store, planes, jobs);

@@ -16,6 +16,7 @@ import { pageFingerprint, writePage } from './page-file.js';
 import { renderIndex } from './render-index.js';
 import { renderJob } from './render-job.js';
 import { renderLog } from './render-log.js';
+import { type ReportCache, stampOf } from './report-cache.js';
 
 export interface WriteResult {
   dir: string;
@@ -61,7 +62,13 @@ function refuseForeign(dir: string): void {
     );
 }
 
-function prune(dir: string, keep: ReadonlySet<string>, sub: string, removed: string[]): void {
+function prune(
+  dir: string,
+  keep: ReadonlySet<string>,
+  sub: string,
+  removed: string[],
+  cache?: ReportCache,
+): void {
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -72,10 +79,18 @@ function prune(dir: string, keep: ReadonlySet<string>, sub: string, removed: str
     if ((PAGE.test(name) && !keep.has(name)) || name.startsWith('.tmp-')) {
       rmSync(join(dir, name), { force: true });
       if (PAGE.test(name)) removed.push(`${sub}/${name}`);
+      cache?.dropPage(`${sub}/${name}`);
     }
 }
 
-export function writeReport(store: Store, model: ReportModel, dir: string, assets: Assets): WriteResult {
+/** `cache`: the pages' stamps and digests from the last report here (an untouched page is known by an lstat). */
+export function writeReport(
+  store: Store,
+  model: ReportModel,
+  dir: string,
+  assets: Assets,
+  cache?: ReportCache,
+): WriteResult {
   makeDir(dir);
   refuseForeign(dir);
   const jobsDir = join(dir, 'jobs');
@@ -85,13 +100,20 @@ export function writeReport(store: Store, model: ReportModel, dir: string, asset
   const written: string[] = [];
   let unchanged = 0;
   const page = (file: string, inDir: string, name: string, fp: string, render: () => string) => {
-    const now = pageFingerprint(file);
+    const stamp = stampOf(file);
+    const known = cache?.pages.get(name);
+    // a page the cache knows is trusted while its stamp holds, and rewritten once anything touched it;
+    // one it does not know (a first report with this cache) is judged by its last line
+    const now =
+      stamp === '-' ? undefined : known ? (known[0] === stamp ? known[1] : null) : pageFingerprint(file);
     if (now === fp) {
       unchanged += 1;
+      cache?.setPage(name, stamp, fp);
       return;
     }
     writePage(file, inDir, render(), now !== undefined);
     written.push(name);
+    cache?.setPage(name, stampOf(file), fp);
   };
 
   const jobPages = new Set<string>();
@@ -116,8 +138,8 @@ export function writeReport(store: Store, model: ReportModel, dir: string, asset
     );
   }
   const removed: string[] = [];
-  prune(jobsDir, jobPages, 'jobs', removed);
-  prune(logsDir, new Set([...logs].map((l) => `${l}.html`)), 'logs', removed);
+  prune(jobsDir, jobPages, 'jobs', removed, cache);
+  prune(logsDir, new Set([...logs].map((l) => `${l}.html`)), 'logs', removed, cache);
   const index = join(dir, 'index.html');
   // the index shows a part of each job: the job pages' digests stand for the jobs
   const fp = fingerprint(assets, 'index', { ...model, jobs: jobPrints });

@@ -6,6 +6,7 @@
   if (!table) return;
   const body = table.tBodies[0];
   const rows = Array.from(body.rows);
+  const written = new Map(rows.map((row, i) => [row, i]));
   const shown = document.getElementById('shown');
   const pick = (id) => document.getElementById(id);
   const filters = [
@@ -49,7 +50,7 @@
         const y = value(b);
         const order = numeric ? x - y : x < y ? -1 : x > y ? 1 : 0;
         // ties keep the key order the page was written in
-        return (ascending ? order : -order) || rows.indexOf(a) - rows.indexOf(b);
+        return (ascending ? order : -order) || written.get(a) - written.get(b);
       });
       for (const row of sorted) body.appendChild(row);
     });

@@ -1,0 +1,125 @@
+// The report's cache: a job whose files all stamp the same is taken from it; any write to a file the job
+// was gathered from (its receipt, an output, an input in the tree, a move to another state) makes it be
+// gathered again; checks are asked afresh either way; a page edited or removed by hand is written
+// again; the file is written only when something changed; a cache of another renderer, repository or
+// trust file, or one that does not parse, is ignored.
+import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadAssets } from '../../src/report/assets.js';
+import { NO_CHECKS } from '../../src/report/check-source.js';
+import { gatherReport } from '../../src/report/gather.js';
+import { CACHE_FILE, ReportCache } from '../../src/report/report-cache.js';
+import { writeReport } from '../../src/report/write-report.js';
+import type { Store } from '../../src/store/store.js';
+import { tempDir } from '../helpers/temp-store.js';
+import { check, fixtureRepo, patchReceipt, tableChecks } from './fixture.js';
+
+/** Mark every cached job, so a job taken from the cache can be told from one gathered again. */
+function mark(cache: ReportCache): void {
+  for (const c of cache.jobs.values()) c.job = { ...c.job, instruction: `cached: ${c.job.instruction}` };
+}
+
+/** One report into `dir` as the command makes it: load the cache, gather, write, save. */
+async function report(store: Store, dir: string) {
+  const assets = loadAssets();
+  const cache = ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root));
+  const out = writeReport(store, await gatherReport(store, { checks: NO_CHECKS, cache }), dir, assets, cache);
+  cache.save(dir);
+  return out;
+}
+
+describe('the report cache', () => {
+  it('takes a job whose files did not change from the cache, and gathers one whose receipt changed', async () => {
+    const { store, jobs } = fixtureRepo(3);
+    const cache = new ReportCache('x');
+    await gatherReport(store, { checks: NO_CHECKS, cache });
+    expect([...cache.jobs.keys()].sort()).toEqual(jobs.map((j) => j.key).sort());
+    mark(cache);
+    patchReceipt(store, jobs[1]!.key, { usage: { prompt_tokens: 3, completion_tokens: 4, requests: 1 } });
+    const second = await gatherReport(store, { checks: NO_CHECKS, cache });
+    const of = (k: string) => second.jobs.find((j) => j.key === k)!;
+    expect(of(jobs[0]!.key).instruction).toMatch(/^cached: /);
+    expect(of(jobs[1]!.key).instruction).toBe('Change line 4 of module 1');
+    expect(of(jobs[1]!.key).receipt!.usage).toEqual({ prompt: 3, completion: 4, requests: 1 });
+  });
+
+  it.each([
+    {
+      what: 'an output replaced in out/',
+      change: (root: string, key: string) =>
+        writeFileSync(join(root, '.gen', 'out', key, 'src/m0.txt'), 'other\n'),
+      see: (j: { files: Array<{ bytes: string }> }) => expect(j.files[0]!.bytes).toBe('drift'),
+    },
+    {
+      what: 'its input edited in the tree',
+      change: (root: string) => writeFileSync(join(root, 'src/m0.txt'), 'edited\n'),
+      see: (j: { files: Array<{ inputFound: boolean }> }) => expect(j.files[0]!.inputFound).toBe(false),
+    },
+    {
+      what: 'the job moved to another state',
+      change: (root: string, key: string) =>
+        renameSync(
+          join(root, '.gen', 'received', `${key}.json`),
+          join(root, '.gen', 'running', `${key}.json`),
+        ),
+      see: (j: { state: string }) => expect(j.state).toBe('running'),
+    },
+  ])('gathers a job again after $what', async ({ change, see }) => {
+    const { root, store, jobs } = fixtureRepo(1);
+    const cache = new ReportCache('x');
+    await gatherReport(store, { checks: NO_CHECKS, cache });
+    mark(cache);
+    change(root, jobs[0]!.key);
+    const [job] = (await gatherReport(store, { checks: NO_CHECKS, cache })).jobs;
+    expect(job!.instruction).not.toMatch(/^cached: /);
+    see(job as never);
+  });
+
+  it('asks for checks afresh even for a job taken from the cache', async () => {
+    const { store, jobs } = fixtureRepo(1);
+    const cache = new ReportCache('x');
+    const table = new Map([[jobs[0]!.key, [check('tests', 'pass')]]]);
+    await gatherReport(store, { checks: tableChecks(['tests'], table), cache });
+    table.set(jobs[0]!.key, [check('tests', 'fail')]);
+    const [job] = (await gatherReport(store, { checks: tableChecks(['tests'], table), cache })).jobs;
+    expect(job!.checks.map((c) => c.verdict)).toEqual(['fail']);
+  });
+
+  it('writes a page edited or removed by hand again, and nothing else', async () => {
+    const { store, jobs } = fixtureRepo(3);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await report(store, dir);
+    const edited = join(dir, 'jobs', `${jobs[0]!.key}.html`);
+    writeFileSync(edited, readFileSync(edited, 'utf8').replace('<h1>', '<h1>edited '));
+    rmSync(join(dir, 'jobs', `${jobs[1]!.key}.html`));
+    const again = await report(store, dir);
+    expect(again.written.sort()).toEqual([`jobs/${jobs[0]!.key}.html`, `jobs/${jobs[1]!.key}.html`].sort());
+    expect(readFileSync(edited, 'utf8')).not.toContain('<h1>edited ');
+  });
+
+  it('leaves the cache file alone when nothing changed', async () => {
+    const { store } = fixtureRepo(2);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await report(store, dir);
+    const before = statSync(join(dir, CACHE_FILE));
+    expect((await report(store, dir)).written).toEqual([]);
+    expect(statSync(join(dir, CACHE_FILE)).ino).toBe(before.ino);
+  });
+
+  it('ignores a cache written for another renderer, repository or trust file, and one that does not parse', async () => {
+    const { root, store } = fixtureRepo(2);
+    const dir = tempDir('genjob-report-cache-');
+    const cache = new ReportCache(ReportCache.idOf('renderer-a', root));
+    await gatherReport(store, { checks: NO_CHECKS, cache });
+    cache.save(dir);
+    expect(ReportCache.load(dir, ReportCache.idOf('renderer-a', root)).jobs.size).toBe(2);
+    expect(ReportCache.load(dir, ReportCache.idOf('renderer-b', root)).jobs.size).toBe(0);
+    expect(ReportCache.load(dir, ReportCache.idOf('renderer-a', `${root}-other`)).jobs.size).toBe(0);
+    // a signer may now be trusted, or no longer
+    writeFileSync(join(root, 'genjob-trust.json'), '{"schema":"genjob/trust@1","keys":[]}\n');
+    expect(ReportCache.load(dir, ReportCache.idOf('renderer-a', root)).jobs.size).toBe(0);
+    writeFileSync(join(dir, CACHE_FILE), '{"id": broken');
+    expect(ReportCache.load(dir, cache.id).jobs.size).toBe(0);
+  });
+});
