@@ -34,10 +34,17 @@ const LINT: Array<ReportCheck['verdict']> = ['pass', 'pass', 'error', 'pass', 'm
 
 beforeAll(async () => {
   const made = fixtureRepo(6, {
+    instruction: (i) => `Add type hints to src/m${i}.txt; keep behaviour`,
     receipt: (i) => ({
       generator: { command: i % 2 === 0 ? 'builtin:openai' : './gen.sh', version: null },
+      worker: { id: `worker-${i % 3}`, host: i % 2 === 0 ? 'gpu-a.lan' : 'gpu-b.lan' },
+      sandbox: { kind: 'bwrap', network: false },
       usage: { prompt_tokens: 1000 + i, completion_tokens: 200, requests: 1 },
-      timings: { started_at: 'x', finished_at: 'y', generate_ms: [4200, 900, 15000, 2500, 700, 6100][i] },
+      timings: {
+        started_at: '2026-11-30T09:00:00.000Z',
+        finished_at: '2026-11-30T09:00:15.000Z',
+        generate_ms: [4200, 900, 15000, 2500, 700, 6100][i],
+      },
     }),
   });
   jobs = made.jobs;
