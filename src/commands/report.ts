@@ -9,6 +9,7 @@ import { lookStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { pathExists } from '../core/path-exists.js';
 import { loadAssets } from '../report/assets.js';
+import { ReportBytes } from '../report/bytes.js';
 import { checkSource } from '../report/check-source.js';
 import { gatherReport } from '../report/gather.js';
 import { ReportCache } from '../report/report-cache.js';
@@ -52,8 +53,9 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
   const dir = o.out === undefined ? join(store.layout.gen, DEFAULT_REPORT_DIR) : resolve(o.out);
   const assets = loadAssets();
   const cache = ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root));
-  const model = await gatherReport(store, { keys, run, checks: await checkSource(store.root), cache });
-  const written = writeReport(store, model, dir, assets, cache);
+  const bytes = new ReportBytes(store);
+  const model = await gatherReport(store, { keys, run, checks: await checkSource(store.root), cache, bytes });
+  const written = writeReport(store, model, dir, assets, cache, bytes);
   cache.save(dir);
   const openProblem = o.open ? await openInBrowser(written.index) : null;
   const lines = [

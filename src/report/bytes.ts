@@ -52,23 +52,57 @@ function objectFile(store: Store, sha256: string): string[] {
   return SHA256_HEX.test(sha256) ? [store.layout.object(sha256)] : [];
 }
 
-export function findOutput(store: Store, key: string, path: string, sha256: string, look?: Seen): Found {
-  if (pathProblem(path) !== null || !SHA256_HEX.test(key)) return { kind: 'bad-path' };
-  return firstOf(store, [join(store.layout.outDir(key), path), ...objectFile(store, sha256)], sha256, look);
-}
+/** Bytes kept between the gather and the pages of one report: small files only, up to a total. */
+const MEMO_FILE_BYTES = 256 * 1024;
+const MEMO_TOTAL_BYTES = 64 * 1024 * 1024;
 
-/** The bytes a job read at `path` before generation: still in the tree until applied, then kept in objects/. */
-export function findInput(store: Store, path: string, sha256: string, look?: Seen): Found {
-  if (pathProblem(path) !== null) return { kind: 'bad-path' };
-  return firstOf(store, [join(store.root, path), ...objectFile(store, sha256)], sha256, look);
-}
+/**
+ * The finder of one report: what the gather found (and hashed) is kept, so drawing a page does not read
+ * and hash the same bytes again; the page then shows exactly the bytes the gather judged.
+ */
+export class ReportBytes {
+  readonly #memo = new Map<string, Found>();
+  #kept = 0;
 
-export function findShadowOutput(store: Store, filesDir: string, path: string, sha256: string): Found {
-  if (pathProblem(path) !== null) return { kind: 'bad-path' };
-  return firstOf(store, [join(filesDir, path)], sha256);
-}
+  constructor(readonly store: Store) {}
 
-/** A check log, stored by its sha256 in objects/. */
-export function findLog(store: Store, sha256: string): Found {
-  return firstOf(store, objectFile(store, sha256), sha256);
+  #find(files: readonly string[], sha256: string, look?: Seen): Found {
+    const id = `${files.join('\0')}\0${sha256}`;
+    const known = this.#memo.get(id);
+    if (known) {
+      for (const file of files) look?.(file);
+      return known;
+    }
+    const found = firstOf(this.store, files, sha256, look);
+    if (found.kind === 'ok' && found.bytes.length <= MEMO_FILE_BYTES && this.#kept < MEMO_TOTAL_BYTES) {
+      this.#memo.set(id, found);
+      this.#kept += found.bytes.length;
+    }
+    return found;
+  }
+
+  output(key: string, path: string, sha256: string, look?: Seen): Found {
+    if (pathProblem(path) !== null || !SHA256_HEX.test(key)) return { kind: 'bad-path' };
+    return this.#find(
+      [join(this.store.layout.outDir(key), path), ...objectFile(this.store, sha256)],
+      sha256,
+      look,
+    );
+  }
+
+  /** The bytes a job read at `path` before generation: still in the tree until applied, then kept in objects/. */
+  input(path: string, sha256: string, look?: Seen): Found {
+    if (pathProblem(path) !== null) return { kind: 'bad-path' };
+    return this.#find([join(this.store.root, path), ...objectFile(this.store, sha256)], sha256, look);
+  }
+
+  shadowOutput(filesDir: string, path: string, sha256: string): Found {
+    if (pathProblem(path) !== null) return { kind: 'bad-path' };
+    return this.#find([join(filesDir, path)], sha256);
+  }
+
+  /** A check log, stored by its sha256 in objects/. */
+  log(sha256: string): Found {
+    return this.#find(objectFile(this.store, sha256), sha256);
+  }
 }

@@ -4,20 +4,24 @@
 // quote every attribute; a link's target comes only from `href`, which accepts genjob's own names.
 
 /** Markup made by `html` (or `raw` for genjob's own constants); nothing else can pose as one. */
-export interface Html {
-  readonly markup: string;
+class Markup {
+  // a private field: `#text in v` holds only for objects this class made (no shape or prototype fakes it)
+  readonly #text: string;
+  constructor(text: string) {
+    this.#text = text;
+  }
+  get markup(): string {
+    return this.#text;
+  }
+  static is(v: unknown): v is Markup {
+    return typeof v === 'object' && v !== null && #text in v;
+  }
 }
 
-const made = new WeakSet<Html>();
+export type Html = Markup;
 
 function mark(markup: string): Html {
-  const h = { markup };
-  made.add(h);
-  return h;
-}
-
-function isHtml(v: unknown): v is Html {
-  return typeof v === 'object' && v !== null && made.has(v as Html);
+  return new Markup(markup);
 }
 
 const ENTITY: Record<string, string> = {
@@ -38,7 +42,7 @@ export type Interpolated = Html | string | number | boolean | null | undefined |
 function piece(v: Interpolated): string {
   if (v === null || v === undefined || v === false) return '';
   if (Array.isArray(v)) return v.map(piece).join('');
-  if (isHtml(v)) return v.markup;
+  if (Markup.is(v)) return v.markup;
   return escapeText(String(v));
 }
 

@@ -16,7 +16,7 @@ import { peekRecord } from '../store/durable.js';
 import { keysIn, PRECEDENCE, resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
-import { findInput, findOutput, type Seen } from './bytes.js';
+import { ReportBytes, type Seen } from './bytes.js';
 import type { CheckSource } from './check-source.js';
 import type {
   ReportFile,
@@ -42,6 +42,8 @@ export interface GatherOptions {
   env?: NodeJS.ProcessEnv;
   /** What a report into the same directory gathered; left holding exactly the jobs gathered now. */
   cache?: ReportCache;
+  /** The finder to read bytes through (give the same to writeReport: it keeps what was read). */
+  bytes?: ReportBytes;
 }
 
 interface Where {
@@ -100,6 +102,7 @@ function gatherJob(
   key: string,
   at: Where | undefined,
   policy: ReceiptTrustPolicy,
+  bytes: ReportBytes,
   look: Seen,
 ): ReportJob {
   const doc = at ? jobOf(peekRecord(store, at.file)) : null;
@@ -117,9 +120,9 @@ function gatherJob(
     return {
       path: o.path,
       sha256: o.sha256,
-      bytes: findOutput(store, key, o.path, o.sha256, look).kind,
+      bytes: bytes.output(key, o.path, o.sha256, look).kind,
       input,
-      inputFound: input === null || findInput(store, o.path, input, look).kind === 'ok',
+      inputFound: input === null || bytes.input(o.path, input, look).kind === 'ok',
     };
   });
   return {
@@ -144,13 +147,14 @@ function jobFrom(
   key: string,
   at: Where | undefined,
   policy: ReceiptTrustPolicy,
+  bytes: ReportBytes,
   cache: ReportCache | undefined,
 ): ReportJob {
   const where = at ? `${at.state}:${at.file}` : '-';
   const known = cache?.jobs.get(key);
   if (known && known.where === where && fresh(known)) return { ...known.job, checks: [], shadows: [] };
   const stamps = new Map<string, string>();
-  const job = gatherJob(store, key, at, policy, (file) => {
+  const job = gatherJob(store, key, at, policy, bytes, (file) => {
     if (!stamps.has(file)) stamps.set(file, stampOf(file));
   });
   cache?.setJob(key, { where, stamps: [...stamps], job: { ...job, checks: [], shadows: [] } });
@@ -251,7 +255,8 @@ export async function gatherReport(store: Store, o: GatherOptions): Promise<Repo
   keys.sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
   const policy = loadTrustPolicy(store.root);
   o.cache?.keepJobs(new Set(keys));
-  const jobs = keys.map((k) => jobFrom(store, k, where.get(k), policy, o.cache));
+  const bytes = o.bytes ?? new ReportBytes(store);
+  const jobs = keys.map((k) => jobFrom(store, k, where.get(k), policy, bytes, o.cache));
   for (const job of jobs) job.checks = await o.checks.checksOf(job.key);
   const planes = ShadowStore.planes(store);
   shadowsOf(store, planes, jobs);

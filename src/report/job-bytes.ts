@@ -3,8 +3,7 @@
 // names are used (bytes.ts), so the page shows exactly what its fingerprint covers.
 import { SHA256_HEX } from '../core/sha256.js';
 import { ShadowStore } from '../shadow/shadow-store.js';
-import type { Store } from '../store/store.js';
-import { findInput, findLog, findOutput, findShadowOutput } from './bytes.js';
+import type { ReportBytes } from './bytes.js';
 import { type DiffView, diffView } from './diff-view.js';
 import type { ReportJob } from './model.js';
 import type { JobPageBytes } from './render-job.js';
@@ -17,32 +16,31 @@ export function logTail(bytes: Uint8Array, lines = LOG_TAIL_LINES): string {
   return text.split('\n').slice(-lines).join('\n');
 }
 
-export function jobPageBytes(store: Store, job: ReportJob): JobPageBytes {
+export function jobPageBytes(bytes: ReportBytes, job: ReportJob): JobPageBytes {
   const diffs = new Map<string, DiffView>();
   const outputs = new Map<string, Buffer>();
   for (const f of job.files) {
-    const out = findOutput(store, job.key, f.path, f.sha256);
+    const out = bytes.output(job.key, f.path, f.sha256);
     if (out.kind !== 'ok') continue;
     outputs.set(f.path, out.bytes);
-    const input = f.input === null ? null : findInput(store, f.path, f.input);
+    const input = f.input === null ? null : bytes.input(f.path, f.input);
     diffs.set(f.path, diffView(input?.kind === 'ok' ? input.bytes : null, out.bytes));
   }
   const logTails = new Map<string, string>();
   for (const c of job.checks)
     for (const a of c.attempts) {
       if (!a.log || !SHA256_HEX.test(a.log) || logTails.has(a.log)) continue;
-      const log = findLog(store, a.log);
+      const log = bytes.log(a.log);
       if (log.kind === 'ok') logTails.set(a.log, logTail(log.bytes));
     }
   const shadowDiffs = new Map<string, Map<string, DiffView>>();
   for (const s of job.shadows) {
-    const plane = new ShadowStore(store, s.plane.replace(/^shadow:/, ''));
+    const plane = new ShadowStore(bytes.store, s.plane.replace(/^shadow:/, ''));
     const views = new Map<string, DiffView>();
     for (const f of s.files) {
       if (f.live === f.shadow) continue;
       const live = f.live === null ? null : outputs.get(f.path);
-      const other =
-        f.shadow === null ? null : findShadowOutput(store, plane.filesDir(job.key), f.path, f.shadow);
+      const other = f.shadow === null ? null : bytes.shadowOutput(plane.filesDir(job.key), f.path, f.shadow);
       if (live === undefined || (other !== null && other.kind !== 'ok'))
         views.set(f.path, { kind: 'note', note: 'the bytes of one side are not at hand: not drawn' });
       else views.set(f.path, diffView(live, other === null ? null : other.bytes));

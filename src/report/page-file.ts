@@ -18,6 +18,7 @@ import {
 import { join } from 'node:path';
 import { errnoOf, IoError } from '../core/errors.js';
 import { SHA256_HEX } from '../core/sha256.js';
+import { thisProcess } from '../store/process-identity.js';
 import { FINGERPRINT_PREFIX, fingerprintLine } from './page.js';
 
 const LINE_BYTES = Buffer.byteLength(fingerprintLine('0'.repeat(64)));
@@ -63,7 +64,9 @@ export function writePage(file: string, dir: string, text: string, exists: boole
       // made meanwhile (another report): replace it as any existing page
     }
   }
-  const tmp = join(dir, `.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
+  // named as durable.ts names its temps (pid, start time), so sweepStaleTemps knows a dead writer's
+  const { pid, start } = thisProcess();
+  const tmp = join(dir, `.tmp-${pid}-${start}-0-${randomBytes(6).toString('hex')}`);
   try {
     writeFileSync(tmp, text, { flag: 'wx', mode: 0o644 });
     renameSync(tmp, file);

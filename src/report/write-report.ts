@@ -7,9 +7,10 @@ import { lstatSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { SHA256_HEX, sha256Hex } from '../core/sha256.js';
+import { sweepStaleTemps } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import type { Assets } from './assets.js';
-import { findLog } from './bytes.js';
+import { ReportBytes } from './bytes.js';
 import { jobPageBytes } from './job-bytes.js';
 import type { ReportModel } from './model.js';
 import { pageFingerprint, writePage } from './page-file.js';
@@ -76,20 +77,24 @@ function prune(
     throw IoError.wrap('readdir', dir, err);
   }
   for (const name of names.sort())
-    if ((PAGE.test(name) && !keep.has(name)) || name.startsWith('.tmp-')) {
+    if (PAGE.test(name) && !keep.has(name)) {
       rmSync(join(dir, name), { force: true });
-      if (PAGE.test(name)) removed.push(`${sub}/${name}`);
+      removed.push(`${sub}/${name}`);
       cache?.dropPage(`${sub}/${name}`);
     }
 }
 
-/** `cache`: the pages' stamps and digests from the last report here (an untouched page is known by an lstat). */
+/**
+ * `cache`: the pages' stamps and digests from the last report here (an untouched page is known by an lstat);
+ * `bytes`: the gather's finder, holding the bytes it already read.
+ */
 export function writeReport(
   store: Store,
   model: ReportModel,
   dir: string,
   assets: Assets,
   cache?: ReportCache,
+  bytes = new ReportBytes(store),
 ): WriteResult {
   makeDir(dir);
   refuseForeign(dir);
@@ -97,6 +102,8 @@ export function writeReport(
   const logsDir = join(dir, 'logs');
   makeDir(jobsDir);
   makeDir(logsDir);
+  // temp files a report that died left (never a live one's)
+  sweepStaleTemps(store, undefined, undefined, [dir, jobsDir, logsDir]);
   const written: string[] = [];
   let unchanged = 0;
   const page = (file: string, inDir: string, name: string, fp: string, render: () => string) => {
@@ -125,13 +132,13 @@ export function writeReport(
     const fp = fingerprint(assets, 'job', job);
     jobPrints.push(fp);
     page(join(jobsDir, name), jobsDir, `jobs/${name}`, fp, () =>
-      renderJob(job, jobPageBytes(store, job), assets, fp),
+      renderJob(job, jobPageBytes(bytes, job), assets, fp),
     );
     for (const c of job.checks)
       for (const a of c.attempts) if (a.log && SHA256_HEX.test(a.log)) logs.add(a.log);
   }
   for (const sha of [...logs].sort()) {
-    const found = findLog(store, sha);
+    const found = bytes.log(sha);
     const fp = fingerprint(assets, 'log', { sha, found: found.kind });
     page(join(logsDir, `${sha}.html`), logsDir, `logs/${sha}.html`, fp, () =>
       renderLog(sha, found.kind === 'ok' ? found.bytes.toString('utf8') : null, assets, fp),

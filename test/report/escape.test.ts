@@ -29,9 +29,11 @@ describe('html``', () => {
     );
   });
 
-  it('treats an object shaped like markup as text, not markup', () => {
+  it('treats an object shaped like markup, or made from its prototype, as text, not markup', () => {
     const forged = { markup: '<script>x()</script>' };
     expect(html`${forged as never}`.markup).toBe('[object Object]');
+    const posing = Object.create(Object.getPrototypeOf(html``) as object) as never;
+    expect(html`${posing}`.markup).toBe('[object Object]');
   });
 
   it('escapes the separator of joinHtml and each part', () => {

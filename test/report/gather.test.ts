@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { canonical, sha256 } from '../../bench/fixtures.mjs';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { RECEIPT_PAYLOAD_TYPE, signEnvelope } from '../../src/core/dsse.js';
+import { ReportBytes } from '../../src/report/bytes.js';
 import { NO_CHECKS } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
 import { jobPageBytes } from '../../src/report/job-bytes.js';
@@ -40,7 +41,7 @@ describe('gatherReport', () => {
       signer: 'unsigned',
       generateMs: 110,
     });
-    const view = jobPageBytes(store, job).diffs.get('src/m1.txt');
+    const view = jobPageBytes(new ReportBytes(store), job).diffs.get('src/m1.txt');
     expect(view).toMatchObject({ kind: 'text', added: 1, removed: 1 });
   });
 
@@ -49,7 +50,7 @@ describe('gatherReport', () => {
     writeFileSync(join(store.layout.outDir(jobs[0]!.key), 'src/m0.txt'), 'something else entirely\n');
     const [job] = (await gatherReport(store, { checks: NO_CHECKS })).jobs;
     expect(job!.files[0]!.bytes).toBe('drift');
-    expect(jobPageBytes(store, job!).diffs.size).toBe(0);
+    expect(jobPageBytes(new ReportBytes(store), job!).diffs.size).toBe(0);
   });
 
   it('never reads a path a receipt names outside the repository rules (a forged ../ output)', async () => {
@@ -61,7 +62,7 @@ describe('gatherReport', () => {
     patchReceipt(store, jobs[0]!.key, { outputs: [forged] });
     const [job] = (await gatherReport(store, { checks: NO_CHECKS })).jobs;
     expect(job!.files[0]!.bytes).toBe('bad-path');
-    expect(jobPageBytes(store, job!).diffs.size).toBe(0);
+    expect(jobPageBytes(new ReportBytes(store), job!).diffs.size).toBe(0);
   });
 
   it('finds an input by its digest in the tree, and says so when the tree changed since mint', async () => {
@@ -164,7 +165,9 @@ describe('gatherReport', () => {
     const verdict = (k: string) => model.jobs.find((j) => j.key === k)!.shadows[0]!.verdict;
     expect([verdict(jobs[0]!.key), verdict(jobs[1]!.key)]).toEqual(['identical', 'differs']);
     const differs = model.jobs.find((j) => j.key === jobs[1]!.key)!;
-    expect(jobPageBytes(store, differs).shadowDiffs.get('shadow:alt')!.get(jobs[1]!.path)).toMatchObject({
+    expect(
+      jobPageBytes(new ReportBytes(store), differs).shadowDiffs.get('shadow:alt')!.get(jobs[1]!.path),
+    ).toMatchObject({
       kind: 'text',
       added: 1,
       removed: 0,

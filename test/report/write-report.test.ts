@@ -72,6 +72,20 @@ describe('writeReport', () => {
     expect(readdirSync(join(dir, 'jobs'))).toEqual([`${jobs[2]!.key}.html`]);
   });
 
+  it('removes what a report that died left (its temp files) and nothing it did not write', async () => {
+    const { store } = fixtureRepo(1);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await reportOf(store, dir);
+    // pid 2^22 + 1 is above Linux's pid_max: that writer is gone
+    writeFileSync(join(dir, 'jobs', '.tmp-4194305-1-0-abcdef'), 'half a page');
+    writeFileSync(join(dir, 'notes.txt'), 'mine');
+    writeFileSync(join(dir, 'jobs', 'README'), 'mine too');
+    await reportOf(store, dir);
+    expect(readdirSync(join(dir, 'jobs')).filter((n) => n.startsWith('.tmp-'))).toEqual([]);
+    expect(readdirSync(join(dir, 'jobs'))).toContain('README');
+    expect(readFileSync(join(dir, 'notes.txt'), 'utf8')).toBe('mine');
+  });
+
   it('writes a torn page again: without its last line it matches nothing', async () => {
     const { store, jobs } = fixtureRepo(2);
     const dir = join(tempDir('genjob-report-out-'), 'r');

@@ -1,0 +1,57 @@
+// A file's change drawn side by side and unified: removed runs paired with the added runs after them,
+// changed words marked, line numbers on both sides, a created file as all additions; binary, identical
+// and too-large changes are a note instead of a table.
+import { describe, expect, it } from 'vitest';
+import { diffView } from '../../src/report/diff-view.js';
+
+const b = (s: string) => Buffer.from(s);
+const cells = (markup: string, cls: string) =>
+  [...markup.matchAll(new RegExp(`<td class="${cls}">(.*?)</td>`, 'g'))].map((m) => m[1]);
+
+describe('diffView', () => {
+  it('pairs a changed line with its new version and marks the words that changed', () => {
+    const v = diffView(b('a\nkeep\nold words here\nz\n'), b('a\nkeep\nnew words here\nz\n'));
+    if (v.kind !== 'text') throw new Error(v.note);
+    expect([v.added, v.removed]).toEqual([1, 1]);
+    expect(v.split.markup).toContain(
+      '<td class="del"><del>old</del> words here</td><td class="ln add">3</td><td class="add"><ins>new</ins> words here</td>',
+    );
+    expect(cells(v.unified.markup, 'sign del')).toEqual(['-']);
+    expect(cells(v.unified.markup, 'del')).toEqual(['old words here']);
+    expect(cells(v.unified.markup, 'add')).toEqual(['new words here']);
+    expect(v.split.markup).toContain('@@ -1,4 +1,4 @@');
+  });
+
+  it('draws an added run longer than the removed one with empty cells on the old side', () => {
+    const v = diffView(b('x\n'), b('y\ny2\ny3\n'));
+    if (v.kind !== 'text') throw new Error(v.note);
+    expect([v.added, v.removed]).toEqual([3, 1]);
+    expect(v.split.markup.match(/<td class="ln empty"><\/td><td class="empty"><\/td>/g)).toHaveLength(2);
+  });
+
+  it('draws a created file as additions only', () => {
+    const v = diffView(null, b('one\ntwo\n'));
+    if (v.kind !== 'text') throw new Error(v.note);
+    expect([v.added, v.removed]).toEqual([2, 0]);
+    expect(cells(v.unified.markup, 'add')).toEqual(['one', 'two']);
+  });
+
+  it('escapes the lines it draws', () => {
+    const v = diffView(b('<b>\n'), b('<script>x()</script>\n'));
+    if (v.kind !== 'text') throw new Error(v.note);
+    expect(v.split.markup).not.toContain('<script>');
+    expect(v.unified.markup).toContain('&lt;script&gt;x()&lt;/script&gt;');
+  });
+
+  it.each([
+    { what: 'a binary file', before: b('a\0b'), after: b('a\0c'), note: 'binary file: 3 bytes → 3 bytes' },
+    {
+      what: 'identical bytes',
+      before: b('same\n'),
+      after: b('same\n'),
+      note: 'no change: the bytes are identical',
+    },
+  ])('says so for $what instead of drawing a table', ({ before, after, note }) => {
+    expect(diffView(before, after)).toEqual({ kind: 'note', note });
+  });
+});

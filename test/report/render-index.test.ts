@@ -1,0 +1,112 @@
+// The index from a model (pure): each row carries the words its filters match (state, status, every
+// checker's verdict and `stale`), a missing record is a `missing` cell, a shadow plane gets a column, the
+// gate says open or closed, and the page ends with its fingerprint line.
+import { describe, expect, it } from 'vitest';
+import { loadAssets } from '../../src/report/assets.js';
+import type { ReportJob, ReportModel } from '../../src/report/model.js';
+import { fingerprintLine } from '../../src/report/page.js';
+import { renderIndex } from '../../src/report/render-index.js';
+import { check } from './fixture.js';
+
+function job(key: string, more: Partial<ReportJob> = {}): ReportJob {
+  return {
+    key: key.repeat(64).slice(0, 64),
+    state: 'received',
+    instruction: 'do it',
+    inputs: [{ path: 'a.txt', sha256: null }],
+    dead: null,
+    epoch: 1,
+    host: 'local',
+    receipt: null,
+    receiptProblem: null,
+    files: [],
+    checks: [],
+    shadows: [],
+    ...more,
+  };
+}
+
+const model = (jobs: ReportJob[], more: Partial<ReportModel> = {}): ReportModel => ({
+  title: 'all jobs',
+  run: null,
+  checkers: ['tests'],
+  planes: [],
+  jobs,
+  spend: [],
+  ...more,
+});
+
+const rows = (page: string) =>
+  [...page.matchAll(/<tr data-state="([^"]*)" data-status="([^"]*)" data-verdicts="([^"]*)">/g)].map((m) =>
+    m.slice(1),
+  );
+
+describe('renderIndex', () => {
+  it('gives each row the words its filters match', () => {
+    const page = renderIndex(
+      model([
+        job('a', { checks: [check('tests', 'pass', { current: false, stale: 'base' })] }),
+        job('b', { state: 'dead', dead: { code: 'EGJ_DROPPED', reason: 'no' } }),
+        job('c', { checks: [check('tests', 'flaky')] }),
+      ]),
+      loadAssets(),
+      '0'.repeat(64),
+    );
+    expect(rows(page)).toEqual([
+      ['received', 'none', 'pass stale'],
+      ['dead', 'dead', 'missing'],
+      ['received', 'none', 'flaky'],
+    ]);
+    expect(page).toContain('<span class="stale">stale: base</span>');
+    expect(page.endsWith(fingerprintLine('0'.repeat(64)))).toBe(true);
+  });
+
+  it('offers no verdict filter when no checker is declared or recorded', () => {
+    const page = renderIndex(model([job('a')], { checkers: [] }), loadAssets(), '1'.repeat(64));
+    expect(page).not.toContain('id="f-verdict"');
+    expect(rows(page)).toEqual([['received', 'none', '']]);
+  });
+
+  it('draws a column per shadow plane with its compare verdict', () => {
+    const shadow = {
+      plane: 'shadow:alt',
+      verdict: 'differs' as const,
+      digest: null,
+      status: 'ok',
+      generator: null,
+      reason: null,
+      tokens: 0,
+      files: [],
+    };
+    const page = renderIndex(
+      model([job('a', { shadows: [shadow] })], { planes: ['shadow:alt'] }),
+      loadAssets(),
+      '2'.repeat(64),
+    );
+    expect(page).toContain('<button type="button">shadow:alt</button>');
+    expect(page).toContain(
+      '<td class="shadow" data-v="differs"><span class="verdict v-differs">differs</span></td>',
+    );
+  });
+
+  it('says an open gate is open and what it waits for', () => {
+    const run = {
+      name: 'hints',
+      keys: ['a'.repeat(64)],
+      gate: {
+        state: 'open' as const,
+        met: null,
+        passed: 0,
+        total: 1,
+        policy: '--min-pass 1',
+        recordDigest: null,
+        waiting: '1 job without a receipt',
+      },
+    };
+    const page = renderIndex(model([job('a')], { run, title: 'run hints' }), loadAssets(), '3'.repeat(64));
+    expect(page).toContain(
+      '<b class="gate-open" id="gate-state">open</b> — waits for 1 job without a receipt',
+    );
+    expect(page).toContain('none (the gate is open)');
+  });
+});
