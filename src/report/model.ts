@@ -3,6 +3,8 @@
 // or a judge; only escape.ts turns it into markup. The model holds digests, never bytes, so its
 // canonical JSON is a page's fingerprint: the same model always renders the same page.
 
+import { STATE_DIRS } from '../store/layout.js';
+
 export type CheckVerdict = 'pass' | 'fail' | 'flaky' | 'uncertain' | 'error' | 'missing';
 export const CHECK_VERDICTS: readonly CheckVerdict[] = [
   'pass',
@@ -79,16 +81,9 @@ export interface ReportShadow {
   files: Array<{ path: string; live: string | null; shadow: string | null }>;
 }
 
-export type ReportState = 'queue' | 'running' | 'received' | 'applied' | 'reverted' | 'dead' | 'unknown';
-export const STATE_ORDER: readonly ReportState[] = [
-  'queue',
-  'running',
-  'received',
-  'applied',
-  'reverted',
-  'dead',
-  'unknown',
-];
+/** A job's state directory, in the order of the flow, and `unknown` for a run's key without a job file. */
+export const STATE_ORDER = [...STATE_DIRS, 'unknown'] as const;
+export type ReportState = (typeof STATE_ORDER)[number];
 
 export interface ReportJob {
   key: string;
