@@ -55,8 +55,8 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
   const cache = ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root));
   const bytes = new ReportBytes(store);
   const model = await gatherReport(store, { keys, run, checks: await checkSource(store.root), cache, bytes });
-  const written = writeReport(store, model, dir, assets, cache, bytes);
-  cache.save(dir);
+  const written = await writeReport(store, model, dir, assets, cache, bytes);
+  await cache.save(dir);
   const openProblem = o.open ? await openInBrowser(written.index) : null;
   const lines = [
     written.index,

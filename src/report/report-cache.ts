@@ -88,10 +88,10 @@ export class ReportCache {
     if (this.pages.delete(name)) this.changed = true;
   }
 
-  save(dir: string): void {
+  async save(dir: string): Promise<void> {
     if (!this.changed) return;
     const doc = { id: this.id, jobs: [...this.jobs.values()], pages: [...this.pages] };
-    writePage(join(dir, CACHE_FILE), dir, JSON.stringify(doc), true);
+    await writePage(join(dir, CACHE_FILE), dir, JSON.stringify(doc), true);
     this.changed = false;
   }
 }

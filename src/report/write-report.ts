@@ -13,7 +13,7 @@ import type { Assets } from './assets.js';
 import { ReportBytes } from './bytes.js';
 import { jobPageBytes } from './job-bytes.js';
 import type { ReportModel } from './model.js';
-import { pageFingerprint, writePage } from './page-file.js';
+import { pageFingerprint, WriteQueue, writePage } from './page-file.js';
 import { renderIndex } from './render-index.js';
 import { renderJob } from './render-job.js';
 import { renderLog } from './render-log.js';
@@ -88,14 +88,14 @@ function prune(
  * `cache`: the pages' stamps and digests from the last report here (an untouched page is known by an lstat);
  * `bytes`: the gather's finder, holding the bytes it already read.
  */
-export function writeReport(
+export async function writeReport(
   store: Store,
   model: ReportModel,
   dir: string,
   assets: Assets,
   cache?: ReportCache,
   bytes = new ReportBytes(store),
-): WriteResult {
+): Promise<WriteResult> {
   makeDir(dir);
   refuseForeign(dir);
   const jobsDir = join(dir, 'jobs');
@@ -106,7 +106,8 @@ export function writeReport(
   sweepStaleTemps(store, undefined, undefined, [dir, jobsDir, logsDir]);
   const written: string[] = [];
   let unchanged = 0;
-  const page = (file: string, inDir: string, name: string, fp: string, render: () => string) => {
+  const queue = new WriteQueue();
+  const page = async (file: string, inDir: string, name: string, fp: string, render: () => string) => {
     const stamp = stampOf(file);
     const known = cache?.pages.get(name);
     // a page the cache knows is trusted while its stamp holds, and rewritten once anything touched it;
@@ -118,9 +119,12 @@ export function writeReport(
       cache?.setPage(name, stamp, fp);
       return;
     }
-    writePage(file, inDir, render(), now !== undefined);
+    const text = render();
     written.push(name);
-    cache?.setPage(name, stampOf(file), fp);
+    await queue.add(async () => {
+      await writePage(file, inDir, text, now !== undefined);
+      cache?.setPage(name, stampOf(file), fp);
+    });
   };
 
   const jobPages = new Set<string>();
@@ -131,7 +135,7 @@ export function writeReport(
     jobPages.add(name);
     const fp = fingerprint(assets, 'job', job);
     jobPrints.push(fp);
-    page(join(jobsDir, name), jobsDir, `jobs/${name}`, fp, () =>
+    await page(join(jobsDir, name), jobsDir, `jobs/${name}`, fp, () =>
       renderJob(job, jobPageBytes(bytes, job), assets, fp),
     );
     for (const c of job.checks)
@@ -140,16 +144,18 @@ export function writeReport(
   for (const sha of [...logs].sort()) {
     const found = bytes.log(sha);
     const fp = fingerprint(assets, 'log', { sha, found: found.kind });
-    page(join(logsDir, `${sha}.html`), logsDir, `logs/${sha}.html`, fp, () =>
+    await page(join(logsDir, `${sha}.html`), logsDir, `logs/${sha}.html`, fp, () =>
       renderLog(sha, found.kind === 'ok' ? found.bytes.toString('utf8') : null, assets, fp),
     );
   }
+  await queue.drain();
   const removed: string[] = [];
   prune(jobsDir, jobPages, 'jobs', removed, cache);
   prune(logsDir, new Set([...logs].map((l) => `${l}.html`)), 'logs', removed, cache);
   const index = join(dir, 'index.html');
   // the index shows a part of each job: the job pages' digests stand for the jobs
   const fp = fingerprint(assets, 'index', { ...model, jobs: jobPrints });
-  page(index, dir, 'index.html', fp, () => renderIndex(model, assets, fp));
+  await page(index, dir, 'index.html', fp, () => renderIndex(model, assets, fp));
+  await queue.drain();
   return { dir, index, written, unchanged, removed };
 }

@@ -74,7 +74,7 @@ beforeAll(async () => {
     env: { GENJOB_PRICE_IN: '2', GENJOB_PRICE_OUT: '8' },
   });
   suiteDir = mkdtempSync(join(tmpdir(), 'genjob-report-browser-'));
-  index = writeReport(made.store, model, join(suiteDir, 'report'), loadAssets()).index;
+  index = (await writeReport(made.store, model, join(suiteDir, 'report'), loadAssets())).index;
   ctx = await launchChromium(suiteDir);
 });
 

@@ -24,8 +24,14 @@ function mark(cache: ReportCache): void {
 async function report(store: Store, dir: string) {
   const assets = loadAssets();
   const cache = ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root));
-  const out = writeReport(store, await gatherReport(store, { checks: NO_CHECKS, cache }), dir, assets, cache);
-  cache.save(dir);
+  const out = await writeReport(
+    store,
+    await gatherReport(store, { checks: NO_CHECKS, cache }),
+    dir,
+    assets,
+    cache,
+  );
+  await cache.save(dir);
   return out;
 }
 
@@ -112,7 +118,7 @@ describe('the report cache', () => {
     const dir = tempDir('genjob-report-cache-');
     const cache = new ReportCache(ReportCache.idOf('renderer-a', root));
     await gatherReport(store, { checks: NO_CHECKS, cache });
-    cache.save(dir);
+    await cache.save(dir);
     expect(ReportCache.load(dir, ReportCache.idOf('renderer-a', root)).jobs.size).toBe(2);
     expect(ReportCache.load(dir, ReportCache.idOf('renderer-b', root)).jobs.size).toBe(0);
     expect(ReportCache.load(dir, ReportCache.idOf('renderer-a', `${root}-other`)).jobs.size).toBe(0);

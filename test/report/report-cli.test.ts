@@ -1,7 +1,7 @@
 // genjob report through the built CLI: the default directory (.gen/report/) and its index path on
 // stdout, --json, --out, keys and prefixes, a second run that writes nothing, --open through $BROWSER
 // (and a browser that cannot start, which is said but not fatal), and each refusal with its exit code.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
@@ -100,6 +100,19 @@ describe('genjob report', () => {
       `genjob: EGJ_REPORT_DIR: ${join(out, 'index.html')}: not a page of a genjob report; choose another --out (a report never overwrites other files)\n`,
     );
     expect(readFileSync(join(out, 'index.html'), 'utf8')).toBe('<h1>my site</h1>\n');
+  });
+
+  it('ends with EGJ_IO (exit 5) naming a page it cannot write, and leaves no temp file', async () => {
+    const { root, jobs } = fixtureRepo(2);
+    const blocked = join(root, '.gen', 'report', 'jobs', `${jobs[0]!.key}.html`);
+    mkdirSync(join(blocked, 'in-the-way'), { recursive: true });
+    const r = await cli(root, ['report']);
+    expect(r.exitCode).toBe(5);
+    expect(r.stderr).toMatch(new RegExp(`^genjob: EGJ_IO: ${blocked}: write failed: `));
+    expect(readdirSync(join(root, '.gen', 'report', 'jobs')).filter((n) => n.startsWith('.tmp-'))).toEqual(
+      [],
+    );
+    expect(existsSync(join(root, '.gen', 'report', 'index.html'))).toBe(false);
   });
 
   it('ships its stylesheet and script in the package (dist/report-assets/)', async () => {

@@ -134,7 +134,7 @@ describe('a report of hostile text', () => {
       ]),
     );
     const dir = join(suiteDir, 'judge-report');
-    const { index } = writeReport(store, await gatherReport(store, { checks }), dir, loadAssets());
+    const { index } = await writeReport(store, await gatherReport(store, { checks }), dir, loadAssets());
 
     const w = await watchedPage(ctx);
     await open(w, index);

@@ -107,7 +107,7 @@ describe('writeReport', () => {
       join(assets, 'report.css'),
       `${readFileSync(join(assets, 'report.css'), 'utf8')}\nh1 { color: red; }\n`,
     );
-    const again = writeReport(
+    const again = await writeReport(
       store,
       await gatherReport(store, { checks: NO_CHECKS }),
       dir,
