@@ -2,6 +2,7 @@
 // side-by-side and a unified diff against its input, the receipt's facts, each checker's attempts with
 // the last lines of their logs (the full log one link away) and a judge's reasons, and each shadow
 // plane's answer beside the live one. No script runs on it.
+import { SHA256_HEX } from '../core/sha256.js';
 import type { Assets } from './assets.js';
 import { badge, checkCell, shortKey, statusOf } from './cells.js';
 import type { DiffView } from './diff-view.js';
@@ -23,10 +24,10 @@ export interface JobPageBytes {
 const facts = (rows: ReadonlyArray<readonly [string, Html | string | number | null]>) =>
   html`<table class="facts">${rows.map(([k, v]) => html`<tr><th>${k}</th><td>${v ?? html`<span class="muted">—</span>`}</td></tr>`)}</table>`;
 
-function view(v: DiffView | undefined, open: boolean): Html {
+function view(v: DiffView | undefined): Html {
   if (!v) return html`<p class="note">no diff drawn</p>`;
   if (v.kind === 'note') return html`<p class="note">${v.note}</p>`;
-  return html`<details${open ? html` open` : ''}><summary>side by side</summary>${v.split}</details><details><summary>unified</summary>${v.unified}</details>`;
+  return html`<details open><summary>side by side</summary>${v.split}</details><details><summary>unified</summary>${v.unified}</details>`;
 }
 
 const FILE_NOTES: Record<ReportFile['bytes'], string | null> = {
@@ -45,7 +46,7 @@ function output(f: ReportFile, v: DiffView | undefined, n: number): Html {
       : '';
   return html`<div class="file" id="file-${n}"><div class="file-head"><span class="mono">${f.path}</span>${counts} <span class="muted mono">${f.input === null ? 'created' : `from sha256:${f.input.slice(0, 12)}`} → sha256:${f.sha256.slice(0, 12)}</span></div>
 ${note ? html`<p class="note bad">${note}</p>` : !f.inputFound ? html`<p class="note">the input's bytes (sha256:${f.input?.slice(0, 12)}) are no longer at hand: the file changed since mint and was never applied; drawn as a new file</p>` : ''}
-${note ? '' : html`<div class="file-body">${view(v, true)}</div>`}</div>`;
+${note ? '' : html`<div class="file-body">${view(v)}</div>`}</div>`;
 }
 
 function receiptFacts(r: ReportReceipt, problem: string | null): Html {
@@ -80,10 +81,12 @@ function receiptFacts(r: ReportReceipt, problem: string | null): Html {
 
 function check(c: ReportCheck, bytes: JobPageBytes): Html {
   const attempts = c.attempts.map((a, i) => {
-    const tail = a.log ? bytes.logTails.get(a.log) : undefined;
+    // a log is named by its sha256; anything else is not a log this page can link to
+    const log = a.log !== null && SHA256_HEX.test(a.log) ? a.log : null;
+    const tail = log ? bytes.logTails.get(log) : undefined;
     return html`<tr><td class="num">${i + 1}</td><td class="num">${a.exit ?? ''}</td><td class="num">${a.ms === null ? '' : formatMs(a.ms)}</td><td>${
-      a.log
-        ? html`${tail === undefined ? html`<span class="muted">log not at hand</span>` : html`<pre class="log">${tail}</pre>`}<a href="${href(`../logs/${a.log}.html`)}">full log</a>`
+      log
+        ? html`${tail === undefined ? html`<span class="muted">log not at hand</span>` : html`<pre class="log">${tail}</pre>`}<a href="${href(`../logs/${log}.html`)}">full log</a>`
         : html`<span class="muted">no log</span>`
     }</td></tr>`;
   });
@@ -125,7 +128,7 @@ ${s.files
   .filter((f) => f.live !== f.shadow)
   .map(
     (f) =>
-      html`<div class="file"><div class="file-head"><span class="mono">${f.path}</span> <span class="muted">live (left) vs ${s.plane} (right)</span></div><div class="file-body">${view(diffs?.get(f.path), true)}</div></div>`,
+      html`<div class="file"><div class="file-head"><span class="mono">${f.path}</span> <span class="muted">live (left) vs ${s.plane} (right)</span></div><div class="file-body">${view(diffs?.get(f.path))}</div></div>`,
   )}`;
 }
 

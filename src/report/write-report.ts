@@ -145,7 +145,7 @@ export async function writeReport(
     const found = bytes.log(sha);
     const fp = fingerprint(assets, 'log', { sha, found: found.kind });
     await page(join(logsDir, `${sha}.html`), logsDir, `logs/${sha}.html`, fp, () =>
-      renderLog(sha, found.kind === 'ok' ? found.bytes.toString('utf8') : null, assets, fp),
+      renderLog(sha, found, assets, fp),
     );
   }
   await queue.drain();
