@@ -32,17 +32,27 @@ const ENTITY: Record<string, string> = {
   "'": '&#39;',
 };
 
+const SPECIAL = /[&<>"']/;
+const SPECIALS = /[&<>"']/g;
+
 /** Text as HTML text or as a quoted attribute value. */
 export function escapeText(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ENTITY[c]!);
+  // most text has nothing to escape: test once before replacing (a report escapes a million pieces)
+  return SPECIAL.test(text) ? text.replace(SPECIALS, (c) => ENTITY[c]!) : text;
 }
 
 export type Interpolated = Html | string | number | boolean | null | undefined | readonly Interpolated[];
 
 function piece(v: Interpolated): string {
+  if (typeof v === 'string') return escapeText(v);
+  if (typeof v === 'number') return String(v);
   if (v === null || v === undefined || v === false) return '';
-  if (Array.isArray(v)) return v.map(piece).join('');
   if (Markup.is(v)) return v.markup;
+  if (Array.isArray(v)) {
+    let out = '';
+    for (const x of v) out += piece(x);
+    return out;
+  }
   return escapeText(String(v));
 }
 
