@@ -205,9 +205,12 @@ function shadowsOf(store: Store, planes: readonly string[], jobs: readonly Repor
 /** Tokens per generator and mode (interactive, batch), from the receipts as status-spend.ts counts and prices them. */
 function spendOf(jobs: readonly ReportJob[], env: NodeJS.ProcessEnv): SpendRow[] {
   const byGenerator = new Map<string, ReportReceipt[]>();
-  for (const j of jobs)
-    if (j.receipt)
-      byGenerator.set(j.receipt.generator, [...(byGenerator.get(j.receipt.generator) ?? []), j.receipt]);
+  for (const j of jobs) {
+    if (!j.receipt) continue;
+    const list = byGenerator.get(j.receipt.generator);
+    if (list) list.push(j.receipt);
+    else byGenerator.set(j.receipt.generator, [j.receipt]);
+  }
   const rows: SpendRow[] = [];
   for (const generator of [...byGenerator.keys()].sort()) {
     const spend = spendOfReceipts(
