@@ -3,7 +3,7 @@
 // columns sort in place; a job page shows the lines its output changed; nothing logs an error, fails
 // to load or reaches off the disk. Screenshots of the index and a job page are kept for a reviewer
 // (their paths are printed).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext } from 'playwright-core';
@@ -48,6 +48,11 @@ beforeAll(async () => {
     }),
   });
   jobs = made.jobs;
+  // one job back in the queue, as a retry leaves it (its old receipt stays where it was)
+  renameSync(
+    made.store.layout.jobFile('received', jobs[5]!.key),
+    made.store.layout.jobFile('queue', jobs[5]!.key),
+  );
   const table = new Map<string, ReportCheck[]>();
   for (const [i, j] of jobs.entries()) {
     const [verdict, more] = TESTS[i]!;
@@ -107,7 +112,7 @@ describe('the report in chromium', () => {
     await w.page.close();
   });
 
-  it('filters the rows by verdict and by status, and sorts by a column, without reloading', async () => {
+  it('filters the rows by verdict and by state, and sorts by a column, without reloading', async () => {
     const w = await watchedPage(ctx);
     await open(w, index);
     const visibleKeys = () =>
@@ -124,6 +129,14 @@ describe('the report in chromium', () => {
     expect(await visibleKeys()).toEqual([jobs[3]!.key]);
     await w.page.selectOption('#f-verdict', '');
     expect(await visibleKeys()).toHaveLength(6);
+    await w.page.selectOption('#f-state', 'queue');
+    expect(await visibleKeys()).toEqual([jobs[5]!.key]);
+    await w.page.selectOption('#f-state', 'received');
+    // a row matches a verdict when any of its checkers has it (job 1: tests fail, lint pass)
+    await w.page.selectOption('#f-verdict', 'pass');
+    expect((await visibleKeys()).sort()).toEqual([0, 1, 3].map((i) => jobs[i]!.key).sort());
+    await w.page.selectOption('#f-state', '');
+    await w.page.selectOption('#f-verdict', '');
     // time: 4200 900 15000 2500 700 6100 ms
     await w.page.locator('#jobs thead th', { hasText: 'time' }).locator('button').click();
     expect(await visibleKeys()).toEqual([4, 1, 3, 0, 5, 2].map((i) => jobs[i]!.key));
