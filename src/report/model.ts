@@ -109,8 +109,12 @@ export interface ReportGate {
   met: boolean | null;
   passed: number;
   total: number;
+  /** The rate as the run plane words it (`57/60 = 95.0%`). */
+  rate: string;
   policy: string;
   recordDigest: string | null;
+  /** Closed: the receipts or checks it closed on changed since (a new evaluation would decide anew). */
+  stale: boolean;
   /** Open: what the gate waits for. */
   waiting: string | null;
 }

@@ -35,13 +35,12 @@ function gate(model: ReportModel): Html {
   const g = run.gate;
   if (!g)
     return html`<p>Run <b>${run.name}</b>: ${run.keys.length} intended job(s); no gate evaluated yet.</p>`;
-  const pct = g.total === 0 ? 'n/a' : `${((g.passed / g.total) * 100).toFixed(1)}%`;
   const word = g.state === 'open' ? 'open' : g.met ? 'closed: met' : 'closed: not met';
   const cls = g.state === 'open' ? 'gate-open' : g.met ? 'gate-closed' : 'gate-notmet';
   return html`<table class="facts">
 <tr><th>run</th><td>${run.name} (${run.keys.length} intended job(s))</td></tr>
-<tr><th>gate</th><td><b class="${cls}" id="gate-state">${word}</b>${g.waiting ? html` — waits for ${g.waiting}` : ''}</td></tr>
-<tr><th>passed</th><td>${g.passed}/${g.total} = ${pct}</td></tr>
+<tr><th>gate</th><td><b class="${cls}" id="gate-state">${word}</b>${g.waiting ? html` — waits for ${g.waiting}` : ''}${g.stale ? html` <span class="stale">stale: receipts or checks changed since it closed</span>` : ''}</td></tr>
+<tr><th>passed</th><td>${g.rate}</td></tr>
 <tr><th>policy</th><td><code>${g.policy}</code></td></tr>
 <tr><th>gate record</th><td class="mono">${g.recordDigest ? `sha256:${g.recordDigest}` : 'none (the gate is open)'}</td></tr>
 </table>`;

@@ -98,8 +98,10 @@ describe('renderIndex', () => {
         met: null,
         passed: 0,
         total: 1,
-        policy: '--min-pass 1',
+        rate: '0/1 = 0.0%',
+        policy: '--min-pass 100.0%',
         recordDigest: null,
+        stale: false,
         waiting: '1 job without a receipt',
       },
     };
@@ -108,5 +110,28 @@ describe('renderIndex', () => {
       '<b class="gate-open" id="gate-state">open</b> — waits for 1 job without a receipt',
     );
     expect(page).toContain('none (the gate is open)');
+  });
+
+  it('says a closed gate whose evidence changed is stale', () => {
+    const run = {
+      name: 'hints',
+      keys: ['a'.repeat(64)],
+      gate: {
+        state: 'closed' as const,
+        met: true,
+        passed: 1,
+        total: 1,
+        rate: '1/1 = 100.0%',
+        policy: '--min-pass 100.0%',
+        recordDigest: 'f'.repeat(64),
+        stale: true,
+        waiting: null,
+      },
+    };
+    const page = renderIndex(model([job('a')], { run, title: 'run hints' }), loadAssets(), '4'.repeat(64));
+    expect(page).toContain(
+      '<b class="gate-closed" id="gate-state">closed: met</b> <span class="stale">stale: receipts or checks changed since it closed</span>',
+    );
+    expect(page).toContain('<td>1/1 = 100.0%</td>');
   });
 });
