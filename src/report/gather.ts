@@ -19,6 +19,7 @@ import { loadTrustPolicy } from '../trust/trust-file.js';
 import { ReportBytes, type Seen } from './bytes.js';
 import type { CheckSource } from './check-source.js';
 import type {
+  ReportCheck,
   ReportFile,
   ReportJob,
   ReportModel,
@@ -141,7 +142,7 @@ function gatherJob(
   };
 }
 
-/** A job from the cache when every file it read stamps the same, else gathered again (and cached). */
+/** A job from the cache when every file it read stamps the same (`hit`), else gathered again (and cached). */
 function jobFrom(
   store: Store,
   key: string,
@@ -149,16 +150,35 @@ function jobFrom(
   policy: ReceiptTrustPolicy,
   bytes: ReportBytes,
   cache: ReportCache | undefined,
-): ReportJob {
+): { job: ReportJob; hit: boolean } {
   const where = at ? `${at.state}:${at.file}` : '-';
   const known = cache?.jobs.get(key);
-  if (known && known.where === where && fresh(known)) return { ...known.job, checks: [], shadows: [] };
+  if (known && known.where === where && fresh(known.stamps))
+    return { job: { ...known.job, checks: [], shadows: [] }, hit: true };
   const stamps = new Map<string, string>();
   const job = gatherJob(store, key, at, policy, bytes, (file) => {
     if (!stamps.has(file)) stamps.set(file, stampOf(file));
   });
   cache?.setJob(key, { where, stamps: [...stamps], job: { ...job, checks: [], shadows: [] } });
-  return job;
+  return { job, hit: false };
+}
+
+/**
+ * A job's check states: from the cache when the job itself was (its receipt is as it was), under the same
+ * check context, with the records' files stamping the same; else asked of the checks plane (and cached).
+ */
+async function checksFor(
+  key: string,
+  hit: boolean,
+  source: CheckSource,
+  cache: ReportCache | undefined,
+): Promise<ReportCheck[]> {
+  const known = cache?.jobs.get(key)?.checks;
+  if (hit && known && known.context === source.context && fresh(known.stamps)) return known.list;
+  const stamps = source.filesOf(key).map((file) => [file, stampOf(file)] as [string, string]);
+  const list = await source.checksOf(key);
+  cache?.setChecks(key, { context: source.context, stamps, list });
+  return list;
 }
 
 /** A shadow plane's answer for each key, beside the live one. */
@@ -259,8 +279,9 @@ export async function gatherReport(store: Store, o: GatherOptions): Promise<Repo
   const policy = loadTrustPolicy(store.root);
   o.cache?.keepJobs(new Set(keys));
   const bytes = o.bytes ?? new ReportBytes(store);
-  const jobs = keys.map((k) => jobFrom(store, k, where.get(k), policy, bytes, o.cache));
-  for (const job of jobs) job.checks = await o.checks.checksOf(job.key);
+  const found = keys.map((k) => jobFrom(store, k, where.get(k), policy, bytes, o.cache));
+  const jobs = found.map((f) => f.job);
+  for (const { job, hit } of found) job.checks = await checksFor(job.key, hit, o.checks, o.cache);
   const planes = ShadowStore.planes(store);
   shadowsOf(store, planes, jobs);
   const checkers = [...o.checks.checkers];

@@ -2,14 +2,16 @@
 // the least work. Per job: every file its gathering read that can change under its name (gather.ts says
 // which), stamped (inode, size, mtime and ctime, or absent), and what it found; a job whose files all
 // stamp the same is taken from here instead of being read, parsed and hashed again, as git's index trusts
-// a stat (any write changes the ctime). Per page: its stamp and the digest its last line names, so an
-// untouched page is known by one lstat. Check verdicts and shadow answers are never kept. The cache
-// stands on the renderer's identity, the repository and its trust file: another of any is a fresh start.
+// a stat (any write changes the ctime). A job's check states are kept the same way, under the checks
+// plane's context (bindings, HEAD's tree) and the stamps of the files they were read from. Per page: its
+// stamp and the digest its last line names, so an untouched page is known by one lstat. Shadow answers
+// are never kept. The cache stands on the renderer's identity, the repository and its trust file:
+// another of any is a fresh start.
 import { lstatSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sha256Hex } from '../core/sha256.js';
 import { trustFilePath } from '../trust/trust-file.js';
-import type { ReportJob } from './model.js';
+import type { ReportCheck, ReportJob } from './model.js';
 import { writePage } from './page-file.js';
 
 export const CACHE_FILE = '.report-cache.json';
@@ -19,6 +21,8 @@ export interface CachedJob {
   where: string;
   stamps: Array<[string, string]>;
   job: ReportJob;
+  /** The job's check states, under the check context and the stamps of the records' files they were read with. */
+  checks?: { context: string; stamps: Array<[string, string]>; list: ReportCheck[] };
 }
 
 /** A file's identity and change stamp (times in ms with their fraction: µs), or '-' when there is none. */
@@ -27,8 +31,9 @@ export function stampOf(path: string): string {
   return st === undefined ? '-' : `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
 }
 
-export function fresh(c: CachedJob): boolean {
-  return c.stamps.every(([path, stamp]) => stampOf(path) === stamp);
+/** Every file still stamps as it did. */
+export function fresh(stamps: ReadonlyArray<readonly [string, string]>): boolean {
+  return stamps.every(([path, stamp]) => stampOf(path) === stamp);
 }
 
 export class ReportCache {
@@ -66,6 +71,13 @@ export class ReportCache {
   setJob(key: string, c: CachedJob): void {
     if (this.jobs.get(key) !== c) this.changed = true;
     this.jobs.set(key, c);
+  }
+
+  setChecks(key: string, checks: NonNullable<CachedJob['checks']>): void {
+    const entry = this.jobs.get(key);
+    if (!entry) return;
+    entry.checks = checks;
+    this.changed = true;
   }
 
   /** Keep only these jobs' entries. */

@@ -64,7 +64,13 @@ export function patchReceipt(store: Store, key: string, fields: Record<string, u
 
 /** A check source answering from a table (key → checks), with `checkers` declared. */
 export function tableChecks(checkers: string[], table: Map<string, ReportCheck[]>): CheckSource {
-  return { checkers, checksOf: async (key) => table.get(key) ?? [] };
+  // the table is its own context: a report cache keeps no check of a table that changed since
+  return {
+    checkers,
+    context: sha256(JSON.stringify([...table])),
+    filesOf: () => [],
+    checksOf: async (key) => table.get(key) ?? [],
+  };
 }
 
 export function check(

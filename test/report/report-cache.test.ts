@@ -3,11 +3,11 @@
 // gathered again; checks are asked afresh either way; a page edited or removed by hand is written
 // again; the file is written only when something changed; a cache of another renderer, repository or
 // trust file, or one that does not parse, is ignored.
-import { readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadAssets } from '../../src/report/assets.js';
-import { NO_CHECKS } from '../../src/report/check-source.js';
+import { type CheckSource, NO_CHECKS } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
 import { CACHE_FILE, ReportCache } from '../../src/report/report-cache.js';
 import { writeReport } from '../../src/report/write-report.js';
@@ -90,6 +90,38 @@ describe('the report cache', () => {
     table.set(jobs[0]!.key, [check('tests', 'fail')]);
     const [job] = (await gatherReport(store, { checks: tableChecks(['tests'], table), cache })).jobs;
     expect(job!.checks.map((c) => c.verdict)).toEqual(['fail']);
+  });
+
+  it("keeps a job's checks while its receipt, the check context and the records' files stand", async () => {
+    const { root, store, jobs } = fixtureRepo(2);
+    const records = join(root, '.gen', 'fake-checks');
+    mkdirSync(records);
+    const asked: string[] = [];
+    const source = (context: string): CheckSource => ({
+      checkers: ['tests'],
+      context,
+      filesOf: (key) => [join(records, key)],
+      checksOf: async (key) => {
+        asked.push(key);
+        return [check('tests', 'pass')];
+      },
+    });
+    const cache = new ReportCache('x');
+    await gatherReport(store, { checks: source('a'), cache });
+    expect(asked).toHaveLength(2);
+    asked.length = 0;
+    await gatherReport(store, { checks: source('a'), cache });
+    expect(asked).toEqual([]);
+    writeFileSync(join(records, jobs[0]!.key), 'a new record');
+    await gatherReport(store, { checks: source('a'), cache });
+    expect(asked).toEqual([jobs[0]!.key]);
+    asked.length = 0;
+    patchReceipt(store, jobs[1]!.key, { usage: { prompt_tokens: 1, completion_tokens: 1, requests: 1 } });
+    await gatherReport(store, { checks: source('a'), cache });
+    expect(asked).toEqual([jobs[1]!.key]);
+    asked.length = 0;
+    await gatherReport(store, { checks: source('b'), cache });
+    expect(asked.sort()).toEqual(jobs.map((j) => j.key).sort());
   });
 
   it('writes a page edited or removed by hand again, and nothing else', async () => {
