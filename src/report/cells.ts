@@ -18,6 +18,7 @@ export function checkOf(job: ReportJob, checker: string): ReportCheck {
       recordDigest: null,
       attempts: [],
       judge: [],
+      spent: null,
     }
   );
 }

@@ -23,7 +23,6 @@ import type {
   ReportFile,
   ReportJob,
   ReportModel,
-  ReportReceipt,
   ReportRun,
   ReportShadow,
   ReportState,
@@ -222,48 +221,73 @@ function shadowsOf(store: Store, planes: readonly string[], jobs: readonly Repor
   }
 }
 
-/** Tokens per generator and mode (interactive, batch), from the receipts as status-spend.ts counts and prices them. */
-function spendOf(jobs: readonly ReportJob[], env: NodeJS.ProcessEnv): SpendRow[] {
-  const byGenerator = new Map<string, ReportReceipt[]>();
-  for (const j of jobs) {
-    if (!j.receipt) continue;
-    const list = byGenerator.get(j.receipt.generator);
-    if (list) list.push(j.receipt);
-    else byGenerator.set(j.receipt.generator, [j.receipt]);
-  }
+type UsageDoc = {
+  usage: { prompt_tokens: number; completion_tokens: number; requests: number } | null;
+  batch?: string;
+};
+
+/** `label`'s rows: its tokens per mode, priced by status-spend.ts (a judge's as interactive tokens are). */
+function spendRows(label: string, docs: UsageDoc[], judge: boolean, env: NodeJS.ProcessEnv): SpendRow[] {
+  const spend = spendOfReceipts(docs, env);
   const rows: SpendRow[] = [];
-  for (const generator of [...byGenerator.keys()].sort()) {
-    const spend = spendOfReceipts(
-      byGenerator.get(generator)!.map((r) => ({
+  for (const mode of ['interactive', 'batch'] as const) {
+    const u = spend[mode];
+    if (u.prompt_tokens + u.completion_tokens + u.requests === 0) continue;
+    const price = spend.cost?.currency_per_million;
+    const factor = mode === 'batch' ? (spend.cost?.batch_factor ?? 1) : 1;
+    rows.push({
+      generator: label,
+      mode: judge ? 'judge' : mode,
+      prompt: u.prompt_tokens,
+      completion: u.completion_tokens,
+      requests: u.requests,
+      cost: price
+        ? Math.round(((u.prompt_tokens * price.in + u.completion_tokens * price.out) / 1e6) * factor * 1e6) /
+          1e6
+        : null,
+    });
+  }
+  return rows;
+}
+
+/**
+ * Tokens per generator and mode (interactive, batch), from the receipts, and per judge model (mode
+ * judge), from the check records, counted and priced as status-spend.ts does.
+ */
+function spendOf(jobs: readonly ReportJob[], env: NodeJS.ProcessEnv): SpendRow[] {
+  const add = (into: Map<string, UsageDoc[]>, label: string, doc: UsageDoc) => {
+    const list = into.get(label);
+    if (list) list.push(doc);
+    else into.set(label, [doc]);
+  };
+  const generators = new Map<string, UsageDoc[]>();
+  const judges = new Map<string, UsageDoc[]>();
+  for (const j of jobs) {
+    const r = j.receipt;
+    if (r)
+      add(generators, r.generator, {
         usage: r.usage && {
           prompt_tokens: r.usage.prompt,
           completion_tokens: r.usage.completion,
           requests: r.usage.requests,
         },
-        batch: r.batch ?? undefined,
-      })),
-      env,
-    );
-    for (const mode of ['interactive', 'batch'] as const) {
-      const u = spend[mode];
-      if (u.prompt_tokens + u.completion_tokens + u.requests === 0) continue;
-      const price = spend.cost?.currency_per_million;
-      const factor = mode === 'batch' ? (spend.cost?.batch_factor ?? 1) : 1;
-      rows.push({
-        generator,
-        mode,
-        prompt: u.prompt_tokens,
-        completion: u.completion_tokens,
-        requests: u.requests,
-        cost: price
-          ? Math.round(
-              ((u.prompt_tokens * price.in + u.completion_tokens * price.out) / 1e6) * factor * 1e6,
-            ) / 1e6
-          : null,
+        ...(r.batch ? { batch: r.batch } : {}),
       });
-    }
+    for (const c of j.checks)
+      if (c.spent)
+        add(judges, c.spent.model, {
+          usage: {
+            prompt_tokens: c.spent.prompt,
+            completion_tokens: c.spent.completion,
+            requests: c.spent.requests,
+          },
+        });
   }
-  return rows;
+  const sorted = (m: Map<string, UsageDoc[]>) => [...m.keys()].sort();
+  return [
+    ...sorted(generators).flatMap((g) => spendRows(g, generators.get(g)!, false, env)),
+    ...sorted(judges).flatMap((m) => spendRows(m, judges.get(m)!, true, env)),
+  ];
 }
 
 export async function gatherReport(store: Store, o: GatherOptions): Promise<ReportModel> {

@@ -28,6 +28,8 @@ export interface ReportCheck {
   attempts: Array<{ exit: number | null; ms: number | null; log: string | null }>;
   /** A judge's samples; empty for a command checker. */
   judge: Array<{ pass: boolean | null; score: number | null; reason: string }>;
+  /** A judge's model and the tokens all its records of this job spent (the spend ledger's mode `judge`). */
+  spent: { model: string; prompt: number; completion: number; requests: number } | null;
 }
 
 export interface ReportReceipt {

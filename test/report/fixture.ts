@@ -87,6 +87,7 @@ export function check(
     recordDigest: sha256(`${checker}${verdict}`),
     attempts: [],
     judge: [],
+    spent: null,
     ...more,
   };
 }

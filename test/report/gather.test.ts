@@ -15,7 +15,7 @@ import { gatherReport } from '../../src/report/gather.js';
 import { jobPageBytes } from '../../src/report/job-bytes.js';
 import { keyIdOf, publicKeyString } from '../../src/trust/keys.js';
 import { addTrustedKey } from '../../src/trust/trust-file.js';
-import { fixtureRepo, patchReceipt } from './fixture.js';
+import { check, fixtureRepo, patchReceipt, tableChecks } from './fixture.js';
 
 describe('gatherReport', () => {
   it('reads each job: state, instruction, epoch, host, receipt facts, its output against its input', async () => {
@@ -122,7 +122,7 @@ describe('gatherReport', () => {
     expect(of(jobs[1]!.key).receiptProblem).toMatch(/signature/);
   });
 
-  it('sums tokens per generator and mode and prices them as status does', async () => {
+  it('sums tokens per generator and mode, and per judge model, and prices them as status does', async () => {
     const { store } = fixtureRepo(3, {
       receipt: (i) => ({
         generator: { command: i === 0 ? 'gen-a' : 'gen-b', version: null },
@@ -130,14 +130,20 @@ describe('gatherReport', () => {
         ...(i === 2 ? { batch: 'batch_1' } : {}),
       }),
     });
+    const judged = (k: string) => [
+      check('review', 'pass', { spent: { model: 'judge-model', prompt: 500, completion: 50, requests: 3 } }),
+      { ...check('tests', 'pass'), checker: `tests-${k.slice(0, 4)}` },
+    ];
+    const keys = (await gatherReport(store, { checks: NO_CHECKS })).jobs.map((j) => j.key);
     const model = await gatherReport(store, {
-      checks: NO_CHECKS,
+      checks: tableChecks(['review'], new Map(keys.map((k) => [k, judged(k)]))),
       env: { GENJOB_PRICE_IN: '2', GENJOB_PRICE_OUT: '10' },
     });
     expect(model.spend).toEqual([
       { generator: 'gen-a', mode: 'interactive', prompt: 1000, completion: 100, requests: 1, cost: 0.003 },
       { generator: 'gen-b', mode: 'interactive', prompt: 1000, completion: 100, requests: 1, cost: 0.003 },
       { generator: 'gen-b', mode: 'batch', prompt: 1000, completion: 100, requests: 1, cost: 0.0015 },
+      { generator: 'judge-model', mode: 'judge', prompt: 1500, completion: 150, requests: 9, cost: 0.0045 },
     ]);
     expect((await gatherReport(store, { checks: NO_CHECKS, env: {} })).spend[0]!.cost).toBeNull();
   });
