@@ -90,7 +90,7 @@ function check(c: ReportCheck, bytes: JobPageBytes): Html {
         : html`<span class="muted">no log</span>`
     }</td></tr>`;
   });
-  return html`<h3>${c.checker} ${checkCell(c)}</h3>
+  return html`<section class="check" data-checker="${c.checker}"><h3>${c.checker} ${checkCell(c)}</h3>
 ${c.recordDigest ? html`<p class="muted mono">record sha256:${c.recordDigest}</p>` : ''}
 ${c.attempts.length ? html`<table class="attempts"><thead><tr><th>#</th><th>exit</th><th>time</th><th>log (last lines)</th></tr></thead><tbody>${attempts}</tbody></table>` : ''}
 ${
@@ -100,7 +100,7 @@ ${
           html`<tr><td class="num">${i + 1}</td><td>${s.pass === null ? badge('v', 'error') : badge('v', s.pass ? 'pass' : 'fail')}</td><td class="num">${s.score ?? ''}</td><td><pre class="reason">${s.reason}</pre></td></tr>`,
       )}</tbody></table>`
     : ''
-}`;
+}</section>`;
 }
 
 function side(
