@@ -1,7 +1,13 @@
-// Where the report's check verdicts come from: the checkers declared for the repository and, per job,
-// each checker's standing (verdict, attempts, staleness, logs, a judge's reasons). The report reads
-// check records only through this adapter, so it shows exactly what `genjob check` decides.
-// This build has no checks plane yet: no checkers, no verdicts.
+// Where the report's check verdicts come from: the checkers declared for the repository (and any that
+// left records for a job, as `genjob show` lists them) and, per job, each checker's state as
+// check-state.ts decides it for status, show and apply --require-check: the record that speaks, its
+// verdict, attempts and staleness. The report reads check records only through this adapter, so a page
+// can never say other than what `genjob check` and the apply gate decide.
+
+import { type CheckContext, checkContext, stateOf } from '../check/check-state.js';
+import { checksDir, listRecords, recordedCheckers } from '../check/record-store.js';
+import { canonicalJson } from '../core/canonical-json.js';
+import { sha256Hex } from '../core/sha256.js';
 import type { ReportCheck } from './model.js';
 
 export interface CheckSource {
@@ -24,6 +30,62 @@ export const NO_CHECKS: CheckSource = {
   checksOf: async () => [],
 };
 
-export async function checkSource(_root: string): Promise<CheckSource> {
-  return NO_CHECKS;
+/** One checker's state for `key`, in the report's words. */
+function reportCheck(ctx: CheckContext, key: string, checker: string): ReportCheck {
+  const s = stateOf(ctx, key, checker);
+  const facts = s.record?.facts;
+  let spent: ReportCheck['spent'] = null;
+  if (facts?.judge) {
+    // what every record of this judge for this job spent, as status counts a judge's tokens
+    spent = { model: facts.judge.model, prompt: 0, completion: 0, requests: 0 };
+    for (const r of listRecords(ctx.store, key, checker, ctx.trusted).records) {
+      const u = r.facts.judge?.spent;
+      if (!u) continue;
+      spent.prompt += u.prompt_tokens;
+      spent.completion += u.completion_tokens;
+      spent.requests += u.requests;
+    }
+  }
+  return {
+    checker,
+    verdict: s.verdict,
+    current: s.current,
+    ...(s.stale ? { stale: s.stale } : {}),
+    marks: s.marks ?? '',
+    recordDigest: s.recordDigest ?? null,
+    attempts: (facts?.attempts ?? []).map((a) => ({ exit: a.exit_code, ms: a.ms, log: a.log_sha256 })),
+    judge: (facts?.attempts ?? []).flatMap((a) =>
+      (a.samples ?? []).map((x) => ({
+        pass: x.vote === 'pass' ? true : x.vote === 'fail' ? false : null,
+        score: x.score,
+        reason: x.reason,
+      })),
+    ),
+    spent,
+  };
+}
+
+export async function checkSource(root: string): Promise<CheckSource> {
+  const ctx = await checkContext(root);
+  const checkers = [...ctx.checkers.keys()];
+  const namesOf = (key: string) => [...new Set([...checkers, ...recordedCheckers(ctx.store, key)])];
+  return {
+    checkers,
+    context: sha256Hex(
+      canonicalJson({
+        bindings: [...ctx.bindings].sort(),
+        base: ctx.baseTree,
+        keys: ctx.trusted.map((k) => [
+          k.name,
+          k.publicKey.export({ type: 'spki', format: 'der' }).toString('hex'),
+        ]),
+      }),
+    ),
+    // a record is added by creating a file in its checker's directory, a checker by creating that directory
+    filesOf: (key) => [
+      checksDir(ctx.store, key),
+      ...recordedCheckers(ctx.store, key).map((c) => checksDir(ctx.store, key, c)),
+    ],
+    checksOf: async (key) => namesOf(key).map((c) => reportCheck(ctx, key, c)),
+  };
 }
