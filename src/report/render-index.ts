@@ -34,7 +34,7 @@ function gate(model: ReportModel): Html {
     return html`<p class="muted">No run selected: a gate belongs to a run (<code>genjob report --run NAME</code>).</p>`;
   const g = run.gate;
   if (!g)
-    return html`<p>Run <b>${run.name}</b>: ${run.keys.length} intended job(s); no gate evaluated yet.</p>`;
+    return html`<p>Run <b>${run.name}</b>: ${run.keys.length} intended job(s); no gate record yet (<code>genjob gate --run ${run.name}</code> writes one when the gate closes).</p>`;
   const word = g.state === 'open' ? 'open' : g.met ? 'closed: met' : 'closed: not met';
   const cls = g.state === 'open' ? 'gate-open' : g.met ? 'gate-closed' : 'gate-notmet';
   return html`<table class="facts">

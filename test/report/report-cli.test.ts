@@ -5,9 +5,14 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { canonicalBytes } from '../../src/core/canonical-json.js';
+import { sha256Hex } from '../../src/core/sha256.js';
 import { PKG, runCli } from '../e2e/helpers.js';
+import { checkRecords } from '../helpers/check-record.js';
+import { commitAll } from '../helpers/commit-all.js';
 import { tempDir } from '../helpers/temp-store.js';
 import { fixtureRepo } from './fixture.js';
+import { gateRecord, sealRun, writeGate } from './run-files.js';
 
 function cli(root: string, args: readonly string[], env: Record<string, string> = {}) {
   return runCli(args, { cwd: root, env: { XDG_CACHE_HOME: join(root, '..', 'cache'), ...env } });
@@ -67,6 +72,37 @@ describe('genjob report', () => {
     const r = await cli(root, ['report', '--open'], { BROWSER: join(root, 'no-such-browser') });
     expect(r.exitCode).toBe(0);
     expect(r.stderr).toMatch(/could not start .*no-such-browser.*; open .*index\.html yourself/);
+  });
+
+  it('--run NAME: the run’s jobs only, each check cell from its record, and the gate as its newest record closed it', async () => {
+    const { root, store, jobs } = fixtureRepo(4);
+    writeFileSync(join(root, 'genjob.config.json'), JSON.stringify({ checkers: { tests: { run: 'true' } } }));
+    const record = await checkRecords(root, store, await commitAll(root));
+    const keys = jobs.map((j) => j.key);
+    record(keys[0]!, 'tests', [{ outcome: 'pass' }]);
+    record(keys[1]!, 'tests', [{ outcome: 'fail' }, { outcome: 'pass' }]);
+    record(keys[2]!, 'tests', [{ outcome: 'fail', log: 'FAILED test_m2\n' }]);
+    const run = keys.slice(0, 3);
+    sealRun(store, 'hints', run);
+    const gate = canonicalBytes(await gateRecord(root, store, 'hints', run, [keys[1]!, keys[2]!]));
+    writeGate(store, 'hints', 1, gate);
+    const r = await cli(root, ['report', '--run', 'hints', '--json']);
+    expect(r.exitCode).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ jobs: 3 });
+    const index = readFileSync(join(root, '.gen', 'report', 'index.html'), 'utf8');
+    for (const k of run) expect(index).toContain(`href="jobs/${k}.html"`);
+    expect(index).not.toContain(keys[3]!);
+    expect(index).toContain('<b class="gate-notmet" id="gate-state">closed: not met</b>');
+    expect(index).toContain('1/3 = 33.3%');
+    expect(index).toContain('--min-pass 95% --require-check tests');
+    expect(index).toContain(`sha256:${sha256Hex(gate)}`);
+    const verdicts = [...index.matchAll(/data-checker="tests"[^>]*data-v="(\w+)"/g)].map((m) => m[1]);
+    expect(verdicts.sort()).toEqual(['fail', 'flaky', 'pass']);
+    const page = readFileSync(join(root, '.gen', 'report', 'jobs', `${keys[2]}.html`), 'utf8');
+    expect(page).toContain('FAILED test_m2');
+    const unknown = await cli(root, ['report', '--run', 'nope']);
+    expect(unknown.exitCode).toBe(2);
+    expect(unknown.stderr).toMatch(/^genjob: EGJ_USAGE: --run nope: no run of that name under /);
   });
 
   it.each([
