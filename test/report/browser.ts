@@ -17,6 +17,7 @@ export async function launchChromium(dir: string): Promise<BrowserContext> {
     args: [
       '--no-sandbox',
       '--disable-background-networking',
+      '--disable-dev-shm-usage', // a container's /dev/shm is often too small for a renderer
       '--disable-component-update',
       '--disable-sync',
       '--no-first-run',
