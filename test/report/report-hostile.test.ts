@@ -11,12 +11,15 @@ import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canonical, sha256 } from '../../bench/fixtures.mjs';
 import { loadAssets } from '../../src/report/assets.js';
+import { checkSource } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
 import { writeReport } from '../../src/report/write-report.js';
 import { Store } from '../../src/store/store.js';
 import { makeSandbox, mintKey } from '../e2e/helpers.js';
+import { checkRecords } from '../helpers/check-record.js';
+import { commitAll } from '../helpers/commit-all.js';
 import { CLEAN, clean, launchChromium, open, type Watched, watchedPage } from './browser.js';
-import { check, tableChecks } from './fixture.js';
+import { fixtureRepo } from './fixture.js';
 
 /** Three ways to run script, each calling the hook with `where`. */
 function payload(where: string): string {
@@ -30,6 +33,8 @@ function payload(where: string): string {
 const INSTRUCTION = `Tidy the README ${payload('instruction')}`;
 const FAILING = `FAIL on purpose ${payload('instruction2')}`;
 const HOST = `evil-host ${payload('host')}`;
+/** A file name is anything but NUL and a slash: markup fits. */
+const PATH = `<img src=x onerror="genjobPwned('path')">.md`;
 
 let ctx: BrowserContext;
 let suiteDir: string;
@@ -73,9 +78,10 @@ describe('a report of hostile text', () => {
         `  FAIL*) printf '%s\\n' ${JSON.stringify(payload('stderr'))} >&2; exit 1;;`,
         'esac',
         `printf '%s\\n' ${JSON.stringify(payload('diff'))} >> README.md`,
+        `printf 'created\\n' > ${JSON.stringify(PATH)}`,
       ].join('\n'),
     );
-    const ok = await mintKey(sb, INSTRUCTION, ['README.md']);
+    const ok = await mintKey(sb, INSTRUCTION, ['README.md'], ['--create', PATH]);
     const failed = await mintKey(sb, FAILING, ['src/user.py']);
     expect((await sb.genjob(['work', '--drain', '--generator', gen])).exitCode).toBe(0);
     // a host that names itself with markup (the receipt is unsigned here, so any host could)
@@ -97,10 +103,12 @@ describe('a report of hostile text', () => {
     await inert(w, 1);
     // the index shows an instruction's first 89 characters, as text
     expect(await text(w, `a[href="jobs/${failed}.html"] ~ .muted`)).toBe(`${FAILING.slice(0, 89)}…`);
+    expect(await w.page.locator('td.paths span', { hasText: 'onerror' }).allTextContents()).toEqual([PATH]);
     await w.page.goto(`file://${join(index, '..', 'jobs', `${ok}.html`)}`);
     await inert(w, 0);
     expect(await text(w, 'pre.instruction')).toBe(INSTRUCTION);
     expect(await w.page.locator('table.diff.split td.add').allTextContents()).toContain(payload('diff'));
+    expect(await w.page.getByText(PATH, { exact: true }).count()).toBeGreaterThan(0);
     expect(await w.page.locator('table.facts td', { hasText: 'evil-host' }).first().textContent()).toBe(HOST);
     await w.page.goto(`file://${join(index, '..', 'jobs', `${failed}.html`)}`);
     await inert(w, 0);
@@ -108,31 +116,44 @@ describe('a report of hostile text', () => {
     expect(clean(w)).toEqual(CLEAN);
   });
 
-  it("shows a judge's reasons and a check log as text and runs none of it", async () => {
-    const sb = await makeSandbox();
-    const gen = sb.script('gen.sh', `printf 'plain line\\n' >> README.md`);
-    const key = await mintKey(sb, 'Add a line', ['README.md']);
-    expect((await sb.genjob(['work', '--once', '--generator', gen])).exitCode).toBe(0);
-    const store = new Store(sb.repo);
-    const log = Buffer.from(`npm test\n${payload('log')}\nnot ok 1\n`);
-    writeFileSync(store.layout.object(sha256(log)), log);
-    const checks = tableChecks(
-      ['tests', 'review'],
-      new Map([
-        [
-          key,
-          [
-            check('tests', 'fail', { attempts: [{ exit: 1, ms: 800, log: sha256(log) }] }),
-            check('review', 'uncertain', {
-              judge: [
-                { pass: true, score: 0.9, reason: `Looks fine. ${payload('judge')}` },
-                { pass: false, score: null, reason: '</pre><script>genjobPwned("judge-pre")</script>' },
-              ],
-            }),
+  it("shows a judge's reasons and a check log, read from real check records, as text and runs none of it", async () => {
+    const { root, store, jobs } = fixtureRepo(1);
+    const key = jobs[0]!.key;
+    writeFileSync(join(root, 'genjob.config.json'), JSON.stringify({ checkers: { tests: { run: 'true' } } }));
+    const record = await checkRecords(root, store, await commitAll(root));
+    const log = `npm test\n${payload('log')}\nnot ok 1\n`;
+    record(key, 'tests', [{ outcome: 'fail', log }]);
+    // a judge's answers, as its record keeps them (a checker no longer declared still shows its records)
+    record(
+      key,
+      'review',
+      [
+        {
+          outcome: 'uncertain',
+          samples: [
+            { index: 0, vote: 'pass', score: 0.9, reason: `Looks fine. ${payload('judge')}`, model: 'm' },
+            {
+              index: 1,
+              vote: 'fail',
+              score: null,
+              reason: '</pre><script>genjobPwned("judge-pre")</script>',
+              model: 'm',
+            },
           ],
-        ],
-      ]),
+        },
+      ],
+      {
+        kind: 'judge',
+        judge: {
+          model: `m ${payload('model')}`,
+          samples: 2,
+          quorum: 2,
+          agreement: '1/2',
+          spent: { prompt_tokens: 1, completion_tokens: 1, requests: 2 },
+        },
+      },
     );
+    const checks = await checkSource(root);
     const dir = join(suiteDir, 'judge-report');
     const { index } = await writeReport(store, await gatherReport(store, { checks }), dir, loadAssets());
 
@@ -148,9 +169,9 @@ describe('a report of hostile text', () => {
     ]);
     expect(await text(w, 'pre.log')).toContain(payload('log'));
     await w.page.locator('a', { hasText: 'full log' }).click();
-    await w.page.waitForURL(`**/logs/${sha256(log)}.html`);
+    await w.page.waitForURL(`**/logs/${sha256(Buffer.from(log))}.html`);
     await inert(w, 0);
-    expect(await text(w, 'pre.log')).toBe(log.toString());
+    expect(await text(w, 'pre.log')).toBe(log);
     expect(clean(w)).toEqual(CLEAN);
   });
 
