@@ -20,7 +20,6 @@ const RUN_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const HEX64 = /^[0-9a-f]{64}$/;
 const GATE_SCHEMA = 'genjob/gate@1';
 const GATE_PAYLOAD_TYPE = 'application/vnd.genjob.gate+json';
-const SUPERSEDED = 'EGJ_SUPERSEDED';
 /** Supersession links followed at most from one key, as the run plane does. */
 const MAX_LINKS = 64;
 
@@ -175,12 +174,10 @@ class Standing {
       const why = JSON.parse(
         readIfExists(this.store, join(this.store.layout.dir('dead'), `${name}.why.json`))?.toString('utf8') ??
           'null',
-      ) as { code?: unknown; superseded_by?: unknown } | null;
-      return why?.code === SUPERSEDED &&
-        typeof why.superseded_by === 'string' &&
-        HEX64.test(why.superseded_by)
-        ? why.superseded_by
-        : undefined;
+      ) as { superseded_by?: unknown } | null;
+      // only a remint writes `superseded_by` (its code says superseded); the run plane follows the same field
+      const next = why?.superseded_by;
+      return typeof next === 'string' && HEX64.test(next) ? next : undefined;
     } catch {
       return undefined;
     }
