@@ -4,7 +4,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { canonical, makeJob, receivedJob, sha256 } from '../../bench/fixtures.mjs';
 import type { CheckSource } from '../../src/report/check-source.js';
-import type { ReportCheck } from '../../src/report/model.js';
+import type { ReportCheck, ReportJob } from '../../src/report/model.js';
 import type { Store } from '../../src/store/store.js';
 import { tempRepo } from '../helpers/temp-store.js';
 
@@ -88,6 +88,25 @@ export function check(
     attempts: [],
     judge: [],
     spent: null,
+    ...more,
+  };
+}
+
+/** A received job of the model with nothing gathered (`key`'s character repeated), for the pure renderers' tests. */
+export function modelJob(key: string, more: Partial<ReportJob> = {}): ReportJob {
+  return {
+    key: key.repeat(64).slice(0, 64),
+    state: 'received',
+    instruction: 'do it',
+    inputs: [{ path: 'a.txt', sha256: null }],
+    dead: null,
+    epoch: 1,
+    host: 'local',
+    receipt: null,
+    receiptProblem: null,
+    files: [],
+    checks: [],
+    shadows: [],
     ...more,
   };
 }

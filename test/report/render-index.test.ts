@@ -6,25 +6,9 @@ import { loadAssets } from '../../src/report/assets.js';
 import type { ReportJob, ReportModel } from '../../src/report/model.js';
 import { fingerprintLine } from '../../src/report/page.js';
 import { renderIndex } from '../../src/report/render-index.js';
-import { check } from './fixture.js';
+import { check, modelJob } from './fixture.js';
 
-function job(key: string, more: Partial<ReportJob> = {}): ReportJob {
-  return {
-    key: key.repeat(64).slice(0, 64),
-    state: 'received',
-    instruction: 'do it',
-    inputs: [{ path: 'a.txt', sha256: null }],
-    dead: null,
-    epoch: 1,
-    host: 'local',
-    receipt: null,
-    receiptProblem: null,
-    files: [],
-    checks: [],
-    shadows: [],
-    ...more,
-  };
-}
+const job = modelJob;
 
 const model = (jobs: ReportJob[], more: Partial<ReportModel> = {}): ReportModel => ({
   title: 'all jobs',

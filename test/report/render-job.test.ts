@@ -5,27 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { loadAssets } from '../../src/report/assets.js';
 import type { ReportFile, ReportJob } from '../../src/report/model.js';
 import { type JobPageBytes, renderJob } from '../../src/report/render-job.js';
-import { check } from './fixture.js';
+import { check, modelJob } from './fixture.js';
 
 const NONE: JobPageBytes = { diffs: new Map(), logTails: new Map(), shadowDiffs: new Map() };
 
-function job(more: Partial<ReportJob> = {}): ReportJob {
-  return {
-    key: 'a'.repeat(64),
-    state: 'received',
-    instruction: 'do it',
-    inputs: [{ path: 'a.txt', sha256: 'b'.repeat(64) }],
-    dead: null,
-    epoch: 1,
-    host: 'local',
-    receipt: null,
-    receiptProblem: null,
-    files: [],
-    checks: [],
-    shadows: [],
-    ...more,
-  };
-}
+const job = (more: Partial<ReportJob> = {}) =>
+  modelJob('a', { inputs: [{ path: 'a.txt', sha256: 'b'.repeat(64) }], ...more });
 
 const file = (more: Partial<ReportFile>): ReportFile => ({
   path: 'a.txt',
