@@ -3,34 +3,48 @@
 // columns sort in place; a job page shows the lines its output changed; nothing logs an error, fails
 // to load or reaches off the disk. Screenshots of the index and a job page are kept for a reviewer
 // (their paths are printed).
-import { mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sha256 } from '../../bench/fixtures.mjs';
+import type { CheckFacts } from '../../src/check/record.js';
+import type { Outcome } from '../../src/check/verdict.js';
+import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { loadAssets } from '../../src/report/assets.js';
+import { checkSource } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
-import type { ReportCheck, ReportRun } from '../../src/report/model.js';
+import type { ReportCheck } from '../../src/report/model.js';
+import { readRun } from '../../src/report/run-source.js';
 import { writeReport } from '../../src/report/write-report.js';
+import { checkRecords } from '../helpers/check-record.js';
+import { commitAll } from '../helpers/commit-all.js';
 import { CLEAN, clean, launchChromium, open, watchedPage } from './browser.js';
-import { check, type FixtureJob, fixtureRepo, tableChecks } from './fixture.js';
+import { type FixtureJob, fixtureRepo } from './fixture.js';
+import { gateRecord, sealRun, writeGate } from './run-files.js';
 
 let ctx: BrowserContext;
 /** The suite's temp dir: the report and the browser profile, kept until the browser is closed. */
 let suiteDir: string;
 let index: string;
 let jobs: FixtureJob[];
-/** Per job i: the tests cell's text and the lint cell's verdict. */
-const TESTS: Array<[ReportCheck['verdict'], Partial<ReportCheck>?]> = [
-  ['pass'],
-  ['fail', { attempts: [{ exit: 1, ms: 1200, log: null }] }],
-  ['flaky'],
-  ['pass', { current: false, stale: 'receipt' }],
-  ['fail'],
-  ['missing'],
+/** Per job i: the attempts of its tests record (none: no record) and of its lint record. */
+const TESTS: Array<[ReportCheck['verdict'], Outcome[], Partial<CheckFacts>?]> = [
+  ['pass', ['pass']],
+  ['fail', ['fail']],
+  ['flaky', ['fail', 'pass']],
+  ['pass', ['pass'], { receipt_sha256: 'e'.repeat(64) }], // made for another receipt: stale
+  ['fail', ['fail']],
+  ['missing', []],
 ];
-const LINT: Array<ReportCheck['verdict']> = ['pass', 'pass', 'error', 'pass', 'missing', 'missing'];
+const LINT: Array<[ReportCheck['verdict'], Outcome[]]> = [
+  ['pass', ['pass']],
+  ['pass', ['pass']],
+  ['error', ['error']],
+  ['pass', ['pass']],
+  ['missing', []],
+  ['missing', []],
+];
 
 beforeAll(async () => {
   const made = fixtureRepo(6, {
@@ -53,31 +67,49 @@ beforeAll(async () => {
     made.store.layout.jobFile('received', jobs[5]!.key),
     made.store.layout.jobFile('queue', jobs[5]!.key),
   );
-  const table = new Map<string, ReportCheck[]>();
+  // the checks plane's records and the run plane's files, as `genjob check`, `mint --run` and `gate` write them
+  writeFileSync(
+    join(made.root, 'genjob.config.json'),
+    JSON.stringify({ checkers: { tests: { run: 'true' }, lint: { run: 'true' } } }),
+  );
+  const record = await checkRecords(made.root, made.store, await commitAll(made.root));
   for (const [i, j] of jobs.entries()) {
-    const [verdict, more] = TESTS[i]!;
-    const list = verdict === 'missing' ? [] : [check('tests', verdict, more)];
-    if (LINT[i] !== 'missing') list.push(check('lint', LINT[i]!));
-    table.set(j.key, list);
+    const [, tests, over] = TESTS[i]!;
+    if (tests.length)
+      record(
+        j.key,
+        'tests',
+        tests.map((outcome) => ({ outcome })),
+        over,
+      );
+    const [, lint] = LINT[i]!;
+    if (lint.length)
+      record(
+        j.key,
+        'lint',
+        lint.map((outcome) => ({ outcome })),
+      );
   }
-  const run: ReportRun = {
-    name: 'fixture',
-    keys: jobs.map((j) => j.key),
-    gate: {
-      state: 'closed',
-      met: false,
-      passed: 2,
-      total: 6,
-      rate: '2/6 = 33.3%',
-      policy: '--min-pass 95.0% --require-check tests',
-      stale: false,
-      recordDigest: sha256('gate'),
-      waiting: null,
-    },
-  };
+  const keys = jobs.map((j) => j.key);
+  sealRun(made.store, 'fixture', keys);
+  writeGate(
+    made.store,
+    'fixture',
+    1,
+    canonicalBytes(
+      await gateRecord(
+        made.root,
+        made.store,
+        'fixture',
+        keys,
+        [1, 2, 4, 5].map((i) => keys[i]!),
+      ),
+    ),
+  );
+  const run = await readRun(made.root, 'fixture');
   const model = await gatherReport(made.store, {
     run,
-    checks: tableChecks(['tests', 'lint'], table),
+    checks: await checkSource(made.root),
     env: { GENJOB_PRICE_IN: '2', GENJOB_PRICE_OUT: '8' },
   });
   suiteDir = mkdtempSync(join(tmpdir(), 'genjob-report-browser-'));
@@ -99,12 +131,12 @@ describe('the report in chromium', () => {
     for (const [i, j] of jobs.entries()) {
       const row = w.page.locator(`#jobs tbody tr:has(a[href="jobs/${j.key}.html"])`);
       const tests = row.locator('td[data-checker="tests"]');
-      const [verdict, more] = TESTS[i]!;
+      const [verdict, , more] = TESTS[i]!;
       expect(await tests.locator('.verdict').textContent()).toBe(verdict);
       const marks = { pass: '✓', fail: '✗', flaky: '✗✓', missing: '' }[verdict as 'pass'];
       if (marks) expect(await tests.locator('.marks').textContent()).toBe(marks);
-      if (more?.stale) expect(await tests.locator('.stale').textContent()).toBe('stale: receipt');
-      expect(await row.locator('td[data-checker="lint"] .verdict').textContent()).toBe(LINT[i]);
+      if (more?.receipt_sha256) expect(await tests.locator('.stale').textContent()).toBe('stale: receipt');
+      expect(await row.locator('td[data-checker="lint"] .verdict').textContent()).toBe(LINT[i]![0]);
     }
     expect(await w.page.locator('#gate-state').textContent()).toBe('closed: not met');
     expect(await w.page.locator('body').textContent()).toContain('2/6 = 33.3%');
