@@ -2,9 +2,10 @@
 // sealed manifest `.gen/runs/<NAME>.json` (`NAME@N.json` for revision N; NAME alone is the newest),
 // its keys each followed to the job that stands for it now (a dead letter with `superseded_by`), and
 // the newest gate record `.gen/runs/<id>.gates/<n>.json` (canonical JSON, or a DSSE envelope over it)
-// shown as it was closed: verdict, rate, policy, the file's digest, and stale when a key's job, receipt,
-// dead letter or check record is no longer the one the record names. This adapter evaluates no gate
-// (`genjob gate` does); it is the report's only reader of runs.
+// shown as it was closed: verdict, rate, policy, the file's digest, and stale when the manifest or a
+// key's job, receipt, dead letter or check record (or whether that record is current) is no longer
+// what it names. This adapter evaluates no gate (`genjob gate` does); it is the report's only reader
+// of runs.
 import { join } from 'node:path';
 import { type CheckContext, checkContext, stateOf } from '../check/check-state.js';
 import { strictBase64 } from '../core/dsse.js';
@@ -28,7 +29,8 @@ interface GateEntry {
   current: string;
   receipt: string | null;
   dead: string | null;
-  checks: Array<{ checker: string; verdict: string; record: string | null }>;
+  /** `current`: whether the record was current when the gate read it (a record closed by an older genjob has none). */
+  checks: Array<{ checker: string; verdict: string; record: string | null; current?: boolean }>;
 }
 
 interface GateDoc {
@@ -42,6 +44,7 @@ interface GateDoc {
   passed: number;
   total: number;
   rate: string;
+  manifest_sha256: string;
   keys: GateEntry[];
 }
 
@@ -85,16 +88,17 @@ function manifestOf(store: Store, typed: string): { file: string; id: string } {
   return { file: join(dir, `${id}.json`), id };
 }
 
-/** The sealed keys of a manifest, in the run's order. */
-function sealedKeys(store: Store, file: string): string[] {
-  const doc = parseJson(readIfExists(store, file) ?? Buffer.alloc(0), file);
+/** The sealed keys of a manifest, in the run's order, and the sha256 of its bytes. */
+function sealedKeys(store: Store, file: string): { keys: string[]; sha256: string } {
+  const bytes = readIfExists(store, file) ?? Buffer.alloc(0);
+  const doc = parseJson(bytes, file);
   if (
     doc.schema !== 'genjob/run@1' ||
     !Array.isArray(doc.keys) ||
     !doc.keys.every((k) => typeof k === 'string' && HEX64.test(k))
   )
     throw invalid(file, 'schema genjob/run@1 with its keys');
-  return doc.keys as string[];
+  return { keys: doc.keys as string[], sha256: sha256Hex(bytes) };
 }
 
 /** The newest gate record's bytes and file, or undefined when the run has none. */
@@ -195,7 +199,11 @@ class Standing {
     if (dead !== e.dead) return false;
     return e.checks.every((c) => {
       const s = stateOf(checks, current, c.checker);
-      return s.verdict === c.verdict && (s.recordDigest ?? null) === c.record;
+      return (
+        s.verdict === c.verdict &&
+        (s.recordDigest ?? null) === c.record &&
+        (c.current === undefined || c.current === s.current)
+      );
     });
   }
 }
@@ -204,7 +212,8 @@ export async function readRun(root: string, name: string): Promise<ReportRun> {
   const store = new Store(root);
   const { file, id } = manifestOf(store, name);
   const standing = new Standing(store);
-  const keys = sealedKeys(store, file).map((k) => standing.current(k));
+  const manifest = sealedKeys(store, file);
+  const keys = manifest.keys.map((k) => standing.current(k));
   const found = newestGate(store, id);
   let gate: ReportGate | null = null;
   if (found) {
@@ -218,7 +227,7 @@ export async function readRun(root: string, name: string): Promise<ReportRun> {
       rate: g.rate,
       policy: policyText(g.policy),
       recordDigest: sha256Hex(found.bytes),
-      stale: !g.keys.every((e) => standing.same(e, checks)),
+      stale: g.manifest_sha256 !== manifest.sha256 || !g.keys.every((e) => standing.same(e, checks)),
       waiting: null,
     };
   }

@@ -41,7 +41,7 @@ export async function gateRecord(
   const evidence = keys.map((key) => {
     const s = stateOf(ctx, key, 'tests');
     return {
-      checks: [{ checker: 'tests', record: s.recordDigest ?? null, verdict: s.verdict }],
+      checks: [{ checker: 'tests', current: s.current, record: s.recordDigest ?? null, verdict: s.verdict }],
       current: key,
       dead: null,
       key,

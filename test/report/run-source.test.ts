@@ -108,6 +108,21 @@ describe('readRun', () => {
     expect((await readRun(root, 'hints')).gate).toMatchObject({ stale: true });
   });
 
+  it('HEAD moving after closing (every check record goes stale) makes the record stale; so does another manifest', async () => {
+    const { root, store, keys } = await world();
+    sealRun(store, 'hints', keys.slice(0, 2));
+    writeGate(store, 'hints', 1, canonicalBytes(await gateRecord(root, store, 'hints', keys.slice(0, 2))));
+    expect((await readRun(root, 'hints')).gate).toMatchObject({ stale: false });
+    writeFileSync(join(root, 'NEWS'), 'a commit after the gate closed\n');
+    await commitAll(root);
+    expect((await readRun(root, 'hints')).gate).toMatchObject({ stale: true });
+
+    sealRun(store, 'other', keys.slice(0, 2));
+    const doc = await gateRecord(root, store, 'other', keys.slice(0, 2));
+    writeGate(store, 'other', 1, canonicalBytes({ ...doc, manifest_sha256: 'f'.repeat(64) }));
+    expect((await readRun(root, 'other')).gate).toMatchObject({ stale: true });
+  });
+
   it('a forged gate record (another payload type, another schema, no JSON) fails naming its file', async () => {
     const { root, store, keys } = await world();
     sealRun(store, 'hints', keys.slice(0, 1));
