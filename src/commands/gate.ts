@@ -14,6 +14,7 @@ import {
   type GateDecision,
   type GatePolicy,
   parseMinPass,
+  policyText,
   rateText,
 } from '../run/gate-decision.js';
 import { type CheckReader, gatherRun } from '../run/gate-gather.js';
@@ -103,17 +104,6 @@ async function signer(o: GateOptions): Promise<Signer | undefined> {
   const { loadPrivateKey, keyIdOf } = await import('../trust/keys.js');
   const key = loadPrivateKey(file);
   return { key, keyid: keyIdOf(key) };
-}
-
-function policyText(p: GatePolicy): string {
-  const pct = rateText(p.minPass.num, p.minPass.den).replace(/^.* = /, '');
-  return [
-    `min ${pct}`,
-    ...(p.maxFail === null ? [] : [`max fail ${p.maxFail}`]),
-    ...(p.requireChecks.length > 0
-      ? [`checks ${p.requireChecks.join(', ')}${p.allowFlaky ? ' (flaky allowed)' : ''}`]
-      : []),
-  ].join(', ');
 }
 
 export async function gate(o: GateOptions): Promise<CommandResult> {

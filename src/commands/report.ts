@@ -15,6 +15,7 @@ import { gatherReport } from '../report/gather.js';
 import { ReportCache } from '../report/report-cache.js';
 import { readRun } from '../report/run-source.js';
 import { writeReport } from '../report/write-report.js';
+import { checkReader } from './gate.js';
 
 export interface ReportOptions extends CommonOptions {
   run?: string;
@@ -49,7 +50,7 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
       'EGJ_USAGE',
       `${store.layout.gen}: no .gen/ here, so nothing to report; mint a job first`,
     );
-  const run = o.run === undefined ? undefined : await readRun(store.root, o.run);
+  const run = o.run === undefined ? undefined : await readRun(store, o.run, checkReader);
   const dir = o.out === undefined ? join(store.layout.gen, DEFAULT_REPORT_DIR) : resolve(o.out);
   const assets = loadAssets();
   const cache = ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root));

@@ -105,20 +105,22 @@ export interface ReportJob {
   shadows: ReportShadow[];
 }
 
+/** A run's newest gate record as it was closed (a gate that never closed has none). */
 export interface ReportGate {
-  state: 'open' | 'closed';
-  /** Closed: whether the policy was met; open: null. */
-  met: boolean | null;
+  met: boolean;
   passed: number;
   total: number;
   /** The rate as the run plane words it (`57/60 = 95.0%`). */
   rate: string;
+  /** The policy as `genjob gate` words it (`min 95.0%, checks tests`). */
   policy: string;
-  recordDigest: string | null;
-  /** Closed: the receipts or checks it closed on changed since (a new evaluation would decide anew). */
+  /** The record's file, and the sha256 of its bytes: what to cite. */
+  file: string;
+  recordDigest: string;
+  /** A DSSE envelope over the record. */
+  signed: boolean;
+  /** The evidence it closed on is no longer what is there (`apply --gated` would refuse it). */
   stale: boolean;
-  /** Open: what the gate waits for. */
-  waiting: string | null;
 }
 
 export interface ReportRun {

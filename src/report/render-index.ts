@@ -35,14 +35,13 @@ function gate(model: ReportModel): Html {
   const g = run.gate;
   if (!g)
     return html`<p>Run <b>${run.name}</b>: ${run.keys.length} intended job(s); no gate record yet (<code>genjob gate --run ${run.name}</code> writes one when the gate closes).</p>`;
-  const word = g.state === 'open' ? 'open' : g.met ? 'closed: met' : 'closed: not met';
-  const cls = g.state === 'open' ? 'gate-open' : g.met ? 'gate-closed' : 'gate-notmet';
+  const word = g.met ? 'closed: met' : 'closed: not met';
   return html`<table class="facts">
 <tr><th>run</th><td>${run.name} (${run.keys.length} intended job(s))</td></tr>
-<tr><th>gate</th><td><b class="${cls}" id="gate-state">${word}</b>${g.waiting ? html` — waits for ${g.waiting}` : ''}${g.stale ? html` <span class="stale">stale: receipts or checks changed since it closed</span>` : ''}</td></tr>
+<tr><th>gate</th><td><b class="${g.met ? 'gate-closed' : 'gate-notmet'}" id="gate-state">${word}</b>${g.stale ? html` <span class="stale">stale: its evidence changed since</span>` : ''}</td></tr>
 <tr><th>passed</th><td>${g.rate}</td></tr>
-<tr><th>policy</th><td><code>${g.policy}</code></td></tr>
-<tr><th>gate record</th><td class="mono">${g.recordDigest ? `sha256:${g.recordDigest}` : 'none (the gate is open)'}</td></tr>
+<tr><th>policy</th><td>${g.policy}</td></tr>
+<tr><th>gate record</th><td class="mono">${g.file}${g.signed ? ' (signed)' : ''}<br>sha256:${g.recordDigest}</td></tr>
 </table>`;
 }
 

@@ -118,6 +118,18 @@ export function rateText(passed: number, total: number): string {
   return `${passed}/${total} = ${Math.floor(tenths / 10)}.${tenths % 10}%`;
 }
 
+/** A policy in words (`min 95.0%, max fail 2, checks tests`), as `genjob gate` and a report say it. */
+export function policyText(p: GatePolicy): string {
+  const pct = rateText(p.minPass.num, p.minPass.den).replace(/^.* = /, '');
+  return [
+    `min ${pct}`,
+    ...(p.maxFail === null ? [] : [`max fail ${p.maxFail}`]),
+    ...(p.requireChecks.length > 0
+      ? [`checks ${p.requireChecks.join(', ')}${p.allowFlaky ? ' (flaky allowed)' : ''}`]
+      : []),
+  ].join(', ');
+}
+
 /** Parse a --min-pass value: a fraction 0..1 (`0.95`) or a percentage (`95%`), kept exact as num/den. */
 export function parseMinPass(text: string): { num: number; den: number } | null {
   const m = /^(\d{1,3})(?:\.(\d{1,6}))?(%)?$/.exec(text.trim());

@@ -73,49 +73,42 @@ describe('renderIndex', () => {
     );
   });
 
-  it('says an open gate is open and what it waits for', () => {
-    const run = {
-      name: 'hints',
-      keys: ['a'.repeat(64)],
-      gate: {
-        state: 'open' as const,
-        met: null,
-        passed: 0,
-        total: 1,
-        rate: '0/1 = 0.0%',
-        policy: '--min-pass 100.0%',
-        recordDigest: null,
-        stale: false,
-        waiting: '1 job without a receipt',
-      },
-    };
+  it('says a run whose gate never closed has no record yet', () => {
+    const run = { name: 'hints', keys: ['a'.repeat(64)], gate: null };
     const page = renderIndex(model([job('a')], { run, title: 'run hints' }), loadAssets(), '3'.repeat(64));
     expect(page).toContain(
-      '<b class="gate-open" id="gate-state">open</b> — waits for 1 job without a receipt',
+      '<p>Run <b>hints</b>: 1 intended job(s); no gate record yet (<code>genjob gate --run hints</code> writes one when the gate closes).</p>',
     );
-    expect(page).toContain('none (the gate is open)');
+    expect(page).not.toContain('id="gate-state"');
   });
 
-  it('says a closed gate whose evidence changed is stale', () => {
-    const run = {
-      name: 'hints',
-      keys: ['a'.repeat(64)],
-      gate: {
-        state: 'closed' as const,
-        met: true,
-        passed: 1,
-        total: 1,
-        rate: '1/1 = 100.0%',
-        policy: '--min-pass 100.0%',
-        recordDigest: 'f'.repeat(64),
-        stale: true,
-        waiting: null,
-      },
+  it('shows a closed gate as its record says (verdict, rate, policy, file, digest, signed) and says when it is stale', () => {
+    const gate = {
+      met: false,
+      passed: 1,
+      total: 2,
+      rate: '1/2 = 50.0%',
+      policy: 'min 100.0%, checks tests',
+      file: '.gen/runs/hints.gates/2.json',
+      recordDigest: 'f'.repeat(64),
+      signed: true,
+      stale: false,
     };
+    const run = { name: 'hints', keys: ['a'.repeat(64), 'b'.repeat(64)], gate };
     const page = renderIndex(model([job('a')], { run, title: 'run hints' }), loadAssets(), '4'.repeat(64));
-    expect(page).toContain(
-      '<b class="gate-closed" id="gate-state">closed: met</b> <span class="stale">stale: receipts or checks changed since it closed</span>',
+    expect(page).toContain('<b class="gate-notmet" id="gate-state">closed: not met</b></td>');
+    expect(page).toContain('<td>1/2 = 50.0%</td>');
+    expect(page).toContain('<td>min 100.0%, checks tests</td>');
+    expect(page).toContain(`.gen/runs/hints.gates/2.json (signed)<br>sha256:${'f'.repeat(64)}`);
+    const stale = { ...run, gate: { ...gate, met: true, signed: false, stale: true } };
+    const again = renderIndex(
+      model([job('a')], { run: stale, title: 'run hints' }),
+      loadAssets(),
+      '4'.repeat(64),
     );
-    expect(page).toContain('<td>1/1 = 100.0%</td>');
+    expect(again).toContain(
+      '<b class="gate-closed" id="gate-state">closed: met</b> <span class="stale">stale: its evidence changed since</span>',
+    );
+    expect(again).toContain(`.gen/runs/hints.gates/2.json<br>sha256:`);
   });
 });

@@ -10,7 +10,7 @@ import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckFacts } from '../../src/check/record.js';
 import type { Outcome } from '../../src/check/verdict.js';
-import { canonicalBytes } from '../../src/core/canonical-json.js';
+import { checkReader } from '../../src/commands/gate.js';
 import { loadAssets } from '../../src/report/assets.js';
 import { checkSource } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
@@ -21,7 +21,7 @@ import { checkRecords } from '../helpers/check-record.js';
 import { commitAll } from '../helpers/commit-all.js';
 import { CLEAN, clean, launchChromium, open, watchedPage } from './browser.js';
 import { type FixtureJob, fixtureRepo } from './fixture.js';
-import { gateRecord, sealRun, writeGate } from './run-files.js';
+import { closeGate, sealRun } from './run-files.js';
 
 let ctx: BrowserContext;
 /** The suite's temp dir: the report and the browser profile, kept until the browser is closed. */
@@ -62,12 +62,20 @@ beforeAll(async () => {
     }),
   });
   jobs = made.jobs;
+  // the run sealed and its gate closed over the receipts (`genjob gate --run fixture`) before the retry
+  // below: the record stands, stale
+  sealRun(
+    made.store,
+    'fixture',
+    jobs.map((j) => j.key),
+  );
+  await closeGate(made.root, 'fixture', { requireCheck: [], minPass: '100%' });
   // one job back in the queue, as a retry leaves it (its old receipt stays where it was)
   renameSync(
     made.store.layout.jobFile('received', jobs[5]!.key),
     made.store.layout.jobFile('queue', jobs[5]!.key),
   );
-  // the checks plane's records and the run plane's files, as `genjob check`, `mint --run` and `gate` write them
+  // the checks plane's records, as `genjob check` writes them
   writeFileSync(
     join(made.root, 'genjob.config.json'),
     JSON.stringify({ checkers: { tests: { run: 'true' }, lint: { run: 'true' } } }),
@@ -90,23 +98,7 @@ beforeAll(async () => {
         lint.map((outcome) => ({ outcome })),
       );
   }
-  const keys = jobs.map((j) => j.key);
-  sealRun(made.store, 'fixture', keys);
-  writeGate(
-    made.store,
-    'fixture',
-    1,
-    canonicalBytes(
-      await gateRecord(
-        made.root,
-        made.store,
-        'fixture',
-        keys,
-        [1, 2, 4, 5].map((i) => keys[i]!),
-      ),
-    ),
-  );
-  const run = await readRun(made.root, 'fixture');
+  const run = await readRun(made.store, 'fixture', checkReader);
   const model = await gatherReport(made.store, {
     run,
     checks: await checkSource(made.root),
@@ -138,8 +130,9 @@ describe('the report in chromium', () => {
       if (more?.receipt_sha256) expect(await tests.locator('.stale').textContent()).toBe('stale: receipt');
       expect(await row.locator('td[data-checker="lint"] .verdict').textContent()).toBe(LINT[i]![0]);
     }
-    expect(await w.page.locator('#gate-state').textContent()).toBe('closed: not met');
-    expect(await w.page.locator('body').textContent()).toContain('2/6 = 33.3%');
+    expect(await w.page.locator('#gate-state').textContent()).toBe('closed: met');
+    expect(await w.page.locator('body').textContent()).toContain('6/6 = 100.0%');
+    expect(await w.page.locator('#gate-state + .stale').textContent()).toMatch(/^stale: /);
     expect(await w.page.locator('table.spend').textContent()).toContain('builtin:openai');
     expect(await w.page.locator('svg.hist rect.bar').count()).toBeGreaterThan(0);
     expect(clean(w)).toEqual(CLEAN);

@@ -5,14 +5,12 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { canonicalBytes } from '../../src/core/canonical-json.js';
-import { sha256Hex } from '../../src/core/sha256.js';
 import { PKG, runCli } from '../e2e/helpers.js';
 import { checkRecords } from '../helpers/check-record.js';
 import { commitAll } from '../helpers/commit-all.js';
 import { tempDir } from '../helpers/temp-store.js';
 import { fixtureRepo } from './fixture.js';
-import { gateRecord, sealRun, writeGate } from './run-files.js';
+import { sealRun } from './run-files.js';
 
 function cli(root: string, args: readonly string[], env: Record<string, string> = {}) {
   return runCli(args, { cwd: root, env: { XDG_CACHE_HOME: join(root, '..', 'cache'), ...env } });
@@ -74,7 +72,7 @@ describe('genjob report', () => {
     expect(r.stderr).toMatch(/could not start .*no-such-browser.*; open .*index\.html yourself/);
   });
 
-  it('--run NAME: the run’s jobs only, each check cell from its record, and the gate as its newest record closed it', async () => {
+  it('--run NAME: the run’s jobs only, each check cell from its record, and the gate as `genjob gate` closed it; run errors are the run plane’s', async () => {
     const { root, store, jobs } = fixtureRepo(4);
     writeFileSync(join(root, 'genjob.config.json'), JSON.stringify({ checkers: { tests: { run: 'true' } } }));
     const record = await checkRecords(root, store, await commitAll(root));
@@ -84,8 +82,18 @@ describe('genjob report', () => {
     record(keys[2]!, 'tests', [{ outcome: 'fail', log: 'FAILED test_m2\n' }]);
     const run = keys.slice(0, 3);
     sealRun(store, 'hints', run);
-    const gate = canonicalBytes(await gateRecord(root, store, 'hints', run, [keys[1]!, keys[2]!]));
-    writeGate(store, 'hints', 1, gate);
+    const gate = await cli(root, [
+      'gate',
+      '--run',
+      'hints',
+      '--require-check',
+      'tests',
+      '--min-pass',
+      '95%',
+      '--json',
+    ]);
+    expect(gate.exitCode, gate.stderr).toBe(3); // closed, not met
+    const closed = JSON.parse(gate.stdout).record as { sha256: string };
     const r = await cli(root, ['report', '--run', 'hints', '--json']);
     expect(r.exitCode).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ jobs: 3 });
@@ -94,15 +102,19 @@ describe('genjob report', () => {
     expect(index).not.toContain(keys[3]!);
     expect(index).toContain('<b class="gate-notmet" id="gate-state">closed: not met</b>');
     expect(index).toContain('1/3 = 33.3%');
-    expect(index).toContain('--min-pass 95% --require-check tests');
-    expect(index).toContain(`sha256:${sha256Hex(gate)}`);
+    expect(index).toContain('<td>min 95.0%, checks tests</td>');
+    expect(index).toContain(`.gen/runs/hints.gates/1.json<br>sha256:${closed.sha256}`);
     const verdicts = [...index.matchAll(/data-checker="tests"[^>]*data-v="(\w+)"/g)].map((m) => m[1]);
     expect(verdicts.sort()).toEqual(['fail', 'flaky', 'pass']);
     const page = readFileSync(join(root, '.gen', 'report', 'jobs', `${keys[2]}.html`), 'utf8');
     expect(page).toContain('FAILED test_m2');
     const unknown = await cli(root, ['report', '--run', 'nope']);
     expect(unknown.exitCode).toBe(2);
-    expect(unknown.stderr).toMatch(/^genjob: EGJ_USAGE: --run nope: no run of that name under /);
+    expect(unknown.stderr).toMatch(/^genjob: EGJ_UNKNOWN_RUN: \S+nope\.json: no run "nope"; mint one with /);
+    const bad = await cli(root, ['report', '--run', '../hints']);
+    expect(bad.exitCode).toBe(2);
+    expect(bad.stderr).toMatch(/^genjob: EGJ_BAD_RUN_NAME: /);
+    expect(existsSync(join(root, '.gen', 'report', 'jobs', `${keys[3]}.html`))).toBe(false);
   });
 
   it.each([

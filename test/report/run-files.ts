@@ -1,81 +1,31 @@
-// A run's files written as the run plane writes them (docs/runs.md), for the report's tests: the sealed
-// manifest `.gen/runs/<id>.json` and gate records `.gen/runs/<id>.gates/<n>.json` whose evidence is taken
-// from the store as it is now (each job's receipt digest and its tests record, via the checks plane).
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { checkContext, stateOf } from '../../src/check/check-state.js';
-import { canonicalBytes } from '../../src/core/canonical-json.js';
-import { sha256Hex } from '../../src/core/sha256.js';
+// Runs for the report's tests, made by the run plane's own code over a fixture store: the manifest sealed
+// by `sealManifest` (what `genjob mint --each … --run` calls), a remint's supersession by `supersede`, and
+// gate records closed by `genjob gate`'s command function (the checks plane's reader, the real evidence
+// and digests, a DSSE envelope with --sign-key).
+import { type GateOptions, gate } from '../../src/commands/gate.js';
+import { buildManifest, sealManifest } from '../../src/run/run-manifest.js';
+import { parseRunName, runId } from '../../src/run/run-name.js';
+import { findJob } from '../../src/store/job-states.js';
 import type { Store } from '../../src/store/store.js';
+import { supersede } from '../../src/store/supersede.js';
 
-const runs = (store: Store) => store.layout.dir('runs');
-
-/** `.gen/runs/<id>.json` as `genjob mint --each … --run` seals it. */
-export function sealRun(store: Store, id: string, keys: string[]): void {
-  mkdirSync(runs(store), { recursive: true });
-  const [name, revision] = id.split('@');
-  writeFileSync(
-    join(runs(store), `${id}.json`),
-    canonicalBytes({
-      schema: 'genjob/run@1',
-      name,
-      revision: Number(revision ?? 1),
-      template: { instruction: 'Change {path}', also: [], reads: [], each: { glob: 'src/*.txt' } },
-      template_digest: 'a'.repeat(64),
-      expansion: keys.map((key, i) => ({ path: `src/m${i}.txt`, key })),
-      keys,
-      created_at: '2026-12-01T10:00:00.000Z',
-    }),
-  );
+/** Seal run `typed` (`NAME` or `NAME@N`) over `keys`, one per fixture path. */
+export function sealRun(store: Store, typed: string, keys: readonly string[]): void {
+  const { name, revision = 1 } = parseRunName(typed);
+  const template = { instruction: 'Change {path}', also: [], reads: [], each: { glob: 'src/*.txt' } };
+  const expansion = keys.map((key, i) => ({ path: `src/m${i}.txt`, key }));
+  sealManifest(store, buildManifest({ name, revision, id: runId(name, revision) }, template, expansion));
 }
 
-/** The gate record `genjob gate` would close now over `keys` (every job passing but `failing`). */
-export async function gateRecord(
-  root: string,
-  store: Store,
-  id: string,
-  keys: string[],
-  failing: string[] = [],
-) {
-  const ctx = await checkContext(root);
-  const evidence = keys.map((key) => {
-    const s = stateOf(ctx, key, 'tests');
-    return {
-      checks: [{ checker: 'tests', current: s.current, record: s.recordDigest ?? null, verdict: s.verdict }],
-      current: key,
-      dead: null,
-      key,
-      receipt: sha256Hex(readFileSync(store.layout.receipt(key))),
-    };
-  });
-  const passed = keys.length - failing.length;
-  return {
-    schema: 'genjob/gate@1',
-    run: id.split('@')[0],
-    revision: Number(id.split('@')[1] ?? 1),
-    manifest_sha256: sha256Hex(readFileSync(join(runs(store), `${id}.json`))),
-    policy: {
-      require_checks: ['tests'],
-      min_pass: { num: 95, den: 100 },
-      max_fail: null,
-      allow_flaky: false,
-    },
-    verdict: passed * 100 >= keys.length * 95 ? 'met' : 'not-met',
-    passed,
-    total: keys.length,
-    rate: `${passed}/${keys.length} = ${Math.floor((passed * 1000) / keys.length) / 10}%`,
-    keys: evidence.map((e) => ({
-      ...e,
-      pass: !failing.includes(e.key),
-      ...(failing.includes(e.key) ? { why: 'tests: fail' } : {}),
-    })),
-    evidence_sha256: sha256Hex(JSON.stringify(evidence)),
-    closed_at: '2026-12-01T11:00:00.000Z',
-  };
+/** `key` reminted as `successor`, as `genjob remint` leaves it (the old job in dead/, linked). */
+export function remint(store: Store, key: string, successor: string): void {
+  supersede(store, key, successor, findJob(store, key)!);
 }
 
-export function writeGate(store: Store, id: string, n: number, bytes: Buffer): void {
-  const dir = join(runs(store), `${id}.gates`);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, `${n}.json`), bytes);
+/** `genjob gate --run RUN --require-check tests --min-pass 95%` (and `extra`), which must close. */
+export async function closeGate(root: string, run: string, extra: Partial<GateOptions> = {}) {
+  const r = await gate({ root, run, requireCheck: ['tests'], minPass: '95%', ...extra });
+  const json = r.json as { state: string; record?: { file: string; sha256: string; seq: number } };
+  if (json.state !== 'closed' || !json.record) throw new Error(`gate ${run} did not close: ${r.human}`);
+  return json.record;
 }

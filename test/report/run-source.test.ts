@@ -1,21 +1,20 @@
-// A report's run, read from the run plane's files written here exactly as docs/runs.md shows them: the
-// sealed manifest (NAME is its newest revision), keys followed past a remint to their successor, and the
-// newest gate record (canonical JSON, or a DSSE envelope over it) shown as closed, with its file's digest,
-// and stale once a key's receipt or check record is no longer the one it names. A forged or broken
-// record fails the report naming its file.
+// A report's run as the run plane reads it, over runs sealed by its own code and gate records closed by
+// `genjob gate`'s command: NAME is the newest revision, keys are followed past a remint, the newest gate
+// record is shown as it was closed (verdict, rate, policy, file, digest, signed) and is stale exactly
+// when `apply --gated` would call it stale (a receipt, a check record, HEAD or the manifest moved after
+// closing). Names, missing runs and forged records fail with the run plane's own codes.
 import { generateKeyPairSync } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { canonicalBytes } from '../../src/core/canonical-json.js';
-import { signEnvelope } from '../../src/core/dsse.js';
-import { sha256Hex } from '../../src/core/sha256.js';
+import { checkReader } from '../../src/commands/gate.js';
 import { readRun } from '../../src/report/run-source.js';
-import { deadLetterFile } from '../../src/store/dead-letter.js';
+import { gatesDir } from '../../src/run/gate-record.js';
+import type { Store } from '../../src/store/store.js';
 import { checkRecords } from '../helpers/check-record.js';
 import { commitAll } from '../helpers/commit-all.js';
 import { fixtureRepo, patchReceipt } from './fixture.js';
-import { gateRecord, sealRun, writeGate } from './run-files.js';
+import { closeGate, remint, sealRun } from './run-files.js';
 
 async function world() {
   const repo = fixtureRepo(5);
@@ -29,114 +28,113 @@ async function world() {
   return { ...repo, keys, record };
 }
 
+const read = (store: Store, typed: string) => readRun(store, typed, checkReader);
+
 describe('readRun', () => {
   it('takes NAME as its newest revision and NAME@N as that one, each key followed past a remint', async () => {
-    const { root, store, keys } = await world();
+    const { store, keys } = await world();
     sealRun(store, 'hints', [keys[0]!]);
     sealRun(store, 'hints@2', [keys[0]!, keys[1]!, keys[2]!]);
-    // key 1 reminted: its job file in dead/ as superseded by key 4 (as `genjob remint` leaves it)
-    deadLetterFile(store, store.layout.jobFile('received', keys[1]!), `${keys[1]}.job`, {
-      key: keys[1]!,
-      code: 'EGJ_SUPERSEDED',
-      reason: `superseded by ${keys[4]}`,
-      superseded_by: keys[4]!,
-    });
-    expect(await readRun(root, 'hints')).toEqual({
+    remint(store, keys[1]!, keys[4]!);
+    expect(await read(store, 'hints')).toEqual({
       name: 'hints@2',
       keys: [keys[0], keys[4], keys[2]],
       gate: null,
     });
-    expect(await readRun(root, 'hints@1')).toEqual({ name: 'hints', keys: [keys[0]], gate: null });
-    await expect(readRun(root, 'hints@3')).rejects.toMatchObject({
-      code: 'EGJ_USAGE',
-      message: /no run of that name/,
-    });
-    await expect(readRun(root, 'other')).rejects.toMatchObject({ code: 'EGJ_USAGE' });
-    await expect(readRun(root, '../hints')).rejects.toMatchObject({
-      code: 'EGJ_USAGE',
+    expect(await read(store, 'hints@1')).toEqual({ name: 'hints', keys: [keys[0]], gate: null });
+    for (const missing of ['hints@3', 'other'])
+      await expect(read(store, missing)).rejects.toMatchObject({
+        code: 'EGJ_UNKNOWN_RUN',
+        exitCode: 2,
+        message: expect.stringContaining(`no run "${missing}"`),
+      });
+    await expect(read(store, '../hints')).rejects.toMatchObject({
+      code: 'EGJ_BAD_RUN_NAME',
       message: /a run name is/,
     });
   });
 
-  it('shows the newest gate record as closed (verdict, rate, policy, its digest), then stale once a receipt or check record moves', async () => {
+  it('shows the newest gate record as closed (verdict, rate, policy, file, digest, signed), then stale once a check record moves', async () => {
     const { root, store, keys, record } = await world();
     const run = keys.slice(0, 3);
     sealRun(store, 'hints', run);
-    const doc = await gateRecord(root, store, 'hints', run, [keys[2]!]);
-    writeGate(store, 'hints', 1, canonicalBytes(doc));
-    const first = await readRun(root, 'hints');
-    expect(first.gate).toEqual({
-      state: 'closed',
+    record(keys[2]!, 'tests', [{ outcome: 'fail' }]);
+    const first = await closeGate(root, 'hints');
+    expect((await read(store, 'hints')).gate).toEqual({
       met: false,
       passed: 2,
       total: 3,
       rate: '2/3 = 66.6%',
-      policy: '--min-pass 95% --require-check tests',
-      recordDigest: sha256Hex(canonicalBytes(doc)),
+      policy: 'min 95.0%, checks tests',
+      file: join('.gen', 'runs', 'hints.gates', '1.json'),
+      recordDigest: first.sha256,
+      signed: false,
       stale: false,
-      waiting: null,
     });
-    // a second record, signed: the newest one speaks, and its digest is the envelope file's
+    // the tests pass now, and the gate closes again, signed: the newest record speaks
+    record(keys[2]!, 'tests', [{ outcome: 'pass' }]);
+    const key = join(root, '..', 'gate.key');
     const { privateKey } = generateKeyPairSync('ed25519');
-    const signed = canonicalBytes(
-      signEnvelope(
-        'application/vnd.genjob.gate+json',
-        canonicalBytes({ ...doc, verdict: 'met', passed: 3, rate: '3/3 = 100.0%' }),
-        privateKey,
-        'k',
-      ),
-    );
-    writeGate(store, 'hints', 2, signed);
-    expect((await readRun(root, 'hints')).gate).toMatchObject({
+    writeFileSync(key, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
+    const second = await closeGate(root, 'hints', { signKey: key });
+    expect(second.seq).toBe(2);
+    expect((await read(store, 'hints')).gate).toMatchObject({
       met: true,
       rate: '3/3 = 100.0%',
-      recordDigest: sha256Hex(signed),
+      file: join('.gen', 'runs', 'hints.gates', '2.json'),
+      recordDigest: second.sha256,
+      signed: true,
       stale: false,
     });
     // a check record made after closing: the record no longer names what speaks for that job
     record(keys[1]!, 'tests', [{ outcome: 'fail' }]);
-    expect((await readRun(root, 'hints')).gate).toMatchObject({ stale: true });
+    expect((await read(store, 'hints')).gate).toMatchObject({ met: true, stale: true });
   });
 
   it('a receipt replaced after closing makes the record stale; a job outside the run does not', async () => {
     const { root, store, keys } = await world();
     sealRun(store, 'hints', keys.slice(0, 2));
-    writeGate(store, 'hints', 1, canonicalBytes(await gateRecord(root, store, 'hints', keys.slice(0, 2))));
+    await closeGate(root, 'hints');
     patchReceipt(store, keys[3]!, { reason: 'another answer' });
-    expect((await readRun(root, 'hints')).gate).toMatchObject({ met: true, stale: false });
+    expect((await read(store, 'hints')).gate).toMatchObject({ met: true, stale: false });
     patchReceipt(store, keys[0]!, { reason: 'another answer' });
-    expect((await readRun(root, 'hints')).gate).toMatchObject({ stale: true });
+    expect((await read(store, 'hints')).gate).toMatchObject({ stale: true });
   });
 
-  it('HEAD moving after closing (every check record goes stale) makes the record stale; so does another manifest', async () => {
+  it('HEAD moving after closing (every check record goes stale) makes the record stale; so does a tampered manifest', async () => {
     const { root, store, keys } = await world();
     sealRun(store, 'hints', keys.slice(0, 2));
-    writeGate(store, 'hints', 1, canonicalBytes(await gateRecord(root, store, 'hints', keys.slice(0, 2))));
-    expect((await readRun(root, 'hints')).gate).toMatchObject({ stale: false });
+    sealRun(store, 'other', keys.slice(0, 2));
+    await closeGate(root, 'hints');
+    await closeGate(root, 'other');
+    expect((await read(store, 'hints')).gate).toMatchObject({ stale: false });
+    const manifest = join(store.layout.dir('runs'), 'other.json');
+    const sealed = readFileSync(manifest, 'utf8');
+    writeFileSync(
+      manifest,
+      sealed.replace(/"created_at": "[^"]*"/, '"created_at": "2000-01-01T00:00:00.000Z"'),
+    );
+    expect((await read(store, 'other')).gate).toMatchObject({ stale: true });
+    expect((await read(store, 'hints')).gate).toMatchObject({ stale: false });
     writeFileSync(join(root, 'NEWS'), 'a commit after the gate closed\n');
     await commitAll(root);
-    expect((await readRun(root, 'hints')).gate).toMatchObject({ stale: true });
-
-    sealRun(store, 'other', keys.slice(0, 2));
-    const doc = await gateRecord(root, store, 'other', keys.slice(0, 2));
-    writeGate(store, 'other', 1, canonicalBytes({ ...doc, manifest_sha256: 'f'.repeat(64) }));
-    expect((await readRun(root, 'other')).gate).toMatchObject({ stale: true });
+    expect((await read(store, 'hints')).gate).toMatchObject({ stale: true });
   });
 
   it('a forged gate record (another payload type, another schema, no JSON) fails naming its file', async () => {
-    const { root, store, keys } = await world();
+    const { store, keys } = await world();
     sealRun(store, 'hints', keys.slice(0, 1));
     const bad = [
-      Buffer.from(
-        JSON.stringify({ payloadType: 'application/vnd.in-toto+json', payload: '', signatures: [] }),
-      ),
-      canonicalBytes({ schema: 'genjob/gate@9', keys: [] }),
-      Buffer.from('<script>genjobPwned(1)</script>'),
+      JSON.stringify({ payloadType: 'application/vnd.in-toto+json', payload: '', signatures: [] }),
+      JSON.stringify({ schema: 'genjob/gate@9', keys: [] }),
+      '<script>genjobPwned(1)</script>',
     ];
-    for (const [i, bytes] of bad.entries()) {
-      writeGate(store, 'hints', i + 1, bytes);
-      await expect(readRun(root, 'hints')).rejects.toMatchObject({
-        code: 'EGJ_USAGE',
+    const dir = gatesDir(store, { id: 'hints' });
+    for (const [i, text] of bad.entries()) {
+      store.fs.mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, `${i + 1}.json`), text);
+      await expect(read(store, 'hints')).rejects.toMatchObject({
+        code: 'EGJ_RUN_INVALID',
         message: expect.stringContaining(join('hints.gates', `${i + 1}.json`)),
       });
     }
