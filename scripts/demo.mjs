@@ -105,8 +105,8 @@ try {
   const verdict = genjob('gate', '--run', 'demo', '--require-check', 'tests')
     .split('\n')[0]
     .replace(/ passed.*$/, '');
-  // the review site, kept beside the (removed) demo directory so it can be opened afterwards
-  const index = genjob('report', '--out', `${base}-report`).split('\n')[0];
+  // the run's review site (its jobs and the gate just closed), kept beside the (removed) demo directory so it can be opened afterwards
+  const index = genjob('report', '--run', 'demo', '--out', `${base}-report`).split('\n')[0];
   process.stdout.write(
     `\ndemo ok: the job ${key.slice(0, 12)} was minted, worked, verified, checked and applied exactly once; ${verdict}\n` +
       `report: ${index}\n`,

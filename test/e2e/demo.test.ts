@@ -21,6 +21,7 @@ describe('the demo script', () => {
       '$ genjob apply',
       '$ git diff',
       '$ genjob gate --run demo --require-check tests',
+      '$ genjob report --run demo --out ',
     ];
     const at = order.map((s) => r.stdout.indexOf(s));
     expect(at.every((i) => i >= 0)).toBe(true);
@@ -35,7 +36,10 @@ describe('the demo script', () => {
       /demo ok: the job [0-9a-f]{12} was minted, worked, verified, checked and applied exactly once; gate demo: met: 1\/1 = 100\.0%\nreport: (\/\S+\/index\.html)$/,
     );
     const index = /report: (\S+)$/.exec(r.stdout)![1]!;
-    expect(readFileSync(index, 'utf8')).toContain('<title>genjob report: all jobs</title>');
+    const page = readFileSync(index, 'utf8');
+    expect(page).toContain('<title>genjob report: run demo</title>');
+    // the gate just closed, as its record says, and still current
+    expect(page).toContain('<b class="gate-closed" id="gate-state">closed: met</b></td>');
     rmSync(join(index, '..'), { recursive: true, force: true });
   });
 });
