@@ -213,13 +213,14 @@ const outcome: fc.Arbitrary<Outcome> = fc.oneof(
     reason: fc.constant('r'),
   }),
 );
-const checks = fc.array(
+// one state per checker, as the checks plane gives them (two of one name would be a model no reader makes)
+const checks = fc.uniqueArray(
   fc.record({
     checker: fc.constantFrom('tests', 'lint'),
     verdict: fc.constantFrom(...(['pass', 'fail', 'flaky', 'uncertain', 'error', 'missing'] as const)),
     current: fc.boolean(),
   }),
-  { maxLength: 2 },
+  { maxLength: 2, selector: (c) => c.checker },
 );
 const records = fc
   .array(fc.record({ outcome, liveLease: fc.boolean(), checks }), { maxLength: 12 })
