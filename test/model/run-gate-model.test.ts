@@ -27,7 +27,7 @@ import { reapStale } from '../../src/store/reap.js';
 import { retryJob } from '../../src/store/retry-job.js';
 import { Store } from '../../src/store/store.js';
 import { commitResult } from '../../src/worker/commit-result.js';
-import { modelBase, modelReceipt } from '../helpers/model-kit.js';
+import { modelBase, modelReceipt, modelRunOptions } from '../helpers/model-kit.js';
 
 const RUNS = Number(process.env.GENJOB_MODEL_RUNS ?? 300);
 const TRUST = { trusted: [], requireSignature: false };
@@ -338,10 +338,7 @@ describe('the run gate against its model', () => {
         }
         await w.drain();
       }),
-      {
-        numRuns: RUNS,
-        ...(process.env.GENJOB_MODEL_SEED ? { seed: Number(process.env.GENJOB_MODEL_SEED) } : {}),
-      },
+      modelRunOptions(RUNS),
     );
     console.log(
       `gate model: ${RUNS} runs, ${stats.evaluations} evaluations, ${stats.closed} closed, ${stats.collisions} on records another closing saw, ${stats.late} late deliveries refused`,

@@ -25,7 +25,7 @@ import { readTombstone } from '../../src/store/tombstone.js';
 import { verifyKey } from '../../src/verify/verify-key.js';
 import { commitResult } from '../../src/worker/commit-result.js';
 import { crashingFs, isCrash } from '../helpers/crashing-fs.js';
-import { modelBase, modelReceipt } from '../helpers/model-kit.js';
+import { modelBase, modelReceipt, modelRunOptions } from '../helpers/model-kit.js';
 import { snapshot } from '../helpers/tree-snapshot.js';
 
 const RUNS = Number(process.env.GENJOB_SHADOW_MODEL_RUNS ?? 1000);
@@ -325,10 +325,7 @@ describe('shadow planes and gc against their model', () => {
         for (let j = 0; j < JOBS.length; j++) await w.run({ t: 'mint', job: j });
         w.check();
       }),
-      {
-        numRuns: RUNS,
-        ...(process.env.GENJOB_MODEL_SEED ? { seed: Number(process.env.GENJOB_MODEL_SEED) } : {}),
-      },
+      modelRunOptions(RUNS),
     );
     // the interesting cases were exercised, not skipped
     expect(stats.shadowStored).toBeGreaterThan(0);

@@ -24,7 +24,7 @@ import { Store } from '../../src/store/store.js';
 import { verifyKey } from '../../src/verify/verify-key.js';
 import { commitResult } from '../../src/worker/commit-result.js';
 import { crashingFs, isCrash } from '../helpers/crashing-fs.js';
-import { modelBase, modelReceipt } from '../helpers/model-kit.js';
+import { modelBase, modelReceipt, modelRunOptions } from '../helpers/model-kit.js';
 
 const RUNS = Number(process.env.GENJOB_MODEL_RUNS ?? 1000);
 const POLICY = { trusted: [], requireSignature: false };
@@ -301,10 +301,7 @@ describe('the store against its model', () => {
         }
         late += w.refused.reduce((n, s) => n + s.size, 0);
       }),
-      {
-        numRuns: RUNS,
-        ...(process.env.GENJOB_MODEL_SEED ? { seed: Number(process.env.GENJOB_MODEL_SEED) } : {}),
-      },
+      modelRunOptions(RUNS),
     );
     console.log(
       `model: ${RUNS} runs, ${commands} commands, ${crashes} with an injected crash, ${stats.deliveries} deliveries, ` +
