@@ -1,6 +1,6 @@
 // Write a deterministic tar stream of an explicit entry list: regular files only, mode 0644, uid/gid 0,
-// empty owner names, mtime 0, a pax header only when a name or size needs one. Headers come from
-// node-tar's Header; the stream is framed here because async tar.c() can silently truncate with
+// empty owner names, mtime 0, a pax header only when a name or size needs one (tar-header.ts). The
+// stream is framed here because async tar.c() can silently truncate with
 // hardlinked inputs (isaacs/node-tar#460). Each file is read once through O_NOFOLLOW — up to 256 KiB in
 // one synchronous read of size + 1 bytes, bigger ones with 1 MiB reads — and hashed as it streams; a size
 // change during the read or a digest other than expectSha256 throws.
@@ -9,12 +9,12 @@
 import { createHash, type Hash } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, read, readSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { Header, Pax } from 'tar';
 import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { pathProblem } from '../core/paths.js';
 import { InputChangedError, InputNotRegularError } from './archive-errors.js';
 import { type OpenedFile, openBeneath } from './open-beneath.js';
+import { entryHeader } from './tar-header.js';
 
 export interface PackEntry {
   name: string;
@@ -33,7 +33,6 @@ export interface PackedFile {
 
 const BLOCK = 512;
 const CHUNK = 1024 * 1024;
-const EPOCH = new Date(0);
 /** Files up to this size are read in one synchronous read; bigger ones stream with 1 MiB async reads. */
 const SMALL_FILE_BYTES = 256 * 1024;
 /** Let the event loop run after this many small files read synchronously. */
@@ -90,28 +89,6 @@ class ChunkWriter {
     this.#off = 0;
     await this.sink(out);
   }
-}
-
-function headerBlock(
-  path: string,
-  size: number,
-  type: 'File' | 'ExtendedHeader',
-): { block: Buffer; needPax: boolean } {
-  const block = Buffer.alloc(BLOCK);
-  const h = new Header({ path, mode: 0o644, uid: 0, gid: 0, size, mtime: EPOCH, type, uname: '', gname: '' });
-  const needPax = h.encode(block);
-  return { block, needPax };
-}
-
-/** Header (plus a pax header first when the name is long or non-ASCII, or the size is over 8 GiB). */
-function entryHeader(name: string, size: number): Buffer {
-  const main = headerBlock(name, size, 'File');
-  if (!main.needPax) return main.block;
-  const body = Buffer.from(new Pax({ path: name, size }).encodeBody(), 'utf8');
-  const pax = headerBlock('PaxHeader', body.length, 'ExtendedHeader');
-  const padded = Buffer.alloc(BLOCK * Math.ceil(body.length / BLOCK));
-  body.copy(padded);
-  return Buffer.concat([pax.block, padded, main.block]);
 }
 
 /**
