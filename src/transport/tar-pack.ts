@@ -159,15 +159,17 @@ function closeQuietly(fd: number): void {
 function readSmall(fd: number, file: string, size: number, scratch: Buffer): Buffer {
   let got = 0;
   for (;;) {
+    const want = size + 1 - got;
     let n: number;
     try {
-      n = readSync(fd, scratch, got, size + 1 - got, null);
+      n = readSync(fd, scratch, got, want, null);
     } catch (err) {
       throw IoError.wrap('read', file, err);
     }
-    if (n === 0) break;
     got += n;
     if (got > size) throw new InputChangedError(file, `grew while being packed (expected ${size} bytes)`);
+    // short with all `size` bytes: the end of the file (a read returning 0 would only say so again)
+    if (n === 0 || (n < want && got === size)) break;
   }
   if (got < size) throw new InputChangedError(file, `shrank while being packed (expected ${size} bytes)`);
   return scratch.subarray(0, size);
