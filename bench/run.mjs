@@ -6,7 +6,7 @@
 // second-job, verify, apply, memory, git-push, git-push-again, show-journal, check (bench/stages-check.mjs),
 // the scale stages of bench/stages-scale.mjs: drain-deep, status-deep, pool; and gate-run (bench/stages-runs.mjs).
 // See docs/performance.md for what each measures and why.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   cpSync,
   linkSync,
@@ -461,11 +461,18 @@ const stages = {
       }
       rmSync(root, { recursive: true, force: true });
     }
+    // its floor, in the same run: bubblewrap running `true` with the argv genjob gave it, plus one
+    // round trip on an open ssh session
+    const argv = captureBwrapArgv(ssh);
+    const floors = [];
+    const trips = await sessionRoundTrips(ssh, RUNS * 2);
+    for (let i = 0; i < RUNS * 2; i++) floors.push(run('bwrap', argv).ms);
+    const floor = median(floors) + median(trips);
     record('second job to the same host', {
       genjob: median(seconds),
-      baseline: median(firsts),
-      target: 0.3,
-      note: 'claim → receipt of job 2 vs job 1 in one drain (journal times)',
+      baseline: floor,
+      target: 1.5,
+      note: `claim → receipt of job 2 in one drain (journal times; job 1 took ${round(median(firsts))} ms); baseline = bwrap running \`true\` with genjob's argv (${round(median(floors))} ms) + one round trip on the ssh session (${round(median(trips))} ms)`,
     });
   },
 
@@ -716,6 +723,62 @@ Object.assign(
 );
 
 // ---------- ssh helpers ----------
+/**
+ * The argv genjob serve gives bubblewrap for a generator `true`: one job run with a `bwrap` first on
+ * the remote PATH that writes its arguments down, then runs the real one. The per-run directories it
+ * binds are gone by then; they are made again (empty) so the argv runs as it did.
+ */
+function captureBwrapArgv(ssh) {
+  const real = spawnSync('sh', ['-c', 'command -v bwrap']).stdout.toString().trim();
+  const shim = join(TMP, 'bwrap-shim');
+  const log = join(TMP, 'bwrap-argv');
+  mkdirSync(shim, { recursive: true });
+  writeFileSync(
+    join(shim, 'bwrap'),
+    `#!/bin/sh\nfor a in "$@"; do printf '%s\\0' "$a"; done > '${log}'\nexec '${real}' "$@"\n`,
+    { mode: 0o755 },
+  );
+  const root = freshRepo('second-argv');
+  const input = smallFiles(root, 1, 4096)[0];
+  queueJob(root, makeJob('capture the bwrap argv', [{ path: input.path, sha256: input.sha256 }]));
+  const args = sshArgs(ssh, 'argv');
+  args[args.indexOf('--remote-cmd') + 1] =
+    `env PATH=${shim}:${process.env.PATH} ${args[args.indexOf('--remote-cmd') + 1]}`;
+  genjob(['work', '--drain', ...args, '--generator', 'true', '--quiet'], { cwd: root });
+  rmSync(root, { recursive: true, force: true });
+  const argv = readFileSync(log, 'utf8').split('\0').slice(0, -1);
+  for (let i = 0; i + 2 < argv.length; i++) {
+    if (!['--bind', '--ro-bind', '--bind-try', '--ro-bind-try'].includes(argv[i])) continue;
+    const src = argv[i + 1];
+    if (spawnSync('test', ['-e', src]).status === 0) continue;
+    if (/\.[a-z]+$/.test(src)) {
+      mkdirSync(dirname(src), { recursive: true });
+      writeFileSync(src, '{}');
+    } else mkdirSync(src, { recursive: true });
+  }
+  return argv;
+}
+
+/** `n` round trips of one line on an open ssh session (the first, which opens it, not counted). */
+async function sessionRoundTrips(ssh, n) {
+  const child = spawn('ssh', ['-F', ssh.sshConfigFile, ssh.alias, 'cat'], {
+    stdio: ['pipe', 'pipe', 'ignore'],
+  });
+  const lines = child.stdout[Symbol.asyncIterator]();
+  const trip = async () => {
+    const t0 = process.hrtime.bigint();
+    child.stdin.write('x\n');
+    await lines.next();
+    return Number(process.hrtime.bigint() - t0) / 1e6;
+  };
+  await trip();
+  const ms = [];
+  for (let i = 0; i < n; i++) ms.push(await trip());
+  child.stdin.end();
+  await new Promise((r) => child.once('close', r));
+  return ms;
+}
+
 function sshArgs(ssh, i) {
   return [
     '--host',
