@@ -6,7 +6,7 @@
 // second-job, verify, apply, memory, git-push, git-push-again, show-journal, check (bench/stages-check.mjs),
 // report (bench/stages-report.mjs), the scale stages of bench/stages-scale.mjs: drain-deep, status-deep, pool; and gate-run (bench/stages-runs.mjs).
 // See docs/performance.md for what each measures and why.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   cpSync,
   linkSync,
@@ -59,35 +59,33 @@ const value = (name) => {
 const QUICK = flag('--quick');
 const KEEP = flag('--keep');
 const ONLY = value('--only')?.split(',');
-const RUNS = Number(value('--runs') ?? (QUICK ? 3 : 5));
+/** Every pair (genjob, baseline) is measured at least this many times, alternating, after a warm-up. */
+const MIN_PAIRS = 5;
+const RUNS = Math.max(MIN_PAIRS, Number(value('--runs') ?? MIN_PAIRS));
 const SIZES = QUICK
   ? {
       bigMint: 64 * MiB,
       smallCount: 200,
       statusJobs: 100,
       workJobs: 50,
-      workRuns: 2,
       shipBig: 20 * MiB,
       shipSmall: 200,
       verifyFiles: 1,
       applyFiles: 100,
       pushJobs: 200,
       memBytes: 256 * MiB,
-      shipRuns: 2,
     }
   : {
       bigMint: 512 * MiB,
       smallCount: 2000,
       statusJobs: 1000,
       workJobs: 500,
-      workRuns: 3,
       shipBig: 200 * MiB,
       shipSmall: 2000,
       verifyFiles: 8,
       applyFiles: 1000,
       pushJobs: 1000,
       memBytes: 1024 * MiB,
-      shipRuns: 3,
     };
 
 const STAGES = [
@@ -119,6 +117,8 @@ if (ONLY)
       process.exit(2);
     }
 const wanted = (s) => !ONLY || ONLY.includes(s);
+/** Stages that need the bench's sshd (started once, on first use). */
+const SSH_STAGES = ['ship-big', 'ship-small', 'second-job'];
 
 // ---------- scratch and a private copy of the built CLI ----------
 const TMP = mkdtempSync(join(os.tmpdir(), 'gjb-'));
@@ -158,13 +158,15 @@ const median = (xs) => {
 };
 
 /**
- * Alternate genjob and baseline `runs` times after one discarded warm-up of each (page cache, disk
- * cache, first-run costs). `prepare(i)` runs untimed before each pair. Returns median ms of each side.
+ * Alternate genjob and baseline `runs` times (never fewer than MIN_PAIRS) after one discarded warm-up
+ * of each (page cache, disk cache, first-run costs); genjob goes first in even pairs, the baseline in
+ * odd ones. `prepare(i)` runs untimed before each pair. Returns the median ms of each side and the
+ * ratio genjob/baseline of every pair: a pair is measured back to back, under the same load.
  */
 function alternate({ runs = RUNS, warmup = true, prepare, genjob: g, baseline: b }) {
   const gs = [];
   const bs = [];
-  const total = runs + (warmup ? 1 : 0);
+  const total = Math.max(MIN_PAIRS, runs) + (warmup ? 1 : 0);
   for (let i = 0; i < total; i++) {
     const ctx = prepare?.(i);
     const order = i % 2 === 0 ? [g, b] : [b, g];
@@ -174,18 +176,40 @@ function alternate({ runs = RUNS, warmup = true, prepare, genjob: g, baseline: b
     gs.push(gt);
     bs.push(bt);
   }
-  return { genjob: median(gs), baseline: median(bs), genjobRuns: gs, baselineRuns: bs };
+  return pairs(gs, bs);
+}
+
+/** The medians of two sides measured in pairs, and each pair's ratio genjob/baseline. */
+function pairs(gs, bs) {
+  return {
+    genjob: median(gs),
+    baseline: median(bs),
+    genjobRuns: gs,
+    baselineRuns: bs,
+    ratios: gs.map((g, i) => g / bs[i]),
+  };
 }
 
 const results = [];
-function record(stage, { genjob: g, baseline: b, unit = 'ms', ratio, target, met, note }) {
-  const r = ratio ?? (b ? g / b : null);
+/**
+ * One row of the table. `ratios` (each pair's ratio) give the row its ratio (their median) and its
+ * minimum; a row without pairs gives `ratio` itself (or genjob/baseline). `met` overrides the test
+ * "ratio ≤ target" for targets of another shape. The stage loop adds the load and the verdict.
+ */
+function record(stage, { genjob: g, baseline: b, unit = 'ms', ratio, ratios, target, met, note }) {
+  const r = ratio ?? (ratios?.length ? median(ratios) : b ? g / b : null);
   const row = {
     stage,
     genjob: round(g),
     baseline: b === null ? null : round(b),
     unit,
     ratio: r === null ? null : Math.round(r * 100) / 100,
+    ...(ratios?.length
+      ? {
+          ratio_min: Math.round(Math.min(...ratios) * 100) / 100,
+          pair_ratios: ratios.map((x) => Math.round(x * 1000) / 1000),
+        }
+      : {}),
     target,
     met: met ?? (r !== null && r <= target),
     ...(note ? { note } : {}),
@@ -195,9 +219,25 @@ function record(stage, { genjob: g, baseline: b, unit = 'ms', ratio, target, met
 }
 const round = (x) => (x >= 100 ? Math.round(x) : Math.round(x * 100) / 100);
 
+/** The 1-, 5- and 15-minute load averages, rounded. */
+const loadNow = () => os.loadavg().map((x) => Math.round(x * 100) / 100);
+const CORES = os.cpus().length;
+
+/**
+ * A row measured while the machine was busier than its cores (the 1-minute load average above the
+ * core count before or after its stage) is "loaded": its numbers are kept, but it neither meets nor
+ * misses its target. Otherwise its verdict is what `met` says.
+ */
+function verdictOf(row, before, after) {
+  if (row.error) return 'error';
+  if (Math.max(before[0], after[0]) > CORES) return 'loaded';
+  return row.met ? 'met' : 'missed';
+}
+
 function fmtRow(r) {
   const t = typeof r.target === 'string' ? r.target : `≤ ${r.target}`;
-  return `${r.stage}: genjob ${r.genjob} ${r.unit}, baseline ${r.baseline ?? '—'}${r.baseline === null ? '' : ` ${r.unit}`}, ratio ${r.ratio ?? '—'}, target ${t}, ${r.met ? 'met' : 'NOT met'}${r.note ? ` (${r.note})` : ''}`;
+  const min = r.ratio_min === undefined ? '' : ` (min ${r.ratio_min})`;
+  return `${r.stage}: genjob ${r.genjob} ${r.unit}, baseline ${r.baseline ?? '—'}${r.baseline === null ? '' : ` ${r.unit}`}, ratio ${r.ratio ?? '—'}${min}, target ${t}, ${r.met ? 'met' : 'NOT met'}${r.note ? ` (${r.note})` : ''}`;
 }
 
 function freshRepo(name) {
@@ -300,7 +340,6 @@ const stages = {
   'work-local'() {
     const n = SIZES.workJobs;
     const m = alternate({
-      runs: SIZES.workRuns,
       warmup: false,
       prepare: (i) => {
         const root = freshRepo(`work-${i}`);
@@ -356,7 +395,6 @@ const stages = {
       return root;
     };
     const m = alternate({
-      runs: SIZES.workRuns,
       warmup: false,
       prepare: (i) => ({ confined: fresh(i, 'on'), unconfined: fresh(i, 'off') }),
       genjob: (ctx) => drain(ctx.confined, []),
@@ -425,11 +463,18 @@ const stages = {
       }
       rmSync(root, { recursive: true, force: true });
     }
+    // its floor, in the same run: bubblewrap running `true` with the argv genjob gave it, plus one
+    // round trip on an open ssh session
+    const argv = captureBwrapArgv(ssh);
+    const floors = [];
+    const trips = await sessionRoundTrips(ssh, RUNS * 2);
+    for (let i = 0; i < RUNS * 2; i++) floors.push(run('bwrap', argv).ms);
+    const floor = median(floors) + median(trips);
     record('second job to the same host', {
       genjob: median(seconds),
-      baseline: median(firsts),
-      target: 0.3,
-      note: 'claim → receipt of job 2 vs job 1 in one drain (journal times)',
+      baseline: floor,
+      target: 1.5,
+      note: `claim → receipt of job 2 in one drain (journal times; job 1 took ${round(median(firsts))} ms); baseline = bwrap running \`true\` with genjob's argv (${round(median(floors))} ms) + one round trip on the ssh session (${round(median(trips))} ms)`,
     });
   },
 
@@ -623,11 +668,11 @@ Object.assign(stages, {
   },
 
   'git-push-again'() {
-    const { base, gj, plain, bare } = pushRepos();
+    const { base, gj, bare } = pushRepos();
     const g = bare();
-    const b = bare();
     genjob(['push', g], { cwd: gj, env: gitEnvBench });
-    run('git', ['push', '-q', b, 'HEAD:refs/heads/main'], { cwd: plain, env: gitEnvBench });
+    // `git push` with nothing new takes a few ms, less than Node's own start-up: the floor of any Node CLI
+    // doing this is to start node and ask the remote once for the key refs
     const m = alternate({
       runs: RUNS * 2,
       genjob: () => {
@@ -636,28 +681,15 @@ Object.assign(stages, {
         return r.ms;
       },
       baseline: () =>
-        run('git', ['push', '-q', b, 'HEAD:refs/heads/main'], { cwd: plain, env: gitEnvBench }).ms,
-    });
-    record('genjob push, nothing new', {
-      ...m,
-      target: 1.2,
-      note: `${SIZES.pushJobs} keys already on the remote vs git push with nothing new`,
-    });
-    // The floor of any Node CLI doing this: start node, and ask the remote once for the key refs
-    // (`git push` with nothing new takes a few ms; node alone takes ~50).
-    const floor = alternate({
-      runs: RUNS * 2,
-      genjob: () => genjob(['push', g], { cwd: gj, env: gitEnvBench }).ms,
-      baseline: () =>
         sh(`'${NODE}' -e 0 && git ls-remote '${g}' 'refs/genjob/keys/*' >/dev/null`, {
           cwd: gj,
           env: gitEnvBench,
         }).ms,
     });
-    record('genjob push, nothing new, vs its floor', {
-      ...floor,
-      target: 1.5,
-      note: 'baseline: node -e 0, then git ls-remote of the key refs',
+    record('genjob push, nothing new', {
+      ...m,
+      target: 1.2,
+      note: `${SIZES.pushJobs} keys already on the remote; baseline = \`node -e 0\`, then \`git ls-remote\` of the key refs`,
     });
     rmSync(base, { recursive: true, force: true });
   },
@@ -665,14 +697,91 @@ Object.assign(stages, {
 
 Object.assign(
   stages,
-  scaleStages({ QUICK, TMP, NODE, GENJOB, run, genjob, alternate, record, freshRepo, median, round }),
-  journalStages({ alternate, record, genjob, run, freshRepo, events: QUICK ? 100_000 : 1_000_000 }),
+  scaleStages({
+    QUICK,
+    TMP,
+    NODE,
+    GENJOB,
+    run,
+    genjob,
+    alternate,
+    record,
+    freshRepo,
+    median,
+    round,
+    MIN_PAIRS,
+  }),
+  journalStages({
+    alternate,
+    record,
+    genjob,
+    run,
+    freshRepo,
+    NODE,
+    events: QUICK ? 100_000 : 1_000_000,
+  }),
   checkStages({ alternate, record, genjob, run, TMP }),
   runStages({ QUICK, NODE, GENJOB, genjob, alternate, record, freshRepo, round }),
   reportStages({ record, genjob, freshRepo, median, runs: RUNS, jobs: QUICK ? 200 : 1000 }),
 );
 
 // ---------- ssh helpers ----------
+/**
+ * The argv genjob serve gives bubblewrap for a generator `true`: one job run with a `bwrap` first on
+ * the remote PATH that writes its arguments down, then runs the real one. The per-run directories it
+ * binds are gone by then; they are made again (empty) so the argv runs as it did.
+ */
+function captureBwrapArgv(ssh) {
+  const real = spawnSync('sh', ['-c', 'command -v bwrap']).stdout.toString().trim();
+  const shim = join(TMP, 'bwrap-shim');
+  const log = join(TMP, 'bwrap-argv');
+  mkdirSync(shim, { recursive: true });
+  writeFileSync(
+    join(shim, 'bwrap'),
+    `#!/bin/sh\nfor a in "$@"; do printf '%s\\0' "$a"; done > '${log}'\nexec '${real}' "$@"\n`,
+    { mode: 0o755 },
+  );
+  const root = freshRepo('second-argv');
+  const input = smallFiles(root, 1, 4096)[0];
+  queueJob(root, makeJob('capture the bwrap argv', [{ path: input.path, sha256: input.sha256 }]));
+  const args = sshArgs(ssh, 'argv');
+  args[args.indexOf('--remote-cmd') + 1] =
+    `env PATH=${shim}:${process.env.PATH} ${args[args.indexOf('--remote-cmd') + 1]}`;
+  genjob(['work', '--drain', ...args, '--generator', 'true', '--quiet'], { cwd: root });
+  rmSync(root, { recursive: true, force: true });
+  const argv = readFileSync(log, 'utf8').split('\0').slice(0, -1);
+  for (let i = 0; i + 2 < argv.length; i++) {
+    if (!['--bind', '--ro-bind', '--bind-try', '--ro-bind-try'].includes(argv[i])) continue;
+    const src = argv[i + 1];
+    if (spawnSync('test', ['-e', src]).status === 0) continue;
+    if (/\.[a-z]+$/.test(src)) {
+      mkdirSync(dirname(src), { recursive: true });
+      writeFileSync(src, '{}');
+    } else mkdirSync(src, { recursive: true });
+  }
+  return argv;
+}
+
+/** `n` round trips of one line on an open ssh session (the first, which opens it, not counted). */
+async function sessionRoundTrips(ssh, n) {
+  const child = spawn('ssh', ['-F', ssh.sshConfigFile, ssh.alias, 'cat'], {
+    stdio: ['pipe', 'pipe', 'ignore'],
+  });
+  const lines = child.stdout[Symbol.asyncIterator]();
+  const trip = async () => {
+    const t0 = process.hrtime.bigint();
+    child.stdin.write('x\n');
+    await lines.next();
+    return Number(process.hrtime.bigint() - t0) / 1e6;
+  };
+  await trip();
+  const ms = [];
+  for (let i = 0; i < n; i++) ms.push(await trip());
+  child.stdin.end();
+  await new Promise((r) => child.once('close', r));
+  return ms;
+}
+
 function sshArgs(ssh, i) {
   return [
     '--host',
@@ -688,7 +797,6 @@ function shipStage(ssh, root, inputs, label, note) {
   const listFile = join(TMP, 'ship-list');
   writeFileSync(listFile, `${inputs.map((i) => i.path).join('\n')}\n`);
   const m = alternate({
-    runs: SIZES.shipRuns,
     prepare: (i) => {
       queueJob(root, makeJob(`ship run ${i}`, inputs));
       return i;
@@ -736,15 +844,20 @@ function machine() {
 
 async function main() {
   const started = Date.now();
-  process.stderr.write(`bench: ${QUICK ? 'quick' : 'full'} run, ${RUNS} runs per stage, scratch ${TMP}\n`);
+  const loadAtStart = loadNow();
+  process.stderr.write(
+    `bench: ${QUICK ? 'quick' : 'full'} run, ${RUNS} pairs per stage, load ${loadAtStart.join(' ')} on ${CORES} cores, scratch ${TMP}\n`,
+  );
   selfCheck();
   let ssh;
   try {
     for (const name of STAGES) {
       if (!wanted(name)) continue;
       process.stderr.write(`bench: ${name} ...\n`);
+      const first = results.length;
+      const before = loadNow();
       try {
-        const needsSsh = ['ship-big', 'ship-small', 'second-job'].includes(name);
+        const needsSsh = SSH_STAGES.includes(name);
         if (needsSsh && !ssh) ssh = await startSshd();
         await stages[name](ssh);
       } catch (err) {
@@ -760,6 +873,11 @@ async function main() {
           error: String(err.message).slice(0, 500),
         });
       }
+      const after = loadNow();
+      for (const row of results.slice(first)) {
+        row.load = { before, after };
+        row.verdict = verdictOf(row, before, after);
+      }
     }
   } finally {
     await ssh?.stop();
@@ -767,26 +885,30 @@ async function main() {
   }
   const out = join(here, 'results.json');
   writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+  const seconds = Math.round((Date.now() - started) / 1000);
   writeFileSync(
     join(here, 'machine.json'),
-    `${JSON.stringify({ ...machine(), quick: QUICK, runs: RUNS, seconds: Math.round((Date.now() - started) / 1000) }, null, 2)}\n`,
+    `${JSON.stringify({ ...machine(), quick: QUICK, pairs: RUNS, load_at_start: loadAtStart, load_at_end: loadNow(), seconds }, null, 2)}\n`,
   );
   printTable();
+  const count = (v) => results.filter((r) => r.verdict === v).length;
   process.stdout.write(
-    `\n${results.filter((r) => r.met).length} of ${results.length} targets met in ${Math.round((Date.now() - started) / 1000)} s; wrote ${out}\n`,
+    `\n${count('met')} of ${results.length} targets met, ${count('missed')} missed, ${count('loaded')} measured under load above ${CORES} (no verdict), ${count('error')} failed; ${seconds} s; wrote ${out}\n`,
   );
 }
 
 function printTable() {
-  const head = ['stage', 'genjob', 'baseline', 'unit', 'ratio', 'target', 'met'];
+  const head = ['stage', 'genjob', 'baseline', 'unit', 'ratio', 'min', 'target', 'load', 'verdict'];
   const rows = results.map((r) => [
     r.stage,
     r.genjob ?? 'error',
     r.baseline ?? '—',
     r.unit ?? '',
     r.ratio ?? '—',
+    r.ratio_min ?? '—',
     r.target === null ? '' : typeof r.target === 'string' ? r.target : `≤ ${r.target}`,
-    r.error ? `error: ${r.error.slice(0, 60)}` : r.met ? 'yes' : 'NO',
+    r.load ? `${r.load.before[0]}→${r.load.after[0]}` : '',
+    r.error ? `error: ${r.error.slice(0, 60)}` : r.verdict,
   ]);
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
   const line = (cells) => `| ${cells.map((c, i) => String(c).padEnd(w[i])).join(' | ')} |`;

@@ -180,7 +180,9 @@ export class InputReader {
     let sha256: string;
     try {
       ({ sha256 } =
-        st.size <= SMALL_FILE_BYTES ? hashSmallFileSync(abs, onChunk) : await hashFile(abs, onChunk));
+        st.size <= SMALL_FILE_BYTES
+          ? hashSmallFileSync(abs, onChunk, st.size)
+          : await hashFile(abs, onChunk));
     } catch (err) {
       throw isSystemError(err) ? IoError.wrap('read', abs, err) : err;
     }

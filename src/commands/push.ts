@@ -100,9 +100,14 @@ export async function push(o: PushOptions): Promise<CommandResult> {
   const root = store.root;
   const only = o.key?.map((k) => resolveKey(store, k));
   const all = only === undefined;
-  // the remote's key refs are asked for first: git answers while this process stats the receipts
+  // the remote's key refs are asked for first: git answers while this process stats the receipts (a
+  // remote given by name is asked at once; a `.then` would wait until the stats below are done)
+  const wanted = all ? [`${KEY_REFS}*`] : only.map(keyRef);
   const remoteName = o.remote === undefined ? defaultRemote(root) : Promise.resolve(o.remote);
-  const there = remoteName.then((r) => lsRemote(root, r, all ? [`${KEY_REFS}*`] : only.map(keyRef)));
+  const there =
+    o.remote === undefined
+      ? remoteName.then((r) => lsRemote(root, r, wanted))
+      : lsRemote(root, o.remote, wanted);
   there.catch(() => {}); // unused when something is new; git push then reports an unreachable remote
   // each receipt's stat is taken before it may be read (built-record.ts)
   const receipts = store.layout.dir('receipts');

@@ -13,7 +13,7 @@ import { epochsOf, readAttempt } from '../store/attempts.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
 import { peekRecord, readdirOrEmpty } from '../store/durable.js';
 import { findJob, resolveKey } from '../store/job-states.js';
-import { readJournal } from '../store/journal.js';
+import { readKeyJournal } from '../store/journal.js';
 import { readLease } from '../store/lease.js';
 import type { Store } from '../store/store.js';
 import { readTombstone } from '../store/tombstone.js';
@@ -107,6 +107,9 @@ function attemptRows(store: Store, key: string) {
 export async function show(o: CommonOptions & { key: string }): Promise<CommandResult> {
   const store = lookStore(o);
   const key = resolveKey(store, o.key, { dead: true });
+  // the journal is the biggest read: it goes on (on the thread pool) while the rest is read here
+  const journalRead = readKeyJournal(store, key);
+  journalRead.catch(() => {}); // awaited below; a failure is reported there
   const found = findJob(store, key);
   const died = found ? undefined : deadJobs(store).find((d) => d.key === key);
   const why = died ? deadReason(store, died.name) : null;
@@ -134,7 +137,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     (n) => n.startsWith(key) && !n.endsWith('.why.json'),
   );
   const usage = usageRows(store, key, epochsOf(store, key), dead);
-  const events = readJournal(store, key);
+  const events = await journalRead;
   const lease = readLease(store, key) ?? null;
   const checks = await showChecks(store, key);
   const applied = record ? { writes: doc?.writes, applied_at: doc?.applied_at } : null;

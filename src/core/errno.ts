@@ -24,12 +24,19 @@ export function errnoName(err: unknown): string | undefined {
   return undefined;
 }
 
+/** libuv's errno → [name, words]; Node builds a fresh map at each call, so it is asked once. */
+let systemErrors: Map<number, [string, string]> | undefined;
+function systemErrorMap(): Map<number, [string, string]> {
+  systemErrors ??= getSystemErrorMap();
+  return systemErrors;
+}
+
 /** "no space left on device (ENOSPC)"; the cause's own message when it is no system error. */
 export function errnoWords(err: unknown): string {
   const name = errnoName(err);
   if (name === undefined) return (err as Error)?.message ?? String(err);
   const n = constants.errno[name as keyof typeof constants.errno];
-  const words = EXTRA_WORDS[name] ?? (n === undefined ? undefined : getSystemErrorMap().get(-n)?.[1]);
+  const words = EXTRA_WORDS[name] ?? (n === undefined ? undefined : systemErrorMap().get(-n)?.[1]);
   return words === undefined ? name : `${words} (${name})`;
 }
 

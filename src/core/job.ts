@@ -127,13 +127,14 @@ function listProblem(
     if (problem) return `${JSON.stringify(p)}: ${problem}`;
     if (i > 0 && !(list[i - 1]!.path < p))
       return `${name} are not sorted by path or repeat ${JSON.stringify(p)}`;
-    const twin = folded.get(foldedPath(p));
+    const fold = foldedPath(p);
+    const twin = folded.get(fold);
     // a list's own repeats are refused as out of order above: an equal twin is a read that is also allowed
     if (twin === p)
       return `${JSON.stringify(p)} is both read and allowed; a file the generator may change is shipped anyway`;
     if (twin !== undefined)
       return `${JSON.stringify(p)} and ${JSON.stringify(twin)} differ only in case or Unicode form`;
-    folded.set(foldedPath(p), p);
+    folded.set(fold, p);
   }
   return null;
 }

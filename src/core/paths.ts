@@ -16,9 +16,21 @@ const HFS_IGNORABLE = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/gu;
 // 'GIT~1' (git's path.c is_ntfs_dotgit); the same holds for '.gen' and 'GEN~1'.
 const NTFS_ALIAS = /^(?:\.(git|gen)|(git|gen)~1)[. ]*(?::.*)?$/;
 
+/**
+ * Printable ASCII but the backslash: already NFC, no HFS+ ignorable, one byte a character, nothing a
+ * path may not hold. Nearly every path is such; it skips the Unicode work (mint checks thousands).
+ */
+const PLAIN = /^[\x20-\x5b\x5d-\x7e]*$/;
+
 /** Which reserved directory `part` names on some filesystem git protects against, or null. */
 export function reservedAlias(part: string): string | null {
-  const folded = part.normalize('NFC').replace(HFS_IGNORABLE, '').toLowerCase();
+  let folded: string;
+  if (PLAIN.test(part)) {
+    // every alias starts with '.' or a 'g' in either case
+    const first = part.charCodeAt(0) | 0x20;
+    if (first !== 0x2e && first !== 0x67) return null;
+    folded = part.toLowerCase();
+  } else folded = part.normalize('NFC').replace(HFS_IGNORABLE, '').toLowerCase();
   const m = NTFS_ALIAS.exec(folded);
   return m === null ? null : `.${m[1] ?? m[2]}`;
 }
@@ -35,20 +47,23 @@ function shown(s: string): string {
 export function pathProblem(p: unknown): string | null {
   if (typeof p !== 'string') return 'path is not a string';
   if (p.length === 0) return 'path is empty';
-  if (p.includes('\0')) return 'path contains NUL';
-  if (p.includes('\\')) return 'path contains a backslash';
-  if (/[\x00-\x1f\x7f]/.test(p)) return 'path contains a control character';
-  if (/\p{Cs}/u.test(p)) return 'path is not valid UTF-8 (lone surrogate)';
+  const plain = PLAIN.test(p); // then none of the four next rules applies, and bytes are characters
+  if (!plain) {
+    if (p.includes('\0')) return 'path contains NUL';
+    if (p.includes('\\')) return 'path contains a backslash';
+    if (/[\x00-\x1f\x7f]/.test(p)) return 'path contains a control character';
+    if (/\p{Cs}/u.test(p)) return 'path is not valid UTF-8 (lone surrogate)';
+  }
   if (p.startsWith('/')) return 'path is absolute';
   if (/^[A-Za-z]:/.test(p)) return 'path starts with a drive letter';
-  if (Buffer.byteLength(p) > MAX_PATH_BYTES) return `path is longer than ${MAX_PATH_BYTES} bytes`;
+  const bytes = (s: string) => (plain ? s.length : Buffer.byteLength(s));
+  if (bytes(p) > MAX_PATH_BYTES) return `path is longer than ${MAX_PATH_BYTES} bytes`;
   const parts = p.split('/');
   if (parts.length > MAX_DEPTH) return `path is deeper than ${MAX_DEPTH} components`;
   for (const part of parts) {
     if (part === '') return 'path has an empty component (// or a trailing /)';
     if (part === '.' || part === '..') return `path has a '${part}' component`;
-    if (Buffer.byteLength(part) > MAX_COMPONENT_BYTES)
-      return `a component is longer than ${MAX_COMPONENT_BYTES} bytes`;
+    if (bytes(part) > MAX_COMPONENT_BYTES) return `a component is longer than ${MAX_COMPONENT_BYTES} bytes`;
     const reserved = reservedAlias(part);
     if (reserved !== null) {
       return part === reserved

@@ -15,13 +15,13 @@ import { SYSTEM_DIRS } from '../sandbox/bwrap-argv.js';
 import { recordOf, type SandboxPolicy } from '../sandbox/policy.js';
 import { within } from '../sandbox/real-path.js';
 import { nodeFs } from '../store/fs-port.js';
+import { BUILTIN_PREFIX } from './generator-check.js';
 import { generatorFile } from './generator-file.js';
 import type { CachedResult } from './result-cache.js';
 import { runGenerator } from './run-generator.js';
 import { diffWorkspace, type KnownFiles } from './workspace-diff.js';
 import { HeldWorkspace, WorkspaceSwapError } from './workspace-handle.js';
 
-export const BUILTIN_PREFIX = 'builtin:';
 /** The reason of a generation the worker cancelled; such a result is answered, never cached. */
 export const CANCELLED_REASON = 'cancelled: the worker asked serve to stop the generator, which was killed';
 

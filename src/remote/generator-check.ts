@@ -5,8 +5,10 @@
 // first word names a file this host does not have (`./gen.sh` from the wrong directory).
 import { exposureProblem } from '../sandbox/exposure.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
-import { BUILTIN_PREFIX } from './generate.js';
 import { generatorFile, generatorFileProblem } from './generator-file.js';
+
+/** Generators genjob runs itself (no command): `builtin:<name>`. */
+export const BUILTIN_PREFIX = 'builtin:';
 
 export type GeneratorChoice =
   | { ok: true; generator: string; pinned: boolean }

@@ -11,8 +11,7 @@ import type { Writable } from 'node:stream';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { asIoError, GenjobError, IoError, ioErrorAt } from '../core/errors.js';
 import { allowedPaths, type Job } from '../core/job.js';
-import { parseJob } from '../core/job-schema.js';
-import { RECEIPT_SCHEMA, type Receipt } from '../core/receipt.js';
+import type { Receipt } from '../core/receipt.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
 import { nodeFs } from '../store/fs-port.js';
@@ -25,18 +24,52 @@ import {
   ProtocolError,
   unclosable,
 } from '../transport/protocol.js';
-import { type Extracted, safeExtract } from '../transport/safe-extract.js';
-import { packTar } from '../transport/tar-pack.js';
+import type { Extracted } from '../transport/safe-extract.js';
 import { VERSION } from '../version.js';
-import { BUILTIN_PREFIX, GeneratorNotStartedError, generate } from './generate.js';
 import { refuseInDoubt, takeTurn } from './generation-turn.js';
-import { checkGenerator, chooseGenerator, generatorConfigProblem } from './generator-check.js';
+import {
+  BUILTIN_PREFIX,
+  checkGenerator,
+  chooseGenerator,
+  generatorConfigProblem,
+} from './generator-check.js';
 import type { CachedResult, ResultCache } from './result-cache.js';
 import { watchForCancel } from './serve-cancel.js';
-import { RequestSchema, type ServeRequest } from './serve-requests.js';
+import type { ServeRequest } from './serve-requests.js';
 import { knownFiles } from './workspace-diff.js';
 
 export const MAX_BUNDLE_BYTES = 8 * 1024 * 1024 * 1024;
+
+/**
+ * What answering a request takes and the hello does not: the schemas (zod), the extractor and the tar
+ * writer, the generator runner (execa), ~1 MB of code. It is loaded once, started right after the hello
+ * is out, so the host answers the hello sooner and loads this while the worker claims and spools.
+ */
+async function loadRequestCode() {
+  const [requests, jobSchema, receipt, extract, pack, gen] = await Promise.all([
+    import('./serve-requests.js'),
+    import('../core/job-schema.js'),
+    import('../core/receipt.js'),
+    import('../transport/safe-extract.js'),
+    import('../transport/tar-pack.js'),
+    import('./generate.js'),
+  ]);
+  return {
+    RequestSchema: requests.RequestSchema,
+    parseJob: jobSchema.parseJob,
+    RECEIPT_SCHEMA: receipt.RECEIPT_SCHEMA,
+    safeExtract: extract.safeExtract,
+    packTar: pack.packTar,
+    generate: gen.generate,
+    GeneratorNotStartedError: gen.GeneratorNotStartedError,
+  } as const;
+}
+type RequestCode = Awaited<ReturnType<typeof loadRequestCode>>;
+let requestCode: Promise<RequestCode> | undefined;
+const requestCodeLoaded = () => {
+  requestCode ??= loadRequestCode();
+  return requestCode;
+};
 
 export interface ServeConfig {
   cache: ResultCache;
@@ -82,6 +115,7 @@ export async function serveSession(
     host,
     ...(check ? { check } : {}),
   });
+  requestCodeLoaded().catch(() => {}); // a failure to load shows where a request awaits it
   // a header read while a generation ran (see serve-cancel.ts) is the next one to answer
   const incoming: Incoming = { next: undefined };
   for (;;) {
@@ -122,7 +156,8 @@ async function answer(
   host: string,
   incoming: Incoming,
 ): Promise<void> {
-  const parsed = RequestSchema.safeParse(header);
+  const code = await requestCodeLoaded();
+  const parsed = code.RequestSchema.safeParse(header);
   if (!parsed.success)
     throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${parsed.error.issues[0]?.message}`);
   const req = parsed.data;
@@ -142,23 +177,23 @@ async function answer(
     await reader.drain(body);
     const cached = usable(await cfg.cache.read(name));
     if (!cached) return writer.message({ type: 'none', key: req.key });
-    return respond(writer, cfg, cfg.cache.entryDir(name), cached, req, host, true);
+    return respond(code, writer, cfg, cfg.cache.entryDir(name), cached, req, host, true);
   }
   const cached = usable(await cfg.cache.read(name));
   if (cached) {
     await reader.drain(body);
-    return respond(writer, cfg, cfg.cache.entryDir(name), cached, req, host, true);
+    return respond(code, writer, cfg, cfg.cache.entryDir(name), cached, req, host, true);
   }
   // a generator that cannot run produces no result to cache: refuse before reading the bundle
   const problem = await generatorConfigProblem(generator, process.env, cfg.policy);
   if (problem !== null) throw new RefusedError('EGJ_GENERATOR_CONFIG', problem);
   const scratch = await cfg.cache.scratch();
   try {
-    const { job, ws, files } = await receiveBundle(body, reader, scratch, req);
+    const { job, ws, files } = await receiveBundle(code, body, reader, scratch, req);
     const release = await takeTurn(cfg.cache, name, deadline);
     try {
       const result = usable(await cfg.cache.read(name));
-      if (result) return await respond(writer, cfg, cfg.cache.entryDir(name), result, req, host, true);
+      if (result) return await respond(code, writer, cfg, cfg.cache.entryDir(name), result, req, host, true);
       await cfg.cache.discard(name); // an aborted (or, retried on purpose, rejected) entry
       await refuseInDoubt(cfg.cache, name, req.retry_aborted === true || req.regenerate === true);
       await cfg.cache.clearStarted(name);
@@ -177,29 +212,31 @@ async function answer(
         // the worker may cancel while this runs (genjob cancel KEY): the generator is killed
         const cancel = watchForCancel(reader);
         incoming.next = cancel.next;
-        const fresh = await generate({
-          job,
-          jobDigest: req.job_digest,
-          generator,
-          ws,
-          scratch,
-          built,
-          timeoutMs: req.timeout_ms,
-          policy: cfg.policy,
-          known,
-          signal: cancel.signal,
-        }).catch(async (err: unknown) => {
-          // a command that could not start is a refusal, as if it had been found before: nothing in doubt
-          if (err instanceof GeneratorNotStartedError) await cfg.cache.clearStarted(name);
-          throw err;
-        });
+        const fresh = await code
+          .generate({
+            job,
+            jobDigest: req.job_digest,
+            generator,
+            ws,
+            scratch,
+            built,
+            timeoutMs: req.timeout_ms,
+            policy: cfg.policy,
+            known,
+            signal: cancel.signal,
+          })
+          .catch(async (err: unknown) => {
+            // a command that could not start is a refusal, as if it had been found before: nothing in doubt
+            if (err instanceof code.GeneratorNotStartedError) await cfg.cache.clearStarted(name);
+            throw err;
+          });
         if (cancel.signal.aborted && fresh.status === 'aborted') {
           // answered, never cached: a cancelled job retried later must generate again
           await cfg.cache.clearStarted(name);
           process.stderr.write(
             `genjob serve: ${req.key.slice(0, 12)} cancelled by the worker; nothing cached\n`,
           );
-          return await respond(writer, cfg, built, fresh, req, host, false);
+          return await respond(code, writer, cfg, built, fresh, req, host, false);
         }
         try {
           await cfg.cache.commit(name, built);
@@ -207,7 +244,7 @@ async function answer(
           // the result is in hand: deliver it from where it was built and say it could not be kept
           const cacheError = `the host could not store this result in its cache: ${(err as Error).message}`;
           process.stderr.write(`genjob serve: ${cacheError}\n`);
-          return await respond(writer, cfg, built, fresh, req, host, false, cacheError);
+          return await respond(code, writer, cfg, built, fresh, req, host, false, cacheError);
         }
         // kept: a started record left behind is harmless (the entry answers first) and swept with it
         await cfg.cache.clearStarted(name).catch((err: unknown) => {
@@ -219,7 +256,7 @@ async function answer(
             'EGJ_CACHE_TAMPERED',
             `${cfg.cache.entryDir(name)}: set aside right after it was stored`,
           );
-        return await respond(writer, cfg, cfg.cache.entryDir(name), kept, req, host, false);
+        return await respond(code, writer, cfg, cfg.cache.entryDir(name), kept, req, host, false);
       } finally {
         await rm(built, { recursive: true, force: true });
       }
@@ -233,15 +270,16 @@ async function answer(
 
 /** Extract the bundle and check it is exactly the job's inputs; the body is always read to its end. */
 async function receiveBundle(
+  code: RequestCode,
   body: AsyncGenerator<Buffer>,
   reader: FrameReader,
   scratch: string,
   req: ServeRequest,
 ): Promise<{ job: Job; ws: string; files: Extracted['files'] }> {
   let job: Job | undefined;
-  let extracted: Awaited<ReturnType<typeof safeExtract>>;
+  let extracted: Extracted;
   try {
-    extracted = await safeExtract(unclosable(body), {
+    extracted = await code.safeExtract(unclosable(body), {
       stagingParent: scratch,
       prefix: 'files/',
       inMemory: { 'job.json': 4 * 1024 * 1024 },
@@ -252,7 +290,7 @@ async function receiveBundle(
       allowed: (mem) => {
         const bytes = mem.get('job.json');
         if (!bytes) throw new RefusedError('EGJ_BUNDLE_NO_JOB', 'bundle has no job.json before its files');
-        const parsed = parseJob(bytes, 'bundle job.json');
+        const parsed = code.parseJob(bytes, 'bundle job.json');
         if (parsed.job.key !== req.key || parsed.digest !== req.job_digest) {
           throw new RefusedError(
             'EGJ_BUNDLE_MISMATCH',
@@ -270,7 +308,7 @@ async function receiveBundle(
   if (!job) {
     const bytes = extracted.inMemory.get('job.json');
     if (!bytes) throw new RefusedError('EGJ_BUNDLE_NO_JOB', 'bundle has no job.json');
-    job = parseJob(bytes, 'bundle job.json').job;
+    job = code.parseJob(bytes, 'bundle job.json').job;
   }
   const got = new Map(extracted.files.map((f) => [f.path, f.sha256]));
   for (const input of [...job.inputs, ...(job.reads ?? [])]) {
@@ -290,6 +328,7 @@ async function receiveBundle(
 }
 
 async function respond(
+  code: RequestCode,
   writer: FrameWriter,
   cfg: ServeConfig,
   entryDir: string,
@@ -300,7 +339,7 @@ async function respond(
   cacheError?: string,
 ): Promise<void> {
   const receipt: Receipt = {
-    schema: RECEIPT_SCHEMA,
+    schema: code.RECEIPT_SCHEMA,
     key: req.key,
     job_digest: req.job_digest,
     epoch: req.epoch,
@@ -324,7 +363,7 @@ async function respond(
   await writer.chunk(receiptBytes);
   const files = join(entryDir, 'files');
   try {
-    await packTar(
+    await code.packTar(
       result.outputs.map((o) => ({
         name: `files/${o.path}`,
         file: join(files, o.path),

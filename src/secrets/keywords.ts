@@ -50,8 +50,11 @@ export interface KeywordAutomaton {
   readonly classOf: Uint8Array;
   /** next[state + class] is the next state; states are premultiplied by the class count. */
   readonly next: Uint16Array | Uint32Array;
-  /** Non-zero at a state where some keyword ends. */
-  readonly accepts: Uint8Array;
+  /**
+   * States where some keyword ends are numbered last: a (premultiplied) state at or above this is one.
+   * So the scan tells a hit by comparing the state it already holds, not by a second table load.
+   */
+  readonly acceptFrom: number;
   /** Keyword indices ending at each state (indexed by state / class count). */
   readonly outputs: ReadonlyArray<readonly number[]>;
   readonly classes: number;
@@ -110,12 +113,21 @@ export function compileKeywords(keywords: readonly Keyword[]): KeywordAutomaton 
       }
     }
   }
+  // renumber: the root stays 0 (no keyword is empty, so it accepts nothing), accepting states go last
+  const id = new Uint32Array(states);
+  let quiet = 0;
+  for (let s = 0; s < states; s++) if (out[s]!.length === 0) id[s] = quiet++;
+  let loud = quiet;
+  for (let s = 0; s < states; s++) if (out[s]!.length > 0) id[s] = loud++;
   const size = states * classes;
   const next = size > 0xffff ? new Uint32Array(size) : new Uint16Array(size);
-  for (let i = 0; i < size; i++) next[i] = table[i]! * classes;
-  const accepts = new Uint8Array(size);
-  for (let s = 0; s < states; s++) if (out[s]!.length > 0) accepts[s * classes] = 1;
-  return { keywords, classOf, next, accepts, outputs: out, classes, bytes };
+  const outputs: number[][] = new Array(states);
+  for (let s = 0; s < states; s++) {
+    const to = id[s]! * classes;
+    for (let c = 0; c < classes; c++) next[to + c] = id[table[s * classes + c]!]! * classes;
+    outputs[id[s]!] = out[s]!;
+  }
+  return { keywords, classOf, next, acceptFrom: quiet * classes, outputs, classes, bytes };
 }
 
 /**
@@ -132,11 +144,11 @@ export function scanKeywords(
   state: number,
   hit: (keyword: number, end: number) => void,
 ): number {
-  const { next, classOf, accepts } = a;
+  const { next, classOf, acceptFrom } = a;
   let s = state;
   for (let i = from; i < to; i++) {
     s = next[s + classOf[bytes[i]!]!]!;
-    if (accepts[s] !== 0) {
+    if (s >= acceptFrom) {
       for (const k of a.outputs[s / a.classes]!) if (caseMatches(a, k, bytes, from, i)) hit(k, i);
     }
   }

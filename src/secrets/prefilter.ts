@@ -1,7 +1,7 @@
 // The keyword prefilter over every text rule: secretlint's preset rules (by their keyword table) and
 // genjob's own. One automaton holds all keywords, each mapped to the rules it may wake, so a file
 // with no keyword costs one pass over its bytes and nothing per rule; compiled once, on first use.
-import { compileKeywords, type Keyword, type KeywordAutomaton } from './keywords.js';
+import { compileKeywords, type Keyword, type KeywordAutomaton, scanKeywords } from './keywords.js';
 import { OWN_RULES, type OwnRule } from './own-rules.js';
 import { PRESET_RULE_FILTERS, type PresetRuleFilter } from './preset-rules.js';
 
@@ -49,5 +49,11 @@ function compile(): Prefilter {
       if (!wakes[at]!.includes(r)) wakes[at]!.push(r);
     }
   });
-  return { automaton: compileKeywords(keywords), rules, wakes };
+  const automaton = compileKeywords(keywords);
+  // a pass over the keywords themselves, with two distinct callbacks: the scan's hit path has run, and
+  // with callbacks that vary, before V8 optimises the scan, so the optimised loop is not thrown away at
+  // the first hit of a file (mint of 2,000 small files spent ~50 ms more CPU in the unoptimised scan)
+  const sample = Buffer.from(keywords.map((k) => ` ${k.text} ${k.text.toUpperCase()}`).join(''), 'latin1');
+  for (const hit of [() => {}, (_k: number) => {}]) scanKeywords(automaton, sample, 0, sample.length, 0, hit);
+  return { automaton, rules, wakes };
 }

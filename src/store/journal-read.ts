@@ -3,8 +3,9 @@
 // file (sorted by key) is binary-searched (journal-sorted.ts); the other files' bytes are searched for
 // `"key":"<key>"` (Buffer.indexOf, in fixed-size chunks) and only the lines holding it are parsed, so
 // `show KEY` costs at most what `grep -c KEY` does over the events since the last gc.
-import { constants } from 'node:fs';
+import { constants, read } from 'node:fs';
 import { basename } from 'node:path';
+import { promisify } from 'node:util';
 import { errnoOf, IoError } from '../core/errors.js';
 import type { JournalEvent } from './journal.js';
 import { journalFiles, liveJournalFiles, ROTATED_JOURNAL } from './journal-segments.js';
@@ -13,6 +14,7 @@ import type { Store } from './store.js';
 
 const CHUNK_BYTES = 4 << 20;
 const NEWLINE = 0x0a;
+const readAsync = promisify(read);
 
 export type JournalLine = JournalEvent & { at: string };
 
@@ -79,6 +81,66 @@ function scanFile(store: Store, file: string, needle: Buffer | undefined, out: s
 }
 
 /**
+ * scanFile for a key, with the next chunk read on the thread pool while this one is searched: on two
+ * cores the copy out of the page cache and the search overlap, which a synchronous loop cannot do.
+ */
+async function scanFileOverlapped(
+  store: Store,
+  file: string,
+  needle: Buffer,
+  out: string[],
+): Promise<boolean> {
+  const fd = openJournalFile(store, file);
+  if (fd === undefined) return false;
+  const readInto = (buf: Buffer, at: number): Promise<number> => {
+    const p = readAsync(fd, buf, at, buf.length - at, null).then(
+      (r) => r.bytesRead,
+      (err: unknown) => {
+        throw IoError.wrap('read', file, err);
+      },
+    );
+    p.catch(() => {}); // awaited below; a failure surfaces there
+    return p;
+  };
+  let cur = Buffer.allocUnsafe(CHUNK_BYTES);
+  let next = Buffer.allocUnsafe(CHUNK_BYTES);
+  let filled = 0; // bytes carried over at the start of `cur`, before the pending read's
+  let pending = readInto(cur, 0);
+  try {
+    for (;;) {
+      const n = await pending;
+      const end = filled + n;
+      if (n === 0) {
+        collectLines(cur, end, needle, out); // a last line without its newline (torn by a crash)
+        return true;
+      }
+      const whole = cur.lastIndexOf(NEWLINE, end - 1) + 1;
+      if (whole === 0) {
+        // no line ends in what was read: read on after it, in a bigger buffer when it is full
+        if (end === cur.length) {
+          const bigger = Buffer.allocUnsafe(cur.length * 2);
+          cur.copy(bigger, 0, 0, end);
+          cur = bigger;
+        }
+        filled = end;
+        pending = readInto(cur, filled);
+        continue;
+      }
+      // the partial last line goes to the front of the other buffer, which is read into meanwhile
+      if (next.length < cur.length) next = Buffer.allocUnsafe(cur.length);
+      cur.copy(next, 0, whole, end);
+      filled = end - whole;
+      pending = readInto(next, filled);
+      collectLines(cur, whole, needle, out);
+      [cur, next] = [next, cur];
+    }
+  } finally {
+    await pending.catch(() => {}); // never close the fd under a read still in flight
+    store.fs.closeSync(fd);
+  }
+}
+
+/**
  * The lines of the files `list` names, as `readFile` gives them, each line that is also in
  * an earlier file once: an interrupted gc can leave a line in both a sealed file and the rotated one.
  * Equal lines within one file are distinct events and all kept. A file that went away between the
@@ -114,8 +176,33 @@ export function uniqueLines(
 
 /** The journal's events (of one key, when given), oldest first; torn lines from a crash are skipped. */
 export function readJournal(store: Store, key?: string): JournalLine[] {
+  return journalLines(store, key, new Map());
+}
+
+/**
+ * readJournal of one key, reading the live files with overlapped reads (scanFileOverlapped) first. The
+ * listing is asked again afterwards, as readJournal does: a file gc renamed meanwhile is read then.
+ */
+export async function readKeyJournal(store: Store, key: string): Promise<JournalLine[]> {
+  const needle = Buffer.from(`"key":${JSON.stringify(key)}`);
+  const scanned = new Map<string, string[]>();
+  for (const file of journalFiles(store)) {
+    if (basename(file) === ROTATED_JOURNAL) continue; // binary-searched, not scanned
+    const lines: string[] = [];
+    if (await scanFileOverlapped(store, file, needle, lines)) scanned.set(file, lines);
+  }
+  return journalLines(store, key, scanned);
+}
+
+/** The events of the journal's files (of `key`), using the lines of files already in `scanned`. */
+function journalLines(store: Store, key: string | undefined, scanned: Map<string, string[]>): JournalLine[] {
   const needle = key === undefined ? undefined : Buffer.from(`"key":${JSON.stringify(key)}`);
   const readFile = (file: string, lines: string[]): boolean => {
+    const done = scanned.get(file);
+    if (done !== undefined) {
+      for (const line of done) lines.push(line);
+      return true;
+    }
     if (key !== undefined && basename(file) === ROTATED_JOURNAL) {
       const sorted = sortedLinesOf(store, file, key); // gc's file: a binary search, not a scan
       if (sorted !== undefined) {

@@ -12,7 +12,7 @@ export interface JournalEvent {
   [field: string]: unknown;
 }
 
-export { readJournal } from './journal-read.js';
+export { readJournal, readKeyJournal } from './journal-read.js';
 
 export function journal(store: Store, event: JournalEvent): void {
   const { fs } = store;

@@ -17,7 +17,6 @@ import type { PathLike } from 'node:fs';
 import * as callbackFs from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import lockfile from 'proper-lockfile';
 import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError } from '../core/errors.js';
 import { replaceFile } from './durable.js';
@@ -76,6 +75,9 @@ const ownerFile = (lockDir: string) => `${lockDir}.owner`;
  * A failure to make the lock is EGJ_IO; its intent and owner record are best effort (a full disk).
  */
 export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Promise<OwnedLock | undefined> {
+  // loaded here, not with the module: every writing command sweeps dead locks (below) at start, and
+  // proper-lockfile brings graceful-fs, which patches fs as it loads (~10 ms of a command that takes no lock)
+  const { default: lockfile } = await import('proper-lockfile');
   const deadline = Date.now() + Math.max(0, opts.waitMs);
   let tookOverFrom: OwnerRecord | undefined;
   const intent = intentFile(lockDir);

@@ -4,7 +4,6 @@
 // file with O_NOFOLLOW|O_NONBLOCK. So a parent directory replaced by a symlink after mint is refused,
 // not followed. Without /proc, each directory is lstat-checked and its dev/ino compared after opening.
 import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync } from 'node:fs';
-import { type FileHandle, open } from 'node:fs/promises';
 import { errnoOf, IoError } from '../core/errors.js';
 import { InputChangedError, InputNotRegularError } from './archive-errors.js';
 
@@ -12,8 +11,18 @@ const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOL
 const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const HAVE_PROC_FD = existsSync('/proc/self/fd');
 
-/** A regular file `rel` ('/'-separated contract path) under `root`, opened without following links. */
-export async function openBeneath(root: string, rel: string): Promise<FileHandle> {
+/** An open regular file: its descriptor (the caller closes it) and its size when opened. */
+export interface OpenedFile {
+  fd: number;
+  size: number;
+}
+
+/**
+ * A regular file `rel` ('/'-separated contract path) under `root`, opened without following links.
+ * Synchronous: each step is one open of a name in a directory already open, no slower than the
+ * thread-pool hop an async open costs, and a bundle of many small files opens thousands of them.
+ */
+export function openBeneath(root: string, rel: string): OpenedFile {
   const parts = rel.split('/');
   const base = parts.pop()!;
   let dirFd = openSync(root, constants.O_RDONLY | constants.O_DIRECTORY);
@@ -39,32 +48,34 @@ export async function openBeneath(root: string, rel: string): Promise<FileHandle
       closeDir(parent, parentPath);
     }
     const file = pathAt(dirFd, dirPath, base);
-    let fh: FileHandle;
+    let fd: number;
     try {
-      fh = await open(file, FILE_FLAGS);
+      fd = openSync(file, FILE_FLAGS);
     } catch (err) {
       const code = errnoOf(err);
       if (code === 'ELOOP') throw new InputNotRegularError(rel, 'a symbolic link', { cause: err });
       if (code === 'ENOENT') throw new InputChangedError(rel, 'is gone');
       throw new IoError('open', `${dirPath}/${base}`, err);
     }
-    const st = await fh.stat().catch(async (err: unknown) => {
-      await fh.close();
-      throw new IoError('fstat', `${dirPath}/${base}`, err);
-    });
-    if (!st.isFile()) {
-      await fh.close();
-      throw new InputNotRegularError(rel, st.isDirectory() ? 'a directory' : 'not a regular file');
+    let size: number;
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile())
+        throw new InputNotRegularError(rel, st.isDirectory() ? 'a directory' : 'not a regular file');
+      size = st.size;
+    } catch (err) {
+      closeQuietly(fd);
+      throw err instanceof InputNotRegularError ? err : new IoError('fstat', `${dirPath}/${base}`, err);
     }
     const dir = dirFd;
     dirFd = -1; // closed here, its failure reported; the error paths above close it quietly below
     try {
       closeDir(dir, dirPath);
     } catch (err) {
-      await fh.close();
+      closeQuietly(fd);
       throw err;
     }
-    return fh;
+    return { fd, size };
   } finally {
     if (dirFd >= 0) closeQuietly(dirFd);
   }

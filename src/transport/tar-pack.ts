@@ -1,19 +1,20 @@
 // Write a deterministic tar stream of an explicit entry list: regular files only, mode 0644, uid/gid 0,
-// empty owner names, mtime 0, a pax header only when a name or size needs one. Headers come from
-// node-tar's Header; the stream is framed here because async tar.c() can silently truncate with
-// hardlinked inputs (isaacs/node-tar#460). Each file is read once through O_NOFOLLOW with 1 MiB reads,
-// hashed as it streams; a size change during the read or a digest other than expectSha256 throws.
+// empty owner names, mtime 0, a pax header only when a name or size needs one (tar-header.ts). The
+// stream is framed here because async tar.c() can silently truncate with
+// hardlinked inputs (isaacs/node-tar#460). Each file is read once through O_NOFOLLOW — up to 256 KiB in
+// one synchronous read of size + 1 bytes, bigger ones with 1 MiB reads — and hashed as it streams; a size
+// change during the read or a digest other than expectSha256 throws.
 // With `root`, every path component is opened without following links (open-beneath.ts).
 // bundleSha256 names the stream by its index (headers + per-file digests), so no byte is hashed twice.
 import { createHash, type Hash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { type FileHandle, open } from 'node:fs/promises';
-import { Header, Pax } from 'tar';
+import { closeSync, constants, fstatSync, openSync, read, readSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { pathProblem } from '../core/paths.js';
 import { InputChangedError, InputNotRegularError } from './archive-errors.js';
-import { openBeneath } from './open-beneath.js';
+import { type OpenedFile, openBeneath } from './open-beneath.js';
+import { entryHeader } from './tar-header.js';
 
 export interface PackEntry {
   name: string;
@@ -32,17 +33,30 @@ export interface PackedFile {
 
 const BLOCK = 512;
 const CHUNK = 1024 * 1024;
-const EPOCH = new Date(0);
+/** Files up to this size are read in one synchronous read; bigger ones stream with 1 MiB async reads. */
+const SMALL_FILE_BYTES = 256 * 1024;
+/** Let the event loop run after this many small files read synchronously. */
+const YIELD_EVERY = 256;
+const readAsync = promisify(read);
 
-/** Buffers output into 1 MiB chunks; a chunk handed to the sink is never touched again. */
+/**
+ * Buffers output into chunks; a chunk handed to the sink is never touched again. Chunks start at 1 MiB
+ * and double up to `maxChunk`: a sink that keeps every chunk (the worker's spool) then holds a big
+ * bundle in a few large buffers, and each new buffer is external memory that can start a V8 GC.
+ */
 class ChunkWriter {
-  #buf = Buffer.allocUnsafe(CHUNK);
+  #size = CHUNK;
+  #buf: Buffer | undefined; // allocated when the first byte for it comes, so the last flush makes none
   #off = 0;
-  constructor(private readonly sink: (chunk: Buffer) => Promise<void>) {}
+  constructor(
+    private readonly sink: (chunk: Buffer) => Promise<void>,
+    private readonly maxChunk = CHUNK,
+  ) {}
 
   /** Free space in the current chunk, flushing first when it is full. */
   async space(): Promise<Buffer> {
-    if (this.#off === CHUNK) await this.flush();
+    if (this.#off === this.#size) await this.flush();
+    this.#buf ??= Buffer.allocUnsafe(this.#size);
     return this.#buf.subarray(this.#off);
   }
   advance(n: number): void {
@@ -68,34 +82,13 @@ class ChunkWriter {
     }
   }
   async flush(): Promise<void> {
-    if (this.#off === 0) return;
+    if (this.#buf === undefined || this.#off === 0) return;
     const out = this.#buf.subarray(0, this.#off);
-    this.#buf = Buffer.allocUnsafe(CHUNK);
+    this.#size = Math.min(this.maxChunk, this.#size * 2);
+    this.#buf = undefined;
     this.#off = 0;
     await this.sink(out);
   }
-}
-
-function headerBlock(
-  path: string,
-  size: number,
-  type: 'File' | 'ExtendedHeader',
-): { block: Buffer; needPax: boolean } {
-  const block = Buffer.alloc(BLOCK);
-  const h = new Header({ path, mode: 0o644, uid: 0, gid: 0, size, mtime: EPOCH, type, uname: '', gname: '' });
-  const needPax = h.encode(block);
-  return { block, needPax };
-}
-
-/** Header (plus a pax header first when the name is long or non-ASCII, or the size is over 8 GiB). */
-function entryHeader(name: string, size: number): Buffer {
-  const main = headerBlock(name, size, 'File');
-  if (!main.needPax) return main.block;
-  const body = Buffer.from(new Pax({ path: name, size }).encodeBody(), 'utf8');
-  const pax = headerBlock('PaxHeader', body.length, 'ExtendedHeader');
-  const padded = Buffer.alloc(BLOCK * Math.ceil(body.length / BLOCK));
-  body.copy(padded);
-  return Buffer.concat([pax.block, padded, main.block]);
 }
 
 /**
@@ -132,60 +125,80 @@ function checkEntry(e: PackEntry, seen: Set<string>): void {
   seen.add(e.name);
 }
 
-async function openRegular(file: string): Promise<{ fh: FileHandle; size: number }> {
-  let fh: FileHandle;
+function openRegular(file: string): OpenedFile {
+  let fd: number;
   try {
-    fh = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
     if (errnoOf(err) === 'ELOOP') throw new InputNotRegularError(file, 'a symbolic link', { cause: err });
     throw IoError.wrap('open', file, err);
   }
   try {
-    const st = await fh.stat();
+    const st = fstatSync(fd);
     if (!st.isFile())
       throw new InputNotRegularError(file, st.isDirectory() ? 'a directory' : 'not a regular file');
-    return { fh, size: st.size };
+    return { fd, size: st.size };
   } catch (err) {
-    await fh.close().catch(() => {});
+    closeQuietly(fd);
     throw isSystemError(err) ? IoError.wrap('fstat', file, err) : err;
   }
 }
 
-async function openUnder(root: string, rel: string): Promise<{ fh: FileHandle; size: number }> {
-  const fh = await openBeneath(root, rel);
+function closeQuietly(fd: number): void {
   try {
-    return { fh, size: (await fh.stat()).size };
-  } catch (err) {
-    await fh.close();
-    throw new IoError('fstat', rel, err);
+    closeSync(fd);
+  } catch {
+    // read-only: a failed close loses nothing
   }
 }
 
-/** Stream exactly `size` bytes of `fh` into the writer, hashing them; throws if the file shrank or grew. */
+/**
+ * Exactly `size` bytes of a small file, with one read of size + 1 bytes into `scratch` (which must
+ * hold them): the extra byte, when it comes, says the file grew since its size was taken.
+ */
+function readSmall(fd: number, file: string, size: number, scratch: Buffer): Buffer {
+  let got = 0;
+  for (;;) {
+    const want = size + 1 - got;
+    let n: number;
+    try {
+      n = readSync(fd, scratch, got, want, null);
+    } catch (err) {
+      throw IoError.wrap('read', file, err);
+    }
+    got += n;
+    if (got > size) throw new InputChangedError(file, `grew while being packed (expected ${size} bytes)`);
+    // short with all `size` bytes: the end of the file (a read returning 0 would only say so again)
+    if (n === 0 || (n < want && got === size)) break;
+  }
+  if (got < size) throw new InputChangedError(file, `shrank while being packed (expected ${size} bytes)`);
+  return scratch.subarray(0, size);
+}
+
+/** Stream exactly `size` bytes of `fd` into the writer, hashing them; throws if the file shrank or grew. */
 async function streamFile(
-  fh: FileHandle,
+  fd: number,
   file: string,
   size: number,
   out: ChunkWriter,
   hash: Hash,
 ): Promise<void> {
+  const readAt = (buf: Buffer, length: number) =>
+    readAsync(fd, buf, 0, length, null).catch((err: unknown) => {
+      throw IoError.wrap('read', file, err);
+    });
   let left = size;
   while (left > 0) {
     const free = await out.space();
-    const want = Math.min(free.length, left);
-    const { bytesRead } = await fh.read(free, 0, want, null).catch((err: unknown) => {
-      throw IoError.wrap('read', file, err);
-    });
+    const want = Math.min(free.length, left, CHUNK);
+    const { bytesRead } = await readAt(free, want);
     if (bytesRead === 0)
       throw new InputChangedError(file, `shrank while being packed (expected ${size} bytes)`);
     hash.update(free.subarray(0, bytesRead));
     out.advance(bytesRead);
     left -= bytesRead;
   }
-  const probe = Buffer.allocUnsafe(1);
-  const { bytesRead } = await fh.read(probe, 0, 1, null).catch((err: unknown) => {
-    throw IoError.wrap('read', file, err);
-  });
+  const { bytesRead } = await readAt(Buffer.allocUnsafe(1), 1);
   if (bytesRead !== 0) throw new InputChangedError(file, `grew while being packed (expected ${size} bytes)`);
 }
 
@@ -197,11 +210,14 @@ async function streamFile(
 export async function packTar(
   entries: readonly PackEntry[],
   sink: (chunk: Buffer) => Promise<void>,
+  opts: { maxChunkBytes?: number } = {},
 ): Promise<PackedFile[]> {
   const seen = new Set<string>();
   for (const e of entries) checkEntry(e, seen);
-  const out = new ChunkWriter(sink);
+  const out = new ChunkWriter(sink, opts.maxChunkBytes);
   const packed: PackedFile[] = [];
+  let scratch: Buffer | undefined; // this call's own: another packTar may run while this one awaits
+  let smallSinceYield = 0;
   for (const e of entries) {
     const hash = createHash('sha256');
     let size: number;
@@ -212,13 +228,24 @@ export async function packTar(
       await out.write(e.bytes);
     } else {
       const file = e.file!;
-      const opened = e.root === undefined ? await openRegular(file) : await openUnder(e.root, file);
+      const opened = e.root === undefined ? openRegular(file) : openBeneath(e.root, file);
       size = opened.size;
       try {
         await out.write(entryHeader(e.name, size));
-        await streamFile(opened.fh, file, size, out, hash);
+        if (size <= SMALL_FILE_BYTES) {
+          // one synchronous read, no thread-pool round trips: most source files are small
+          scratch ??= Buffer.allocUnsafe(SMALL_FILE_BYTES + 1);
+          const data = readSmall(opened.fd, file, size, scratch);
+          hash.update(data);
+          await out.write(data);
+        } else await streamFile(opened.fd, file, size, out, hash);
       } finally {
-        await opened.fh.close().catch(() => {}); // read-only: a failed close loses nothing
+        closeQuietly(opened.fd);
+      }
+      // thousands of synchronous reads in a row would hold up timers and pipes (a heartbeat, a session)
+      if (size <= SMALL_FILE_BYTES && ++smallSinceYield === YIELD_EVERY) {
+        smallSinceYield = 0;
+        await new Promise((resolve) => setImmediate(resolve));
       }
     }
     await out.zeros(padding(size));

@@ -1,5 +1,6 @@
 // The one rule for a contract path: each refusal with the exact message a user sees, the byte, depth and
 // component limits at their edges, and every spelling a filesystem folds to .git or .gen.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ancestors, foldedPath, pathProblem, reservedAlias } from '../../src/core/paths.js';
 
@@ -122,6 +123,60 @@ describe('reservedAlias', () => {
     expect(reservedAlias('GEN~1')).toBe('.gen');
     expect(reservedAlias('.GIT')).toBe('.git');
     expect(reservedAlias('src')).toBeNull();
+  });
+});
+
+/** The rules as first written, every check on every path: what the ASCII shortcut must agree with. */
+function referenceProblem(p: string): string | null {
+  const alias = (part: string) => {
+    const folded = part
+      .normalize('NFC')
+      .replace(/[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/gu, '')
+      .toLowerCase();
+    const m = /^(?:\.(git|gen)|(git|gen)~1)[. ]*(?::.*)?$/.exec(folded);
+    return m === null ? null : `.${m[1] ?? m[2]}`;
+  };
+  if (p.length === 0) return 'path is empty';
+  if (p.includes('\0')) return 'path contains NUL';
+  if (p.includes('\\')) return 'path contains a backslash';
+  if (/[\x00-\x1f\x7f]/.test(p)) return 'path contains a control character';
+  if (/\p{Cs}/u.test(p)) return 'path is not valid UTF-8 (lone surrogate)';
+  if (p.startsWith('/')) return 'path is absolute';
+  if (/^[A-Za-z]:/.test(p)) return 'path starts with a drive letter';
+  if (Buffer.byteLength(p) > 1024) return 'path is longer than 1024 bytes';
+  const parts = p.split('/');
+  if (parts.length > 32) return 'path is deeper than 32 components';
+  for (const part of parts) {
+    if (part === '') return EMPTY;
+    if (part === '.' || part === '..') return `path has a '${part}' component`;
+    if (Buffer.byteLength(part) > 255) return 'a component is longer than 255 bytes';
+    const reserved = alias(part);
+    if (reserved !== null) return part === reserved ? `path is inside ${reserved}/` : 'aliased';
+  }
+  return null;
+}
+
+describe('the printable-ASCII shortcut', () => {
+  it('decides every path as the full rules do (property)', () => {
+    // the letters of every alias, the characters each rule looks for, and some that only Unicode folds
+    const unit = fc.constantFrom(...'./gGiItTeEnN~1: a-_\\\0\x1f\x7fzé\u200c\ufeffİ\ud800\udc00K\u212a');
+    const path = fc.oneof(
+      fc.string({ unit, maxLength: 24 }),
+      fc.array(fc.string({ unit, maxLength: 300 }), { maxLength: 40 }).map((xs) => xs.join('/')),
+    );
+    fc.assert(
+      fc.property(path, (p) => {
+        const got = pathProblem(p);
+        const want = referenceProblem(p);
+        expect(got?.startsWith('path is inside') && want === 'aliased' ? 'aliased' : got).toBe(want);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('still folds a component that is not ASCII to its reserved name', () => {
+    expect(reservedAlias('.g\u200cit')).toBe('.git');
+    expect(reservedAlias('.GE\u004e ')).toBe('.gen');
   });
 });
 

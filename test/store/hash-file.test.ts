@@ -42,6 +42,17 @@ describe('file hashing', () => {
         bytes: size,
       });
       expect(Buffer.concat(seenSync).equals(bytes)).toBe(true);
+      if (size <= SMALL_FILE_BYTES) {
+        // told the size, or told a wrong one (the file changed after its stat): still every byte
+        for (const hint of [size, Math.max(0, size - 1), size + 1]) {
+          const seenHinted: Buffer[] = [];
+          expect(hashSmallFileSync(file, (c) => seenHinted.push(Buffer.from(c)), hint)).toEqual({
+            sha256: expected,
+            bytes: size,
+          });
+          expect(Buffer.concat(seenHinted).equals(bytes)).toBe(true);
+        }
+      }
     },
   );
 

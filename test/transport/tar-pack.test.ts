@@ -182,6 +182,37 @@ describe('packTar', () => {
     },
   );
 
+  // A small file is read in one synchronous call, so nothing can change it mid-read from here; files
+  // whose size (from fstat) is not their length stand in for one that changed after it was opened.
+  const sizeLies: Array<{ title: string; file: string; rule: string }> = [
+    { title: 'grew (a /proc file: size 0, text inside)', file: '/proc/self/status', rule: 'grew' },
+    {
+      title: 'shrank (a /sys file: size 4096, a few bytes)',
+      file: '/sys/devices/system/cpu/online',
+      rule: 'shrank',
+    },
+  ];
+  it.each(sizeLies)('throws InputChangedError for a small file that $title', async ({ file, rule }) => {
+    const err = await pack([{ name: 'files/f', file }]).catch((e) => e);
+    expect(err).toBeInstanceOf(InputChangedError);
+    expect(err.message).toContain(`${rule} while being packed`);
+  });
+
+  it('packs thousands of small files, each once, in order', async () => {
+    const inputs = Array.from({ length: 600 }, (_, i) => {
+      const data = `file ${i}\n`.repeat(i % 7);
+      return { name: `files/d${i % 9}/f${i}.txt`, file: write(`d${i % 9}/f${i}.txt`, data), data };
+    });
+    const { files, tar } = await pack(
+      inputs.map(({ name, file, data }) => ({ name, file, expectSha256: sha(data) })),
+    );
+    expect(files.map((f) => f.name)).toEqual(inputs.map((i) => i.name));
+    const listed = await listWithNodeTar(tar);
+    expect(listed.map((e) => [e.path, e.size])).toEqual(
+      inputs.map((i) => [i.name, Buffer.byteLength(i.data)]),
+    );
+  });
+
   it('refuses a symlink and a directory as input', async () => {
     const target = write('target.txt', 'secret');
     const link = join(root, 'link');

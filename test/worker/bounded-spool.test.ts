@@ -1,0 +1,76 @@
+// BoundedSpool: chunks stay in memory (the same Buffer objects, no file) while the shared budget lasts,
+// then go to a 0600 temp file created on the first chunk that does not fit; they come back in order;
+// discard gives the memory back and removes the file.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BoundedSpool, SpoolBudget } from '../../src/worker/bounded-spool.js';
+import { tempDir } from '../helpers/temp-store.js';
+
+const chunk = (n: number, fill: number) => Buffer.alloc(n, fill);
+
+async function collect(spool: BoundedSpool): Promise<Buffer[]> {
+  const out: Buffer[] = [];
+  for await (const c of spool.chunks()) out.push(c);
+  return out;
+}
+
+describe('BoundedSpool', () => {
+  it('keeps chunks under the budget in memory: the very buffers come back and no file is made', async () => {
+    const dir = tempDir('gj-spool-');
+    const spool = new BoundedSpool(join(dir, 's.tar'), new SpoolBudget(1000));
+    const parts = [chunk(400, 1), chunk(600, 2)];
+    for (const p of parts) await spool.append(p);
+    await spool.finish();
+    const got = await collect(spool);
+    expect(got).toHaveLength(2);
+    expect(got[0]).toBe(parts[0]);
+    expect(got[1]).toBe(parts[1]);
+    expect(spool.spilled).toBe(0);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('writes what does not fit to a 0600 temp file, in order after the memory part', async () => {
+    const dir = tempDir('gj-spool-');
+    const file = join(dir, 's.tar');
+    const spool = new BoundedSpool(file, new SpoolBudget(1000));
+    const parts = [chunk(700, 1), chunk(500, 2), chunk(200, 3), chunk(3 * 1024 * 1024 + 5, 4)];
+    for (const p of parts) await spool.append(p);
+    await spool.finish();
+    // the 200-byte chunk would fit the budget, but once anything went to the file everything after does
+    expect(spool.spilled).toBe(500 + 200 + 3 * 1024 * 1024 + 5);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(Buffer.concat(await collect(spool)).equals(Buffer.concat(parts))).toBe(true);
+    await spool.discard();
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('shares one budget between spools and gets it back on discard', async () => {
+    const dir = tempDir('gj-spool-');
+    const budget = new SpoolBudget(1000);
+    const a = new BoundedSpool(join(dir, 'a.tar'), budget);
+    await a.append(chunk(800, 1));
+    const b = new BoundedSpool(join(dir, 'b.tar'), budget);
+    await b.append(chunk(300, 2));
+    await b.finish();
+    expect(b.spilled).toBe(300);
+    await a.discard();
+    await a.discard(); // twice: the budget is given back once
+    expect(budget.used).toBe(0);
+    const c = new BoundedSpool(join(dir, 'c.tar'), budget);
+    await c.append(chunk(1000, 3));
+    expect(c.spilled).toBe(0);
+    await Promise.all([b.discard(), c.discard()]);
+    expect(budget.used).toBe(0);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('reports a temp file it cannot create as EGJ_IO naming it', async () => {
+    const dir = tempDir('gj-spool-');
+    const file = join(dir, 'missing', 's.tar');
+    const spool = new BoundedSpool(file, new SpoolBudget(0));
+    const err = await spool.append(chunk(10, 1)).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'EGJ_IO' });
+    expect((err as Error).message).toContain(file);
+  });
+});

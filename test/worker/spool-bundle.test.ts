@@ -1,0 +1,90 @@
+// spoolBundle: the bundle is read and checked whole before anything can be sent, and what is sent is
+// the spool: an input edited (or swapped) after spoolBundle returned never shows in the chunks, whether
+// the spool held them in memory or spilled them to its temp file; a mismatch leaves no temp file behind.
+import { createHash } from 'node:crypto';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { buildJob } from '../../src/core/job.js';
+import { InputChangedError } from '../../src/transport/archive-errors.js';
+import { safeExtract } from '../../src/transport/safe-extract.js';
+import { SpoolBudget } from '../../src/worker/bounded-spool.js';
+import { spoolBundle } from '../../src/worker/spool-bundle.js';
+import { chunked } from '../helpers/hostile-tar.js';
+import { tempDir, tempRepo } from '../helpers/temp-store.js';
+
+const sha = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
+const BIG = 'b'.repeat(3 * 1024 * 1024 + 11);
+
+function repo() {
+  const files = { 'src/a.txt': 'alpha\n', 'data/big.txt': BIG, 'src/deep/c.txt': 'gamma\n' };
+  const { root, store } = tempRepo('gj-spool-bundle-', files);
+  const job = buildJob(
+    'edit them',
+    Object.entries(files).map(([path, text]) => ({ path, sha256: sha(text) })),
+  );
+  return { root, store, job };
+}
+
+async function bytesOf(chunks: AsyncGenerator<Buffer>): Promise<Buffer> {
+  const out: Buffer[] = [];
+  for await (const c of chunks) out.push(c);
+  return Buffer.concat(out);
+}
+
+const budgets = [
+  { title: 'in memory', budget: () => new SpoolBudget(64 * 1024 * 1024), spilled: false },
+  { title: 'spilled to its temp file', budget: () => new SpoolBudget(0), spilled: true },
+  { title: 'partly spilled', budget: () => new SpoolBudget(1024 * 1024), spilled: true },
+];
+
+describe('spoolBundle', () => {
+  it.each(budgets)(
+    'sends the bytes it checked, never an edit made after ($title)',
+    async ({ budget, spilled }) => {
+      const { root, store, job } = repo();
+      const bundle = await spoolBundle(store, job, budget());
+      // edits after the check: same size, other bytes; and a file grown
+      writeFileSync(join(root, 'src/a.txt'), 'ALPHA\n');
+      writeFileSync(join(root, 'data/big.txt'), `${BIG}SECRET`);
+      const tar = await bytesOf(bundle.chunks());
+      expect(tar.length).toBe(bundle.bytes);
+      expect(tar.includes('ALPHA')).toBe(false);
+      expect(tar.includes('SECRET')).toBe(false);
+      expect(readdirSync(store.layout.staging).length).toBe(spilled ? 1 : 0);
+      const out = await safeExtract(chunked(tar, 65536), {
+        stagingParent: tempDir('gj-spool-out-'),
+        prefix: 'files/',
+        inMemory: { 'job.json': 1 << 20 },
+        allowed: new Set(job.inputs.map((i) => i.path)),
+        maxEntries: 10,
+        maxFileBytes: 1 << 24,
+        maxTotalBytes: 1 << 24,
+      });
+      expect(out.files.map((f) => [f.path, f.sha256])).toEqual(job.inputs.map((i) => [i.path, i.sha256]));
+      await bundle.discard();
+      expect(readdirSync(store.layout.staging)).toEqual([]);
+    },
+  );
+
+  it.each(budgets)(
+    'throws InputChangedError for an input edited before it was read, leaving no spool ($title)',
+    async ({ budget }) => {
+      const { root, store, job } = repo();
+      writeFileSync(join(root, 'src/deep/c.txt'), 'GAMMA\n');
+      const err = await spoolBundle(store, job, budget()).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InputChangedError);
+      expect((err as Error).message).toContain('src/deep/c.txt: hashes to');
+      expect(readdirSync(store.layout.staging)).toEqual([]);
+    },
+  );
+
+  it('gives its memory back to the budget when discarded', async () => {
+    const { store, job } = repo();
+    const budget = new SpoolBudget(64 * 1024 * 1024);
+    const bundle = await spoolBundle(store, job, budget);
+    expect(budget.used).toBe(bundle.bytes);
+    await bundle.discard();
+    expect(budget.used).toBe(0);
+  });
+});
