@@ -14,7 +14,7 @@ import { git } from '../git/run-git.js';
 import { readdirOrEmpty, readIfExists } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import { decodeRecord, MAX_CHECK_RECORD_BYTES } from './record.js';
-import { checksDir, recordedCheckers, writeRecord } from './record-store.js';
+import { CHECKS_DIR, checksDir, recordedCheckers, writeRecord } from './record-store.js';
 
 export const CHECK_REFS = 'refs/genjob/checks/';
 /** Where `genjob pull` mirrors the remote's check refs before reading them (outside refs/genjob/ and the key refs' mirror). */
@@ -32,18 +32,21 @@ interface LocalRecord {
 /** The record files of `keys` whose bytes are what their names say. */
 function localRecords(store: Store, keys: readonly string[]): LocalRecord[] {
   const out: LocalRecord[] = [];
+  // one listing of .gen/checks/: most keys have no records, and a failed readdir per key costs an error
+  const checked = new Set(readdirOrEmpty(store, store.layout.dir(CHECKS_DIR)));
   for (const key of keys)
-    for (const checker of recordedCheckers(store, key))
-      for (const name of readdirOrEmpty(store, checksDir(store, key, checker))) {
-        const digest = /^([0-9a-f]{64})\.json$/.exec(name)?.[1];
-        if (!digest) continue;
-        const bytes = readIfExists(
-          store,
-          `${checksDir(store, key, checker)}/${name}`,
-          MAX_CHECK_RECORD_BYTES,
-        );
-        if (bytes && sha256Hex(bytes) === digest) out.push({ key, checker, digest, bytes });
-      }
+    if (checked.has(key))
+      for (const checker of recordedCheckers(store, key))
+        for (const name of readdirOrEmpty(store, checksDir(store, key, checker))) {
+          const digest = /^([0-9a-f]{64})\.json$/.exec(name)?.[1];
+          if (!digest) continue;
+          const bytes = readIfExists(
+            store,
+            `${checksDir(store, key, checker)}/${name}`,
+            MAX_CHECK_RECORD_BYTES,
+          );
+          if (bytes && sha256Hex(bytes) === digest) out.push({ key, checker, digest, bytes });
+        }
   return out;
 }
 
