@@ -112,9 +112,39 @@ describe('genjob cancel KEY', () => {
       'reason    EGJ_CANCELLED: cancelled by the user',
     ]);
     expect(shown.stdout).toContain('  Never mind');
-    const again = await sb.genjob(['cancel', key]);
-    expect(again.exitCode).toBe(2);
-    expect(again.stderr).toMatch(/EGJ_UNKNOWN_KEY/);
+  });
+
+  it('says "already cancelled" and exits 0 when the job is cancelled again, and changes nothing', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Never mind', ['README.md']);
+    expect((await sb.genjob(['cancel', key])).exitCode).toBe(0);
+    const dead = genDir(sb, 'dead');
+    const again = await sb.genjob(['cancel', key.slice(0, 8)]);
+    expect(again).toMatchObject({ exitCode: 0, stderr: '' });
+    const name = dead.find((n) => !n.endsWith('.why.json'))!;
+    expect(again.stdout).toBe(
+      `${key.slice(0, 12)} already cancelled: dead/${name} (genjob retry ${key.slice(0, 12)} queues it again)\n`,
+    );
+    const json = await sb.genjob(['cancel', '--json', key]);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: true,
+      key,
+      was: 'cancelled',
+      already: true,
+      dead: [name],
+    });
+    expect(genDir(sb, 'dead')).toEqual(dead);
+  });
+
+  it('still refuses a job that is dead for another reason (dropped): not cancellable, exit 4', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Never mind', ['README.md']);
+    expect((await sb.genjob(['drop', key, '--reason', 'wrong approach'])).exitCode).toBe(0);
+    const r = await sb.genjob(['cancel', key]);
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toMatch(
+      /^genjob: EGJ_NOT_CANCELLABLE: \S+\/\.gen\/dead\/[0-9a-f]{64}\.job\.\S+: the job is already in dead\/ \(EGJ_DROPPED: .*wrong approach\); only queued or running jobs can be cancelled\n$/,
+    );
   });
   it('then retry puts a job cancelled before any attempt back in the queue, and work runs it', async () => {
     const sb = await makeSandbox();
