@@ -404,6 +404,14 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
       'put back the bytes an applied job replaced (refused if the files changed since); the job is then reverted',
     )
     .argument('<key>', 'a key or a unique prefix')
+    .option(
+      '--commit',
+      'then commit the restored files as a revert of the generated commit (Genjob-Revert trailers)',
+    )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob revert 277c            put the files back; the generated commit stays, the changes are uncommitted\n  genjob revert 277c --commit   put them back and commit that, as git revert would',
+    )
     .action(async (key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/revert.js')).revert({ ...o, key }), !!o.json);

@@ -41,7 +41,7 @@ describe('the exit codes', () => {
     .flatMap((l) => /^\| (\d+) \|/.exec(l)?.[1] ?? []);
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const inReadme = [
-    ...(/Exit codes are the same for every\s+command:([^]*?)\(see/.exec(readme)?.[1] ?? '').matchAll(
+    ...(/Exit codes are the same for every\s+command:([\s\S]*?)\(see/.exec(readme)?.[1] ?? '').matchAll(
       /\*\*(\d+)\*\*/g,
     ),
   ].map((m) => m[1]!);
