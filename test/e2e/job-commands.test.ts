@@ -196,3 +196,39 @@ describe('long output', () => {
     expect(piped.stdout.startsWith(`key       ${key}\n`)).toBe(true);
   });
 });
+
+describe('genjob show of a job file that is not a job', () => {
+  const cases = [
+    { name: 'a corrupted (truncated) file', bytes: '{"schema":"genjob/job@1","ke', rule: 'malformed JSON' },
+    {
+      name: 'a tampered instruction',
+      edit: (doc: Record<string, unknown>) => ({ ...doc, instruction: 'Something else' }),
+      rule: 'key is not the sha256 of its work order',
+    },
+  ];
+  for (const c of cases) {
+    it(`says it is unreadable and exits 2 for ${c.name}, still showing the state`, async () => {
+      const sb = await makeSandbox();
+      const key = await mintKey(sb, 'Note it', ['README.md']);
+      const file = join(sb.repo, '.gen', 'queue', `${key}.json`);
+      const doc = JSON.parse(readFileSync(file, 'utf8'));
+      writeFileSync(file, c.bytes ?? JSON.stringify(c.edit!(doc)));
+      const r = await sb.genjob(['show', key]);
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr).toBe(`genjob: EGJ_JOB_INVALID: ${file}: not a valid job: ${c.rule}\n`);
+      expect(r.stdout.split('\n').slice(0, 3)).toEqual([
+        `key       ${key}`,
+        'state     queue',
+        `job       unreadable: ${file}: not a valid job: ${c.rule}`,
+      ]);
+      const json = await sb.genjob(['show', '--json', key]);
+      expect(json.exitCode).toBe(2);
+      expect(JSON.parse(json.stdout)).toMatchObject({
+        ok: false,
+        code: 'EGJ_JOB_INVALID',
+        state: 'queue',
+        job: null,
+      });
+    });
+  }
+});
