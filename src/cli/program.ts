@@ -571,7 +571,7 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
 
   common(program.command('status'))
     .description(
-      'counts per state and a table of the most recent jobs (key, state, epoch, age, receipt, host, instruction)',
+      'counts per state and a table of the most recent jobs, newest first (key, state, epoch, age, receipt, host, instruction)',
     )
     .option('--state <state>', 'only rows of this state (queue, running, received, applied, reverted, dead)')
     .option(
