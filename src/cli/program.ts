@@ -438,6 +438,11 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
     )
     .argument('[keys...]', 'jobs to compare (default: every job either side answered)')
     .option('--shadow <name>', 'a shadow plane; once: live vs it, twice: the first vs the second', collect)
+    .option('--diff', "print each differing job's unified diff, from the first side's answer to the second's")
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob compare --shadow b            live vs shadow:b, one line per job\n  genjob compare --shadow b --diff 277c   and the diff of what each side wrote',
+    )
     .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/compare.js')).compare({ ...o, keys }), !!o.json);
