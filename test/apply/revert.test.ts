@@ -78,7 +78,11 @@ describe('revertApplied', () => {
     const f = applied();
     await applyJob(f.v, {});
     expect(await revertApplied(f.v.store, f.v.job.key)).toMatchObject({ already: false });
-    expect(await revertApplied(f.v.store, f.v.job.key)).toEqual({ reverted: [], already: true });
+    expect(await revertApplied(f.v.store, f.v.job.key)).toMatchObject({
+      reverted: [],
+      already: true,
+      record: { key: f.v.job.key },
+    });
   });
 
   it('moves the apply record from applied/ to reverted/ as its last step', async () => {
@@ -99,7 +103,7 @@ describe('revertApplied', () => {
       reverted: f.v.store.layout.jobFile('reverted', f.v.job.key),
     };
     renameSync(r, a); // the tree is reverted, the record not yet moved
-    expect(await revertApplied(f.v.store, f.v.job.key)).toEqual({ reverted: [], already: false });
+    expect(await revertApplied(f.v.store, f.v.job.key)).toMatchObject({ reverted: [], already: false });
     expect(existsSync(a)).toBe(false);
     expect(existsSync(r)).toBe(true);
   });
