@@ -40,6 +40,20 @@ describe('genjob work KEY…', () => {
   });
 });
 
+describe('claim order', () => {
+  it('work --drain takes the jobs in the order they were minted (oldest first), whatever their keys', async () => {
+    const sb = await makeSandbox();
+    const log = join(sb.base, 'order.log');
+    const gen = sb.script('log.sh', `echo "$GENJOB_KEY" >> ${log}; echo x >> README.md`);
+    const keys: string[] = [];
+    for (let i = 0; i < 6; i++) keys.push(await mintKey(sb, `Note ${i}`, ['README.md']));
+    expect(keys).not.toEqual([...keys].sort()); // else key order would pass too
+    const r = await sb.genjob(['work', '--drain', '--quiet', '--generator', gen]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(readFileSync(log, 'utf8').trim().split('\n')).toEqual(keys);
+  });
+});
+
 describe('genjob retry KEY', () => {
   it('sends an aborted job back; the next attempt (a new epoch) generates again; the old receipt stays in dead/', async () => {
     const sb = await makeSandbox();
