@@ -12,7 +12,8 @@
 // that starts the generator, or the generator host's result cache (the host's side, where a result that
 // cannot be cached may be generated again; that is the host cache's own contract). For them only the
 // end state is checked. No point may hang the sweep: each run is killed (kill -9 by pid) at a deadline
-// (GENJOB_IOFAULT_DEADLINE_MS, 60 s); a hang on a runtime fault is counted as excluded, with its reason
+// (GENJOB_IOFAULT_DEADLINE_MS, 300 s: a guard far above a run's few seconds under load, never a pass
+// condition); a hang on a runtime fault is counted as excluded, with its reason
 // (libuv's eventfd and signal pipe: a failed write there can leave the loop waiting for ever), and a hang
 // on genjob's own call is a failure. Points are sampled without repeats with a printed seed
 // (GENJOB_IOFAULT_SEED replays a sample, GENJOB_IOFAULT_POINT=close#38:EIO one point);
@@ -808,7 +809,8 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
         }
         expect(failures).toEqual([]);
       },
-      KEEP_GOING ? 24 * 3_600_000 : 180_000,
+      // a guard against a hang only, from the sample's size: each point and the probe may take a deadline
+      KEEP_GOING ? 24 * 3_600_000 : (SAMPLE + 2) * DEADLINE_MS,
     );
   }
 });
