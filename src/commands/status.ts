@@ -18,7 +18,7 @@ import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { terminalText } from '../core/terminal-text.js';
 import { currentEpoch, readAttempt } from '../store/attempts.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
-import { peekRecord, readdirOrEmpty } from '../store/durable.js';
+import { exists, peekRecord, readdirOrEmpty } from '../store/durable.js';
 import { planGc, sizeOf } from '../store/gc.js';
 import { FLOW, keysIn, PRECEDENCE } from '../store/job-states.js';
 import { recentKeyTimes } from '../store/journal-read.js';
@@ -179,7 +179,12 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     if (i < PRECEDENCE.length - 1) for (const k of keys) seen.add(k);
   }
   const deadNames = readdirOrEmpty(store, store.layout.dir('dead'));
-  const dead = deadJobs(store, deadNames).filter((d) => !seen.has(d.key) && (inRun?.has(d.key) ?? true));
+  // a key with a job file in dead/ that lives again (retried after a cancel, minted again) is not dead;
+  // queue/ is never made into a set (it can be deep): one existence check per dead key instead
+  const dead = deadJobs(store, deadNames).filter(
+    (d) =>
+      !seen.has(d.key) && (inRun?.has(d.key) ?? true) && !exists(store, store.layout.jobFile('queue', d.key)),
+  );
   // dead/ also keeps what was refused or set aside for jobs that live on (a retried attempt's receipt and
   // outputs, a late or superseded receipt): not dead jobs, but say they are there
   const deadKeys = new Set(dead.map((d) => d.key));

@@ -156,6 +156,17 @@ describe('status after retry and in order', () => {
     expect(json).toMatchObject({ counts: { queue: 1, dead: 0 }, dead_kept: 2 });
   });
 
+  it('does not count as dead a job cancelled and then retried (it is queued)', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Changed my mind twice', ['README.md']);
+    expect((await sb.genjob(['cancel', key])).exitCode).toBe(0);
+    expect((await sb.genjob(['retry', key])).exitCode).toBe(0);
+    const json = JSON.parse((await sb.genjob(['status', '--json'])).stdout);
+    expect(json.counts).toMatchObject({ queue: 1, dead: 0 });
+    expect(json.dead_kept).toBe(1); // the cancelled record, kept
+    expect(json.jobs.map((j: { key: string; state: string }) => [j.key, j.state])).toEqual([[key, 'queue']]);
+  });
+
   it('lists the jobs newest first, whatever their state or key', async () => {
     const sb = await makeSandbox();
     const gen = sb.script('gen.sh', 'echo x >> "$(ls src/*.py | head -n 1)"');
