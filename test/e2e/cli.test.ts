@@ -1,7 +1,9 @@
 // The command line itself: bad usage is exit 2 with one stderr line, help and version are exit 0,
 // and help shows examples.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeSandbox } from './helpers.js';
+import { makeSandbox, PKG } from './helpers.js';
 
 describe('usage', () => {
   const bad = [
@@ -61,18 +63,12 @@ describe('usage', () => {
   it('--help ends with the absolute path of the docs/ installed with the CLI', async () => {
     const sb = await makeSandbox();
     const r = await sb.genjob(['--help']);
-    const { existsSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { PKG } = await import('./helpers.js');
     expect(r.stdout.trimEnd().split('\n').at(-1)).toBe(`Docs: ${join(PKG, 'docs')} (start with cli.md)`);
     expect(existsSync(join(PKG, 'docs', 'cli.md'))).toBe(true);
   });
 
   it('prints the version as a JSON result with --version --json, in either order', async () => {
     const sb = await makeSandbox();
-    const { readFileSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { PKG } = await import('./helpers.js');
     const version = JSON.parse(readFileSync(join(PKG, 'package.json'), 'utf8')).version;
     for (const args of [
       ['--version', '--json'],
@@ -115,9 +111,6 @@ describe('usage', () => {
   it('exits 0 for --version and prints the package version', async () => {
     const sb = await makeSandbox();
     const r = await sb.genjob(['--version']);
-    const { readFileSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { PKG } = await import('./helpers.js');
     expect(r).toMatchObject({
       exitCode: 0,
       stdout: `${JSON.parse(readFileSync(join(PKG, 'package.json'), 'utf8')).version}\n`,
