@@ -18,8 +18,8 @@
 // serve there, for genjob.config.json's ssh.remote_cmd) and GJ_DOCS_OPENAI_URL. The model endpoints the docs name
 // (http://127.0.0.1:11434/v1, https://api.openai.com/v1) are replaced by a fake OpenAI-compatible
 // server on loopback that answers every request (interactive and batch) with a small edit.
-// A check in a hidden block must not end a pipe early under pipefail (`cmd | grep -q` can kill cmd
-// with SIGPIPE, exit 141): grep into /dev/null instead. GJ_DOCS_ONLY=docs/openai.md runs one file.
+// A block must not close a pipe early under pipefail (`cmd | grep -q`, `cmd | head` can kill cmd
+// with SIGPIPE, exit 141): read it all (grep into /dev/null, sed -n 1p, jq). GJ_DOCS_ONLY=docs/x.md runs one file.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';

@@ -739,11 +739,14 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
         await s.setUp?.();
         const template = await freshBox(s.env?.());
         const key = await s.prepare(template);
+        // the starting state, kept before the probe changes the template: a copy, as each point's box is
+        // (preparing it again would run the scenario's set-up commands twice for nothing)
+        const start = box(tempDir('genjob-iofault-'), s.env?.());
+        cloneSandbox(template.base, start.base);
+        writeFileSync(start.gen, readFileSync(start.gen, 'utf8').replaceAll(template.count, start.count));
+        const startKey = key;
         const probe = await runScenario(s, template, key, join(template.base, 'probe.log'));
         expect(probe.exitCode, probe.stderr).toBe(0);
-        // the probe changed the template: rebuild it in its starting state
-        const start = await freshBox(s.env?.());
-        const startKey = await s.prepare(start);
         // the calls libuv's thread pool makes for the process (every fs/promises call) are points too
         const points = probePoints(probe, { repo: template.repo, cache: template.cache }, s.side, {
           threads: true,
