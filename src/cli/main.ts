@@ -19,8 +19,7 @@ function wantsJson(argv: readonly string[]): boolean {
 export const RESULT_SCHEMA = 'genjob/result@1';
 
 export function jsonLine(fields: Record<string, unknown>): string {
-  return `${terminalJson(JSON.stringify({ schema: RESULT_SCHEMA, ...fields }))}
-`;
+  return `${terminalJson(JSON.stringify({ schema: RESULT_SCHEMA, ...fields }))}\n`;
 }
 
 export function emit(result: CommandResult, json: boolean): void {
