@@ -116,7 +116,7 @@ describe('apply --all --dry-run', () => {
     expect(dry.stderr).toBe(real.stderr);
     expect(dry.stdout).toMatch(
       new RegExp(
-        `^${keys[0]!.slice(0, 12)} would write 1 file\\(s\\):\\n {2}update src/user\\.py\\n${keys[1]!.slice(0, 12)} would not apply \\(EGJ_STALE\\)\\n$`,
+        `^${keys[0]!.slice(0, 12)} would write 1 file\\(s\\):\\n {2}update src/user\\.py\\n${keys[1]!.slice(0, 12)} would not apply \\(EGJ_STALE\\)\\n1 of 2 job\\(s\\) not applied: ${keys[1]!.slice(0, 12)} \\(EGJ_STALE\\)\\n$`,
       ),
     );
     expect(real.stderr).toMatch(/^genjob: EGJ_STALE: .*src\/user\.py: the repository changed under the job/);

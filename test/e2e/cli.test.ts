@@ -87,7 +87,9 @@ describe('usage', () => {
     expect(r.stdout).toContain('\nExamples:\n  genjob mint -m "Add a timeout to fetch_user" src/user.py');
     expect(r.stdout).toContain('genjob verify --all && genjob apply --all');
     expect(r.stdout).toContain('Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict');
-    expect(r.stdout).toContain('75 open: try again later (a run gate), 130 work stopped by SIGINT');
+    expect(r.stdout).toContain(
+      '75 open: try again later (genjob gate: a run not decided yet),\n130 work stopped by SIGINT',
+    );
   });
 
   it('exits 2 when no command is given, showing the help on stderr', async () => {
