@@ -22,6 +22,10 @@ const NEEDED = [
   ['munged', 'munge'],
   ['git', 'git'],
   ['chromium', 'chromium'], // the report's tests open it in a real browser (test/report/browser.ts)
+  // the examples of README and docs/ (test/docs/examples.test.ts) call these, as a reader would
+  ['jq', 'jq'],
+  ['curl', 'curl'],
+  ['openssl', 'openssl'],
 ];
 
 /** Python module → the Debian package that provides it */

@@ -54,9 +54,18 @@ export type ApplyOutcome =
   | { status: 'already-applied'; writes: Write[] }
   | { status: 'dry-run'; writes: Write[]; diff?: string };
 
+/** In a dry run of several jobs: the bytes the jobs before this one would have written, by path. */
+export type DryRunTree = Map<string, Buffer>;
+
 export interface ApplyOptions {
   dryRun?: boolean;
   diff?: boolean;
+  /**
+   * A dry run of several jobs in order plans each against the tree the earlier ones would leave (so
+   * it stops where the real run would: a later job whose input an earlier one changes is stale); this
+   * job's writes are added to it.
+   */
+  dryRunTree?: DryRunTree;
   /** How long to wait for another apply holding the lock before EGJ_LOCKED (default 0). */
   lockTimeoutMs?: number;
 }
@@ -68,7 +77,7 @@ export async function applyJob(v: VerifiedApply, opts: ApplyOptions = {}): Promi
       `job ${v.job.key.slice(0, 12)}: jobDigest is not the digest of the job`,
     );
   }
-  if (opts.dryRun) return dryRun(v, opts.diff === true);
+  if (opts.dryRun) return dryRun(v, opts.diff === true, opts.dryRunTree);
   v.store.ensure();
   return withApplyLock(v.store, { timeoutMs: opts.lockTimeoutMs }, (lock) => applyLocked(v, lock));
 }
@@ -306,33 +315,39 @@ function stageObjects(v: VerifiedApply, objects: ObjectBatch): Write[] {
   return writes;
 }
 
-function dryRun(v: VerifiedApply, withDiff: boolean): ApplyOutcome {
+function dryRun(v: VerifiedApply, withDiff: boolean, tree?: DryRunTree): ApplyOutcome {
   const { store, job } = v;
   const key = job.key;
   const done = readApplied(store, key);
   if (done !== undefined) return { status: 'already-applied', writes: done.writes };
   const changes: FileChange[] = [];
   const pending = readApplying(store, key);
+  /** The bytes at `path` as the run has left them so far. */
+  const before = (path: string) => tree?.get(path) ?? readTreeFile(store, path)?.bytes ?? null;
   let writes: Write[];
+  let afterOf: (w: Write) => Buffer;
   if (pending !== undefined) {
     // an interrupted apply: what the next real apply would still write
     writes = pending.writes;
+    afterOf = (w) => readObject(store, w.after);
     for (const w of withDiff ? writes : []) {
-      const now = readTreeFile(store, w.path);
-      if (now !== null && sha256Hex(now.bytes) === w.after) continue;
-      changes.push({ path: w.path, before: now?.bytes ?? null, after: readObject(store, w.after) });
+      const now = before(w.path);
+      if (now !== null && sha256Hex(now) === w.after) continue;
+      changes.push({ path: w.path, before: now, after: afterOf(w) });
     }
   } else {
     assertReadsCurrent(store, job);
-    writes = expectPlan(planApply(job, v.outputs, currentFiles(store, job)));
-    const after = new Map(v.outputs.map((o) => [o.path, readOutput(store, key, o.path, o.sha256)]));
-    for (const w of withDiff ? writes : []) {
-      changes.push({
-        path: w.path,
-        before: readTreeFile(store, w.path)?.bytes ?? null,
-        after: after.get(w.path)!,
-      });
+    const current = currentFiles(store, job);
+    for (const [path, file] of current) {
+      const planned = tree?.get(path);
+      if (planned !== undefined) current.set(path, { sha256: sha256Hex(planned), mode: file.mode ?? 0o644 });
     }
+    writes = expectPlan(planApply(job, v.outputs, current));
+    const after = new Map(v.outputs.map((o) => [o.path, o]));
+    afterOf = (w) => readOutput(store, key, w.path, after.get(w.path)!.sha256);
+    for (const w of withDiff ? writes : [])
+      changes.push({ path: w.path, before: before(w.path), after: afterOf(w) });
   }
+  for (const w of tree ? writes : []) tree!.set(w.path, afterOf(w));
   return withDiff ? { status: 'dry-run', writes, diff: unifiedDiff(changes) } : { status: 'dry-run', writes };
 }

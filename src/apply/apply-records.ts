@@ -88,3 +88,8 @@ export function readApplying(store: Store, key: string): ApplyingRecord | undefi
 export function readApplied(store: Store, key: string): AppliedRecord | undefined {
   return read(store, store.layout.jobFile('applied', key), key, AppliedSchema as z.ZodType<AppliedRecord>);
 }
+
+/** The apply record of a reverted job: applied/<key>.json as revert renamed it to reverted/<key>.json. */
+export function readReverted(store: Store, key: string): AppliedRecord | undefined {
+  return read(store, store.layout.jobFile('reverted', key), key, AppliedSchema as z.ZodType<AppliedRecord>);
+}

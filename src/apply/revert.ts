@@ -5,20 +5,20 @@
 // Last, the apply record is renamed applied/<key>.json → reverted/<key>.json: one rename, so a crash leaves
 // the job applied (run revert again to finish) or reverted, never neither. `apply` of it writes it again.
 import { UsageError } from '../core/errors.js';
-import { exists, moveState } from '../store/durable.js';
+import { moveState } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import type { Store } from '../store/store.js';
 import { prunedOn, readTombstone, tombstoneFile } from '../store/tombstone.js';
 import { withApplyLock } from './apply-lock.js';
 import { staleError, type Write } from './apply-plan.js';
-import { readApplied } from './apply-records.js';
+import { type AppliedRecord, readApplied, readReverted } from './apply-records.js';
 import { commitTreeFile, currentFile, readObject, removeTreeFile, sweepTornTemps } from './tree-file.js';
 
 export async function revertApplied(
   store: Store,
   key: string,
   opts: { lockTimeoutMs?: number } = {},
-): Promise<{ reverted: Write[]; already: boolean }> {
+): Promise<{ reverted: Write[]; already: boolean; record: AppliedRecord }> {
   store.ensure();
   return withApplyLock(store, { timeoutMs: opts.lockTimeoutMs }, (lock) => {
     const tomb = readTombstone(store, key);
@@ -30,7 +30,8 @@ export async function revertApplied(
     }
     const record = readApplied(store, key);
     const revertedFile = store.layout.jobFile('reverted', key);
-    if (record === undefined && exists(store, revertedFile)) return { reverted: [], already: true };
+    const done = record === undefined ? readReverted(store, key) : undefined;
+    if (done !== undefined) return { reverted: [], already: true, record: done };
     if (record === undefined) {
       throw new UsageError(
         'EGJ_NOT_APPLIED',
@@ -64,6 +65,6 @@ export async function revertApplied(
     store.fs.mkdirSync(store.layout.dir('reverted'), { recursive: true }); // a .gen/ made before reverted/ existed
     moveState(store, store.layout.jobFile('applied', key), revertedFile);
     journal(store, { event: 'reverted', key, writes: todo.length });
-    return { reverted: todo, already: false };
+    return { reverted: todo, already: false, record };
   });
 }

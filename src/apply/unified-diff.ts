@@ -1,4 +1,5 @@
-// Unified diff of the changes an apply (or a revert) would make, for `apply --dry-run --diff`.
+// Unified diff of the changes an apply (or a revert) would make, for `apply --dry-run --diff` (and of two
+// planes' answers, for `compare --diff`).
 // Text goes through jsdiff's createTwoFilesPatch with a/ b/ names (/dev/null for a created or deleted file);
 // a file that is not UTF-8 text (a NUL byte, or invalid UTF-8) is summarised as "binary file changed".
 import { createTwoFilesPatch } from 'diff';
@@ -25,9 +26,10 @@ function text(bytes: Uint8Array | null): string {
   return bytes === null ? '' : utf8.decode(bytes);
 }
 
-export function fileDiff(change: FileChange): string {
-  const from = change.before === null ? '/dev/null' : `a/${change.path}`;
-  const to = change.after === null ? '/dev/null' : `b/${change.path}`;
+/** `labels`: the prefixes of the two sides' names (git's a/ and b/ unless told, e.g. live/ and shadow:b/). */
+export function fileDiff(change: FileChange, labels = { before: 'a', after: 'b' }): string {
+  const from = change.before === null ? '/dev/null' : `${labels.before}/${change.path}`;
+  const to = change.after === null ? '/dev/null' : `${labels.after}/${change.path}`;
   const sizes = `${change.before?.length ?? 0} → ${change.after?.length ?? 0} bytes`;
   if (
     (change.before !== null && isBinary(change.before)) ||
@@ -40,6 +42,9 @@ export function fileDiff(change: FileChange): string {
   return patch.replace(/^=+\n/, '');
 }
 
-export function unifiedDiff(changes: readonly FileChange[]): string {
-  return changes.map(fileDiff).join('');
+export function unifiedDiff(
+  changes: readonly FileChange[],
+  labels?: { before: string; after: string },
+): string {
+  return changes.map((c) => fileDiff(c, labels)).join('');
 }

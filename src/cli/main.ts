@@ -18,7 +18,7 @@ function wantsJson(argv: readonly string[]): boolean {
 /** The version of every --json result's shape (docs/cli.md); it changes only when a field changes meaning. */
 export const RESULT_SCHEMA = 'genjob/result@1';
 
-function jsonLine(fields: Record<string, unknown>): string {
+export function jsonLine(fields: Record<string, unknown>): string {
   return `${terminalJson(JSON.stringify({ schema: RESULT_SCHEMA, ...fields }))}\n`;
 }
 
@@ -40,7 +40,7 @@ export async function main(argv: string[]): Promise<void> {
   const json = wantsJson(argv);
   guardOutput();
   try {
-    await buildProgram().parseAsync(argv);
+    await buildProgram({ json }).parseAsync(argv);
   } catch (caught) {
     const err = asIoError(caught);
     const e = err as { code?: string; exitCode?: number; message?: string };

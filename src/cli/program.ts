@@ -1,8 +1,10 @@
 // commander wiring. Each command's module is imported only when that command runs, so
 // `genjob --version` and `genjob status` do not pay for execa, tar or the ssh code.
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { join } from 'node:path';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { VERSION } from '../version.js';
-import { emit } from './main.js';
+import { emit, jsonLine } from './main.js';
+import { packageRoot } from './package-root.js';
 import type { CommandResult } from './result.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -19,6 +21,18 @@ function seconds(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('takes a number of seconds above 0');
   return n;
+}
+
+/** Every exit code a command can end with (docs/exit-codes.md; README lists the same). */
+export const EXIT_CODES_HELP =
+  'Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict (stale, key reuse, lock, lease lost),\n' +
+  '5 the environment failed (I/O, disk full), 75 open: try again later (genjob gate: a run not decided yet),\n' +
+  '130 work stopped by SIGINT.';
+
+/** After a usage error, point at the help of the command that was run, by its whole name. */
+function helpHintAfterErrors(cmd: Command, name: string): void {
+  cmd.showHelpAfterError(`(run genjob ${name ? `${name} ` : ''}--help for usage)`);
+  for (const sub of cmd.commands) helpHintAfterErrors(sub, `${name} ${sub.name()}`.trim());
 }
 
 /** The options every command shares. */
@@ -52,8 +66,17 @@ async function run(load: () => Promise<CommandResult>, json: boolean): Promise<v
   emit(await load(), json);
 }
 
-export function buildProgram(): Command {
-  const program = new Command('genjob')
+export function buildProgram(opts: { json?: boolean } = {}): Command {
+  const program = new Command('genjob');
+  if (opts.json) {
+    // --version --json: the version as a JSON result, like every command's (this listener runs
+    // before the one .version() adds, and ends the parse)
+    program.on('option:version', () => {
+      process.stdout.write(jsonLine({ ok: true, version: VERSION }));
+      throw new CommanderError(0, 'commander.version', VERSION);
+    });
+  }
+  program
     .description('Run model-generated code changes as replayable, verifiable jobs.')
     .addHelpText(
       'after',
@@ -68,14 +91,14 @@ export function buildProgram(): Command {
         "  genjob mint --each 'src/*.py' -m 'Type {path}' --run hints  one job per file, sealed as a run",
         '  genjob gate --run hints --min-pass 0.95                     decide the run (75 while open)',
         '',
-        'Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict (stale, key reuse, lock, lease lost),',
-        '5 environment (EGJ_IO), 75 open (genjob gate: a run not decided yet; try again later).',
-        'Every command takes --json (one JSON result on stdout) and --root DIR. Docs: docs/ in the package.',
+        EXIT_CODES_HELP,
+        'Every command takes --json (one JSON result on stdout) and --root DIR.',
       ].join('\n'),
     )
+    // where the docs are, as an absolute path: after a global install "docs/ in the package" is hard to find
+    .addHelpText('after', () => `Docs: ${join(packageRoot(), 'docs')} (start with cli.md)`)
     .version(VERSION, '-V, --version')
     .exitOverride()
-    .showHelpAfterError('(run genjob <command> --help for usage)')
     .configureOutput({ outputError: (str, write) => write(`genjob: ${str}`) })
     .helpCommand(false);
 
@@ -381,6 +404,14 @@ export function buildProgram(): Command {
       'put back the bytes an applied job replaced (refused if the files changed since); the job is then reverted',
     )
     .argument('<key>', 'a key or a unique prefix')
+    .option(
+      '--commit',
+      'then commit the restored files as a revert of the generated commit (Genjob-Revert trailers)',
+    )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob revert 277c            put the files back; the generated commit stays, the changes are uncommitted\n  genjob revert 277c --commit   put them back and commit that, as git revert would',
+    )
     .action(async (key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/revert.js')).revert({ ...o, key }), !!o.json);
@@ -407,6 +438,11 @@ export function buildProgram(): Command {
     )
     .argument('[keys...]', 'jobs to compare (default: every job either side answered)')
     .option('--shadow <name>', 'a shadow plane; once: live vs it, twice: the first vs the second', collect)
+    .option('--diff', "print each differing job's unified diff, from the first side's answer to the second's")
+    .addHelpText(
+      'after',
+      '\nExamples:\n  genjob compare --shadow b            live vs shadow:b, one line per job\n  genjob compare --shadow b --diff 277c   and the diff of what each side wrote',
+    )
     .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/compare.js')).compare({ ...o, keys }), !!o.json);
@@ -540,7 +576,7 @@ export function buildProgram(): Command {
 
   common(program.command('status'))
     .description(
-      'counts per state and a table of the most recent jobs (key, state, epoch, age, receipt, host, instruction)',
+      'counts per state and a table of the most recent jobs, newest first (key, state, epoch, age, receipt, host, instruction)',
     )
     .option('--state <state>', 'only rows of this state (queue, running, received, applied, reverted, dead)')
     .option(
@@ -696,5 +732,6 @@ export function buildProgram(): Command {
       else sub.outputHelp();
     });
 
+  helpHintAfterErrors(program, '');
   return program;
 }

@@ -98,6 +98,8 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   const lines: string[] = recovered.map((k) => `${k.slice(0, 12)} finished an apply interrupted by a crash`);
   let alreadyCommitted = 0;
   const failures: Failure[] = [];
+  // a dry run plans each job on the tree the jobs before it would leave, so it fails where a real run would
+  const dryRunTree = o.dryRun ? new Map<string, Buffer>() : undefined;
   for (const key of keys) {
     try {
       if (isApplied(key) && !o.commit) {
@@ -130,7 +132,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
           epoch: v.receipt.epoch,
           outputs: v.receipt.outputs,
         },
-        { dryRun: o.dryRun === true, diff: o.diff === true },
+        { dryRun: o.dryRun === true, diff: o.diff === true, dryRunTree },
       );
       const committed =
         o.commit && outcome.status !== 'dry-run' ? await commitVerified(store, v, checks) : undefined;
@@ -172,7 +174,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
       results.push({ key, status: 'failed', code: failure.code, message: failure.message });
       const left = keys.length - results.length;
       lines.push(
-        `${key.slice(0, 12)} not applied (${failure.code})${o.stopOnFirst && left > 0 ? `; stopped, ${left} job(s) not tried` : ''}`,
+        `${key.slice(0, 12)} ${o.dryRun ? 'would not apply' : 'not applied'} (${failure.code})${o.stopOnFirst && left > 0 ? `; stopped, ${left} job(s) not tried` : ''}`,
       );
       if (o.stopOnFirst) break;
     }

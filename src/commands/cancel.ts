@@ -2,11 +2,15 @@
 // store/cancel-job.ts). A running job's worker stands down at its next heartbeat and has the host kill its
 // generator (work-one.ts, serve-cancel.ts). A job held by a batch intent that was never sent to the
 // provider ends that intent too: nothing of it was submitted, and its other jobs go back to the queue
-// (worker/batch-end.ts). Many keys go on past a failure (each-key.ts).
+// (worker/batch-end.ts). Many keys go on past a failure (each-key.ts). Cancelling a job that is already
+// cancelled (in no state but dead/, put there by cancel) is a no-op that says so, as `show` finds it there.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { ConflictError } from '../core/errors.js';
 import { openRecords, readRecord } from '../store/batch-outbox.js';
-import { cancelJob } from '../store/cancel-job.js';
+import { cancelJob, wasCancelled } from '../store/cancel-job.js';
+import { deadJobs, deadReason } from '../store/dead-jobs.js';
+import { findJob } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 import { endIntent, intentHolding } from '../worker/batch-end.js';
 import { lockRun } from '../worker/batch-send.js';
@@ -14,11 +18,25 @@ import { chooseKeys, eachKey, type KeysChoice } from './each-key.js';
 
 export async function cancel(o: CommonOptions & KeysChoice & { reason?: string }): Promise<CommandResult> {
   const store = openStore(o);
-  const chosen = chooseKeys(store, o, ['queue', 'running']);
+  const chosen = chooseKeys(store, o, ['queue', 'running'], { dead: true });
   return eachKey(
     chosen,
     'cancelled',
     async (key) => {
+      const gone = findJob(store, key) === undefined ? deadJobs(store).find((d) => d.key === key) : undefined;
+      if (gone && wasCancelled(store, key))
+        return {
+          key,
+          line: `${key.slice(0, 12)} already cancelled: dead/${gone.name} (genjob retry ${key.slice(0, 12)} queues it again)`,
+          json: { ok: true, key, was: 'cancelled', already: true, dead: [gone.name] },
+        };
+      if (gone) {
+        const why = deadReason(store, gone.name);
+        throw new ConflictError(
+          'EGJ_NOT_CANCELLABLE',
+          `${store.layout.dir('dead')}/${gone.name}: the job is already in dead/${why ? ` (${why.code}: ${why.reason})` : ''}; only queued or running jobs can be cancelled`,
+        );
+      }
       const { state, dead } = await cancelJob(store, key, o.reason);
       const ended = state === 'running' ? await endIntentOf(store, key) : undefined;
       const note =
@@ -34,6 +52,7 @@ export async function cancel(o: CommonOptions & KeysChoice & { reason?: string }
           ok: true,
           key,
           was: state,
+          already: false,
           dead: [dead],
           ...(ended ? { batch_ended: { run: ended.run, requeued: ended.requeued } } : {}),
         },

@@ -1,16 +1,18 @@
 // genjob compare [--shadow NAME [--shadow OTHER]] [KEY…]: per job, live vs shadow:NAME (or shadow:NAME
 // vs shadow:OTHER): identical / differs / aborted / rejected / missing, then totals, the agreement
-// rate (identical among jobs both sides answered) and the tokens each side's receipts report.
+// rate (identical among jobs both sides answered) and the tokens each side's receipts report. --diff
+// adds the unified diff of each differing job, from the first side's answer to the second's.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
-import { type Comparison, compareSides, liveSide, shadowSide } from '../shadow/compare.js';
+import { answerDiff, type Comparison, compareSides, liveSide, shadowSide } from '../shadow/compare.js';
 import { ShadowStore } from '../shadow/shadow-store.js';
 import { resolveKey } from '../store/job-states.js';
 
 export interface CompareOptions extends CommonOptions {
   shadow?: string[];
   keys?: string[];
+  diff?: boolean;
 }
 
 function pct(x: number | null): string {
@@ -63,5 +65,19 @@ export async function compare(o: CompareOptions): Promise<CommandResult> {
     return resolveKey(store, k);
   });
   const c = compareSides(a, b, keys);
-  return { human: formatComparison(c), json: { ok: true, ...c } };
+  if (!o.diff) return { human: formatComparison(c), json: { ok: true, ...c } };
+  const diffs = new Map(
+    c.jobs.filter((j) => j.verdict === 'differs').map((j) => [j.key, answerDiff(j.key, a, b)]),
+  );
+  const sections = [...diffs].map(
+    ([key, diff]) => `\ndiff of ${key.slice(0, 12)} (${a.label} → ${b.label}):\n${diff}`,
+  );
+  return {
+    human: [formatComparison(c), ...sections].join('\n').replace(/\n+$/, ''),
+    json: {
+      ok: true,
+      ...c,
+      jobs: c.jobs.map((j) => (diffs.has(j.key) ? { ...j, diff: diffs.get(j.key) } : j)),
+    },
+  };
 }

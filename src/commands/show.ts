@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import type { CheckState } from '../check/check-state.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
+import { JobInvalidError } from '../core/job.js';
+import { parseJob } from '../core/job-schema.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
 import { terminalText } from '../core/terminal-text.js';
 import { epochsOf, readAttempt } from '../store/attempts.js';
@@ -25,6 +27,24 @@ function parseLoose(bytes: Buffer | undefined): unknown {
     return envelope ? { envelope, payload } : payload;
   } catch {
     return { unreadable: bytes.subarray(0, 200).toString('utf8') };
+  }
+}
+
+/** Why the job document at `file` (loosely parsed: `doc`) is not the job of `key`, or undefined when it is. */
+function jobProblem(
+  doc: Record<string, unknown> | null,
+  key: string,
+  file: string,
+  record: boolean,
+): JobInvalidError | undefined {
+  if (doc === null || 'unreadable' in doc) return new JobInvalidError(file, 'malformed JSON');
+  const job = record ? doc.job : doc;
+  try {
+    const { job: parsed } = parseJob(Buffer.from(JSON.stringify(job ?? null)), file);
+    return parsed.key === key ? undefined : new JobInvalidError(file, `it is the job of key ${parsed.key}`);
+  } catch (err) {
+    if (err instanceof JobInvalidError) return err;
+    throw err;
   }
 }
 
@@ -116,8 +136,14 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   const doc = parseLoose(
     found?.bytes ?? (died ? peekRecord(store, join(store.layout.dir('dead'), died.name)) : undefined),
   ) as Record<string, unknown> | null;
-  const job = doc && typeof doc.job === 'object' ? (doc.job as Record<string, unknown>) : doc;
   const record = found?.state === 'applied' || found?.state === 'reverted';
+  const jobFile = found?.file ?? (died ? join(store.layout.dir('dead'), died.name) : undefined);
+  const invalid = jobFile === undefined ? undefined : jobProblem(doc, key, jobFile, record);
+  const job = invalid
+    ? null
+    : doc && typeof doc.job === 'object'
+      ? (doc.job as Record<string, unknown>)
+      : doc;
   // retention (#15): what gc pruned of this key, and when
   const tombstone = readTombstone(store, key) ?? null;
   const state =
@@ -145,6 +171,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     `key       ${key}`,
     `state     ${state}`,
     ...(reason ? [`reason    ${terminalText(reason.split('\n')[0]!)}`] : []),
+    ...(invalid ? [`job       unreadable: ${terminalText(invalid.message)}`] : []),
     `inputs    ${((job?.inputs as Array<{ path: string; sha256: string | null }>) ?? []).map((i) => `${i.path}${i.sha256 === null ? ' (create)' : ''}`).join(', ')}`,
     ...(Array.isArray(job?.reads)
       ? [`reads     ${(job.reads as Array<{ path: string }>).map((r) => r.path).join(', ')}`]
@@ -182,8 +209,12 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   return {
     human: lines.join('\n'),
     page: true,
+    // a job file that is not a job is bad input, as everywhere: show what else is known, and exit 2
+    ...(invalid
+      ? { exitCode: invalid.exitCode, stderr: `genjob: ${invalid.code}: ${invalid.message}\n` }
+      : {}),
     json: {
-      ok: true,
+      ...(invalid ? { ok: false, code: invalid.code, message: invalid.message } : { ok: true }),
       key,
       state: found?.state ?? (died ? 'dead' : null),
       reason,

@@ -1,5 +1,5 @@
 // genjob status: counts per state (received broken into ok / aborted / rejected) and the most recent
-// jobs, one row each (key prefix, state, epoch, age, receipt status, the host of the last attempt, a
+// jobs, newest first, one row each (key prefix, state, epoch, age, receipt status, the host of the last attempt, a
 // stale marker, the instruction fitted to the terminal). Counting is one directory listing per state and
 // choosing rows a stat per job (up to RANK_BUDGET jobs in a state; a deeper state's rows are those the
 // journal's tail names): only the rows shown are parsed. What
@@ -18,7 +18,7 @@ import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { terminalText } from '../core/terminal-text.js';
 import { currentEpoch, readAttempt } from '../store/attempts.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
-import { peekRecord } from '../store/durable.js';
+import { exists, peekRecord, readdirOrEmpty } from '../store/durable.js';
 import { planGc, sizeOf } from '../store/gc.js';
 import { FLOW, keysIn, PRECEDENCE } from '../store/job-states.js';
 import { recentKeyTimes } from '../store/journal-read.js';
@@ -178,7 +178,19 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     // the last state (queue, the deep one) is never looked up again: no set of its keys
     if (i < PRECEDENCE.length - 1) for (const k of keys) seen.add(k);
   }
-  const dead = deadJobs(store).filter((d) => !seen.has(d.key) && (inRun?.has(d.key) ?? true));
+  const deadNames = readdirOrEmpty(store, store.layout.dir('dead'));
+  // a key with a job file in dead/ that lives again (retried after a cancel, minted again) is not dead;
+  // queue/ is never made into a set (it can be deep): one existence check per dead key instead
+  const dead = deadJobs(store, deadNames).filter(
+    (d) =>
+      !seen.has(d.key) && (inRun?.has(d.key) ?? true) && !exists(store, store.layout.jobFile('queue', d.key)),
+  );
+  // dead/ also keeps what was refused or set aside for jobs that live on (a retried attempt's receipt and
+  // outputs, a late or superseded receipt): not dead jobs, but say they are there
+  const deadKeys = new Set(dead.map((d) => d.key));
+  const kept = deadNames.filter(
+    (n) => !n.endsWith('.why.json') && !deadKeys.has(n.slice(0, 64)) && (inRun?.has(n.slice(0, 64)) ?? true),
+  ).length;
   const counts: Record<string, number> = {};
   for (const state of FLOW) counts[state] = listed.get(state)!.length;
   counts.dead = dead.length;
@@ -264,8 +276,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       ...(checks ? { checks: checks.names.map((n) => checks.state(c.key, n)) } : {}),
     };
   });
-  const order: readonly string[] = ROW_STATES;
-  rows.sort((a, b) => order.indexOf(a.state) - order.indexOf(b.state) || a.key.localeCompare(b.key));
+  // rows stay as chosen: newest first (the time each job entered its state)
 
   const paint = painter(useColour(o.color));
   const stateColour = {
@@ -285,6 +296,10 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       : []),
     `queue ${counts.queue}  running ${counts.running}  received ${counts.received} (ok ${received.ok}, aborted ${received.aborted}, rejected ${received.rejected})  applied ${counts.applied}  reverted ${counts.reverted}  dead ${counts.dead}`,
   ];
+  if (kept > 0)
+    lines.push(
+      `dead/ also keeps ${kept} item(s) of jobs that are not dead: receipts and outputs of retried or superseded attempts, refused material (ls ${store.layout.dir('dead')})`,
+    );
   if (usage.requests + usage.prompt_tokens + usage.completion_tokens > 0) {
     lines.push(
       `tokens: ${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion in ${usage.requests} request(s)`,
@@ -339,6 +354,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       ok: true,
       ...(run ? { run: run.ref.id, keys: run.current } : {}),
       counts,
+      dead_kept: kept,
       received,
       usage,
       spend,

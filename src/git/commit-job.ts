@@ -1,10 +1,10 @@
-// `apply --commit`: one commit holding exactly one job's outputs and nothing else. A temporary index
-// (GIT_INDEX_FILE in .gen/tmp) is read from HEAD, only the outputs are put in it (hash-object
-// --no-filters, so the verified bytes go in as they are), then write-tree, commit-tree and
-// update-ref HEAD <new> <old> (compare-and-swap: a HEAD moved meanwhile fails, nothing is lost). The
-// user's staged and unstaged changes are never read; only the outputs' entries in the real index
-// are set to the committed blobs, so `git status` shows them clean. `apply --commit` checks first that a
-// commit can be made at all (commit-preflight.ts), so it never writes files it then cannot commit.
+// `apply --commit` (and `revert --commit`): one commit holding exactly one job's files and nothing else. A
+// temporary index (GIT_INDEX_FILE in .gen/tmp) is read from HEAD, only those files are put in it (hash-object
+// --no-filters, so the verified bytes go in as they are) or taken out of it, then write-tree, commit-tree
+// and update-ref HEAD <new> <old> (compare-and-swap: a HEAD moved meanwhile fails, nothing is lost). The
+// user's staged and unstaged changes are never read; only those files' entries in the real index are set
+// to the commit's, so `git status` shows them clean. Both commands check first that a commit can be made at
+// all (commit-preflight.ts), so they never write files they then cannot commit.
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathExists } from '../core/path-exists.js';
@@ -29,44 +29,66 @@ function quote(path: string): string {
   return `"${path.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
+let indexSeq = 0;
+
+/** One path of a commit: the file whose bytes it gets, or null to take the path out of the tree. */
+export interface CommitFile {
+  path: string;
+  source: string | null;
+}
+
 export async function commitJob(store: Store, job: CommitJobInput): Promise<CommitOutcome> {
+  const files = job.outputs.map((o) => {
+    const out = join(store.layout.outDir(job.key), ...o.path.split('/'));
+    return { path: o.path, source: pathExists(out) ? out : store.layout.object(o.sha256) };
+  });
+  return commitFiles(store, {
+    files,
+    message: commitMessage(job.instruction, job.key, job.receiptSha256, job.signer, job.checks),
+    reflog: `genjob apply --commit ${job.key.slice(0, 12)}`,
+  });
+}
+
+/** Commit exactly `files` on top of HEAD (each path's mode is the work tree's), with `message`. */
+export async function commitFiles(
+  store: Store,
+  c: { files: readonly CommitFile[]; message: string; reflog: string },
+): Promise<CommitOutcome> {
   const root = store.root;
   const head = await git(root, ['rev-parse', '-q', '--verify', 'HEAD^{commit}'], { okCodes: [1] });
   const parent = head.code === 0 ? head.stdout.toString('utf8').trim() : null;
-  const index = join(store.layout.tmp, `index-${process.pid}-${job.key.slice(0, 12)}`);
+  const index = join(store.layout.tmp, `index-${process.pid}-${++indexSeq}`);
   const env = { GIT_INDEX_FILE: index };
   try {
     await git(root, parent ? ['read-tree', parent] : ['read-tree', '--empty'], { env });
-    const files = job.outputs.map((o) => {
-      const out = join(store.layout.outDir(job.key), ...o.path.split('/'));
-      return pathExists(out) ? out : store.layout.object(o.sha256);
-    });
-    const oids = (
-      await gitText(root, ['hash-object', '-w', '--no-filters', '--stdin-paths'], {
-        input: `${files.join('\n')}\n`,
+    const kept = c.files.filter((f) => f.source !== null);
+    const oids =
+      kept.length === 0
+        ? []
+        : (
+            await gitText(root, ['hash-object', '-w', '--no-filters', '--stdin-paths'], {
+              input: `${kept.map((f) => f.source).join('\n')}\n`,
+            })
+          ).split('\n');
+    const oidOf = new Map(kept.map((f, i) => [f.path, oids[i]!]));
+    const entries = c.files
+      .map((f) => {
+        const oid = oidOf.get(f.path);
+        // mode 0 takes the path out of the index
+        if (oid === undefined) return `0 ${'0'.repeat(40)}\t${quote(f.path)}\n`;
+        return `${executable(join(root, f.path)) ? '100755' : '100644'} ${oid}\t${quote(f.path)}\n`;
       })
-    ).split('\n');
-    const entries = job.outputs
-      .map((o, i) => `${executable(join(root, o.path)) ? '100755' : '100644'} ${oids[i]}\t${quote(o.path)}\n`)
       .join('');
     await git(root, ['update-index', '--index-info'], { env, input: entries });
     const tree = await gitText(root, ['write-tree'], { env });
     if (parent && tree === (await gitText(root, ['rev-parse', `${parent}^{tree}`])))
       return { status: 'unchanged' };
-    const message = commitMessage(job.instruction, job.key, job.receiptSha256, job.signer, job.checks);
     const commit = await gitText(root, ['commit-tree', tree, ...(parent ? ['-p', parent] : []), '-F', '-'], {
-      input: message,
+      input: c.message,
     });
-    await git(root, [
-      'update-ref',
-      '-m',
-      `genjob apply --commit ${job.key.slice(0, 12)}`,
-      'HEAD',
-      commit,
-      parent ?? '',
-    ]);
-    // the real index: the outputs' entries only. A missing index stays missing, except on a branch that was
-    // unborn: there it meant "nothing staged", and left missing it would now stage the outputs' deletion.
+    await git(root, ['update-ref', '-m', c.reflog, 'HEAD', commit, parent ?? '']);
+    // the real index: these files' entries only. A missing index stays missing, except on a branch that was
+    // unborn: there it meant "nothing staged", and left missing it would now stage the files' deletion.
     const realIndex = await gitText(root, ['rev-parse', '--path-format=absolute', '--git-path', 'index']);
     if (pathExists(realIndex) || parent === null)
       await git(root, ['update-index', '--index-info'], { input: entries });

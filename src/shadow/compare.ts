@@ -3,6 +3,7 @@
 // aborted / rejected (either side's status), or missing (a side has no answer). Receipts are read,
 // not trusted: this is a report, and nothing it reads can reach the tree. Writes nothing.
 import { join } from 'node:path';
+import { fileDiff } from '../apply/unified-diff.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
 import { listNames, readIfExists } from '../store/durable.js';
 import type { Store } from '../store/store.js';
@@ -92,6 +93,43 @@ export function shadowSide(store: Store, name: string): Side {
   };
 }
 
+/**
+ * The paths two ok answers differ in, with each side's bytes: null where the path is not that side's
+ * output (it left the file as it was), undefined where its bytes cannot be read.
+ */
+function differingFiles(
+  key: string,
+  x: Answer,
+  y: Answer,
+  a: Side,
+  b: Side,
+): Array<{ path: string; a: Buffer | null | undefined; b: Buffer | null | undefined }> {
+  const xs = new Map(x.outputs.map((o) => [o.path, o]));
+  const ys = new Map(y.outputs.map((o) => [o.path, o]));
+  const paths = [...new Set([...xs.keys(), ...ys.keys()])].sort();
+  return paths.flatMap((path) => {
+    const ox = xs.get(path);
+    const oy = ys.get(path);
+    if (ox && oy && ox.sha256 === oy.sha256) return [];
+    return [{ path, a: ox ? a.bytes(key, ox) : null, b: oy ? b.bytes(key, oy) : null }];
+  });
+}
+
+/** The unified diff from side a's answer to side b's for a job both answered `ok` ('' when identical). */
+export function answerDiff(key: string, a: Side, b: Side): string {
+  const x = a.answer(key);
+  const y = b.answer(key);
+  if (x?.status !== 'ok' || y?.status !== 'ok') return '';
+  const labels = { before: a.label, after: b.label };
+  return differingFiles(key, x, y, a, b)
+    .map((f) =>
+      f.a === undefined || f.b === undefined
+        ? `--- ${labels.before}/${f.path}\n+++ ${labels.after}/${f.path}\nbytes unreadable: ${f.path}\n`
+        : fileDiff({ path: f.path, before: f.a, after: f.b }, labels),
+    )
+    .join('');
+}
+
 function compareKey(key: string, a: Side, b: Side): KeyComparison {
   const x = a.answer(key);
   const y = b.answer(key);
@@ -101,19 +139,11 @@ function compareKey(key: string, a: Side, b: Side): KeyComparison {
     const bad = [x.status, y.status];
     return { ...base, verdict: bad.includes('aborted') ? 'aborted' : 'rejected' };
   }
-  const xs = new Map(x.outputs.map((o) => [o.path, o]));
-  const ys = new Map(y.outputs.map((o) => [o.path, o]));
-  const paths = [...new Set([...xs.keys(), ...ys.keys()])].sort();
-  const files: NonNullable<KeyComparison['files']> = [];
-  for (const path of paths) {
-    const ox = xs.get(path);
-    const oy = ys.get(path);
-    if (ox && oy && ox.sha256 === oy.sha256) continue;
-    const bx = ox ? a.bytes(key, ox) : Buffer.alloc(0);
-    const by = oy ? b.bytes(key, oy) : Buffer.alloc(0);
-    const delta = bx && by ? lineDelta(bx, by) : null;
-    files.push({ path, added: delta?.added ?? null, removed: delta?.removed ?? null });
-  }
+  const files = differingFiles(key, x, y, a, b).map(({ path, a: bx, b: by }) => {
+    const delta =
+      bx !== undefined && by !== undefined ? lineDelta(bx ?? Buffer.alloc(0), by ?? Buffer.alloc(0)) : null;
+    return { path, added: delta?.added ?? null, removed: delta?.removed ?? null };
+  });
   if (files.length === 0) return { ...base, verdict: 'identical' };
   const sum = (f: 'added' | 'removed') => files.reduce((s, v) => s + (v[f] ?? 0), 0);
   return { ...base, verdict: 'differs', files, added: sum('added'), removed: sum('removed') };

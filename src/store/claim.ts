@@ -36,17 +36,29 @@ function undoClaim(store: Store, key: string, err: unknown): void {
 }
 
 /**
- * Claim a queued job not in `skip`; undefined when none could be had. Workers start at a random
- * point of the sorted listing so that racing workers do not all fight over the same first key.
+ * The queued keys in mint order, oldest first: by the job file's mtime, which mint sets when it publishes
+ * the file and every later move (claim, requeue, reap: a rename) keeps; ties by key. A stat per queued job,
+ * once per listing, so a run of many jobs is claimed in the order they were minted.
  */
+export function queueInMintOrder(store: Store): string[] {
+  const minted = new Map<string, number>();
+  for (const key of keysIn(store, 'queue')) {
+    try {
+      minted.set(key, store.fs.statSync(store.layout.jobFile('queue', key)).mtimeMs);
+    } catch (err) {
+      if (errnoOf(err) !== 'ENOENT') throw err; // claimed by another worker since the listing
+    }
+  }
+  return [...minted.keys()].sort((a, b) => minted.get(a)! - minted.get(b)! || (a < b ? -1 : 1));
+}
+
+/** Claim the oldest queued job not in `skip`; undefined when none could be had. */
 export function claimNext(
   store: Store,
   worker: string,
   skip: ReadonlySet<string> = new Set(),
 ): string | undefined {
-  const keys = keysIn(store, 'queue');
-  const start = Math.floor(Math.random() * keys.length);
-  for (const key of [...keys.slice(start), ...keys.slice(0, start)]) {
+  for (const key of queueInMintOrder(store)) {
     if (skip.has(key)) continue;
     if (claim(store, key, worker)) return key;
   }
@@ -54,12 +66,14 @@ export function claimNext(
 }
 
 /**
- * Claims for a whole run at a cost independent of the queue's depth (maildir style): the queue is
- * listed once into a shuffled batch, and listed again only when the batch is used up or a claim
- * fails (another worker got there first, so the listing is out of date) — never once per job.
+ * Claims for a whole run at a cost independent of the number of jobs claimed (maildir style): the queue
+ * is listed once into a batch in mint order, oldest first, and listed again only when the batch is used
+ * up — never once per job. A claim that fails (another worker took that job) moves on to the next oldest:
+ * racing workers each take the oldest job still there, at the cost of a failed rename for the losers.
  * Keys `accept` declines (a job in doubt on another host) stay in the batch for a later call.
  */
 export class Claimer {
+  /** The batch, newest first (the next key to try is the last). */
   private batch: string[] = [];
   /** How many times the queue directory was listed (for tests and the bench). */
   listings = 0;
@@ -76,44 +90,31 @@ export class Claimer {
 
   next(accept: (key: string) => boolean = () => true): string | undefined {
     let listed = false;
-    let stale = false;
+    // a claim lost since the last listing: other workers are taking jobs, so a new listing may hold more
+    let raced = false;
     for (;;) {
-      // Stryker disable next-line ConditionalExpression: an empty batch that is not stale gets listed anyway by the `stale = true` below
-      if (this.batch.length === 0 || stale) {
-        // Stryker disable next-line ConditionalExpression: unreachable as true (a later pass of the loop always has stale set), kept as a guard
-        if (listed && !stale) return undefined;
-        this.batch = shuffle(keysIn(this.store, 'queue'));
+      if (this.batch.length === 0) {
+        if (listed && !raced) return undefined;
+        this.batch = queueInMintOrder(this.store).reverse();
         this.listings += 1;
         listed = true;
-        stale = false;
-        // Stryker disable next-line ConditionalExpression: as false, an empty listing returns undefined below (`if (listed)`) all the same
+        raced = false;
         if (this.batch.length === 0) return undefined;
       }
       const declined: string[] = [];
       let claimed: string | undefined;
-      while (this.batch.length > 0 && claimed === undefined && !stale) {
+      while (this.batch.length > 0 && claimed === undefined) {
         const key = this.batch.pop()!;
         if (!accept(key)) declined.push(key);
         else if (claim(this.store, key, this.worker)) claimed = key;
-        else stale = true;
+        else raced = true;
       }
-      // Stryker disable next-line MethodExpression: the batch is a uniform shuffle; any fixed order of the declined keys keeps it one
+      // declined keys go back in their order, to be offered first next time
       this.batch.push(...declined.reverse());
       if (claimed !== undefined) return claimed;
-      if (!stale) {
-        // only declined keys are left: look once for new ones, else report nothing claimable
-        if (listed) return undefined;
-        stale = true;
-      }
+      // only declined keys are left: look (once, or again after a lost race) for new ones
+      if (listed && !raced) return undefined;
+      this.batch = [];
     }
   }
-}
-
-function shuffle<T>(items: T[]): T[] {
-  // Stryker disable next-line EqualityOperator: `i >= 0` adds a swap of items[0] with itself
-  for (let i = items.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [items[i], items[j]] = [items[j]!, items[i]!];
-  }
-  return items;
 }

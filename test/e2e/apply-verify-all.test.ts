@@ -3,7 +3,7 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEMO_GENERATOR, makeSandbox, mintKey, type Sandbox } from './helpers.js';
+import { DEMO_GENERATOR, makeSandbox, mintKey, type Sandbox, snapshot } from './helpers.js';
 
 const FILES = ['README.md', 'src/user.py', 'tests/test_user.py'];
 
@@ -95,5 +95,30 @@ describe('apply --all', () => {
     );
     expect(r.stdout).not.toContain(`${c!.slice(0, 12)} applied`);
     expect(r.stderr).toMatch(/^genjob: EGJ_ARTIFACT_DRIFT: /);
+  });
+});
+
+describe('apply --all --dry-run', () => {
+  it('exits as the real run does: 4 when a job it would apply first makes a later one stale, writing nothing', async () => {
+    const sb = await makeSandbox();
+    // two jobs on one file: whichever applies first changes the other's input
+    const keys = [
+      await mintKey(sb, 'Add a timeout to fetch_user', ['src/user.py']),
+      await mintKey(sb, 'Note one more thing', ['src/user.py']),
+    ].sort();
+    expect((await sb.genjob(['work', '--drain', '--quiet', '--generator', DEMO_GENERATOR])).exitCode).toBe(0);
+    const tree = snapshot(sb.repo);
+    const dry = await sb.genjob(['apply', '--all', '--dry-run']);
+    expect(snapshot(sb.repo)).toEqual(tree);
+    const real = await sb.genjob(['apply', '--all']);
+    expect(real.exitCode).toBe(4);
+    expect(dry.exitCode).toBe(real.exitCode);
+    expect(dry.stderr).toBe(real.stderr);
+    expect(dry.stdout).toMatch(
+      new RegExp(
+        `^${keys[0]!.slice(0, 12)} would write 1 file\\(s\\):\\n {2}update src/user\\.py\\n${keys[1]!.slice(0, 12)} would not apply \\(EGJ_STALE\\)\\n1 of 2 job\\(s\\) not applied: ${keys[1]!.slice(0, 12)} \\(EGJ_STALE\\)\\n$`,
+      ),
+    );
+    expect(real.stderr).toMatch(/^genjob: EGJ_STALE: .*src\/user\.py: the repository changed under the job/);
   });
 });

@@ -97,7 +97,7 @@ beforeAll(async () => {
   expect(push.stdout).toBe(
     '1 key(s) pushed to origin, 0 already there; 1 check record(s) pushed, 0 already there\n',
   );
-}, 180_000);
+});
 
 describe('verify --commits --require-check in a second clone', () => {
   it('passes with the pushed record: the commit’s tree is the tree the tests passed on', async () => {

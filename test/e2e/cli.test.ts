@@ -1,7 +1,9 @@
 // The command line itself: bad usage is exit 2 with one stderr line, help and version are exit 0,
 // and help shows examples.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeSandbox } from './helpers.js';
+import { makeSandbox, PKG } from './helpers.js';
 
 describe('usage', () => {
   const bad = [
@@ -44,6 +46,40 @@ describe('usage', () => {
     });
   }
 
+  const hints = [
+    { args: ['mint', '--bogus'], hint: '(run genjob mint --help for usage)' },
+    { args: ['trust', 'add'], hint: '(run genjob trust add --help for usage)' },
+    { args: ['frobnicate'], hint: '(run genjob --help for usage)' },
+  ];
+  for (const c of hints) {
+    it(`after a usage error of "genjob ${c.args.join(' ')}", names the help to run: ${c.hint}`, async () => {
+      const sb = await makeSandbox();
+      const r = await sb.genjob(c.args);
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr.trimEnd().split('\n').at(-1)).toBe(c.hint);
+    });
+  }
+
+  it('--help ends with the absolute path of the docs/ installed with the CLI', async () => {
+    const sb = await makeSandbox();
+    const r = await sb.genjob(['--help']);
+    expect(r.stdout.trimEnd().split('\n').at(-1)).toBe(`Docs: ${join(PKG, 'docs')} (start with cli.md)`);
+    expect(existsSync(join(PKG, 'docs', 'cli.md'))).toBe(true);
+  });
+
+  it('prints the version as a JSON result with --version --json, in either order', async () => {
+    const sb = await makeSandbox();
+    const version = JSON.parse(readFileSync(join(PKG, 'package.json'), 'utf8')).version;
+    for (const args of [
+      ['--version', '--json'],
+      ['--json', '-V'],
+    ]) {
+      const r = await sb.genjob(args);
+      expect(r.exitCode).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual({ schema: 'genjob/result@1', ok: true, version });
+    }
+  });
+
   it('exits 0 for --help and shows the loop and the exit codes', async () => {
     const sb = await makeSandbox();
     const r = await sb.genjob(['--help']);
@@ -51,6 +87,9 @@ describe('usage', () => {
     expect(r.stdout).toContain('\nExamples:\n  genjob mint -m "Add a timeout to fetch_user" src/user.py');
     expect(r.stdout).toContain('genjob verify --all && genjob apply --all');
     expect(r.stdout).toContain('Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict');
+    expect(r.stdout).toContain(
+      '75 open: try again later (genjob gate: a run not decided yet),\n130 work stopped by SIGINT',
+    );
   });
 
   it('exits 2 when no command is given, showing the help on stderr', async () => {
@@ -74,9 +113,6 @@ describe('usage', () => {
   it('exits 0 for --version and prints the package version', async () => {
     const sb = await makeSandbox();
     const r = await sb.genjob(['--version']);
-    const { readFileSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { PKG } = await import('./helpers.js');
     expect(r).toMatchObject({
       exitCode: 0,
       stdout: `${JSON.parse(readFileSync(join(PKG, 'package.json'), 'utf8')).version}\n`,

@@ -86,7 +86,7 @@ describe('genjob.config.json "hosts"', () => {
             },
           }),
         );
-        const r = await genjob(sb, ['work', '--drain', '--json', '--no-sandbox'], { timeout: 40_000 });
+        const r = await genjob(sb, ['work', '--drain', '--json', '--no-sandbox']);
         expect(r.exitCode, `${r.stderr}\n${r.stdout}`).toBe(0);
         expect(sshGenDir(sb, 'received')).toEqual(keys.map((k) => `${k}.json`).sort());
         const where = new Set(
@@ -98,7 +98,7 @@ describe('genjob.config.json "hosts"', () => {
       } finally {
         await sb.cleanup();
       }
-    }, 60_000);
+    });
   }
 
   it('refuses two aliases of one account in the pool (exit 2), claiming nothing', async () => {
@@ -112,9 +112,7 @@ describe('genjob.config.json "hosts"', () => {
           ssh: { config: twoHosts(sb.dir), remote_cmd: remoteServe(sb.hostCache) },
         }),
       );
-      const r = await genjob(sb, ['work', '--drain', '--generator', 'true', '--no-sandbox'], {
-        timeout: 40_000,
-      });
+      const r = await genjob(sb, ['work', '--drain', '--generator', 'true', '--no-sandbox']);
       expect(r.exitCode, r.stderr).toBe(2);
       expect(r.stderr).toMatch(
         /^genjob: EGJ_USAGE: hA and hA2 reach the same account \(.+@127\.0\.0\.1:\d+\); give it once with a slot count \(N\/hA\)/,
@@ -123,7 +121,7 @@ describe('genjob.config.json "hosts"', () => {
     } finally {
       await sb.cleanup();
     }
-  }, 60_000);
+  });
 
   it('refuses "host" and "hosts" together (exit 2), claiming nothing', async () => {
     const sb = await makeSandbox();

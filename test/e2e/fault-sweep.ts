@@ -130,8 +130,12 @@ export interface Traced extends CliResult {
   hung: boolean;
 }
 
-/** A point's hard deadline: no run may hang the sweep (a fault in Node's signal pipe once hung `work` 14 min). */
-export const DEADLINE_MS = Number(process.env.GENJOB_IOFAULT_DEADLINE_MS ?? 60_000);
+/**
+ * A point's hard deadline: no run may hang the sweep (a fault in Node's signal pipe once hung `work` 14 min).
+ * A guard against a hang only: far above what a traced run takes on a loaded machine (seconds), since a
+ * slow run killed here would count as a hang.
+ */
+export const DEADLINE_MS = Number(process.env.GENJOB_IOFAULT_DEADLINE_MS ?? 300_000);
 
 /**
  * Kill -9 every process of a traced run: each tracee by the pid strace logged (first, while strace still

@@ -199,6 +199,6 @@ describe.skipIf(mountProblem !== undefined)('a really full disk (tmpfs, bytes an
         expect(leftovers(b.repo), context).toEqual([]);
       }
       console.log(`${s.name}: ${seen.join(' ')}`);
-    }, 300_000);
+    });
   }
 });

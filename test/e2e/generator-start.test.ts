@@ -53,7 +53,7 @@ describe('--generator ./gen.sh', () => {
     expect(readFileSync(path.join(sb.repo, '.gen/out', key, 'README.md'), 'utf8')).toBe(
       '# toy\n# generated\n',
     );
-  }, 60_000);
+  });
 
   it('runs a script named relative to where serve was started on the host, over ssh', async () => {
     const sb = await box();
@@ -65,7 +65,7 @@ describe('--generator ./gen.sh', () => {
     expect(readFileSync(path.join(sb.repo, '.gen/out', key, 'README.md'), 'utf8')).toBe(
       '# toy\n# from the host\n',
     );
-  }, 60_000);
+  });
 
   it.each([
     {
@@ -155,5 +155,5 @@ describe('the reason of a failed generator', () => {
     ]);
     const human = await genjob(sb, ['status'], { env: { XDG_CACHE_HOME: sb.workerCache, COLUMNS: '300' } });
     expect(String(human.stdout)).toContain(telling);
-  }, 60_000);
+  });
 });

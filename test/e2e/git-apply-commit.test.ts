@@ -211,3 +211,94 @@ describe('apply --commit of a job applied without --commit', () => {
     expect(await git(p.root, ['rev-parse', 'HEAD'], p.env)).toBe(head);
   });
 });
+
+describe('revert after apply --commit', () => {
+  it('says the generated commit stays and the files are uncommitted; revert --commit then commits the revert', async () => {
+    const { p, key } = await committedRepo();
+    const before = snapshot(p.root);
+    expect((await cli(p, ['apply', key, '--commit'])).exitCode).toBe(0);
+    const generated = await git(p.root, ['rev-parse', 'HEAD'], p.env);
+
+    const r = await cli(p, ['revert', key]);
+    expect(r).toMatchObject({ exitCode: 0, stderr: '' });
+    expect(r.stdout).toContain(
+      `the generated commit ${generated.slice(0, 12)} stays on HEAD: the restored files are uncommitted changes (genjob revert ${key.slice(0, 12)} --commit commits them as its revert)\n`,
+    );
+    expect(await git(p.root, ['rev-parse', 'HEAD'], p.env)).toBe(generated);
+    expect(await git(p.root, ['status', '--porcelain', '--', ...OUTPUTS], p.env)).toBe(
+      OUTPUTS.map((f) => ` M ${f}`).join('\n'),
+    );
+
+    // after the plain revert, --commit commits what it restored: a revert of the generated commit
+    const c = await cli(p, ['revert', key, '--commit', '--json']);
+    expect(c.exitCode, c.stderr).toBe(0);
+    const revertCommit = await git(p.root, ['rev-parse', 'HEAD'], p.env);
+    expect(JSON.parse(c.stdout)).toMatchObject({ status: 'already-reverted', commit: revertCommit });
+    expect(await git(p.root, ['rev-parse', 'HEAD^'], p.env)).toBe(generated);
+    expect(await git(p.root, ['log', '-1', '--format=%B'], p.env)).toBe(
+      `Revert "${TIMEOUT_INSTRUCTION}"\n\nThis reverts commit ${generated}, the generated commit of genjob job ${key.slice(0, 12)}.\n\n` +
+        `Genjob-Revert: ${key}\nGenjob-Revert-Receipt: ${await git(p.root, ['log', '-1', '--format=%(trailers:key=Genjob-Receipt,valueonly)', generated], p.env)}`,
+    );
+    // the revert commit holds the tree as it was before the apply, and leaves nothing uncommitted
+    expect(await git(p.root, ['diff', '--stat', `${generated}^`, 'HEAD'], p.env)).toBe('');
+    expect(await git(p.root, ['status', '--porcelain', '--', ...OUTPUTS], p.env)).toBe('');
+    expect(snapshot(p.root)).toEqual(before);
+    // once: a second --commit makes nothing
+    const again = await cli(p, ['revert', key, '--commit']);
+    expect(again.stdout).toContain(`  already committed in ${revertCommit.slice(0, 12)}`);
+    expect(await git(p.root, ['rev-parse', 'HEAD'], p.env)).toBe(revertCommit);
+
+    // the merge gate checks only generated commits: the range still passes
+    const gate = await cli(p, ['verify', '--commits', `${generated}^..HEAD`]);
+    expect(gate.exitCode, gate.stderr).toBe(0);
+    // and applied again with --commit, the job gets a new generated commit (its last commit was a revert)
+    const reapply = await cli(p, ['apply', key, '--commit']);
+    expect(reapply.exitCode, reapply.stderr).toBe(0);
+    expect(await git(p.root, ['rev-parse', 'HEAD^'], p.env)).toBe(revertCommit);
+    const trailer = await git(p.root, ['log', '-1', '--format=%(trailers:key=Genjob-Key,valueonly)'], p.env);
+    expect(trailer.trim()).toBe(key);
+  });
+
+  it('revert --commit of a job that created a file: the revert commit deletes it', async () => {
+    const p = place('repo');
+    await git(p.root, ['init', '-q'], p.env);
+    await git(p.root, ['add', '-A'], p.env);
+    await git(p.root, ['commit', '-qm', 'the toy repository'], p.env);
+    const mint = await cli(p, [
+      'mint',
+      '--json',
+      '-m',
+      'Add a module',
+      '--create',
+      'src/extra.py',
+      'src/user.py',
+    ]);
+    const key = JSON.parse(mint.stdout).key as string;
+    const gen = "printf 'X = 1\\n' > src/extra.py && printf '# uses extra\\n' >> src/user.py";
+    expect((await cli(p, ['work', '--once', '--quiet', '--no-sandbox', '--generator', gen])).exitCode).toBe(
+      0,
+    );
+    expect((await cli(p, ['apply', key, '--commit'])).exitCode).toBe(0);
+    const generated = await git(p.root, ['rev-parse', 'HEAD'], p.env);
+    const r = await cli(p, ['revert', key, '--commit']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`  committed [0-9a-f]{12}, reverting ${generated.slice(0, 12)}\\n$`));
+    expect(await git(p.root, ['diff', '--name-status', 'HEAD^', 'HEAD'], p.env)).toBe(
+      'D\tsrc/extra.py\nM\tsrc/user.py',
+    );
+    expect(await git(p.root, ['status', '--porcelain'], p.env)).toBe('');
+  });
+
+  it('revert --commit outside a git work tree is refused before anything is reverted', async () => {
+    const p = place('repo');
+    const key = await received(p);
+    expect((await cli(p, ['apply', key])).exitCode).toBe(0);
+    const applied = snapshot(p.root, ['.git']);
+    const r = await cli(p, ['revert', key, '--commit']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(
+      /EGJ_COMMIT_UNAVAILABLE: .*revert --commit needs the root to be a git work tree .*nothing was reverted/,
+    );
+    expect(snapshot(p.root, ['.git'])).toEqual(applied);
+  });
+});

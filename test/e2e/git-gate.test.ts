@@ -108,7 +108,7 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
     let w: World;
     beforeAll(async () => {
       w = await setup(transport);
-    }, 120_000);
+    });
     afterAll(() => {
       if (w) rmSync(w.base, { recursive: true, force: true });
     });

@@ -86,7 +86,7 @@ describe('Genjob-Signer through the remote', () => {
   let w: World;
   beforeAll(async () => {
     w = await setup();
-  }, 120_000);
+  });
   afterAll(() => {
     if (w) rmSync(w.base, { recursive: true, force: true });
   });

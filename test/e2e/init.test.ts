@@ -34,6 +34,17 @@ describe('.gen/ and .gitignore', () => {
     expect(readFileSync(join(sb.repo, '.gitignore'), 'utf8')).toBe('.gen/\n');
   });
 
+  it('init outside any repository creates .gen/ in the current directory, as git init would', async () => {
+    const sb = await makeSandbox({ git: false });
+    rmSync(join(sb.repo, '.gitignore'));
+    const r = await sb.genjob(['init']);
+    expect(r).toMatchObject({ exitCode: 0, stderr: '' });
+    expect(r.stdout).toBe(`created ${join(sb.repo, '.gen')}\nadded .gen/ to .gitignore\n`);
+    expect(existsSync(join(sb.repo, '.gen', 'queue'))).toBe(true);
+    // and from then on every command finds the root there
+    expect((await sb.genjob(['status'])).exitCode).toBe(0);
+  });
+
   it('status, show and verify never create .gen/', async () => {
     const sb = await makeSandbox();
     expect((await sb.genjob(['status'])).exitCode).toBe(0);

@@ -12,7 +12,8 @@
 // that starts the generator, or the generator host's result cache (the host's side, where a result that
 // cannot be cached may be generated again; that is the host cache's own contract). For them only the
 // end state is checked. No point may hang the sweep: each run is killed (kill -9 by pid) at a deadline
-// (GENJOB_IOFAULT_DEADLINE_MS, 60 s); a hang on a runtime fault is counted as excluded, with its reason
+// (GENJOB_IOFAULT_DEADLINE_MS, 300 s: a guard far above a run's few seconds under load, never a pass
+// condition); a hang on a runtime fault is counted as excluded, with its reason
 // (libuv's eventfd and signal pipe: a failed write there can leave the loop waiting for ever), and a hang
 // on genjob's own call is a failure. Points are sampled without repeats with a printed seed
 // (GENJOB_IOFAULT_SEED replays a sample, GENJOB_IOFAULT_POINT=close#38:EIO one point);
@@ -244,8 +245,8 @@ async function claimedByDeadWorker(b: Box, key: string): Promise<void> {
     [CLI, 'work', '--once', '--no-sandbox', '--lease-ttl', '3600', '--generator', hang],
     { cwd: b.repo, env: { ...b.env, GENJOB_DEBUG: '' }, detached: true, reject: false },
   );
-  for (let i = 0; i < 400 && !ls(b, 'leases').includes(`${key}.json`); i++)
-    await new Promise((done) => setTimeout(done, 50));
+  // waits for the lease however slow the machine (the test's guard ends a wait for ever)
+  while (!ls(b, 'leases').includes(`${key}.json`)) await new Promise((done) => setTimeout(done, 50));
   expect(ls(b, 'running')).toEqual([`${key}.json`]);
   process.kill(-worker.pid!, 'SIGKILL');
   await worker;
@@ -738,11 +739,14 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
         await s.setUp?.();
         const template = await freshBox(s.env?.());
         const key = await s.prepare(template);
+        // the starting state, kept before the probe changes the template: a copy, as each point's box is
+        // (preparing it again would run the scenario's set-up commands twice for nothing)
+        const start = box(tempDir('genjob-iofault-'), s.env?.());
+        cloneSandbox(template.base, start.base);
+        writeFileSync(start.gen, readFileSync(start.gen, 'utf8').replaceAll(template.count, start.count));
+        const startKey = key;
         const probe = await runScenario(s, template, key, join(template.base, 'probe.log'));
         expect(probe.exitCode, probe.stderr).toBe(0);
-        // the probe changed the template: rebuild it in its starting state
-        const start = await freshBox(s.env?.());
-        const startKey = await s.prepare(start);
         // the calls libuv's thread pool makes for the process (every fs/promises call) are points too
         const points = probePoints(probe, { repo: template.repo, cache: template.cache }, s.side, {
           threads: true,
@@ -808,7 +812,8 @@ describe.skipIf(!haveStrace)('I/O faults injected with strace', () => {
         }
         expect(failures).toEqual([]);
       },
-      KEEP_GOING ? 24 * 3_600_000 : 180_000,
+      // a guard against a hang only, from the sample's size: each point and the probe may take a deadline
+      KEEP_GOING ? 24 * 3_600_000 : (SAMPLE + 2) * DEADLINE_MS,
     );
   }
 });

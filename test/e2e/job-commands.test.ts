@@ -40,6 +40,20 @@ describe('genjob work KEY…', () => {
   });
 });
 
+describe('claim order', () => {
+  it('work --drain takes the jobs in the order they were minted (oldest first), whatever their keys', async () => {
+    const sb = await makeSandbox();
+    const log = join(sb.base, 'order.log');
+    const gen = sb.script('log.sh', `echo "$GENJOB_KEY" >> ${log}; echo x >> README.md`);
+    const keys: string[] = [];
+    for (let i = 0; i < 6; i++) keys.push(await mintKey(sb, `Note ${i}`, ['README.md']));
+    expect(keys).not.toEqual([...keys].sort()); // else key order would pass too
+    const r = await sb.genjob(['work', '--drain', '--quiet', '--generator', gen]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(readFileSync(log, 'utf8').trim().split('\n')).toEqual(keys);
+  });
+});
+
 describe('genjob retry KEY', () => {
   it('sends an aborted job back; the next attempt (a new epoch) generates again; the old receipt stays in dead/', async () => {
     const sb = await makeSandbox();
@@ -112,9 +126,39 @@ describe('genjob cancel KEY', () => {
       'reason    EGJ_CANCELLED: cancelled by the user',
     ]);
     expect(shown.stdout).toContain('  Never mind');
-    const again = await sb.genjob(['cancel', key]);
-    expect(again.exitCode).toBe(2);
-    expect(again.stderr).toMatch(/EGJ_UNKNOWN_KEY/);
+  });
+
+  it('says "already cancelled" and exits 0 when the job is cancelled again, and changes nothing', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Never mind', ['README.md']);
+    expect((await sb.genjob(['cancel', key])).exitCode).toBe(0);
+    const dead = genDir(sb, 'dead');
+    const again = await sb.genjob(['cancel', key.slice(0, 8)]);
+    expect(again).toMatchObject({ exitCode: 0, stderr: '' });
+    const name = dead.find((n) => !n.endsWith('.why.json'))!;
+    expect(again.stdout).toBe(
+      `${key.slice(0, 12)} already cancelled: dead/${name} (genjob retry ${key.slice(0, 12)} queues it again)\n`,
+    );
+    const json = await sb.genjob(['cancel', '--json', key]);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: true,
+      key,
+      was: 'cancelled',
+      already: true,
+      dead: [name],
+    });
+    expect(genDir(sb, 'dead')).toEqual(dead);
+  });
+
+  it('still refuses a job that is dead for another reason (dropped): not cancellable, exit 4', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Never mind', ['README.md']);
+    expect((await sb.genjob(['drop', key, '--reason', 'wrong approach'])).exitCode).toBe(0);
+    const r = await sb.genjob(['cancel', key]);
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toMatch(
+      /^genjob: EGJ_NOT_CANCELLABLE: \S+\/\.gen\/dead\/[0-9a-f]{64}\.job\.\S+: the job is already in dead\/ \(EGJ_DROPPED: .*wrong approach\); only queued or running jobs can be cancelled\n$/,
+    );
   });
   it('then retry puts a job cancelled before any attempt back in the queue, and work runs it', async () => {
     const sb = await makeSandbox();
@@ -165,4 +209,40 @@ describe('long output', () => {
     const piped = await sb.genjob(['show', key], { env: { PAGER: 'sed s/^/PAGED:/' } });
     expect(piped.stdout.startsWith(`key       ${key}\n`)).toBe(true);
   });
+});
+
+describe('genjob show of a job file that is not a job', () => {
+  const cases = [
+    { name: 'a corrupted (truncated) file', bytes: '{"schema":"genjob/job@1","ke', rule: 'malformed JSON' },
+    {
+      name: 'a tampered instruction',
+      edit: (doc: Record<string, unknown>) => ({ ...doc, instruction: 'Something else' }),
+      rule: 'key is not the sha256 of its work order',
+    },
+  ];
+  for (const c of cases) {
+    it(`says it is unreadable and exits 2 for ${c.name}, still showing the state`, async () => {
+      const sb = await makeSandbox();
+      const key = await mintKey(sb, 'Note it', ['README.md']);
+      const file = join(sb.repo, '.gen', 'queue', `${key}.json`);
+      const doc = JSON.parse(readFileSync(file, 'utf8'));
+      writeFileSync(file, c.bytes ?? JSON.stringify(c.edit!(doc)));
+      const r = await sb.genjob(['show', key]);
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr).toBe(`genjob: EGJ_JOB_INVALID: ${file}: not a valid job: ${c.rule}\n`);
+      expect(r.stdout.split('\n').slice(0, 3)).toEqual([
+        `key       ${key}`,
+        'state     queue',
+        `job       unreadable: ${file}: not a valid job: ${c.rule}`,
+      ]);
+      const json = await sb.genjob(['show', '--json', key]);
+      expect(json.exitCode).toBe(2);
+      expect(JSON.parse(json.stdout)).toMatchObject({
+        ok: false,
+        code: 'EGJ_JOB_INVALID',
+        state: 'queue',
+        job: null,
+      });
+    });
+  }
 });

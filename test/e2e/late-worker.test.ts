@@ -13,7 +13,7 @@ import { mintJob } from '../../src/store/mint-job.js';
 import { afterTest } from '../helpers/temp-store.js';
 import { spawnCli, until as untilPolls, workerRepo } from './worker-helpers.js';
 
-const until = (what: string, cond: () => boolean) => untilPolls(what, cond, 2000); // polls of 10 ms
+const until = (what: string, cond: () => boolean) => untilPolls(what, cond, 60_000); // polls of 10 ms: a guard against a hang only
 
 // The first worker's generation blocks until the test releases it; each worker's bytes name the worker.
 const GENERATOR = `printf '%s %s\\n' "$GENJOB_KEY" "$WORKER_TAG" >> "$GEN_LOG"
@@ -98,5 +98,5 @@ describe('a late worker', () => {
     // a second apply changes nothing
     expect((await genjob(['apply', '--all'])).exitCode).toBe(0);
     expect(readFileSync(join(root, 'a.txt'), 'utf8')).toBe('from the second worker\n');
-  }, 60_000);
+  });
 });

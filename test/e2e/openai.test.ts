@@ -161,7 +161,8 @@ describe('genjob work --generator builtin:openai', () => {
   });
 
   it('aborts an answer slower than --timeout as in doubt, after exactly one request (no retry)', async () => {
-    const { repo, fake } = await setup([{ ...good(), delayMs: 30_000 }, good()]);
+    // an answer that never comes while the test runs: only --timeout ends the wait
+    const { repo, fake } = await setup([{ ...good(), delayMs: 3_600_000 }, good()]);
     const key = await mint(repo);
     const w = await work(repo, ['--timeout', '2']);
     expect(w.exitCode).toBe(0);

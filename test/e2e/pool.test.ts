@@ -54,7 +54,7 @@ describe('work --drain over a pool of three ssh hosts', () => {
   beforeAll(async () => {
     for (let i = 0; i < 3; i++) hosts.push(await startSshd());
     sb = await sandbox();
-  }, 60_000);
+  });
   afterAll(async () => {
     for (const h of hosts) await h.stop();
     await sb?.cleanup();
@@ -132,7 +132,7 @@ describe('work --drain over a pool of three ssh hosts', () => {
     expect(shown.attempts.at(-1).destination).toBe(answeredBy.get(keys[0]!));
     const total = result.hosts.reduce((n: number, h: { received: number }) => n + h.received, 0);
     expect(total).toBe(24);
-  }, 300_000);
+  });
 });
 
 describe('a host that comes back after a crash', () => {
@@ -142,7 +142,7 @@ describe('a host that comes back after a crash', () => {
   beforeAll(async () => {
     for (let i = 0; i < 2; i++) hosts.push(await startSshd());
     sb = await sandbox();
-  }, 60_000);
+  });
   afterAll(async () => {
     for (const pid of restarted) {
       for (const d of descendantsOf(pid)) process.kill(d.pid, 'SIGKILL');
@@ -223,5 +223,5 @@ describe('a host that comes back after a crash', () => {
     const requeued = journal(sb, key).filter((e) => e.event === 'requeued');
     expect(requeued.map((e) => e.attempt_spent)).toEqual([true, ...requeued.slice(1).map(() => false)]);
     expect(hostResults(path.join(sb.hostCache, String(other.port)), key!)).toEqual([]);
-  }, 300_000);
+  });
 });

@@ -61,5 +61,5 @@ describe('eight workers draining one queue', () => {
     console.log(
       `race: ${JOBS} jobs, ${WORKERS} workers, ${readdirSync(store.layout.dir('receipts')).length} receipts, ${lines.length} generator runs, per-worker ${taken.join('/')}`,
     );
-  }, 120_000);
+  });
 });

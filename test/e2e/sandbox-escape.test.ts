@@ -117,7 +117,7 @@ describe.skipIf(!asRoot)('root inside the sandbox (serve run as root)', () => {
       .split('\n');
     expect(report).toEqual(['0', ...Object.keys(tries).map((n) => `${n}: refused`)]);
     for (const f of outside) expect(existsSync(f), f).toBe(false);
-  }, 120_000);
+  });
 
   it('escape: a key under a system directory reached through a rotation link is masked where it really is', async () => {
     const sb = await box();
@@ -146,7 +146,7 @@ describe.skipIf(!asRoot)('root inside the sandbox (serve run as root)', () => {
     expect(readFileSync(path.join(sb.repo, '.gen/out', k, 'README.md'), 'utf8')).toBe(
       'through-link: refused\nreal: refused\n',
     );
-  }, 60_000);
+  });
 });
 
 describe('binds and keys compared by what they really are', () => {
@@ -174,7 +174,7 @@ describe('binds and keys compared by what they really are', () => {
       ),
     );
     expect(genDir(sb, 'queue')).toEqual([`${again}.json`]);
-  }, 60_000);
+  });
 
   it('escape: a --sign-key reached through a rotation symlink in an exposed directory is refused: the bind holds the key', async () => {
     const sb = await box();
@@ -200,7 +200,7 @@ describe('binds and keys compared by what they really are', () => {
     );
     expect(genDir(sb, 'queue')).toEqual([`${k}.json`]);
     expect(genDir(sb, 'out')).toEqual([]);
-  }, 60_000);
+  });
 
   it('escape: a --sign-key given through a symlinked directory is refused when a bind holds its real file', async () => {
     const sb = await box();
@@ -222,7 +222,7 @@ describe('binds and keys compared by what they really are', () => {
       `EGJ_BIND_HIDDEN: --generator-bind ${keys} holds the signing key ${keys}/host.key`,
     );
     expect(genDir(sb, 'queue')).toEqual([`${k}.json`]);
-  }, 60_000);
+  });
 });
 
 describe('a generator that swaps its workspace, over ssh', () => {
@@ -272,7 +272,7 @@ describe('a generator that swaps its workspace, over ssh', () => {
     expect(said(log)).toBe('swap: refused');
     expect(committedReceipt(sb, k)).toMatchObject({ status: 'ok', outputs: [] });
     expectDecoyUntouched(sb, decoy);
-  }, 60_000);
+  });
 
   it('escape: unconfined (--no-sandbox) the swap succeeds, and serve rejects the run without reading through it', async () => {
     const sb = await box({ 'config.json': '{}\n' });
@@ -288,7 +288,7 @@ describe('a generator that swaps its workspace, over ssh', () => {
       /^the generator replaced its workspace .* \(it is now a symlink\); nothing was read through it$/,
     );
     expectDecoyUntouched(sb, decoy);
-  }, 60_000);
+  });
 
   it.each([
     { name: 'confined', extra: '' },

@@ -140,7 +140,7 @@ describe('a hostile generator on a host with serve --sign-key', () => {
     expect(w2.exitCode, String(w2.stderr)).toBe(0);
     expect(readFileSync(path.join(sb2.repo, '.gen/out', keyB, 'src/b.txt'), 'utf8')).toBe('BRAVO honest\n');
     expect(countLines(counter)).toBe(1);
-  }, 120_000);
+  });
 
   it('does not serve a cache entry changed from outside serve: it is set aside and generated again', async () => {
     const sb = await box();
@@ -170,5 +170,5 @@ describe('a hostile generator on a host with serve --sign-key', () => {
     expect(countLines(counter)).toBe(2); // regenerated, not served
     expect(readdirSync(path.join(sb.hostCache, 'quarantine'))).toHaveLength(1);
     void execFileSync;
-  }, 120_000);
+  });
 });

@@ -194,6 +194,23 @@ describe('genjob compare', () => {
     expect(human.stdout).toContain('1 job(s): 0 identical, 1 differ');
     expect(human.stdout).toContain('agreement: 0.0% (0 of 1 answered on both sides)');
     expect(human.stdout).toMatch(/tokens live: 0 .* over 1 answer\(s\)/);
+
+    // --diff: what each side wrote, as a unified diff from the first side to the second
+    const diff = await sb.genjob(['compare', '--shadow', 'same', '--shadow', 'other', '--diff', k1!]);
+    expect(diff.exitCode).toBe(0);
+    const tail = diff.stdout.slice(diff.stdout.indexOf('\ndiff of '));
+    expect(tail).toMatch(
+      new RegExp(
+        `^\\ndiff of ${k1!.slice(0, 12)} \\(shadow:same → shadow:other\\):\\n--- shadow:same/src/user\\.py\\n\\+\\+\\+ shadow:other/src/user\\.py\\n@@ [^\\n]+\\n`,
+      ),
+    );
+    expect(tail).toContain('\n-# live\n+# other\n+# more\n');
+    const json = JSON.parse(
+      (await sb.genjob(['compare', '--shadow', 'other', '--diff', '--json', k1!, k3!])).stdout,
+    );
+    const byKey = Object.fromEntries(json.jobs.map((j: { key: string }) => [j.key, j]));
+    expect(byKey[k1!].diff).toContain('--- live/src/user.py\n+++ shadow:other/src/user.py\n');
+    expect(byKey[k3!]).not.toHaveProperty('diff'); // missing on one side: nothing to diff
   });
 });
 

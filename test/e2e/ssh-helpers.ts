@@ -193,8 +193,8 @@ export function fingerprintOf(pubFile: string): { type: string; fingerprint: str
   return { fingerprint: m[1]!, type: m[2]! };
 }
 
-/** Wait (without asserting on time) until `check` holds; `what` names it if it never does. */
-export async function waitFor(what: string, check: () => boolean, limitMs = 30_000): Promise<void> {
+/** Wait (without asserting on time) until `check` holds; `what` names it if it never does (the limit guards against a hang only). */
+export async function waitFor(what: string, check: () => boolean, limitMs = 600_000): Promise<void> {
   const until = Date.now() + limitMs;
   while (!check()) {
     if (Date.now() > until) throw new Error(`waited ${limitMs} ms for ${what}`);

@@ -140,3 +140,45 @@ describe('status', () => {
     expect(byName.unranked).toEqual({});
   });
 });
+
+describe('status after retry and in order', () => {
+  it('says what dead/ keeps for a retried job (its count of dead jobs stays 0)', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Fails once', ['README.md']);
+    await sb.genjob(['work', '--once', '--quiet', '--generator', 'exit 3']);
+    expect((await sb.genjob(['retry', key])).exitCode).toBe(0);
+    const lines = (await sb.genjob(['status'])).stdout.split('\n');
+    expect(lines[0]).toMatch(/ {2}dead 0$/);
+    expect(lines[1]).toBe(
+      `dead/ also keeps 2 item(s) of jobs that are not dead: receipts and outputs of retried or superseded attempts, refused material (ls ${join(sb.repo, '.gen', 'dead')})`,
+    );
+    const json = JSON.parse((await sb.genjob(['status', '--json'])).stdout);
+    expect(json).toMatchObject({ counts: { queue: 1, dead: 0 }, dead_kept: 2 });
+  });
+
+  it('does not count as dead a job cancelled and then retried (it is queued)', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Changed my mind twice', ['README.md']);
+    expect((await sb.genjob(['cancel', key])).exitCode).toBe(0);
+    expect((await sb.genjob(['retry', key])).exitCode).toBe(0);
+    const json = JSON.parse((await sb.genjob(['status', '--json'])).stdout);
+    expect(json.counts).toMatchObject({ queue: 1, dead: 0 });
+    expect(json.dead_kept).toBe(1); // the cancelled record, kept
+    expect(json.jobs.map((j: { key: string; state: string }) => [j.key, j.state])).toEqual([[key, 'queue']]);
+  });
+
+  it('lists the jobs newest first, whatever their state or key', async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script('gen.sh', 'echo x >> "$(ls src/*.py | head -n 1)"');
+    const keys: string[] = [];
+    for (const [i, path] of ['src/user.py', 'tests/test_user.py', 'README.md'].entries()) {
+      keys.push(await mintKey(sb, `Job ${i}`, [path]));
+      // the first job is worked (received) after the others were minted: it is the newest
+      if (i === 2) await sb.genjob(['work', keys[0]!, '--quiet', '--generator', gen]);
+    }
+    const json = JSON.parse((await sb.genjob(['status', '--json'])).stdout);
+    expect(json.jobs.map((j: { key: string }) => j.key)).toEqual([keys[0], keys[2], keys[1]]);
+    const rows = (await sb.genjob(['status'])).stdout.split('\n').filter((l) => /^[0-9a-f]{12} /.test(l));
+    expect(rows.map((r) => r.slice(0, 12))).toEqual([keys[0], keys[2], keys[1]].map((k) => k!.slice(0, 12)));
+  });
+});

@@ -62,6 +62,13 @@ async function expectRefused(repo: Repo, key: string, code: string, extra: strin
 }
 
 describe('genjob keygen and trust', () => {
+  it('makes the missing directories of --out (mode 0700), as for ~/.config/genjob/host.key on a fresh host', async () => {
+    const repo = makeRepo({ 'a.txt': 'hello\n' });
+    const k = await keygen(repo, 'config/genjob/host.key');
+    expect(statSync(join(repo.outside, 'config/genjob')).mode & 0o777).toBe(0o700);
+    expect(statSync(k.file).mode & 0o777).toBe(0o600);
+  });
+
   it('writes a 0600 key, prints its public key, and pins it in genjob-trust.json at the root', async () => {
     const repo = makeRepo({ 'a.txt': 'hello\n' });
     const k = await keygen(repo, 'host.key');

@@ -156,7 +156,7 @@ describe('readPulled accepts', () => {
       ['big', cap],
       [deepPath, NEW.length],
     ]);
-  }, 60_000);
+  });
 
   it('nothing to read: no refs, no outcomes', async () => {
     expect(await readPulled(repo.root, [])).toEqual([]);
@@ -174,7 +174,7 @@ describe('readPulled accepts', () => {
     const [outcome] = await readPulled(repo.root, [pulled(d.job.key, rawCommit(repo, tree))]);
     expect(outcome!.ok).toBe(true);
     expect((outcome as { material: { outputs: unknown[] } }).material.outputs).toHaveLength(MAX_OUTPUTS);
-  }, 60_000);
+  });
 
   it('outputs of exactly the job’s max_file_bytes and, together, its max_total_bytes', async () => {
     const d = tight();
@@ -280,7 +280,7 @@ describe('readPulled refuses', () => {
       names.map((n): Entry => ['100644', n, newBlob]),
     );
     expect(await ruleFor(repo, doc, tree)).toBe(`more than ${MAX_OUTPUTS} outputs`);
-  }, 60_000);
+  });
 
   it('material without its job.json or its receipt.json', async () => {
     const noJob = rawTree(repo, [
@@ -351,7 +351,7 @@ describe('readPulled refuses', () => {
     const cap = 64 * 1024 * 1024;
     const bigOut = topTree(repo, doc, [['100644', 'big', blob(repo, over(cap))]]);
     expect(await ruleFor(repo, doc, bigOut)).toBe(`out/big is ${cap + 1} bytes, above the cap of ${cap}`);
-  }, 60_000);
+  });
 
   it('every key of a pull that would read more than its cap in all', async () => {
     const chunk = blob(repo, Buffer.alloc(64 * 1024 * 1024, 0x20));
@@ -372,7 +372,7 @@ describe('readPulled refuses', () => {
       { ok: false, key: doc.job.key, rule: `the pull would read more than ${MAX_PULL_BYTES} bytes` },
       { ok: false, key: small.job.key, rule: `the pull would read more than ${MAX_PULL_BYTES} bytes` },
     ]);
-  }, 60_000);
+  });
 
   it('a job file that does not parse, is another key’s, or is not in canonical form', async () => {
     const notJson = rawTree(repo, [

@@ -1,5 +1,5 @@
-// A real chat-completions server on 127.0.0.1 for tests, answering from a script consumed in order and
-// logging every request it read in full. Each scripted step can delay, fail with a status, reset the
+// A real chat-completions server on 127.0.0.1 for tests, answering from a script consumed in order (or,
+// with `answer`, from each request once the script is used up) and logging every request it read in full. Each scripted step can delay, fail with a status, reset the
 // connection, or refuse `response_format` the way endpoints without structured output do.
 // In-process only: e2e tests start it in the vitest process and pass `url` to CLI children via env.
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -69,7 +69,12 @@ export function structuredAnswer(files: Array<{ path: string; content: string }>
 
 export async function startFakeOpenAi(
   script: FakeStep[],
-  opts: { port?: number; batch?: FakeBatchOptions } = {},
+  opts: {
+    port?: number;
+    batch?: FakeBatchOptions;
+    /** Once the script is used up, answer each chat request from its body (instead of HTTP 500). */
+    answer?: (body: unknown) => FakeStep;
+  } = {},
 ): Promise<FakeOpenAi> {
   const batch = opts.batch ? fakeBatchApi(opts.batch) : undefined;
   const steps = [...script];
@@ -112,30 +117,32 @@ export async function startFakeOpenAi(
         return;
       }
       steps.shift();
+      const scripted =
+        step ?? (typeof body === 'object' && body !== null && opts.answer ? opts.answer(body) : undefined);
       const answer = () => {
         if (res.destroyed) return;
-        if (step === undefined) {
+        if (scripted === undefined) {
           res.writeHead(500, { 'content-type': 'application/json' });
           res.end(JSON.stringify({ error: { message: 'fake-openai: script exhausted' } }));
           return;
         }
-        if (step.destroy) {
-          res.writeHead(step.status ?? 200, { 'content-type': 'application/json', ...step.headers });
+        if (scripted.destroy) {
+          res.writeHead(scripted.status ?? 200, { 'content-type': 'application/json', ...scripted.headers });
           res.flushHeaders();
           res.write('{"id":"chatcmpl-fake","choi');
           res.socket?.destroy();
           return;
         }
-        const raw = step.body ?? chatCompletion('');
+        const raw = scripted.body ?? chatCompletion('');
         const payload = typeof raw === 'string' ? raw : JSON.stringify(raw);
-        res.writeHead(step.status ?? 200, { 'content-type': 'application/json', ...step.headers });
+        res.writeHead(scripted.status ?? 200, { 'content-type': 'application/json', ...scripted.headers });
         res.end(payload);
       };
-      if (step?.delayMs) {
+      if (scripted?.delayMs) {
         const t = setTimeout(() => {
           timers.delete(t);
           answer();
-        }, step.delayMs);
+        }, scripted.delayMs);
         timers.add(t);
       } else {
         answer();

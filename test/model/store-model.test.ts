@@ -307,5 +307,5 @@ describe('the store against its model', () => {
       `model: ${RUNS} runs, ${commands} commands, ${crashes} with an injected crash, ${stats.deliveries} deliveries, ` +
         `${stats.refused} refused (late or duplicate), ${late} superseded epochs never committed`,
     );
-  }, 180_000);
+  });
 });

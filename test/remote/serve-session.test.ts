@@ -20,6 +20,9 @@ import { openCheckedSession } from '../../src/worker/preflight.js';
 import { ServeClient } from '../../src/worker/serve-client.js';
 import { quietStderr } from '../helpers/quiet-stderr.js';
 
+/** Deadlines of the session (hello, request, generator): guards against a hang only, never a pass condition. */
+const LIMIT_MS = 600_000;
+
 // serve's warnings (tampered cache entries, a cache it could not write) go to its stderr: kept here
 const serveStderr = quietStderr();
 
@@ -75,12 +78,12 @@ const job = buildJob('add a comment', [
 const digest = jobDigest(job);
 
 function request(type: 'run' | 'fetch', generator: string, epoch = 1) {
-  return { type, key: job.key, job_digest: digest, epoch, worker_id: 'w1', generator, timeout_ms: 10_000 };
+  return { type, key: job.key, job_digest: digest, epoch, worker_id: 'w1', generator, timeout_ms: LIMIT_MS };
 }
 
 async function run(client: ServeClient, generator: string, epoch = 1, bytes = source) {
   writeFileSync(join(tmp, 'a.py'), bytes);
-  const answer = await client.request(request('run', generator, epoch), 30_000, async (w) => {
+  const answer = await client.request(request('run', generator, epoch), LIMIT_MS, async (w) => {
     await packTar(
       [
         { name: 'job.json', bytes: jobFileBytes(job) },
@@ -112,7 +115,7 @@ describe('genjob serve session', () => {
     const cache = new ResultCache(join(tmp, 'cache'));
     const client = await ServeClient.open(inProcess(cache), [], {
       maxAnswerBytes: 1 << 30,
-      helloTimeoutMs: 5000,
+      helloTimeoutMs: LIMIT_MS,
     });
     const gen = `printf '# %s\\n' "$GENJOB_INSTRUCTION" >> src/a.py && echo new > src/new.py && test -f "$GENJOB_JOB" && test "$GENJOB_KEY" = ${job.key}`;
     const { receipt, staged } = await take(await run(client, gen, 7));
@@ -136,11 +139,11 @@ describe('genjob serve session', () => {
     const gen = `echo run >> ${log} && echo changed > src/a.py`;
     const client = await ServeClient.open(inProcess(cache), [], {
       maxAnswerBytes: 1 << 30,
-      helloTimeoutMs: 5000,
+      helloTimeoutMs: LIMIT_MS,
     });
     const first = await take(await run(client, gen, 1));
     const second = await take(await run(client, gen, 2));
-    const fetched = await take(await client.request(request('fetch', gen, 3), 10_000));
+    const fetched = await take(await client.request(request('fetch', gen, 3), LIMIT_MS));
     expect(readFileSync(log, 'utf8')).toBe('run\n');
     expect([second.receipt.cached, fetched.receipt.cached]).toEqual([true, true]);
     expect([second.receipt.epoch, fetched.receipt.epoch]).toEqual([2, 3]);
@@ -151,9 +154,9 @@ describe('genjob serve session', () => {
   it('answers "none" to a fetch for a job it never generated', async () => {
     const client = await ServeClient.open(inProcess(new ResultCache(join(tmp, 'cache'))), [], {
       maxAnswerBytes: 1 << 30,
-      helloTimeoutMs: 5000,
+      helloTimeoutMs: LIMIT_MS,
     });
-    expect(await client.request(request('fetch', 'true'), 10_000)).toEqual({ type: 'none' });
+    expect(await client.request(request('fetch', 'true'), LIMIT_MS)).toEqual({ type: 'none' });
     await client.close();
   });
 
@@ -173,7 +176,7 @@ describe('genjob serve session', () => {
   ])('reports $name in the receipt', async ({ gen, status, reason }) => {
     const client = await ServeClient.open(inProcess(new ResultCache(join(tmp, 'cache'))), [], {
       maxAnswerBytes: 1 << 30,
-      helloTimeoutMs: 5000,
+      helloTimeoutMs: LIMIT_MS,
     });
     const { receipt, staged } = await take(await run(client, gen));
     expect(receipt.status).toBe(status);
@@ -186,7 +189,7 @@ describe('genjob serve session', () => {
   it('refuses a bundle whose file does not match the job, and keeps serving', async () => {
     const client = await ServeClient.open(inProcess(new ResultCache(join(tmp, 'cache'))), [], {
       maxAnswerBytes: 1 << 30,
-      helloTimeoutMs: 5000,
+      helloTimeoutMs: LIMIT_MS,
     });
     const bad = await run(client, 'true', 1, 'tampered\n');
     expect(bad).toMatchObject({ type: 'error', code: 'EGJ_BUNDLE_MISMATCH' });
@@ -198,7 +201,7 @@ describe('genjob serve session', () => {
   it('refuses a request for another generator than the pinned one', async () => {
     const client = await ServeClient.open(inProcess(new ResultCache(join(tmp, 'cache')), 'true'), [], {
       maxAnswerBytes: 1 << 30,
-      helloTimeoutMs: 5000,
+      helloTimeoutMs: LIMIT_MS,
     });
     expect(await run(client, 'rm -rf /')).toMatchObject({ type: 'error', code: 'EGJ_GENERATOR_PINNED' });
     await client.close();
@@ -210,16 +213,15 @@ describe('a cancel sent while a run generates', () => {
     const cache = new ResultCache(join(tmp, 'cache'));
     const client = await ServeClient.open(inProcess(cache), [], {
       maxAnswerBytes: 1 << 30,
-      helloTimeoutMs: 5000,
+      helloTimeoutMs: LIMIT_MS,
     });
     const started = join(tmp, 'started');
-    const slow = `touch ${started}; sleep 30; echo late > src/a.py`;
+    // a generator that would outlive the test: only the cancel can end it
+    const slow = `touch ${started}; sleep 3600; echo late > src/a.py`;
     const pending = run(client, slow);
-    for (let i = 0; i < 400 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 25));
-    client.cancel(5000);
-    const t0 = Date.now();
+    while (!existsSync(started)) await new Promise((r) => setTimeout(r, 25));
+    client.cancel(LIMIT_MS);
     const { receipt } = await take(await pending);
-    expect(Date.now() - t0).toBeLessThan(10_000); // not the generator's 30 s
     expect(receipt).toMatchObject({ status: 'aborted', outputs: [], cached: false });
     expect(receipt.reason).toMatch(/^cancelled: /);
     expect(readdirSync(join(cache.dir, 'results'))).toEqual([]);
@@ -263,7 +265,7 @@ describe('aborted results', () => {
     const gen = `echo run >> ${log}; test -f ${flag} || exit 9; echo fixed > src/a.py`;
     const client = await ServeClient.open(inProcess(cache), [], {
       maxAnswerBytes: 1 << 30,
-      helloTimeoutMs: 5000,
+      helloTimeoutMs: LIMIT_MS,
     });
     expect((await take(await run(client, gen, 1))).receipt.status).toBe('aborted');
     writeFileSync(flag, '');
@@ -273,7 +275,7 @@ describe('aborted results', () => {
     });
     const retry = await client.request(
       { ...request('run', gen, 3), retry_aborted: true },
-      30_000,
+      LIMIT_MS,
       async (w) => {
         writeFileSync(join(tmp, 'a.py'), source);
         await packTar(
@@ -305,12 +307,12 @@ describe('generator configuration', () => {
     const cache = new ResultCache(join(tmp, 'cache'));
     const client = await ServeClient.open(inProcess(cache, pinned), [], {
       maxAnswerBytes: 1 << 30,
-      helloTimeoutMs: 5000,
+      helloTimeoutMs: LIMIT_MS,
     });
     return { cache, client };
   }
 
-  const sessionOpts = { maxAnswerBytes: 1 << 30, helloTimeoutMs: 5000 };
+  const sessionOpts = { maxAnswerBytes: 1 << 30, helloTimeoutMs: LIMIT_MS };
 
   it('answers the generator check in its hello: the generator it would run, pinned or requested', async () => {
     const cache = new ResultCache(join(tmp, 'cache'));
@@ -364,7 +366,7 @@ describe('generator configuration', () => {
 
 describe('the host cache is serve-only and the outbox rule holds', () => {
   async function open(cache: ResultCache) {
-    return ServeClient.open(inProcess(cache), [], { maxAnswerBytes: 1 << 30, helloTimeoutMs: 5000 });
+    return ServeClient.open(inProcess(cache), [], { maxAnswerBytes: 1 << 30, helloTimeoutMs: LIMIT_MS });
   }
 
   it('does not serve an entry changed outside serve (bytes and result.json alike): it is quarantined and generated again', async () => {
@@ -390,7 +392,7 @@ describe('the host cache is serve-only and the outbox rule holds', () => {
     expect(serveStderr()).toMatch(/EGJ_CACHE_TAMPERED: .* set aside in .*quarantine/);
     // a fetch never answers with a tampered entry either
     writeFileSync(join(entry, 'files/src/a.py'), evil);
-    expect(await client.request(request('fetch', gen, 3), 10_000)).toEqual({ type: 'none' });
+    expect(await client.request(request('fetch', gen, 3), LIMIT_MS)).toEqual({ type: 'none' });
     await client.close();
   });
 
@@ -406,7 +408,7 @@ describe('the host cache is serve-only and the outbox rule holds', () => {
     expect(existsSync(log)).toBe(false);
     const retry = await client.request(
       { ...request('run', gen, 2), retry_aborted: true },
-      30_000,
+      LIMIT_MS,
       async (w) => {
         writeFileSync(join(tmp, 'a.py'), source);
         await packTar(

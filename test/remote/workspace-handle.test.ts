@@ -4,9 +4,11 @@
 // directory serve opened, never from where a link points.
 import { execFileSync } from 'node:child_process';
 import {
+  closeSync,
   existsSync,
   lstatSync,
   mkdirSync,
+  openSync,
   readFileSync,
   realpathSync,
   renameSync,
@@ -16,7 +18,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HeldWorkspace, WorkspaceSwapError } from '../../src/remote/workspace-handle.js';
+import { HeldDir, HeldWorkspace, WorkspaceSwapError } from '../../src/remote/workspace-handle.js';
 import { tempDir } from '../helpers/temp-store.js';
 
 let base: string;
@@ -102,6 +104,20 @@ describe('HeldWorkspace', () => {
       expect(readFileSync(to, 'utf8')).toBe('generated\n');
     } finally {
       rmSync(to, { force: true });
+    }
+  });
+
+  it('a call that fails is EGJ_IO naming the workspace path, not the descriptor it went through', async () => {
+    // a directory held by a descriptor that is not one (a file's): every call through it fails (ENOTDIR)
+    const fd = openSync(join(ws, 'sub/out.txt'), 'r');
+    const dir = new HeldDir(fd, join(ws, 'sub'));
+    try {
+      expect(() => dir.entries()).toThrow(`${ws}/sub: scandir failed: `);
+      expect(() => dir.entries()).toThrow(expect.objectContaining({ code: 'EGJ_IO', file: `${ws}/sub` }));
+      expect(() => dir.lstat('x')).toThrow(`${ws}/sub/x: lstat failed: `);
+      await expect(dir.file('x')).rejects.toThrow(`${ws}/sub/x: open failed: `);
+    } finally {
+      closeSync(fd);
     }
   });
 });

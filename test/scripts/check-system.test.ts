@@ -24,9 +24,9 @@ describe('check-system', () => {
       });
       expect(r.exitCode).toBe(1);
       expect(r.stderr).toBe(
-        'check-system: the tests need these system packages: openssh-server openssh-client bubblewrap strace sshfs slurmctld slurmd slurm-client munge git chromium python3-securesystemslib\n' +
+        'check-system: the tests need these system packages: openssh-server openssh-client bubblewrap strace sshfs slurmctld slurmd slurm-client munge git chromium jq curl openssl python3-securesystemslib\n' +
           'check-system: install them, then run npm test again:\n' +
-          '  sudo apt-get update && sudo apt-get install -y --no-install-recommends openssh-server openssh-client bubblewrap strace sshfs slurmctld slurmd slurm-client munge git chromium python3-securesystemslib\n',
+          '  sudo apt-get update && sudo apt-get install -y --no-install-recommends openssh-server openssh-client bubblewrap strace sshfs slurmctld slurmd slurm-client munge git chromium jq curl openssl python3-securesystemslib\n',
       );
     } finally {
       rmSync(empty, { recursive: true, force: true });

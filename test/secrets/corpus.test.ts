@@ -80,7 +80,7 @@ beforeAll(async () => {
       j.by = ruleOf(err.message);
     }
   }
-}, 120_000);
+});
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
@@ -121,7 +121,7 @@ describe('the secret-scan corpus, through mint', () => {
         if (!scanned.has(f.rule)) lost.push(`${j.path}: ${f.rule}`);
     }
     expect(lost).toEqual([]);
-  }, 60_000);
+  });
 
   it('is the table docs/trust.md shows (UPDATE_SECRETS_TABLE=1 rewrites it)', () => {
     const table = corpusTable();

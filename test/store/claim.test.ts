@@ -1,8 +1,8 @@
-// Claiming: a claim that fails after its rename is undone at once and says so; claimNext starts at a random
-// point of the queue and tries each key once; the batch claimer lists the queue once per batch, again when a
-// claim fails or the batch is used up, leaves declined keys queued, and offers its batch in a uniform
-// shuffle — one temp .gen/ per test.
-import { readdirSync, renameSync } from 'node:fs';
+// Claiming: a claim that fails after its rename is undone at once and says so; claimNext takes the oldest
+// job and tries each key once; the batch claimer lists the queue once per batch, again when the batch is used
+// up after a lost race, leaves declined keys queued, and claims in mint order (the job file's mtime, not the
+// key) — one temp .gen/ per test.
+import { readdirSync, renameSync, utimesSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { IoError } from '../../src/core/errors.js';
@@ -12,7 +12,6 @@ import { Claimer, claim, claimNext } from '../../src/store/claim.js';
 import { mintJob } from '../../src/store/mint-job.js';
 import type { Store } from '../../src/store/store.js';
 import { hookedStore, sysError } from '../helpers/hooked-fs.js';
-import { mulberry32 } from '../helpers/prng.js';
 import { tempStore } from '../helpers/temp-store.js';
 import { thrown } from '../helpers/thrown.js';
 
@@ -24,8 +23,17 @@ function mintMany(store: Store, n: number, from = 0): string[] {
   return Array.from({ length: n }, (_, i) => {
     const job = buildJob(`job ${from + i}`, [{ path: `f${from + i}.txt`, sha256: sha256Hex(`${from + i}`) }]);
     mintJob(store, job);
+    // mint times one second apart, in this order (a fast loop would mint several in one tick)
+    const at = 1_700_000_000 + from + i;
+    utimesSync(store.layout.jobFile('queue', job.key), at, at);
     return job.key;
   });
+}
+
+/** The keys in mint order, and a check that it differs from key order (else the test proves nothing). */
+function unlikeKeyOrder(keys: string[]): string[] {
+  expect(keys).not.toEqual([...keys].sort());
+  return keys;
 }
 
 /** `store` where every claim (a rename out of queue/) loses the race: another worker moves the job first. */
@@ -95,20 +103,27 @@ describe('claim', () => {
 });
 
 describe('claimNext', () => {
-  it('starts at a random point of the sorted queue, so racing workers spread over it', () => {
+  it('claims the oldest queued job: mint order, not key order', () => {
     const store = tempStore('genjob-claim-');
-    const keys = mintMany(store, 4).sort();
-    vi.spyOn(Math, 'random').mockReturnValue(0.5);
-    expect(claimNext(store, 'w')).toBe(keys[2]);
+    const keys = unlikeKeyOrder(mintMany(store, 4));
+    expect(claimNext(store, 'w')).toBe(keys[0]);
+    expect(claimNext(store, 'w', new Set([keys[1]!]))).toBe(keys[2]);
   });
 
-  it('tries each listed key once when other workers win every race, then reports none', () => {
+  it('tries each listed key once, oldest first, when other workers win every race, then reports none', () => {
     const store = tempStore('genjob-claim-');
-    const keys = mintMany(store, 4).sort();
+    const keys = mintMany(store, 4);
     const attempted: string[] = [];
-    vi.spyOn(Math, 'random').mockReturnValue(0.5);
     expect(claimNext(othersWinEveryRace(store, attempted), 'w')).toBeUndefined();
-    expect(attempted).toEqual([2, 3, 0, 1].map((i) => store.layout.jobFile('queue', keys[i]!)));
+    expect(attempted).toEqual(keys.map((k) => store.layout.jobFile('queue', k)));
+  });
+
+  it('keeps a job requeued by a rename in its place: its mint time goes with the file', () => {
+    const store = tempStore('genjob-claim-');
+    const keys = mintMany(store, 3);
+    expect(claimNext(store, 'w')).toBe(keys[0]);
+    renameSync(store.layout.jobFile('running', keys[0]!), store.layout.jobFile('queue', keys[0]!));
+    expect(claimNext(store, 'w')).toBe(keys[0]);
   });
 });
 
@@ -199,21 +214,21 @@ describe('Claimer', () => {
     expect(c.held).toBe(1);
   });
 
-  it('offers its batch in a uniformly shuffled order, so racing workers spread over the queue', () => {
+  it('claims a run of jobs in the order they were minted', () => {
     const store = tempStore('genjob-claimer-');
-    const keys = mintMany(store, 3).sort();
-    vi.spyOn(Math, 'random').mockImplementation(mulberry32(17));
-    const seen = new Map<string, number>();
-    for (let trial = 0; trial < 3000; trial++) {
-      const order: number[] = [];
-      new Claimer(store, 'w').next((k) => {
-        order.push(keys.indexOf(k));
-        return false;
-      });
-      seen.set(order.join(''), (seen.get(order.join('')) ?? 0) + 1);
-    }
-    // 6 orders, 500 each expected (standard deviation ≈ 20)
-    expect([...seen.keys()].sort()).toEqual(['012', '021', '102', '120', '201', '210']);
-    for (const n of seen.values()) expect(Math.abs(n - 500)).toBeLessThan(100);
+    const keys = unlikeKeyOrder(mintMany(store, 30));
+    expect(drain(new Claimer(store, 'w'))).toEqual(keys);
+  });
+
+  it('racing claimers take the oldest job still queued, each job once', () => {
+    const store = tempStore('genjob-claimer-');
+    const keys = mintMany(store, 20);
+    const a = new Claimer(store, 'a');
+    const b = new Claimer(store, 'b');
+    const got: string[] = [];
+    // both have listed; they alternate, each losing the races the other already won
+    for (let i = 0; got.length < keys.length; i++) got.push((i % 2 === 0 ? a : b).next()!);
+    expect(got).toEqual(keys);
+    expect(a.next()).toBeUndefined();
   });
 });

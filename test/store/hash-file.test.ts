@@ -114,7 +114,7 @@ run().then(
           file,
           other,
         ],
-        { reject: false, timeout: 60_000 },
+        { reject: false, timeout: 600_000 }, // a guard against a hang only
       );
       expect(r.exitCode, String(r.stderr)).toBe(0);
       expect(JSON.parse(String(r.stdout))).toEqual({ code: 'EGJ_IO', op: 'close', file, errno: 'EIO' });

@@ -385,14 +385,13 @@ describe('safeExtract refuses hostile archives and leaves nothing behind', () =>
     expect(err.entry).toBe('files/a.txt');
   });
 
-  it('refuses a gzip bomb quickly, after reading a little of it', async () => {
+  it('refuses a gzip bomb after reading a little of it', async () => {
     const bomb = gzipBomb('files/big.bin');
-    const started = Date.now();
     await expectRejected(bomb.source, 'EGJ_ARCHIVE_BOMB', {
       maxFileBytes: 2 * 1024 ** 3,
       maxTotalBytes: 2 * 1024 ** 3,
     });
-    expect(Date.now() - started).toBeLessThan(5000);
+    // what it read, not how long it took, is the measure: under 1 MiB of a bomb of gigabytes
     expect(bomb.stats.closed).toBe(true);
     expect(bomb.stats.bytes).toBeLessThan(1024 * 1024);
   });
@@ -569,7 +568,7 @@ describe('safeExtract accepts well-formed archives', () => {
     });
   });
 
-  it('extracts 2000 small files in a few seconds', async () => {
+  it('extracts 2000 small files in 20 directories', async () => {
     const names = Array.from({ length: 2000 }, (_, i) => `d${i % 20}/f${i}.txt`);
     const chunks: Buffer[] = [];
     await packTar(
@@ -578,13 +577,11 @@ describe('safeExtract accepts well-formed archives', () => {
         chunks.push(c);
       },
     );
-    const started = performance.now();
+    // its speed is the benchmark's to measure (bench/), not a pass condition on a shared machine
     const out = await safeExtract(
       chunked(Buffer.concat(chunks)),
       opts({ allowed: new Set(names), maxEntries: 5000 }),
     );
-    const ms = performance.now() - started;
     expect(out.files).toHaveLength(2000);
-    expect(ms).toBeLessThan(10_000);
   });
 });

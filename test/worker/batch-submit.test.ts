@@ -45,7 +45,7 @@ async function context(failAt: (call: string, path: string) => boolean) {
     config: loaded.config,
     leaseTtlS: 600,
     maxAttempts: 3,
-    timeoutMs: 60_000,
+    timeoutMs: 600_000, // a guard against a hang only
     encodeReceipt: canonicalBytes,
   };
   return { ctx, keys, store };

@@ -55,7 +55,7 @@ describe('ServeClient.open', () => {
     );
     const err = await ServeClient.open(launcher, [], {
       maxAnswerBytes: 1 << 30,
-      helloTimeoutMs: 5_000,
+      helloTimeoutMs: 600_000,
     }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InDoubtError);
     expect((err as Error).message).toMatch(/over the 65536-byte cap/);
@@ -64,7 +64,7 @@ describe('ServeClient.open', () => {
   it('opens a session whose hello body ends', async () => {
     const end = `process.stdout.write(Buffer.alloc(4));`;
     const launcher = scripted(`${HELLO} ${chunk(3)} ${end} process.stdin.resume();`);
-    const client = await ServeClient.open(launcher, [], { maxAnswerBytes: 1 << 30, helloTimeoutMs: 5_000 });
+    const client = await ServeClient.open(launcher, [], { maxAnswerBytes: 1 << 30, helloTimeoutMs: 600_000 });
     expect(client.hello).toMatchObject({ type: 'hello' });
     client.kill();
   });
