@@ -8,7 +8,7 @@ import { UsageError } from '../core/errors.js';
 import type { TrustedKey } from '../core/receipt-envelope.js';
 import { sha256Hex } from '../core/sha256.js';
 import { catFile } from '../git/cat-file.js';
-import { rangeArgs } from '../git/commit-gate.js';
+import { rangeArgs } from '../git/gate-policy.js';
 import { gitText } from '../git/run-git.js';
 import { readIfExists } from '../store/durable.js';
 import type { Store } from '../store/store.js';

@@ -259,8 +259,9 @@ export function buildProgram(): Command {
       '--check-generator [command]',
       'say in the hello whether this generator (none given: the pinned one) would run; work passes it',
     )
-    .action(async (opts) => {
-      await (await import('../commands/serve.js')).serve(opts);
+    .action(async (opts, cmd: Command) => {
+      const { withServeConfig } = await import('./config-file.js');
+      await (await import('../commands/serve.js')).serve(withServeConfig(cmd, opts));
     });
 
   common(program.command('verify'))
@@ -286,6 +287,14 @@ export function buildProgram(): Command {
       '--require-check <name>',
       'with --commits: every generated commit needs a current pass record of this checker for exactly its tree; repeatable',
       collect,
+    )
+    .option(
+      '--trust-ref <ref>',
+      "with --commits: read the gate's policy (genjob-trust.json) from this commit, not the range's base",
+    )
+    .option(
+      '--trust-file <path>',
+      "with --commits: use this trust file, not the range's base's genjob-trust.json",
     )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
@@ -651,6 +660,22 @@ export function buildProgram(): Command {
     .action(async (name: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/trust-cli.js')).trustRemove(o, name), !!o.json);
+    });
+
+  const config = common(program.command('config')).description(
+    'genjob.config.json: consent for its settings',
+  );
+  common(config.command('allow'))
+    .description(
+      "allow this repository's genjob.config.json as it is now: its settings that run commands here (ssh.config, launch, ...) are honoured until it changes",
+    )
+    .addHelpText(
+      'after',
+      '\nRead the file (and the ssh config it names) first: allowing it lets it run commands on this machine.\nExamples:\n  genjob config allow\n  genjob config allow --root ../other-repo',
+    )
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/config.js')).configAllow(o), !!o.json);
     });
 
   // Receipts travel with the repository: push/pull refs/genjob/, the commit gate's hook.

@@ -3,21 +3,26 @@
 // --no-filters, so the verified bytes go in as they are), then write-tree, commit-tree and
 // update-ref HEAD <new> <old> (compare-and-swap: a HEAD moved meanwhile fails, nothing is lost). The
 // user's staged and unstaged changes are never read; only the outputs' entries in the real index
-// are set to the committed blobs, so `git status` shows them clean. `apply --commit` checks first that a
-// commit can be made at all (commit-preflight.ts), so it never writes files it then cannot commit.
-import { rmSync, statSync } from 'node:fs';
+// are set to the committed blobs, so `git status` shows them clean. Each output's mode is the receipt's
+// (100755 when it says executable, else the mode HEAD gives the path, 100644 for a new file): what the
+// gate holds the commit to. `apply --commit` checks first that a commit can be made at all
+// (commit-preflight.ts), so it never writes files it then cannot commit.
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Job } from '../core/job.js';
 import { pathExists } from '../core/path-exists.js';
+import { sha256Hex } from '../core/sha256.js';
 import type { Store } from '../store/store.js';
 import { git, gitText } from './run-git.js';
 import { commitMessage } from './trailers.js';
+import { isRegularMode, treeEntries } from './tree-entries.js';
 
 export interface CommitJobInput {
   key: string;
   instruction: string;
   receiptSha256: string;
   signer: string | null;
-  outputs: ReadonlyArray<{ path: string; sha256: string }>;
+  outputs: ReadonlyArray<{ path: string; sha256: string; executable?: true }>;
   /** Passing check records to name in Genjob-Check trailers. */
   checks?: ReadonlyArray<{ name: string; digest: string }>;
 }
@@ -46,9 +51,19 @@ export async function commitJob(store: Store, job: CommitJobInput): Promise<Comm
         input: `${files.join('\n')}\n`,
       })
     ).split('\n');
-    const entries = job.outputs
-      .map((o, i) => `${executable(join(root, o.path)) ? '100755' : '100644'} ${oids[i]}\t${quote(o.path)}\n`)
-      .join('');
+    const before = parent
+      ? await treeEntries(
+          root,
+          parent,
+          job.outputs.map((o) => o.path),
+          { contents: false },
+        )
+      : new Map<string, null>();
+    const modeOf = (o: CommitJobInput['outputs'][number]) => {
+      const was = before.get(o.path)?.mode;
+      return o.executable ? '100755' : was !== undefined && isRegularMode(was) ? was : '100644';
+    };
+    const entries = job.outputs.map((o, i) => `${modeOf(o)} ${oids[i]}\t${quote(o.path)}\n`).join('');
     await git(root, ['update-index', '--index-info'], { env, input: entries });
     const tree = await gitText(root, ['write-tree'], { env });
     if (parent && tree === (await gitText(root, ['rev-parse', `${parent}^{tree}`])))
@@ -77,10 +92,30 @@ export async function commitJob(store: Store, job: CommitJobInput): Promise<Comm
   }
 }
 
-function executable(file: string): boolean {
-  try {
-    return (statSync(file).mode & 0o111) !== 0;
-  } catch {
-    return false;
+/**
+ * The first input of `job` that HEAD does not hold as the job was minted (absent where it creates a file),
+ * or null. The merge gate refuses a generated commit whose parent differs so (a receipt belongs to the
+ * history it was made for), so `apply --commit` checks this before it writes anything.
+ */
+export async function inputStaleAtHead(
+  root: string,
+  job: Pick<Job, 'inputs'>,
+): Promise<{ path: string; minted: string | null; head: string | null } | null> {
+  const head = await git(root, ['rev-parse', '-q', '--verify', 'HEAD^{commit}'], { okCodes: [1] });
+  const parent = head.code === 0 ? head.stdout.toString('utf8').trim() : null;
+  const at = parent
+    ? await treeEntries(
+        root,
+        parent,
+        job.inputs.map((i) => i.path),
+        { contents: true },
+      )
+    : new Map<string, null>();
+  for (const input of job.inputs) {
+    const e = at.get(input.path) ?? null;
+    const now = e?.bytes === undefined ? null : sha256Hex(e.bytes);
+    if (now !== input.sha256 || (e !== null && e.bytes === undefined))
+      return { path: input.path, minted: input.sha256, head: now };
   }
+  return null;
 }
