@@ -177,7 +177,7 @@ const sandboxSettings = (prefix: string): Setting[] => [
   { option: 'generatorBind', key: `${prefix}generator_bind`, value: paths },
   { option: 'generatorBindRw', key: `${prefix}generator_bind_rw`, value: paths },
   // --no-sandbox is commander's option "sandbox", false when given
-  { option: 'sandbox', key: `${prefix}no_sandbox`, value: (v) => (v === true ? false : undefined) },
+  { option: 'sandbox', key: `${prefix}no_sandbox`, value: () => false },
 ];
 
 const WORK_SETTINGS: Setting[] = [
@@ -233,11 +233,11 @@ function applySettings<T>(
     if (given(s.option) || (s.unless !== undefined && given(s.unless))) continue;
     for (const { loaded, repository } of layers) {
       const raw = s.get ? s.get(loaded.config) : valueAt(loaded.config, s.key);
-      const value = raw === undefined ? undefined : s.value ? s.value(raw, loaded.file) : raw;
-      if (value === undefined || value === false) continue;
+      // false is "not set": the flags it stands for are off unless given
+      if (raw === undefined || raw === false) continue;
       if (repository && CONSENT_SETTINGS.includes(s.key))
         requireConsent(loaded.file, repoConsentDigest(loaded), s.key);
-      merged[s.option] = value;
+      merged[s.option] = s.value ? s.value(raw, loaded.file) : raw;
       break;
     }
   }
