@@ -27,6 +27,7 @@ interface World {
   base: string;
   bare: string;
   env: Record<string, string>;
+  /** How this describe's clones reach the remotes (the team's own machine uses file://). */
   t: Transport;
   /** The team's machine: main and feature, every job applied and committed there. */
   a: string;
@@ -55,9 +56,11 @@ async function ok(p: ReturnType<typeof cli>) {
 
 const head = (dir: string, w: World) => git(dir, ['rev-parse', 'HEAD'], w.env);
 
-async function setup(t: Transport): Promise<World> {
+/** The team's world, made once: every transport's attacks and CI clones reach the same bare repository. */
+async function setup(): Promise<Omit<World, 't'>> {
   const base = mkdtempSync(join(tmpdir(), 'gj-hostile-'));
-  const env = gitEnv(base, t.env());
+  const env = gitEnv(base, sshTransport(sshd).env());
+  const t = FILE_TRANSPORT;
   const w0 = { base, env };
   const bare = join(base, 'origin.git');
   await git(base, ['init', '-q', '--bare', '-b', 'main', bare], env);
@@ -115,7 +118,6 @@ async function setup(t: Transport): Promise<World> {
     base,
     bare,
     env,
-    t,
     a,
     hostPub,
     attackerKey,
@@ -127,7 +129,7 @@ async function setup(t: Transport): Promise<World> {
 
 /** A copy of the remote, for an attacker who may push to it. */
 function copyRemote(w: World, name: string): string {
-  const copy = join(w.base, `${name}.git`);
+  const copy = join(w.base, `${name}-${w.t.name.replace(/\W/g, '')}.git`);
   cpSync(w.bare, copy, { recursive: true });
   return copy;
 }
@@ -139,7 +141,7 @@ async function clone(
   name: string,
   opts: { branch?: string; fork?: { bare: string; branch: string } } = {},
 ): Promise<string> {
-  const dir = join(w.base, name);
+  const dir = join(w.base, `${name}-${w.t.name.replace(/\W/g, '')}`);
   await git(w.base, ['clone', '-q', w.t.url(bare), dir], w.env);
   if (opts.branch) await git(dir, ['checkout', '-q', '-b', opts.branch, `origin/${opts.branch}`], w.env);
   if (opts.fork) {
@@ -178,33 +180,43 @@ async function forge(w: World, dir: string): Promise<{ repin: string; forged: st
 
 const short = (c: string) => c.slice(0, 12);
 
+let team: Omit<World, 't'> | undefined;
+beforeAll(async () => {
+  team = await setup();
+}, 240_000);
+afterAll(() => {
+  if (team) rmSync(team.base, { recursive: true, force: true });
+});
+
 describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }])(
   'the merge gate under attack, over $transport.name',
   ({ transport }) => {
     let w: World;
-    beforeAll(async () => {
-      w = await setup(transport);
-    }, 240_000);
-    afterAll(() => {
-      if (w) rmSync(w.base, { recursive: true, force: true });
+    beforeAll(() => {
+      w = { ...team!, t: transport };
     });
+    // where the transport plays no part (no fetch or push beyond cloning), once over file:// is enough
+    const fileOnly = transport === FILE_TRANSPORT ? it : it.skip;
 
-    it('passes the team’s branch, printing every passing commit, the signer and the trust change made through a job', async () => {
-      const b = await clone(w, w.bare, 'b-feature', { branch: 'feature' });
-      const verify = await ci(w, b, PROTECT);
-      expect(verify.exitCode, verify.stderr).toBe(0);
-      expect(verify.stdout).toBe(
-        `${short(w.commits.readme)} ok: job ${short(w.keys.readme)}, exactly its 1 output(s), signed by ci-host\n` +
-          `${short(w.commits.script)} ok: job ${short(w.keys.script)}, exactly its 1 output(s), signed by ci-host\n` +
-          `${short(w.commits.trust)} ok: job ${short(w.keys.trust)}, exactly its 1 output(s), signed by ci-host; changes genjob-trust.json (this gate used ${short(w.commits.fix)}:genjob-trust.json)\n`,
-      );
-      // the script the generator made executable: executable in the receipt, the tree and the commit
-      const receipt = JSON.parse(readFileSync(join(w.a, '.gen/receipts', `${w.keys.script}.json`), 'utf8'));
-      const payload = JSON.parse(Buffer.from(receipt.payload, 'base64').toString('utf8'));
-      expect(payload.outputs).toEqual([expect.objectContaining({ path: 'run.sh', executable: true })]);
-      expect(statSync(join(w.a, 'run.sh')).mode & 0o777).toBe(0o755);
-      expect(await git(w.a, ['ls-tree', w.commits.script, 'run.sh'], w.env)).toMatch(/^100755 blob /);
-    });
+    fileOnly(
+      'passes the team’s branch, printing every passing commit, the signer and the trust change made through a job',
+      async () => {
+        const b = await clone(w, w.bare, 'b-feature', { branch: 'feature' });
+        const verify = await ci(w, b, PROTECT);
+        expect(verify.exitCode, verify.stderr).toBe(0);
+        expect(verify.stdout).toBe(
+          `${short(w.commits.readme)} ok: job ${short(w.keys.readme)}, exactly its 1 output(s), signed by ci-host\n` +
+            `${short(w.commits.script)} ok: job ${short(w.keys.script)}, exactly its 1 output(s), signed by ci-host\n` +
+            `${short(w.commits.trust)} ok: job ${short(w.keys.trust)}, exactly its 1 output(s), signed by ci-host; changes genjob-trust.json (this gate used ${short(w.commits.fix)}:genjob-trust.json)\n`,
+        );
+        // the script the generator made executable: executable in the receipt, the tree and the commit
+        const receipt = JSON.parse(readFileSync(join(w.a, '.gen/receipts', `${w.keys.script}.json`), 'utf8'));
+        const payload = JSON.parse(Buffer.from(receipt.payload, 'base64').toString('utf8'));
+        expect(payload.outputs).toEqual([expect.objectContaining({ path: 'run.sh', executable: true })]);
+        expect(statSync(join(w.a, 'run.sh')).mode & 0o777).toBe(0o755);
+        expect(await git(w.a, ['ls-tree', w.commits.script, 'run.sh'], w.env)).toMatch(/^100755 blob /);
+      },
+    );
 
     it('trust from the branch: a re-pinned ci-host does not vouch for the attacker’s receipt (EGJ_SIGNATURE_INVALID), nor pass --require-genjob (EGJ_COMMIT_POLICY_CHANGE)', async () => {
       // a same-repository attacker: may push branches and refs/genjob/, does not hold ci-host's key
@@ -230,7 +242,7 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
         stderr: `genjob: EGJ_COMMIT_POLICY_CHANGE: commit ${short(repin)}: changes genjob-trust.json but has no Genjob-Key trailer; under --require-genjob a policy change passes only as a generated commit verified under the policy of the range's base\n`,
       });
       // the flags name the policy: a reviewed trust file, or a commit (here the branch itself, to show it is read)
-      const reviewed = join(w.base, 'reviewed-trust.json');
+      const reviewed = join(w.base, `reviewed-trust-${w.t.name.replace(/\W/g, '')}.json`);
       writeFileSync(reviewed, readFileSync(join(w.a, 'genjob-trust.json')));
       const byFile = await cli(w, b, ['verify', '--commits', 'origin/main..HEAD', '--trust-file', reviewed]);
       expect(byFile.stderr).toMatch(/^genjob: EGJ_SIGNATURE_INVALID: /);
@@ -246,7 +258,7 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
 
     it('the fork-PR shape: forged material committed under .gen/ with ci-host re-pinned is never read (EGJ_COMMIT_RECEIPT_MISSING, EGJ_COMMIT_GEN_DIR)', async () => {
       // a fork: the attacker pushes only a branch of its own repository; origin's refs/genjob/ is out of reach
-      const fork = join(w.base, 'fork.git');
+      const fork = join(w.base, `fork-${w.t.name.replace(/\W/g, '')}.git`);
       await git(w.base, ['clone', '-q', '--bare', w.bare, fork], w.env);
       const c = await clone(w, w.bare, 'c-fork');
       await git(c, ['checkout', '-q', '-b', 'fork-pr'], w.env);
@@ -275,80 +287,89 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
       );
     });
 
-    it('a stale receipt replayed on newer history, undoing the security fix, fails naming the path (EGJ_COMMIT_STALE_BASE)', async () => {
-      const fork = join(w.base, 'fork-stale.git');
-      await git(w.base, ['clone', '-q', '--bare', w.bare, fork], w.env);
-      const c = await clone(w, w.bare, 'c-stale');
-      await git(c, ['checkout', '-q', '-b', 'replay'], w.env);
-      await git(c, ['checkout', w.commits.timeout, '--', 'src/user.py', 'tests/test_user.py'], w.env);
-      await git(c, ['commit', '-q', '-C', w.commits.timeout], w.env);
-      const replayed = await head(c, w);
-      expect(await git(c, ['diff-tree', '-r', '--name-only', '--no-commit-id', 'HEAD'], w.env)).toBe(
-        'src/user.py',
-      );
-      await git(c, ['push', '-q', w.t.url(fork), 'replay'], w.env);
-      const b = await clone(w, w.bare, 'b-stale', { fork: { bare: fork, branch: 'replay' } });
-      const verify = await ci(w, b);
-      expect(verify.exitCode).toBe(3);
-      expect(verify.stderr).toMatch(
-        new RegExp(
-          `^genjob: EGJ_COMMIT_STALE_BASE: commit ${short(replayed)}: "src/user.py": the job was minted where it was sha256 [0-9a-f]{12}, the commit's parent has sha256 [0-9a-f]{12}; a receipt applies only on the history it was made for\\n$`,
-        ),
-      );
-    });
+    fileOnly(
+      'a stale receipt replayed on newer history, undoing the security fix, fails naming the path (EGJ_COMMIT_STALE_BASE)',
+      async () => {
+        const fork = join(w.base, `fork-stale-${w.t.name.replace(/\W/g, '')}.git`);
+        await git(w.base, ['clone', '-q', '--bare', w.bare, fork], w.env);
+        const c = await clone(w, w.bare, 'c-stale');
+        await git(c, ['checkout', '-q', '-b', 'replay'], w.env);
+        await git(c, ['checkout', w.commits.timeout, '--', 'src/user.py', 'tests/test_user.py'], w.env);
+        await git(c, ['commit', '-q', '-C', w.commits.timeout], w.env);
+        const replayed = await head(c, w);
+        expect(await git(c, ['diff-tree', '-r', '--name-only', '--no-commit-id', 'HEAD'], w.env)).toBe(
+          'src/user.py',
+        );
+        await git(c, ['push', '-q', w.t.url(fork), 'replay'], w.env);
+        const b = await clone(w, w.bare, 'b-stale', { fork: { bare: fork, branch: 'replay' } });
+        const verify = await ci(w, b);
+        expect(verify.exitCode).toBe(3);
+        expect(verify.stderr).toMatch(
+          new RegExp(
+            `^genjob: EGJ_COMMIT_STALE_BASE: commit ${short(replayed)}: "src/user.py": the job was minted where it was sha256 [0-9a-f]{12}, the commit's parent has sha256 [0-9a-f]{12}; a receipt applies only on the history it was made for\\n$`,
+          ),
+        );
+      },
+    );
 
-    it('an evil merge editing a protected path fails under --require-genjob (EGJ_COMMIT_NOT_GENERATED); a clean merge passes', async () => {
-      const fork = join(w.base, 'fork-merge.git');
-      await git(w.base, ['clone', '-q', '--bare', w.bare, fork], w.env);
-      const c = await clone(w, w.bare, 'c-merge');
-      await git(c, ['checkout', '-q', '-b', 'clean'], w.env);
-      writeFileSync(join(c, 'NOTES.md'), 'notes\n');
-      await git(c, ['add', 'NOTES.md'], w.env);
-      await git(c, ['commit', '-qm', 'notes'], w.env);
-      await git(c, ['merge', '-q', '--no-ff', '-m', 'merge feature', 'origin/feature'], w.env);
-      await git(c, ['checkout', '-q', '-b', 'evil', 'HEAD^1'], w.env);
-      await git(c, ['merge', '-q', '--no-ff', '--no-commit', 'origin/feature'], w.env);
-      writeFileSync(
-        join(c, 'src/user.py'),
-        `${readFileSync(join(c, 'src/user.py'), 'utf8')}import os; os.system("id")\n`,
-      );
-      await git(c, ['add', 'src/user.py'], w.env);
-      await git(c, ['commit', '-qm', 'merge feature'], w.env);
-      const evil = await head(c, w);
-      await git(c, ['push', '-q', w.t.url(fork), 'clean', 'evil'], w.env);
-      const passing =
-        `${short(w.commits.readme)} ok: job ${short(w.keys.readme)}, exactly its 1 output(s), signed by ci-host\n` +
-        `${short(w.commits.script)} ok: job ${short(w.keys.script)}, exactly its 1 output(s), signed by ci-host\n`;
-      const good = await clone(w, w.bare, 'b-clean', { fork: { bare: fork, branch: 'clean' } });
-      const clean = await ci(w, good, PROTECT);
-      expect(clean.exitCode, clean.stderr).toBe(0);
-      expect(clean.stdout.startsWith(passing)).toBe(true);
-      const bad = await clone(w, w.bare, 'b-evil', { fork: { bare: fork, branch: 'evil' } });
-      const verify = await ci(w, bad, PROTECT);
-      expect(verify).toMatchObject({
-        exitCode: 3,
-        stderr: `genjob: EGJ_COMMIT_NOT_GENERATED: commit ${short(evil)}: beyond the automatic merge of its parents, it touches a path given to --require-genjob\n`,
-      });
-      // the commits that passed before the failure are printed, as in a passing run
-      expect(verify.stdout.startsWith(passing)).toBe(true);
-    });
+    fileOnly(
+      'an evil merge editing a protected path fails under --require-genjob (EGJ_COMMIT_NOT_GENERATED); a clean merge passes',
+      async () => {
+        const fork = join(w.base, `fork-merge-${w.t.name.replace(/\W/g, '')}.git`);
+        await git(w.base, ['clone', '-q', '--bare', w.bare, fork], w.env);
+        const c = await clone(w, w.bare, 'c-merge');
+        await git(c, ['checkout', '-q', '-b', 'clean'], w.env);
+        writeFileSync(join(c, 'NOTES.md'), 'notes\n');
+        await git(c, ['add', 'NOTES.md'], w.env);
+        await git(c, ['commit', '-qm', 'notes'], w.env);
+        await git(c, ['merge', '-q', '--no-ff', '-m', 'merge feature', 'origin/feature'], w.env);
+        await git(c, ['checkout', '-q', '-b', 'evil', 'HEAD^1'], w.env);
+        await git(c, ['merge', '-q', '--no-ff', '--no-commit', 'origin/feature'], w.env);
+        writeFileSync(
+          join(c, 'src/user.py'),
+          `${readFileSync(join(c, 'src/user.py'), 'utf8')}import os; os.system("id")\n`,
+        );
+        await git(c, ['add', 'src/user.py'], w.env);
+        await git(c, ['commit', '-qm', 'merge feature'], w.env);
+        const evil = await head(c, w);
+        await git(c, ['push', '-q', w.t.url(fork), 'clean', 'evil'], w.env);
+        const passing =
+          `${short(w.commits.readme)} ok: job ${short(w.keys.readme)}, exactly its 1 output(s), signed by ci-host\n` +
+          `${short(w.commits.script)} ok: job ${short(w.keys.script)}, exactly its 1 output(s), signed by ci-host\n`;
+        const good = await clone(w, w.bare, 'b-clean', { fork: { bare: fork, branch: 'clean' } });
+        const clean = await ci(w, good, PROTECT);
+        expect(clean.exitCode, clean.stderr).toBe(0);
+        expect(clean.stdout.startsWith(passing)).toBe(true);
+        const bad = await clone(w, w.bare, 'b-evil', { fork: { bare: fork, branch: 'evil' } });
+        const verify = await ci(w, bad, PROTECT);
+        expect(verify).toMatchObject({
+          exitCode: 3,
+          stderr: `genjob: EGJ_COMMIT_NOT_GENERATED: commit ${short(evil)}: beyond the automatic merge of its parents, it touches a path given to --require-genjob\n`,
+        });
+        // the commits that passed before the failure are printed, as in a passing run
+        expect(verify.stdout.startsWith(passing)).toBe(true);
+      },
+    );
 
-    it('an output made executable behind its receipt’s back fails (EGJ_COMMIT_MODE_DIFFERS)', async () => {
-      const fork = join(w.base, 'fork-mode.git');
-      await git(w.base, ['clone', '-q', '--bare', w.bare, fork], w.env);
-      const c = await clone(w, w.bare, 'c-mode');
-      await git(c, ['checkout', '-q', '-b', 'modes'], w.env);
-      await git(c, ['cherry-pick', '--allow-empty', w.commits.readme], w.env);
-      await git(c, ['update-index', '--chmod=+x', 'README.md'], w.env);
-      await git(c, ['commit', '-q', '--amend', '-C', 'HEAD'], w.env);
-      const flipped = await head(c, w);
-      await git(c, ['push', '-q', w.t.url(fork), 'modes'], w.env);
-      const b = await clone(w, w.bare, 'b-mode', { fork: { bare: fork, branch: 'modes' } });
-      expect(await ci(w, b)).toMatchObject({
-        exitCode: 3,
-        stderr: `genjob: EGJ_COMMIT_MODE_DIFFERS: commit ${short(flipped)}: output "README.md" has mode 100755 in the commit; its receipt leaves the mode as it was (100644)\n`,
-      });
-    });
+    fileOnly(
+      'an output made executable behind its receipt’s back fails (EGJ_COMMIT_MODE_DIFFERS)',
+      async () => {
+        const fork = join(w.base, `fork-mode-${w.t.name.replace(/\W/g, '')}.git`);
+        await git(w.base, ['clone', '-q', '--bare', w.bare, fork], w.env);
+        const c = await clone(w, w.bare, 'c-mode');
+        await git(c, ['checkout', '-q', '-b', 'modes'], w.env);
+        await git(c, ['cherry-pick', '--allow-empty', w.commits.readme], w.env);
+        await git(c, ['update-index', '--chmod=+x', 'README.md'], w.env);
+        await git(c, ['commit', '-q', '--amend', '-C', 'HEAD'], w.env);
+        const flipped = await head(c, w);
+        await git(c, ['push', '-q', w.t.url(fork), 'modes'], w.env);
+        const b = await clone(w, w.bare, 'b-mode', { fork: { bare: fork, branch: 'modes' } });
+        expect(await ci(w, b)).toMatchObject({
+          exitCode: 3,
+          stderr: `genjob: EGJ_COMMIT_MODE_DIFFERS: commit ${short(flipped)}: output "README.md" has mode 100755 in the commit; its receipt leaves the mode as it was (100644)\n`,
+        });
+      },
+    );
 
     it('a malformed ref under refs/genjob/ is skipped by pull (exit 0, named); only a gate needing that key fails', async () => {
       const bare = copyRemote(w, 'bad-ref');
@@ -386,19 +407,22 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
       });
     });
 
-    it('pulled material never becomes the user’s jobs: apply --all --commit finds nothing, status lists nothing', async () => {
-      const b = await clone(w, w.bare, 'b-user');
-      const before = await head(b, w);
-      await ok(cli(w, b, ['pull']));
-      const status = JSON.parse((await ok(cli(w, b, ['status', '--json']))).stdout);
-      expect(status.counts.received).toBe(0);
-      const apply = await cli(w, b, ['apply', '--all', '--commit']);
-      expect(apply).toMatchObject({ exitCode: 0, stdout: 'nothing to apply (no received jobs)\n' });
-      expect(await head(b, w)).toBe(before);
-    });
+    fileOnly(
+      'pulled material never becomes the user’s jobs: apply --all --commit finds nothing, status lists nothing',
+      async () => {
+        const b = await clone(w, w.bare, 'b-user');
+        const before = await head(b, w);
+        await ok(cli(w, b, ['pull']));
+        const status = JSON.parse((await ok(cli(w, b, ['status', '--json']))).stdout);
+        expect(status.counts.received).toBe(0);
+        const apply = await cli(w, b, ['apply', '--all', '--commit']);
+        expect(apply).toMatchObject({ exitCode: 0, stdout: 'nothing to apply (no received jobs)\n' });
+        expect(await head(b, w)).toBe(before);
+      },
+    );
 
-    it('gc then pull brings no pruned, applied, committed job back', async () => {
-      const a2 = join(w.base, 'a-gc');
+    fileOnly('gc then pull brings no pruned, applied, committed job back', async () => {
+      const a2 = join(w.base, `a-gc-${w.t.name.replace(/\W/g, '')}`);
       cpSync(w.a, a2, { recursive: true });
       const gc = await ok(cli(w, a2, ['gc', '--older-than', '0s', '--json']));
       expect(JSON.parse(gc.stdout).keys.length).toBe(4);
