@@ -296,6 +296,10 @@ export function buildProgram(): Command {
       '--trust-file <path>',
       "with --commits: use this trust file, not the range's base's genjob-trust.json",
     )
+    .addHelpText(
+      'after',
+      "\nExamples:\n  genjob verify --all\n  genjob pull && genjob verify --commits origin/main..HEAD --require-genjob src/\n  genjob verify --commits 'HEAD --not --remotes=origin' --trust-ref origin/main",
+    )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/verify.js')).verify({ ...o, key }), !!o.json);
@@ -689,7 +693,7 @@ export function buildProgram(): Command {
     });
   common(program.command('pull'))
     .description(
-      'fetch refs/genjob/ from a git remote and import what is new as received jobs (checked again by verify)',
+      'fetch refs/genjob/ from a git remote for the merge gate; pulled material never becomes a job here',
     )
     .argument('[remote]', "the git remote (default: the branch's remote, else origin)")
     .action(async (remote: string | undefined, _opts, cmd: Command) => {
@@ -702,7 +706,7 @@ export function buildProgram(): Command {
       'write a pre-push hook (or --pre-merge-commit) running `genjob pull` and `genjob verify --commits`',
     )
     .option('--pre-merge-commit', 'install the pre-merge-commit hook instead of pre-push')
-    .option('--force', 'replace a hook genjob did not write')
+    .option('--force', 'replace a hook that is not exactly what genjob wrote')
     .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/hook.js')).hookInstall(o), !!o.json);
