@@ -9,7 +9,15 @@ import { MAX_RECEIPT_BYTES } from '../core/receipt.js';
 import { decodeReceipt } from '../core/receipt-decode.js';
 import { jobFileBytes } from '../store/mint-job.js';
 import { catFile, type GitObject, parseTree, type TreeEntry } from './cat-file.js';
-import { JOB_ENTRY, KEY_REFS, keyOfRef, OUT_DIR, PULLED_REFS, RECEIPT_ENTRY } from './material-refs.js';
+import {
+  JOB_ENTRY,
+  keyOfRef,
+  OUT_DIR,
+  PULLED_KINDS,
+  PULLED_REFS,
+  pulledRefspec,
+  RECEIPT_ENTRY,
+} from './material-refs.js';
 import { git } from './run-git.js';
 
 export const MAX_JOB_FILE_BYTES = 16 * 1024 * 1024;
@@ -39,7 +47,7 @@ export type ReadOutcome =
   | { ok: true; material: PulledMaterial }
   | { ok: false; key: string; ref: string; rule: string };
 
-/** Mirror the remote's refs/genjob/keys/* into refs/genjob-pulled/keys/* (forced, pruned). */
+/** Mirror the remote's refs/genjob/<kind>/* into refs/genjob-pulled/<kind>/* (forced, pruned); the key refs. */
 export async function fetchKeyRefs(root: string, remote: string): Promise<PulledRef[]> {
   await git(root, [
     'fetch',
@@ -49,7 +57,7 @@ export async function fetchKeyRefs(root: string, remote: string): Promise<Pulled
     '--no-write-fetch-head',
     '--no-recurse-submodules',
     remote,
-    `+${KEY_REFS}*:${PULLED_REFS}*`,
+    ...PULLED_KINDS.map(pulledRefspec),
   ]);
   return listKeyRefs(root, 'refs/genjob-pulled/', PULLED_REFS);
 }
