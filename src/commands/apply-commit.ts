@@ -15,13 +15,19 @@ import { type Verified, verifyKey } from '../verify/verify-key.js';
 
 /** Refuse (EGJ_STALE, nothing written) a job whose inputs HEAD does not hold as minted: its commit would fail the gate. */
 export async function assertHeadHoldsInputs(store: Store, job: Job, context: string): Promise<void> {
-  const { inputStaleAtHead } = await import('../git/commit-job.js');
-  const stale = await inputStaleAtHead(store.root, job);
+  const { git } = await import('../git/run-git.js');
+  const { staleInput } = await import('../git/minted-base.js');
+  const head = await git(store.root, ['rev-parse', '-q', '--verify', 'HEAD^{commit}'], { okCodes: [1] });
+  const { stale } = await staleInput(
+    store.root,
+    head.code === 0 ? head.stdout.toString('utf8').trim() : null,
+    job,
+  );
   if (stale !== null)
     throw staleError(
       `HEAD:${stale.path}`,
       stale.minted,
-      stale.head,
+      stale.heldSha256,
       `a generated commit must sit on the history its job was minted from (commit the inputs first, or apply without --commit); ${context}`,
     );
 }

@@ -16,10 +16,11 @@ import { sha256Hex } from '../core/sha256.js';
 import { automaticMergeTree, changesPaths } from './automatic-merge.js';
 import { type JudgedMaterial, judgeMaterial, loadKeyMaterial } from './gate-material.js';
 import { POLICY_FILES, rangeArgs } from './gate-policy.js';
+import { staleInput } from './minted-base.js';
 import type { ReadOutcome } from './read-material.js';
 import { git } from './run-git.js';
 import { type CommitTrailers, parseTrailerLog, TRAILER_FORMAT } from './trailers.js';
-import { isRegularMode, type TreeEntryAt, treeEntries } from './tree-entries.js';
+import { isRegularMode, outputMode, type TreeEntryAt, treeEntries } from './tree-entries.js';
 
 export interface CommitCheck {
   commit: string;
@@ -216,32 +217,19 @@ function judgeKey(key: string, named: string, o: JudgeContext): JudgedMaterial {
   }
 }
 
-function held(digest: string | null): string {
-  return digest === null ? 'absent' : `sha256 ${digest.slice(0, 12)}`;
-}
-
-/** The commit's parent holds exactly the job's inputs (absent where the job creates a file). Returns the parent's entries. */
+/** The commit's parent holds exactly the job's inputs (absent where it creates a file). Returns the parent's entries. */
 async function checkBase(
   root: string,
   c: CommitTrailers,
   job: Job,
 ): Promise<ReadonlyMap<string, TreeEntryAt | null>> {
-  const parent = c.parents[0];
-  const paths = job.inputs.map((i) => i.path);
-  const at =
-    parent === undefined
-      ? new Map<string, null>()
-      : await treeEntries(root, parent, paths, { contents: true });
-  for (const input of job.inputs) {
-    const e = at.get(input.path) ?? null;
-    const now = e === null ? null : e.bytes === undefined ? `an entry of mode ${e.mode}` : sha256Hex(e.bytes);
-    if (now !== input.sha256)
-      fail(
-        'EGJ_COMMIT_STALE_BASE',
-        `${JSON.stringify(input.path)}: the job was minted where it was ${held(input.sha256)}, the commit's parent has ${e !== null && e.bytes === undefined ? now : held(now)}; a receipt applies only on the history it was made for`,
-      );
-  }
-  return at;
+  const { stale, entries } = await staleInput(root, c.parents[0] ?? null, job);
+  if (stale !== null)
+    fail(
+      'EGJ_COMMIT_STALE_BASE',
+      `${JSON.stringify(stale.path)}: the job was minted where it was ${stale.minted === null ? 'absent' : `sha256 ${stale.minted.slice(0, 12)}`}, the commit's parent has ${stale.held}; a receipt applies only on the history it was made for`,
+    );
+  return entries;
 }
 
 interface RawChange {
@@ -316,8 +304,7 @@ async function checkChanges(
         'EGJ_COMMIT_BYTES_DIFFER',
         `${JSON.stringify(o.path)} hashes to ${actual.slice(0, 12)} in the commit, the receipt says ${o.sha256.slice(0, 12)}`,
       );
-    const before = parent.get(o.path)?.mode;
-    const mode = o.executable ? '100755' : before !== undefined && isRegularMode(before) ? before : '100644';
+    const mode = outputMode(o.executable, parent.get(o.path)?.mode);
     if (e!.mode !== mode)
       fail(
         'EGJ_COMMIT_MODE_DIFFERS',

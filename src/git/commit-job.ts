@@ -9,13 +9,11 @@
 // (commit-preflight.ts), so it never writes files it then cannot commit.
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Job } from '../core/job.js';
 import { pathExists } from '../core/path-exists.js';
-import { sha256Hex } from '../core/sha256.js';
 import type { Store } from '../store/store.js';
 import { git, gitText } from './run-git.js';
 import { commitMessage } from './trailers.js';
-import { isRegularMode, treeEntries } from './tree-entries.js';
+import { outputMode, treeEntries } from './tree-entries.js';
 
 export interface CommitJobInput {
   key: string;
@@ -59,11 +57,9 @@ export async function commitJob(store: Store, job: CommitJobInput): Promise<Comm
           { contents: false },
         )
       : new Map<string, null>();
-    const modeOf = (o: CommitJobInput['outputs'][number]) => {
-      const was = before.get(o.path)?.mode;
-      return o.executable ? '100755' : was !== undefined && isRegularMode(was) ? was : '100644';
-    };
-    const entries = job.outputs.map((o, i) => `${modeOf(o)} ${oids[i]}\t${quote(o.path)}\n`).join('');
+    const entries = job.outputs
+      .map((o, i) => `${outputMode(o.executable, before.get(o.path)?.mode)} ${oids[i]}\t${quote(o.path)}\n`)
+      .join('');
     await git(root, ['update-index', '--index-info'], { env, input: entries });
     const tree = await gitText(root, ['write-tree'], { env });
     if (parent && tree === (await gitText(root, ['rev-parse', `${parent}^{tree}`])))
@@ -90,32 +86,4 @@ export async function commitJob(store: Store, job: CommitJobInput): Promise<Comm
     rmSync(index, { force: true });
     rmSync(`${index}.lock`, { force: true });
   }
-}
-
-/**
- * The first input of `job` that HEAD does not hold as the job was minted (absent where it creates a file),
- * or null. The merge gate refuses a generated commit whose parent differs so (a receipt belongs to the
- * history it was made for), so `apply --commit` checks this before it writes anything.
- */
-export async function inputStaleAtHead(
-  root: string,
-  job: Pick<Job, 'inputs'>,
-): Promise<{ path: string; minted: string | null; head: string | null } | null> {
-  const head = await git(root, ['rev-parse', '-q', '--verify', 'HEAD^{commit}'], { okCodes: [1] });
-  const parent = head.code === 0 ? head.stdout.toString('utf8').trim() : null;
-  const at = parent
-    ? await treeEntries(
-        root,
-        parent,
-        job.inputs.map((i) => i.path),
-        { contents: true },
-      )
-    : new Map<string, null>();
-  for (const input of job.inputs) {
-    const e = at.get(input.path) ?? null;
-    const now = e?.bytes === undefined ? null : sha256Hex(e.bytes);
-    if (now !== input.sha256 || (e !== null && e.bytes === undefined))
-      return { path: input.path, minted: input.sha256, head: now };
-  }
-  return null;
 }

@@ -16,6 +16,12 @@ export function isRegularMode(mode: string): boolean {
   return mode === '100644' || mode === '100755';
 }
 
+/** The mode a generated commit gives an output: 100755 when its receipt says executable, else the mode its parent had there (a regular file), else 100644. */
+export function outputMode(executable: boolean | undefined, before: string | undefined): string {
+  if (executable) return '100755';
+  return before !== undefined && isRegularMode(before) ? before : '100644';
+}
+
 function parentDir(path: string): string {
   const slash = path.lastIndexOf('/');
   return slash < 0 ? '' : path.slice(0, slash);

@@ -3,7 +3,7 @@
 import { symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isRegularMode, treeEntries } from '../../src/git/tree-entries.js';
+import { isRegularMode, outputMode, treeEntries } from '../../src/git/tree-entries.js';
 import { tempGitRepo } from './git-repo.js';
 
 describe('treeEntries', () => {
@@ -53,5 +53,18 @@ describe('isRegularMode', () => {
     ['160000', false],
   ])('%s → %s', (mode, regular) => {
     expect(isRegularMode(mode)).toBe(regular);
+  });
+});
+
+describe('outputMode', () => {
+  it.each([
+    { executable: true, before: undefined, mode: '100755' },
+    { executable: true, before: '100644', mode: '100755' },
+    { executable: undefined, before: '100755', mode: '100755' },
+    { executable: undefined, before: '100644', mode: '100644' },
+    { executable: undefined, before: undefined, mode: '100644' },
+    { executable: false, before: '120000', mode: '100644' },
+  ])('executable $executable, before $before → $mode', ({ executable, before, mode }) => {
+    expect(outputMode(executable, before)).toBe(mode);
   });
 });
