@@ -287,6 +287,25 @@ describe('genjob hook install', () => {
     expect(readFileSync(hook, 'utf8')).toBe(merged);
   });
 
+  it('lets a new branch of generated commits through the pre-push hook before genjob push ran (apply --commit recorded the material)', async () => {
+    const { env, bare, clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    expect((await cli(x, ['hook', 'install'])).exitCode).toBe(0);
+    await git(x, ['checkout', '-q', '-b', 'topic'], env);
+    const [key] = fakeReceived(x, 1, 'hooked');
+    const apply = await cli(x, ['apply', '--all', '--commit']);
+    expect(apply.exitCode, apply.stderr).toBe(0);
+    expect(await git(x, ['rev-parse', `refs/genjob/keys/${key}`], env)).toMatch(/^[0-9a-f]{40}$/);
+    const push = await execa('git', ['push', 'origin', 'topic'], {
+      cwd: x,
+      env: { ...env, XDG_CACHE_HOME: join(x, '..', 'cache') },
+      reject: false,
+    });
+    expect(push.exitCode, String(push.stderr)).toBe(0);
+    expect(`${push.stdout}${push.stderr}`).toContain(`ok: job ${key!.slice(0, 12)}, exactly its 1 output(s)`);
+    expect(await git(bare, ['rev-parse', 'topic'], env)).toBe(await git(x, ['rev-parse', 'HEAD'], env));
+  });
+
   it('writes a pre-push hook that stops a push of a generated commit without its receipt, and lets people push', async () => {
     const { env, bare, clones, cli } = await remoteAndClones(['x']);
     const x = clones.x!;
