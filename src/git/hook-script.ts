@@ -1,7 +1,7 @@
 // The hooks `genjob hook install` writes. Both run the merge gate with this very CLI (absolute paths:
 // hooks are per clone, never committed). pre-push: pull the remote's material, then check the commits
 // each pushed ref adds (a new branch: every commit not on the remote yet, under the policy of where it
-// leaves the remote's history). pre-merge-commit: check the commits a merge brings in, HEAD..MERGE_HEAD.
+// leaves the remote's history). pre-merge-commit: check the commits a merge brings in, under HEAD's policy.
 // The last line is the sha256 of every byte above it: a hook is genjob's, to rewrite, only while its
 // bytes are exactly what genjob wrote; a hand-merged check breaks the sum and is never lost silently.
 import { sha256Hex } from '../core/sha256.js';
@@ -23,7 +23,17 @@ function body(name: HookName, node: string, cli: string): string {
     `genjob() { ${shQuote(node)} ${shQuote(cli)} "$@"; }`,
   ];
   if (name === 'pre-merge-commit')
-    return [...head, 'genjob verify --commits "HEAD..MERGE_HEAD"', ''].join('\n');
+    return [
+      ...head,
+      '# git names the commits being merged in GITHEAD_<id> variables (MERGE_HEAD is written only after this hook)',
+      "heads=$(env | sed -n 's/^GITHEAD_\\([0-9a-f]\\{40,64\\}\\)=.*/\\1/p' | tr '\\n' ' ')",
+      '[ -n "$heads" ] || heads=$(git rev-parse -q --verify MERGE_HEAD) || {',
+      "  echo 'genjob hook: cannot tell which commits this merge brings in; not merging (git merge --no-verify skips the gate)' >&2",
+      '  exit 1',
+      '}',
+      'genjob verify --commits "$heads --not HEAD" --trust-ref HEAD',
+      '',
+    ].join('\n');
   return [
     ...head,
     'remote="$1"',

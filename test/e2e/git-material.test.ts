@@ -306,6 +306,41 @@ describe('genjob hook install', () => {
     expect(await git(bare, ['rev-parse', 'topic'], env)).toBe(await git(x, ['rev-parse', 'HEAD'], env));
   });
 
+  it('writes a pre-merge-commit hook that stops a merge bringing in a generated commit without its receipt, and lets people merge', async () => {
+    const { env, clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    expect((await cli(x, ['hook', 'install', '--pre-merge-commit'])).exitCode).toBe(0);
+    const merge = (branch: string) =>
+      execa('git', ['merge', '--no-ff', '-m', `merge ${branch}`, branch], {
+        cwd: x,
+        env: { ...env, XDG_CACHE_HOME: join(x, '..', 'cache') },
+        reject: false,
+      });
+    const branch = async (name: string, file: string, message: string) => {
+      await git(x, ['checkout', '-q', '-b', name, 'main'], env);
+      writeFileSync(join(x, file), `${name}\n`);
+      await git(x, ['add', file], env);
+      await git(x, ['commit', '-qm', message], env);
+      await git(x, ['checkout', '-q', 'main'], env);
+    };
+    await branch('people', 'people.txt', 'a person wrote this');
+    await branch(
+      'forged',
+      'forged.txt',
+      `generated\n\nGenjob-Key: ${'b'.repeat(64)}\nGenjob-Receipt: sha256:${'c'.repeat(64)}`,
+    );
+    const before = await git(x, ['rev-parse', 'HEAD'], env);
+    const refused = await merge('forged');
+    expect(refused.exitCode).not.toBe(0);
+    expect(String(refused.stderr)).toContain('genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ');
+    expect(await git(x, ['rev-parse', 'HEAD'], env)).toBe(before);
+    await git(x, ['merge', '--abort'], env).catch(() => '');
+    await git(x, ['reset', '-q', '--hard', before], env);
+    const merged = await merge('people');
+    expect(merged.exitCode, String(merged.stderr)).toBe(0);
+    expect(await git(x, ['rev-parse', 'HEAD^2'], env)).toBe(await git(x, ['rev-parse', 'people'], env));
+  });
+
   it('writes a pre-push hook that stops a push of a generated commit without its receipt, and lets people push', async () => {
     const { env, bare, clones, cli } = await remoteAndClones(['x']);
     const x = clones.x!;

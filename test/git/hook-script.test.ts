@@ -32,7 +32,7 @@ describe('isGenjobHook', () => {
     expect(hook).toMatch(/\n# genjob hook sha256:[0-9a-f]{64}\n$/);
     expect(hook).toContain('--trust-ref "$base"');
     expect(hookScript('pre-merge-commit', '/n', '/c')).toContain(
-      'genjob verify --commits "HEAD..MERGE_HEAD"\n',
+      'genjob verify --commits "$heads --not HEAD" --trust-ref HEAD\n',
     );
   });
 });
