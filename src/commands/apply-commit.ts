@@ -59,12 +59,16 @@ export async function commitVerified(
     : { line: '  nothing to commit: HEAD already holds these bytes' };
 }
 
-/** Build refs/genjob/keys/<key> from .gen/ (as `genjob push` would): this clone's own material for its gate. */
+/**
+ * Build refs/genjob/keys/<key> and the key's refs/genjob/checks/ from .gen/ (as `genjob push` would): this
+ * clone's own material and check records for its gate, which reads refs only.
+ */
 async function recordMaterial(store: Store, key: string): Promise<void> {
   const { readMaterial, readPushable } = await import('../git/local-material.js');
   const { buildMaterial } = await import('../git/build-material.js');
   const p = readPushable(store, { key, state: 'applied' });
   if (p !== undefined) await buildMaterial(store.root, [readMaterial(store, p)]);
+  await (await import('../check/check-refs.js')).recordCheckRefs(store, [key]);
 }
 
 export interface AppliedCommit {

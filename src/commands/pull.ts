@@ -1,5 +1,6 @@
-// genjob pull [REMOTE]: fetch the remote's refs/genjob/keys/* into refs/genjob-pulled/keys/* for the merge
-// gate, and check each key's material as hostile input (src/git/read-material.ts). Pulled material serves
+// genjob pull [REMOTE]: fetch the remote's refs/genjob/keys/* and refs/genjob/checks/* into
+// refs/genjob-pulled/<kind>/* for the merge gate, and check each key's material and each check record as
+// hostile input (src/git/read-material.ts, src/check/check-refs.ts). Pulled material serves
 // verification only: nothing enters .gen/, so no pulled job is ever in the set that `apply --all`,
 // `status` or `work` act on, and a job gc pruned here cannot come back. A ref that cannot be used is
 // named on stderr and skipped (exit 0): only a gate that needs that key fails, saying why.
@@ -8,7 +9,6 @@ import { findRoot } from '../cli/root.js';
 import { KEY_REFS, PULLED_REFS } from '../git/material-refs.js';
 import { defaultRemote } from '../git/push-material.js';
 import { fetchKeyRefs, type PulledRef, readPulled } from '../git/read-material.js';
-import { Store } from '../store/store.js';
 
 export interface PullOptions extends CommonOptions {
   remote?: string;
@@ -32,20 +32,15 @@ export async function pull(o: PullOptions): Promise<CommandResult> {
     if (outcome.ok) keys.push(outcome.material.key);
     else refused.push({ ref: theirs(outcome.ref), rule: outcome.rule });
   }
-  // check records: refs/genjob/checks/<key>/<sha256>, each checked before it is stored
-  const { pullCheckRecords } = await import('../check/check-refs.js');
-  const { checkKeys } = await import('../check/check-trust.js');
-  const checks = await pullCheckRecords(new Store(root), remote, checkKeys(root));
+  // check records, mirrored by the same fetch: read here only to name the refs a gate could not use
+  const { PULLED_CHECK_REFS, recordsUnder } = await import('../check/check-refs.js');
+  const checks = await recordsUnder(root, PULLED_CHECK_REFS);
   refused.push(...checks.refused);
-  const checkSummary =
-    checks.imported + checks.present + checks.unsigned > 0
-      ? `; ${checks.imported} check record(s) imported, ${checks.present} already here${checks.unsigned > 0 ? `, ${checks.unsigned} not signed by a key pinned for checks` : ''}`
-      : '';
-  const checkJson = { imported: checks.imported, present: checks.present, unsigned: checks.unsigned };
-  const summary = `${keys.length} key(s) of verification material from ${remote}${refused.length > 0 ? `, ${refused.length} ref(s) skipped` : ''}${checkSummary}`;
+  const checkRecords = checks.records.map((r) => ({ key: r.key, checker: r.checker, digest: r.digest }));
+  const summary = `${keys.length} key(s) of verification material from ${remote}${checkRecords.length > 0 ? `, ${checkRecords.length} check record(s)` : ''}${refused.length > 0 ? `, ${refused.length} ref(s) skipped` : ''}`;
   return {
     human: summary,
-    json: { ok: true, remote, keys, refused, checks: checkJson },
+    json: { ok: true, remote, keys, checks: checkRecords, refused },
     ...(refused.length > 0
       ? {
           stderr: refused

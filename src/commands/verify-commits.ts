@@ -4,23 +4,25 @@
 // (src/git/gate-policy.ts). One line per judged commit; in text mode the first failure stops the walk,
 // its line goes to stderr (exit 3) after the lines of the commits that passed. With --json every commit
 // is checked and all failures are listed, still exit 3.
+
+import { CONFIG_FILE } from '../cli/config-file.js';
 import type { CommandResult } from '../cli/result.js';
 import { findRoot } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { type CommitCheck, checkCommits } from '../git/commit-gate.js';
 import { baseTrustPolicy, POLICY_FILES } from '../git/gate-policy.js';
-import { Store } from '../store/store.js';
 import type { VerifyOptions } from './verify.js';
 
 /** The line of a commit that passed, with the check records it passed on. */
 function line(
   c: CommitCheck,
   policyFrom: string,
+  policyFiles: readonly string[],
   records?: ReadonlyArray<{ name: string; digest: string }>,
 ): string {
   const changes = c.changes_policy
-    ? `; changes ${POLICY_FILES.join(', ')} (this gate used ${policyFrom})`
+    ? `; changes ${policyFiles.join(' or ')} (this gate used ${policyFrom})`
     : '';
   if (c.key === null) return `${c.commit.slice(0, 12)} ok: no Genjob-Key${changes}`;
   const checks = (records ?? []).map((p) => `, ${p.name} passed (record ${p.digest.slice(0, 12)})`).join('');
@@ -31,30 +33,31 @@ export async function verifyCommits(o: VerifyOptions & { commits: string }): Pro
   if (o.key !== undefined || o.all)
     throw new UsageError('EGJ_USAGE', 'give --commits RANGE, or a key, or --all');
   const root = findRoot(o.root);
-  const { policy, where } = await baseTrustPolicy(root, o.commits, {
+  const { policy, checkKeys, source, where } = await baseTrustPolicy(root, o.commits, {
     ...(o.trustRef !== undefined ? { trustRef: o.trustRef } : {}),
     ...(o.trustFile !== undefined ? { trustFile: o.trustFile } : {}),
     requireSignature: o.requireSignature === true,
   });
+  // the checkers --require-check names are read from the base's config: it is policy too
+  const policyFiles = o.requireCheck?.length ? [...POLICY_FILES, CONFIG_FILE] : POLICY_FILES;
   const checks = await checkCommits(root, {
     range: o.commits,
+    policyFiles,
     requireGenjob: o.requireGenjob,
     policy,
     stopAtFirst: !o.json,
   });
   const records = o.requireCheck?.length
-    ? await (await import('../check/commit-check.js')).requireCommitChecks(
-        new Store(root),
-        o.commits,
-        checks,
-        o.requireCheck,
-      )
+    ? await (await import('../check/commit-check.js')).requireCommitChecks(root, checks, o.requireCheck, {
+        source,
+        trusted: checkKeys,
+      })
     : undefined;
   const failures = checks.filter((c) => !c.ok);
   const first = failures[0];
   // in text mode the walk ends at the first failure: the lines of the commits before it
   const shown = first && !o.json ? checks.slice(0, checks.indexOf(first)) : checks.filter((c) => c.ok);
-  const passed = shown.map((c) => line(c, where, records?.get(c.commit)));
+  const passed = shown.map((c) => line(c, where, policyFiles, records?.get(c.commit)));
   const human =
     checks.length === 0
       ? `no generated commits in ${o.commits} (none carries a Genjob-Key trailer)`

@@ -30,6 +30,8 @@ export interface CommitCheck {
   message?: string;
   outputs?: number;
   signer?: string | null;
+  /** The sha256 of the receipt the commit was verified against (a generated commit that passed). */
+  receipt?: string;
   /** The commit changes a policy file (genjob-trust.json): reported, never used by this gate. */
   changes_policy?: true;
 }
@@ -56,6 +58,8 @@ export interface GateOptions {
   range: string;
   requireGenjob?: readonly string[];
   policy: ReceiptTrustPolicy;
+  /** The policy files this gate reads from outside the range (default POLICY_FILES): a commit changing one is reported. */
+  policyFiles?: readonly string[];
   /** Stop at the first failure (false: check every commit, for --json). */
   stopAtFirst: boolean;
 }
@@ -87,14 +91,15 @@ export async function checkCommits(root: string, o: GateOptions): Promise<Commit
     return new Set(r.stdout.toString('utf8').split('\n'));
   };
   const genDir = await touching([GEN_DIR]);
-  const policy = await touching(POLICY_FILES.map((f) => `:(literal)${f}`));
+  const policyFiles = o.policyFiles ?? POLICY_FILES;
+  const policy = await touching(policyFiles.map((f) => `:(literal)${f}`));
   const protectedCommits = protect.length > 0 ? await touching(protect) : new Set<string>();
   const material = await loadKeyMaterial(root, new Set(commits.flatMap((c) => c.keys)));
   const checks: CommitCheck[] = [];
   for (const c of commits) {
     const own: OwnChanges =
       c.parents.length > 1
-        ? await mergeOwnChanges(root, c, protect)
+        ? await mergeOwnChanges(root, c, protect, policyFiles)
         : {
             genDir: genDir.has(c.commit),
             policy: policy.has(c.commit),
@@ -102,7 +107,7 @@ export async function checkCommits(root: string, o: GateOptions): Promise<Commit
           };
     let check: CommitCheck | null;
     try {
-      check = await checkOne(root, c, own, { ...o, material, requireGenjob: protect });
+      check = await checkOne(root, c, own, { ...o, material, requireGenjob: protect, policyFiles });
     } catch (err) {
       if (!(err instanceof GateFailure)) throw err;
       check = { commit: c.commit, key: c.keys[0] ?? null, ok: false, code: err.code, message: err.message };
@@ -119,6 +124,7 @@ async function mergeOwnChanges(
   root: string,
   c: CommitTrailers,
   protect: readonly string[],
+  policyFiles: readonly string[],
 ): Promise<OwnChanges> {
   const auto = await automaticMergeTree(root, c.parents);
   return {
@@ -127,7 +133,7 @@ async function mergeOwnChanges(
       root,
       auto,
       c.commit,
-      POLICY_FILES.map((f) => `:(literal)${f}`),
+      policyFiles.map((f) => `:(literal)${f}`),
     ),
     protected: protect.length > 0 && (await changesPaths(root, auto, c.commit, protect)),
   };
@@ -136,6 +142,7 @@ async function mergeOwnChanges(
 interface JudgeContext {
   policy: ReceiptTrustPolicy;
   requireGenjob: readonly string[];
+  policyFiles: readonly string[];
   material: ReadonlyMap<string, ReadOutcome[]>;
 }
 
@@ -157,7 +164,7 @@ async function checkOne(
   if (own.policy && o.requireGenjob.length > 0)
     fail(
       'EGJ_COMMIT_POLICY_CHANGE',
-      `changes ${POLICY_FILES.join(', ')} but has no Genjob-Key trailer; under --require-genjob a policy change passes only as a generated commit verified under the policy of the range's base`,
+      `changes ${o.policyFiles.join(' or ')} but has no Genjob-Key trailer; under --require-genjob a policy change passes only as a generated commit verified under the policy of the range's base`,
     );
   if (own.protected)
     fail(
@@ -195,7 +202,14 @@ async function checkGenerated(root: string, c: CommitTrailers, o: JudgeContext):
     );
   const base = await checkBase(root, c, v.job);
   await checkChanges(root, c, v.receipt.outputs, base);
-  return { commit: c.commit, key, ok: true, outputs: v.receipt.outputs.length, signer: v.signer };
+  return {
+    commit: c.commit,
+    key,
+    ok: true,
+    outputs: v.receipt.outputs.length,
+    signer: v.signer,
+    receipt: v.receiptSha256,
+  };
 }
 
 /** The key's material that passes every verify rule: the one whose receipt the trailer names, else the first. */

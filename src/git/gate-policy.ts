@@ -5,8 +5,8 @@
 // single base (several revisions, --not) needs one of the flags: guessing a base could pick the branch.
 import { readFileSync } from 'node:fs';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
-import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
-import { parseTrust, TRUST_FILE, trustPolicyOf } from '../trust/trust-file.js';
+import type { ReceiptTrustPolicy, TrustedKey } from '../core/receipt-envelope.js';
+import { parseTrust, TRUST_FILE, type TrustEntry, trustedFor, trustPolicyOf } from '../trust/trust-file.js';
 import { catFile } from './cat-file.js';
 import { git, gitText } from './run-git.js';
 import { isRegularMode, treeEntries } from './tree-entries.js';
@@ -123,12 +123,27 @@ export async function readPolicyFile(
   return { bytes: blob!.content!, where };
 }
 
+/** What the gate trusts: the keys pinned for receipts (as a policy) and those pinned for check records. */
+export interface GateTrust {
+  policy: ReceiptTrustPolicy;
+  checkKeys: TrustedKey[];
+  where: string;
+}
+
+function gateTrustOf(entries: readonly TrustEntry[], where: string, requireSignature?: boolean): GateTrust {
+  return {
+    policy: trustPolicyOf(entries, { requireSignature }),
+    checkKeys: trustedFor(entries, 'checks'),
+    where,
+  };
+}
+
 /** The trust policy the gate uses: --trust-file's, else the source commit's genjob-trust.json (none there: no pinned key). */
 export async function gateTrustPolicy(
   root: string,
   source: PolicySource,
   options: { requireSignature?: boolean } = {},
-): Promise<{ policy: ReceiptTrustPolicy; where: string }> {
+): Promise<GateTrust> {
   if (source.trustFile !== null) {
     let bytes: Buffer;
     try {
@@ -138,15 +153,12 @@ export async function gateTrustPolicy(
         throw new UsageError('EGJ_USAGE', `--trust-file ${source.trustFile}: no such file`);
       throw IoError.wrap('read', source.trustFile, err);
     }
-    return {
-      policy: trustPolicyOf(parseTrust(bytes, source.trustFile), options),
-      where: source.trustFile,
-    };
+    return gateTrustOf(parseTrust(bytes, source.trustFile), source.trustFile, options.requireSignature);
   }
   const file = await readPolicyFile(root, source, TRUST_FILE, 'EGJ_TRUST_FILE');
   if (file === undefined)
-    return { policy: trustPolicyOf([], options), where: `${source.label} (no ${TRUST_FILE})` };
-  return { policy: trustPolicyOf(parseTrust(file.bytes, file.where), options), where: file.where };
+    return gateTrustOf([], `${source.label} (no ${TRUST_FILE})`, options.requireSignature);
+  return gateTrustOf(parseTrust(file.bytes, file.where), file.where, options.requireSignature);
 }
 
 /** The base trust policy of `range` in one call (the flags, then the base): what any gate over a range uses. */
@@ -154,8 +166,7 @@ export async function baseTrustPolicy(
   root: string,
   range: string,
   flags: PolicyFlags & { requireSignature?: boolean },
-): Promise<{ policy: ReceiptTrustPolicy; source: PolicySource; where: string }> {
+): Promise<GateTrust & { source: PolicySource }> {
   const source = await gatePolicySource(root, range, flags);
-  const { policy, where } = await gateTrustPolicy(root, source, { requireSignature: flags.requireSignature });
-  return { policy, source, where };
+  return { ...(await gateTrustPolicy(root, source, { requireSignature: flags.requireSignature })), source };
 }

@@ -11,10 +11,15 @@ export const PULLED_REFS = 'refs/genjob-pulled/keys/';
  * The kinds of material pull mirrors, one namespace each: refs/genjob/<kind>/* on the remote into
  * refs/genjob-pulled/<kind>/* here (forced and pruned: a copy of the remote, never pushed back).
  */
-export const PULLED_KINDS: readonly string[] = ['keys'];
+export const PULLED_KINDS: readonly string[] = ['keys', 'checks'];
 
 export function pulledRefspec(kind: string): string {
-  return `+refs/genjob/${kind}/*:refs/genjob-pulled/${kind}/*`;
+  return `+refs/genjob/${kind}/*:${pulledRefs(kind)}*`;
+}
+
+/** The namespace pull mirrors the remote's refs/genjob/<kind>/ into. */
+export function pulledRefs(kind: string): string {
+  return `refs/genjob-pulled/${kind}/`;
 }
 
 export const JOB_ENTRY = 'job.json';

@@ -47,7 +47,7 @@ export type ReadOutcome =
   | { ok: true; material: PulledMaterial }
   | { ok: false; key: string; ref: string; rule: string };
 
-/** Mirror the remote's refs/genjob/<kind>/* into refs/genjob-pulled/<kind>/* (forced, pruned); the key refs. */
+/** Mirror the remote's refs/genjob/<kind>/* into refs/genjob-pulled/<kind>/* (forced, pruned), every kind in one fetch; returns the key refs. */
 export async function fetchKeyRefs(root: string, remote: string): Promise<PulledRef[]> {
   await git(root, [
     'fetch',
@@ -59,7 +59,7 @@ export async function fetchKeyRefs(root: string, remote: string): Promise<Pulled
     remote,
     ...PULLED_KINDS.map(pulledRefspec),
   ]);
-  return listKeyRefs(root, 'refs/genjob-pulled/', PULLED_REFS);
+  return listKeyRefs(root, PULLED_REFS, PULLED_REFS);
 }
 
 /** The refs under `under`, each with the key it names as `keys`<key> (null for any other name). */
