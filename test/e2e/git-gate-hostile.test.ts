@@ -17,8 +17,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useSshd } from '../helpers/sshd.js';
-import { FILE_TRANSPORT, git, gitEnv, sshTransport, type Transport } from './git-helpers.js';
-import { DEMO_GENERATOR, FIXTURE, runCli, TIMEOUT_INSTRUCTION } from './helpers.js';
+import { FILE_TRANSPORT, git, gitEnv, sshTransport, type Transport, worldCli } from './git-helpers.js';
+import { DEMO_GENERATOR, FIXTURE, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 const sshd = useSshd();
 const PROTECT = ['--require-genjob', 'src/'];
@@ -39,14 +39,7 @@ interface World {
   commits: { timeout: string; fix: string; readme: string; script: string; trust: string };
 }
 
-function cli(
-  w: Pick<World, 'base' | 'env'>,
-  cwd: string,
-  args: readonly string[],
-  env: Record<string, string> = {},
-) {
-  return runCli(args, { cwd, env: { ...w.env, XDG_CACHE_HOME: join(w.base, 'cache'), ...env } });
-}
+const cli = worldCli;
 
 async function ok(p: ReturnType<typeof cli>) {
   const r = await p;
