@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useSshd } from '../helpers/sshd.js';
-import { FILE_TRANSPORT, git, gitEnv, sshTransport, type Transport, worldCli } from './git-helpers.js';
+import { worldCli as cli, FILE_TRANSPORT, git, gitEnv, sshTransport, type Transport } from './git-helpers.js';
 import { DEMO_GENERATOR, FIXTURE, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 const sshd = useSshd();
@@ -38,8 +38,6 @@ interface World {
   /** main: the generated timeout commit, then the security fix. feature: readme, script, trust. */
   commits: { timeout: string; fix: string; readme: string; script: string; trust: string };
 }
-
-const cli = worldCli;
 
 async function ok(p: ReturnType<typeof cli>) {
   const r = await p;

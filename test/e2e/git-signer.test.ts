@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../bench/fixtures.mjs';
-import { cloneBranch, git, gitEnv, worldCli } from './git-helpers.js';
+import { worldCli as cli, cloneBranch, git, gitEnv } from './git-helpers.js';
 import { DEMO_GENERATOR, FIXTURE, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 const SIGNER = 'ci-host';
@@ -21,8 +21,6 @@ interface World {
   key: string;
   commit: string;
 }
-
-const cli = worldCli;
 
 async function setup(): Promise<World> {
   const base = mkdtempSync(join(tmpdir(), 'gj-signer-'));

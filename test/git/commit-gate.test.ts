@@ -89,7 +89,12 @@ const trailers = (r: Received, signer: string | null = null) =>
 const gate = (
   repo: Repo,
   range: string,
-  over: { policy?: ReceiptTrustPolicy; stopAtFirst?: boolean; requireGenjob?: string[] } = {},
+  over: {
+    policy?: ReceiptTrustPolicy;
+    stopAtFirst?: boolean;
+    requireGenjob?: string[];
+    policyFiles?: string[];
+  } = {},
 ) => checkCommits(repo.root, { range, policy: NO_TRUST, stopAtFirst: false, ...over });
 
 let repo: Repo;
@@ -128,7 +133,7 @@ describe('checkCommits passes', () => {
     const c = repo.commit(trailers(gen), { 'src/a.py': NEW });
     expect(person).not.toBe(c);
     expect(await gate(repo, `${base}..HEAD`)).toEqual([
-      { commit: c, key: gen.job.key, ok: true, outputs: 1, signer: null },
+      { commit: c, key: gen.job.key, ok: true, outputs: 1, receipt: gen.receiptSha256, signer: null },
     ]);
   });
 
@@ -137,7 +142,7 @@ describe('checkCommits passes', () => {
     const r = await receive(fresh, 'Make b', { 'b.txt': 'b\n' }, { at: 'nothing' });
     const c = fresh.commit(trailers(r), { 'b.txt': 'b\n' });
     expect(await gate(fresh, 'HEAD')).toEqual([
-      { commit: c, key: r.job.key, ok: true, outputs: 1, signer: null },
+      { commit: c, key: r.job.key, ok: true, outputs: 1, receipt: r.receiptSha256, signer: null },
     ]);
   });
 
@@ -161,7 +166,7 @@ describe('checkCommits passes', () => {
     const both = await receive(repo, 'Touch two', { 'src/a.py': NEW, 'src/c.py': 'c\n' });
     const c = repo.commit(trailers(both), { 'src/a.py': NEW });
     expect(await gate(repo, `${from}..HEAD`)).toEqual([
-      { commit: c, key: both.job.key, ok: true, outputs: 2, signer: null },
+      { commit: c, key: both.job.key, ok: true, outputs: 2, receipt: both.receiptSha256, signer: null },
     ]);
   });
 
@@ -176,7 +181,14 @@ describe('checkCommits passes', () => {
     const c = repo.commit(trailers(signed, 'ci-host'), { 'src/s.py': 's\n' });
     const policy = { trusted: [{ name: 'ci-host', publicKey: host.publicKey }], requireSignature: false };
     expect(await gate(repo, `${base}..HEAD`, { policy })).toEqual([
-      { commit: c, key: signed.job.key, ok: true, outputs: 1, signer: 'ci-host' },
+      {
+        commit: c,
+        key: signed.job.key,
+        ok: true,
+        outputs: 1,
+        receipt: signed.receiptSha256,
+        signer: 'ci-host',
+      },
     ]);
   });
 
@@ -184,7 +196,7 @@ describe('checkCommits passes', () => {
     const pulled = await receive(repo, 'From a teammate', { 'src/t.py': 't\n' }, { where: 'pulled' });
     const c = repo.commit(trailers(pulled), { 'src/t.py': 't\n' });
     expect(await gate(repo, `${base}..HEAD`)).toEqual([
-      { commit: c, key: pulled.job.key, ok: true, outputs: 1, signer: null },
+      { commit: c, key: pulled.job.key, ok: true, outputs: 1, receipt: pulled.receiptSha256, signer: null },
     ]);
   });
 
@@ -213,10 +225,10 @@ describe('checkCommits passes', () => {
     // the side branch's own commit touches src/ too: it is in the range, and a person's
     expect(await gate(repo, `${base}..HEAD`, { requireGenjob: ['src/'] })).toEqual([
       expect.objectContaining({ key: null, ok: false, code: 'EGJ_COMMIT_NOT_GENERATED' }),
-      { commit: c, key: gen.job.key, ok: true, outputs: 1, signer: null },
+      { commit: c, key: gen.job.key, ok: true, outputs: 1, receipt: gen.receiptSha256, signer: null },
     ]);
     expect(await gate(repo, 'side..HEAD', { requireGenjob: ['src/'] })).toEqual([
-      { commit: c, key: gen.job.key, ok: true, outputs: 1, signer: null },
+      { commit: c, key: gen.job.key, ok: true, outputs: 1, receipt: gen.receiptSha256, signer: null },
     ]);
   });
 
@@ -239,7 +251,15 @@ describe('checkCommits passes', () => {
     });
     const c = repo.commit(trailers(t), { 'genjob-trust.json': '{"schema":"genjob/trust@1","keys":[]}\n' });
     expect(await gate(repo, `${base}..HEAD`, { requireGenjob: ['src/'] })).toEqual([
-      { commit: c, key: t.job.key, ok: true, outputs: 1, signer: null, changes_policy: true },
+      {
+        commit: c,
+        key: t.job.key,
+        ok: true,
+        outputs: 1,
+        receipt: t.receiptSha256,
+        signer: null,
+        changes_policy: true,
+      },
     ]);
   });
 
@@ -352,6 +372,19 @@ describe('checkCommits refuses', () => {
       message:
         "changes genjob-trust.json but has no Genjob-Key trailer; under --require-genjob a policy change passes only as a generated commit verified under the policy of the range's base",
     });
+  });
+
+  it('a person’s commit that changes another policy file the gate reads (the checkers), under --require-genjob', async () => {
+    repo.commit('tests: true', { 'genjob.config.json': '{"checkers":{"tests":{"run":"true"}}}\n' });
+    const policyFiles = ['genjob-trust.json', 'genjob.config.json'];
+    expect(await failure(`${base}..HEAD`, { requireGenjob: ['src/'], policyFiles })).toEqual({
+      key: null,
+      code: 'EGJ_COMMIT_POLICY_CHANGE',
+      message:
+        "changes genjob-trust.json or genjob.config.json but has no Genjob-Key trailer; under --require-genjob a policy change passes only as a generated commit verified under the policy of the range's base",
+    });
+    // a gate that reads no checkers has no policy in that file
+    expect(await gate(repo, `${base}..HEAD`, { requireGenjob: ['src/'] })).toEqual([]);
   });
 
   it('a merge that changes the trust policy beyond the automatic merge, under --require-genjob', async () => {
