@@ -30,6 +30,12 @@ const guarded = [
   'src/verify/require-sandbox.ts',
   'src/git/commit-gate.ts',
   'src/git/read-material.ts',
+  // the merge gate's judging since 0.3.0: its policy source, its material, merges, tree entries
+  'src/git/gate-policy.ts',
+  'src/git/gate-material.ts',
+  'src/git/automatic-merge.ts',
+  'src/git/tree-entries.ts',
+  'src/git/minted-base.ts',
   'src/core/plane.ts',
   // checks: what decides a verdict, whether a record is current, and what the gate lets through
   'src/check/verdict.ts',

@@ -46,7 +46,7 @@ export interface VerifiedApply {
   receiptSha256: string;
   epoch: number;
   /** Verified outputs: each an allowed path whose bytes at out/<key>/<path> hash to sha256. */
-  outputs: Array<{ path: string; sha256: string; bytes: number }>;
+  outputs: Array<{ path: string; sha256: string; bytes: number; executable?: true }>;
 }
 
 export type ApplyOutcome =

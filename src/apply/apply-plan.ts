@@ -2,6 +2,7 @@
 // list of writes, or the verdict that the job is stale (verify rule 6, docs/exit-codes.md). Every input is checked,
 // not only the outputs: a job is applied only to exactly the tree it was minted from, so a user's edit
 // made after minting is never overwritten. Writes are sorted by path; unchanged outputs are dropped.
+// A write keeps the file's mode (a new file: 0644), with the executable bits added when the receipt says so.
 
 import { ConflictError, RejectedError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
@@ -29,7 +30,7 @@ export type ApplyPlan =
 
 export function planApply(
   job: Pick<Job, 'inputs'>,
-  outputs: ReadonlyArray<{ path: string; sha256: string }>,
+  outputs: ReadonlyArray<{ path: string; sha256: string; executable?: true }>,
   current: ReadonlyMap<string, CurrentFile>,
 ): ApplyPlan {
   const minted = new Map<string, string | null>();
@@ -49,12 +50,8 @@ export function planApply(
     const before = minted.get(out.path) ?? null;
     if (before === out.sha256) continue;
     const mode = current.get(out.path)?.mode;
-    writes.push({
-      path: out.path,
-      before,
-      after: out.sha256,
-      mode: mode == null ? NEW_FILE_MODE : mode & 0o777,
-    });
+    const kept = mode == null ? NEW_FILE_MODE : mode & 0o777;
+    writes.push({ path: out.path, before, after: out.sha256, mode: out.executable ? kept | 0o111 : kept });
   }
   // Stryker disable next-line EqualityOperator,ConditionalExpression: paths are unique here (a repeat is refused above), so no tie occurs, and V8's sort reads only whether the result is < 0
   writes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));

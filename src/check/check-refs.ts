@@ -4,21 +4,21 @@
 // The ref is named by the record's digest and the commit is the same on every machine, so two pushers
 // of one record never conflict and a ref is never moved. Pulled records are hostile input: a ref must
 // name a key and a digest, point at a commit holding a record.json blob within the size cap whose bytes
-// hash to that digest and decode as a record of that key; only then is it stored in .gen/checks/.
+// hash to that digest and decode as a record of that key. They stay refs (the gate reads them there):
+// nothing pulled enters .gen/checks/.
 import { GitFailedError } from '../core/errors.js';
-import type { TrustedKey } from '../core/receipt-envelope.js';
 import { sha256Hex } from '../core/sha256.js';
 import { catFile } from '../git/cat-file.js';
-import { MATERIAL_IDENT } from '../git/material-refs.js';
+import { MATERIAL_IDENT, pulledRefs } from '../git/material-refs.js';
 import { git } from '../git/run-git.js';
 import { readdirOrEmpty, readIfExists } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import { decodeRecord, MAX_CHECK_RECORD_BYTES } from './record.js';
-import { CHECKS_DIR, checksDir, recordedCheckers, writeRecord } from './record-store.js';
+import { CHECKS_DIR, checksDir, recordedCheckers } from './record-store.js';
 
 export const CHECK_REFS = 'refs/genjob/checks/';
-/** Where `genjob pull` mirrors the remote's check refs before reading them (outside refs/genjob/ and the key refs' mirror). */
-export const PULLED_CHECK_REFS = 'refs/genjob-pulled-checks/';
+/** Where `genjob pull` mirrors the remote's check refs (material-refs.ts's pulled kinds). */
+export const PULLED_CHECK_REFS = pulledRefs('checks');
 const RECORD_ENTRY = 'record.json';
 const NAME = /^([0-9a-f]{64})\/([0-9a-f]{64})$/;
 
@@ -105,50 +105,49 @@ export async function pushCheckRecords(
   return { created, present };
 }
 
-export interface PulledChecks {
-  imported: number;
-  present: number;
-  /** Refs refused as malformed or hostile, and why. */
-  refused: Array<{ ref: string; rule: string }>;
-  /** Records not taken because no key pinned for checks signed them. */
-  unsigned: number;
+/** One record as a ref holds it: checked to be what the ref's name says, its signature not yet judged. */
+export interface RefRecord {
+  ref: string;
+  key: string;
+  digest: string;
+  checker: string;
+  bytes: Buffer;
 }
 
-/** Fetch the remote's check refs and store each good record not here yet. */
-export async function pullCheckRecords(
-  store: Store,
-  remote: string,
-  trusted: readonly TrustedKey[],
-): Promise<PulledChecks> {
-  const root = store.root;
-  await git(root, [
-    'fetch',
-    '--quiet',
-    '--no-tags',
-    '--prune',
-    '--no-write-fetch-head',
-    '--no-recurse-submodules',
-    remote,
-    `+${CHECK_REFS}*:${PULLED_CHECK_REFS}*`,
-  ]);
-  const out: PulledChecks = { imported: 0, present: 0, refused: [], unsigned: 0 };
+/**
+ * The records under `prefix` (refs/genjob/checks/ or pull's mirror of the remote's), of `keys` only when
+ * given. A ref is used only when it names a key and a digest and points at a commit whose record.json,
+ * within the size cap, hashes to that digest and decodes as a record of that key; any other is refused,
+ * with the rule. Signatures are judged by the reader, under the policy it trusts (none is assumed here).
+ */
+export async function recordsUnder(
+  root: string,
+  prefix: string,
+  keys?: ReadonlySet<string>,
+): Promise<{ records: RefRecord[]; refused: Array<{ ref: string; rule: string }> }> {
+  const refused: Array<{ ref: string; rule: string }> = [];
+  const records: RefRecord[] = [];
   const candidates: Array<{ ref: string; key: string; digest: string; oid: string }> = [];
-  for (const [name, ref] of await refsUnder(root, PULLED_CHECK_REFS)) {
+  for (const [name, ref] of await refsUnder(root, prefix)) {
     const m = NAME.exec(name);
+    // named as the remote names them: that is where someone would look
     const shown = `${CHECK_REFS}${name}`;
-    if (!m) out.refused.push({ ref: shown, rule: 'the ref does not name a key and a record digest' });
+    if (m && keys !== undefined && !keys.has(m[1]!)) continue;
+    if (!m) refused.push({ ref: shown, rule: 'the ref does not name a key and a record digest' });
     else if (ref.type !== 'commit')
-      out.refused.push({ ref: shown, rule: `points at a ${ref.type}, not a commit` });
+      refused.push({ ref: shown, rule: `points at a ${ref.type}, not a commit` });
     else candidates.push({ ref: shown, key: m[1]!, digest: m[2]!, oid: ref.oid });
   }
-  const specs = candidates.map((c) => `${c.oid}:${RECORD_ENTRY}`);
-  const sizes = await catFile(root, specs, { contents: false });
+  const sizes = await catFile(
+    root,
+    candidates.map((c) => `${c.oid}:${RECORD_ENTRY}`),
+    { contents: false },
+  );
   const readable = candidates.filter((c, i) => {
     const s = sizes[i];
-    if (s?.type !== 'blob')
-      out.refused.push({ ref: c.ref, rule: `${RECORD_ENTRY} is missing or not a file` });
+    if (s?.type !== 'blob') refused.push({ ref: c.ref, rule: `${RECORD_ENTRY} is missing or not a file` });
     else if (s.size > MAX_CHECK_RECORD_BYTES)
-      out.refused.push({
+      refused.push({
         ref: c.ref,
         rule: `${RECORD_ENTRY} is ${s.size} bytes, over the cap of ${MAX_CHECK_RECORD_BYTES}`,
       });
@@ -163,26 +162,22 @@ export async function pullCheckRecords(
   for (const [i, c] of readable.entries()) {
     const bytes = blobs[i]?.content ?? Buffer.alloc(0);
     if (sha256Hex(bytes) !== c.digest) {
-      out.refused.push({ ref: c.ref, rule: 'the record does not hash to the digest its ref names' });
+      refused.push({ ref: c.ref, rule: 'the record does not hash to the digest its ref names' });
       continue;
     }
-    let checker: string;
     try {
-      const d = decodeRecord(bytes, c.ref, trusted);
+      const d = decodeRecord(bytes, c.ref, []);
       if (d.facts.key !== c.key)
         throw new Error(`it is a record of another job (${d.facts.key.slice(0, 12)})`);
-      checker = d.facts.checker;
+      records.push({ ref: c.ref, key: c.key, digest: c.digest, checker: d.facts.checker, bytes });
     } catch (err) {
-      if ((err as { code?: string }).code === 'EGJ_CHECK_SIGNATURE') out.unsigned += 1;
-      else out.refused.push({ ref: c.ref, rule: (err as Error).message.replace(`${c.ref}: `, '') });
-      continue;
-    }
-    const there = readIfExists(store, `${checksDir(store, c.key, checker)}/${c.digest}.json`);
-    if (there?.equals(bytes)) out.present += 1;
-    else {
-      writeRecord(store, c.key, checker, bytes);
-      out.imported += 1;
+      refused.push({ ref: c.ref, rule: (err as Error).message.replace(`${c.ref}: `, '') });
     }
   }
-  return out;
+  return { records, refused };
+}
+
+/** Make this clone's refs/genjob/checks/ refs of `keys` from its own records (as push does), for its own gate. */
+export async function recordCheckRefs(store: Store, keys: readonly string[]): Promise<void> {
+  await buildRefs(store.root, localRecords(store, keys));
 }

@@ -1,21 +1,20 @@
 // `verify --commits RANGE --require-check NAME`: after the merge gate has held each generated commit to
 // its receipt, each must also have, for every named checker, a current `pass` record made on exactly
-// its tree: the record's receipt digest is the commit's receipt, its `base_tree` the tree of the
-// commit's first parent, its `result_tree` the commit's own tree, and its binding the checker's as
-// the range's base declares it (the branch under review may not redefine a checker) with the pinned
-// files and rubric as the parent holds them. Signed by a key pinned for checks, when one is.
+// its tree: the record's receipt digest is the commit's verified receipt, its `base_tree` the tree of
+// the commit's first parent, its `result_tree` the commit's own tree, and its binding the checker's as
+// the gate's policy commit (the range's base) declares it, with the pinned files and rubric as the
+// parent holds them. Records come from refs only (this clone's refs/genjob/checks/, pull's mirror), and
+// are signed by a key the gate's trust policy pins for checks, when it pins one: the branch under
+// review can neither redefine a checker nor pin its own signer.
+import { CONFIG_FILE } from '../cli/config-file.js';
 import { UsageError } from '../core/errors.js';
 import type { TrustedKey } from '../core/receipt-envelope.js';
-import { sha256Hex } from '../core/sha256.js';
-import { catFile } from '../git/cat-file.js';
-import { rangeArgs } from '../git/commit-gate.js';
+import { type PolicySource, readPolicyFile } from '../git/gate-policy.js';
 import { gitText } from '../git/run-git.js';
-import { readIfExists } from '../store/durable.js';
-import type { Store } from '../store/store.js';
 import { bindingDigest, boundFiles } from './binding.js';
-import { checkKeys } from './check-trust.js';
+import { CHECK_REFS, PULLED_CHECK_REFS, type RefRecord, recordsUnder } from './check-refs.js';
 import { type Checker, parseCheckers } from './checker.js';
-import { listRecords } from './record-store.js';
+import { type CheckFacts, decodeRecord } from './record.js';
 import { type Refusal, refusalOf } from './require-check.js';
 import { newerFirst, staleness } from './staleness.js';
 
@@ -26,33 +25,18 @@ export interface GatedCommit {
   ok: boolean;
   code?: `EGJ_${string}`;
   message?: string;
+  /** The sha256 of the receipt the gate verified the commit against. */
+  receipt?: string;
 }
 
-/** The commit the range is judged from: A of A..B, the merge base of A...B, else the parent of its oldest commit. */
-export async function rangeBase(root: string, range: string): Promise<string> {
-  const two = /^\s*([^\s.][^\s]*?)(\.\.\.?)([^\s.][^\s]*)?\s*$/.exec(range);
-  try {
-    if (two?.[2] === '..') return await gitText(root, ['rev-parse', '--verify', `${two[1]}^{commit}`]);
-    if (two?.[2] === '...') return await gitText(root, ['merge-base', two[1]!, two[3] ?? 'HEAD']);
-    const oldest = (await gitText(root, ['rev-list', '--reverse', ...rangeArgs(range)])).split('\n')[0];
-    return await gitText(root, ['rev-parse', '--verify', `${oldest}^1`]);
-  } catch (err) {
-    throw new UsageError(
-      'EGJ_USAGE',
-      `--require-check: the range ${JSON.stringify(range)} has no base commit to read the checkers from (give A..B)`,
-      { cause: err },
-    );
-  }
-}
-
-/** The checkers `base` declares in its genjob.config.json, the named ones only. */
-async function checkersAt(root: string, base: string, names: readonly string[]): Promise<Checker[]> {
-  const where = `${base.slice(0, 12)}:genjob.config.json`;
-  const [blob] = await catFile(root, [`${base}:genjob.config.json`], { contents: true });
+/** The named checkers as the gate's policy commit declares them in its genjob.config.json. */
+async function checkersAt(root: string, source: PolicySource, names: readonly string[]): Promise<Checker[]> {
+  const file = await readPolicyFile(root, source, CONFIG_FILE, 'EGJ_CONFIG');
+  const where = file?.where ?? `${source.label}: ${CONFIG_FILE}`;
   let raw: { checkers?: Record<string, unknown> } = {};
-  if (blob?.type === 'blob' && blob.content) {
+  if (file !== undefined) {
     try {
-      raw = JSON.parse(blob.content.toString('utf8'));
+      raw = JSON.parse(file.bytes.toString('utf8'));
     } catch (err) {
       throw new UsageError('EGJ_CONFIG', `${where}: not JSON (${(err as Error).message})`);
     }
@@ -69,25 +53,47 @@ async function checkersAt(root: string, base: string, names: readonly string[]):
   });
 }
 
+/** One key's records of one checker, from refs, decoded under the keys pinned for checks. */
+function recordsOf(
+  found: readonly RefRecord[],
+  checker: string,
+  trusted: readonly TrustedKey[],
+): { records: Array<CheckFacts & { digest: string }>; ignored: Array<{ file: string; why: string }> } {
+  const out = {
+    records: [] as Array<CheckFacts & { digest: string }>,
+    ignored: [] as Array<{ file: string; why: string }>,
+  };
+  const seen = new Set<string>();
+  for (const r of found) {
+    if (r.checker !== checker || seen.has(r.digest)) continue;
+    seen.add(r.digest);
+    try {
+      out.records.push({ ...decodeRecord(r.bytes, r.ref, trusted).facts, digest: r.digest });
+    } catch (err) {
+      out.ignored.push({ file: r.ref, why: (err as Error).message.replace(`${r.ref}: `, '') });
+    }
+  }
+  return out;
+}
+
 /** Why `commit` (of job `key`) lacks a current pass of `checker` on its tree, or null when it has one. */
 async function refusalFor(
-  store: Store,
-  commit: string,
-  key: string,
+  root: string,
+  c: GatedCommit,
   checker: Checker,
+  found: readonly RefRecord[],
   trusted: readonly TrustedKey[],
 ): Promise<(Refusal & { digest?: undefined }) | { digest: string }> {
-  const root = store.root;
+  const commit = c.commit;
   const parent = await gitText(root, ['rev-parse', '--verify', '-q', `${commit}^1`]).catch(() => '');
   const tree = await gitText(root, ['rev-parse', `${commit}^{tree}`]);
-  const receipt = readIfExists(store, store.layout.receipt(key));
   const today = {
-    receipt_sha256: receipt === undefined ? null : sha256Hex(receipt),
+    receipt_sha256: c.receipt ?? null,
     binding_sha256: parent ? bindingDigest(checker, await boundFiles(root, parent, checker)) : null,
     base_tree: parent ? await gitText(root, ['rev-parse', `${parent}^{tree}`]) : null,
   };
-  const listing = listRecords(store, key, checker.name, trusted);
-  const sorted = listing.records.map((r) => ({ ...r.facts, digest: r.digest })).sort(newerFirst);
+  const listing = recordsOf(found, checker.name, trusted);
+  const sorted = [...listing.records].sort(newerFirst);
   const fits = sorted.find((r) => staleness(r, today) === undefined && r.result_tree === tree);
   const ignored = listing.ignored.length > 0 ? { ignored: listing.ignored } : {};
   if (fits) {
@@ -125,25 +131,38 @@ async function refusalFor(
   )!;
 }
 
+/** What the check gate reads from outside the range: where the checkers are declared, whose signatures count. */
+export interface CheckPolicy {
+  /** The gate's policy commit (the range's base, or --trust-ref's): its genjob.config.json declares the checkers. */
+  source: PolicySource;
+  /** The keys the gate's trust policy pins for checks (none: records count unsigned). */
+  trusted: readonly TrustedKey[];
+}
+
 /**
  * Hold every commit the gate passed to the named checkers; a commit that fails is marked not ok with
  * the refusal's code and message. Returns, per commit that passed, the records it passed on.
  */
 export async function requireCommitChecks(
-  store: Store,
-  range: string,
+  root: string,
   commits: GatedCommit[],
   names: readonly string[],
+  policy: CheckPolicy,
 ): Promise<Map<string, Array<{ name: string; digest: string }>>> {
   const passed = new Map<string, Array<{ name: string; digest: string }>>();
   const gated = commits.filter((c) => c.ok && c.key !== null);
   if (gated.length === 0) return passed;
-  const checkers = await checkersAt(store.root, await rangeBase(store.root, range), names);
-  const trusted = checkKeys(store.root);
+  const checkers = await checkersAt(root, policy.source, names);
+  const keys = new Set(gated.map((c) => c.key!));
+  const found = new Map<string, RefRecord[]>();
+  // this clone's own records first, then what pull fetched; a ref that is not what its name says is left out
+  for (const under of [CHECK_REFS, PULLED_CHECK_REFS])
+    for (const r of (await recordsUnder(root, under, keys)).records)
+      found.set(r.key, [...(found.get(r.key) ?? []), r]);
   for (const c of gated) {
     const records: Array<{ name: string; digest: string }> = [];
     for (const checker of checkers) {
-      const r = await refusalFor(store, c.commit, c.key!, checker, trusted);
+      const r = await refusalFor(root, c, checker, found.get(c.key!) ?? [], policy.trusted);
       if (r.digest === undefined) {
         Object.assign(c, { ok: false, code: r.code, message: `job ${c.key!.slice(0, 12)}: ${r.message}` });
         break;

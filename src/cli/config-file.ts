@@ -1,14 +1,31 @@
-// genjob.config.json at the repository root: defaults for what people otherwise retype on every
-// `work` (generator, host or a pool of hosts, concurrency, timeout, ssh settings). Checked with zod; an unknown key or a
-// wrong type is EGJ_CONFIG naming the file and the key. A flag given on the command line always wins.
-import { join } from 'node:path';
+// Settings from config files, read in this one place: genjob.config.json at the repository root (the
+// team's, committed) and the user's own ~/.config/genjob/config.json ($XDG_CONFIG_HOME). A flag given on
+// the command line wins, then the repository's file, then the user's. Checked with zod; an unknown key
+// or a wrong type is EGJ_CONFIG naming the file and the key. A repository's setting that runs or locates
+// a command here, or weakens the sandbox (CONSENT_SETTINGS), is honoured only once allowed (config-consent.ts).
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { errnoOf, UsageError } from '../core/errors.js';
 import { nodeFs } from '../store/fs-port.js';
+import { consentDigest, requireConsent } from './config-consent.js';
 import { findRoot } from './root.js';
 
 export const CONFIG_FILE = 'genjob.config.json';
+
+const names = z.array(z.string().min(1));
+const seconds = z.number().positive();
+const count = z.number().int().positive();
+
+/** How generators are confined: the same keys for `work` (top level) and `serve` (its section). */
+const sandboxKeys = {
+  generator_env: names.optional(),
+  generator_network: z.boolean().optional(),
+  generator_bind: names.optional(),
+  generator_bind_rw: names.optional(),
+  no_sandbox: z.boolean().optional(),
+};
 
 const ConfigSchema = z.strictObject({
   $schema: z.string().optional(),
@@ -16,8 +33,8 @@ const ConfigSchema = z.strictObject({
   host: z.string().min(1).optional(),
   /** A pool, as repeated --host: each `[N/][user@]host`. */
   hosts: z.array(z.string().min(1)).min(1).optional(),
-  concurrency: z.number().int().positive().optional(),
-  timeout: z.number().positive().optional(),
+  concurrency: count.optional(),
+  timeout: seconds.optional(),
   ssh: z
     .strictObject({
       port: z.number().int().positive().max(65535).optional(),
@@ -29,23 +46,70 @@ const ConfigSchema = z.strictObject({
     .optional(),
   /** Checkers by name, read in detail by src/check/checker.ts. */
   checkers: z.record(z.string(), z.unknown()).optional(),
+  /** As repeated --launch: each `[N/]command`. */
+  launch: names.min(1).optional(),
+  lease_ttl: seconds.optional(),
+  max_attempts: count.optional(),
+  in_doubt_after: seconds.optional(),
+  grace: seconds.optional(),
+  batch_size: count.optional(),
+  batch_poll_interval: seconds.optional(),
+  ...sandboxKeys,
+  /** `genjob serve` on this machine: read from the user's own file only. */
+  serve: z
+    .strictObject({
+      generator: z.string().min(1).optional(),
+      cache_dir: z.string().min(1).optional(),
+      sign_key: z.string().min(1).optional(),
+      gc_older_than: z.string().min(1).optional(),
+      ...sandboxKeys,
+    })
+    .optional(),
 });
 export type GenjobConfig = z.infer<typeof ConfigSchema>;
 
-/** The config file of the repository at `root`, or undefined when there is none. */
-export function loadConfig(root: string): GenjobConfig | undefined {
-  const file = join(root, CONFIG_FILE);
-  let text: string;
+/**
+ * Settings of a repository's config that need the user's consent: each runs or locates a command that runs
+ * unconfined on this machine (ssh's config with its Match exec and ProxyCommand, ssh -o options, the
+ * launcher, the command started on the host), or widens what the generator can reach.
+ */
+export const CONSENT_SETTINGS: readonly string[] = [
+  'ssh.config',
+  'ssh.options',
+  'ssh.remote_cmd',
+  'launch',
+  'generator_env',
+  'generator_network',
+  'generator_bind',
+  'generator_bind_rw',
+  'no_sandbox',
+];
+
+/** The user's own config file: $XDG_CONFIG_HOME/genjob/config.json, else ~/.config/genjob/config.json. */
+export function userConfigFile(env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env.XDG_CONFIG_HOME;
+  return join(xdg?.startsWith('/') ? xdg : join(env.HOME || homedir(), '.config'), 'genjob', 'config.json');
+}
+
+export interface LoadedConfig {
+  file: string;
+  bytes: Buffer;
+  config: GenjobConfig;
+}
+
+/** A config file, parsed and checked, or undefined when there is none. */
+export function loadConfigFile(file: string): LoadedConfig | undefined {
+  let bytes: Buffer;
   try {
     // through the named fs: a disk fault is EGJ_IO naming the file (and a failed close no crash)
-    text = nodeFs.readFileSync(file, 'utf8');
+    bytes = nodeFs.readFileSync(file);
   } catch (err) {
     if (errnoOf(err) === 'ENOENT') return undefined;
     throw err;
   }
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = JSON.parse(bytes.toString('utf8'));
   } catch (err) {
     throw new UsageError('EGJ_CONFIG', `${file}: not JSON (${(err as Error).message})`);
   }
@@ -61,31 +125,143 @@ export function loadConfig(root: string): GenjobConfig | undefined {
   }
   if (parsed.data.host !== undefined && parsed.data.hosts !== undefined)
     throw new UsageError('EGJ_CONFIG', `${file}: "host" and "hosts" both given; put every host in "hosts"`);
-  return parsed.data;
+  return { file, bytes, config: parsed.data };
 }
 
-/** work's option name for each config value. */
-function workDefaults(c: GenjobConfig): Record<string, unknown> {
-  return {
-    generator: c.generator,
-    // --host collects into a list: one host is a list of one
-    host: c.hosts ?? (c.host === undefined ? undefined : [c.host]),
-    concurrency: c.concurrency,
-    timeout: c.timeout,
-    port: c.ssh?.port,
-    identity: c.ssh?.identity,
-    sshOption: c.ssh?.options,
-    sshConfig: c.ssh?.config,
-    remoteCmd: c.ssh?.remote_cmd,
-  };
+/** The config file of the repository at `root`, or undefined when there is none. */
+export function loadConfig(root: string): GenjobConfig | undefined {
+  return loadConfigFile(join(root, CONFIG_FILE))?.config;
 }
 
-/** `work`'s options with the config file's values wherever the command line gave none. */
-export function withWorkConfig<T extends { root?: string }>(cmd: Command, o: T & Record<string, unknown>): T {
-  const config = loadConfig(findRoot(o.root));
-  if (!config) return o;
+/** A path a config file names, relative to that file's directory. */
+function fromFile(file: string, p: string): string {
+  return isAbsolute(p) ? p : resolve(dirname(file), p);
+}
+
+/** The files a repository's consent covers besides the config itself (their contents run commands). */
+function namedFiles(l: LoadedConfig): string[] {
+  return l.config.ssh?.config === undefined ? [] : [fromFile(l.file, l.config.ssh.config)];
+}
+
+/** The digest `genjob config allow` records for a repository's config (config-consent.ts). */
+export function repoConsentDigest(l: LoadedConfig): string {
+  return consentDigest(l.bytes, namedFiles(l));
+}
+
+/** The settings of a loaded config that need consent from a repository. */
+export function consentSettingsIn(c: GenjobConfig): string[] {
+  return CONSENT_SETTINGS.filter((s) => valueAt(c, s) !== undefined && valueAt(c, s) !== false);
+}
+
+function valueAt(c: Record<string, unknown> | undefined, setting: string): unknown {
+  let v: unknown = c;
+  for (const part of setting.split('.')) v = (v as Record<string, unknown> | undefined)?.[part];
+  return v;
+}
+
+/** One command option and the config key (dotted) it takes its default from, with how to turn the value into the option's. */
+interface Setting {
+  option: string;
+  key: string;
+  /** The raw value (default: the value at `key`). */
+  get?: (c: GenjobConfig) => unknown;
+  /** Options that, given on the command line, make this setting moot (--launch for the hosts). */
+  unless?: string;
+  value?: (v: unknown, file: string) => unknown;
+}
+
+const paths = (v: unknown, file: string) => (v as string[]).map((p) => fromFile(file, p));
+const sandboxSettings = (prefix: string): Setting[] => [
+  { option: 'generatorEnv', key: `${prefix}generator_env` },
+  { option: 'generatorNetwork', key: `${prefix}generator_network` },
+  { option: 'generatorBind', key: `${prefix}generator_bind`, value: paths },
+  { option: 'generatorBindRw', key: `${prefix}generator_bind_rw`, value: paths },
+  // --no-sandbox is commander's option "sandbox", false when given
+  { option: 'sandbox', key: `${prefix}no_sandbox`, value: () => false },
+];
+
+const WORK_SETTINGS: Setting[] = [
+  { option: 'generator', key: 'generator' },
+  // --host collects into a list: one host is a list of one
+  {
+    option: 'host',
+    key: 'hosts',
+    get: (c) => c.hosts ?? (c.host === undefined ? undefined : [c.host]),
+    unless: 'launch',
+  },
+  { option: 'launch', key: 'launch', unless: 'host' },
+  { option: 'concurrency', key: 'concurrency' },
+  { option: 'timeout', key: 'timeout' },
+  { option: 'leaseTtl', key: 'lease_ttl' },
+  { option: 'maxAttempts', key: 'max_attempts' },
+  { option: 'inDoubtAfter', key: 'in_doubt_after' },
+  { option: 'grace', key: 'grace' },
+  { option: 'batchSize', key: 'batch_size' },
+  { option: 'batchPollInterval', key: 'batch_poll_interval' },
+  { option: 'port', key: 'ssh.port' },
+  { option: 'identity', key: 'ssh.identity', value: (v, file) => fromFile(file, v as string) },
+  { option: 'sshOption', key: 'ssh.options' },
+  { option: 'sshConfig', key: 'ssh.config', value: (v, file) => fromFile(file, v as string) },
+  { option: 'remoteCmd', key: 'ssh.remote_cmd' },
+  ...sandboxSettings(''),
+];
+
+const SERVE_SETTINGS: Setting[] = [
+  { option: 'generator', key: 'serve.generator' },
+  { option: 'cacheDir', key: 'serve.cache_dir', value: (v, file) => fromFile(file, v as string) },
+  { option: 'signKey', key: 'serve.sign_key', value: (v, file) => fromFile(file, v as string) },
+  { option: 'gcOlderThan', key: 'serve.gc_older_than' },
+  ...sandboxSettings('serve.'),
+];
+
+interface Layer {
+  loaded: LoadedConfig;
+  /** A repository's file: its consent settings need the user's allow record. */
+  repository: boolean;
+}
+
+/** `o` with each setting's value from the first layer that has it, wherever the command line gave none. */
+function applySettings<T>(
+  cmd: Command,
+  o: T & Record<string, unknown>,
+  settings: Setting[],
+  layers: Layer[],
+): T {
   const merged: Record<string, unknown> = { ...o };
-  for (const [name, value] of Object.entries(workDefaults(config)))
-    if (value !== undefined && cmd.getOptionValueSource(name) !== 'cli') merged[name] = value;
+  for (const s of settings) {
+    const given = (option: string) => cmd.getOptionValueSource(option) === 'cli';
+    if (given(s.option) || (s.unless !== undefined && given(s.unless))) continue;
+    for (const { loaded, repository } of layers) {
+      const raw = s.get ? s.get(loaded.config) : valueAt(loaded.config, s.key);
+      // false is "not set": the flags it stands for are off unless given
+      if (raw === undefined || raw === false) continue;
+      if (repository && CONSENT_SETTINGS.includes(s.key))
+        requireConsent(loaded.file, repoConsentDigest(loaded), s.key);
+      merged[s.option] = s.value ? s.value(raw, loaded.file) : raw;
+      break;
+    }
+  }
   return merged as T;
+}
+
+/** `work`'s options: flags, then genjob.config.json (consent enforced), then the user's config file. */
+export function withWorkConfig<T extends { root?: string }>(cmd: Command, o: T & Record<string, unknown>): T {
+  const repo = loadConfigFile(join(findRoot(o.root), CONFIG_FILE));
+  if (repo?.config.serve !== undefined)
+    throw new UsageError(
+      'EGJ_CONFIG',
+      `${repo.file}: "serve" configures genjob serve on a machine; it belongs in the user's own ${userConfigFile()}`,
+    );
+  const user = loadConfigFile(userConfigFile());
+  const layers: Layer[] = [
+    ...(repo ? [{ loaded: repo, repository: true }] : []),
+    ...(user ? [{ loaded: user, repository: false }] : []),
+  ];
+  return applySettings(cmd, o, WORK_SETTINGS, layers);
+}
+
+/** `serve`'s options: flags, then the "serve" section of the user's own config file (serve runs in no repository). */
+export function withServeConfig<T>(cmd: Command, o: T & Record<string, unknown>): T {
+  const user = loadConfigFile(userConfigFile());
+  return user ? applySettings(cmd, o, SERVE_SETTINGS, [{ loaded: user, repository: false }]) : o;
 }

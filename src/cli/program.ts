@@ -282,8 +282,9 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
       '--check-generator [command]',
       'say in the hello whether this generator (none given: the pinned one) would run; work passes it',
     )
-    .action(async (opts) => {
-      await (await import('../commands/serve.js')).serve(opts);
+    .action(async (opts, cmd: Command) => {
+      const { withServeConfig } = await import('./config-file.js');
+      await (await import('../commands/serve.js')).serve(withServeConfig(cmd, opts));
     });
 
   common(program.command('verify'))
@@ -309,6 +310,18 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
       '--require-check <name>',
       'with --commits: every generated commit needs a current pass record of this checker for exactly its tree; repeatable',
       collect,
+    )
+    .option(
+      '--trust-ref <ref>',
+      "with --commits: read the gate's policy (genjob-trust.json) from this commit, not the range's base",
+    )
+    .option(
+      '--trust-file <path>',
+      "with --commits: use this trust file, not the range's base's genjob-trust.json",
+    )
+    .addHelpText(
+      'after',
+      "\nExamples:\n  genjob verify --all\n  genjob pull && genjob verify --commits origin/main..HEAD --require-genjob src/\n  genjob verify --commits 'HEAD --not --remotes=origin' --trust-ref origin/main",
     )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
@@ -689,6 +702,22 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
       await run(async () => (await import('../commands/trust-cli.js')).trustRemove(o, name), !!o.json);
     });
 
+  const config = common(program.command('config')).description(
+    'genjob.config.json: consent for its settings',
+  );
+  common(config.command('allow'))
+    .description(
+      "allow this repository's genjob.config.json as it is now: its settings that run commands here (ssh.config, launch, ...) are honoured until it changes",
+    )
+    .addHelpText(
+      'after',
+      '\nRead the file (and the ssh config it names) first: allowing it lets it run commands on this machine.\nExamples:\n  genjob config allow\n  genjob config allow --root ../other-repo',
+    )
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/config.js')).configAllow(o), !!o.json);
+    });
+
   // Receipts travel with the repository: push/pull refs/genjob/, the commit gate's hook.
   common(program.command('push'))
     .description('publish the material of received and applied jobs under refs/genjob/ on a git remote')
@@ -700,7 +729,7 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
     });
   common(program.command('pull'))
     .description(
-      'fetch refs/genjob/ from a git remote and import what is new as received jobs (checked again by verify)',
+      'fetch refs/genjob/ from a git remote for the merge gate; pulled material never becomes a job here',
     )
     .argument('[remote]', "the git remote (default: the branch's remote, else origin)")
     .action(async (remote: string | undefined, _opts, cmd: Command) => {
@@ -713,7 +742,7 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
       'write a pre-push hook (or --pre-merge-commit) running `genjob pull` and `genjob verify --commits`',
     )
     .option('--pre-merge-commit', 'install the pre-merge-commit hook instead of pre-push')
-    .option('--force', 'replace a hook genjob did not write')
+    .option('--force', 'replace a hook that is not exactly what genjob wrote')
     .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/hook.js')).hookInstall(o), !!o.json);

@@ -19,7 +19,7 @@ import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { requireSandbox } from '../verify/require-sandbox.js';
 import { verifyKey } from '../verify/verify-key.js';
-import { type CheckTrailer, commitApplied, commitVerified } from './apply-commit.js';
+import { assertHeadHoldsInputs, type CheckTrailer, commitApplied, commitVerified } from './apply-commit.js';
 import { selectKeys } from './verify.js';
 
 export interface ApplyOptions extends CommonOptions {
@@ -123,6 +123,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
       const v = await verifyKey(store, key, policy);
       if (o.requireSandbox) requireSandbox(v.receipt, store.layout.receipt(key));
       const checks = await gateChecks(store, key, o);
+      if (o.commit) await assertHeadHoldsInputs(store, v.job, 'nothing was written');
       const outcome = await applyJob(
         {
           store,

@@ -1,80 +1,55 @@
-// genjob pull [REMOTE]: fetch the remote's refs/genjob/keys/* and import each key not yet here into
-// .gen/ as a received job. Pulled material is hostile input (src/git/read-material.ts checks it);
-// verify checks it again, signatures included. Every good key is imported; then a key refused as
-// malformed makes the run exit 3 and a key held here with other bytes exit 4, both named.
+// genjob pull [REMOTE]: fetch the remote's refs/genjob/keys/* and refs/genjob/checks/* into
+// refs/genjob-pulled/<kind>/* for the merge gate, and check each key's material and each check record as
+// hostile input (src/git/read-material.ts, src/check/check-refs.ts). Pulled material serves
+// verification only: nothing enters .gen/, so no pulled job is ever in the set that `apply --all`,
+// `status` or `work` act on, and a job gc pruned here cannot come back. A ref that cannot be used is
+// named on stderr and skipped (exit 0): only a gate that needs that key fails, saying why.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
-import { openStore } from '../cli/root.js';
-import { ConflictError, RejectedError } from '../core/errors.js';
-import { importMaterial } from '../git/import-material.js';
-import { PULLED_REFS } from '../git/material-refs.js';
-import { defaultRemote, localKeyRefs } from '../git/push-material.js';
+import { findRoot } from '../cli/root.js';
+import { KEY_REFS, PULLED_REFS } from '../git/material-refs.js';
+import { defaultRemote } from '../git/push-material.js';
 import { fetchKeyRefs, type PulledRef, readPulled } from '../git/read-material.js';
-import { exists } from '../store/durable.js';
 
 export interface PullOptions extends CommonOptions {
   remote?: string;
 }
 
 export async function pull(o: PullOptions): Promise<CommandResult> {
-  const store = openStore(o);
-  const remote = o.remote ?? (await defaultRemote(store.root));
-  const refs = await fetchKeyRefs(store.root, remote);
+  const root = findRoot(o.root);
+  const remote = o.remote ?? (await defaultRemote(root));
+  const refs = await fetchKeyRefs(root, remote);
   const refused: Array<{ ref: string; rule: string }> = [];
   const named: Array<PulledRef & { key: string }> = [];
-  const local = await localKeyRefs(store.root);
-  let unchanged = 0;
+  // named as the remote names them: that is where someone would look
+  const theirs = (ref: string) => ref.replace(PULLED_REFS, KEY_REFS);
   for (const r of refs) {
     if (r.key === null)
-      refused.push({ ref: r.ref, rule: 'the ref does not name one key (refs/genjob/keys/<64 hex>)' });
-    // the same commit this clone built from its own receipt: nothing new to read
-    else if (local.get(r.key)?.oid === r.oid && exists(store, store.layout.receipt(r.key))) unchanged += 1;
+      refused.push({ ref: theirs(r.ref), rule: 'the ref does not name one key (refs/genjob/keys/<64 hex>)' });
     else named.push(r as PulledRef & { key: string });
   }
-  const imported: string[] = [];
-  const present: string[] = [];
-  const skipped: Array<{ key: string; why: string }> = [];
-  const conflicts: Array<{ key: string; why: string }> = [];
-  for (const outcome of await readPulled(store.root, named)) {
-    if (!outcome.ok) {
-      refused.push({ ref: `${PULLED_REFS}${outcome.key}`, rule: outcome.rule });
-      continue;
-    }
-    const r = importMaterial(store, outcome.material, remote);
-    const key = outcome.material.key;
-    if (r.status === 'imported') imported.push(key);
-    else if (r.status === 'present') present.push(key);
-    else if (r.status === 'skipped') skipped.push({ key, why: r.why });
-    else conflicts.push({ key, why: r.why });
+  const keys: string[] = [];
+  for (const outcome of await readPulled(root, named)) {
+    if (outcome.ok) keys.push(outcome.material.key);
+    else refused.push({ ref: theirs(outcome.ref), rule: outcome.rule });
   }
-  // check records: refs/genjob/checks/<key>/<sha256>, each checked before it is stored
-  const { pullCheckRecords } = await import('../check/check-refs.js');
-  const { checkKeys } = await import('../check/check-trust.js');
-  const checks = await pullCheckRecords(store, remote, checkKeys(store.root));
+  // check records, mirrored by the same fetch: read here only to name the refs a gate could not use
+  const { PULLED_CHECK_REFS, recordsUnder } = await import('../check/check-refs.js');
+  const checks = await recordsUnder(root, PULLED_CHECK_REFS);
   refused.push(...checks.refused);
-  const checkSummary =
-    checks.imported + checks.present + checks.unsigned > 0
-      ? `; ${checks.imported} check record(s) imported, ${checks.present} already here${checks.unsigned > 0 ? `, ${checks.unsigned} not signed by a key pinned for checks` : ''}`
-      : '';
-  const summary = `${imported.length} job(s) imported from ${remote}, ${present.length + unchanged} already here${checkSummary}`;
-  const name = (ref: string) => ref.replace(PULLED_REFS, 'refs/genjob/keys/');
-  const checkJson = { imported: checks.imported, present: checks.present, unsigned: checks.unsigned };
-  if (conflicts.length > 0) {
-    const c = conflicts[0]!;
-    throw new ConflictError(
-      'EGJ_PULL_CONFLICT',
-      `${remote} refs/genjob/keys/${c.key}: ${c.why}; not overwritten${conflicts.length > 1 ? ` (and ${conflicts.length - 1} more key(s))` : ''} (${summary})`,
-    );
-  }
-  if (refused.length > 0) {
-    const f = refused[0]!;
-    throw new RejectedError(
-      'EGJ_PULL_REFUSED',
-      `${remote} ${name(f.ref)}: ${f.rule}; not imported${refused.length > 1 ? ` (and ${refused.length - 1} more ref(s))` : ''} (${summary})`,
-    );
-  }
-  const lines = [summary, ...skipped.map((s) => `${s.key.slice(0, 12)} not imported: ${s.why}`)];
+  const checkRecords = checks.records.map((r) => ({ key: r.key, checker: r.checker, digest: r.digest }));
+  const summary = `${keys.length} key(s) of verification material from ${remote}${checkRecords.length > 0 ? `, ${checkRecords.length} check record(s)` : ''}${refused.length > 0 ? `, ${refused.length} ref(s) skipped` : ''}`;
   return {
-    human: lines.join('\n'),
-    json: { ok: true, remote, imported, present, skipped, checks: checkJson },
+    human: summary,
+    json: { ok: true, remote, keys, checks: checkRecords, refused },
+    ...(refused.length > 0
+      ? {
+          stderr: refused
+            .map(
+              (f) =>
+                `genjob: warning: ${remote} ${f.ref}: ${f.rule}; skipped (a gate that needs this key fails)\n`,
+            )
+            .join(''),
+        }
+      : {}),
   };
 }

@@ -1,65 +1,84 @@
-// genjob verify --commits RANGE [--require-genjob PATHSPEC] [--require-check NAME]: the merge gate
-// (src/git/commit-gate.ts; the checks: src/check/commit-check.ts). One line per checked commit; the
-// first failure is exit 3 naming the commit and the rule. With --json every commit is checked and all
-// failures are listed, still exit 3.
+// genjob verify --commits RANGE [--require-genjob PATHSPEC] [--require-check NAME] [--trust-ref REF |
+// --trust-file PATH]: the merge gate (src/git/commit-gate.ts; the checks: src/check/commit-check.ts),
+// under the trust policy of the range's base or of the flags, never the checkout's
+// (src/git/gate-policy.ts). One line per judged commit; in text mode the first failure stops the walk,
+// its line goes to stderr (exit 3) after the lines of the commits that passed. With --json every commit
+// is checked and all failures are listed, still exit 3.
+
+import { CONFIG_FILE } from '../cli/config-file.js';
 import type { CommandResult } from '../cli/result.js';
-import { openStore } from '../cli/root.js';
-import { RejectedError, UsageError } from '../core/errors.js';
+import { findRoot } from '../cli/root.js';
+import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { type CommitCheck, checkCommits } from '../git/commit-gate.js';
-import { loadTrustPolicy } from '../trust/trust-file.js';
+import { baseTrustPolicy, POLICY_FILES } from '../git/gate-policy.js';
 import type { VerifyOptions } from './verify.js';
 
-/** A generated commit the gate refused: exit 3, the commit and the rule in the message. */
-export class CommitRejectedError extends RejectedError {
-  constructor(readonly check: CommitCheck) {
-    super(check.code!, `commit ${check.commit.slice(0, 12)}: ${check.message}`);
-  }
-  override details(): Record<string, unknown> {
-    return { commit: this.check.commit, key: this.check.key };
-  }
-}
-
-function line(c: CommitCheck, passed?: ReadonlyArray<{ name: string; digest: string }>): string {
-  const key = c.key ? `job ${c.key.slice(0, 12)}` : 'no Genjob-Key';
-  if (!c.ok) return `${c.commit.slice(0, 12)} FAILED ${c.code}: ${c.message}`;
-  const checks = (passed ?? []).map((p) => `, ${p.name} passed (record ${p.digest.slice(0, 12)})`).join('');
-  return `${c.commit.slice(0, 12)} ok: ${key}, exactly its ${c.outputs} output(s)${c.signer ? `, signed by ${c.signer}` : ''}${checks}`;
+/** The line of a commit that passed, with the check records it passed on. */
+function line(
+  c: CommitCheck,
+  policyFrom: string,
+  policyFiles: readonly string[],
+  records?: ReadonlyArray<{ name: string; digest: string }>,
+): string {
+  const changes = c.changes_policy
+    ? `; changes ${policyFiles.join(' or ')} (this gate used ${policyFrom})`
+    : '';
+  if (c.key === null) return `${c.commit.slice(0, 12)} ok: no Genjob-Key${changes}`;
+  const checks = (records ?? []).map((p) => `, ${p.name} passed (record ${p.digest.slice(0, 12)})`).join('');
+  return `${c.commit.slice(0, 12)} ok: job ${c.key.slice(0, 12)}, exactly its ${c.outputs} output(s)${c.signer ? `, signed by ${c.signer}` : ''}${checks}${changes}`;
 }
 
 export async function verifyCommits(o: VerifyOptions & { commits: string }): Promise<CommandResult> {
-  const store = openStore(o);
-  const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });
   if (o.key !== undefined || o.all)
     throw new UsageError('EGJ_USAGE', 'give --commits RANGE, or a key, or --all');
-  const checks = await checkCommits(store, {
+  const root = findRoot(o.root);
+  const { policy, checkKeys, source, where } = await baseTrustPolicy(root, o.commits, {
+    ...(o.trustRef !== undefined ? { trustRef: o.trustRef } : {}),
+    ...(o.trustFile !== undefined ? { trustFile: o.trustFile } : {}),
+    requireSignature: o.requireSignature === true,
+  });
+  // the checkers --require-check names are read from the base's config: it is policy too
+  const policyFiles = o.requireCheck?.length ? [...POLICY_FILES, CONFIG_FILE] : POLICY_FILES;
+  const checks = await checkCommits(root, {
     range: o.commits,
+    policyFiles,
     requireGenjob: o.requireGenjob,
     policy,
     stopAtFirst: !o.json,
   });
-  const passed = o.requireCheck?.length
-    ? await (await import('../check/commit-check.js')).requireCommitChecks(
-        store,
-        o.commits,
-        checks,
-        o.requireCheck,
-      )
+  const records = o.requireCheck?.length
+    ? await (await import('../check/commit-check.js')).requireCommitChecks(root, checks, o.requireCheck, {
+        source,
+        trusted: checkKeys,
+      })
     : undefined;
   const failures = checks.filter((c) => !c.ok);
-  if (failures.length > 0 && !o.json) throw new CommitRejectedError(failures[0]!);
+  const first = failures[0];
+  // in text mode the walk ends at the first failure: the lines of the commits before it
+  const shown = first && !o.json ? checks.slice(0, checks.indexOf(first)) : checks.filter((c) => c.ok);
+  const passed = shown.map((c) => line(c, where, policyFiles, records?.get(c.commit)));
   const human =
     checks.length === 0
       ? `no generated commits in ${o.commits} (none carries a Genjob-Key trailer)`
-      : checks.map((c) => line(c, passed?.get(c.commit))).join('\n');
+      : passed.join('\n');
   return {
     human,
     json: {
       ok: failures.length === 0,
       range: o.commits,
-      commits: checks.map((c) => (passed?.has(c.commit) ? { ...c, checks: passed.get(c.commit) } : c)),
+      trust_policy: where,
+      commits: checks.map((c) => (records?.has(c.commit) ? { ...c, checks: records.get(c.commit) } : c)),
       failures,
     },
-    ...(failures.length > 0 ? { exitCode: EXIT.REJECTED } : {}),
+    ...(first
+      ? {
+          exitCode: EXIT.REJECTED,
+          // text mode: the first failure, as an error line (--json lists every one in `failures`)
+          ...(o.json
+            ? {}
+            : { stderr: `genjob: ${first.code}: commit ${first.commit.slice(0, 12)}: ${first.message}\n` }),
+        }
+      : {}),
   };
 }

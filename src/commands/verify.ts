@@ -29,6 +29,10 @@ export interface VerifyOptions extends CommonOptions {
   run?: string;
   /** With --all or --run: stop at the first failure instead of trying every job. */
   stopOnFirst?: boolean;
+  /** With --commits: the commit to read the gate's policy files from, instead of the range's base. */
+  trustRef?: string;
+  /** With --commits: the trust file to use, instead of the base's genjob-trust.json. */
+  trustFile?: string;
 }
 
 /**
@@ -58,10 +62,14 @@ export function selectKeys(
 }
 
 export async function verify(o: VerifyOptions): Promise<CommandResult> {
-  if (o.requireGenjob && o.commits === undefined)
-    throw new UsageError('EGJ_USAGE', '--require-genjob goes with --commits RANGE');
-  if (o.requireCheck && o.commits === undefined)
-    throw new UsageError('EGJ_USAGE', '--require-check goes with --commits RANGE (apply takes it too)');
+  for (const [flag, given] of [
+    ['--require-genjob', o.requireGenjob],
+    ['--trust-ref', o.trustRef],
+    ['--trust-file', o.trustFile],
+    ['--require-check', o.requireCheck],
+  ] as const)
+    if (given !== undefined && o.commits === undefined)
+      throw new UsageError('EGJ_USAGE', `${flag} goes with --commits RANGE`);
   if (o.commits !== undefined)
     return (await import('./verify-commits.js')).verifyCommits({ ...o, commits: o.commits });
   const many = o.all === true || o.run !== undefined;

@@ -1,6 +1,7 @@
 // The receipt: what the generator host claims about one attempt. Untrusted until verified.
-// Outputs are a list of {path, sha256, bytes}, never a map keyed by path (a path like
-// "__proto__" must not be able to reach an object prototype).
+// Outputs are a list of {path, sha256, bytes[, executable]}, never a map keyed by path (a path like
+// "__proto__" must not be able to reach an object prototype). `executable: true` says the generator
+// made the file executable; without it the file keeps the mode it had (a new file: not executable).
 import { z } from 'zod';
 import { PLANE } from './plane.js';
 import { SHA256_HEX } from './sha256.js';
@@ -19,7 +20,16 @@ export const ReceiptSchema = z.strictObject({
   job_digest: sha,
   epoch: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
   status: z.enum(['ok', 'rejected', 'aborted']),
-  outputs: z.array(z.strictObject({ path: z.string().max(4096), sha256: sha, bytes: nat })).max(10_000),
+  outputs: z
+    .array(
+      z.strictObject({
+        path: z.string().max(4096),
+        sha256: sha,
+        bytes: nat,
+        executable: z.literal(true).optional(),
+      }),
+    )
+    .max(10_000),
   reason: z.string().max(MAX_REASON_CHARS).nullable(),
   worker: z.strictObject({ id: text, host: text }),
   generator: z.strictObject({ command: text, version: text.nullable() }),

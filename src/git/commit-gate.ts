@@ -1,16 +1,26 @@
-// The merge gate (`verify --commits RANGE`): every commit in RANGE carrying a Genjob-Key trailer must
-// name a receipt that is here (after `genjob pull`), passes every verify rule under the trust policy
-// and has the digest its Genjob-Receipt trailer names; and the commit's changes against its first
-// parent must be exactly the receipt's outputs, byte for byte (a path added, removed or a byte
-// edited by hand fails). Commits without the trailer are people's, unless --require-genjob names paths.
-import { GenjobError, UsageError } from '../core/errors.js';
+// The merge gate (`verify --commits RANGE`), judging each commit of RANGE, oldest first, by what it changes
+// itself (against its first parent; a merge against the automatic merge of its parents):
+//   - nothing under .gen/ (the gate never reads it; a branch that ships genjob state is refused);
+//   - a commit with a Genjob-Key trailer is a generated one: its material, from refs/genjob/ only
+//     (gate-material.ts), passes every verify rule under the trust policy (taken from outside the range:
+//     gate-policy.ts) and is the receipt its Genjob-Receipt names; its parent holds exactly the job's
+//     inputs (a receipt replayed on other history fails); and it changes exactly the receipt's outputs,
+//     byte for byte, with the mode the receipt gives;
+//   - any other commit is a person's: under --require-genjob it may touch neither the paths named nor a
+//     policy file (genjob-trust.json); without it, a policy change is only reported.
+import { GenjobError } from '../core/errors.js';
+import type { Job } from '../core/job.js';
+import type { ReceiptOutput } from '../core/receipt.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { sha256Hex } from '../core/sha256.js';
-import type { Store } from '../store/store.js';
-import { type Verified, verifyKey } from '../verify/verify-key.js';
-import { catFile } from './cat-file.js';
+import { automaticMergeTree, changesPaths } from './automatic-merge.js';
+import { type JudgedMaterial, judgeMaterial, loadKeyMaterial } from './gate-material.js';
+import { POLICY_FILES, rangeArgs } from './gate-policy.js';
+import { staleInput } from './minted-base.js';
+import type { ReadOutcome } from './read-material.js';
 import { git } from './run-git.js';
 import { type CommitTrailers, parseTrailerLog, TRAILER_FORMAT } from './trailers.js';
+import { isRegularMode, outputMode, type TreeEntryAt, treeEntries } from './tree-entries.js';
 
 export interface CommitCheck {
   commit: string;
@@ -20,6 +30,10 @@ export interface CommitCheck {
   message?: string;
   outputs?: number;
   signer?: string | null;
+  /** The sha256 of the receipt the commit was verified against (a generated commit that passed). */
+  receipt?: string;
+  /** The commit changes a policy file (genjob-trust.json): reported, never used by this gate. */
+  changes_policy?: true;
 }
 
 class GateFailure extends Error {
@@ -31,63 +45,138 @@ class GateFailure extends Error {
   }
 }
 
-/** RANGE as rev-list arguments: whitespace-separated revisions; the only options are --not, --remotes, --branches, --tags. */
-export function rangeArgs(range: string): string[] {
-  const args = range.split(/\s+/).filter(Boolean);
-  if (args.length === 0) throw new UsageError('EGJ_USAGE', '--commits: the range is empty');
-  for (const a of args)
-    if (a.startsWith('-') && !/^--(not|remotes|branches|tags)(=[^=]*)?$/.test(a))
-      throw new UsageError(
-        'EGJ_USAGE',
-        `--commits: ${JSON.stringify(a)}: a range holds revisions (and --not, --remotes=, --branches=), no other options`,
-      );
-  return args;
-}
+type Fail = (code: `EGJ_${string}`, msg: string) => never;
+
+const fail: Fail = (code, msg) => {
+  throw new GateFailure(code, msg);
+};
+
+/** The genjob state directory, relative to the genjob root (where git runs). */
+const GEN_DIR = ':(literal).gen';
 
 export interface GateOptions {
   range: string;
   requireGenjob?: readonly string[];
   policy: ReceiptTrustPolicy;
+  /** The policy files this gate reads from outside the range (default POLICY_FILES): a commit changing one is reported. */
+  policyFiles?: readonly string[];
   /** Stop at the first failure (false: check every commit, for --json). */
   stopAtFirst: boolean;
 }
 
-/** Check the range, oldest first. Returns one entry per checked commit. */
-export async function checkCommits(store: Store, o: GateOptions): Promise<CommitCheck[]> {
-  const root = store.root;
+/** What a commit changes itself, by the paths the rules care about. */
+interface OwnChanges {
+  genDir: boolean;
+  policy: boolean;
+  protected: boolean;
+}
+
+/** Check the range, oldest first. Returns one entry per commit the rules had something to say about. */
+export async function checkCommits(root: string, o: GateOptions): Promise<CommitCheck[]> {
   const revs = rangeArgs(o.range);
   const log = await git(root, ['log', '-z', '--reverse', `--format=${TRAILER_FORMAT}`, ...revs, '--']);
   const commits = parseTrailerLog(log.stdout.toString('utf8'));
-  const protectedCommits = new Set<string>();
-  if (o.requireGenjob && o.requireGenjob.length > 0) {
-    const r = await git(root, ['log', '--no-merges', '--format=%H', ...revs, '--', ...o.requireGenjob]);
-    for (const c of r.stdout.toString('utf8').split('\n')) if (c) protectedCommits.add(c);
-  }
+  const protect = o.requireGenjob ?? [];
+  // the non-merge commits touching each kind of path, one walk each (a merge is judged on its own below)
+  const touching = async (pathspecs: readonly string[]) => {
+    const r = await git(root, [
+      'log',
+      '--no-merges',
+      '--full-history',
+      '--format=%H',
+      ...revs,
+      '--',
+      ...pathspecs,
+    ]);
+    return new Set(r.stdout.toString('utf8').split('\n'));
+  };
+  const genDir = await touching([GEN_DIR]);
+  const policyFiles = o.policyFiles ?? POLICY_FILES;
+  const policy = await touching(policyFiles.map((f) => `:(literal)${f}`));
+  const protectedCommits = protect.length > 0 ? await touching(protect) : new Set<string>();
+  const material = await loadKeyMaterial(root, new Set(commits.flatMap((c) => c.keys)));
   const checks: CommitCheck[] = [];
   for (const c of commits) {
-    if (c.keys.length === 0 && !protectedCommits.has(c.commit)) continue;
-    let check: CommitCheck;
+    const own: OwnChanges =
+      c.parents.length > 1
+        ? await mergeOwnChanges(root, c, protect, policyFiles)
+        : {
+            genDir: genDir.has(c.commit),
+            policy: policy.has(c.commit),
+            protected: protectedCommits.has(c.commit),
+          };
+    let check: CommitCheck | null;
     try {
-      check = await checkOne(store, c, o.policy);
+      check = await checkOne(root, c, own, { ...o, material, requireGenjob: protect, policyFiles });
     } catch (err) {
       if (!(err instanceof GateFailure)) throw err;
       check = { commit: c.commit, key: c.keys[0] ?? null, ok: false, code: err.code, message: err.message };
     }
+    if (check === null) continue;
     checks.push(check);
     if (!check.ok && o.stopAtFirst) break;
   }
   return checks;
 }
 
-async function checkOne(store: Store, c: CommitTrailers, policy: ReceiptTrustPolicy): Promise<CommitCheck> {
-  const fail = (code: `EGJ_${string}`, msg: string): never => {
-    throw new GateFailure(code, msg);
+/** A merge's own changes: where its tree differs from the automatic merge of its parents. */
+async function mergeOwnChanges(
+  root: string,
+  c: CommitTrailers,
+  protect: readonly string[],
+  policyFiles: readonly string[],
+): Promise<OwnChanges> {
+  const auto = await automaticMergeTree(root, c.parents);
+  return {
+    genDir: await changesPaths(root, auto, c.commit, [GEN_DIR]),
+    policy: await changesPaths(
+      root,
+      auto,
+      c.commit,
+      policyFiles.map((f) => `:(literal)${f}`),
+    ),
+    protected: protect.length > 0 && (await changesPaths(root, auto, c.commit, protect)),
   };
-  if (c.keys.length === 0)
+}
+
+interface JudgeContext {
+  policy: ReceiptTrustPolicy;
+  requireGenjob: readonly string[];
+  policyFiles: readonly string[];
+  material: ReadonlyMap<string, ReadOutcome[]>;
+}
+
+/** The verdict on one commit, or null for a person's commit no rule applies to. Throws GateFailure. */
+async function checkOne(
+  root: string,
+  c: CommitTrailers,
+  own: OwnChanges,
+  o: JudgeContext,
+): Promise<CommitCheck | null> {
+  const merge = c.parents.length > 1;
+  if (own.genDir)
+    fail(
+      'EGJ_COMMIT_GEN_DIR',
+      `${merge ? 'beyond the automatic merge of its parents, it ' : ''}changes files under .gen/; genjob's state never travels in commits (the gate reads material from refs/genjob/ only)`,
+    );
+  const flagged = own.policy ? { changes_policy: true as const } : {};
+  if (c.keys.length > 0) return { ...(await checkGenerated(root, c, o)), ...flagged };
+  if (own.policy && o.requireGenjob.length > 0)
+    fail(
+      'EGJ_COMMIT_POLICY_CHANGE',
+      `changes ${o.policyFiles.join(' or ')} but has no Genjob-Key trailer; under --require-genjob a policy change passes only as a generated commit verified under the policy of the range's base`,
+    );
+  if (own.protected)
     fail(
       'EGJ_COMMIT_NOT_GENERATED',
-      'touches a path given to --require-genjob but has no Genjob-Key trailer',
+      merge
+        ? 'beyond the automatic merge of its parents, it touches a path given to --require-genjob'
+        : 'touches a path given to --require-genjob but has no Genjob-Key trailer',
     );
+  return own.policy ? { commit: c.commit, key: null, ok: true, ...flagged } : null;
+}
+
+async function checkGenerated(root: string, c: CommitTrailers, o: JudgeContext): Promise<CommitCheck> {
   if (c.keys.length > 1 || c.receipts.length !== 1 || c.signers.length > 1)
     fail(
       'EGJ_COMMIT_TRAILER',
@@ -99,20 +188,7 @@ async function checkOne(store: Store, c: CommitTrailers, policy: ReceiptTrustPol
   const named = /^sha256:([0-9a-f]{64})$/.exec(c.receipts[0]!)?.[1];
   if (!named)
     fail('EGJ_COMMIT_TRAILER', `Genjob-Receipt ${JSON.stringify(c.receipts[0])} is not sha256:<64 hex>`);
-  // the receipt: here, and passing every verify rule under the trust policy
-  let v: Verified;
-  try {
-    v = await verifyKey(store, key, policy);
-  } catch (err) {
-    if (!(err instanceof GenjobError) || err.code === 'EGJ_IO') throw err;
-    if (err.code === 'EGJ_NOT_RECEIVED' || err.code === 'EGJ_RECEIPT_MISSING')
-      fail(
-        'EGJ_COMMIT_RECEIPT_MISSING',
-        `no receipt for job ${key.slice(0, 12)} here (run genjob pull first)`,
-      );
-    fail(err.code, `receipt of job ${key.slice(0, 12)}: ${err.message}`);
-  }
-  v = v!;
+  const v = judgeKey(key, named!, o);
   if (v.receiptSha256 !== named)
     fail(
       'EGJ_COMMIT_RECEIPT_MISMATCH',
@@ -124,8 +200,50 @@ async function checkOne(store: Store, c: CommitTrailers, policy: ReceiptTrustPol
       'EGJ_COMMIT_SIGNER_MISMATCH',
       `Genjob-Signer names ${JSON.stringify(signer)}, but the receipt of job ${key.slice(0, 12)} ${v.signer ? `verified against ${JSON.stringify(v.signer)}` : 'verified against no pinned key'}`,
     );
-  await checkChanges(store.root, c, v.receipt.outputs, fail);
-  return { commit: c.commit, key, ok: true, outputs: v.receipt.outputs.length, signer: v.signer };
+  const base = await checkBase(root, c, v.job);
+  await checkChanges(root, c, v.receipt.outputs, base);
+  return {
+    commit: c.commit,
+    key,
+    ok: true,
+    outputs: v.receipt.outputs.length,
+    signer: v.signer,
+    receipt: v.receiptSha256,
+  };
+}
+
+/** The key's material that passes every verify rule: the one whose receipt the trailer names, else the first. */
+function judgeKey(key: string, named: string, o: JudgeContext): JudgedMaterial {
+  const found = o.material.get(key) ?? [];
+  if (found.length === 0)
+    fail('EGJ_COMMIT_RECEIPT_MISSING', `no receipt for job ${key.slice(0, 12)} here (run genjob pull first)`);
+  const usable = found.flatMap((f) => (f.ok ? [f.material] : []));
+  if (usable.length === 0) {
+    const bad = found[0] as Extract<ReadOutcome, { ok: false }>;
+    fail('EGJ_COMMIT_MATERIAL_INVALID', `${bad.ref}: ${bad.rule}`);
+  }
+  const m = usable.find((u) => sha256Hex(u.receipt) === named) ?? usable[0]!;
+  try {
+    return judgeMaterial(m, o.policy);
+  } catch (err) {
+    if (!(err instanceof GenjobError)) throw err;
+    return fail(err.code, `receipt of job ${key.slice(0, 12)}: ${err.message}`);
+  }
+}
+
+/** The commit's parent holds exactly the job's inputs (absent where it creates a file). Returns the parent's entries. */
+async function checkBase(
+  root: string,
+  c: CommitTrailers,
+  job: Job,
+): Promise<ReadonlyMap<string, TreeEntryAt | null>> {
+  const { stale, entries } = await staleInput(root, c.parents[0] ?? null, job);
+  if (stale !== null)
+    fail(
+      'EGJ_COMMIT_STALE_BASE',
+      `${JSON.stringify(stale.path)}: the job was minted where it was ${stale.minted === null ? 'absent' : `sha256 ${stale.minted.slice(0, 12)}`}, the commit's parent has ${stale.held}; a receipt applies only on the history it was made for`,
+    );
+  return entries;
 }
 
 interface RawChange {
@@ -147,12 +265,12 @@ function parseRaw(out: Buffer): RawChange[] {
   return changes;
 }
 
-/** The commit's changes against its first parent are exactly the outputs, each with the receipt's bytes. */
+/** The commit's changes against its first parent are exactly the outputs, each with the receipt's bytes and mode. */
 async function checkChanges(
   root: string,
   c: CommitTrailers,
-  outputs: ReadonlyArray<{ path: string; sha256: string }>,
-  fail: (code: `EGJ_${string}`, msg: string) => never,
+  outputs: readonly ReceiptOutput[],
+  parent: ReadonlyMap<string, TreeEntryAt | null>,
 ): Promise<void> {
   const base = c.parents[0];
   const diff = await git(root, [
@@ -165,9 +283,8 @@ async function checkChanges(
     '--no-ext-diff',
     ...(base ? [base, c.commit] : ['--root', c.commit]),
   ]);
-  const want = new Map(outputs.map((o) => [o.path, o.sha256]));
-  const changes = parseRaw(diff.stdout);
-  for (const ch of changes) {
+  const want = new Set(outputs.map((o) => o.path));
+  for (const ch of parseRaw(diff.stdout)) {
     if (!want.has(ch.path))
       fail(
         'EGJ_COMMIT_EXTRA_CHANGE',
@@ -178,30 +295,34 @@ async function checkChanges(
         'EGJ_COMMIT_EXTRA_CHANGE',
         `${ch.status === 'D' ? 'deletes' : 'changes the type of'} output ${JSON.stringify(ch.path)}`,
       );
-    if (ch.newMode !== '100644' && ch.newMode !== '100755')
+    if (!isRegularMode(ch.newMode))
       fail(
         'EGJ_COMMIT_EXTRA_CHANGE',
         `output ${JSON.stringify(ch.path)} has mode ${ch.newMode}, not a regular file`,
       );
   }
-  // every output's bytes as the commit holds them (changed or not), read in one cat-file
-  const blobs = await catFile(
+  // every output as the commit holds it (changed or not): bytes and mode
+  const entries = await treeEntries(
     root,
-    outputs.map((o) => `${c.commit}:${o.path}`),
+    c.commit,
+    outputs.map((o) => o.path),
     { contents: true },
   );
-  for (const [i, o] of outputs.entries()) {
-    const blob = blobs[i];
-    if (blob?.type !== 'blob' || blob.content === undefined)
-      return fail(
-        'EGJ_COMMIT_OUTPUT_MISSING',
-        `does not hold output ${JSON.stringify(o.path)} of its receipt`,
-      );
-    const actual = sha256Hex(blob.content);
+  for (const o of outputs) {
+    const e = entries.get(o.path);
+    if (e?.bytes === undefined)
+      fail('EGJ_COMMIT_OUTPUT_MISSING', `does not hold output ${JSON.stringify(o.path)} of its receipt`);
+    const actual = sha256Hex(e!.bytes!);
     if (actual !== o.sha256)
       fail(
         'EGJ_COMMIT_BYTES_DIFFER',
         `${JSON.stringify(o.path)} hashes to ${actual.slice(0, 12)} in the commit, the receipt says ${o.sha256.slice(0, 12)}`,
+      );
+    const mode = outputMode(o.executable, parent.get(o.path)?.mode);
+    if (e!.mode !== mode)
+      fail(
+        'EGJ_COMMIT_MODE_DIFFERS',
+        `output ${JSON.stringify(o.path)} has mode ${e!.mode} in the commit; ${o.executable ? 'its receipt makes it executable (100755)' : `its receipt leaves the mode as it was (${mode})`}`,
       );
   }
 }

@@ -3,21 +3,24 @@
 // --no-filters, so the verified bytes go in as they are) or taken out of it, then write-tree, commit-tree
 // and update-ref HEAD <new> <old> (compare-and-swap: a HEAD moved meanwhile fails, nothing is lost). The
 // user's staged and unstaged changes are never read; only those files' entries in the real index are set
-// to the commit's, so `git status` shows them clean. Both commands check first that a commit can be made at
-// all (commit-preflight.ts), so they never write files they then cannot commit.
+// to the commit's, so `git status` shows them clean. A job's output gets the receipt's mode (100755 when it
+// says executable, else the mode HEAD gives the path, 100644 for a new file): what the gate holds the
+// commit to. Both commands check first that a commit can be made at all (commit-preflight.ts), so they
+// never write files they then cannot commit.
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathExists } from '../core/path-exists.js';
 import type { Store } from '../store/store.js';
 import { git, gitText } from './run-git.js';
 import { commitMessage } from './trailers.js';
+import { outputMode, treeEntries } from './tree-entries.js';
 
 export interface CommitJobInput {
   key: string;
   instruction: string;
   receiptSha256: string;
   signer: string | null;
-  outputs: ReadonlyArray<{ path: string; sha256: string }>;
+  outputs: ReadonlyArray<{ path: string; sha256: string; executable?: true }>;
   /** Passing check records to name in Genjob-Check trailers. */
   checks?: ReadonlyArray<{ name: string; digest: string }>;
 }
@@ -35,12 +38,18 @@ let indexSeq = 0;
 export interface CommitFile {
   path: string;
   source: string | null;
+  /** A job's output: whether its receipt says executable (the mode is then outputMode's); else the work tree's bit decides. */
+  receiptExecutable?: boolean;
 }
 
 export async function commitJob(store: Store, job: CommitJobInput): Promise<CommitOutcome> {
   const files = job.outputs.map((o) => {
     const out = join(store.layout.outDir(job.key), ...o.path.split('/'));
-    return { path: o.path, source: pathExists(out) ? out : store.layout.object(o.sha256) };
+    return {
+      path: o.path,
+      source: pathExists(out) ? out : store.layout.object(o.sha256),
+      receiptExecutable: o.executable === true,
+    };
   });
   return commitFiles(store, {
     files,
@@ -49,7 +58,7 @@ export async function commitJob(store: Store, job: CommitJobInput): Promise<Comm
   });
 }
 
-/** Commit exactly `files` on top of HEAD (each path's mode is the work tree's), with `message`. */
+/** Commit exactly `files` on top of HEAD (an output's mode from its receipt, any other file's from the work tree), with `message`. */
 export async function commitFiles(
   store: Store,
   c: { files: readonly CommitFile[]; message: string; reflog: string },
@@ -71,12 +80,23 @@ export async function commitFiles(
             })
           ).split('\n');
     const oidOf = new Map(kept.map((f, i) => [f.path, oids[i]!]));
+    const outputs = c.files.filter((f) => f.receiptExecutable !== undefined).map((f) => f.path);
+    const before =
+      parent && outputs.length > 0
+        ? await treeEntries(root, parent, outputs, { contents: false })
+        : new Map<string, null>();
     const entries = c.files
       .map((f) => {
         const oid = oidOf.get(f.path);
         // mode 0 takes the path out of the index
         if (oid === undefined) return `0 ${'0'.repeat(40)}\t${quote(f.path)}\n`;
-        return `${executable(join(root, f.path)) ? '100755' : '100644'} ${oid}\t${quote(f.path)}\n`;
+        const mode =
+          f.receiptExecutable !== undefined
+            ? outputMode(f.receiptExecutable, before.get(f.path)?.mode)
+            : executable(join(root, f.path))
+              ? '100755'
+              : '100644';
+        return `${mode} ${oid}\t${quote(f.path)}\n`;
       })
       .join('');
     await git(root, ['update-index', '--index-info'], { env, input: entries });

@@ -1,8 +1,13 @@
 // The hooks `genjob hook install` writes. Both run the merge gate with this very CLI (absolute paths:
 // hooks are per clone, never committed). pre-push: pull the remote's material, then check the commits
-// each pushed ref adds (a new branch: every commit not on the remote yet). pre-merge-commit: check the
-// commits a merge brings in, HEAD..MERGE_HEAD, with the material already here.
+// each pushed ref adds (a new branch: every commit not on the remote yet, under the policy of where it
+// leaves the remote's history). pre-merge-commit: check the commits a merge brings in, under HEAD's policy.
+// The last line is the sha256 of every byte above it: a hook is genjob's, to rewrite, only while its
+// bytes are exactly what genjob wrote; a hand-merged check breaks the sum and is never lost silently.
+import { sha256Hex } from '../core/sha256.js';
+
 export const HOOK_MARKER = '# genjob hook:';
+const SUM_LINE = /\n# genjob hook sha256:([0-9a-f]{64})\n$/;
 
 export type HookName = 'pre-push' | 'pre-merge-commit';
 
@@ -10,15 +15,25 @@ function shQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-export function hookScript(name: HookName, node: string, cli: string): string {
+function body(name: HookName, node: string, cli: string): string {
   const head = [
     '#!/bin/sh',
-    `${HOOK_MARKER} ${name}, written by \`genjob hook install\`; \`genjob hook install --force\` rewrites it.`,
+    `${HOOK_MARKER} ${name}, written by \`genjob hook install\`; edited, it is yours (install again with --force to replace it).`,
     '# Every commit with a Genjob-Key trailer must be exactly the outputs of a verified receipt.',
     `genjob() { ${shQuote(node)} ${shQuote(cli)} "$@"; }`,
   ];
   if (name === 'pre-merge-commit')
-    return [...head, 'exec genjob verify --commits "HEAD..MERGE_HEAD"', ''].join('\n');
+    return [
+      ...head,
+      '# git names the commits being merged in GITHEAD_<id> variables (MERGE_HEAD is written only after this hook)',
+      "heads=$(env | sed -n 's/^GITHEAD_\\([0-9a-f]\\{40,64\\}\\)=.*/\\1/p' | tr '\\n' ' ')",
+      '[ -n "$heads" ] || heads=$(git rev-parse -q --verify MERGE_HEAD) || {',
+      "  echo 'genjob hook: cannot tell which commits this merge brings in; not merging (git merge --no-verify skips the gate)' >&2",
+      '  exit 1',
+      '}',
+      'genjob verify --commits "$heads --not HEAD" --trust-ref HEAD',
+      '',
+    ].join('\n');
   return [
     ...head,
     'remote="$1"',
@@ -27,11 +42,25 @@ export function hookScript(name: HookName, node: string, cli: string): string {
     '  case "$local_sha" in *[!0]*) ;; *) continue ;; esac   # a deletion',
     '  case "$remote_ref" in refs/genjob/*) continue ;; esac',
     '  case "$remote_sha" in',
-    '    *[!0]*) range="$remote_sha..$local_sha" ;;',
-    '    *) range="$local_sha --not --remotes=$remote" ;;',
+    '    *[!0]*) set -- "$remote_sha..$local_sha" ;;',
+    "    *) # a new branch: the policy of where it leaves what the remote has (an empty remote: the branch's own)",
+    '       base=$(git merge-base "$local_sha" $(git for-each-ref --format=\'%(objectname)\' "refs/remotes/$remote/") 2>/dev/null)',
+    '       [ -n "$base" ] || base="$local_sha"',
+    '       set -- "$local_sha --not --remotes=$remote" --trust-ref "$base" ;;',
     '  esac',
-    '  genjob verify --commits "$range" </dev/null || exit $?',
+    '  genjob verify --commits "$@" </dev/null || exit $?',
     'done',
     '',
   ].join('\n');
+}
+
+export function hookScript(name: HookName, node: string, cli: string): string {
+  const text = body(name, node, cli);
+  return `${text}# genjob hook sha256:${sha256Hex(Buffer.from(text, 'utf8'))}\n`;
+}
+
+/** True when `text` is a hook exactly as genjob wrote it: its last line is the sha256 of the bytes above. */
+export function isGenjobHook(text: string): boolean {
+  const m = SUM_LINE.exec(text);
+  return m !== null && sha256Hex(Buffer.from(text.slice(0, m.index + 1), 'utf8')) === m[1];
 }

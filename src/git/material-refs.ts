@@ -4,8 +4,23 @@
 // One ref per key means two machines pushing different keys never touch the same ref, and a ref once
 // created is never moved by genjob (a push that would move it is a conflict, never a force).
 export const KEY_REFS = 'refs/genjob/keys/';
-/** Where `genjob pull` mirrors the remote's key refs before importing them (outside refs/genjob/). */
+/** Where `genjob pull` mirrors the remote's key refs for the merge gate (outside refs/genjob/). */
 export const PULLED_REFS = 'refs/genjob-pulled/keys/';
+
+/**
+ * The kinds of material pull mirrors, one namespace each: refs/genjob/<kind>/* on the remote into
+ * refs/genjob-pulled/<kind>/* here (forced and pruned: a copy of the remote, never pushed back).
+ */
+export const PULLED_KINDS: readonly string[] = ['keys', 'checks'];
+
+export function pulledRefspec(kind: string): string {
+  return `+refs/genjob/${kind}/*:${pulledRefs(kind)}*`;
+}
+
+/** The namespace pull mirrors the remote's refs/genjob/<kind>/ into. */
+export function pulledRefs(kind: string): string {
+  return `refs/genjob-pulled/${kind}/`;
+}
 
 export const JOB_ENTRY = 'job.json';
 export const RECEIPT_ENTRY = 'receipt.json';

@@ -9,7 +9,15 @@ import { MAX_RECEIPT_BYTES } from '../core/receipt.js';
 import { decodeReceipt } from '../core/receipt-decode.js';
 import { jobFileBytes } from '../store/mint-job.js';
 import { catFile, type GitObject, parseTree, type TreeEntry } from './cat-file.js';
-import { JOB_ENTRY, KEY_REFS, keyOfRef, OUT_DIR, PULLED_REFS, RECEIPT_ENTRY } from './material-refs.js';
+import {
+  JOB_ENTRY,
+  keyOfRef,
+  OUT_DIR,
+  PULLED_KINDS,
+  PULLED_REFS,
+  pulledRefspec,
+  RECEIPT_ENTRY,
+} from './material-refs.js';
 import { git } from './run-git.js';
 
 export const MAX_JOB_FILE_BYTES = 16 * 1024 * 1024;
@@ -27,15 +35,19 @@ export interface PulledRef {
 
 export interface PulledMaterial {
   key: string;
+  /** The ref it was read from. */
+  ref: string;
   commit: string;
   job: Buffer;
   receipt: Buffer;
   outputs: Array<{ path: string; bytes: Buffer }>;
 }
 
-export type ReadOutcome = { ok: true; material: PulledMaterial } | { ok: false; key: string; rule: string };
+export type ReadOutcome =
+  | { ok: true; material: PulledMaterial }
+  | { ok: false; key: string; ref: string; rule: string };
 
-/** Mirror the remote's refs/genjob/keys/* into refs/genjob-pulled/keys/* (forced, pruned). */
+/** Mirror the remote's refs/genjob/<kind>/* into refs/genjob-pulled/<kind>/* (forced, pruned), every kind in one fetch; returns the key refs. */
 export async function fetchKeyRefs(root: string, remote: string): Promise<PulledRef[]> {
   await git(root, [
     'fetch',
@@ -45,17 +57,18 @@ export async function fetchKeyRefs(root: string, remote: string): Promise<Pulled
     '--no-write-fetch-head',
     '--no-recurse-submodules',
     remote,
-    `+${KEY_REFS}*:${PULLED_REFS}*`,
+    ...PULLED_KINDS.map(pulledRefspec),
   ]);
-  const r = await git(root, [
-    'for-each-ref',
-    '--format=%(objectname) %(objecttype) %(refname)',
-    'refs/genjob-pulled/',
-  ]);
+  return listKeyRefs(root, PULLED_REFS, PULLED_REFS);
+}
+
+/** The refs under `under`, each with the key it names as `keys`<key> (null for any other name). */
+export async function listKeyRefs(root: string, under: string, keys: string): Promise<PulledRef[]> {
+  const r = await git(root, ['for-each-ref', '--format=%(objectname) %(objecttype) %(refname)', under]);
   const refs: PulledRef[] = [];
   for (const line of r.stdout.toString('utf8').split('\n')) {
     const m = /^([0-9a-f]+) (\S+) (.+)$/.exec(line);
-    if (m) refs.push({ oid: m[1]!, type: m[2]!, ref: m[3]!, key: keyOfRef(m[3]!, PULLED_REFS) });
+    if (m) refs.push({ oid: m[1]!, type: m[2]!, ref: m[3]!, key: keyOfRef(m[3]!, keys) });
   }
   return refs;
 }
@@ -70,30 +83,31 @@ export async function readPulled(
   root: string,
   refs: ReadonlyArray<PulledRef & { key: string }>,
 ): Promise<ReadOutcome[]> {
+  // everything below is per ref (two refs may name one key: this clone's and the one pull fetched)
   const bad = new Map<string, string>();
   const files = new Map<string, FileEntry[]>();
-  const refuse = (key: string, rule: string): false => {
-    if (!bad.has(key)) bad.set(key, rule);
+  const refuse = (ref: string, rule: string): false => {
+    if (!bad.has(ref)) bad.set(ref, rule);
     return false;
   };
   for (const r of refs) {
-    files.set(r.key, []);
-    if (r.type !== 'commit') refuse(r.key, `points at a ${r.type}, not a commit`);
+    files.set(r.ref, []);
+    if (r.type !== 'commit') refuse(r.ref, `points at a ${r.type}, not a commit`);
   }
   // commits → root trees
-  const live = () => refs.filter((r) => !bad.has(r.key));
+  const live = () => refs.filter((r) => !bad.has(r.ref));
   const commits = await catFile(
     root,
     live().map((r) => r.oid),
     { contents: true, maxOutput: 64 * 1024 * 1024 },
   );
   const oidBytes = (refs[0]?.oid.length ?? 40) / 2;
-  let level: Array<{ key: string; dir: string; oid: string }> = [];
+  let level: Array<{ ref: string; dir: string; oid: string }> = [];
   live().forEach((r, i) => {
     const text = commits[i]?.content?.toString('utf8') ?? '';
     const m = /^tree ([0-9a-f]+)\n/.exec(text);
-    if (!m) refuse(r.key, 'the commit names no tree');
-    else level.push({ key: r.key, dir: '', oid: m[1]! });
+    if (!m) refuse(r.ref, 'the commit names no tree');
+    else level.push({ ref: r.ref, dir: '', oid: m[1]! });
   });
   // walk the trees one depth at a time, one cat-file per depth
   while (level.length > 0) {
@@ -104,55 +118,55 @@ export async function readPulled(
     );
     const next: typeof level = [];
     for (const [i, t] of level.entries()) {
-      if (!bad.has(t.key)) walkTree(t, trees[i] ?? null, next);
+      if (!bad.has(t.ref)) walkTree(t, trees[i] ?? null, next);
     }
-    level = next.filter((t) => !bad.has(t.key));
+    level = next.filter((t) => !bad.has(t.ref));
   }
-  function walkTree(t: { key: string; dir: string }, obj: GitObject | null, next: typeof level): boolean {
-    if (obj?.type !== 'tree' || !obj) return refuse(t.key, `${t.dir || '(root)'} is not a tree`);
+  function walkTree(t: { ref: string; dir: string }, obj: GitObject | null, next: typeof level): boolean {
+    if (obj?.type !== 'tree' || !obj) return refuse(t.ref, `${t.dir || '(root)'} is not a tree`);
     let entries: TreeEntry[];
     try {
       entries = parseTree(obj.content!, oidBytes);
     } catch (err) {
-      return refuse(t.key, `${t.dir || '(root)'}: ${(err as Error).message}`);
+      return refuse(t.ref, `${t.dir || '(root)'}: ${(err as Error).message}`);
     }
     for (const e of entries) {
       const path = `${t.dir}${e.name}`;
       if (t.dir === '') {
-        if (e.name === 'out' && e.mode === '40000') next.push({ key: t.key, dir: OUT_DIR, oid: e.oid });
+        if (e.name === 'out' && e.mode === '40000') next.push({ ...t, dir: OUT_DIR, oid: e.oid });
         else if ((e.name === JOB_ENTRY || e.name === RECEIPT_ENTRY) && e.mode === '100644')
-          files.get(t.key)!.push({ path, oid: e.oid });
-        else return refuse(t.key, `unexpected entry ${JSON.stringify(e.name)} (mode ${e.mode}) at the top`);
+          files.get(t.ref)!.push({ path, oid: e.oid });
+        else return refuse(t.ref, `unexpected entry ${JSON.stringify(e.name)} (mode ${e.mode}) at the top`);
         continue;
       }
       const problem = pathProblem(path.slice(OUT_DIR.length));
-      if (problem) return refuse(t.key, `${JSON.stringify(path)}: ${problem}`);
-      if (e.mode === '40000') next.push({ key: t.key, dir: `${path}/`, oid: e.oid });
-      else if (e.mode === '100644') files.get(t.key)!.push({ path, oid: e.oid });
+      if (problem) return refuse(t.ref, `${JSON.stringify(path)}: ${problem}`);
+      if (e.mode === '40000') next.push({ ...t, dir: `${path}/`, oid: e.oid });
+      else if (e.mode === '100644') files.get(t.ref)!.push({ path, oid: e.oid });
       else
         return refuse(
-          t.key,
+          t.ref,
           `${JSON.stringify(path)} has mode ${e.mode}: only regular files (100644) are accepted`,
         );
-      if (files.get(t.key)!.length > MAX_OUTPUTS + 2)
-        return refuse(t.key, `more than ${MAX_OUTPUTS} outputs`);
+      if (files.get(t.ref)!.length > MAX_OUTPUTS + 2)
+        return refuse(t.ref, `more than ${MAX_OUTPUTS} outputs`);
     }
     return true;
   }
   // names: both documents present, no two outputs folding together
   for (const r of live()) {
-    const names = files.get(r.key)!.map((f) => f.path);
+    const names = files.get(r.ref)!.map((f) => f.path);
     if (!names.includes(JOB_ENTRY) || !names.includes(RECEIPT_ENTRY))
-      refuse(r.key, 'job.json or receipt.json is missing');
+      refuse(r.ref, 'job.json or receipt.json is missing');
     const folded = new Set<string>();
     for (const n of names) {
       if (folded.has(foldedPath(n)))
-        refuse(r.key, `${JSON.stringify(n)} appears twice (after case and Unicode folding)`);
+        refuse(r.ref, `${JSON.stringify(n)} appears twice (after case and Unicode folding)`);
       folded.add(foldedPath(n));
     }
   }
   // sizes before contents
-  const wanted = live().flatMap((r) => files.get(r.key)!.map((f) => ({ key: r.key, ...f })));
+  const wanted = live().flatMap((r) => files.get(r.ref)!.map((f) => ({ ref: r.ref, ...f })));
   const sizes = await catFile(
     root,
     wanted.map((f) => f.oid),
@@ -162,7 +176,7 @@ export async function readPulled(
   for (const [i, f] of wanted.entries()) {
     const s = sizes[i];
     if (s?.type !== 'blob' || !s) {
-      refuse(f.key, `${f.path} is not a blob`);
+      refuse(f.ref, `${f.path} is not a blob`);
       continue;
     }
     const cap =
@@ -171,12 +185,12 @@ export async function readPulled(
         : f.path === RECEIPT_ENTRY
           ? MAX_RECEIPT_BYTES
           : 64 * 1024 * 1024;
-    if (s.size > cap) refuse(f.key, `${f.path} is ${s.size} bytes, above the cap of ${cap}`);
+    if (s.size > cap) refuse(f.ref, `${f.path} is ${s.size} bytes, above the cap of ${cap}`);
     total += s.size;
   }
   if (total > MAX_PULL_BYTES)
-    for (const r of live()) refuse(r.key, `the pull would read more than ${MAX_PULL_BYTES} bytes`);
-  const toRead = wanted.filter((f) => !bad.has(f.key));
+    for (const r of live()) refuse(r.ref, `the pull would read more than ${MAX_PULL_BYTES} bytes`);
+  const toRead = wanted.filter((f) => !bad.has(f.ref));
   const blobs = await catFile(
     root,
     toRead.map((f) => f.oid),
@@ -184,13 +198,13 @@ export async function readPulled(
   );
   const content = new Map<string, Map<string, Buffer>>();
   toRead.forEach((f, i) => {
-    if (!content.has(f.key)) content.set(f.key, new Map());
-    content.get(f.key)!.set(f.path, blobs[i]!.content!);
+    if (!content.has(f.ref)) content.set(f.ref, new Map());
+    content.get(f.ref)!.set(f.path, blobs[i]!.content!);
   });
   return refs.map((r): ReadOutcome => {
-    const rule = bad.get(r.key) ?? checkDocuments(r.key, content.get(r.key)!);
-    if (rule) return { ok: false, key: r.key, rule };
-    const byPath = content.get(r.key)!;
+    const rule = bad.get(r.ref) ?? checkDocuments(r.key, content.get(r.ref)!);
+    if (rule) return { ok: false, key: r.key, ref: r.ref, rule };
+    const byPath = content.get(r.ref)!;
     const outputs = [...byPath]
       .filter(([p]) => p.startsWith(OUT_DIR))
       .map(([p, bytes]) => ({ path: p.slice(OUT_DIR.length), bytes }));
@@ -198,6 +212,7 @@ export async function readPulled(
       ok: true,
       material: {
         key: r.key,
+        ref: r.ref,
         commit: r.oid,
         job: byPath.get(JOB_ENTRY)!,
         receipt: byPath.get(RECEIPT_ENTRY)!,

@@ -1,10 +1,11 @@
 // Compare the workspace after the generator ran with the bundle it started from.
-// Changed or created regular files at allowed paths become outputs. Anything else — a file
-// outside the contract, a deleted allowed file, a changed or deleted read-only file (the job's
-// reads), a symlink, a device, a stray directory — makes the attempt `rejected` with a reason naming
-// the path. Nothing is followed through links: the walk goes through descriptors held from before the
-// generator ran (workspace-handle.ts), and an output's size is checked from its inode before a byte of
-// it is read.
+// Changed or created regular files at allowed paths become outputs; one the generator made executable
+// says so (every file of the bundle is extracted without an executable bit, so any bit is its doing).
+// Anything else — a file outside the contract, a deleted allowed file, a changed or deleted read-only
+// file (the job's reads), a symlink, a device, a stray directory — makes the attempt `rejected` with a
+// reason naming the path. Nothing is followed through links: the walk goes through descriptors held
+// from before the generator ran (workspace-handle.ts), and an output's size is checked from its inode
+// before a byte of it is read.
 // A file the extraction wrote and nothing touched since keeps its extraction digest unhashed: its
 // (ino, size, mtime, ctime) are unchanged and its ctime is older than a fence file written after the
 // extraction. User space cannot set ctime (every write, chmod, utimes or rename moves it to "now"),
@@ -22,6 +23,8 @@ export interface Output {
   path: string;
   sha256: string;
   bytes: number;
+  /** The generator made the file executable (the bundle's files never are). */
+  executable?: true;
 }
 
 export type DiffResult = { ok: true; outputs: Output[] } | { ok: false; reason: string };
@@ -140,7 +143,13 @@ async function diffHeld(root: HeldWorkspace, job: Job, known?: KnownFiles): Prom
           return `${JSON.stringify(path)} is ${bytes} bytes, over the job's max_file_bytes`;
         total += bytes;
         if (total > job.constraints.max_total_bytes) return `outputs exceed the job's max_total_bytes`;
-        if (sha256 !== inputs.get(path)) outputs.push({ path, sha256, bytes });
+        if (sha256 !== inputs.get(path))
+          outputs.push({
+            path,
+            sha256,
+            bytes,
+            ...((st.mode & 0o111n) !== 0n ? { executable: true } : {}),
+          });
       } else {
         return `${JSON.stringify(path)} is ${kindOf(d)}; only regular files may be outputs`;
       }

@@ -58,6 +58,11 @@ export function readTrust(root: string): TrustEntry[] {
     if (errnoOf(err) === 'ENOENT') return [];
     throw IoError.wrap('read', file, err);
   }
+  return parseTrust(bytes, file);
+}
+
+/** The keys of a trust file's bytes; `file` names where they came from (a path, or REV:PATH). */
+export function parseTrust(bytes: Buffer, file: string): TrustEntry[] {
   if (bytes.length > MAX_TRUST_FILE_BYTES) throw malformed(file, `larger than ${MAX_TRUST_FILE_BYTES} bytes`);
   let raw: unknown;
   try {
@@ -87,15 +92,23 @@ export function readTrust(root: string): TrustEntry[] {
   return parsed.data.keys;
 }
 
-/** The policy decodeReceiptWithPolicy needs, built from the trust file. */
+/** The policy decodeReceiptWithPolicy needs, from trust entries. */
+export function trustPolicyOf(
+  entries: readonly TrustEntry[],
+  options: { requireSignature?: boolean } = {},
+): ReceiptTrustPolicy {
+  return {
+    trusted: trustedFor(entries, 'receipts'),
+    requireSignature: options.requireSignature ?? false,
+  };
+}
+
+/** The policy decodeReceiptWithPolicy needs, built from the trust file in the checkout (not for the merge gate). */
 export function loadTrustPolicy(
   root: string,
   options: { requireSignature?: boolean } = {},
 ): ReceiptTrustPolicy {
-  return {
-    trusted: trustedFor(readTrust(root), 'receipts'),
-    requireSignature: options.requireSignature ?? false,
-  };
+  return trustPolicyOf(readTrust(root), options);
 }
 
 /** The entries pinned for `use`: an entry without `for` is pinned for receipts only. */

@@ -44,6 +44,27 @@ describe('planApply', () => {
       },
     },
     {
+      name: 'an output its receipt makes executable gets the executable bits, created or replaced',
+      outputs: [
+        { path: 'src/y.ts', sha256: C, executable: true as const },
+        { path: 'README.md', sha256: C, executable: true as const },
+        { path: 'src/x.ts', sha256: C, executable: true as const },
+      ],
+      current: tree({
+        'README.md': { sha256: A, mode: 0o640 },
+        'src/x.ts': { sha256: B, mode: 0o755 },
+        'src/y.ts': { sha256: null, mode: null },
+      }),
+      plan: {
+        kind: 'plan',
+        writes: [
+          { path: 'README.md', before: A, after: C, mode: 0o751 },
+          { path: 'src/x.ts', before: B, after: C, mode: 0o755 },
+          { path: 'src/y.ts', before: null, after: C, mode: 0o755 },
+        ],
+      },
+    },
+    {
       name: 'an output equal to its input is not a write',
       outputs: [{ path: 'README.md', sha256: A }],
       current: minted,

@@ -331,6 +331,16 @@ describe('decodeSignedReceipt rejects, each with its own code', () => {
       code: 'EGJ_RECEIPT_SCHEMA',
     },
     {
+      name: 'an output whose executable flag is anything but true (absent means not made executable)',
+      bytes: () =>
+        canonicalBytes({
+          ...receipt(),
+          outputs: [{ path: 'src/a.py', sha256: 'a'.repeat(64), bytes: 1, executable: false }],
+        }),
+      policy: NO_TRUST,
+      code: 'EGJ_RECEIPT_SCHEMA',
+    },
+    {
       name: 'a plain receipt that breaks the schema',
       bytes: () => canonicalBytes({ ...receipt(), extra: 1 }),
       policy: NO_TRUST,

@@ -114,16 +114,35 @@ describe('apply --commit where no commit can be made', () => {
 });
 
 describe('apply --commit on an unborn branch', () => {
-  it('makes the root commit holding only the outputs, and leaves them clean in the index', async () => {
+  it('makes the root commit of a job that creates its files; a job editing uncommitted files is refused', async () => {
     const p = place('repo');
     await git(p.root, ['init', '-q'], p.env);
-    const key = await received(p);
-    const r = await cli(p, ['apply', key, '--commit']);
+    const mint = await cli(p, ['mint', '--json', '-m', 'Write NEW.md', '--create', 'NEW.md']);
+    expect(mint.exitCode, mint.stderr).toBe(0);
+    const created = JSON.parse(mint.stdout).key as string;
+    const work = await cli(p, [
+      'work',
+      '--drain',
+      '--quiet',
+      '--no-sandbox',
+      '--generator',
+      "printf 'new\\n' > NEW.md",
+    ]);
+    expect(work.exitCode, work.stderr).toBe(0);
+    const r = await cli(p, ['apply', created, '--commit']);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(await git(p.root, ['rev-list', '--parents', 'HEAD'], p.env)).toMatch(/^[0-9a-f]{40}$/);
-    expect(await git(p.root, ['ls-tree', '-r', '--name-only', 'HEAD'], p.env)).toBe(OUTPUTS.join('\n'));
-    const status = (await git(p.root, ['status', '--porcelain'], p.env)).split('\n');
-    expect(status.filter((l) => OUTPUTS.some((o) => l.endsWith(o)))).toEqual([]);
+    expect(await git(p.root, ['ls-tree', '-r', '--name-only', 'HEAD'], p.env)).toBe('NEW.md');
+    expect(await git(p.root, ['status', '--porcelain', 'NEW.md'], p.env)).toBe('');
+    // the timeout job edits files no commit holds: its commit could never pass the gate
+    const edit = await received(p);
+    const before = snapshot(p.base, []);
+    const refused = await cli(p, ['apply', edit, '--commit']);
+    expect(refused.exitCode).toBe(4);
+    expect(refused.stderr).toMatch(
+      /^genjob: EGJ_STALE: HEAD:src\/user\.py: the repository changed under the job \(expected sha256 [0-9a-f]{12}, found absent\); a generated commit must sit on the history its job was minted from \(commit the inputs first, or apply without --commit\); nothing was written\n$/,
+    );
+    expect(snapshot(p.base, [])).toEqual(before);
   });
 });
 

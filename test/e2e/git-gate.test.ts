@@ -137,8 +137,10 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
     });
 
     it('passes the CI recipe on a fresh clone that never ran the worker, one line per generated commit', async () => {
-      const { pull, verify } = await gate(w, w.bare, 'b-ok');
-      expect(pull).toMatchObject({ exitCode: 0, stdout: '2 job(s) imported from origin, 0 already here\n' });
+      const { b, pull, verify } = await gate(w, w.bare, 'b-ok');
+      expect(pull).toMatchObject({ exitCode: 0, stdout: '2 key(s) of verification material from origin\n' });
+      // the material serves verification only: nothing of it became a job here
+      expect(existsSync(join(b, '.gen', 'received'))).toBe(false);
       expect(verify.exitCode, verify.stderr).toBe(0);
       expect(verify.stdout).toBe(
         `${w.commits[0]!.slice(0, 12)} ok: job ${w.keys.timeout.slice(0, 12)}, exactly its 2 output(s)\n` +
@@ -146,12 +148,12 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
       );
     });
 
-    it('sends nothing on a second push and imports nothing on a second pull', async () => {
+    it('sends nothing on a second push; a pull on the machine that made the jobs changes nothing of its jobs', async () => {
       const a = join(w.base, 'a');
       const push = await cli(w, a, ['push', '--json']);
       expect(JSON.parse(push.stdout)).toMatchObject({ ok: true, built: 0, created: [], conflicts: [] });
       const pull = await cli(w, a, ['pull']);
-      expect(pull).toMatchObject({ exitCode: 0, stdout: '0 job(s) imported from origin, 2 already here\n' });
+      expect(pull).toMatchObject({ exitCode: 0, stdout: '2 key(s) of verification material from origin\n' });
     });
 
     it('fails on an edited byte in a generated commit (EGJ_COMMIT_BYTES_DIFFER)', async () => {
@@ -204,14 +206,14 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
       const bare = copyRemote(w, 'missing');
       await git(bare, ['update-ref', '-d', `refs/genjob/keys/${w.keys.timeout}`], w.env);
       const { pull, verify } = await gate(w, bare, 'b-missing');
-      expect(pull.stdout).toBe('1 job(s) imported from origin, 0 already here\n');
+      expect(pull.stdout).toBe('1 key(s) of verification material from origin\n');
       expect(verify).toMatchObject({
         exitCode: 3,
         stderr: `genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ${w.commits[0]!.slice(0, 12)}: no receipt for job ${w.keys.timeout.slice(0, 12)} here (run genjob pull first)\n`,
       });
     });
 
-    it('fails on an unsigned receipt while a key is pinned (EGJ_SIGNATURE_MISSING)', async () => {
+    it('fails on an unsigned receipt while --trust-file pins a key (EGJ_SIGNATURE_MISSING); the checkout’s trust file is never read', async () => {
       const { b, verify } = await gate(w, w.bare, 'b-pinned', async (b) => {
         const keygen = await cli(w, b, ['keygen', '--json', '--out', join(w.base, 'pinned.key')]);
         const pub = JSON.parse(keygen.stdout).publicKey;
@@ -219,8 +221,16 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
         expect(add.exitCode, add.stderr).toBe(0);
       });
       expect(existsSync(join(b, 'genjob-trust.json'))).toBe(true);
-      expect(verify.exitCode).toBe(3);
-      expect(verify.stderr).toMatch(
+      expect(verify.exitCode, verify.stderr).toBe(0);
+      const pinned = await cli(w, b, [
+        'verify',
+        '--commits',
+        'origin/main..HEAD',
+        '--trust-file',
+        'genjob-trust.json',
+      ]);
+      expect(pinned.exitCode).toBe(3);
+      expect(pinned.stderr).toMatch(
         new RegExp(`^genjob: EGJ_SIGNATURE_MISSING: commit ${w.commits[0]!.slice(0, 12)}: receipt of job `),
       );
     });

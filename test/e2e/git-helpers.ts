@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { makeJob, receivedJob, sha256, textBytes } from '../../bench/fixtures.mjs';
 import type { SshdHandle } from '../helpers/sshd.js';
+import { runCli } from './helpers.js';
 
 export interface Transport {
   name: string;
@@ -69,4 +70,14 @@ export function fakeReceived(root: string, count: number, label: string, outputB
     keys.push(made.key);
   }
   return keys.sort();
+}
+
+/** Run the built CLI in `cwd` of a world (its base holds the shared result cache), with its environment. */
+export function worldCli(
+  w: { base: string; env: Record<string, string> },
+  cwd: string,
+  args: readonly string[],
+  env: Record<string, string> = {},
+) {
+  return runCli(args, { cwd, env: { ...w.env, XDG_CACHE_HOME: join(w.base, 'cache'), ...env } });
 }

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../bench/fixtures.mjs';
-import { cloneBranch, git, gitEnv } from './git-helpers.js';
-import { DEMO_GENERATOR, FIXTURE, runCli, TIMEOUT_INSTRUCTION } from './helpers.js';
+import { worldCli as cli, cloneBranch, git, gitEnv } from './git-helpers.js';
+import { DEMO_GENERATOR, FIXTURE, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 const SIGNER = 'ci-host';
 
@@ -20,15 +20,6 @@ interface World {
   env: Record<string, string>;
   key: string;
   commit: string;
-}
-
-function cli(
-  w: Pick<World, 'base' | 'env'>,
-  cwd: string,
-  args: readonly string[],
-  env: Record<string, string> = {},
-) {
-  return runCli(args, { cwd, env: { ...w.env, XDG_CACHE_HOME: join(w.base, 'cache'), ...env } });
 }
 
 async function setup(): Promise<World> {

@@ -67,7 +67,7 @@ describe('genjob remint', () => {
       4,
       expect.stringMatching(/^genjob: EGJ_NOT_REMINTABLE: /),
     ]);
-  }, 120_000);
+  });
 
   it('apply --all --remint-stale remints every stale job it meets and applies the rest', async () => {
     const sb = await runBox(2);
@@ -89,5 +89,5 @@ describe('genjob remint', () => {
     expect((await sb.genjob(['apply', '--all'])).exitCode).toBe(0);
     const text = readFileSync(join(sb.repo, mod(1)), 'utf8');
     for (const t of ['One', 'Two', 'Three']) expect(text).toContain(`# done: ${t}\n`);
-  }, 180_000);
+  });
 });

@@ -122,5 +122,5 @@ describe('gate --require-check over the checks plane', () => {
       '2/3 = 66.6%',
       [jobs[1]!.key],
     ]);
-  }, 180_000);
+  });
 });

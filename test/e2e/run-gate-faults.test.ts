@@ -94,7 +94,7 @@ describe('the run gate under worker faults', () => {
     // the serves the killed workers left still generate m00 and m01: let them end before the directory goes
     writeFileSync(join(sb.base, 'release'), '');
     await until('the serves the killed workers left to end', () => orphans(sb.base) === 0);
-  }, 180_000);
+  });
 
   it('is not changed by a frozen worker that wakes after its lease was reaped and the gate closed', async () => {
     const sb = await runBox(2);
@@ -142,5 +142,5 @@ describe('the run gate under worker faults', () => {
     expect(readFileSync(recordFile)).toEqual(record);
     expect((await sb.genjob(['apply', '--run', 'f', '--gated'])).exitCode).toBe(0);
     expect(readFileSync(join(sb.repo, mod(0)), 'utf8')).toBe('# module 0\n# done: Edit m00\n');
-  }, 180_000);
+  });
 });

@@ -90,7 +90,7 @@ describe('a run minted with --each', () => {
       /^gate r40@2: open, waiting for 10 of 10/,
     );
     expect((await sb.genjob(['gate', '--run', 'r40@1'])).exitCode).toBe(0);
-  }, 240_000);
+  });
 });
 
 describe('--read', () => {
@@ -121,7 +121,7 @@ describe('--read', () => {
       '# module 0\n# done: Use the types\nNumber = int\n',
     );
     expect(readFileSync(join(sb.repo, 'types.py'), 'utf8')).toBe('Number = int\n');
-  }, 120_000);
+  });
 
   it('is refused as an output: a generator that changes it gets a rejected receipt (tamper)', async () => {
     const sb = await runBox(1);
@@ -136,7 +136,7 @@ describe('--read', () => {
       /EGJ_STATUS_NOT_OK: .*rejected: changed "types\.py", which the job ships read-only \(--read\): it is never an output/,
     );
     expect(readFileSync(join(sb.repo, 'types.py'), 'utf8')).toBe('Number = int\n');
-  }, 120_000);
+  });
 
   it('is refused by verify when a forged receipt names it as an output (forged)', async () => {
     const sb = await runBox(1);
@@ -157,7 +157,7 @@ describe('--read', () => {
     expect(v.stderr).toMatch(/^genjob: EGJ_PATH_OUTSIDE_CONTRACT: .*types\.py/);
     expect((await sb.genjob(['apply', key])).exitCode).toBe(3);
     expect(readFileSync(join(sb.repo, 'types.py'), 'utf8')).toBe('Number = int\n');
-  }, 120_000);
+  });
 });
 
 describe('the rate of a run', () => {
@@ -209,7 +209,7 @@ describe('the rate of a run', () => {
       [jobs[0]!.key, jobs[2]!.key, jobs[4]!.key].sort(),
       2,
     ]);
-  }, 120_000);
+  });
 });
 
 describe('acting on a run', () => {
@@ -253,7 +253,7 @@ describe('acting on a run', () => {
     const again = await sb.genjob(['apply', '--all', '--run', 'three']);
     expect(again.exitCode, again.stderr).toBe(0);
     expect(readFileSync(join(sb.repo, mod(1)), 'utf8')).toBe('# module 1\n# done: Edit m01\n');
-  }, 120_000);
+  });
 
   it('applies with --gated exactly what the closed gate accepted, and refuses a stale gate record', async () => {
     const sb = await runBox(3);
@@ -294,7 +294,7 @@ describe('acting on a run', () => {
       [jobs[1]!.key, 'applied'],
     ]);
     expect(readFileSync(join(sb.repo, mod(2)), 'utf8')).toBe('# module 2\n');
-  }, 120_000);
+  });
 
   it('waits with --wait until --timeout, still 75; refuses a --require-check no checker answers to; signs its record', async () => {
     const sb = await runBox(1);
@@ -333,5 +333,5 @@ describe('acting on a run', () => {
     const cancelled = await sb.genjob(['cancel', '--run', 'c']);
     expect(cancelled.exitCode, cancelled.stderr).toBe(0);
     expect(cancelled.stdout).toMatch(/^[0-9a-f]{12} cancelled \(was queue\): dead\//);
-  }, 120_000);
+  });
 });

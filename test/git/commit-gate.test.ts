@@ -1,20 +1,21 @@
-// The merge gate on a real git repository: a commit carrying Genjob trailers passes only when its
-// receipt is here, verifies, is the one its trailer names, and the commit changes exactly the receipt's
-// outputs with the receipt's bytes. What a reviewer sees for each failure is pinned: the code and the
-// message, per commit, oldest first.
-import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+// The merge gate on a real git repository: a commit carrying Genjob trailers passes only when its material
+// (under refs/genjob/, never .gen/) verifies, is the receipt its trailer names, sits on the history the job
+// was minted from, and changes exactly the receipt's outputs with the receipt's bytes and modes; a person's
+// commit, and what a merge adds beyond the automatic merge of its parents, may not touch .gen/, nor (under
+// --require-genjob) the protected paths or the trust policy. What a reviewer sees for each failure is
+// pinned: the code and the message, per commit, oldest first.
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { mkdirSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
-import { UsageError } from '../../src/core/errors.js';
 import type { Job } from '../../src/core/job.js';
+import type { Receipt } from '../../src/core/receipt.js';
 import { NO_TRUST, type ReceiptTrustPolicy, signReceipt } from '../../src/core/receipt-envelope.js';
 import { sha256Hex } from '../../src/core/sha256.js';
-import { checkCommits, rangeArgs } from '../../src/git/commit-gate.js';
+import { buildMaterial } from '../../src/git/build-material.js';
+import { checkCommits } from '../../src/git/commit-gate.js';
 import { commitMessage } from '../../src/git/trailers.js';
-import { beginAttempt } from '../../src/store/attempts.js';
-import { publishExclusive } from '../../src/store/durable.js';
 import { jobFileBytes } from '../../src/store/mint-job.js';
 import { keyIdOf } from '../../src/trust/keys.js';
 import { type Repo, tempGitRepo } from './git-repo.js';
@@ -25,28 +26,61 @@ const NEW = 'new\n';
 
 interface Received {
   job: Job;
+  receipt: Receipt;
   receiptSha256: string;
 }
 
-/** A received job of `repo` whose receipt names `outputs` (path → bytes), its artifacts in out/. */
-function receive(
+interface ReceiveOptions {
+  sign?: { privateKey: KeyObject; keyid: string };
+  /** Outputs the receipt marks executable. */
+  executable?: string[];
+  /** The commit the job is minted from (its inputs' digests): default HEAD. */
+  at?: string;
+  /** Where the material goes: this clone's refs/genjob/keys (default), pull's refs/genjob-pulled/keys, or nowhere. */
+  where?: 'local' | 'pulled' | 'none';
+  /** The bytes put under out/ instead of the outputs (a drifted artifact). */
+  outBytes?: Record<string, string>;
+  /** Receipt fields to change after the outputs are set (another key, a shadow plane). */
+  edit?: (r: Receipt) => Receipt;
+}
+
+/** A job of `repo` minted at `at`, its ok receipt naming `outputs` (path → bytes) and its material as a git ref. */
+async function receive(
   repo: Repo,
   instruction: string,
   outputs: Record<string, string>,
-  sign?: { privateKey: import('node:crypto').KeyObject; keyid: string },
-): Received {
-  const store = repo.store;
-  const { job, receipt } = jobWithReceipt(instruction, outputs);
-  const bytes = sign ? signReceipt(receipt, sign.privateKey, sign.keyid) : canonicalBytes(receipt);
-  publishExclusive(store, store.layout.jobFile('received', job.key), jobFileBytes(job));
-  beginAttempt(store, job.key, { id: 'w', host: 'h', pid: 1 }, 60, 'local');
-  publishExclusive(store, store.layout.receipt(job.key), bytes);
-  for (const [path, text] of Object.entries(outputs)) {
-    const file = join(store.layout.outDir(job.key), path);
-    mkdirSync(join(file, '..'), { recursive: true });
-    writeFileSync(file, text);
+  o: ReceiveOptions = {},
+): Promise<Received> {
+  const at = o.at ?? 'HEAD';
+  const inputs = Object.fromEntries(
+    Object.keys(outputs).map((p) => {
+      const b = repo.blob(at, p);
+      return [p, b === null ? null : sha256Hex(b)];
+    }),
+  );
+  const made = jobWithReceipt(instruction, outputs, undefined, { inputs, executable: o.executable });
+  const receipt = o.edit ? o.edit(made.receipt) : made.receipt;
+  const bytes = o.sign ? signReceipt(receipt, o.sign.privateKey, o.sign.keyid) : canonicalBytes(receipt);
+  const key = made.job.key;
+  if (o.where !== 'none') {
+    await buildMaterial(repo.root, [
+      {
+        key,
+        job: jobFileBytes(made.job),
+        receipt: bytes,
+        receiptSha256: sha256Hex(bytes),
+        outputs: Object.entries(o.outBytes ?? outputs).map(([path, text]) => ({
+          path,
+          bytes: Buffer.from(text),
+        })),
+      },
+    ]);
+    if (o.where === 'pulled') {
+      repo.git(['update-ref', `refs/genjob-pulled/keys/${key}`, `refs/genjob/keys/${key}`]);
+      repo.git(['update-ref', '-d', `refs/genjob/keys/${key}`]);
+    }
   }
-  return { job, receiptSha256: sha256Hex(bytes) };
+  return { job: made.job, receipt, receiptSha256: sha256Hex(bytes) };
 }
 
 const trailers = (r: Received, signer: string | null = null) =>
@@ -55,19 +89,41 @@ const trailers = (r: Received, signer: string | null = null) =>
 const gate = (
   repo: Repo,
   range: string,
-  over: { policy?: ReceiptTrustPolicy; stopAtFirst?: boolean; requireGenjob?: string[] } = {},
-) => checkCommits(repo.store, { range, policy: NO_TRUST, stopAtFirst: false, ...over });
+  over: {
+    policy?: ReceiptTrustPolicy;
+    stopAtFirst?: boolean;
+    requireGenjob?: string[];
+    policyFiles?: string[];
+  } = {},
+) => checkCommits(repo.root, { range, policy: NO_TRUST, stopAtFirst: false, ...over });
 
 let repo: Repo;
 let base: string;
 let gen: Received;
-/** Each checkCommits test starts from a repository with a base commit and one received job. */
+/** Each checkCommits test starts from a repository with a base commit and one received job minted there. */
 function withRepo(): void {
-  beforeEach(() => {
+  beforeEach(async () => {
     repo = tempGitRepo('gj-gate-');
     base = repo.commit('base', { '.gitignore': '.gen/\n', 'src/a.py': OLD, README: 'people\n' });
-    gen = receive(repo, 'Rewrite a.py', { 'src/a.py': NEW });
+    gen = await receive(repo, 'Rewrite a.py', { 'src/a.py': NEW });
   });
+}
+
+/** Stage a file under .gen/ (ignored there, so forced), as a branch that ships genjob state would. */
+function shipGen(path: string): void {
+  mkdirSync(join(repo.root, path, '..'), { recursive: true });
+  writeFileSync(join(repo.root, path), '{}\n');
+  repo.git(['add', '-f', path]);
+}
+
+/** The range of exactly `commit` (a merge without the branches it merged). */
+const only = (commit: string) => `${commit} --not ${commit}^@`;
+
+/** A branch `side` off HEAD with one commit of `files`; back on main afterwards. */
+function sideBranch(name: string, files: Record<string, string | null>): void {
+  repo.git(['checkout', '-q', '-b', name]);
+  repo.commit(name, files);
+  repo.git(['checkout', '-q', 'main']);
 }
 
 describe('checkCommits passes', () => {
@@ -77,46 +133,140 @@ describe('checkCommits passes', () => {
     const c = repo.commit(trailers(gen), { 'src/a.py': NEW });
     expect(person).not.toBe(c);
     expect(await gate(repo, `${base}..HEAD`)).toEqual([
-      { commit: c, key: gen.job.key, ok: true, outputs: 1, signer: null },
+      { commit: c, key: gen.job.key, ok: true, outputs: 1, receipt: gen.receiptSha256, signer: null },
     ]);
   });
 
-  it('a generated root commit (no parent to compare with)', async () => {
+  it('a generated root commit (no parent: every input is a file to create)', async () => {
     const fresh = tempGitRepo('gj-gate-root-');
-    const r = receive(fresh, 'Make b', { 'b.txt': 'b\n' });
+    const r = await receive(fresh, 'Make b', { 'b.txt': 'b\n' }, { at: 'nothing' });
     const c = fresh.commit(trailers(r), { 'b.txt': 'b\n' });
     expect(await gate(fresh, 'HEAD')).toEqual([
-      { commit: c, key: r.job.key, ok: true, outputs: 1, signer: null },
+      { commit: c, key: r.job.key, ok: true, outputs: 1, receipt: r.receiptSha256, signer: null },
     ]);
   });
 
-  it('an output committed executable (mode 100755)', async () => {
-    const c = repo.commit(trailers(gen), { 'src/a.py': NEW }, { mode: '+x' });
+  it('an output its receipt makes executable, committed with mode 100755', async () => {
+    const x = await receive(repo, 'Make a script', { 'run.sh': 'echo\n' }, { executable: ['run.sh'] });
+    const c = repo.commit(trailers(x), { 'run.sh': 'echo\n' }, { mode: '+x' });
+    expect((await gate(repo, `${base}..HEAD`))[0]).toMatchObject({ commit: c, ok: true });
+  });
+
+  it('an executable file its receipt rewrites, left executable (the mode it had)', async () => {
+    repo.git(['update-index', '--chmod=+x', 'src/a.py']);
+    repo.commit('chmod', {});
+    const r = await receive(repo, 'Rewrite the script', { 'src/a.py': NEW });
+    const c = repo.commit(trailers(r), { 'src/a.py': NEW }, { mode: '+x' });
     expect((await gate(repo, `${base}..HEAD`))[0]).toMatchObject({ commit: c, ok: true });
   });
 
   it('an output the commit leaves as it was, when its bytes are the receipt’s', async () => {
-    const both = receive(repo, 'Touch two', { 'src/a.py': NEW, 'src/c.py': 'c\n' });
     repo.commit('people add c', { 'src/c.py': 'c\n' });
     const from = repo.git(['rev-parse', 'HEAD']);
+    const both = await receive(repo, 'Touch two', { 'src/a.py': NEW, 'src/c.py': 'c\n' });
     const c = repo.commit(trailers(both), { 'src/a.py': NEW });
     expect(await gate(repo, `${from}..HEAD`)).toEqual([
-      { commit: c, key: both.job.key, ok: true, outputs: 2, signer: null },
+      { commit: c, key: both.job.key, ok: true, outputs: 2, receipt: both.receiptSha256, signer: null },
     ]);
   });
 
   it('a signed receipt, naming the pinned key that verified it', async () => {
     const host = generateKeyPairSync('ed25519');
-    const signed = receive(
+    const signed = await receive(
       repo,
       'Signed',
       { 'src/s.py': 's\n' },
-      { privateKey: host.privateKey, keyid: keyIdOf(host.publicKey) },
+      { sign: { privateKey: host.privateKey, keyid: keyIdOf(host.publicKey) } },
     );
     const c = repo.commit(trailers(signed, 'ci-host'), { 'src/s.py': 's\n' });
     const policy = { trusted: [{ name: 'ci-host', publicKey: host.publicKey }], requireSignature: false };
     expect(await gate(repo, `${base}..HEAD`, { policy })).toEqual([
-      { commit: c, key: signed.job.key, ok: true, outputs: 1, signer: 'ci-host' },
+      {
+        commit: c,
+        key: signed.job.key,
+        ok: true,
+        outputs: 1,
+        receipt: signed.receiptSha256,
+        signer: 'ci-host',
+      },
+    ]);
+  });
+
+  it('material fetched by pull (refs/genjob-pulled/keys/), when this clone built none', async () => {
+    const pulled = await receive(repo, 'From a teammate', { 'src/t.py': 't\n' }, { where: 'pulled' });
+    const c = repo.commit(trailers(pulled), { 'src/t.py': 't\n' });
+    expect(await gate(repo, `${base}..HEAD`)).toEqual([
+      { commit: c, key: pulled.job.key, ok: true, outputs: 1, receipt: pulled.receiptSha256, signer: null },
+    ]);
+  });
+
+  it('of two material refs for one key, the one whose receipt the trailer names', async () => {
+    // the remote's receipt (pulled) and this clone's own, another worker's run of the same job
+    const theirs = await receive(repo, 'Twice', { 'src/t.py': 't\n' }, { where: 'pulled' });
+    const mine = await receive(
+      repo,
+      'Twice',
+      { 'src/t.py': 't\n' },
+      { edit: (r) => ({ ...r, worker: { id: 'w', host: 'mine' } }) },
+    );
+    expect(mine.job.key).toBe(theirs.job.key);
+    expect(mine.receiptSha256).not.toBe(theirs.receiptSha256);
+    const c = repo.commit(trailers(theirs), { 'src/t.py': 't\n' });
+    expect((await gate(repo, `${base}..HEAD`))[0]).toMatchObject({ commit: c, ok: true });
+    repo.git(['reset', '-q', '--hard', base]);
+    const d = repo.commit(trailers(mine), { 'src/t.py': 't\n' });
+    expect((await gate(repo, `${base}..HEAD`))[0]).toMatchObject({ commit: d, ok: true });
+  });
+
+  it('a clean merge, under --require-genjob (what the automatic merge makes is no one’s change)', async () => {
+    sideBranch('side', { 'src/side.py': 's\n' });
+    const c = repo.commit(trailers(gen), { 'src/a.py': NEW });
+    repo.git(['merge', '-q', '--no-ff', '-m', 'merge side', 'side']);
+    // the side branch's own commit touches src/ too: it is in the range, and a person's
+    expect(await gate(repo, `${base}..HEAD`, { requireGenjob: ['src/'] })).toEqual([
+      expect.objectContaining({ key: null, ok: false, code: 'EGJ_COMMIT_NOT_GENERATED' }),
+      { commit: c, key: gen.job.key, ok: true, outputs: 1, receipt: gen.receiptSha256, signer: null },
+    ]);
+    expect(await gate(repo, 'side..HEAD', { requireGenjob: ['src/'] })).toEqual([
+      { commit: c, key: gen.job.key, ok: true, outputs: 1, receipt: gen.receiptSha256, signer: null },
+    ]);
+  });
+
+  it('a clean octopus merge of three branches', async () => {
+    sideBranch('one', { 'one.txt': '1\n' });
+    sideBranch('two', { 'two.txt': '2\n' });
+    sideBranch('three', { 'three.txt': '3\n' });
+    repo.git(['merge', '-q', '--no-ff', '-m', 'octopus', 'one', 'two', 'three']);
+    expect(repo.git(['rev-list', '--parents', '-1', 'HEAD']).split(' ')).toHaveLength(5);
+    expect(await gate(repo, 'one..HEAD', { requireGenjob: ['.'] })).toEqual([
+      expect.objectContaining({ code: 'EGJ_COMMIT_NOT_GENERATED' }),
+      expect.objectContaining({ code: 'EGJ_COMMIT_NOT_GENERATED' }),
+    ]);
+    expect(await gate(repo, only('HEAD'), { requireGenjob: ['.'] })).toEqual([]);
+  });
+
+  it('a generated commit that changes the trust policy, under --require-genjob, reported as such', async () => {
+    const t = await receive(repo, 'Trust a new host', {
+      'genjob-trust.json': '{"schema":"genjob/trust@1","keys":[]}\n',
+    });
+    const c = repo.commit(trailers(t), { 'genjob-trust.json': '{"schema":"genjob/trust@1","keys":[]}\n' });
+    expect(await gate(repo, `${base}..HEAD`, { requireGenjob: ['src/'] })).toEqual([
+      {
+        commit: c,
+        key: t.job.key,
+        ok: true,
+        outputs: 1,
+        receipt: t.receiptSha256,
+        signer: null,
+        changes_policy: true,
+      },
+    ]);
+  });
+
+  it('a person’s commit that changes the trust policy, without --require-genjob: reported, not refused', async () => {
+    const c = repo.commit('trust my laptop', { 'genjob-trust.json': '{}\n' });
+    expect(await gate(repo, `${base}..HEAD`)).toEqual([
+      { commit: c, key: null, ok: true, changes_policy: true },
     ]);
   });
 });
@@ -142,14 +292,110 @@ describe('checkCommits refuses', () => {
     });
   });
 
-  it('a merge commit is not itself a people’s commit under --require-genjob', async () => {
-    repo.git(['checkout', '-q', '-b', 'side']);
-    repo.commit('side', { 'side.txt': 's\n' });
-    repo.git(['checkout', '-q', 'main']);
-    const c = repo.commit(trailers(gen), { 'src/a.py': NEW });
-    repo.git(['merge', '-q', '--no-ff', '-m', 'merge side', 'side']);
-    expect(await gate(repo, `${base}..HEAD`, { requireGenjob: ['src/'] })).toEqual([
-      { commit: c, key: gen.job.key, ok: true, outputs: 1, signer: null },
+  it('an evil merge: a clean merge whose tree also edits a protected path', async () => {
+    sideBranch('side', { 'side.txt': 's\n' });
+    repo.git(['merge', '-q', '--no-ff', '--no-commit', 'side']);
+    writeFileSync(join(repo.root, 'src/a.py'), 'slipped into the merge\n');
+    repo.git(['add', 'src/a.py']);
+    repo.git(['commit', '-qm', 'merge side']);
+    const merge = repo.git(['rev-parse', 'HEAD']);
+    expect(await gate(repo, 'side..HEAD', { requireGenjob: ['src/'] })).toEqual([
+      {
+        commit: merge,
+        key: null,
+        ok: false,
+        code: 'EGJ_COMMIT_NOT_GENERATED',
+        message: 'beyond the automatic merge of its parents, it touches a path given to --require-genjob',
+      },
+    ]);
+    // the same merge outside the protected paths passes
+    expect(await gate(repo, 'side..HEAD', { requireGenjob: ['README'] })).toEqual([]);
+  });
+
+  it('a conflict resolved by hand in a protected path', async () => {
+    sideBranch('side', { 'src/a.py': 'theirs\n' });
+    repo.commit('ours', { 'src/a.py': 'ours\n' });
+    expect(() => repo.git(['merge', '-q', 'side'])).toThrow(); // the conflict stops the merge
+    writeFileSync(join(repo.root, 'src/a.py'), 'resolved by hand\n');
+    repo.git(['add', 'src/a.py']);
+    repo.git(['commit', '-q', '--no-edit']);
+    expect(await gate(repo, only('HEAD'), { requireGenjob: ['src/'] })).toEqual([
+      expect.objectContaining({ key: null, code: 'EGJ_COMMIT_NOT_GENERATED' }),
+    ]);
+    // the same conflict resolved outside the protected paths passes
+    expect(await gate(repo, only('HEAD'), { requireGenjob: ['README'] })).toEqual([]);
+  });
+
+  it('an evil octopus merge', async () => {
+    sideBranch('one', { 'one.txt': '1\n' });
+    sideBranch('two', { 'two.txt': '2\n' });
+    repo.git(['merge', '-q', '--no-ff', '--no-commit', 'one', 'two']);
+    writeFileSync(join(repo.root, 'src/a.py'), 'slipped into the octopus\n');
+    repo.git(['add', 'src/a.py']);
+    repo.git(['commit', '-qm', 'octopus']);
+    const merge = repo.git(['rev-parse', 'HEAD']);
+    expect(await gate(repo, only(merge), { requireGenjob: ['src/'] })).toEqual([
+      expect.objectContaining({ commit: merge, code: 'EGJ_COMMIT_NOT_GENERATED' }),
+    ]);
+  });
+
+  it('a commit that adds anything under .gen/, generated or not, with or without --require-genjob', async () => {
+    shipGen('.gen/receipts/x.json');
+    repo.commit('ship state', {});
+    expect(await failure()).toEqual({
+      key: null,
+      code: 'EGJ_COMMIT_GEN_DIR',
+      message:
+        "changes files under .gen/; genjob's state never travels in commits (the gate reads material from refs/genjob/ only)",
+    });
+    repo.git(['reset', '-q', '--hard', base]);
+    shipGen('.gen/applied/x.json');
+    repo.commit(trailers(gen), { 'src/a.py': NEW });
+    expect((await failure()).code).toBe('EGJ_COMMIT_GEN_DIR');
+  });
+
+  it('a merge that brings .gen/ files beyond the automatic merge', async () => {
+    sideBranch('side', { 'side.txt': 's\n' });
+    repo.git(['merge', '-q', '--no-ff', '--no-commit', 'side']);
+    shipGen('.gen/out/x');
+    repo.git(['commit', '-qm', 'merge side']);
+    expect((await failure('side..HEAD')).message).toMatch(
+      /^beyond the automatic merge of its parents, it changes files under \.gen\//,
+    );
+  });
+
+  it('a person’s commit that changes the trust policy, under --require-genjob', async () => {
+    repo.commit('re-pin ci-host', { 'genjob-trust.json': '{}\n' });
+    expect(await failure(`${base}..HEAD`, { requireGenjob: ['src/'] })).toEqual({
+      key: null,
+      code: 'EGJ_COMMIT_POLICY_CHANGE',
+      message:
+        "changes genjob-trust.json but has no Genjob-Key trailer; under --require-genjob a policy change passes only as a generated commit verified under the policy of the range's base",
+    });
+  });
+
+  it('a person’s commit that changes another policy file the gate reads (the checkers), under --require-genjob', async () => {
+    repo.commit('tests: true', { 'genjob.config.json': '{"checkers":{"tests":{"run":"true"}}}\n' });
+    const policyFiles = ['genjob-trust.json', 'genjob.config.json'];
+    expect(await failure(`${base}..HEAD`, { requireGenjob: ['src/'], policyFiles })).toEqual({
+      key: null,
+      code: 'EGJ_COMMIT_POLICY_CHANGE',
+      message:
+        "changes genjob-trust.json or genjob.config.json but has no Genjob-Key trailer; under --require-genjob a policy change passes only as a generated commit verified under the policy of the range's base",
+    });
+    // a gate that reads no checkers has no policy in that file
+    expect(await gate(repo, `${base}..HEAD`, { requireGenjob: ['src/'] })).toEqual([]);
+  });
+
+  it('a merge that changes the trust policy beyond the automatic merge, under --require-genjob', async () => {
+    sideBranch('side', { 'side.txt': 's\n' });
+    repo.git(['merge', '-q', '--no-ff', '--no-commit', 'side']);
+    writeFileSync(join(repo.root, 'genjob-trust.json'), '{}\n');
+    repo.git(['add', 'genjob-trust.json']);
+    repo.git(['commit', '-qm', 'merge side']);
+    expect((await failure('side..HEAD', { requireGenjob: ['src/'] })).code).toBe('EGJ_COMMIT_POLICY_CHANGE');
+    expect(await gate(repo, 'side..HEAD')).toEqual([
+      expect.objectContaining({ ok: true, changes_policy: true }),
     ]);
   });
 
@@ -196,13 +442,19 @@ describe('checkCommits refuses', () => {
     },
   );
 
-  it('a key with no receipt here, or not received here at all', async () => {
-    unlinkSync(repo.store.layout.receipt(gen.job.key));
-    repo.commit(trailers(gen), { 'src/a.py': NEW });
+  it('a key with no material under refs/genjob/, even with every file of it in .gen/', async () => {
+    const only = await receive(repo, 'Only on disk', { 'src/d.py': 'd\n' }, { where: 'none' });
+    // what a branch that commits .gen/ would leave in a checkout: the gate never looks there
+    const store = repo.store;
+    writeFileSync(store.layout.jobFile('received', only.job.key), jobFileBytes(only.job));
+    writeFileSync(store.layout.receipt(only.job.key), canonicalBytes(only.receipt));
+    mkdirSync(join(store.layout.outDir(only.job.key), 'src'), { recursive: true });
+    writeFileSync(join(store.layout.outDir(only.job.key), 'src/d.py'), 'd\n');
+    repo.commit(trailers(only), { 'src/d.py': 'd\n' });
     expect(await failure()).toEqual({
-      key: gen.job.key,
+      key: only.job.key,
       code: 'EGJ_COMMIT_RECEIPT_MISSING',
-      message: `no receipt for job ${k12()} here (run genjob pull first)`,
+      message: `no receipt for job ${only.job.key.slice(0, 12)} here (run genjob pull first)`,
     });
     const unknown = 'f'.repeat(64);
     repo.commit(trailers(gen).replace(gen.job.key, unknown), { 'src/a.py': 'x\n' });
@@ -214,13 +466,78 @@ describe('checkCommits refuses', () => {
     });
   });
 
-  it('a receipt that fails a verify rule here, with the rule’s code and message', async () => {
-    const artifact = join(repo.store.layout.outDir(gen.job.key), 'src/a.py');
-    writeFileSync(artifact, 'drift\n');
+  it('a key whose only material ref cannot be used, naming the ref and the rule', async () => {
+    const blob = repo.object('blob', 'x');
+    const key = 'e'.repeat(64);
+    repo.git(['update-ref', `refs/genjob-pulled/keys/${key}`, blob]);
+    repo.commit(trailers(gen).replace(gen.job.key, key), { 'src/a.py': NEW });
+    expect(await failure()).toEqual({
+      key,
+      code: 'EGJ_COMMIT_MATERIAL_INVALID',
+      message: `refs/genjob-pulled/keys/${key}: points at a blob, not a commit`,
+    });
+  });
+
+  it('a usable ref beside one that cannot be used', async () => {
+    const key = gen.job.key;
+    repo.git(['update-ref', `refs/genjob-pulled/keys/${key}`, repo.object('blob', 'x')]);
     repo.commit(trailers(gen), { 'src/a.py': NEW });
+    expect((await gate(repo, `${base}..HEAD`))[0]).toMatchObject({ ok: true });
+  });
+
+  it.each([
+    {
+      what: 'an artifact whose bytes drifted',
+      o: { outBytes: { 'src/a2.py': 'drift\n' } },
+      code: 'EGJ_ARTIFACT_DRIFT',
+      rule: /: bytes hash to [0-9a-f]{12}, receipt says [0-9a-f]{12}$/,
+    },
+    {
+      what: 'an artifact missing',
+      o: { outBytes: {} },
+      code: 'EGJ_ARTIFACT_MISSING',
+      rule: /:out\/src\/a2\.py: the receipt names this output but it is missing$/,
+    },
+    {
+      what: 'an artifact the receipt does not name',
+      o: { outBytes: { 'src/a2.py': 'two\n', 'src/extra.py': 'e\n' } },
+      code: 'EGJ_ARTIFACT_EXTRA',
+      rule: /:out\/src\/extra\.py: artifact the receipt does not name$/,
+    },
+    {
+      what: 'a receipt for another key',
+      o: { edit: (r: Receipt) => ({ ...r, key: 'a'.repeat(64) }) },
+      code: 'EGJ_KEY_MISMATCH',
+      rule: /receipt is for key aaaaaaaaaaaa/,
+    },
+    {
+      what: 'a shadow plane’s receipt',
+      o: { edit: (r: Receipt) => ({ ...r, plane: 'shadow:try' }) },
+      code: 'EGJ_SHADOW',
+      rule: /shadow/,
+    },
+    {
+      what: 'a receipt whose status is not ok',
+      o: { edit: (r: Receipt) => ({ ...r, status: 'aborted' as const, reason: 'boom' }) },
+      code: 'EGJ_STATUS_NOT_OK',
+      rule: /status is aborted: boom$/,
+    },
+  ])('material that breaks a verify rule: $what', async ({ o, code, rule }) => {
+    const r = await receive(repo, 'Rule', { 'src/a2.py': 'two\n' }, o as ReceiveOptions);
+    repo.commit(trailers(r), { 'src/a2.py': 'two\n' });
     const f = await failure();
-    expect(f.code).toBe('EGJ_ARTIFACT_DRIFT');
-    expect(f.message).toMatch(new RegExp(`^receipt of job ${k12()}: .*src/a\\.py`));
+    expect(f.code).toBe(code);
+    expect(f.message).toMatch(
+      new RegExp(`^receipt of job ${r.job.key.slice(0, 12)}: refs/genjob/keys/${r.job.key}:`),
+    );
+    expect(f.message).toMatch(rule);
+  });
+
+  it('an unsigned receipt while a key is pinned', async () => {
+    const host = generateKeyPairSync('ed25519');
+    repo.commit(trailers(gen), { 'src/a.py': NEW });
+    const policy = { trusted: [{ name: 'ci-host', publicKey: host.publicKey }], requireSignature: false };
+    expect((await failure(`${base}..HEAD`, { policy })).code).toBe('EGJ_SIGNATURE_MISSING');
   });
 
   it('a Genjob-Receipt naming another receipt than the one here', async () => {
@@ -244,11 +561,11 @@ describe('checkCommits refuses', () => {
 
   it('a Genjob-Signer naming another key than the one that verified the receipt', async () => {
     const host = generateKeyPairSync('ed25519');
-    const signed = receive(
+    const signed = await receive(
       repo,
       'Signed',
       { 'src/s.py': 's\n' },
-      { privateKey: host.privateKey, keyid: 'x' },
+      { sign: { privateKey: host.privateKey, keyid: 'x' } },
     );
     repo.commit(trailers(signed, 'laptop'), { 'src/s.py': 's\n' });
     const policy = { trusted: [{ name: 'ci-host', publicKey: host.publicKey }], requireSignature: false };
@@ -257,6 +574,39 @@ describe('checkCommits refuses', () => {
       code: 'EGJ_COMMIT_SIGNER_MISMATCH',
       message: `Genjob-Signer names "laptop", but the receipt of job ${signed.job.key.slice(0, 12)} verified against "ci-host"`,
     });
+  });
+
+  it('a receipt replayed on newer history: the parent no longer holds the job’s input', async () => {
+    const fix = repo.commit('security fix', { 'src/a.py': 'fixed\n' });
+    repo.commit(trailers(gen), { 'src/a.py': NEW });
+    expect(await failure(`${fix}..HEAD`)).toEqual({
+      key: gen.job.key,
+      code: 'EGJ_COMMIT_STALE_BASE',
+      message: `"src/a.py": the job was minted where it was sha256 ${sha256Hex(OLD).slice(0, 12)}, the commit's parent has sha256 ${sha256Hex('fixed\n').slice(0, 12)}; a receipt applies only on the history it was made for`,
+    });
+  });
+
+  it('a job that creates a file, on a parent that already has it', async () => {
+    const create = await receive(repo, 'Create n', { 'src/n.py': 'n\n' });
+    const was = repo.commit('someone made it', { 'src/n.py': 'first\n' });
+    repo.commit(trailers(create), { 'src/n.py': 'n\n' });
+    expect((await failure(`${was}..HEAD`)).message).toBe(
+      `"src/n.py": the job was minted where it was absent, the commit's parent has sha256 ${sha256Hex('first\n').slice(0, 12)}; a receipt applies only on the history it was made for`,
+    );
+  });
+
+  it('a job minted from a file whose parent holds a symlink there', async () => {
+    unlinkSync(join(repo.root, 'src/a.py'));
+    symlinkSync('elsewhere', join(repo.root, 'src/a.py'));
+    repo.git(['add', 'src/a.py']);
+    const link = repo.commit('a link', {});
+    unlinkSync(join(repo.root, 'src/a.py'));
+    writeFileSync(join(repo.root, 'src/a.py'), NEW);
+    repo.git(['add', 'src/a.py']);
+    repo.git(['commit', '-qm', trailers(gen)]);
+    expect((await failure(`${link}..HEAD`)).message).toMatch(
+      /the commit's parent has an entry of mode 120000;/,
+    );
   });
 
   it('a change to a path that is not an output', async () => {
@@ -291,7 +641,7 @@ describe('checkCommits refuses', () => {
   });
 
   it('an output added as a symlink', async () => {
-    const fresh = receive(repo, 'Make n', { 'src/n.py': NEW });
+    const fresh = await receive(repo, 'Make n', { 'src/n.py': NEW });
     const blob = repo.git(['hash-object', '-w', '--stdin'], NEW);
     repo.git(['update-index', '--add', '--cacheinfo', `120000,${blob},src/n.py`]);
     repo.commit(trailers(fresh), {});
@@ -303,7 +653,7 @@ describe('checkCommits refuses', () => {
   });
 
   it('a commit that does not hold an output of its receipt', async () => {
-    const both = receive(repo, 'Touch two', { 'src/a.py': NEW, 'src/gone.py': 'g\n' });
+    const both = await receive(repo, 'Touch two', { 'src/a.py': NEW, 'src/gone.py': 'g\n' });
     repo.commit(trailers(both), { 'src/a.py': NEW });
     expect(await failure()).toEqual({
       key: both.job.key,
@@ -312,22 +662,11 @@ describe('checkCommits refuses', () => {
     });
   });
 
-  it('a commit where an output is a directory', async () => {
-    const dirOut = receive(repo, 'Make src', { src: NEW });
-    repo.commit(trailers(dirOut), {});
-    expect(await failure()).toEqual({
-      key: dirOut.job.key,
-      code: 'EGJ_COMMIT_OUTPUT_MISSING',
-      message: 'does not hold output "src" of its receipt',
-    });
-  });
-
-  it('nothing, when reading the receipt’s artifacts fails: the I/O error is the caller’s to report', async () => {
-    const outDir = repo.store.layout.outDir(gen.job.key);
-    rmSync(outDir, { recursive: true });
-    writeFileSync(outDir, 'not a directory');
-    repo.commit(trailers(gen), { 'src/a.py': NEW });
-    await expect(gate(repo, `${base}..HEAD`)).rejects.toMatchObject({ code: 'EGJ_IO' });
+  it('an output committed as a directory', async () => {
+    const dirOut = await receive(repo, 'Make s', { s: NEW });
+    repo.commit(trailers(dirOut), { 's/inner': 'x\n' });
+    const checks = await gate(repo, `${base}..HEAD`);
+    expect(checks[0]).toMatchObject({ code: 'EGJ_COMMIT_EXTRA_CHANGE' });
   });
 
   it('an output whose committed bytes differ from the receipt’s', async () => {
@@ -338,13 +677,44 @@ describe('checkCommits refuses', () => {
       message: `"src/a.py" hashes to ${sha256Hex('edited by hand\n').slice(0, 12)} in the commit, the receipt says ${sha256Hex(NEW).slice(0, 12)}`,
     });
   });
+
+  it('an output made executable that its receipt does not make executable', async () => {
+    repo.commit(trailers(gen), { 'src/a.py': NEW }, { mode: '+x' });
+    expect(await failure()).toEqual({
+      key: gen.job.key,
+      code: 'EGJ_COMMIT_MODE_DIFFERS',
+      message:
+        'output "src/a.py" has mode 100755 in the commit; its receipt leaves the mode as it was (100644)',
+    });
+  });
+
+  it('an output its receipt makes executable, committed without the bit', async () => {
+    const x = await receive(repo, 'Make a script', { 'run.sh': 'echo\n' }, { executable: ['run.sh'] });
+    repo.commit(trailers(x), { 'run.sh': 'echo\n' });
+    expect(await failure()).toEqual({
+      key: x.job.key,
+      code: 'EGJ_COMMIT_MODE_DIFFERS',
+      message: 'output "run.sh" has mode 100644 in the commit; its receipt makes it executable (100755)',
+    });
+  });
+
+  it('an executable file whose executable bit the commit drops', async () => {
+    repo.git(['update-index', '--chmod=+x', 'src/a.py']);
+    const from = repo.commit('chmod', {});
+    const r = await receive(repo, 'Rewrite the script', { 'src/a.py': NEW });
+    repo.commit(trailers(r), { 'src/a.py': NEW }, { mode: '-x' });
+    expect((await failure(`${from}..HEAD`)).message).toBe(
+      'output "src/a.py" has mode 100644 in the commit; its receipt leaves the mode as it was (100755)',
+    );
+  });
 });
 
 describe('checkCommits over a range', () => {
   withRepo();
   it('checks every generated commit oldest first, or stops at the first failure', async () => {
-    const bad = repo.commit(trailers(gen), { 'src/a.py': 'by hand\n' });
-    const good = repo.commit(trailers(gen), { 'src/a.py': NEW });
+    const bad = repo.commit(trailers(gen), { 'src/a.py': NEW, README: 'by hand\n' });
+    const second = await receive(repo, 'Second', { 'src/b.py': 'b\n' });
+    const good = repo.commit(trailers(second), { 'src/b.py': 'b\n' });
     const all = await gate(repo, `${base}..HEAD`);
     expect(all.map((c) => [c.commit, c.ok])).toEqual([
       [bad, false],
@@ -360,38 +730,4 @@ describe('checkCommits over a range', () => {
     repo.commit('people', { README: 'p\n' });
     expect(await gate(repo, `${base}..HEAD`, { requireGenjob: [] })).toEqual([]);
   });
-});
-
-describe('rangeArgs', () => {
-  it('splits the range into revisions and keeps --not, --remotes, --branches, --tags', () => {
-    expect(rangeArgs('  main..feature \t HEAD~2 ')).toEqual(['main..feature', 'HEAD~2']);
-    expect(rangeArgs('HEAD --not --remotes=origin --branches --tags=v*')).toEqual([
-      'HEAD',
-      '--not',
-      '--remotes=origin',
-      '--branches',
-      '--tags=v*',
-    ]);
-  });
-
-  it('refuses an empty range', () => {
-    expect(() => rangeArgs(' \t')).toThrow(new UsageError('EGJ_USAGE', '--commits: the range is empty'));
-  });
-
-  it.each(['--all', '--output=/tmp/x', '-p', '--notx', '--remotes=a=b', '---not'])(
-    'refuses the option %s',
-    (opt) => {
-      let err: unknown;
-      try {
-        rangeArgs(`HEAD ${opt}`);
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(UsageError);
-      expect((err as UsageError).code).toBe('EGJ_USAGE');
-      expect((err as UsageError).message).toBe(
-        `--commits: ${JSON.stringify(opt)}: a range holds revisions (and --not, --remotes=, --branches=), no other options`,
-      );
-    },
-  );
 });

@@ -11,6 +11,8 @@ export interface Repo {
   store: Store;
   /** Run git in the repository; stdout without its final newline. */
   git(args: readonly string[], input?: string | Buffer): string;
+  /** The bytes of the blob at `rev:path`, or null when there is none. */
+  blob(rev: string, path: string): Buffer | null;
   /** Write `bytes` as a loose object of `type` as is (git checks nothing: for hostile objects); its id. */
   object(type: 'blob' | 'tree' | 'commit' | 'tag', bytes: string | Buffer): string;
   /** Write (string) or delete (null) the files, stage exactly them, commit with `message`; the new commit id. */
@@ -36,6 +38,13 @@ export function tempGitRepo(prefix: string, opts: { objectFormat?: 'sha1' | 'sha
     root,
     store,
     git,
+    blob(rev, path) {
+      try {
+        return execFileSync('git', ['cat-file', 'blob', `${rev}:${path}`], { cwd: root, env, stdio: 'pipe' });
+      } catch {
+        return null;
+      }
+    },
     object: (type, bytes) => git(['hash-object', '-t', type, '--literally', '-w', '--stdin'], bytes),
     commit(message, files, opts = {}) {
       const paths = Object.keys(files);

@@ -8,10 +8,16 @@ export function jobWithReceipt(
   instruction: string,
   outputs: Record<string, string | Buffer>,
   constraints = DEFAULT_CONSTRAINTS,
+  opts: {
+    /** Each output's digest where the job was minted (default: absent, a file to create). */
+    inputs?: Record<string, string | null>;
+    /** Outputs the receipt says the generator made executable. */
+    executable?: readonly string[];
+  } = {},
 ): { job: Job; receipt: Receipt } {
   const job = buildJob(
     instruction,
-    Object.keys(outputs).map((path) => ({ path, sha256: null })),
+    Object.keys(outputs).map((path) => ({ path, sha256: opts.inputs?.[path] ?? null })),
     constraints,
   );
   const receipt: Receipt = {
@@ -24,6 +30,7 @@ export function jobWithReceipt(
       path,
       sha256: sha256Hex(bytes),
       bytes: Buffer.byteLength(bytes),
+      ...(opts.executable?.includes(path) ? { executable: true as const } : {}),
     })),
     reason: null,
     worker: { id: 'w', host: 'h' },

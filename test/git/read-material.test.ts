@@ -124,6 +124,7 @@ describe('readPulled accepts', () => {
         ok: true,
         material: {
           key: doc.job.key,
+          ref: `${PULLED_REFS}${doc.job.key}`,
           commit,
           job: doc.jobBytes,
           receipt: doc.receiptBytes,
@@ -187,6 +188,23 @@ describe('readPulled accepts', () => {
   });
 });
 
+describe('readPulled judges each ref on its own', () => {
+  it('two refs naming one key (this clone’s and a pulled one): one refused, the other read', async () => {
+    const commit = await pushed(repo, doc);
+    const mine = { ...pulled(doc.job.key, commit), ref: `refs/genjob/keys/${doc.job.key}` };
+    const outcomes = await readPulled(repo.root, [pulled(doc.job.key, newBlob, 'blob'), mine]);
+    expect(outcomes).toEqual([
+      {
+        ok: false,
+        key: doc.job.key,
+        ref: `${PULLED_REFS}${doc.job.key}`,
+        rule: 'points at a blob, not a commit',
+      },
+      expect.objectContaining({ ok: true, material: expect.objectContaining({ ref: mine.ref }) }),
+    ]);
+  });
+});
+
 describe('readPulled refuses', () => {
   it('a ref that points at a tag or a blob, not a commit', async () => {
     const tree = topTree(repo, doc, outSrc(repo));
@@ -195,10 +213,20 @@ describe('readPulled refuses', () => {
       `object ${rawCommit(repo, tree)}\ntype commit\ntag t\ntagger a <a@b> 0 +0000\n\nm\n`,
     );
     expect(await readPulled(repo.root, [pulled(doc.job.key, tag, 'tag')])).toEqual([
-      { ok: false, key: doc.job.key, rule: 'points at a tag, not a commit' },
+      {
+        ok: false,
+        key: doc.job.key,
+        ref: `${PULLED_REFS}${doc.job.key}`,
+        rule: 'points at a tag, not a commit',
+      },
     ]);
     expect(await readPulled(repo.root, [pulled(doc.job.key, newBlob, 'blob')])).toEqual([
-      { ok: false, key: doc.job.key, rule: 'points at a blob, not a commit' },
+      {
+        ok: false,
+        key: doc.job.key,
+        ref: `${PULLED_REFS}${doc.job.key}`,
+        rule: 'points at a blob, not a commit',
+      },
     ]);
   });
 
@@ -209,8 +237,13 @@ describe('readPulled refuses', () => {
     expect(
       await readPulled(repo.root, [pulled(doc.job.key, commit), pulled('e'.repeat(64), absent)]),
     ).toEqual([
-      { ok: false, key: doc.job.key, rule: 'the commit names no tree' },
-      { ok: false, key: 'e'.repeat(64), rule: 'the commit names no tree' },
+      { ok: false, key: doc.job.key, ref: `${PULLED_REFS}${doc.job.key}`, rule: 'the commit names no tree' },
+      {
+        ok: false,
+        key: 'e'.repeat(64),
+        ref: `${PULLED_REFS}${'e'.repeat(64)}`,
+        rule: 'the commit names no tree',
+      },
     ]);
   });
 
@@ -369,8 +402,18 @@ describe('readPulled refuses', () => {
         pulled(small.job.key, rawCommit(repo, light)),
       ]),
     ).toEqual([
-      { ok: false, key: doc.job.key, rule: `the pull would read more than ${MAX_PULL_BYTES} bytes` },
-      { ok: false, key: small.job.key, rule: `the pull would read more than ${MAX_PULL_BYTES} bytes` },
+      {
+        ok: false,
+        key: doc.job.key,
+        ref: `${PULLED_REFS}${doc.job.key}`,
+        rule: `the pull would read more than ${MAX_PULL_BYTES} bytes`,
+      },
+      {
+        ok: false,
+        key: small.job.key,
+        ref: `${PULLED_REFS}${small.job.key}`,
+        rule: `the pull would read more than ${MAX_PULL_BYTES} bytes`,
+      },
     ]);
   });
 

@@ -51,6 +51,25 @@ describe('diffWorkspace', () => {
     });
   });
 
+  it('marks an output the generator made executable, and only that one', async () => {
+    writeFileSync(join(ws, 'src/a.py'), 'A\n');
+    mkdirSync(join(ws, 'src/new'));
+    writeFileSync(join(ws, 'src/new/b.py'), '#!/bin/sh\n');
+    chmodSync(join(ws, 'src/new/b.py'), 0o744);
+    expect(await diffWorkspace(ws, job)).toEqual({
+      ok: true,
+      outputs: [
+        { path: 'src/a.py', sha256: sha256Hex('A\n'), bytes: 2 },
+        { path: 'src/new/b.py', sha256: sha256Hex('#!/bin/sh\n'), bytes: 10, executable: true },
+      ],
+    });
+  });
+
+  it('says nothing of a file made executable with its bytes unchanged (not an output)', async () => {
+    chmodSync(join(ws, 'src/a.py'), 0o755);
+    expect(await diffWorkspace(ws, job)).toEqual({ ok: true, outputs: [] });
+  });
+
   it.each([
     {
       change: 'a file outside the allowed paths',

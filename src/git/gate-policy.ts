@@ -1,0 +1,172 @@
+// Where the merge gate's policy comes from: never from the range it judges. The policy files
+// (genjob-trust.json, at the genjob root) are read from one commit outside the range — its base (A of
+// A..B, the merge base of A...B), or the commit --trust-ref names — as git objects, not from the checkout,
+// which is the branch under review. --trust-file PATH names the trust file itself. A range with no
+// single base (several revisions, --not) needs one of the flags: guessing a base could pick the branch.
+import { readFileSync } from 'node:fs';
+import { errnoOf, IoError, UsageError } from '../core/errors.js';
+import type { ReceiptTrustPolicy, TrustedKey } from '../core/receipt-envelope.js';
+import { parseTrust, TRUST_FILE, type TrustEntry, trustedFor, trustPolicyOf } from '../trust/trust-file.js';
+import { catFile } from './cat-file.js';
+import { git, gitText } from './run-git.js';
+import { isRegularMode, treeEntries } from './tree-entries.js';
+
+/** The files, relative to the genjob root, that make the gate's policy: a commit changing one is reported. */
+export const POLICY_FILES: readonly string[] = [TRUST_FILE];
+
+/** RANGE as rev-list arguments: whitespace-separated revisions; the only options are --not, --remotes, --branches, --tags. */
+export function rangeArgs(range: string): string[] {
+  const args = range.split(/\s+/).filter(Boolean);
+  if (args.length === 0) throw new UsageError('EGJ_USAGE', '--commits: the range is empty');
+  for (const a of args)
+    if (a.startsWith('-') && !/^--(not|remotes|branches|tags)(=[^=]*)?$/.test(a))
+      throw new UsageError(
+        'EGJ_USAGE',
+        `--commits: ${JSON.stringify(a)}: a range holds revisions (and --not, --remotes=, --branches=), no other options`,
+      );
+  return args;
+}
+
+/** The revisions a range's base is computed from: [A] for A..B, [A, B] for A...B (their merge base); null otherwise. */
+export function rangeBase(range: string): string[] | null {
+  const args = rangeArgs(range);
+  if (args.length !== 1) return null;
+  const [a] = args as [string];
+  const three = a.indexOf('...');
+  if (three >= 0) return [a.slice(0, three) || 'HEAD', a.slice(three + 3) || 'HEAD'];
+  const two = a.indexOf('..');
+  if (two >= 0) return [a.slice(0, two) || 'HEAD'];
+  return null;
+}
+
+export interface PolicySource {
+  /** The commit the policy files are read from; null when only --trust-file was given for a range without a base. */
+  commit: string | null;
+  /** How that commit was chosen, for messages: `the range's base 1a2b3c4d5e6f`, `--trust-ref origin/main (…)`. */
+  label: string;
+  /** --trust-file: the trust file to use instead of the commit's. */
+  trustFile: string | null;
+}
+
+export interface PolicyFlags {
+  trustFile?: string;
+  trustRef?: string;
+}
+
+async function commitOf(root: string, rev: string, what: string): Promise<string> {
+  const r = await git(root, ['rev-parse', '-q', '--verify', '--end-of-options', `${rev}^{commit}`], {
+    okCodes: [1],
+  });
+  const oid = r.stdout.toString('utf8').trim();
+  if (r.code !== 0 || oid === '')
+    throw new UsageError('EGJ_USAGE', `${what}: ${JSON.stringify(rev)} names no commit`);
+  return oid;
+}
+
+/** The commit (or file) the gate of `range` takes its policy from; a range without a base and no flag is EGJ_USAGE. */
+export async function gatePolicySource(
+  root: string,
+  range: string,
+  flags: PolicyFlags,
+): Promise<PolicySource> {
+  const trustFile = flags.trustFile ?? null;
+  if (flags.trustRef !== undefined) {
+    const commit = await commitOf(root, flags.trustRef, '--trust-ref');
+    return { commit, label: `--trust-ref ${flags.trustRef} (${commit.slice(0, 12)})`, trustFile };
+  }
+  const base = rangeBase(range);
+  if (base === null) {
+    if (trustFile !== null) return { commit: null, label: '--trust-file', trustFile };
+    throw new UsageError(
+      'EGJ_USAGE',
+      `--commits ${JSON.stringify(range)}: the range has no single base to take the trust policy from; write it as BASE..TIP (or BASE...TIP), or give --trust-ref REF or --trust-file PATH`,
+    );
+  }
+  const [a, b] = base as [string, string | undefined];
+  const first = await commitOf(root, a, '--commits');
+  if (b === undefined) return { commit: first, label: `the range's base ${first.slice(0, 12)}`, trustFile };
+  const second = await commitOf(root, b, '--commits');
+  const mb = await git(root, ['merge-base', first, second], { okCodes: [1] });
+  const commit = mb.stdout.toString('utf8').trim();
+  if (mb.code !== 0 || commit === '')
+    throw new UsageError(
+      'EGJ_USAGE',
+      `--commits ${JSON.stringify(range)}: ${a} and ${b} have no merge base to take the trust policy from; give --trust-ref REF or --trust-file PATH`,
+    );
+  return { commit, label: `the range's merge base ${commit.slice(0, 12)}`, trustFile };
+}
+
+/** Where `name` (relative to the genjob root) sits in the repository's trees: the root's prefix from the top. */
+async function repoPath(root: string, name: string): Promise<string> {
+  return `${await gitText(root, ['rev-parse', '--show-prefix'])}${name}`;
+}
+
+/**
+ * A policy file as the source's commit holds it: its bytes and where they came from (`<commit>:<path>`), or
+ * undefined when the commit has no such file. A symlink or a directory there is refused (`code`, exit 2).
+ */
+export async function readPolicyFile(
+  root: string,
+  source: PolicySource,
+  name: string,
+  code: `EGJ_${string}`,
+): Promise<{ bytes: Buffer; where: string } | undefined> {
+  if (source.commit === null)
+    throw new UsageError('EGJ_USAGE', `${name}: the gate reads it from a commit; give --trust-ref REF`);
+  const path = await repoPath(root, name);
+  const where = `${source.commit.slice(0, 12)}:${path}`;
+  const entry = (await treeEntries(root, source.commit, [path], { contents: false })).get(path)!;
+  if (entry === null) return undefined;
+  if (!isRegularMode(entry.mode))
+    throw new UsageError(code, `${where}: the policy file is not a regular file (mode ${entry.mode})`);
+  const [blob] = await catFile(root, [entry.oid], { contents: true });
+  return { bytes: blob!.content!, where };
+}
+
+/** What the gate trusts: the keys pinned for receipts (as a policy) and those pinned for check records. */
+export interface GateTrust {
+  policy: ReceiptTrustPolicy;
+  checkKeys: TrustedKey[];
+  where: string;
+}
+
+function gateTrustOf(entries: readonly TrustEntry[], where: string, requireSignature?: boolean): GateTrust {
+  return {
+    policy: trustPolicyOf(entries, { requireSignature }),
+    checkKeys: trustedFor(entries, 'checks'),
+    where,
+  };
+}
+
+/** The trust policy the gate uses: --trust-file's, else the source commit's genjob-trust.json (none there: no pinned key). */
+export async function gateTrustPolicy(
+  root: string,
+  source: PolicySource,
+  options: { requireSignature?: boolean } = {},
+): Promise<GateTrust> {
+  if (source.trustFile !== null) {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(source.trustFile);
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT')
+        throw new UsageError('EGJ_USAGE', `--trust-file ${source.trustFile}: no such file`);
+      throw IoError.wrap('read', source.trustFile, err);
+    }
+    return gateTrustOf(parseTrust(bytes, source.trustFile), source.trustFile, options.requireSignature);
+  }
+  const file = await readPolicyFile(root, source, TRUST_FILE, 'EGJ_TRUST_FILE');
+  if (file === undefined)
+    return gateTrustOf([], `${source.label} (no ${TRUST_FILE})`, options.requireSignature);
+  return gateTrustOf(parseTrust(file.bytes, file.where), file.where, options.requireSignature);
+}
+
+/** The base trust policy of `range` in one call (the flags, then the base): what any gate over a range uses. */
+export async function baseTrustPolicy(
+  root: string,
+  range: string,
+  flags: PolicyFlags & { requireSignature?: boolean },
+): Promise<GateTrust & { source: PolicySource }> {
+  const source = await gatePolicySource(root, range, flags);
+  return { ...(await gateTrustPolicy(root, source, { requireSignature: flags.requireSignature })), source };
+}
