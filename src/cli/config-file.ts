@@ -3,7 +3,6 @@
 // the command line wins, then the repository's file, then the user's. Checked with zod; an unknown key
 // or a wrong type is EGJ_CONFIG naming the file and the key. A repository's setting that runs or locates
 // a command here, or weakens the sandbox (CONSENT_SETTINGS), is honoured only once allowed (config-consent.ts).
-import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { z } from 'zod';
@@ -11,6 +10,9 @@ import { errnoOf, UsageError } from '../core/errors.js';
 import { nodeFs } from '../store/fs-port.js';
 import { consentDigest, requireConsent } from './config-consent.js';
 import { findRoot } from './root.js';
+import { userConfigFile } from './user-config-path.js';
+
+export { userConfigFile };
 
 export const CONFIG_FILE = 'genjob.config.json';
 
@@ -84,12 +86,6 @@ export const CONSENT_SETTINGS: readonly string[] = [
   'generator_bind_rw',
   'no_sandbox',
 ];
-
-/** The user's own config file: $XDG_CONFIG_HOME/genjob/config.json, else ~/.config/genjob/config.json. */
-export function userConfigFile(env: NodeJS.ProcessEnv = process.env): string {
-  const xdg = env.XDG_CONFIG_HOME;
-  return join(xdg?.startsWith('/') ? xdg : join(env.HOME || homedir(), '.config'), 'genjob', 'config.json');
-}
 
 export interface LoadedConfig {
   file: string;

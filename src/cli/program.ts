@@ -283,8 +283,13 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
       'say in the hello whether this generator (none given: the pinned one) would run; work passes it',
     )
     .action(async (opts, cmd: Command) => {
-      const { withServeConfig } = await import('./config-file.js');
-      await (await import('../commands/serve.js')).serve(withServeConfig(cmd, opts));
+      // no config file (a bare free box): serve's hello goes out before zod's schemas are loaded
+      const { userConfigFile } = await import('./user-config-path.js');
+      const { pathExists } = await import('../core/path-exists.js');
+      const o = pathExists(userConfigFile())
+        ? (await import('./config-file.js')).withServeConfig(cmd, opts)
+        : opts;
+      await (await import('../commands/serve.js')).serve(o);
     });
 
   common(program.command('verify'))

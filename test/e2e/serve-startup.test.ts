@@ -3,7 +3,7 @@
 // A module hook writes the packages in each chunk of dist/ as Node loads it, to the same file serve
 // writes its hello to, synchronously: the file's order is the order things happened.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp-store.js';
@@ -54,5 +54,25 @@ describe('genjob serve start-up', () => {
     expect(text.slice(0, hello)).toContain('loaded serve-');
     for (const heavy of ['zod', 'execa', 'tar']) expect(before.has(heavy)).toBe(false);
     for (const heavy of ['zod', 'execa', 'tar']) expect(after.has(heavy)).toBe(true);
+  });
+
+  it('still reads the "serve" section of the user\'s own config file when there is one', () => {
+    const dir = tempDir('gj-serve-config-');
+    mkdirSync(join(dir, 'config', 'genjob'), { recursive: true });
+    writeFileSync(
+      join(dir, 'config', 'genjob', 'config.json'),
+      JSON.stringify({ serve: { generator: '/nonexistent/gen-from-config' } }),
+    );
+    const hello = (env: NodeJS.ProcessEnv) =>
+      execFileSync(
+        process.execPath,
+        [CLI, 'serve', '--session', '--check-generator', '--cache-dir', join(dir, 'c')],
+        {
+          input: '',
+          env: { ...process.env, ...env },
+        },
+      ).toString('utf8');
+    expect(hello({ XDG_CONFIG_HOME: join(dir, 'config') })).toContain('gen-from-config');
+    expect(hello({ XDG_CONFIG_HOME: join(dir, 'none') })).toContain('EGJ_NO_GENERATOR');
   });
 });
