@@ -15,7 +15,8 @@ describe('.gen/ and .gitignore', () => {
     writeFileSync(join(sb.repo, '.gitignore'), '*.pyc');
     const first = await sb.genjob(['mint', '-m', 'One', 'README.md']);
     expect(first).toMatchObject({ exitCode: 0, stderr: NOTE });
-    const second = await sb.genjob(['mint', '-m', 'Two', 'README.md']);
+    // another file: a second job on README.md would be warned about (two live jobs allowing one file)
+    const second = await sb.genjob(['mint', '-m', 'Two', 'src/user.py']);
     expect(second).toMatchObject({ exitCode: 0, stderr: '' });
 
     const init = await sb.genjob(['init']);
