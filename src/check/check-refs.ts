@@ -13,8 +13,7 @@ import { MATERIAL_IDENT, pulledRefs } from '../git/material-refs.js';
 import { git } from '../git/run-git.js';
 import { readdirOrEmpty, readIfExists } from '../store/durable.js';
 import type { Store } from '../store/store.js';
-import { decodeRecord, MAX_CHECK_RECORD_BYTES } from './record.js';
-import { CHECKS_DIR, checksDir, recordedCheckers } from './record-store.js';
+import { CHECKS_DIR, checksDir, MAX_CHECK_RECORD_BYTES, recordedCheckers } from './record-paths.js';
 
 export const CHECK_REFS = 'refs/genjob/checks/';
 /** Where `genjob pull` mirrors the remote's check refs (material-refs.ts's pulled kinds). */
@@ -159,6 +158,7 @@ export async function recordsUnder(
     readable.map((c) => `${c.oid}:${RECORD_ENTRY}`),
     { contents: true },
   );
+  const { decodeRecord } = await import('./record.js'); // loaded by the readers only: push never decodes
   for (const [i, c] of readable.entries()) {
     const bytes = blobs[i]?.content ?? Buffer.alloc(0);
     if (sha256Hex(bytes) !== c.digest) {

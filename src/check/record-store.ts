@@ -10,17 +10,9 @@ import { sha256Hex } from '../core/sha256.js';
 import { fsyncDir, publishExclusive, readdirOrEmpty, readIfExists } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import { type DecodedRecord, decodeRecord, MAX_CHECK_RECORD_BYTES } from './record.js';
+import { CHECKS_DIR, checksDir, recordedCheckers, recordFile } from './record-paths.js';
 
-export const CHECKS_DIR = 'checks';
-
-export function checksDir(store: Store, key: string, checker?: string): string {
-  const dir = join(store.layout.dir(CHECKS_DIR), key);
-  return checker === undefined ? dir : join(dir, checker);
-}
-
-export function recordFile(store: Store, key: string, checker: string, digest: string): string {
-  return join(checksDir(store, key, checker), `${digest}.json`);
-}
+export { CHECKS_DIR, checksDir, recordedCheckers, recordFile };
 
 /** mkdir of each missing directory from .gen/checks down to `dir`, each new one's parent fsynced. */
 function ensureDirs(store: Store, dirs: readonly string[]): void {
@@ -96,11 +88,4 @@ export function listRecords(
     }
   }
   return out;
-}
-
-/** The checker names that have a record directory for `key`. */
-export function recordedCheckers(store: Store, key: string): string[] {
-  return readdirOrEmpty(store, checksDir(store, key))
-    .filter((n) => !n.startsWith('.'))
-    .sort();
 }

@@ -12,13 +12,15 @@ import { signEnvelope } from '../core/dsse.js';
 import { RejectedError } from '../core/errors.js';
 import { envelopeShape, findSigner, type TrustedKey } from '../core/receipt-envelope.js';
 import { CHECKER_NAME } from './checker.js';
+import { MAX_CHECK_RECORD_BYTES } from './record-paths.js';
 import { type Outcome, VERDICTS, type Verdict, verdictOf } from './verdict.js';
 
 export const STATEMENT_TYPE = 'https://in-toto.io/Statement/v1';
 export const TEST_RESULT_TYPE = 'https://in-toto.io/attestation/test-result/v0.1';
 export const INTOTO_PAYLOAD_TYPE = 'application/vnd.in-toto+json';
 export const CHECK_SCHEMA = 'genjob/check@1';
-export const MAX_CHECK_RECORD_BYTES = 4 * 1024 * 1024;
+
+export { MAX_CHECK_RECORD_BYTES };
 export const MAX_ATTEMPT_RECORDS = 1000;
 
 const HEX64 = /^[0-9a-f]{64}$/;
