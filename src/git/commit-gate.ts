@@ -246,15 +246,15 @@ async function checkBase(
   return entries;
 }
 
-interface RawChange {
+export interface RawChange {
   newMode: string;
   newOid: string;
   status: string;
   path: string;
 }
 
-/** Parse `git diff-tree -r -z --raw` output: ":om nm oo no S\0path\0" per change (no renames). */
-function parseRaw(out: Buffer): RawChange[] {
+/** Parse `git diff-tree -r -z --raw` output: ":om nm oo no S\0path\0" per change (no renames); any other line throws. */
+export function parseRaw(out: Buffer): RawChange[] {
   const parts = out.toString('utf8').split('\0');
   const changes: RawChange[] = [];
   for (let i = 0; i + 1 < parts.length; i += 2) {

@@ -48,6 +48,22 @@ describe('automaticMergeTree', () => {
     );
   });
 
+  it('records an octopus step as one throwaway commit of fixed identity and date, and none for two parents', async () => {
+    const { repo, side } = branches();
+    const one = side('one', { 'a.txt': 'one\n' });
+    const two = side('two', { 'b.txt': 'two\n' });
+    const three = side('three', { 'c.txt': 'three\n' });
+    const step = await automaticMergeTree(repo.root, [one, two]);
+    // the same bytes whoever runs the gate and whenever: a repeated gate adds no object
+    const throwaway = repo.git(
+      ['hash-object', '-t', 'commit', '--stdin'],
+      `tree ${step}\nparent ${one}\nparent ${two}\nauthor genjob <genjob@localhost> 0 +0000\ncommitter genjob <genjob@localhost> 0 +0000\n\ngenjob: automatic merge\n`,
+    );
+    expect(() => repo.git(['cat-file', '-e', throwaway])).toThrow();
+    await automaticMergeTree(repo.root, [one, two, three]);
+    expect(repo.git(['cat-file', '-t', throwaway])).toBe('commit');
+  });
+
   it('merges unrelated histories too', async () => {
     const { repo } = branches();
     const main = repo.git(['rev-parse', 'HEAD']);

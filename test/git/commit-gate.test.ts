@@ -14,7 +14,7 @@ import type { Receipt } from '../../src/core/receipt.js';
 import { NO_TRUST, type ReceiptTrustPolicy, signReceipt } from '../../src/core/receipt-envelope.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { buildMaterial } from '../../src/git/build-material.js';
-import { checkCommits } from '../../src/git/commit-gate.js';
+import { checkCommits, parseRaw } from '../../src/git/commit-gate.js';
 import { commitMessage } from '../../src/git/trailers.js';
 import { jobFileBytes } from '../../src/store/mint-job.js';
 import { keyIdOf } from '../../src/trust/keys.js';
@@ -729,5 +729,47 @@ describe('checkCommits over a range', () => {
   it('an empty list when the range holds no generated commit', async () => {
     repo.commit('people', { README: 'p\n' });
     expect(await gate(repo, `${base}..HEAD`, { requireGenjob: [] })).toEqual([]);
+  });
+});
+
+describe('parseRaw (the diff-tree lines a generated commit is judged by)', () => {
+  const raw = (...parts: string[]) => Buffer.from(parts.map((p) => `${p}\0`).join(''));
+  const oid = (c: string) => c.repeat(40);
+
+  it('reads the new mode, the new object, the status and the path of each change', () => {
+    expect(
+      parseRaw(
+        raw(
+          `:100644 100755 ${oid('a')} ${oid('b')} M`,
+          'bin/run',
+          `:000000 100644 ${oid('0')} ${oid('c')} A`,
+          'new file',
+          `:100644 000000 ${oid('d')} ${oid('0')} D`,
+          'gone',
+        ),
+      ),
+    ).toEqual([
+      { newMode: '100755', newOid: oid('b'), status: 'M', path: 'bin/run' },
+      { newMode: '100644', newOid: oid('c'), status: 'A', path: 'new file' },
+      { newMode: '000000', newOid: oid('0'), status: 'D', path: 'gone' },
+    ]);
+    expect(parseRaw(Buffer.alloc(0))).toEqual([]);
+  });
+
+  it('takes a status with its score, and a line after a newline', () => {
+    expect(parseRaw(raw(`\n:100644 100644 ${oid('a')} ${oid('b')} R100`, 'p'))).toEqual([
+      { newMode: '100644', newOid: oid('b'), status: 'R', path: 'p' },
+    ]);
+  });
+
+  it.each([
+    ['a prefix', `x:100644 100644 ${'a'.repeat(40)} ${'b'.repeat(40)} M`],
+    ['a suffix', `:100644 100644 ${'a'.repeat(40)} ${'b'.repeat(40)} Mx`],
+    ['a trailing newline', `:100644 100644 ${'a'.repeat(40)} ${'b'.repeat(40)} M\n`],
+    ['a lower-case status', `:100644 100644 ${'a'.repeat(40)} ${'b'.repeat(40)} m`],
+    ['a mode that is not digits', `:100644 10064x ${'a'.repeat(40)} ${'b'.repeat(40)} M`],
+    ['an object id that is not hex', `:100644 100644 ${'a'.repeat(40)} ${'g'.repeat(40)} M`],
+  ])('refuses a line with %s (the gate never guesses what git meant)', (_what, line) => {
+    expect(() => parseRaw(raw(line, 'p'))).toThrow(`git diff-tree: unexpected line ${JSON.stringify(line)}`);
   });
 });

@@ -269,6 +269,9 @@ describe('gateTrustPolicy and baseTrustPolicy', () => {
       await rejected(gateTrustPolicy(repo.root, { commit: a, label: 'x', trustFile: dir })),
     ).toMatchObject({
       code: 'EGJ_IO',
+      op: 'read',
+      file: dir,
+      message: expect.stringMatching(new RegExp(`^${dir}: read failed: `)),
     });
   });
 });
