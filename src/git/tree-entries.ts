@@ -22,9 +22,9 @@ export function outputMode(executable: boolean | undefined, before: string | und
   return before !== undefined && isRegularMode(before) ? before : '100644';
 }
 
+/** The directory holding `path` ('' at the top: lastIndexOf's -1 becomes 0). */
 function parentDir(path: string): string {
-  const slash = path.lastIndexOf('/');
-  return slash < 0 ? '' : path.slice(0, slash);
+  return path.slice(0, Math.max(path.lastIndexOf('/'), 0));
 }
 
 /**
@@ -40,7 +40,7 @@ export async function treeEntries(
   const dirs = [...new Set(paths.map(parentDir))];
   const trees = await catFile(
     root,
-    dirs.map((d) => (d === '' ? `${commit}^{tree}` : `${commit}:${d}`)),
+    dirs.map((d) => `${commit}:${d}`), // `<commit>:` is its root tree
     { contents: true },
   );
   const oidBytes = commit.length / 2;
