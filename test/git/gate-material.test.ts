@@ -52,6 +52,12 @@ describe('judgeMaterial', () => {
       message: `${REF}:out/a.txt: bytes hash to ${sha256Hex('evil\n').slice(0, 12)}, receipt says ${sha256Hex('a\n').slice(0, 12)}`,
     },
     {
+      attack: 'tampered output bytes of the receipt’s size',
+      m: () => material({ 'a.txt': 'a\n' }, { out: { 'a.txt': 'z\n' } }),
+      code: 'EGJ_ARTIFACT_DRIFT',
+      message: `${REF}:out/a.txt: bytes hash to ${sha256Hex('z\n').slice(0, 12)}, receipt says ${sha256Hex('a\n').slice(0, 12)}`,
+    },
+    {
       attack: 'a forged size beside the right digest',
       m: () =>
         material(
@@ -81,6 +87,12 @@ describe('judgeMaterial', () => {
     },
   ])('refuses $attack', ({ m, code, message }) => {
     expect(thrown(() => judgeMaterial(m(), NO_TRUST))).toMatchObject({ code, message });
+  });
+
+  it('refuses a job file that is not a job, naming it in the ref', () => {
+    const m = { ...material({ 'a.txt': 'a\n' }), job: Buffer.from('{"not":"a job"}') };
+    const err = thrown(() => judgeMaterial(m, NO_TRUST)) as Error;
+    expect(err.message.startsWith(`${REF}:job.json`)).toBe(true);
   });
 });
 
