@@ -236,7 +236,7 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
       'after',
       '\nExamples:\n  genjob work --once --generator \'my-coding-cli --message "$GENJOB_INSTRUCTION"\'\n  genjob work --drain --host gen@free-box --generator ./gen.sh\n  genjob work --watch --concurrency 4 --host free-box --ssh-option ProxyJump=bastion\n  genjob work --batch --generator builtin:openai && genjob work --batch-poll\n  genjob work --run hints --concurrency 4 --generator ./gen.sh   # the queued jobs of run hints',
     )
-    // shadow plane (#15): run existing jobs again against another generator, never touching live state
+    // shadow plane: run existing jobs again against another generator, never touching live state
     .option(
       '--shadow <name>',
       'run existing jobs again in shadow plane NAME (results under .gen/shadow/NAME/)',
@@ -449,7 +449,7 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
       await run(async () => (await import('../commands/drop.js')).drop({ ...o, keys }), !!o.json);
     });
 
-  // shadow plane (#15): compare two planes' answers; promote a shadow answer through the live path
+  // shadow plane: compare two planes' answers; promote a shadow answer through the live path
   common(program.command('compare'))
     .description(
       'per job, live vs a shadow plane (or two shadow planes): identical, differs, aborted, rejected, missing',
@@ -480,7 +480,7 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
       );
     });
 
-  // retention (#15): prune finished jobs' material, leaving tombstones; and the host's result cache
+  // retention: prune finished jobs' material, leaving tombstones; and the host's result cache
   common(program.command('gc'))
     .description('remove the bulky material of jobs finished before the window; leave a tombstone per key')
     .option('--older-than <duration>', 'retention window: a number and s, m, h, d or w', '30d')

@@ -49,7 +49,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     signKey ? [resolve(signKey)] : [],
   );
   if (o.gcOlderThan) {
-    // retention (#15): prune before serving; an entry another session is generating is skipped
+    // retention: prune before serving; an entry another session is generating is skipped
     const { parseDuration } = await import('../core/duration.js');
     const { pruneCache } = await import('../remote/cache-prune.js');
     await pruneCache(cache, parseDuration(o.gcOlderThan, '--gc-older-than'));

@@ -144,7 +144,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     : doc && typeof doc.job === 'object'
       ? (doc.job as Record<string, unknown>)
       : doc;
-  // retention (#15): what gc pruned of this key, and when
+  // retention: what gc pruned of this key, and when
   const tombstone = readTombstone(store, key) ?? null;
   const state =
     found?.state ?? (died ? 'dead' : tombstone ? `pruned by gc (was ${tombstone.state})` : 'unknown');

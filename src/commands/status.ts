@@ -310,7 +310,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     lines.push(
       `batch ${b.batch_id ?? '(not yet created)'}: ${b.jobs} job(s), ${b.provider_status ?? b.state} (run ${b.run})`,
     );
-  // retention (#15): how big .gen/ is, and what `genjob gc` (default window) would free
+  // retention: how big .gen/ is, and what `genjob gc` (default window) would free
   const disk = o.disk ? retentionFacts(store) : undefined;
   if (disk)
     lines.push(

@@ -95,7 +95,8 @@ export async function takeOwnedLock(lockDir: string, opts: OwnedLockOptions): Pr
         fs: sparingTheirs(() => ino),
         update: opts.updateMs,
         retries: 0,
-        // the default handler throws inside a timer and kills the process (#11, #81): record instead
+        // the default handler throws inside a timer and kills the process: record the loss instead,
+        // so the next step that checks the lock stops
         onCompromised: (err) => {
           compromised = err;
         },
