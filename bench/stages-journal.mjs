@@ -39,7 +39,7 @@ export function journalStages({ alternate, record, genjob, run, freshRepo, event
   return {
     'show-journal'() {
       const root = freshRepo('show-journal');
-      const made = makeJob('bench show', []);
+      const made = makeJob('bench show', [{ path: 'new.txt', sha256: null }]);
       mkdirSync(join(root, '.gen', 'queue'), { recursive: true });
       queueJob(root, made);
       const showMs = () => {

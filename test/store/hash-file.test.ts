@@ -23,6 +23,8 @@ describe('file hashing', () => {
     { size: SMALL_FILE_BYTES },
     { size: SMALL_FILE_BYTES + 1 },
     { size: 3 * 1024 * 1024 + 7 },
+    // several turns of the two big buffers: the read of one runs while the other is hashed
+    { size: 3 * 4 * 1024 * 1024 + 64 * 1024 + 5 },
   ])(
     'gives the sha256 of the bytes for $size bytes, streamed or read at once, and shows every byte to onChunk',
     async ({ size }) => {
@@ -55,6 +57,27 @@ describe('file hashing', () => {
       }
     },
   );
+
+  it('stops at the error of a chunk handler, with the read then in flight left behind quietly', async () => {
+    const file = join(dir, 'f');
+    writeFileSync(file, randomBytes(9 * 1024 * 1024));
+    let calls = 0;
+    const unhandled: unknown[] = [];
+    const onUnhandled = (err: unknown) => unhandled.push(err);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      await expect(
+        hashFile(file, () => {
+          if (++calls === 2) throw new Error('scanner refused');
+        }),
+      ).rejects.toThrow('scanner refused');
+      await new Promise((r) => setTimeout(r, 50));
+      expect(unhandled).toEqual([]);
+      expect(calls).toBe(2);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
 
   it('never hashes through a symlink, and names the file in EGJ_IO (ELOOP)', async () => {
     writeFileSync(join(dir, 'target'), 'x');
