@@ -2,11 +2,12 @@
 //   applying/<key>.json  genjob/applying@1  the write-ahead intent, published before the tree is touched
 //   applied/<key>.json   genjob/applied@1   the outcome; it embeds the job document (the job leaves received/)
 // The applying record also embeds the job, so a crash can be finished from .gen/ alone.
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { UsageError } from '../core/errors.js';
 import { type Job, jobDigest } from '../core/job.js';
 import { JobSchema } from '../core/job-schema.js';
 import { pathProblem } from '../core/paths.js';
+import { checkSchema, issueText } from '../core/schema-check.js';
 import { SHA256_HEX } from '../core/sha256.js';
 import { readIfExists } from '../store/durable.js';
 import type { Store } from '../store/store.js';
@@ -15,18 +16,18 @@ import type { Write } from './apply-plan.js';
 export const APPLYING_SCHEMA = 'genjob/applying@1';
 export const APPLIED_SCHEMA = 'genjob/applied@1';
 
-const sha = z.string().regex(SHA256_HEX);
+const sha = z.string().check(z.regex(SHA256_HEX));
 const WriteSchema = z.object({
   path: z.string(),
-  before: sha.nullable(),
+  before: z.nullable(sha),
   after: sha,
-  mode: z.number().int().min(0).max(0o777),
+  mode: z.number().check(z.int(), z.minimum(0), z.maximum(0o777)),
 });
 const common = {
   key: sha,
   job_digest: sha,
   receipt_sha256: sha,
-  epoch: z.number().int().nonnegative(),
+  epoch: z.number().check(z.int(), z.nonnegative()),
   writes: z.array(WriteSchema),
   job: JobSchema,
 };
@@ -55,7 +56,7 @@ function read<T extends ApplyingRecord | AppliedRecord>(
   store: Store,
   file: string,
   key: string,
-  schema: z.ZodType<T>,
+  schema: z.ZodMiniType<T>,
 ): T | undefined {
   const bytes = readIfExists(store, file);
   if (bytes === undefined) return undefined;
@@ -65,11 +66,8 @@ function read<T extends ApplyingRecord | AppliedRecord>(
   } catch (err) {
     throw invalid(file, `malformed JSON (${(err as Error).message})`);
   }
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw invalid(file, `${issue.path.join('.') || '(document)'}: ${issue.message}`);
-  }
+  const parsed = checkSchema(schema, raw);
+  if (!parsed.ok) throw invalid(file, issueText(parsed.issue));
   const record = parsed.data;
   if (record.key !== key || record.job.key !== key) throw invalid(file, `it is not the record of key ${key}`);
   if (jobDigest(record.job) !== record.job_digest)
@@ -82,14 +80,24 @@ function read<T extends ApplyingRecord | AppliedRecord>(
 }
 
 export function readApplying(store: Store, key: string): ApplyingRecord | undefined {
-  return read(store, store.layout.applying(key), key, ApplyingSchema as z.ZodType<ApplyingRecord>);
+  return read(store, store.layout.applying(key), key, ApplyingSchema as z.ZodMiniType<ApplyingRecord>);
 }
 
 export function readApplied(store: Store, key: string): AppliedRecord | undefined {
-  return read(store, store.layout.jobFile('applied', key), key, AppliedSchema as z.ZodType<AppliedRecord>);
+  return read(
+    store,
+    store.layout.jobFile('applied', key),
+    key,
+    AppliedSchema as z.ZodMiniType<AppliedRecord>,
+  );
 }
 
 /** The apply record of a reverted job: applied/<key>.json as revert renamed it to reverted/<key>.json. */
 export function readReverted(store: Store, key: string): AppliedRecord | undefined {
-  return read(store, store.layout.jobFile('reverted', key), key, AppliedSchema as z.ZodType<AppliedRecord>);
+  return read(
+    store,
+    store.layout.jobFile('reverted', key),
+    key,
+    AppliedSchema as z.ZodMiniType<AppliedRecord>,
+  );
 }

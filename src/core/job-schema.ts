@@ -1,6 +1,6 @@
-// Parsing a job file: JSON → schema (zod) → contract rules → key check. Kept apart from job.ts
+// Parsing a job file: JSON → schema (zod/mini) → contract rules → key check. Kept apart from job.ts
 // so that minting, which only builds jobs, never loads the schema library.
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import {
   contractProblem,
   JOB_SCHEMA,
@@ -11,27 +11,25 @@ import {
   MAX_INSTRUCTION_BYTES,
   workOrderKey,
 } from './job.js';
+import { checkSchema, issueText } from './schema-check.js';
 import { SHA256_HEX } from './sha256.js';
 
-const sha = z.string().regex(SHA256_HEX, 'must be 64 lower-case hex digits');
-const count = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+const sha = z.string().check(z.regex(SHA256_HEX, 'must be 64 lower-case hex digits'));
+const count = z.number().check(z.int(), z.positive(), z.maximum(Number.MAX_SAFE_INTEGER));
 
 export const JobSchema = z.strictObject({
   schema: z.literal(JOB_SCHEMA),
   key: sha,
-  instruction: z.string().min(1).max(MAX_INSTRUCTION_BYTES),
+  instruction: z.string().check(z.minLength(1), z.maxLength(MAX_INSTRUCTION_BYTES)),
   inputs: z
-    .array(z.strictObject({ path: z.string(), sha256: sha.nullable() }))
-    .min(1)
-    .max(MAX_INPUTS),
+    .array(z.strictObject({ path: z.string(), sha256: z.nullable(sha) }))
+    .check(z.minLength(1), z.maxLength(MAX_INPUTS)),
   // absent when there are none, never empty: one work order has one document
-  reads: z
-    .array(z.strictObject({ path: z.string(), sha256: sha }))
-    .min(1)
-    .max(MAX_INPUTS)
-    .optional(),
+  reads: z.optional(
+    z.array(z.strictObject({ path: z.string(), sha256: sha })).check(z.minLength(1), z.maxLength(MAX_INPUTS)),
+  ),
   constraints: z.strictObject({ max_file_bytes: count, max_total_bytes: count }),
-}) satisfies z.ZodType<Job>;
+}) satisfies z.ZodMiniType<Job>;
 
 /** Parse and check a job file's bytes; `file` names it in errors. Returns the job and its digest. */
 export function parseJob(bytes: Uint8Array, file: string): { job: Job; digest: string } {
@@ -41,11 +39,8 @@ export function parseJob(bytes: Uint8Array, file: string): { job: Job; digest: s
   } catch (err) {
     throw new JobInvalidError(file, `malformed JSON (${(err as Error).message})`);
   }
-  const parsed = JobSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new JobInvalidError(file, `${issue.path.join('.') || '(document)'}: ${issue.message}`);
-  }
+  const parsed = checkSchema(JobSchema, raw);
+  if (!parsed.ok) throw new JobInvalidError(file, issueText(parsed.issue));
   const job = parsed.data;
   const problem = contractProblem(job);
   if (problem) throw new JobInvalidError(file, problem);

@@ -8,6 +8,7 @@ import { canonicalBytes, isCanonical } from './canonical-json.js';
 import { type Envelope, RECEIPT_PAYLOAD_TYPE, signEnvelope, strictBase64, verifyPae } from './dsse.js';
 import { RejectedError } from './errors.js';
 import { MAX_RECEIPT_BYTES, type Receipt, ReceiptSchema } from './receipt.js';
+import { checkSchema, issueText } from './schema-check.js';
 
 export interface TrustedKey {
   name: string;
@@ -104,15 +105,9 @@ export function findSigner(env: DecodedEnvelope, trusted: readonly TrustedKey[])
 }
 
 function schemaCheck(raw: unknown, file: string): Receipt {
-  const parsed = ReceiptSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw reject(
-      'EGJ_RECEIPT_SCHEMA',
-      file,
-      `receipt breaks its schema at ${issue.path.join('.') || '(document)'}: ${issue.message}`,
-    );
-  }
+  const parsed = checkSchema(ReceiptSchema, raw);
+  if (!parsed.ok)
+    throw reject('EGJ_RECEIPT_SCHEMA', file, `receipt breaks its schema at ${issueText(parsed.issue)}`);
   return parsed.data;
 }
 
@@ -200,7 +195,14 @@ export function decodeSignedReceipt(
 /** The bytes a generator host writes: canonical JSON of a DSSE envelope over the canonical receipt. */
 export function signReceipt(receipt: Receipt, privateKey: KeyObject, keyid: string): Buffer {
   // Never sign something a verifier would refuse: a host bug should fail here, loudly.
-  const checked = ReceiptSchema.parse(receipt);
-  const envelope: Envelope = signEnvelope(RECEIPT_PAYLOAD_TYPE, canonicalBytes(checked), privateKey, keyid);
+  const checked = checkSchema(ReceiptSchema, receipt);
+  if (!checked.ok)
+    throw new Error(`refusing to sign a receipt that breaks its schema at ${issueText(checked.issue)}`);
+  const envelope: Envelope = signEnvelope(
+    RECEIPT_PAYLOAD_TYPE,
+    canonicalBytes(checked.data),
+    privateKey,
+    keyid,
+  );
   return canonicalBytes(envelope);
 }

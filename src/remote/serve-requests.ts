@@ -3,28 +3,30 @@
 // fetch: the same header, empty body: "do you hold a result for this key?" (in-doubt recovery)
 // cancel: {type: 'cancel'}, empty body, sent while a run generates (genjob cancel KEY): serve kills
 //         the generator and the run's own answer follows (aborted, never cached); no answer of its own
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { PLANE } from '../core/plane.js';
+import { type Checked, checkSchema } from '../core/schema-check.js';
 import { SHA256_HEX } from '../core/sha256.js';
 
 export const RequestSchema = z.strictObject({
   type: z.enum(['run', 'fetch']),
-  key: z.string().regex(SHA256_HEX),
-  job_digest: z.string().regex(SHA256_HEX),
-  epoch: z.number().int().positive(),
-  worker_id: z.string().max(256),
-  generator: z.string().min(1).max(4096).nullable(),
-  timeout_ms: z
-    .number()
-    .int()
-    .positive()
-    .max(7 * 24 * 3600 * 1000),
+  key: z.string().check(z.regex(SHA256_HEX)),
+  job_digest: z.string().check(z.regex(SHA256_HEX)),
+  epoch: z.number().check(z.int(), z.positive()),
+  worker_id: z.string().check(z.maxLength(256)),
+  generator: z.nullable(z.string().check(z.minLength(1), z.maxLength(4096))),
+  timeout_ms: z.number().check(z.int(), z.positive(), z.maximum(7 * 24 * 3600 * 1000)),
   /** Generate again instead of answering with a cached *aborted* result (`work --retry-aborted`). */
-  retry_aborted: z.boolean().optional(),
+  retry_aborted: z.optional(z.boolean()),
   /** The plane the answer is for (default live); the cache keeps each plane's results apart. */
-  plane: z.string().regex(PLANE).optional(),
+  plane: z.optional(z.string().check(z.regex(PLANE))),
   /** Generate again instead of answering with any cached result that is not ok (`genjob retry KEY`). */
-  regenerate: z.boolean().optional(),
+  regenerate: z.optional(z.boolean()),
 });
 
 export type ServeRequest = z.infer<typeof RequestSchema>;
+
+/** A request's header checked: the request, or the first issue (worded as every schema failure is). */
+export function checkRequest(header: unknown): Checked<ServeRequest> {
+  return checkSchema(RequestSchema, header);
+}

@@ -55,7 +55,7 @@ async function loadRequestCode() {
     import('./generate.js'),
   ]);
   return {
-    RequestSchema: requests.RequestSchema,
+    checkRequest: requests.checkRequest,
     parseJob: jobSchema.parseJob,
     RECEIPT_SCHEMA: receipt.RECEIPT_SCHEMA,
     safeExtract: extract.safeExtract,
@@ -157,9 +157,8 @@ async function answer(
   incoming: Incoming,
 ): Promise<void> {
   const code = await requestCodeLoaded();
-  const parsed = code.RequestSchema.safeParse(header);
-  if (!parsed.success)
-    throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${parsed.error.issues[0]?.message}`);
+  const parsed = code.checkRequest(header);
+  if (!parsed.ok) throw new RefusedError('EGJ_BAD_REQUEST', `bad request: ${parsed.issue.message}`);
   const req = parsed.data;
   const deadline = Date.now() + req.timeout_ms; // a wait for another serve's generation ends by then
   const choice = chooseGenerator(cfg.pinnedGenerator, req.generator);
