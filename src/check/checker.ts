@@ -3,10 +3,11 @@
 // EGJ_CONFIG naming the file and the key) and normalised with its defaults filled in, because the
 // normalised form is what the binding digest covers: two spellings of one checker bind alike.
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { CONFIG_FILE, loadConfig } from '../cli/config-file.js';
 import { UsageError } from '../core/errors.js';
 import { pathProblem } from '../core/paths.js';
+import { checkSchema } from '../core/schema-check.js';
 import { checkEnvName } from '../sandbox/policy.js';
 
 /** A checker's name: also a directory under .gen/checks/<key>/ and part of a git trailer. */
@@ -59,29 +60,32 @@ export interface JudgeChecker {
 
 export type Checker = CommandChecker | JudgeChecker;
 
-const seconds = z.union([z.number().positive().max(86_400), z.string().regex(/^\d{1,6}[smh]$/)]);
+const seconds = z.union([
+  z.number().check(z.positive(), z.maximum(86_400)),
+  z.string().check(z.regex(/^\d{1,6}[smh]$/)),
+]);
 const repoPath = z
   .string()
-  .refine((p) => pathProblem(p) === null, 'not a relative path inside the repository');
+  .check(z.refine((p) => pathProblem(p) === null, 'not a relative path inside the repository'));
 
 const CommandSchema = z.strictObject({
-  run: z.string().min(1),
-  setup: z.string().min(1).optional(),
-  timeout: seconds.optional(),
-  attempts: z.number().int().min(1).max(MAX_ATTEMPTS).optional(),
-  network: z.boolean().optional(),
-  env: z.array(z.string()).optional(),
-  pin: z.array(repoPath).max(100).optional(),
+  run: z.string().check(z.minLength(1)),
+  setup: z.optional(z.string().check(z.minLength(1))),
+  timeout: z.optional(seconds),
+  attempts: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(MAX_ATTEMPTS))),
+  network: z.optional(z.boolean()),
+  env: z.optional(z.array(z.string())),
+  pin: z.optional(z.array(repoPath).check(z.maxLength(100))),
 });
 
 const JudgeSchema = z.strictObject({
   judge: z.literal(JUDGE_BUILTIN),
-  model: z.string().min(1).max(200),
+  model: z.string().check(z.minLength(1), z.maxLength(200)),
   rubric: repoPath,
-  samples: z.number().int().min(1).max(MAX_SAMPLES).optional(),
-  quorum: z.number().int().min(1).max(MAX_SAMPLES).optional(),
-  params: z.record(z.string(), z.unknown()).optional(),
-  timeout: seconds.optional(),
+  samples: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(MAX_SAMPLES))),
+  quorum: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(MAX_SAMPLES))),
+  params: z.optional(z.record(z.string(), z.unknown())),
+  timeout: z.optional(seconds),
 });
 
 function toSeconds(v: number | string | undefined, fallback: number): number {
@@ -103,9 +107,9 @@ export function parseChecker(name: string, raw: unknown, where: string): Checker
       `${where}: ${at}: a checker name is 1-64 of [a-z0-9._-], starting with a letter or digit`,
     );
   const isJudge = typeof raw === 'object' && raw !== null && Object.hasOwn(raw, 'judge');
-  const parsed = (isJudge ? JudgeSchema : CommandSchema).safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
+  const parsed = isJudge ? checkSchema(JudgeSchema, raw) : checkSchema(CommandSchema, raw);
+  if (!parsed.ok) {
+    const issue = parsed.issue;
     const path = issue.path.length > 0 ? `.${issue.path.join('.')}` : '';
     if (issue.code === 'unrecognized_keys')
       throw new UsageError(

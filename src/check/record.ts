@@ -6,11 +6,12 @@
 // size, envelope shape, signature against the keys pinned for checks, canonical payload, schema, and
 // a verdict that must follow from the attempts it lists.
 import type { KeyObject } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { canonicalBytes, isCanonical } from '../core/canonical-json.js';
 import { signEnvelope } from '../core/dsse.js';
 import { RejectedError } from '../core/errors.js';
 import { envelopeShape, findSigner, type TrustedKey } from '../core/receipt-envelope.js';
+import { checkSchema, issueText } from '../core/schema-check.js';
 import { CHECKER_NAME } from './checker.js';
 import { MAX_CHECK_RECORD_BYTES } from './record-paths.js';
 import { type Outcome, VERDICTS, type Verdict, verdictOf } from './verdict.js';
@@ -27,84 +28,88 @@ const HEX64 = /^[0-9a-f]{64}$/;
 /** A git object id: SHA-1 or SHA-256 repositories. */
 const GIT_OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
+const nat = z.number().check(z.int(), z.nonnegative());
+const hex64 = z.string().check(z.regex(HEX64));
+const text = (max: number) => z.string().check(z.maxLength(max));
+
 const UsageSchema = z.object({
-  prompt_tokens: z.number().int().nonnegative(),
-  completion_tokens: z.number().int().nonnegative(),
-  requests: z.number().int().nonnegative(),
+  prompt_tokens: nat,
+  completion_tokens: nat,
+  requests: nat,
 });
 export type Usage = z.infer<typeof UsageSchema>;
 
 const SampleSchema = z.object({
-  index: z.number().int().nonnegative(),
+  index: nat,
   vote: z.enum(['pass', 'fail', 'invalid', 'error']),
-  score: z.number().nullable(),
-  reason: z.string().max(8192),
-  model: z.string().max(200).nullable(),
+  score: z.nullable(z.number()),
+  reason: text(8192),
+  model: z.nullable(text(200)),
 });
 export type SampleRecord = z.infer<typeof SampleSchema>;
 
 const AttemptSchema = z.object({
-  n: z.number().int().positive(),
+  n: z.number().check(z.int(), z.positive()),
   outcome: z.enum(['pass', 'fail', 'uncertain', 'error']),
-  exit_code: z.number().int().nullable(),
-  signal: z.string().max(32).nullable(),
+  exit_code: z.nullable(z.number().check(z.int())),
+  signal: z.nullable(text(32)),
   timed_out: z.boolean(),
-  ms: z.number().nonnegative(),
-  log_sha256: z.string().regex(HEX64).nullable(),
-  log_bytes: z.number().int().nonnegative(),
-  why: z.string().max(8192).nullable(),
-  started_at: z.string().max(64),
-  samples: z.array(SampleSchema).max(100).optional(),
+  ms: z.number().check(z.nonnegative()),
+  log_sha256: z.nullable(hex64),
+  log_bytes: nat,
+  why: z.nullable(text(8192)),
+  started_at: text(64),
+  samples: z.optional(z.array(SampleSchema).check(z.maxLength(100))),
 });
 export type AttemptRecord = z.infer<typeof AttemptSchema>;
 
 const SetupSchema = z.object({
-  digest: z.string().regex(HEX64),
+  digest: hex64,
   cached: z.boolean(),
   outcome: z.enum(['pass', 'fail', 'uncertain', 'error']),
-  exit_code: z.number().int().nullable(),
-  ms: z.number().nonnegative(),
-  log_sha256: z.string().regex(HEX64).nullable(),
-  why: z.string().max(8192).nullable(),
+  exit_code: z.nullable(z.number().check(z.int())),
+  ms: z.number().check(z.nonnegative()),
+  log_sha256: z.nullable(hex64),
+  why: z.nullable(text(8192)),
 });
 export type SetupRecord = z.infer<typeof SetupSchema>;
 
 const FactsSchema = z.object({
   schema: z.literal(CHECK_SCHEMA),
-  key: z.string().regex(HEX64),
-  checker: z.string().regex(CHECKER_NAME),
+  key: hex64,
+  checker: z.string().check(z.regex(CHECKER_NAME)),
   kind: z.enum(['command', 'judge']),
-  receipt_sha256: z.string().regex(HEX64),
-  binding_sha256: z.string().regex(HEX64),
-  base_tree: z.string().regex(GIT_OID),
-  result_tree: z.string().regex(GIT_OID),
+  receipt_sha256: hex64,
+  binding_sha256: hex64,
+  base_tree: z.string().check(z.regex(GIT_OID)),
+  result_tree: z.string().check(z.regex(GIT_OID)),
   verdict: z.enum(VERDICTS as [Verdict, ...Verdict[]]),
-  marks: z.string().max(MAX_ATTEMPT_RECORDS * 2),
-  sequence: z.number().int().positive(),
-  previous: z.string().regex(HEX64).nullable(),
-  attempts: z.array(AttemptSchema).min(1).max(MAX_ATTEMPT_RECORDS),
-  setup: SetupSchema.nullable(),
-  judge: z
-    .object({
-      model: z.string().max(200),
-      samples: z.number().int().positive(),
-      quorum: z.number().int().positive(),
-      agreement: z.string().max(32),
+  marks: text(MAX_ATTEMPT_RECORDS * 2),
+  sequence: z.number().check(z.int(), z.positive()),
+  previous: z.nullable(hex64),
+  attempts: z.array(AttemptSchema).check(z.minLength(1), z.maxLength(MAX_ATTEMPT_RECORDS)),
+  setup: z.nullable(SetupSchema),
+  judge: z.nullable(
+    z.object({
+      model: text(200),
+      samples: z.number().check(z.int(), z.positive()),
+      quorum: z.number().check(z.int(), z.positive()),
+      agreement: text(32),
       /** Tokens spent by the requests made for this record (not those of attempts it carried over). */
       spent: UsageSchema,
-    })
-    .nullable(),
-  sandbox: z.object({ kind: z.enum(['bwrap', 'none']), network: z.boolean() }).nullable(),
-  started_at: z.string().max(64),
-  finished_at: z.string().max(64),
-  machine: z.string().max(256),
+    }),
+  ),
+  sandbox: z.nullable(z.object({ kind: z.enum(['bwrap', 'none']), network: z.boolean() })),
+  started_at: text(64),
+  finished_at: text(64),
+  machine: text(256),
 });
 export type CheckFacts = z.infer<typeof FactsSchema>;
 
 const DigestSet = z.record(z.string(), z.string());
 const StatementSchema = z.object({
   _type: z.literal(STATEMENT_TYPE),
-  subject: z.array(z.object({ name: z.string(), digest: DigestSet })).min(1),
+  subject: z.array(z.object({ name: z.string(), digest: DigestSet })).check(z.minLength(1)),
   predicateType: z.literal(TEST_RESULT_TYPE),
   predicate: z.object({
     result: z.enum(['PASSED', 'WARNED', 'FAILED']),
@@ -221,11 +226,8 @@ export function decodeRecord(bytes: Uint8Array, file: string, trusted: readonly 
     canonical = false;
   }
   if (!canonical) throw bad(file, 'the Statement is not canonical JSON (RFC 8785)');
-  const parsed = StatementSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw bad(file, `at ${issue.path.join('.') || '(document)'}: ${issue.message}`);
-  }
+  const parsed = checkSchema(StatementSchema, value);
+  if (!parsed.ok) throw bad(file, `at ${issueText(parsed.issue)}`);
   const facts = parsed.data.predicate.genjob;
   const verdict = verdictOf(facts.attempts.map((a) => a.outcome));
   if (verdict !== facts.verdict)

@@ -1,12 +1,13 @@
 // Settings from config files, read in this one place: genjob.config.json at the repository root (the
 // team's, committed) and the user's own ~/.config/genjob/config.json ($XDG_CONFIG_HOME). A flag given on
-// the command line wins, then the repository's file, then the user's. Checked with zod; an unknown key
+// the command line wins, then the repository's file, then the user's. Checked with zod/mini; an unknown key
 // or a wrong type is EGJ_CONFIG naming the file and the key. A repository's setting that runs or locates
 // a command here, or weakens the sandbox (CONSENT_SETTINGS), is honoured only once allowed (config-consent.ts).
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { errnoOf, UsageError } from '../core/errors.js';
+import { checkSchema } from '../core/schema-check.js';
 import { nodeFs } from '../store/fs-port.js';
 import { consentDigest, requireConsent } from './config-consent.js';
 import { findRoot } from './root.js';
@@ -16,57 +17,58 @@ export { userConfigFile };
 
 export const CONFIG_FILE = 'genjob.config.json';
 
-const names = z.array(z.string().min(1));
-const seconds = z.number().positive();
-const count = z.number().int().positive();
+const text = z.string().check(z.minLength(1));
+const names = z.array(text);
+const seconds = z.number().check(z.positive());
+const count = z.number().check(z.int(), z.positive());
 
 /** How generators are confined: the same keys for `work` (top level) and `serve` (its section). */
 const sandboxKeys = {
-  generator_env: names.optional(),
-  generator_network: z.boolean().optional(),
-  generator_bind: names.optional(),
-  generator_bind_rw: names.optional(),
-  no_sandbox: z.boolean().optional(),
+  generator_env: z.optional(names),
+  generator_network: z.optional(z.boolean()),
+  generator_bind: z.optional(names),
+  generator_bind_rw: z.optional(names),
+  no_sandbox: z.optional(z.boolean()),
 };
 
 const ConfigSchema = z.strictObject({
-  $schema: z.string().optional(),
-  generator: z.string().min(1).optional(),
-  host: z.string().min(1).optional(),
+  $schema: z.optional(z.string()),
+  generator: z.optional(text),
+  host: z.optional(text),
   /** A pool, as repeated --host: each `[N/][user@]host`. */
-  hosts: z.array(z.string().min(1)).min(1).optional(),
-  concurrency: count.optional(),
-  timeout: seconds.optional(),
-  ssh: z
-    .strictObject({
-      port: z.number().int().positive().max(65535).optional(),
-      identity: z.string().min(1).optional(),
-      options: z.array(z.string().min(1)).optional(),
-      config: z.string().min(1).optional(),
-      remote_cmd: z.string().min(1).optional(),
-    })
-    .optional(),
+  hosts: z.optional(z.array(text).check(z.minLength(1))),
+  concurrency: z.optional(count),
+  timeout: z.optional(seconds),
+  ssh: z.optional(
+    z.strictObject({
+      port: z.optional(z.number().check(z.int(), z.positive(), z.maximum(65535))),
+      identity: z.optional(text),
+      options: z.optional(names),
+      config: z.optional(text),
+      remote_cmd: z.optional(text),
+    }),
+  ),
   /** Checkers by name, read in detail by src/check/checker.ts. */
-  checkers: z.record(z.string(), z.unknown()).optional(),
+  checkers: z.optional(z.record(z.string(), z.unknown())),
   /** As repeated --launch: each `[N/]command`. */
-  launch: names.min(1).optional(),
-  lease_ttl: seconds.optional(),
-  max_attempts: count.optional(),
-  in_doubt_after: seconds.optional(),
-  grace: seconds.optional(),
-  batch_size: count.optional(),
-  batch_poll_interval: seconds.optional(),
+  launch: z.optional(names.check(z.minLength(1))),
+  lease_ttl: z.optional(seconds),
+  max_attempts: z.optional(count),
+  in_doubt_after: z.optional(seconds),
+  grace: z.optional(seconds),
+  batch_size: z.optional(count),
+  batch_poll_interval: z.optional(seconds),
   ...sandboxKeys,
   /** `genjob serve` on this machine: read from the user's own file only. */
-  serve: z
-    .strictObject({
-      generator: z.string().min(1).optional(),
-      cache_dir: z.string().min(1).optional(),
-      sign_key: z.string().min(1).optional(),
-      gc_older_than: z.string().min(1).optional(),
+  serve: z.optional(
+    z.strictObject({
+      generator: z.optional(text),
+      cache_dir: z.optional(text),
+      sign_key: z.optional(text),
+      gc_older_than: z.optional(text),
       ...sandboxKeys,
-    })
-    .optional(),
+    }),
+  ),
 });
 export type GenjobConfig = z.infer<typeof ConfigSchema>;
 
@@ -109,9 +111,9 @@ export function loadConfigFile(file: string): LoadedConfig | undefined {
   } catch (err) {
     throw new UsageError('EGJ_CONFIG', `${file}: not JSON (${(err as Error).message})`);
   }
-  const parsed = ConfigSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
+  const parsed = checkSchema(ConfigSchema, raw);
+  if (!parsed.ok) {
+    const issue = parsed.issue;
     const at = issue.path.join('.');
     if (issue.code === 'unrecognized_keys') {
       const keys = issue.keys.map((k) => (at ? `${at}.${k}` : k));

@@ -7,9 +7,10 @@
 import * as nodeFs from 'node:fs';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { ConflictError, errnoOf, IoError, UsageError } from '../core/errors.js';
 import type { ReceiptTrustPolicy, TrustedKey } from '../core/receipt-envelope.js';
+import { checkSchema, issueText } from '../core/schema-check.js';
 import { replaceFile } from '../store/durable.js';
 import { keyIdOf, parsePublicKey, publicKeyString } from './keys.js';
 
@@ -26,16 +27,13 @@ const TrustFileSchema = z.strictObject({
   keys: z
     .array(
       z.strictObject({
-        name: z.string().regex(TRUST_NAME, 'names are 1-64 of [a-z0-9._-]'),
-        key: z.string().startsWith('ed25519:'),
-        added: z
-          .string()
-          .regex(/^\d{4}-\d{2}-\d{2}/, 'must be an ISO date')
-          .max(64),
-        for: z.array(z.enum(TRUST_USES)).min(1).max(TRUST_USES.length).optional(),
+        name: z.string().check(z.regex(TRUST_NAME, 'names are 1-64 of [a-z0-9._-]')),
+        key: z.string().check(z.startsWith('ed25519:')),
+        added: z.string().check(z.regex(/^\d{4}-\d{2}-\d{2}/, 'must be an ISO date'), z.maxLength(64)),
+        for: z.optional(z.array(z.enum(TRUST_USES)).check(z.minLength(1), z.maxLength(TRUST_USES.length))),
       }),
     )
-    .max(1000),
+    .check(z.maxLength(1000)),
 });
 
 export type TrustEntry = z.infer<typeof TrustFileSchema>['keys'][number];
@@ -70,11 +68,8 @@ export function parseTrust(bytes: Buffer, file: string): TrustEntry[] {
   } catch (err) {
     throw malformed(file, `not JSON (${(err as Error).message})`);
   }
-  const parsed = TrustFileSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw malformed(file, `at ${issue.path.join('.') || '(document)'}: ${issue.message}`);
-  }
+  const parsed = checkSchema(TrustFileSchema, raw);
+  if (!parsed.ok) throw malformed(file, `at ${issueText(parsed.issue)}`);
   const names = new Set<string>();
   const keys = new Set<string>();
   for (const entry of parsed.data.keys) {

@@ -1,8 +1,9 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { errnoOf } from '../../core/errors.js';
 import { readText } from '../../core/read-text.js';
+import { checkSchema, issueText } from '../../core/schema-check.js';
 
 export type StructuredMode = 'on' | 'off' | 'auto';
 
@@ -27,13 +28,13 @@ export const DEFAULT_RETRY_BASE_MS = 500;
 const MAX_RETRIES_LIMIT = 100;
 
 const FileSchema = z.strictObject({
-  base_url: z.string().optional(),
-  api_key: z.string().optional(),
-  model: z.string().optional(),
-  timeout_ms: z.number().int().positive().optional(),
-  max_retries: z.number().int().nonnegative().max(MAX_RETRIES_LIMIT).optional(),
-  retry_base_ms: z.number().int().nonnegative().optional(),
-  structured: z.enum(['on', 'off', 'auto']).optional(),
+  base_url: z.optional(z.string()),
+  api_key: z.optional(z.string()),
+  model: z.optional(z.string()),
+  timeout_ms: z.optional(z.number().check(z.int(), z.positive())),
+  max_retries: z.optional(z.number().check(z.int(), z.nonnegative(), z.maximum(MAX_RETRIES_LIMIT))),
+  retry_base_ms: z.optional(z.number().check(z.int(), z.nonnegative())),
+  structured: z.optional(z.enum(['on', 'off', 'auto'])),
 });
 type FileConfig = z.infer<typeof FileSchema>;
 
@@ -118,11 +119,8 @@ function loadFile(file: string): { ok: true; config: FileConfig } | { ok: false;
   } catch (err) {
     return { ok: false, problem: `${file}: malformed JSON (${(err as Error).message})` };
   }
-  const parsed = FileSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    return { ok: false, problem: `${file}: ${issue.path.join('.') || '(document)'}: ${issue.message}` };
-  }
+  const parsed = checkSchema(FileSchema, raw);
+  if (!parsed.ok) return { ok: false, problem: `${file}: ${issueText(parsed.issue)}` };
   return { ok: true, config: parsed.data };
 }
 

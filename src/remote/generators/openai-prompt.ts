@@ -2,9 +2,10 @@
 // The model returns whole files, either as JSON matching RESPONSE_FORMAT (structured output) or,
 // where an endpoint cannot do that, as `=== FILE: <path> ===` blocks. Both are parsed strictly:
 // anything but the format, a path outside the job, or text that is not UTF-8 is refused, never repaired.
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { Job } from '../../core/job.js';
 import { pathProblem } from '../../core/paths.js';
+import { checkSchema, issueText } from '../../core/schema-check.js';
 
 export type AnswerFormat = 'structured' | 'text';
 
@@ -124,11 +125,8 @@ export function parseStructuredAnswer(text: string): ParsedAnswer {
   } catch (err) {
     return { ok: false, problem: `not JSON (${(err as Error).message})` };
   }
-  const parsed = StructuredSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    return { ok: false, problem: `${issue.path.join('.') || '(answer)'}: ${issue.message}` };
-  }
+  const parsed = checkSchema(StructuredSchema, raw);
+  if (!parsed.ok) return { ok: false, problem: issueText(parsed.issue, '(answer)') };
   return { ok: true, files: parsed.data.files };
 }
 
