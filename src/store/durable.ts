@@ -3,6 +3,7 @@
 //            (a batch: every tmp written and fsynced, then every link + unlink, then each dir fsynced once)
 //   replace: tmp in the target's dir → write → fsync → rename over target → fsync(dir)
 //   move:    rename(a, b) → fsync both directories
+//   advisory replace: the replace without its fsyncs, only for a record a crash may lose (see replaceAdvisory)
 // An fsync error is fatal and never retried (fsyncgate): it surfaces as an IoError.
 import { constants } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -39,7 +40,13 @@ export function fsyncDir(store: HasFs, dir: string): void {
  * Create `path`, which must not exist (EEXIST is thrown as is), holding `bytes`: O_EXCL|O_NOFOLLOW,
  * the exact `mode` (fchmod, so the umask cannot widen or narrow it), fsynced. Removed again on failure.
  */
-export function createExclusive(store: HasFs, path: string, bytes: Uint8Array, mode = 0o644): void {
+export function createExclusive(
+  store: HasFs,
+  path: string,
+  bytes: Uint8Array,
+  mode = 0o644,
+  sync = true,
+): void {
   const { fs } = store;
   const fd = fs.openSync(
     path,
@@ -52,7 +59,7 @@ export function createExclusive(store: HasFs, path: string, bytes: Uint8Array, m
     while (off < bytes.length) off += fs.writeSync(fd, bytes, off, bytes.length - off);
     fs.fchmodSync(fd, mode);
     try {
-      fs.fsyncSync(fd);
+      if (sync) fs.fsyncSync(fd);
     } catch (err) {
       throw IoError.wrap('fsync', path, err);
     }
@@ -186,6 +193,23 @@ export function replaceFile(store: HasFs, target: string, bytes: Uint8Array, mod
     throw IoError.wrap('rename', target, err);
   }
   fsyncDir(store, dirname(target));
+}
+
+/**
+ * replaceFile without its two fsyncs, for a record that is only ever advisory: readers see the old bytes
+ * or the new, never a mix, but a crash of the machine may lose or empty it. A lock's owner record is one:
+ * read as no record, the lock is judged by its intent or its staleness, and after a reboot every holder
+ * is gone and its lock stale anyway. Two fsyncs per lock taken are what this saves.
+ */
+export function replaceAdvisory(store: HasFs, target: string, bytes: Uint8Array, mode = 0o644): void {
+  const tmp = tmpName(dirname(target), '.tmp-');
+  createExclusive(store, tmp, bytes, mode, false);
+  try {
+    store.fs.renameSync(tmp, target);
+  } catch (err) {
+    store.fs.rmSync(tmp, { force: true });
+    throw IoError.wrap('rename', target, err);
+  }
 }
 
 /** Move a file between state directories. Throws an error with errno ENOENT (errnoOf) when `from` is gone. */

@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError } from '../core/errors.js';
-import { replaceFile } from './durable.js';
+import { replaceAdvisory } from './durable.js';
 import { nodeFs as fs } from './fs-port.js';
 import {
   dropGoneTakers,
@@ -220,11 +220,14 @@ export function sparingTheirs(ino: () => number | undefined) {
   };
 }
 
-/** Record this process as the holder of the lock directory `lockDir` of inode `ino`, if the disk lets it. */
+/**
+ * Record this process as the holder of the lock directory `lockDir` of inode `ino`, if the disk lets it.
+ * Not fsynced: a record a crash loses or tears reads as none (judged by intent, else staleness).
+ */
 function tryRecordOwner(lockDir: string, ino: number): void {
   const record: OwnerRecord = { ...thisProcess(), ino };
   try {
-    replaceFile({ fs }, ownerFile(lockDir), Buffer.from(`${JSON.stringify(record)}\n`));
+    replaceAdvisory({ fs }, ownerFile(lockDir), Buffer.from(`${JSON.stringify(record)}\n`));
   } catch {
     // a lock without a record is judged by its intent, else by staleness
   }

@@ -29,6 +29,7 @@ import {
   readdirOrEmpty,
   readIfExists,
   readRecord,
+  replaceAdvisory,
   replaceFile,
   stageExclusive,
   sweepStaleTemps,
@@ -319,6 +320,23 @@ describe('replaceFile and moveState', () => {
       new RegExp(`→ ${target}: rename failed: no such file or directory \\(ENOENT\\)$`),
     );
     expect(readdirSync(dirname(target))).toEqual([]);
+  });
+
+  it('replaces an advisory record in place, with the exact mode, without one fsync, and no temp stays', () => {
+    const store = tempStore('genjob-recipes-');
+    const target = join(store.layout.dir('locks'), 'x.lock.owner');
+    const { port, calls } = rawPort();
+    replaceAdvisory({ fs: port }, target, Buffer.from('one'));
+    replaceAdvisory({ fs: port }, target, Buffer.from('two'), 0o600);
+    expect(readFileSync(target, 'utf8')).toBe('two');
+    expect(statSync(target).mode & 0o777).toBe(0o600);
+    expect(calls.filter((c) => c.startsWith('fsyncSync'))).toEqual([]);
+    expect(calls.filter((c) => c.startsWith('renameSync'))).toHaveLength(2);
+    const failing = rawPort({ renameSync: eio('rename') });
+    const err = thrown(() => replaceAdvisory({ fs: failing.port }, target, Buffer.from('three')));
+    expect(err.message).toBe(`${target}: rename failed: i/o error (EIO)`);
+    expect(readdirSync(dirname(target))).toEqual(['x.lock.owner']);
+    expect(readFileSync(target, 'utf8')).toBe('two');
   });
 
   it('fsyncs a directory once when the move stays inside it', () => {

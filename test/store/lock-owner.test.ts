@@ -1,9 +1,19 @@
 // The owned lock's own failures and bookkeeping, on a real filesystem: each failure is EGJ_IO naming the
 // call and the file, and leaves no lock, record or intent of ours behind; release removes our record and
 // never another holder's directory; a take-over leaves nothing set aside.
-import { mkdirSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { nodeFs } from '../../src/store/fs-port.js';
 import { intentFile } from '../../src/store/lock-intents.js';
 import { sparingTheirs, takeOwnedLock } from '../../src/store/lock-owner.js';
 import { tempDir } from '../helpers/temp-store.js';
@@ -58,6 +68,22 @@ describe('an owned lock', () => {
     expect(lock!.lost()).toBeUndefined();
     await lock!.release();
     expect(readdirSync(dirname(lockDir))).toEqual([]);
+  });
+
+  it('records its holder without an fsync: the record is advisory, and every job takes two locks', async () => {
+    const lockDir = lockIn();
+    const fsync = vi.spyOn(nodeFs, 'fsyncSync');
+    try {
+      const lock = await takeOwnedLock(lockDir, LONG);
+      expect(JSON.parse(readFileSync(`${lockDir}.owner`, 'utf8'))).toMatchObject({
+        pid: process.pid,
+        ino: statSync(lockDir).ino,
+      });
+      expect(fsync).not.toHaveBeenCalled();
+      await lock!.release();
+    } finally {
+      fsync.mockRestore();
+    }
   });
 
   it('says it is lost when its directory is gone, and EGJ_IO when it cannot look', async () => {
