@@ -143,11 +143,11 @@ export class ResultCache {
   }
 
   /**
-   * Seal a finished entry (built in `built`, holding result.json and files/) and move it into place.
-   * An entry already there (a racing delivery) stands; any other failure is thrown (the caller still
-   * holds the result in `built` and delivers it from there).
+   * Seal a finished entry (built in `built`, holding result.json and files/) and move it into place;
+   * true when this one is the entry now. An entry already there (a racing delivery) stands: false. Any
+   * other failure is thrown (the caller still holds the result in `built` and delivers it from there).
    */
-  async commit(name: string, built: string): Promise<void> {
+  async commit(name: string, built: string): Promise<boolean> {
     const resultFile = join(built, 'result.json');
     const bytes = await readFile(resultFile).catch((err: unknown) => {
       throw ioErrorAt(resultFile, err); // a read's or close's error names no file
@@ -155,9 +155,11 @@ export class ResultCache {
     await writeNewFile(join(built, MAC_FILE), `${entryMac(this.key(), name, bytes)}\n`);
     try {
       await rename(built, this.entryDir(name));
+      return true;
     } catch (err) {
       if (!(await stat(this.entryDir(name)).catch(() => undefined))) throw err;
       await rm(built, { recursive: true, force: true }); // someone committed it first: theirs stands
+      return false;
     }
   }
 

@@ -237,8 +237,9 @@ async function answer(
           );
           return await respond(code, writer, cfg, built, fresh, req, host, false);
         }
+        let ours: boolean;
         try {
-          await cfg.cache.commit(name, built);
+          ours = await cfg.cache.commit(name, built);
         } catch (err) {
           // the result is in hand: deliver it from where it was built and say it could not be kept
           const cacheError = `the host could not store this result in its cache: ${(err as Error).message}`;
@@ -249,7 +250,9 @@ async function answer(
         await cfg.cache.clearStarted(name).catch((err: unknown) => {
           process.stderr.write(`genjob serve: ${(err as Error).message} (the result is cached)\n`);
         });
-        const kept = await cfg.cache.read(name);
+        // ours: answered as built, not read back and hashed again (respond checks each file against its
+        // digest as it sends it); an entry a racing delivery stored first is read, and answered instead
+        const kept = ours ? fresh : await cfg.cache.read(name);
         if (kept === undefined)
           throw new RefusedError(
             'EGJ_CACHE_TAMPERED',

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { buildJob, jobDigest } from '../../src/core/job.js';
 import { decodeReceipt } from '../../src/core/receipt-decode.js';
@@ -148,6 +148,22 @@ describe('genjob serve session', () => {
     expect([second.receipt.cached, fetched.receipt.cached]).toEqual([true, true]);
     expect([second.receipt.epoch, fetched.receipt.epoch]).toEqual([2, 3]);
     expect(second.receipt.outputs).toEqual(first.receipt.outputs);
+    await client.close();
+  });
+
+  it('answers a fresh result as it built it: the entry it just stored is not read back and hashed again', async () => {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    const reads = vi.spyOn(cache, 'read');
+    const client = await ServeClient.open(inProcess(cache), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: LIMIT_MS,
+    });
+    const { receipt, staged } = await take(await run(client, 'echo changed > src/a.py', 1));
+    expect(receipt).toMatchObject({ status: 'ok', cached: false });
+    expect(readFileSync(join(staged.dir, 'src/a.py'), 'utf8')).toBe('changed\n');
+    // the look before reading the bundle, and the one under the entry's lock: none after storing
+    expect(reads).toHaveBeenCalledTimes(2);
+    expect(await cache.read(reads.mock.calls[0]![0])).toMatchObject({ outputs: receipt.outputs });
     await client.close();
   });
 
