@@ -2,7 +2,7 @@
 // exclusively, so epochs strictly increase and are never reused — even across crashes.
 // The epoch is the fencing token: a receipt carries it, and only the newest epoch may commit.
 import { join } from 'node:path';
-import { publishExclusive, readdirOrEmpty, readRecord, replaceFile } from './durable.js';
+import { publishWithAlias, readdirOrEmpty, readRecord, replaceFile } from './durable.js';
 import type { Store } from './store.js';
 
 export interface Worker {
@@ -93,10 +93,9 @@ export function beginAttempt(
       destination,
     };
     const bytes = Buffer.from(`${JSON.stringify(record)}\n`);
-    if (publishExclusive(store, store.layout.attempt(key, epoch), bytes)) {
-      replaceFile(store, store.layout.lease(key), bytes);
+    // the lease is the record itself under a second name: one temp written and fsynced, not two
+    if (publishWithAlias(store, store.layout.attempt(key, epoch), store.layout.lease(key), bytes))
       return record;
-    }
     epoch += 1; // someone recorded this epoch first: never reuse it
   }
 }

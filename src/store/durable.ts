@@ -2,6 +2,8 @@
 //   publish: tmp (O_EXCL) → write → fsync → link(tmp, final) → unlink(tmp) → fsync(dir)   never clobbers
 //            (a batch: every tmp written and fsynced, then every link + unlink, then each dir fsynced once)
 //   replace: tmp in the target's dir → write → fsync → rename over target → fsync(dir)
+//   publish with an alias: publish, but the temp is renamed over the alias instead of unlinked (one inode,
+//            two names; the alias replaced as by replace, without a second temp to write and fsync)
 //   move:    rename(a, b) → fsync both directories
 //   advisory replace: the replace without its fsyncs, only for a record a crash may lose (see replaceAdvisory)
 // An fsync error is fatal and never retried (fsyncgate): it surfaces as an IoError.
@@ -129,6 +131,35 @@ export function publishExclusive(store: Store, target: string, bytes: Uint8Array
   fs.unlinkSync(tmp);
   if (created) fsyncDir(store, dirname(target));
   return created;
+}
+
+/**
+ * publishExclusive of `bytes` at `target`, then the same bytes replaced in at `alias` from the same fsynced
+ * temp: link it to `target`, fsync that directory, rename it over `alias`, fsync that directory. Each file
+ * gets the replace and publish steps in the same order as before, and the second copy needs no write and
+ * no fsync of its own (an attempt record and its lease: equal bytes, one inode). Only for an `alias` that is
+ * never written in place (a lease is replaced by rename and beaten by utimes, so the record's mtime moves
+ * with it: nothing reads that). False, with nothing left, when `target` was published first by another.
+ */
+export function publishWithAlias(store: Store, target: string, alias: string, bytes: Uint8Array): boolean {
+  const { fs } = store;
+  const tmp = writeTempFile(store, store.layout.tmp, bytes);
+  try {
+    fs.linkSync(tmp, target);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    if (lostToExisting(store, target, err)) return false;
+    throw IoError.wrap('link', target, err);
+  }
+  try {
+    fsyncDir(store, dirname(target));
+    fs.renameSync(tmp, alias);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw err instanceof IoError ? err : IoError.wrap('rename', alias, err);
+  }
+  fsyncDir(store, dirname(alias));
+  return true;
 }
 
 /** A file staged for publishStaged: fsynced bytes in .gen/tmp, to be published at `target`. */

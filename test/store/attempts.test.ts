@@ -2,7 +2,7 @@
 // an attempt and its lease hold on disk; an epoch another worker recorded first is skipped, never reused;
 // counting attempts since the last mint (minted-after, unspent marks, a garbled minted-after) — one temp
 // .gen/ per test.
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildJob } from '../../src/core/job.js';
@@ -79,6 +79,23 @@ describe('beginAttempt', () => {
     expect(readFileSync(store.layout.lease(key), 'utf8')).toBe(attempt);
     expect(readAttempt(store, key, 1)).toEqual(rec);
     expect(readLease(store, key)).toEqual(rec);
+  });
+
+  it('makes the lease the attempt record under a second name: one temp written, three fsyncs, not two temps and four', () => {
+    const { store, key } = fresh();
+    beginAttempt(store, key, W, 60, 'local');
+    const calls: string[] = [];
+    const counted = hookedStore(store, (call, args, proceed) => {
+      if (call === 'fsyncSync' || call === 'openSync') calls.push(`${call} ${String(args[0])}`);
+      return proceed();
+    });
+    const rec = beginAttempt(counted, key, W, 60, 'local');
+    expect(calls.filter((c) => c.startsWith('fsyncSync'))).toHaveLength(3);
+    expect(calls.filter((c) => c.startsWith('openSync') && c.includes('/.tmp-'))).toHaveLength(1);
+    expect(statSync(store.layout.lease(key)).ino).toBe(statSync(store.layout.attempt(key, 2)).ino);
+    expect(readLease(store, key)).toEqual(rec);
+    expect(readAttempt(store, key, 1)?.epoch).toBe(1); // the earlier record keeps its own bytes
+    expect(readdirSync(store.layout.tmp)).toEqual([]);
   });
 
   it('skips an epoch another worker recorded first, leaving its record alone, and takes the next one', () => {

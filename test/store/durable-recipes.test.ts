@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import * as rawFs from 'node:fs';
 import {
+  existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -26,6 +27,7 @@ import {
   peekRecord,
   publishExclusive,
   publishStaged,
+  publishWithAlias,
   readdirOrEmpty,
   readIfExists,
   readRecord,
@@ -224,6 +226,33 @@ describe('publishExclusive', () => {
     expect(publishExclusive(new Store(store.root, port), target, Buffer.from('x'))).toBe(false);
     expect(readdirSync(store.layout.tmp)).toEqual([]);
     expect(calls.filter((c) => c.startsWith('fsyncSync'))).toHaveLength(1); // the temp's own, no directory
+  });
+});
+
+describe('publishWithAlias', () => {
+  it('gives one fsynced temp both names, the alias replaced; false and nothing left when the target stood first', () => {
+    const store = tempStore('genjob-recipes-');
+    const target = join(store.layout.dir('dead'), 'record');
+    const alias = store.layout.lease('f'.repeat(64));
+    writeFileSync(alias, 'old');
+    expect(publishWithAlias(store, target, alias, Buffer.from('one'))).toBe(true);
+    expect(readFileSync(alias, 'utf8')).toBe('one');
+    expect(statSync(alias).ino).toBe(statSync(target).ino);
+    expect(publishWithAlias(store, target, alias, Buffer.from('two'))).toBe(false);
+    expect([readFileSync(target, 'utf8'), readFileSync(alias, 'utf8')]).toEqual(['one', 'one']);
+    expect(readdirSync(store.layout.tmp)).toEqual([]);
+  });
+
+  it('names the alias when its rename fails, and leaves no temp (the record stands, as a publish would)', () => {
+    const store = tempStore('genjob-recipes-');
+    const target = join(store.layout.dir('dead'), 'record');
+    const alias = store.layout.lease('f'.repeat(64));
+    const { port } = rawPort({ renameSync: eio('rename') });
+    const err = thrown(() => publishWithAlias(new Store(store.root, port), target, alias, Buffer.from('x')));
+    expect(err.message).toBe(`${alias}: rename failed: i/o error (EIO)`);
+    expect(readFileSync(target, 'utf8')).toBe('x');
+    expect(existsSync(alias)).toBe(false);
+    expect(readdirSync(store.layout.tmp)).toEqual([]);
   });
 });
 
