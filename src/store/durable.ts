@@ -230,7 +230,7 @@ export function replaceFile(store: HasFs, target: string, bytes: Uint8Array, mod
  * replaceFile without its two fsyncs, for a record that is only ever advisory: readers see the old bytes
  * or the new, never a mix, but a crash of the machine may lose or empty it. A lock's owner record is one:
  * read as no record, the lock is judged by its intent or its staleness, and after a reboot every holder
- * is gone and its lock stale anyway. Two fsyncs per lock taken are what this saves.
+ * is gone and its lock, no longer refreshed, goes stale. Two fsyncs per lock taken are what this saves.
  */
 export function replaceAdvisory(store: HasFs, target: string, bytes: Uint8Array, mode = 0o644): void {
   const tmp = tmpName(dirname(target), '.tmp-');
