@@ -156,7 +156,7 @@ export function publishWithAlias(store: Store, target: string, alias: string, by
     fs.renameSync(tmp, alias);
   } catch (err) {
     fs.rmSync(tmp, { force: true });
-    throw err instanceof IoError ? err : IoError.wrap('rename', alias, err);
+    throw IoError.wrap('rename', alias, err); // a directory fsync's IoError passes as it is
   }
   fsyncDir(store, dirname(alias));
   return true;

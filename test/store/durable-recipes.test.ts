@@ -254,6 +254,24 @@ describe('publishWithAlias', () => {
     expect(existsSync(alias)).toBe(false);
     expect(readdirSync(store.layout.tmp)).toEqual([]);
   });
+  it("reports the record's directory fsync failing as itself, and leaves neither a temp nor a lease", () => {
+    const store = tempStore('genjob-recipes-');
+    const target = join(store.layout.dir('dead'), 'record');
+    const alias = store.layout.lease('f'.repeat(64));
+    let fsyncs = 0;
+    const { port } = rawPort({
+      fsyncSync: (fd: number) => {
+        fsyncs += 1;
+        if (fsyncs === 2) throw sysError('EIO', -5, 'fsync');
+        rawFs.fsyncSync(fd);
+      },
+    });
+    const err = thrown(() => publishWithAlias(new Store(store.root, port), target, alias, Buffer.from('x')));
+    expect(err).toBeInstanceOf(IoError);
+    expect(err.message).toBe(`${dirname(target)}: fsync of directory failed: i/o error (EIO)`);
+    expect(existsSync(alias)).toBe(false);
+    expect(readdirSync(store.layout.tmp)).toEqual([]);
+  });
 });
 
 describe('publishStaged', () => {
