@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { mkdtemp, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { errnoOf, ioErrorAt } from '../core/errors.js';
 import type { SandboxRecord } from '../sandbox/policy.js';
 import { nodeFs } from '../store/fs-port.js';
@@ -20,6 +20,7 @@ import { takeOwnedLock } from '../store/lock-owner.js';
 import { type ProcessId, thisProcess } from '../store/process-identity.js';
 import { entryMac, loadCacheSecret, macMatches } from './cache-mac.js';
 import type { Output } from './workspace-diff.js';
+import { syncDirectory, syncTree } from './sync-tree.js';
 import { writeNewFile } from './write-new-file.js';
 
 export interface CachedResult {
@@ -55,6 +56,8 @@ export class ResultCache {
   /** Where per-run scratch directories (workspace, job file) and entries being built live. */
   readonly workDir: string;
   private secret: Buffer | undefined;
+  /** Entries renamed into place whose directory could not be fsynced: their started records stay. */
+  readonly #unsynced = new Set<string>();
 
   constructor(
     readonly dir: string,
@@ -153,14 +156,23 @@ export class ResultCache {
       throw ioErrorAt(resultFile, err); // a read's or close's error names no file
     });
     await writeNewFile(join(built, MAC_FILE), `${entryMac(this.key(), name, bytes)}\n`);
+    syncTree(built); // whole on disk before its name is, so a crash finds it whole or not at all
     try {
       await rename(built, this.entryDir(name));
-      return true;
     } catch (err) {
       if (!(await stat(this.entryDir(name)).catch(() => undefined))) throw err;
       await rm(built, { recursive: true, force: true }); // someone committed it first: theirs stands
       return false;
     }
+    try {
+      syncDirectory(dirname(this.entryDir(name)));
+    } catch (err) {
+      // in place but maybe not on disk: answered all the same, and its started record is kept, so a
+      // crash leaves the generation in doubt rather than gone unseen
+      this.#unsynced.add(name);
+      process.stderr.write(`genjob serve: ${(err as Error).message}; the started record is kept\n`);
+    }
+    return true;
   }
 
   /** Set an entry aside and delete it (only for a deliberate retry of an aborted generation). */
@@ -182,6 +194,8 @@ export class ResultCache {
   async markStarted(name: string): Promise<void> {
     const rec: StartedRecord = { ...thisProcess(), started_at: new Date().toISOString() };
     await writeNewFile(this.startedFile(name), `${JSON.stringify(rec)}\n`);
+    // its name too: a record a crash loses would let a paid-for generation run again unseen
+    syncDirectory(dirname(this.startedFile(name)));
   }
 
   /** A generation that started and never put its entry in place (read under the entry lock). */
@@ -201,6 +215,7 @@ export class ResultCache {
   }
 
   async clearStarted(name: string): Promise<void> {
+    if (this.#unsynced.has(name)) return;
     await unlink(this.startedFile(name)).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;
     });
