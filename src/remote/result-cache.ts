@@ -19,8 +19,8 @@ import { hashFile } from '../store/hash-file.js';
 import { takeOwnedLock } from '../store/lock-owner.js';
 import { type ProcessId, thisProcess } from '../store/process-identity.js';
 import { entryMac, loadCacheSecret, macMatches } from './cache-mac.js';
-import type { Output } from './workspace-diff.js';
 import { syncDirectory, syncTree } from './sync-tree.js';
+import type { Output } from './workspace-diff.js';
 import { writeNewFile } from './write-new-file.js';
 
 export interface CachedResult {

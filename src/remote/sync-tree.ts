@@ -46,4 +46,3 @@ export function syncTree(dir: string): void {
 export function syncDirectory(dir: string): void {
   fsyncDir(host, dir);
 }
-
