@@ -6,6 +6,7 @@
 // change during the read or a digest other than expectSha256 throws.
 // With `root`, every path component is opened without following links (open-beneath.ts).
 // bundleSha256 names the stream by its index (headers + per-file digests), so no byte is hashed twice.
+// `verified` tells a sink that sends while packing which of the bytes it holds are checked.
 import { createHash, type Hash } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, read, readSync } from 'node:fs';
 import { promisify } from 'node:util';
@@ -38,6 +39,8 @@ const SMALL_FILE_BYTES = 256 * 1024;
 /** Let the event loop run after this many small files read synchronously. */
 const YIELD_EVERY = 256;
 const readAsync = promisify(read);
+/** With `verified`, checked bytes are handed on once this many are waiting (or at the end of a big file). */
+const RELEASE_BYTES = 64 * 1024;
 
 /**
  * Buffers output into chunks; a chunk handed to the sink is never touched again. Chunks start at 1 MiB
@@ -48,6 +51,9 @@ class ChunkWriter {
   #size = CHUNK;
   #buf: Buffer | undefined; // allocated when the first byte for it comes, so the last flush makes none
   #off = 0;
+  #start = 0; // bytes of #buf before this were already handed to the sink (release)
+  /** Bytes written so far, in all. */
+  total = 0;
   constructor(
     private readonly sink: (chunk: Buffer) => Promise<void>,
     private readonly maxChunk = CHUNK,
@@ -61,6 +67,7 @@ class ChunkWriter {
   }
   advance(n: number): void {
     this.#off += n;
+    this.total += n;
   }
   async write(data: Uint8Array): Promise<void> {
     let at = 0;
@@ -83,11 +90,23 @@ class ChunkWriter {
   }
   async flush(): Promise<void> {
     if (this.#buf === undefined || this.#off === 0) return;
-    const out = this.#buf.subarray(0, this.#off);
+    const out = this.#buf.subarray(this.#start, this.#off);
     this.#size = Math.min(this.maxChunk, this.#size * 2);
     this.#buf = undefined;
     this.#off = 0;
+    this.#start = 0;
+    if (out.length > 0) await this.sink(out);
+  }
+  /** Hand what is written so far to the sink without starting a new buffer (the bytes before #off never change). */
+  async release(): Promise<void> {
+    if (this.#buf === undefined || this.#off === this.#start) return;
+    const out = this.#buf.subarray(this.#start, this.#off);
+    this.#start = this.#off;
     await this.sink(out);
+  }
+  /** Bytes written but not yet handed to the sink. */
+  get pending(): number {
+    return this.#off - this.#start;
   }
 }
 
@@ -210,7 +229,16 @@ async function streamFile(
 export async function packTar(
   entries: readonly PackEntry[],
   sink: (chunk: Buffer) => Promise<void>,
-  opts: { maxChunkBytes?: number } = {},
+  opts: {
+    maxChunkBytes?: number;
+    /**
+     * Called after each entry matched its expectSha256 (or had none), with the count of entries so far
+     * and how many bytes of the stream the sink has that are all checked (small entries are handed on
+     * in batches of RELEASE_BYTES, a big one at once). Bytes past that may be in the sink already (a
+     * chunk filled mid-file): they are not checked yet.
+     */
+    verified?: (upTo: number, entries: number) => void;
+  } = {},
 ): Promise<PackedFile[]> {
   const seen = new Set<string>();
   for (const e of entries) checkEntry(e, seen);
@@ -258,8 +286,14 @@ export async function packTar(
       );
     }
     packed.push({ name: e.name, sha256, bytes: size });
+    if (opts.verified) {
+      // many small files go out in batches; a big one as soon as it is checked
+      if (out.pending >= RELEASE_BYTES || size > SMALL_FILE_BYTES) await out.release();
+      opts.verified(out.total - out.pending, packed.length);
+    }
   }
   await out.zeros(2 * BLOCK);
   await out.flush();
+  opts.verified?.(out.total, packed.length);
   return packed;
 }
