@@ -14,7 +14,7 @@ import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { pathProblem } from '../core/paths.js';
 import { InputChangedError, InputNotRegularError } from './archive-errors.js';
-import { type OpenedFile, openBeneath } from './open-beneath.js';
+import { BeneathOpener, type OpenedFile } from './open-beneath.js';
 import { entryHeader } from './tar-header.js';
 
 export interface PackEntry {
@@ -246,54 +246,70 @@ export async function packTar(
   const packed: PackedFile[] = [];
   let scratch: Buffer | undefined; // this call's own: another packTar may run while this one awaits
   let smallSinceYield = 0;
-  for (const e of entries) {
-    const hash = createHash('sha256');
-    let size: number;
-    if (e.bytes !== undefined) {
-      size = e.bytes.length;
-      await out.write(entryHeader(e.name, size));
-      hash.update(e.bytes);
-      await out.write(e.bytes);
-    } else {
-      const file = e.file!;
-      const opened = e.root === undefined ? openRegular(file) : openBeneath(e.root, file);
-      size = opened.size;
-      try {
+  let opener: BeneathOpener | undefined; // the directory of the last input stays open for the next
+  const beneath = (root: string) => {
+    if (opener === undefined || opener.root !== root) {
+      opener?.close();
+      opener = new BeneathOpener(root);
+    }
+    return opener;
+  };
+  try {
+    for (const e of entries) {
+      const hash = createHash('sha256');
+      let size: number;
+      if (e.bytes !== undefined) {
+        size = e.bytes.length;
         await out.write(entryHeader(e.name, size));
-        if (size <= SMALL_FILE_BYTES) {
-          // one synchronous read, no thread-pool round trips: most source files are small
-          scratch ??= Buffer.allocUnsafe(SMALL_FILE_BYTES + 1);
-          const data = readSmall(opened.fd, file, size, scratch);
-          hash.update(data);
-          await out.write(data);
-        } else await streamFile(opened.fd, file, size, out, hash);
-      } finally {
-        closeQuietly(opened.fd);
+        hash.update(e.bytes);
+        await out.write(e.bytes);
+      } else {
+        const file = e.file!;
+        const opened = e.root === undefined ? openRegular(file) : beneath(e.root).open(file);
+        size = opened.size;
+        try {
+          await out.write(entryHeader(e.name, size));
+          if (size <= SMALL_FILE_BYTES) {
+            // one synchronous read, no thread-pool round trips: most source files are small
+            scratch ??= Buffer.allocUnsafe(SMALL_FILE_BYTES + 1);
+            const data = readSmall(opened.fd, file, size, scratch);
+            hash.update(data);
+            await out.write(data);
+          } else await streamFile(opened.fd, file, size, out, hash);
+        } finally {
+          closeQuietly(opened.fd);
+        }
+        // thousands of synchronous reads in a row would hold up timers and pipes (a heartbeat, a session)
+        if (size <= SMALL_FILE_BYTES && ++smallSinceYield === YIELD_EVERY) {
+          smallSinceYield = 0;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
       }
-      // thousands of synchronous reads in a row would hold up timers and pipes (a heartbeat, a session)
-      if (size <= SMALL_FILE_BYTES && ++smallSinceYield === YIELD_EVERY) {
-        smallSinceYield = 0;
-        await new Promise((resolve) => setImmediate(resolve));
+      await out.zeros(padding(size));
+      const sha256 = hash.digest('hex');
+      if (e.expectSha256 !== undefined && sha256 !== e.expectSha256) {
+        const what = e.file ?? e.name;
+        throw new InputChangedError(
+          what,
+          `hashes to ${sha256.slice(0, 12)}, the job recorded ${e.expectSha256.slice(0, 12)}`,
+        );
+      }
+      packed.push({ name: e.name, sha256, bytes: size });
+      if (opts.verified) {
+        // many small files go out in batches; a big one as soon as it is checked
+        if (out.pending >= RELEASE_BYTES || size > SMALL_FILE_BYTES) await out.release();
+        opts.verified(out.total - out.pending, packed.length);
       }
     }
-    await out.zeros(padding(size));
-    const sha256 = hash.digest('hex');
-    if (e.expectSha256 !== undefined && sha256 !== e.expectSha256) {
-      const what = e.file ?? e.name;
-      throw new InputChangedError(
-        what,
-        `hashes to ${sha256.slice(0, 12)}, the job recorded ${e.expectSha256.slice(0, 12)}`,
-      );
-    }
-    packed.push({ name: e.name, sha256, bytes: size });
-    if (opts.verified) {
-      // many small files go out in batches; a big one as soon as it is checked
-      if (out.pending >= RELEASE_BYTES || size > SMALL_FILE_BYTES) await out.release();
-      opts.verified(out.total - out.pending, packed.length);
+    await out.zeros(2 * BLOCK);
+    await out.flush();
+    opts.verified?.(out.total, packed.length);
+    return packed;
+  } finally {
+    try {
+      opener?.close();
+    } catch {
+      // read-only: a failed close loses nothing
     }
   }
-  await out.zeros(2 * BLOCK);
-  await out.flush();
-  opts.verified?.(out.total, packed.length);
-  return packed;
 }
