@@ -109,6 +109,11 @@ function openFileIn(dirFd: number, dirPath: string, rel: string, base: string): 
     if (code === 'ENOENT') throw new InputChangedError(rel, 'is gone');
     throw new IoError('open', `${dirPath}/${base}`, err);
   }
+  return regularOpened(fd, rel, `${dirPath}/${base}`);
+}
+
+/** `fd` with its size if it is a regular file; else it is closed and InputNotRegularError (`rel`) thrown. */
+export function regularOpened(fd: number, rel: string, path: string): OpenedFile {
   try {
     const st = fstatSync(fd);
     if (!st.isFile())
@@ -116,7 +121,7 @@ function openFileIn(dirFd: number, dirPath: string, rel: string, base: string): 
     return { fd, size: st.size };
   } catch (err) {
     closeQuietly(fd);
-    throw err instanceof InputNotRegularError ? err : new IoError('fstat', `${dirPath}/${base}`, err);
+    throw err instanceof InputNotRegularError ? err : new IoError('fstat', path, err);
   }
 }
 

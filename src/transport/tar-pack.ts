@@ -8,13 +8,12 @@
 // bundleSha256 names the stream by its index (headers + per-file digests), so no byte is hashed twice.
 // `verified` tells a sink that sends while packing which of the bytes it holds are checked.
 import { createHash, type Hash } from 'node:crypto';
-import { closeSync, constants, fstatSync, openSync, read, readSync } from 'node:fs';
+import { closeSync, constants, openSync, read, readSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { pathProblem } from '../core/paths.js';
 import { InputChangedError, InputNotRegularError } from './archive-errors.js';
-import { BeneathOpener, type OpenedFile } from './open-beneath.js';
+import { BeneathOpener, type OpenedFile, regularOpened } from './open-beneath.js';
 import { entryHeader } from './tar-header.js';
 
 export interface PackEntry {
@@ -152,15 +151,7 @@ function openRegular(file: string): OpenedFile {
     if (errnoOf(err) === 'ELOOP') throw new InputNotRegularError(file, 'a symbolic link', { cause: err });
     throw IoError.wrap('open', file, err);
   }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile())
-      throw new InputNotRegularError(file, st.isDirectory() ? 'a directory' : 'not a regular file');
-    return { fd, size: st.size };
-  } catch (err) {
-    closeQuietly(fd);
-    throw isSystemError(err) ? IoError.wrap('fstat', file, err) : err;
-  }
+  return regularOpened(fd, file, file);
 }
 
 function closeQuietly(fd: number): void {
