@@ -39,7 +39,7 @@ const SMALL_FILE_BYTES = 256 * 1024;
 const YIELD_EVERY = 256;
 const readAsync = promisify(read);
 /** With `verified`, checked bytes are handed on once this many are waiting (or at the end of a big file). */
-const RELEASE_BYTES = 64 * 1024;
+const RELEASE_BYTES = 1024 * 1024;
 
 /**
  * Buffers output into chunks; a chunk handed to the sink is never touched again. Chunks start at 1 MiB

@@ -57,9 +57,9 @@ describe('an input that changed after mint', () => {
   });
 
   it('after earlier inputs went out, abandons the bundle: its bytes never leave and the host keeps nothing', async () => {
-    // 40 checked inputs (160 KiB) leave while the last is read; that one was edited after mint
+    // 40 checked inputs (1.5 MiB: sent in 1 MiB batches) leave while the last is read; it was edited after mint
     const early: Record<string, string> = {};
-    for (let i = 0; i < 40; i++) early[`a/f${String(i).padStart(3, '0')}.txt`] = `EARLY-${i}\n`.repeat(512);
+    for (let i = 0; i < 40; i++) early[`a/f${String(i).padStart(3, '0')}.txt`] = `EARLY-${i}\n`.repeat(4096);
     const sb = await newBox({ ...early, 'z/late.txt': 'late\n' });
     const key = await mint(sb, 'edit them', [...Object.keys(early), 'z/late.txt']);
     await writeFile(path.join(sb.repo, 'z/late.txt'), `${MARKER}\n`);

@@ -167,13 +167,13 @@ describe('packTar', () => {
   });
 
   it('vouches (verified) only for bytes already handed on that belong to matched entries', async () => {
-    const small = write('a.txt', 'a'.repeat(70_000));
+    const small = write('a.txt', 'a'.repeat(300_000));
     const file = write('f.bin', big);
     const events: string[] = [];
     let handed = 0;
     const err = await packTar(
       [
-        { name: 'files/a.txt', file: small, expectSha256: sha('a'.repeat(70_000)) },
+        { name: 'files/a.txt', file: small, expectSha256: sha('a'.repeat(300_000)) },
         { name: 'files/f.bin', file, expectSha256: sha('recorded bytes') },
       ],
       async (c) => {
@@ -183,9 +183,9 @@ describe('packTar', () => {
       { verified: (upTo, entries) => events.push(`verified ${upTo} ${entries}`) },
     ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InputChangedError);
-    // a.txt (header + 70,000 bytes + padding) went on as one release, checked; the 1 MiB chunk that
+    // a.txt (header + 300,000 bytes + padding, a big file) went on as soon as it matched; the chunk that
     // holds the start of f.bin reached the sink too, but nothing vouches for it
-    const aEnd = 512 + 70_000 + (512 - (70_000 % 512));
+    const aEnd = 512 + 300_000 + (512 - (300_000 % 512));
     expect(events[0]).toBe(`sink ${aEnd}`);
     expect(events[1]).toBe(`verified ${aEnd} 1`);
     expect(events.slice(2).every((e) => e.startsWith('sink '))).toBe(true);

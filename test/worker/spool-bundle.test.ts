@@ -95,7 +95,7 @@ describe('streamBundle', () => {
     'sends the inputs checked before a changed one and no byte of it, then throws ($title)',
     async ({ title, budget }) => {
       // the last input is big: its first MiB reaches the spool before its digest is known
-      const files = { 'a.txt': 'alpha\n'.repeat(20_000), 'z/big.txt': BIG };
+      const files = { 'a.txt': 'alpha\n'.repeat(50_000), 'z/big.txt': BIG };
       const { root, store } = tempRepo('gj-stream-bundle-', files);
       const job = buildJob(
         'edit them',
@@ -103,7 +103,7 @@ describe('streamBundle', () => {
       );
       writeFileSync(join(root, 'z/big.txt'), `SECRET${BIG.slice(6)}`); // same size, other bytes
       const bundle = streamBundle(store, job, budget());
-      expect(await bundle.started).toBeUndefined(); // a.txt matched (and, 117 KiB, went on at once)
+      expect(await bundle.started).toBeUndefined(); // a.txt matched (and, 293 KiB, a big file, went on at once)
       const sent: Buffer[] = [];
       const err = await (async () => {
         for await (const c of bundle.stream()) sent.push(c);
