@@ -23,12 +23,55 @@ export interface OpenedFile {
  * thread-pool hop an async open costs, and a bundle of many small files opens thousands of them.
  */
 export function openBeneath(root: string, rel: string): OpenedFile {
-  const parts = rel.split('/');
-  const base = parts.pop()!;
+  const opener = new BeneathOpener(root);
+  try {
+    return opener.open(rel);
+  } finally {
+    opener.close();
+  }
+}
+
+/**
+ * openBeneath for many files in turn: the directory of the last file stays open, so the next file in
+ * the same directory (inputs come sorted) is one open and one fstat, not a walk from the root. A
+ * directory held open is the one reached without a link when it was opened: a name swapped for a
+ * symlink since is not followed (the digest check then decides). close() when done.
+ */
+export class BeneathOpener {
+  #dir: string | undefined; // the contract path of the directory held open ('' for the root)
+  #dirFd = -1;
+  #dirPath = '';
+
+  constructor(readonly root: string) {}
+
+  open(rel: string): OpenedFile {
+    const cut = rel.lastIndexOf('/');
+    const dir = cut < 0 ? '' : rel.slice(0, cut);
+    const base = rel.slice(cut + 1);
+    if (dir !== this.#dir) {
+      this.close();
+      this.#dirFd = walkTo(this.root, rel, dir);
+      this.#dir = dir;
+      this.#dirPath = dir === '' ? this.root : `${this.root}/${dir}`;
+    }
+    return openFileIn(this.#dirFd, this.#dirPath, rel, base);
+  }
+
+  /** Close the directory held open; a failure is EGJ_IO naming it. */
+  close(): void {
+    const fd = this.#dirFd;
+    this.#dirFd = -1;
+    this.#dir = undefined;
+    if (fd >= 0) closeDir(fd, this.#dirPath);
+  }
+}
+
+/** The directory `dir` of `rel` under `root`, each component opened without following a link. */
+function walkTo(root: string, rel: string, dir: string): number {
   let dirFd = openSync(root, constants.O_RDONLY | constants.O_DIRECTORY);
   let dirPath = root;
   try {
-    for (const part of parts) {
+    for (const part of dir === '' ? [] : dir.split('/')) {
       const next = `${dirPath}/${part}`;
       let fd: number;
       try {
@@ -47,37 +90,38 @@ export function openBeneath(root: string, rel: string): OpenedFile {
       dirPath = next;
       closeDir(parent, parentPath);
     }
-    const file = pathAt(dirFd, dirPath, base);
-    let fd: number;
-    try {
-      fd = openSync(file, FILE_FLAGS);
-    } catch (err) {
-      const code = errnoOf(err);
-      if (code === 'ELOOP') throw new InputNotRegularError(rel, 'a symbolic link', { cause: err });
-      if (code === 'ENOENT') throw new InputChangedError(rel, 'is gone');
-      throw new IoError('open', `${dirPath}/${base}`, err);
-    }
-    let size: number;
-    try {
-      const st = fstatSync(fd);
-      if (!st.isFile())
-        throw new InputNotRegularError(rel, st.isDirectory() ? 'a directory' : 'not a regular file');
-      size = st.size;
-    } catch (err) {
-      closeQuietly(fd);
-      throw err instanceof InputNotRegularError ? err : new IoError('fstat', `${dirPath}/${base}`, err);
-    }
-    const dir = dirFd;
-    dirFd = -1; // closed here, its failure reported; the error paths above close it quietly below
-    try {
-      closeDir(dir, dirPath);
-    } catch (err) {
-      closeQuietly(fd);
-      throw err;
-    }
-    return { fd, size };
+    const held = dirFd;
+    dirFd = -1;
+    return held;
   } finally {
     if (dirFd >= 0) closeQuietly(dirFd);
+  }
+}
+
+/** The regular file `base` in the directory open as `dirFd`, opened O_NOFOLLOW, with its size. */
+function openFileIn(dirFd: number, dirPath: string, rel: string, base: string): OpenedFile {
+  let fd: number;
+  try {
+    fd = openSync(pathAt(dirFd, dirPath, base), FILE_FLAGS);
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ELOOP') throw new InputNotRegularError(rel, 'a symbolic link', { cause: err });
+    if (code === 'ENOENT') throw new InputChangedError(rel, 'is gone');
+    throw new IoError('open', `${dirPath}/${base}`, err);
+  }
+  return regularOpened(fd, rel, `${dirPath}/${base}`);
+}
+
+/** `fd` with its size if it is a regular file; else it is closed and InputNotRegularError (`rel`) thrown. */
+export function regularOpened(fd: number, rel: string, path: string): OpenedFile {
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile())
+      throw new InputNotRegularError(rel, st.isDirectory() ? 'a directory' : 'not a regular file');
+    return { fd, size: st.size };
+  } catch (err) {
+    closeQuietly(fd);
+    throw err instanceof InputNotRegularError ? err : new IoError('fstat', path, err);
   }
 }
 

@@ -6,14 +6,14 @@
 // change during the read or a digest other than expectSha256 throws.
 // With `root`, every path component is opened without following links (open-beneath.ts).
 // bundleSha256 names the stream by its index (headers + per-file digests), so no byte is hashed twice.
+// `verified` tells a sink that sends while packing which of the bytes it holds are checked.
 import { createHash, type Hash } from 'node:crypto';
-import { closeSync, constants, fstatSync, openSync, read, readSync } from 'node:fs';
+import { closeSync, constants, openSync, read, readSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { isSystemError } from '../core/errno.js';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { pathProblem } from '../core/paths.js';
 import { InputChangedError, InputNotRegularError } from './archive-errors.js';
-import { type OpenedFile, openBeneath } from './open-beneath.js';
+import { BeneathOpener, type OpenedFile, regularOpened } from './open-beneath.js';
 import { entryHeader } from './tar-header.js';
 
 export interface PackEntry {
@@ -38,6 +38,8 @@ const SMALL_FILE_BYTES = 256 * 1024;
 /** Let the event loop run after this many small files read synchronously. */
 const YIELD_EVERY = 256;
 const readAsync = promisify(read);
+/** With `verified`, checked bytes are handed on once this many are waiting (or at the end of a big file). */
+const RELEASE_BYTES = 1024 * 1024;
 
 /**
  * Buffers output into chunks; a chunk handed to the sink is never touched again. Chunks start at 1 MiB
@@ -48,6 +50,9 @@ class ChunkWriter {
   #size = CHUNK;
   #buf: Buffer | undefined; // allocated when the first byte for it comes, so the last flush makes none
   #off = 0;
+  #start = 0; // bytes of #buf before this were already handed to the sink (release)
+  /** Bytes written so far, in all. */
+  total = 0;
   constructor(
     private readonly sink: (chunk: Buffer) => Promise<void>,
     private readonly maxChunk = CHUNK,
@@ -61,6 +66,7 @@ class ChunkWriter {
   }
   advance(n: number): void {
     this.#off += n;
+    this.total += n;
   }
   async write(data: Uint8Array): Promise<void> {
     let at = 0;
@@ -83,11 +89,23 @@ class ChunkWriter {
   }
   async flush(): Promise<void> {
     if (this.#buf === undefined || this.#off === 0) return;
-    const out = this.#buf.subarray(0, this.#off);
+    const out = this.#buf.subarray(this.#start, this.#off);
     this.#size = Math.min(this.maxChunk, this.#size * 2);
     this.#buf = undefined;
     this.#off = 0;
+    this.#start = 0;
+    if (out.length > 0) await this.sink(out);
+  }
+  /** Hand what is written so far to the sink without starting a new buffer (the bytes before #off never change). */
+  async release(): Promise<void> {
+    if (this.#buf === undefined || this.#off === this.#start) return;
+    const out = this.#buf.subarray(this.#start, this.#off);
+    this.#start = this.#off;
     await this.sink(out);
+  }
+  /** Bytes written but not yet handed to the sink. */
+  get pending(): number {
+    return this.#off - this.#start;
   }
 }
 
@@ -133,15 +151,7 @@ function openRegular(file: string): OpenedFile {
     if (errnoOf(err) === 'ELOOP') throw new InputNotRegularError(file, 'a symbolic link', { cause: err });
     throw IoError.wrap('open', file, err);
   }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile())
-      throw new InputNotRegularError(file, st.isDirectory() ? 'a directory' : 'not a regular file');
-    return { fd, size: st.size };
-  } catch (err) {
-    closeQuietly(fd);
-    throw isSystemError(err) ? IoError.wrap('fstat', file, err) : err;
-  }
+  return regularOpened(fd, file, file);
 }
 
 function closeQuietly(fd: number): void {
@@ -210,7 +220,16 @@ async function streamFile(
 export async function packTar(
   entries: readonly PackEntry[],
   sink: (chunk: Buffer) => Promise<void>,
-  opts: { maxChunkBytes?: number } = {},
+  opts: {
+    maxChunkBytes?: number;
+    /**
+     * Called after each entry matched its expectSha256 (or had none), with the count of entries so far
+     * and how many bytes of the stream the sink has that are all checked (small entries are handed on
+     * in batches of RELEASE_BYTES, a big one at once). Bytes past that may be in the sink already (a
+     * chunk filled mid-file): they are not checked yet.
+     */
+    verified?: (upTo: number, entries: number) => void;
+  } = {},
 ): Promise<PackedFile[]> {
   const seen = new Set<string>();
   for (const e of entries) checkEntry(e, seen);
@@ -218,48 +237,70 @@ export async function packTar(
   const packed: PackedFile[] = [];
   let scratch: Buffer | undefined; // this call's own: another packTar may run while this one awaits
   let smallSinceYield = 0;
-  for (const e of entries) {
-    const hash = createHash('sha256');
-    let size: number;
-    if (e.bytes !== undefined) {
-      size = e.bytes.length;
-      await out.write(entryHeader(e.name, size));
-      hash.update(e.bytes);
-      await out.write(e.bytes);
-    } else {
-      const file = e.file!;
-      const opened = e.root === undefined ? openRegular(file) : openBeneath(e.root, file);
-      size = opened.size;
-      try {
+  let opener: BeneathOpener | undefined; // the directory of the last input stays open for the next
+  const beneath = (root: string) => {
+    if (opener === undefined || opener.root !== root) {
+      opener?.close();
+      opener = new BeneathOpener(root);
+    }
+    return opener;
+  };
+  try {
+    for (const e of entries) {
+      const hash = createHash('sha256');
+      let size: number;
+      if (e.bytes !== undefined) {
+        size = e.bytes.length;
         await out.write(entryHeader(e.name, size));
-        if (size <= SMALL_FILE_BYTES) {
-          // one synchronous read, no thread-pool round trips: most source files are small
-          scratch ??= Buffer.allocUnsafe(SMALL_FILE_BYTES + 1);
-          const data = readSmall(opened.fd, file, size, scratch);
-          hash.update(data);
-          await out.write(data);
-        } else await streamFile(opened.fd, file, size, out, hash);
-      } finally {
-        closeQuietly(opened.fd);
+        hash.update(e.bytes);
+        await out.write(e.bytes);
+      } else {
+        const file = e.file!;
+        const opened = e.root === undefined ? openRegular(file) : beneath(e.root).open(file);
+        size = opened.size;
+        try {
+          await out.write(entryHeader(e.name, size));
+          if (size <= SMALL_FILE_BYTES) {
+            // one synchronous read, no thread-pool round trips: most source files are small
+            scratch ??= Buffer.allocUnsafe(SMALL_FILE_BYTES + 1);
+            const data = readSmall(opened.fd, file, size, scratch);
+            hash.update(data);
+            await out.write(data);
+          } else await streamFile(opened.fd, file, size, out, hash);
+        } finally {
+          closeQuietly(opened.fd);
+        }
+        // thousands of synchronous reads in a row would hold up timers and pipes (a heartbeat, a session)
+        if (size <= SMALL_FILE_BYTES && ++smallSinceYield === YIELD_EVERY) {
+          smallSinceYield = 0;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
       }
-      // thousands of synchronous reads in a row would hold up timers and pipes (a heartbeat, a session)
-      if (size <= SMALL_FILE_BYTES && ++smallSinceYield === YIELD_EVERY) {
-        smallSinceYield = 0;
-        await new Promise((resolve) => setImmediate(resolve));
+      await out.zeros(padding(size));
+      const sha256 = hash.digest('hex');
+      if (e.expectSha256 !== undefined && sha256 !== e.expectSha256) {
+        const what = e.file ?? e.name;
+        throw new InputChangedError(
+          what,
+          `hashes to ${sha256.slice(0, 12)}, the job recorded ${e.expectSha256.slice(0, 12)}`,
+        );
+      }
+      packed.push({ name: e.name, sha256, bytes: size });
+      if (opts.verified) {
+        // many small files go out in batches; a big one as soon as it is checked
+        if (out.pending >= RELEASE_BYTES || size > SMALL_FILE_BYTES) await out.release();
+        opts.verified(out.total - out.pending, packed.length);
       }
     }
-    await out.zeros(padding(size));
-    const sha256 = hash.digest('hex');
-    if (e.expectSha256 !== undefined && sha256 !== e.expectSha256) {
-      const what = e.file ?? e.name;
-      throw new InputChangedError(
-        what,
-        `hashes to ${sha256.slice(0, 12)}, the job recorded ${e.expectSha256.slice(0, 12)}`,
-      );
+    await out.zeros(2 * BLOCK);
+    await out.flush();
+    opts.verified?.(out.total, packed.length);
+    return packed;
+  } finally {
+    try {
+      opener?.close();
+    } catch {
+      // read-only: a failed close loses nothing
     }
-    packed.push({ name: e.name, sha256, bytes: size });
   }
-  await out.zeros(2 * BLOCK);
-  await out.flush();
-  return packed;
 }

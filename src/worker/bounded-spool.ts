@@ -3,7 +3,8 @@
 // the order they went in, memory first. On the memory path nothing is copied or written: the chunk
 // handed in is the chunk handed out, so a chunk must never be modified once appended. The budget is
 // shared by every spool of the process (each slot of a pool spools its own bundle), so the bundle bytes
-// a worker holds in memory stay under one cap whatever the number of slots.
+// a worker holds in memory stay under one cap whatever the number of slots. stream() sends while the
+// spool fills, but only bytes its writer committed (checked), so an unchecked byte never leaves early.
 import { rmSync } from 'node:fs';
 import { type FileHandle, open } from 'node:fs/promises';
 import { IoError, ioErrorAt } from '../core/errors.js';
@@ -30,6 +31,11 @@ export class BoundedSpool {
   #fileBytes = 0;
   readonly #writing = new Set<Promise<void>>();
   #released = false;
+  /** Bytes from the start the writer vouched for (commit); stream() never yields past them before finish. */
+  #committed = 0;
+  #finished = false;
+  #failure: { error: unknown } | undefined;
+  #wake: (() => void) | undefined;
 
   /** `file` is created only if the budget runs out; it must not exist. */
   constructor(
@@ -75,14 +81,71 @@ export class BoundedSpool {
     this.#fileBytes += chunk.length;
   }
 
-  /** Wait until every chunk is kept; a failed write throws here. */
+  /** Wait until every chunk is kept; a failed write throws here. Everything appended is then committed. */
   async finish(): Promise<void> {
     await Promise.all(this.#writing);
+    this.#finished = true;
+    this.#notify();
+  }
+
+  /** The first `upTo` bytes appended may leave now (stream()); they must all have been appended. */
+  commit(upTo: number): void {
+    this.#committed = Math.max(this.#committed, upTo);
+    this.#notify();
+  }
+
+  /** The writer gave up: a stream() running throws `error` instead of yielding anything more. */
+  fail(error: unknown): void {
+    this.#failure ??= { error };
+    this.#notify();
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
+  }
+
+  /**
+   * Everything appended, in order, while it is being appended: bytes held in memory leave as soon as
+   * they are committed; once the spool spilled to its temp file, the rest leaves after finish() (as
+   * chunks()). Throws the error given to fail() at the first step after it, whatever was committed.
+   */
+  async *stream(): AsyncGenerator<Buffer> {
+    let i = 0; // the held chunk being sent
+    let off = 0; // bytes of it sent
+    let pos = 0; // bytes sent in all
+    for (;;) {
+      if (this.#failure) throw this.#failure.error;
+      const limit = this.#finished ? Number.POSITIVE_INFINITY : this.#committed;
+      const held = this.#held[i];
+      if (held !== undefined && pos < limit) {
+        const n = Math.min(held.length - off, limit - pos);
+        const part = held.subarray(off, off + n);
+        off += n;
+        pos += n;
+        if (off === held.length) {
+          i += 1;
+          off = 0;
+        }
+        yield part;
+        continue;
+      }
+      if (this.#finished) break;
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+    }
+    yield* this.#fileChunks();
   }
 
   /** Everything appended, in order. The file part is read into fresh buffers (a reader may still hold the last). */
   async *chunks(): AsyncGenerator<Buffer> {
     yield* this.#held;
+    yield* this.#fileChunks();
+  }
+
+  async *#fileChunks(): AsyncGenerator<Buffer> {
     const fh = this.#fh;
     for (let at = 0; fh !== undefined && at < this.#fileBytes; ) {
       const buf = Buffer.allocUnsafe(Math.min(READ_CHUNK, this.#fileBytes - at));

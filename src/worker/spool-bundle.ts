@@ -1,9 +1,10 @@
-// The bundle is built completely before its first byte leaves: every input is opened beneath the
-// repository root (no link followed in any component), read once, hashed in full and compared with the
-// job's digest while it goes into a bounded spool (memory up to the process's cap, then a private temp
-// file in .gen/staging: bounded-spool.ts). A mismatch throws before anything is sent, and what is sent
-// is the spool, so an edit after the check cannot reach the host. Equal digests mean the bytes are the
-// ones mint secret-scanned (or was told to allow).
+// Every input is opened beneath the repository root (no link followed in any component), read once,
+// hashed in full and compared with the job's digest while it goes into a bounded spool (memory up to the
+// process's cap, then a private temp file in .gen/staging: bounded-spool.ts). A file's bytes may leave
+// only once its own digest matched: stream() sends checked files while the next ones are read, and a
+// mismatch makes it throw, so the sender abandons the bundle (the host then discards all it got). What
+// is sent is the spool, so an edit after the check cannot reach the host. Equal digests mean the bytes
+// are the ones mint secret-scanned (or was told to allow).
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { type Job, shippedFiles } from '../core/job.js';
@@ -23,37 +24,88 @@ export interface SpooledBundle {
   discard(): Promise<void>;
 }
 
-/** Pack job.json, every existing input and every read into a spool; InputChangedError (or not regular) on any mismatch. */
-export async function spoolBundle(store: Store, job: Job, budget?: SpoolBudget): Promise<SpooledBundle> {
+export interface StreamingBundle {
+  /**
+   * Resolves once job.json and the first input are checked or the bundle is whole (undefined), or
+   * with the packing's error if it failed before: then nothing need be sent.
+   */
+  started: Promise<unknown>;
+  /** The bundle as it is checked; throws the packing's error (InputChangedError…) where it failed. */
+  stream(): AsyncGenerator<Buffer>;
+  /** The whole bundle, once every input matched; rejects like packTar. */
+  done: Promise<{ packed: PackedFile[]; bytes: number }>;
+  discard(): Promise<void>;
+}
+
+/** Start packing job.json, every existing input and every read into a spool; see the module header. */
+export function streamBundle(store: Store, job: Job, budget?: SpoolBudget): StreamingBundle {
   const file = join(
     store.layout.staging,
     `bundle-${job.key.slice(0, 16)}-${randomBytes(6).toString('hex')}.tar`,
   );
   const spool = new BoundedSpool(file, budget);
+  let markStarted: (failed?: unknown) => void = () => {};
+  const started = new Promise<unknown>((resolve) => {
+    markStarted = resolve;
+  });
+  // a chunk handed over is never touched again (packTar), so the spool keeps it as it is
+  const packing = packTar(
+    [
+      { name: 'job.json', bytes: jobFileBytes(job) },
+      ...shippedFiles(job).map((i) => ({
+        name: `files/${i.path}`,
+        file: i.path,
+        root: store.root,
+        expectSha256: i.sha256,
+      })),
+    ],
+    (chunk) => spool.append(chunk),
+    {
+      maxChunkBytes: SPOOL_CHUNK_BYTES,
+      verified: (upTo, entries) => {
+        spool.commit(upTo);
+        if (entries >= 2) markStarted(); // job.json and the first input: a bundle whose first input changed sends nothing
+      },
+    },
+  );
+  const done = packing.then(
+    async (packed) => {
+      await spool.finish();
+      markStarted();
+      return { packed, bytes: spool.bytes };
+    },
+    (err: unknown) => {
+      spool.fail(err);
+      markStarted(err);
+      throw err;
+    },
+  );
+  done.catch(() => {}); // the caller sees it through stream() or done
+  return {
+    started,
+    stream: () => spool.stream(),
+    done,
+    discard: async () => {
+      await done.catch(() => {});
+      await spool.discard();
+    },
+  };
+}
+
+/** The whole bundle, checked, before anything is sent; InputChangedError (or not regular) on any mismatch. */
+export async function spoolBundle(store: Store, job: Job, budget?: SpoolBudget): Promise<SpooledBundle> {
+  const bundle = streamBundle(store, job, budget);
   try {
-    // a chunk handed over is never touched again (packTar), so the spool keeps it as it is
-    const packed = await packTar(
-      [
-        { name: 'job.json', bytes: jobFileBytes(job) },
-        ...shippedFiles(job).map((i) => ({
-          name: `files/${i.path}`,
-          file: i.path,
-          root: store.root,
-          expectSha256: i.sha256,
-        })),
-      ],
-      (chunk) => spool.append(chunk),
-      { maxChunkBytes: SPOOL_CHUNK_BYTES },
-    );
-    await spool.finish();
+    const { packed, bytes } = await bundle.done;
+    const spool = bundle;
     return {
       packed,
-      bytes: spool.bytes,
-      chunks: () => spool.chunks(),
+      bytes,
+      chunks: () => spool.stream(),
       discard: () => spool.discard(),
     };
   } catch (err) {
-    await spool.discard();
+    await bundle.discard();
     throw err;
   }
 }

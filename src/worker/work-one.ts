@@ -19,7 +19,7 @@ import { bundleSha256 } from '../transport/tar-pack.js';
 import { admitClaimed } from './admit-job.js';
 import { giveBack, release, requeue } from './release-job.js';
 import { type Answer, InDoubtError, type ServeClient } from './serve-client.js';
-import { type SpooledBundle, spoolBundle } from './spool-bundle.js';
+import { streamBundle } from './spool-bundle.js';
 import { takeResult } from './take-result.js';
 
 export interface WorkContext {
@@ -182,58 +182,79 @@ async function attempt(
     answer = epoch > 1 ? await session.request({ ...req, type: 'fetch' }, budget) : { type: 'none' };
     // (a cancel that came while the fetch was out is not followed by a run)
     if (answer.type === 'none' && !standing.cancelled) {
-      // every input hashed in full, and the bundle spooled, before the first byte leaves (spool-bundle.ts)
-      let bundle: SpooledBundle;
+      // each input hashed in full before any of its bytes leaves; later ones are read while the
+      // checked ones go out, and a mismatch abandons the bundle (spool-bundle.ts)
+      const bundle = streamBundle(store, job);
       try {
-        bundle = await spoolBundle(store, job);
-      } catch (err) {
-        if (!(err instanceof InputChangedError || err instanceof InputNotRegularError)) throw err;
-        inputChanged = err;
-      }
-      if (!inputChanged) {
-        const spooled = bundle!;
-        try {
+        // failed before its first input matched: nothing is sent at all
+        const early = await bundle.started;
+        if (early !== undefined) {
+          if (!(early instanceof InputChangedError || early instanceof InputNotRegularError)) throw early;
+          inputChanged = early;
+        }
+        if (!inputChanged) {
           answer = await session.request({ ...req, type: 'run' }, budget, async (w) => {
             let sent = 0;
             try {
-              for await (const chunk of spooled.chunks()) {
-                await w.chunk(chunk);
-                sent += chunk.length;
+              const chunks = bundle.stream();
+              for (;;) {
+                let next: IteratorResult<Buffer>;
+                try {
+                  next = await chunks.next();
+                } catch (err) {
+                  // checked inputs already left: the body is abandoned, so the host discards all of it
+                  await w.abort();
+                  if (!(err instanceof InputChangedError || err instanceof InputNotRegularError)) throw err;
+                  inputChanged = err;
+                  journal(store, {
+                    event: 'partial-send',
+                    key,
+                    epoch,
+                    bytes_sent: sent,
+                    destination: ctx.launcher.destination,
+                    reason: `abandoned, an input changed: ${err.message}`,
+                  });
+                  return;
+                }
+                if (next.done) break;
+                await w.chunk(next.value);
+                sent += next.value.length;
               }
               await w.end();
               delivered = true;
               if (req.regenerate) markRegenerated(store, key, epoch); // the retry is used up
             } catch (err) {
               // a send cut short still put bytes on the host: say how many, and of what
+              const whole = await bundle.done.catch(() => undefined);
               journal(store, {
                 event: 'partial-send',
                 key,
                 epoch,
-                bundle_sha256: bundleSha256(spooled.packed),
+                ...(whole ? { bundle_sha256: bundleSha256(whole.packed), bundle_bytes: whole.bytes } : {}),
                 bytes_sent: sent,
-                bundle_bytes: spooled.bytes,
                 destination: ctx.launcher.destination,
                 reason: (err as Error).message,
               });
               throw err;
             }
+            const whole = await bundle.done;
             // what left the machine: the bundle's digest, its files, where it went (and the host key ssh verified)
             journal(store, {
               event: 'shipped',
               key,
               epoch,
-              bundle_sha256: bundleSha256(spooled.packed), // from the per-file digests: the bytes are hashed once
-              bundle_bytes: spooled.bytes,
-              files: spooled.packed.map((f) => f.name),
+              bundle_sha256: bundleSha256(whole.packed), // from the per-file digests: the bytes are hashed once
+              bundle_bytes: whole.bytes,
+              files: whole.packed.map((f) => f.name),
               destination: ctx.launcher.destination,
               ...(await ctx.launcher
                 .shipmentFacts()
                 .catch((err: Error) => ({ host_key_error: err.message }))),
             });
           });
-        } finally {
-          await spooled.discard();
         }
+      } finally {
+        await bundle.discard();
       }
     }
   } catch (err) {

@@ -1,7 +1,8 @@
-// An input edited after mint must never reach the host: the whole bundle is hashed before its first
-// byte leaves (spool-bundle.ts). Over a real sshd, the remote command records every byte it receives
-// before handing the stream to the built CLI's serve; the new bytes must not be among them.
-import { existsSync, readFileSync } from 'node:fs';
+// An input edited after mint must never reach the host: each input is hashed in full before any of its
+// bytes leaves, and a later mismatch abandons the bundle so the host keeps nothing (spool-bundle.ts).
+// Over a real sshd, the remote command records every byte it receives before handing the stream to the
+// built CLI's serve; the new bytes must not be among them.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, rename, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ import { useSshd } from '../helpers/sshd.js';
 import {
   genDir,
   genjob,
+  hostResults,
   journal,
   mint,
   remoteServe,
@@ -52,6 +54,35 @@ describe('an input that changed after mint', () => {
     expect(got.includes(MARKER)).toBe(false);
     expect(got.includes('alpha')).toBe(false);
     expect(got.length).toBeLessThan(4096);
+  });
+
+  it('after earlier inputs went out, abandons the bundle: its bytes never leave and the host keeps nothing', async () => {
+    // 40 checked inputs (1.5 MiB: sent in 1 MiB batches) leave while the last is read; it was edited after mint
+    const early: Record<string, string> = {};
+    for (let i = 0; i < 40; i++) early[`a/f${String(i).padStart(3, '0')}.txt`] = `EARLY-${i}\n`.repeat(4096);
+    const sb = await newBox({ ...early, 'z/late.txt': 'late\n' });
+    const key = await mint(sb, 'edit them', [...Object.keys(early), 'z/late.txt']);
+    await writeFile(path.join(sb.repo, 'z/late.txt'), `${MARKER}\n`);
+    const captured = path.join(sb.dir, 'captured.bin');
+
+    const r = await workCapturing(sb, captured);
+    expect(r.exitCode).toBe(0);
+    expect(String(r.stderr)).toContain(`${key.slice(0, 12)} dead-lettered: z/late.txt: hashes to`);
+    expect(deadCodes(sb)).toEqual(['EGJ_INPUT_CHANGED']);
+    const events = journal(sb, key);
+    expect(events.map((e) => e.event)).not.toContain('shipped');
+    expect(events.filter((e) => e.event === 'partial-send')).toMatchObject([
+      { reason: expect.stringContaining('abandoned, an input changed: z/late.txt') },
+    ]);
+    const got = readFileSync(captured);
+    expect(got.includes('EARLY-0')).toBe(true); // sent before the last input was read
+    expect(got.includes(MARKER)).toBe(false);
+    // the host discarded what it got: no result, no scratch workspace, no early byte anywhere
+    expect(hostResults(sb.hostCache, key)).toEqual([]);
+    const kept = readdirSync(sb.hostCache, { recursive: true, withFileTypes: true })
+      .filter((d) => d.isFile())
+      .filter((d) => readFileSync(path.join(d.parentPath, d.name)).includes('EARLY-'));
+    expect(kept).toEqual([]);
   });
 
   it('is refused when a parent directory was swapped for a symlink to elsewhere, and nothing of elsewhere is sent', async () => {

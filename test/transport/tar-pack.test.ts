@@ -166,6 +166,46 @@ describe('packTar', () => {
     expect(err.message).toContain(file);
   });
 
+  it('vouches (verified) only for bytes already handed on that belong to matched entries', async () => {
+    const small = write('a.txt', 'a'.repeat(300_000));
+    const file = write('f.bin', big);
+    const events: string[] = [];
+    let handed = 0;
+    const err = await packTar(
+      [
+        { name: 'files/a.txt', file: small, expectSha256: sha('a'.repeat(300_000)) },
+        { name: 'files/f.bin', file, expectSha256: sha('recorded bytes') },
+      ],
+      async (c) => {
+        handed += c.length;
+        events.push(`sink ${handed}`);
+      },
+      { verified: (upTo, entries) => events.push(`verified ${upTo} ${entries}`) },
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InputChangedError);
+    // a.txt (header + 300,000 bytes + padding, a big file) went on as soon as it matched; the chunk that
+    // holds the start of f.bin reached the sink too, but nothing vouches for it
+    const aEnd = 512 + 300_000 + (512 - (300_000 % 512));
+    expect(events[0]).toBe(`sink ${aEnd}`);
+    expect(events[1]).toBe(`verified ${aEnd} 1`);
+    expect(events.slice(2).every((e) => e.startsWith('sink '))).toBe(true);
+    expect(handed).toBeGreaterThan(aEnd);
+  });
+
+  it('vouches for the whole stream, end blocks included, once every entry matched', async () => {
+    const file = write('f.bin', big);
+    let handed = 0;
+    let last = -1;
+    await packTar(
+      [{ name: 'files/f.bin', file, expectSha256: sha(big) }],
+      async (c) => {
+        handed += c.length;
+      },
+      { verified: (upTo) => (last = upTo) },
+    );
+    expect(last).toBe(handed);
+  });
+
   const changes: Array<{ title: string; change: (file: string) => void; rule: string }> = [
     { title: 'grows', change: (f) => appendFileSync(f, 'more'), rule: 'grew while being packed' },
     { title: 'shrinks', change: (f) => truncateSync(f, 1024), rule: 'shrank while being packed' },

@@ -1,6 +1,7 @@
 // BoundedSpool: chunks stay in memory (the same Buffer objects, no file) while the shared budget lasts,
 // then go to a 0600 temp file created on the first chunk that does not fit; they come back in order;
-// discard gives the memory back and removes the file.
+// discard gives the memory back and removes the file. stream() sends while the spool fills, never a
+// byte past what was committed, and throws what fail() was given.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -43,6 +44,47 @@ describe('BoundedSpool', () => {
     expect(Buffer.concat(await collect(spool)).equals(Buffer.concat(parts))).toBe(true);
     await spool.discard();
     expect(existsSync(file)).toBe(false);
+  });
+
+  it('streams only committed bytes while it fills, the rest after finish, the spilled part last', async () => {
+    const spool = new BoundedSpool(join(tempDir('gj-spool-'), 's.tar'), new SpoolBudget(1000));
+    const stream = spool.stream();
+    await spool.append(chunk(400, 1));
+    await spool.append(chunk(400, 2));
+    spool.commit(300);
+    const first = await stream.next();
+    expect(first.value).toEqual(chunk(300, 1)); // not a byte past the commit
+    const waiting = stream.next();
+    let settled = false;
+    void waiting.then(() => {
+      settled = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toBe(false); // nothing more is committed yet
+    spool.commit(500);
+    expect((await waiting).value).toEqual(chunk(100, 1));
+    expect((await stream.next()).value).toEqual(chunk(100, 2));
+    await spool.append(chunk(700, 3)); // spills to the file: it leaves only after finish
+    spool.commit(1500);
+    const rest = stream.next();
+    await spool.finish();
+    expect((await rest).value).toEqual(chunk(300, 2));
+    expect((await stream.next()).value).toEqual(chunk(700, 3));
+    expect((await stream.next()).done).toBe(true);
+    await spool.discard();
+  });
+
+  it('throws from stream() what its writer failed with, committed bytes or not', async () => {
+    const spool = new BoundedSpool(join(tempDir('gj-spool-'), 's.tar'), new SpoolBudget(1000));
+    await spool.append(chunk(400, 1));
+    spool.commit(100);
+    const stream = spool.stream();
+    expect((await stream.next()).value).toEqual(chunk(100, 1));
+    const failure = new Error('input changed');
+    spool.commit(400);
+    spool.fail(failure);
+    await expect(stream.next()).rejects.toBe(failure);
+    await spool.discard();
   });
 
   it('shares one budget between spools and gets it back on discard', async () => {

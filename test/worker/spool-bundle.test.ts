@@ -1,6 +1,7 @@
 // spoolBundle: the bundle is read and checked whole before anything can be sent, and what is sent is
 // the spool: an input edited (or swapped) after spoolBundle returned never shows in the chunks, whether
 // the spool held them in memory or spilled them to its temp file; a mismatch leaves no temp file behind.
+// streamBundle sends checked inputs while later ones are read, never a byte of one not yet checked.
 import { createHash } from 'node:crypto';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +10,7 @@ import { buildJob } from '../../src/core/job.js';
 import { InputChangedError } from '../../src/transport/archive-errors.js';
 import { safeExtract } from '../../src/transport/safe-extract.js';
 import { SpoolBudget } from '../../src/worker/bounded-spool.js';
-import { spoolBundle } from '../../src/worker/spool-bundle.js';
+import { spoolBundle, streamBundle } from '../../src/worker/spool-bundle.js';
 import { chunked } from '../helpers/hostile-tar.js';
 import { tempDir, tempRepo } from '../helpers/temp-store.js';
 
@@ -86,5 +87,44 @@ describe('spoolBundle', () => {
     expect(budget.used).toBe(bundle.bytes);
     await bundle.discard();
     expect(budget.used).toBe(0);
+  });
+});
+
+describe('streamBundle', () => {
+  it.each(budgets)(
+    'sends the inputs checked before a changed one and no byte of it, then throws ($title)',
+    async ({ title, budget }) => {
+      // the last input is big: its first MiB reaches the spool before its digest is known
+      const files = { 'a.txt': 'alpha\n'.repeat(50_000), 'z/big.txt': BIG };
+      const { root, store } = tempRepo('gj-stream-bundle-', files);
+      const job = buildJob(
+        'edit them',
+        Object.entries(files).map(([path, text]) => ({ path, sha256: sha(text) })),
+      );
+      writeFileSync(join(root, 'z/big.txt'), `SECRET${BIG.slice(6)}`); // same size, other bytes
+      const bundle = streamBundle(store, job, budget());
+      expect(await bundle.started).toBeUndefined(); // a.txt matched (and, 293 KiB, a big file, went on at once)
+      const sent: Buffer[] = [];
+      const err = await (async () => {
+        for await (const c of bundle.stream()) sent.push(c);
+      })().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(InputChangedError);
+      expect((err as Error).message).toContain('z/big.txt: hashes to');
+      const all = Buffer.concat(sent);
+      // a spool spilled from its first byte sends only once whole: here, never
+      expect(all.includes('alpha')).toBe(title !== 'spilled to its temp file');
+      expect(all.includes('SECRET')).toBe(false);
+      expect(all.includes('bbbb')).toBe(false);
+      await bundle.discard();
+      expect(readdirSync(store.layout.staging)).toEqual([]);
+    },
+  );
+
+  it('says a bundle whose first input changed failed before anything need be sent', async () => {
+    const { root, store, job } = repo();
+    writeFileSync(join(root, 'data/big.txt'), `SECRET${BIG.slice(6)}`);
+    const bundle = streamBundle(store, job);
+    expect(await bundle.started).toBeInstanceOf(InputChangedError);
+    await bundle.discard();
   });
 });
