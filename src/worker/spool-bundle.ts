@@ -16,14 +16,6 @@ import { BoundedSpool, type SpoolBudget } from './bounded-spool.js';
 /** The spool's chunks grow to this size: a bundle of 200 MiB is then held in 9 buffers, not 200. */
 const SPOOL_CHUNK_BYTES = 64 * 1024 * 1024;
 
-export interface SpooledBundle {
-  packed: PackedFile[];
-  bytes: number;
-  /** The spooled bundle, chunk by chunk, to send. */
-  chunks(): AsyncGenerator<Buffer>;
-  discard(): Promise<void>;
-}
-
 export interface StreamingBundle {
   /**
    * Resolves once job.json and the first input are checked or the bundle is whole (undefined), or
@@ -90,22 +82,4 @@ export function streamBundle(store: Store, job: Job, budget?: SpoolBudget): Stre
       await spool.discard();
     },
   };
-}
-
-/** The whole bundle, checked, before anything is sent; InputChangedError (or not regular) on any mismatch. */
-export async function spoolBundle(store: Store, job: Job, budget?: SpoolBudget): Promise<SpooledBundle> {
-  const bundle = streamBundle(store, job, budget);
-  try {
-    const { packed, bytes } = await bundle.done;
-    const spool = bundle;
-    return {
-      packed,
-      bytes,
-      chunks: () => spool.stream(),
-      discard: () => spool.discard(),
-    };
-  } catch (err) {
-    await bundle.discard();
-    throw err;
-  }
 }

@@ -1,7 +1,7 @@
-// spoolBundle: the bundle is read and checked whole before anything can be sent, and what is sent is
-// the spool: an input edited (or swapped) after spoolBundle returned never shows in the chunks, whether
-// the spool held them in memory or spilled them to its temp file; a mismatch leaves no temp file behind.
-// streamBundle sends checked inputs while later ones are read, never a byte of one not yet checked.
+// streamBundle: what is sent is the spool, so an input edited (or swapped) after it was checked never
+// shows in the chunks, whether the spool held it in memory or spilled it to its temp file; a mismatch
+// leaves no temp file behind; checked inputs go out while later ones are read, never a byte of one
+// not yet checked.
 import { createHash } from 'node:crypto';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { buildJob } from '../../src/core/job.js';
 import { InputChangedError } from '../../src/transport/archive-errors.js';
 import { safeExtract } from '../../src/transport/safe-extract.js';
 import { SpoolBudget } from '../../src/worker/bounded-spool.js';
-import { spoolBundle, streamBundle } from '../../src/worker/spool-bundle.js';
+import { type StreamingBundle, streamBundle } from '../../src/worker/spool-bundle.js';
 import { chunked } from '../helpers/hostile-tar.js';
 import { tempDir, tempRepo } from '../helpers/temp-store.js';
 
@@ -39,12 +39,23 @@ const budgets = [
   { title: 'partly spilled', budget: () => new SpoolBudget(1024 * 1024), spilled: true },
 ];
 
-describe('spoolBundle', () => {
+/** The bundle once every input matched (what a sender holds when nothing changed), or packing's error. */
+async function whole(bundle: StreamingBundle) {
+  try {
+    const { bytes } = await bundle.done;
+    return { bytes, chunks: () => bundle.stream(), discard: () => bundle.discard() };
+  } catch (err) {
+    await bundle.discard();
+    throw err;
+  }
+}
+
+describe('streamBundle, read whole', () => {
   it.each(budgets)(
     'sends the bytes it checked, never an edit made after ($title)',
     async ({ budget, spilled }) => {
       const { root, store, job } = repo();
-      const bundle = await spoolBundle(store, job, budget());
+      const bundle = await whole(streamBundle(store, job, budget()));
       // edits after the check: same size, other bytes; and a file grown
       writeFileSync(join(root, 'src/a.txt'), 'ALPHA\n');
       writeFileSync(join(root, 'data/big.txt'), `${BIG}SECRET`);
@@ -73,7 +84,7 @@ describe('spoolBundle', () => {
     async ({ budget }) => {
       const { root, store, job } = repo();
       writeFileSync(join(root, 'src/deep/c.txt'), 'GAMMA\n');
-      const err = await spoolBundle(store, job, budget()).catch((e: unknown) => e);
+      const err = await whole(streamBundle(store, job, budget())).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(InputChangedError);
       expect((err as Error).message).toContain('src/deep/c.txt: hashes to');
       expect(readdirSync(store.layout.staging)).toEqual([]);
@@ -83,7 +94,7 @@ describe('spoolBundle', () => {
   it('gives its memory back to the budget when discarded', async () => {
     const { store, job } = repo();
     const budget = new SpoolBudget(64 * 1024 * 1024);
-    const bundle = await spoolBundle(store, job, budget);
+    const bundle = await whole(streamBundle(store, job, budget));
     expect(budget.used).toBe(bundle.bytes);
     await bundle.discard();
     expect(budget.used).toBe(0);
