@@ -1,4 +1,4 @@
-// The durable-write recipes every state transition is built from (FACTS.md "Durable state transitions"):
+// The durable-write recipes every state transition is built from:
 //   publish: tmp (O_EXCL) → write → fsync → link(tmp, final) → unlink(tmp) → fsync(dir)   never clobbers
 //            (a batch: every tmp written and fsynced, then every link + unlink, then each dir fsynced once)
 //   replace: tmp in the target's dir → write → fsync → rename over target → fsync(dir)

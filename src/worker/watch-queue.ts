@@ -1,5 +1,5 @@
 // Wake the worker when queue/ may have work. chokidar events are hints only (events can be
-// dropped or merged, FACTS.md "chokidar 5"), so next() also resolves on a timer and the caller
+// dropped or merged under load), so next() also resolves on a timer and the caller
 // always does a full readdir; it resolves at once when the stop signal fires.
 import type { Store } from '../store/store.js';
 
