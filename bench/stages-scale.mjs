@@ -1,4 +1,4 @@
-// Bench stages for scale (issue #14): a drain from a deep queue against one from a shallow queue, `status`
+// Bench stages for scale: a drain from a deep queue against one from a shallow queue, `status`
 // on a deep .gen/ against `ls` of its queue, and a drain over a pool of 4 ssh hosts against 1 host.
 // bench/run.mjs registers them; `tools` are its measuring helpers (run, genjob, alternate, record, …).
 import { spawn } from 'node:child_process';
