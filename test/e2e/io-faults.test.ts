@@ -135,7 +135,8 @@ function runScenario(
   log: string,
   fault?: { syscall: string; errno: string; n: number },
 ) {
-  const opts = { cwd: b.repo, env: b.env, log };
+  // where: a run hung on a fault that landed only on the runtime is killed once its trace stops growing
+  const opts = { cwd: b.repo, env: b.env, log, where: { repo: b.repo, cache: b.cache } };
   return s.side === 'host'
     ? tracedHost(s.args(b, key), { ...opts, cacheDir: hostCache(b) }, fault)
     : traced(s.args(b, key), opts, fault);
@@ -634,7 +635,7 @@ async function runPoint(
       landing,
       exit: r.exitCode,
       paths: landed?.fds ?? [],
-      excluded: `hung on a runtime fault ${runtime}, killed after ${DEADLINE_MS} ms`,
+      excluded: `hung on a runtime fault ${runtime}, killed after ${Math.round(r.hungAfterMs / 1000)} s`,
     };
   }
   if (landing === 'repo') {
