@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Thin shim: all logic lives in the built CLI (npm run build writes dist/).
-import { main } from '../dist/main.js';
+// Thin shim: all logic lives in the built CLI (npm run build writes dist/; bundle-loader.js runs it).
+import { loadBundle } from './bundle-loader.js';
 
-await main(process.argv);
+await loadBundle().main(process.argv);

@@ -1,11 +1,15 @@
-// Bundle the CLI with esbuild: one ESM entry plus lazily loaded chunks per command,
-// so `genjob --version` imports none of zod, execa or tar (start-up is most of a small command's cost).
+// Bundle the CLI with esbuild into one CommonJS file, dist/genjob.cjs, and write the V8 code cache of
+// its compiled text beside it (dist/genjob.cjs.cache), which bin/bundle-loader.js hands to V8 at every
+// start: Node 20 caches no compiled code of its own, and parsing the code was most of a small
+// command's start-up. Each command's modules are still evaluated only when it runs (esbuild wraps each
+// module in an init function called on first use), so `genjob --version` runs none of zod, execa or tar.
 // The bundle is built beside dist/ and swapped in by rename, so a CLI started meanwhile never
 // finds dist/ half-written or missing. Every package the CLI uses is bundled (they are all
 // devDependencies): the build fails if the bundle still imports anything but Node's own modules,
 // so the packed tarball installs with nothing to fetch.
-import { cp, rename, rm } from 'node:fs/promises';
+import { cp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { build } from 'esbuild';
+import { codeCacheFile, codeCacheOf } from '../bin/bundle-loader.js';
 import { unbundledImports } from './bundle-imports.mjs';
 
 const next = `dist.next-${process.pid}`;
@@ -13,10 +17,12 @@ const old = `dist.old-${process.pid}`;
 await rm(next, { recursive: true, force: true });
 const { metafile } = await build({
   entryPoints: ['src/cli/main.ts'],
-  outdir: next,
+  outfile: `${next}/genjob.cjs`,
   bundle: true,
-  splitting: true,
-  format: 'esm',
+  format: 'cjs',
+  charset: 'ascii',
+  // import() of a bundled module or a Node builtin becomes a call (a vm script has no module loader)
+  supported: { 'dynamic-import': false },
   platform: 'node',
   target: 'node20',
   sourcemap: 'linked',
@@ -38,11 +44,16 @@ const { metafile } = await build({
       },
     },
   ],
-  // proper-lockfile and graceful-fs are CommonJS and call require(); give the ESM bundle one.
+  // The sources are ES modules: strict mode (the directive must come first, so esbuild's own is not
+  // left to follow the banner), and import.meta.url as the bundle's own URL.
   banner: {
-    js: "import { createRequire as __gjCreateRequire } from 'node:module'; const require = __gjCreateRequire(import.meta.url);",
+    js: `"use strict";\nconst __genjobBundleUrl = require('node:url').pathToFileURL(__filename).href;`,
   },
+  define: { 'import.meta.url': '__genjobBundleUrl' },
 });
+// compiled here, exactly as bin/bundle-loader.js compiles it at every start
+const bundle = `${next}/genjob.cjs`;
+await writeFile(codeCacheOf(bundle), codeCacheFile(bundle, await readFile(bundle)));
 // the report's stylesheet and script are files the report inlines at run time: they ship in dist/
 await cp('src/report/assets', `${next}/report-assets`, { recursive: true });
 const unbundled = unbundledImports(metafile);

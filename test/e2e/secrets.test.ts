@@ -4,6 +4,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { traceOptions } from '../helpers/module-trace.js';
 import { errorLine, genDir, gj, makeRepo, mintedKey, type Repo, snapshot } from './trust-helpers.js';
 
 // Built at run time so this file itself holds no string a scanner would flag.
@@ -121,21 +122,16 @@ describe('genjob mint refuses to ship a secret', () => {
 });
 
 describe('loading secretlint', () => {
-  // a module hook that names every file of dist/ as Node loads it
+  // a trace that names every module of the bundle as it first runs
   const traced = async (args: string[]) => {
-    const hook = join(repo.outside, 'trace-loads.mjs');
-    writeFileSync(
-      hook,
-      `import { register } from 'node:module';\nregister('data:text/javascript,' + encodeURIComponent("export async function load(url, ctx, next) { if (url.includes('/dist/')) process.stderr.write('loaded ' + url.split('/').pop() + '\\\\n'); return next(url, ctx); }"));\n`,
-    );
-    const r = await gj(repo, args, { env: { NODE_OPTIONS: `--import=${hook}` } });
-    return { r, engine: String(r.stderr).includes('loaded preset-engine-') };
+    const r = await gj(repo, args, { env: { NODE_OPTIONS: traceOptions() } });
+    return { r, engine: String(r.stderr).includes('loaded src/secrets/preset-engine.ts') };
   };
 
   it("happens only when a file holds one of its rules' keywords: not for a clean mint, nor for status", async () => {
     const clean = await traced(['mint', '-m', 'x', 'src/app.ts']);
     expect(clean.r.exitCode).toBe(0);
-    expect(String(clean.r.stderr)).toContain('loaded mint-'); // the hook sees the chunks
+    expect(String(clean.r.stderr)).toContain('loaded src/commands/mint.ts'); // the trace sees the modules
     expect(clean.engine).toBe(false);
     expect((await traced(['status'])).engine).toBe(false);
     const flagged = await traced(['mint', '-m', 'x', 'src/config.ts']);

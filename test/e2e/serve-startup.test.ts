@@ -1,7 +1,7 @@
 // genjob serve answers its hello before it loads the code only a request needs (zod's schemas, execa,
 // node-tar: most of its start-up), and loads that code right after, while the worker claims and spools;
-// push, which only sends bytes, loads no schema library at all. A module hook (module-trace.ts) says
-// which packages each chunk of dist/ brings in, in order with the command's own output.
+// push, which only sends bytes, loads no schema library at all. A trace of the bundle's module inits
+// (module-trace.ts) says which modules and packages run, in order with the command's own output.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,7 +23,7 @@ describe('genjob serve start-up', () => {
     expect(hello).toBeGreaterThan(0);
     const before = packagesIn(text.slice(0, hello));
     const after = packagesIn(text.slice(hello));
-    expect(text.slice(0, hello)).toContain('loaded serve-');
+    expect(text.slice(0, hello)).toContain('loaded src/commands/serve.ts');
     for (const heavy of ['zod', 'execa', 'tar']) expect(before.has(heavy)).toBe(false);
     for (const heavy of ['zod', 'execa', 'tar']) expect(after.has(heavy)).toBe(true);
   });
@@ -37,7 +37,7 @@ describe('genjob serve start-up', () => {
       [process.execPath, CLI, join(dir, 'remote.git')],
       join(dir, 'r'),
     );
-    expect(text).toContain('loaded push-');
+    expect(text).toContain('loaded src/commands/push.ts');
     expect(text).toContain('nothing to push');
     expect(packagesIn(text).has('zod')).toBe(false);
   });

@@ -1,0 +1,70 @@
+// Start the built CLI: dist/genjob.cjs, the whole CLI in one CommonJS file, compiled with the V8 code
+// cache the build wrote beside it (dist/genjob.cjs.cache). Node 20 keeps no compile cache of its own,
+// and reading, parsing and linking the code was most of a small command's start-up (an ES module graph
+// cost ~0.35 ms a module on top). Each command's code still runs only when that command does: the
+// bundle evaluates a module on its first use.
+// V8 checks only a cache's header (its version, flags, the source's length), not its bytes: a damaged
+// cache can abort the process, and one left beside another bundle of the same length would run that
+// bundle's old code. So the cache file starts with the sha256 of the bundle it was made from and that
+// of its V8 data, and is handed to V8 only when both match (~1 ms of hashing); otherwise, or when V8
+// refuses it (another Node version, other flags), the bundle is compiled from source as usual.
+// Nothing is written at run time.
+import { isAscii } from 'node:buffer';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import vm from 'node:vm';
+
+/** The bundle the build writes. */
+export const BUNDLE = fileURLToPath(new URL('../dist/genjob.cjs', import.meta.url));
+export const codeCacheOf = (bundle) => `${bundle}.cache`;
+
+const DIGEST = 32;
+const sha256 = (bytes) => createHash('sha256').update(bytes).digest();
+
+/** A CommonJS module's wrapper; the build makes the cache of exactly this text. */
+const wrap = (source) => `(function (exports, require, module, __filename, __dirname) { ${source}\n})`;
+
+/** The bundle's bytes compiled as its module wrapper, with V8 `cachedData` when given (see script.cachedDataRejected). */
+export function compileBundle(bundle, bytes, cachedData = undefined) {
+  // the build keeps the bundle ASCII, which latin1 decodes as a copy (utf8 costs several times more)
+  const source = isAscii(bytes) ? bytes.latin1Slice() : bytes.toString('utf8');
+  return new vm.Script(wrap(source), { filename: bundle, cachedData });
+}
+
+/** The cache file for `bundle`'s bytes: both digests, then V8's data. */
+export function codeCacheFile(bundle, bytes) {
+  const data = compileBundle(bundle, bytes).createCachedData();
+  return Buffer.concat([sha256(bytes), sha256(data), data]);
+}
+
+/** V8's data from a cache file, when the file is whole and was made from exactly these bundle bytes. */
+export function cachedDataFor(bytes, file) {
+  if (file === undefined || file.length <= 2 * DIGEST) return undefined;
+  const data = file.subarray(2 * DIGEST);
+  const whole =
+    sha256(bytes).equals(file.subarray(0, DIGEST)) && sha256(data).equals(file.subarray(DIGEST, 2 * DIGEST));
+  return whole ? data : undefined;
+}
+
+/** Run the bundle, with its code cache when it holds, and return its exports ({ main }). */
+export function loadBundle(bundle = BUNDLE) {
+  const bytes = readFileSync(bundle);
+  let file;
+  try {
+    file = readFileSync(codeCacheOf(bundle));
+  } catch {
+    // no cache (or none readable): compile from source
+  }
+  const module = { exports: {} };
+  compileBundle(bundle, bytes, cachedDataFor(bytes, file)).runInThisContext()(
+    module.exports,
+    createRequire(bundle),
+    module,
+    bundle,
+    dirname(bundle),
+  );
+  return module.exports;
+}

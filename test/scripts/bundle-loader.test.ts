@@ -1,0 +1,96 @@
+// bin/bundle-loader.js runs the built bundle with the V8 code cache the build wrote beside it. The cache
+// must be one this Node accepts (else every start pays the parse it exists to save); a missing or damaged
+// cache, or one made from other bundle bytes, must cost only that (V8 itself checks no more than a
+// header, and aborts the process on damaged data: the loader hands it nothing it has not checked); and
+// the bundle must run in strict mode as the ES modules it was built from do.
+import { execFileSync } from 'node:child_process';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/temp-store.js';
+
+const PKG = new URL('../..', import.meta.url).pathname;
+const LOADER = join(PKG, 'bin', 'bundle-loader.js');
+
+/** Evaluate an ES module snippet that imports the loader as `L`; its stdout. */
+function withLoader(code: string): string {
+  return execFileSync(
+    process.execPath,
+    ['--input-type=module', '-e', `import * as L from ${JSON.stringify(LOADER)};\n${code}`],
+    { encoding: 'utf8' },
+  );
+}
+
+/** A copy of the installed layout (bin/, dist/, package.json) to damage. */
+function copyOfPackage(): string {
+  const dir = tempDir('gj-bundle-loader-');
+  for (const p of ['bin', 'dist', 'package.json']) cpSync(join(PKG, p), join(dir, p), { recursive: true });
+  return dir;
+}
+
+const run = (pkg: string, args: string[], cwd?: string) =>
+  execFileSync(process.execPath, [join(pkg, 'bin', 'genjob.js'), ...args], { encoding: 'utf8', cwd });
+
+describe('the bundle loader', () => {
+  it("hands V8 a code cache it accepts: the build's, for this Node", () => {
+    const out = withLoader(
+      "import { readFileSync } from 'node:fs';\n" +
+        'const bytes = readFileSync(L.BUNDLE);\n' +
+        'const data = L.cachedDataFor(bytes, readFileSync(L.codeCacheOf(L.BUNDLE)));\n' +
+        'process.stdout.write(String(data !== undefined && !L.compileBundle(L.BUNDLE, bytes, data).cachedDataRejected));',
+    );
+    expect(out).toBe('true');
+  });
+
+  it('hands V8 no cache made from other bundle bytes, even of the same length', () => {
+    const out = withLoader(
+      "import { readFileSync } from 'node:fs';\n" +
+        'const bytes = readFileSync(L.BUNDLE);\n' +
+        'const file = readFileSync(L.codeCacheOf(L.BUNDLE));\n' +
+        'const other = Buffer.from(bytes);\n' +
+        'other[other.length - 2] ^= 1;\n' +
+        'process.stdout.write(JSON.stringify([L.cachedDataFor(bytes, file) !== undefined, L.cachedDataFor(other, file)]));',
+    );
+    expect(JSON.parse(out)).toEqual([true, null]);
+  });
+
+  it('runs the CLI with its cache damaged, foreign or missing, compiling the bundle from source', () => {
+    const pkg = copyOfPackage();
+    const cache = join(pkg, 'dist', 'genjob.cjs.cache');
+    const version = run(pkg, ['--version']);
+    const good = readFileSync(cache);
+    const damaged = Buffer.from(good);
+    damaged.fill(0x5a, 200, 4096); // inside V8's data, past its header (this aborted the process)
+    writeFileSync(cache, damaged);
+    expect(run(pkg, ['--version'])).toBe(version);
+    writeFileSync(cache, good.subarray(0, good.length - 1000)); // cut short
+    expect(run(pkg, ['--version'])).toBe(version);
+    writeFileSync(cache, 'not a code cache');
+    expect(run(pkg, ['--version'])).toBe(version);
+    rmSync(cache);
+    expect(run(pkg, ['--version'])).toBe(version);
+    // the cache of another bundle of the same length (V8 would take it: it checks only the length)
+    writeFileSync(cache, good);
+    const bundle = join(pkg, 'dist', 'genjob.cjs');
+    const text = readFileSync(bundle, 'utf8');
+    writeFileSync(bundle, text.replace(`"${version.trim()}"`, `"${'9'.repeat(version.trim().length)}"`));
+    expect(readFileSync(bundle).length).toBe(Buffer.byteLength(text));
+    expect(run(pkg, ['--version'])).toBe(`${'9'.repeat(version.trim().length)}\n`);
+    const repo = tempDir('gj-bundle-loader-repo-');
+    execFileSync('git', ['init', '-q', repo]);
+    expect(JSON.parse(run(pkg, ['status', '--json'], repo))).toMatchObject({ ok: true });
+  });
+
+  it('runs the bundle in strict mode, as the ES modules it was built from', () => {
+    // the build puts the directive first, and the loader's wrapper keeps it first
+    expect(readFileSync(join(PKG, 'dist', 'genjob.cjs'), 'utf8').startsWith('"use strict";\n')).toBe(true);
+    const probe = join(tempDir('gj-bundle-strict-'), 'probe.cjs');
+    writeFileSync(
+      probe,
+      '"use strict";\nmodule.exports.strict = (function () { return this === undefined; })();\n',
+    );
+    expect(withLoader(`process.stdout.write(String(L.loadBundle(${JSON.stringify(probe)}).strict));`)).toBe(
+      'true',
+    );
+  });
+});
