@@ -176,7 +176,7 @@ export const OWN_RULES: readonly OwnRule[] = [
   },
   { name: 'azure-sas-token', keywords: literal('sig='), find: findSasTokens },
   {
-    // an app registration's client secret: 3 characters, a digit, "Q~", 31–34 more
+    // an app registration's client secret: 3 characters, a digit, "Q~", 31 to 34 more
     name: 'azure-ad-client-secret',
     keywords: literal('Q~'),
     find: matches(/(?<![\w~.-])([A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?![\w~.-])/g),
@@ -247,7 +247,7 @@ export const OWN_RULES: readonly OwnRule[] = [
     find: matches(/sk-ant-admin\d\d-([A-Za-z0-9_-]{80,})/g),
   },
   {
-    // AWS secret keys under names secretlint's rule does not spell (aws_secret_key, AWS-SECRET-KEY, …),
+    // AWS secret keys under names secretlint's rule does not spell (aws_secret_key, AWS-SECRET-KEY and so on),
     // or that end in / or + (its pattern then finds no word boundary after them)
     name: 'aws-secret-key',
     keywords: anyCase('secret'),
