@@ -19,7 +19,6 @@ import { loadTrustPolicy } from '../trust/trust-file.js';
 import { ReportBytes, type Seen } from './bytes.js';
 import type { CheckSource } from './check-source.js';
 import type {
-  ReportCheck,
   ReportFile,
   ReportJob,
   ReportModel,
@@ -31,7 +30,7 @@ import type {
 } from './model.js';
 import { STATE_ORDER } from './model.js';
 import { receiptFacts } from './receipt-facts.js';
-import { fresh, type ReportCache, stampOf } from './report-cache.js';
+import { type ReportCache, Stamps } from './report-cache.js';
 
 export interface GatherOptions {
   /** Keys or unique prefixes; empty: every job. */
@@ -149,14 +148,15 @@ function jobFrom(
   policy: ReceiptTrustPolicy,
   bytes: ReportBytes,
   cache: ReportCache | undefined,
+  stamper: Stamps,
 ): { job: ReportJob; hit: boolean } {
   const where = at ? `${at.state}:${at.file}` : '-';
   const known = cache?.jobs.get(key);
-  if (known && known.where === where && fresh(known.stamps))
+  if (known && known.where === where && stamper.fresh(known.stamps))
     return { job: { ...known.job, checks: [], shadows: [] }, hit: true };
   const stamps = new Map<string, string>();
   const job = gatherJob(store, key, at, policy, bytes, (file) => {
-    if (!stamps.has(file)) stamps.set(file, stampOf(file));
+    if (!stamps.has(file)) stamps.set(file, stamper.of(file));
   });
   cache?.setJob(key, { where, stamps: [...stamps], job: { ...job, checks: [], shadows: [] } });
   return { job, hit: false };
@@ -167,17 +167,23 @@ function jobFrom(
  * check context, with the records' files stamping the same; else asked of the checks plane (and cached).
  */
 async function checksFor(
-  key: string,
+  job: ReportJob,
   hit: boolean,
   source: CheckSource,
   cache: ReportCache | undefined,
-): Promise<ReportCheck[]> {
+  stamper: Stamps,
+): Promise<void> {
+  const key = job.key;
   const known = cache?.jobs.get(key)?.checks;
-  if (hit && known && known.context === source.context && fresh(known.stamps)) return known.list;
-  const stamps = source.filesOf(key).map((file) => [file, stampOf(file)] as [string, string]);
+  if (hit && known && known.context === source.context && stamper.fresh(known.stamps)) {
+    job.checks = known.list;
+    cache?.taken(job);
+    return;
+  }
+  const stamps = source.filesOf(key).map((file) => [file, stamper.of(file)] as [string, string]);
   const list = await source.checksOf(key);
   cache?.setChecks(key, { context: source.context, stamps, list });
-  return list;
+  job.checks = list;
 }
 
 /** A shadow plane's answer for each key, beside the live one. */
@@ -303,9 +309,10 @@ export async function gatherReport(store: Store, o: GatherOptions): Promise<Repo
   const policy = loadTrustPolicy(store.root);
   o.cache?.keepJobs(new Set(keys));
   const bytes = o.bytes ?? new ReportBytes(store);
-  const found = keys.map((k) => jobFrom(store, k, where.get(k), policy, bytes, o.cache));
+  const stamper = new Stamps();
+  const found = keys.map((k) => jobFrom(store, k, where.get(k), policy, bytes, o.cache, stamper));
   const jobs = found.map((f) => f.job);
-  for (const { job, hit } of found) job.checks = await checksFor(job.key, hit, o.checks, o.cache);
+  for (const { job, hit } of found) await checksFor(job, hit, o.checks, o.cache, stamper);
   const planes = ShadowStore.planes(store);
   shadowsOf(store, planes, jobs);
   const checkers = [...o.checks.checkers];
