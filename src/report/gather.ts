@@ -3,7 +3,7 @@
 // check-source.ts), shadow answers and their compare verdicts, and the spend per generator and mode.
 // A job whose files stamp as the cache remembers is taken from it (report-cache.ts). Reads only; a file
 // that cannot be parsed shows as such on its row instead of failing the report.
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { spendOfReceipts } from '../commands/status-spend.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
@@ -19,6 +19,7 @@ import { loadTrustPolicy } from '../trust/trust-file.js';
 import { ReportBytes, type Seen } from './bytes.js';
 import type { CheckSource } from './check-source.js';
 import type {
+  ReportCheck,
   ReportFile,
   ReportJob,
   ReportModel,
@@ -54,9 +55,12 @@ interface Where {
 /** Every key's state and job file: one listing per state directory (a crash leftover counts where it wins). */
 function locate(store: Store): Map<string, Where> {
   const where = new Map<string, Where>();
-  for (const state of PRECEDENCE)
+  for (const state of PRECEDENCE) {
+    // the job file as layout.jobFile names it (a listed name has no separator): no path.join per key
+    const dir = store.layout.dir(state);
     for (const key of keysIn(store, state))
-      if (!where.has(key)) where.set(key, { state, file: store.layout.jobFile(state, key) });
+      if (!where.has(key)) where.set(key, { state, file: `${dir}${sep}${key}.json` });
+  }
   for (const d of deadJobs(store))
     if (!where.has(d.key))
       where.set(d.key, { state: 'dead', file: join(store.layout.dir('dead'), d.name), deadName: d.name });
@@ -165,6 +169,8 @@ function jobFrom(
 /**
  * A job's check states: from the cache when the job itself was (its receipt is as it was), under the same
  * check context, with the records' files stamping the same; else asked of the checks plane (and cached).
+ * A job that had no checks while no checker is declared and its records' files stamp the same has none
+ * still, whatever the context: the context (which runs git) is not made for it.
  */
 async function checksFor(
   job: ReportJob,
@@ -174,15 +180,21 @@ async function checksFor(
   stamper: Stamps,
 ): Promise<void> {
   const key = job.key;
+  const none = (list: readonly ReportCheck[]) => list.length === 0 && source.checkers.length === 0;
   const known = cache?.jobs.get(key)?.checks;
-  if (hit && known && known.context === source.context && stamper.fresh(known.stamps)) {
+  if (
+    hit &&
+    known &&
+    stamper.fresh(known.stamps) &&
+    (none(known.list) || known.context === (await source.context()))
+  ) {
     job.checks = known.list;
     cache?.taken(job);
     return;
   }
   const stamps = source.filesOf(key).map((file) => [file, stamper.of(file)] as [string, string]);
   const list = await source.checksOf(key);
-  cache?.setChecks(key, { context: source.context, stamps, list });
+  if (cache) cache.setChecks(key, { context: none(list) ? '' : await source.context(), stamps, list });
   job.checks = list;
 }
 

@@ -5,7 +5,16 @@
 // the file is written only when something changed, a few changed entries are appended to it, and a
 // line torn off it costs only its entry; a cache of another renderer, repository or trust file, or one
 // that does not parse, is ignored.
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { canonical, sha256 } from '../../bench/fixtures.mjs';
@@ -96,7 +105,7 @@ describe('the report cache', () => {
     const asked: string[] = [];
     const source = (context: string): CheckSource => ({
       checkers: ['tests'],
-      context,
+      context: async () => context,
       filesOf: (key) => [join(records, key)],
       checksOf: async (key) => {
         asked.push(key);
@@ -139,7 +148,7 @@ describe('the report cache', () => {
     const asked: string[] = [];
     const source: CheckSource = {
       checkers: ['tests'],
-      context: 'c',
+      context: async () => 'c',
       filesOf: (key) => [join(records, key)],
       checksOf: async (key) => {
         asked.push(key);
@@ -164,6 +173,38 @@ describe('the report cache', () => {
     writeFileSync(join(records, jobs[1]!.key), 'a record');
     await gatherReport(store, { checks: source, cache });
     expect(asked).toEqual([jobs[1]!.key]);
+  });
+
+  it('makes no check context for jobs without a checker, and asks again once one is recorded or declared', async () => {
+    const { root, store, jobs } = fixtureRepo(2);
+    const records = join(root, '.gen', 'fake-checks');
+    let contexts = 0;
+    const source = (checkers: string[]): CheckSource => ({
+      checkers,
+      // the declared checkers are part of the context, as checkSource makes it
+      context: async () => {
+        contexts += 1;
+        return checkers.join(',');
+      },
+      filesOf: (key) => [join(records, key)],
+      checksOf: async (key) => [
+        ...checkers.map((c) => check(c, 'missing')),
+        ...(existsSync(join(records, key)) ? [check('tests', 'pass')] : []),
+      ],
+    });
+    const cache = new ReportCache('x');
+    await gatherReport(store, { checks: source([]), cache });
+    const again = await gatherReport(store, { checks: source([]), cache });
+    expect(again.jobs.map((j) => j.checks)).toEqual([[], []]);
+    expect(contexts).toBe(0);
+    mkdirSync(records);
+    writeFileSync(join(records, jobs[0]!.key), 'a record');
+    const recorded = await gatherReport(store, { checks: source([]), cache });
+    expect(recorded.jobs.find((j) => j.key === jobs[0]!.key)!.checks.map((c) => c.verdict)).toEqual(['pass']);
+    expect(contexts).toBeGreaterThan(0);
+    // a checker declared now: the job that had none shows it, though its files stamp the same
+    const declared = await gatherReport(store, { checks: source(['lint']), cache });
+    expect(declared.jobs.find((j) => j.key === jobs[1]!.key)!.checks.map((c) => c.checker)).toEqual(['lint']);
   });
 
   it("writes a job's page again when its checks change though none of its files did", async () => {
