@@ -93,7 +93,10 @@ export class ReportCache {
   readonly #dirtyPages = new Set<string>();
   /** The file must be written whole: none yet, another format, a torn end, or an entry dropped. */
   #whole: boolean;
-  /** Lines in the file now, superseded ones included: past twice the entries, it is written whole again. */
+  /**
+   * Lines in the file now, superseded ones included: once they outnumber the entries by a quarter, the
+   * file is written whole again (a load never parses much more than it keeps).
+   */
   #lines: number;
   /** Jobs this gathering took wholly from the cache (the job and its checks): their page digest stands. */
   readonly #taken = new WeakSet<ReportJob>();
@@ -226,7 +229,7 @@ export class ReportCache {
     const file = join(dir, CACHE_FILE);
     const adds = this.#dirtyJobs.size + this.#dirtyPages.size;
     const live = this.jobs.size + this.pages.size;
-    if (!this.#whole && this.#lines + adds <= 2 * live + 64) {
+    if (!this.#whole && this.#lines + adds <= live + live / 4 + 64) {
       await appendFile(file, `${this.#text(this.#dirtyJobs, this.#dirtyPages).join('\n')}\n`);
       this.#lines += adds;
     } else {

@@ -284,6 +284,18 @@ describe('the report cache', () => {
     expect(ReportCache.load(dir, id).jobs.size).toBe(2);
   });
 
+  it('writes the file whole again once superseded lines outnumber its entries', async () => {
+    const dir = tempDir('genjob-report-cache-');
+    const cache = new ReportCache('x');
+    for (let i = 0; i < 200; i++) {
+      cache.setPage('index.html', `stamp-${i}`, 'f'.repeat(64));
+      await cache.save(dir);
+    }
+    const lines = readFileSync(join(dir, CACHE_FILE), 'utf8').split('\n').length - 1;
+    expect(lines).toBeLessThanOrEqual(1 + 1 + 64 + 1);
+    expect(ReportCache.load(dir, 'x').pages.get('index.html')).toEqual(['stamp-199', 'f'.repeat(64)]);
+  });
+
   it('writes the file whole again when a job left the report', async () => {
     const { root, store, jobs } = fixtureRepo(2);
     const dir = join(tempDir('genjob-report-out-'), 'r');
