@@ -35,9 +35,11 @@ export interface CachedJob {
   print?: string;
 }
 
+const MAYBE = { throwIfNoEntry: false } as const;
+
 /** A file's identity and change stamp (times in ms with their fraction: µs), or '-' when there is none. */
 export function stampOf(path: string): string {
-  const st = lstatSync(path, { throwIfNoEntry: false });
+  const st = lstatSync(path, MAYBE);
   return st === undefined ? '-' : `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
 }
 
@@ -58,7 +60,7 @@ export class Stamps {
   #dirThere(dir: string): boolean {
     let there = this.#dirs.get(dir);
     if (there === undefined) {
-      there = lstatSync(dir, { throwIfNoEntry: false }) !== undefined;
+      there = lstatSync(dir, MAYBE) !== undefined;
       this.#dirs.set(dir, there);
     }
     return there;
@@ -71,7 +73,7 @@ export class Stamps {
     const dir = dirname(path);
     // a directory seen here in this gathering is taken as still here: the plain stamp is the safe one
     if (this.#dirs.get(dir) === true) return stamp;
-    const there = lstatSync(dir, { throwIfNoEntry: false }) !== undefined;
+    const there = lstatSync(dir, MAYBE) !== undefined;
     this.#dirs.set(dir, there);
     return there ? stamp : NO_DIR;
   }
