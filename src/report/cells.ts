@@ -35,6 +35,7 @@ export function checkCell(c: ReportCheck): Html {
 
 /** Words the verdict filter matches a row by: every checker's verdict, and `stale` when one is. */
 export function verdictWords(job: ReportJob, checkers: readonly string[]): string {
+  if (checkers.length === 0) return '';
   const words = new Set<string>();
   for (const name of checkers) {
     const c = checkOf(job, name);

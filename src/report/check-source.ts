@@ -2,22 +2,26 @@
 // left records for a job, as `genjob show` lists them) and, per job, each checker's state as
 // check-state.ts decides it for status, show and apply --require-check: the record that speaks, its
 // verdict, attempts and staleness. The report reads check records only through this adapter, so a page
-// can never say other than what `genjob check` and the apply gate decide.
+// can never say other than what `genjob check` and the apply gate decide. The context (HEAD's tree, which
+// runs git; the bindings) is made only when a job has a checker: a report of unchecked jobs needs none.
 
 import { type CheckContext, checkContext, stateOf } from '../check/check-state.js';
+import { loadCheckers } from '../check/checker.js';
 import { checksDir, listRecords, recordedCheckers } from '../check/record-store.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { sha256Hex } from '../core/sha256.js';
+import { Store } from '../store/store.js';
 import type { ReportCheck } from './model.js';
 
 export interface CheckSource {
   /** The declared checkers, in the order their columns appear. */
   checkers: readonly string[];
   /**
-   * What every job's verdicts also stand on (checker bindings, HEAD's tree, the keys pinned for checks):
-   * a report cache keeps a job's checks only under the same context.
+   * What every job's verdicts also stand on (the declared checkers, their bindings, HEAD's tree, the keys
+   * pinned for checks): a report cache keeps a job's checks only under the same context. A job with no
+   * checker, declared or recorded, has no checks whatever the context: it is not asked for then.
    */
-  context: string;
+  context(): Promise<string>;
   /** The files and directories a job's verdicts are read from, besides its receipt (stamped by the cache). */
   filesOf(key: string): string[];
   checksOf(key: string): Promise<ReportCheck[]>;
@@ -25,7 +29,7 @@ export interface CheckSource {
 
 export const NO_CHECKS: CheckSource = {
   checkers: [],
-  context: '',
+  context: async () => '',
   filesOf: () => [],
   checksOf: async () => [],
 };
@@ -66,26 +70,43 @@ function reportCheck(ctx: CheckContext, key: string, checker: string): ReportChe
 }
 
 export async function checkSource(root: string): Promise<CheckSource> {
-  const ctx = await checkContext(root);
-  const checkers = [...ctx.checkers.keys()];
-  const namesOf = (key: string) => [...new Set([...checkers, ...recordedCheckers(ctx.store, key)])];
+  const store = new Store(root);
+  const checkers = loadCheckers(root).map((c) => c.name);
+  let made: Promise<CheckContext> | undefined;
+  const ctx = () => {
+    made ??= checkContext(root);
+    return made;
+  };
+  let context: Promise<string> | undefined;
+  const namesOf = (key: string) => [...new Set([...checkers, ...recordedCheckers(store, key)])];
   return {
     checkers,
-    context: sha256Hex(
-      canonicalJson({
-        bindings: [...ctx.bindings].sort(),
-        base: ctx.baseTree,
-        keys: ctx.trusted.map((k) => [
-          k.name,
-          k.publicKey.export({ type: 'spki', format: 'der' }).toString('hex'),
-        ]),
-      }),
-    ),
+    context: () => {
+      context ??= ctx().then((c) =>
+        sha256Hex(
+          canonicalJson({
+            checkers,
+            bindings: [...c.bindings].sort(),
+            base: c.baseTree,
+            keys: c.trusted.map((k) => [
+              k.name,
+              k.publicKey.export({ type: 'spki', format: 'der' }).toString('hex'),
+            ]),
+          }),
+        ),
+      );
+      return context;
+    },
     // a record is added by creating a file in its checker's directory, a checker by creating that directory
     filesOf: (key) => [
-      checksDir(ctx.store, key),
-      ...recordedCheckers(ctx.store, key).map((c) => checksDir(ctx.store, key, c)),
+      checksDir(store, key),
+      ...recordedCheckers(store, key).map((c) => checksDir(store, key, c)),
     ],
-    checksOf: async (key) => namesOf(key).map((c) => reportCheck(ctx, key, c)),
+    checksOf: async (key) => {
+      const names = namesOf(key);
+      if (names.length === 0) return [];
+      const c = await ctx();
+      return names.map((name) => reportCheck(c, key, name));
+    },
   };
 }

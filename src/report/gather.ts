@@ -3,7 +3,7 @@
 // check-source.ts), shadow answers and their compare verdicts, and the spend per generator and mode.
 // A job whose files stamp as the cache remembers is taken from it (report-cache.ts). Reads only; a file
 // that cannot be parsed shows as such on its row instead of failing the report.
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { spendOfReceipts } from '../commands/status-spend.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
@@ -31,7 +31,7 @@ import type {
 } from './model.js';
 import { STATE_ORDER } from './model.js';
 import { receiptFacts } from './receipt-facts.js';
-import { fresh, type ReportCache, stampOf } from './report-cache.js';
+import { type ReportCache, Stamps } from './report-cache.js';
 
 export interface GatherOptions {
   /** Keys or unique prefixes; empty: every job. */
@@ -55,9 +55,12 @@ interface Where {
 /** Every key's state and job file: one listing per state directory (a crash leftover counts where it wins). */
 function locate(store: Store): Map<string, Where> {
   const where = new Map<string, Where>();
-  for (const state of PRECEDENCE)
+  for (const state of PRECEDENCE) {
+    // the job file as layout.jobFile names it (a listed name has no separator): no path.join per key
+    const dir = store.layout.dir(state);
     for (const key of keysIn(store, state))
-      if (!where.has(key)) where.set(key, { state, file: store.layout.jobFile(state, key) });
+      if (!where.has(key)) where.set(key, { state, file: `${dir}${sep}${key}.json` });
+  }
   for (const d of deadJobs(store))
     if (!where.has(d.key))
       where.set(d.key, { state: 'dead', file: join(store.layout.dir('dead'), d.name), deadName: d.name });
@@ -149,14 +152,15 @@ function jobFrom(
   policy: ReceiptTrustPolicy,
   bytes: ReportBytes,
   cache: ReportCache | undefined,
+  stamper: Stamps,
 ): { job: ReportJob; hit: boolean } {
   const where = at ? `${at.state}:${at.file}` : '-';
   const known = cache?.jobs.get(key);
-  if (known && known.where === where && fresh(known.stamps))
+  if (known && known.where === where && stamper.fresh(known.stamps))
     return { job: { ...known.job, checks: [], shadows: [] }, hit: true };
   const stamps = new Map<string, string>();
   const job = gatherJob(store, key, at, policy, bytes, (file) => {
-    if (!stamps.has(file)) stamps.set(file, stampOf(file));
+    if (!stamps.has(file)) stamps.set(file, stamper.of(file));
   });
   cache?.setJob(key, { where, stamps: [...stamps], job: { ...job, checks: [], shadows: [] } });
   return { job, hit: false };
@@ -165,19 +169,33 @@ function jobFrom(
 /**
  * A job's check states: from the cache when the job itself was (its receipt is as it was), under the same
  * check context, with the records' files stamping the same; else asked of the checks plane (and cached).
+ * A job that had no checks while no checker is declared and its records' files stamp the same has none
+ * still, whatever the context: the context (which runs git) is not made for it.
  */
 async function checksFor(
-  key: string,
+  job: ReportJob,
   hit: boolean,
   source: CheckSource,
   cache: ReportCache | undefined,
-): Promise<ReportCheck[]> {
+  stamper: Stamps,
+): Promise<void> {
+  const key = job.key;
+  const none = (list: readonly ReportCheck[]) => list.length === 0 && source.checkers.length === 0;
   const known = cache?.jobs.get(key)?.checks;
-  if (hit && known && known.context === source.context && fresh(known.stamps)) return known.list;
-  const stamps = source.filesOf(key).map((file) => [file, stampOf(file)] as [string, string]);
+  if (
+    hit &&
+    known &&
+    stamper.fresh(known.stamps) &&
+    (none(known.list) || known.context === (await source.context()))
+  ) {
+    job.checks = known.list;
+    cache?.taken(job);
+    return;
+  }
+  const stamps = source.filesOf(key).map((file) => [file, stamper.of(file)] as [string, string]);
   const list = await source.checksOf(key);
-  cache?.setChecks(key, { context: source.context, stamps, list });
-  return list;
+  if (cache) cache.setChecks(key, { context: none(list) ? '' : await source.context(), stamps, list });
+  job.checks = list;
 }
 
 /** A shadow plane's answer for each key, beside the live one. */
@@ -303,9 +321,10 @@ export async function gatherReport(store: Store, o: GatherOptions): Promise<Repo
   const policy = loadTrustPolicy(store.root);
   o.cache?.keepJobs(new Set(keys));
   const bytes = o.bytes ?? new ReportBytes(store);
-  const found = keys.map((k) => jobFrom(store, k, where.get(k), policy, bytes, o.cache));
+  const stamper = new Stamps();
+  const found = keys.map((k) => jobFrom(store, k, where.get(k), policy, bytes, o.cache, stamper));
   const jobs = found.map((f) => f.job);
-  for (const { job, hit } of found) job.checks = await checksFor(job.key, hit, o.checks, o.cache);
+  for (const { job, hit } of found) await checksFor(job, hit, o.checks, o.cache, stamper);
   const planes = ShadowStore.planes(store);
   shadowsOf(store, planes, jobs);
   const checkers = [...o.checks.checkers];

@@ -12,15 +12,22 @@ import { renderPage } from './page.js';
 const MAX_PATHS = 3;
 
 function counts(model: ReportModel): Html {
-  const n = (pred: (j: ReportJob) => boolean) => model.jobs.filter(pred).length;
+  // one pass over the jobs: a state's count, and a received job's by its receipt's status
+  const tally = new Map<string, number>();
+  const add = (word: string) => tally.set(word, (tally.get(word) ?? 0) + 1);
+  for (const j of model.jobs) {
+    add(j.state);
+    if (j.state === 'received' && j.receipt) add(`received ${j.receipt.status}`);
+  }
+  const n = (word: string) => tally.get(word) ?? 0;
   const card = (label: string, value: number | string, detail?: string) =>
     html`<div class="card"><div class="n">${value}</div><div class="l">${label}${detail ? html`<br>${detail}` : ''}</div></div>`;
-  const states = STATE_ORDER.filter((s) => s !== 'unknown' || n((j) => j.state === s) > 0);
-  const received = (status: string) => n((j) => j.state === 'received' && j.receipt?.status === status);
+  const states = STATE_ORDER.filter((s) => s !== 'unknown' || n(s) > 0);
+  const received = (status: string) => n(`received ${status}`);
   return html`<div class="cards">${card('jobs', model.jobs.length)}${states.map((s) =>
     card(
       s,
-      n((j) => j.state === s),
+      n(s),
       s === 'received'
         ? `ok ${received('ok')} · aborted ${received('aborted')} · rejected ${received('rejected')}`
         : undefined,
@@ -65,7 +72,8 @@ function row(job: ReportJob, model: ReportModel): Html {
   const r = job.receipt;
   const status = statusOf(job);
   const tokens = tokensOf(job);
-  const firstLine = job.instruction.split('\n')[0]!;
+  const end = job.instruction.indexOf('\n');
+  const firstLine = end < 0 ? job.instruction : job.instruction.slice(0, end);
   const instruction = firstLine.length > 90 ? `${firstLine.slice(0, 89)}…` : firstLine;
   return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}">
 <td data-v="${job.key}"><a class="mono" href="${href(`jobs/${job.key}.html`)}">${shortKey(job.key)}</a><br><span class="muted">${instruction}</span></td>

@@ -3,18 +3,26 @@
 // which), stamped (inode, size, mtime and ctime, or absent), and what it found; a job whose files all
 // stamp the same is taken from here instead of being read, parsed and hashed again, as git's index trusts
 // a stat (any write changes the ctime). A job's check states are kept the same way, under the checks
-// plane's context (bindings, HEAD's tree) and the stamps of the files they were read from. Per page: its
-// stamp and the digest its last line names, so an untouched page is known by one lstat. Shadow answers
-// are never kept. The cache stands on the renderer's identity, the repository and its trust file:
-// another of any is a fresh start.
+// plane's context (bindings, HEAD's tree) and the stamps of the files they were read from, and with them
+// the digest of the job's page model. Per page: its stamp and the digest its last line names, so an
+// untouched page is known by one lstat. Shadow answers are never kept. The cache stands on the
+// renderer's identity, the repository and its trust file: another of any is a fresh start.
+// The file is JSON lines, one entry a line, the last line of a name winning: a report that changed a few
+// entries appends them instead of writing the whole file again. Every entry carries its own stamps, so a
+// lost or torn line only costs its job a gathering again (an older line of the same name no longer
+// stamps as its files do).
 import { lstatSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { appendFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { sha256Hex } from '../core/sha256.js';
 import { trustFilePath } from '../trust/trust-file.js';
 import type { ReportCheck, ReportJob } from './model.js';
 import { writePage } from './page-file.js';
 
 export const CACHE_FILE = '.report-cache.json';
+
+/** The first line of the file: what the lines below it are. */
+const FORMAT = 'genjob/report-cache@2';
 
 export interface CachedJob {
   /** The state directory and job file the key was found in. */
@@ -23,29 +31,93 @@ export interface CachedJob {
   job: ReportJob;
   /** The job's check states, under the check context and the stamps of the records' files they were read with. */
   checks?: { context: string; stamps: Array<[string, string]>; list: ReportCheck[] };
+  /** The digest of the job's page model (this job, these checks, no shadow answer), once its page was judged. */
+  print?: string;
 }
+
+const MAYBE = { throwIfNoEntry: false } as const;
 
 /** A file's identity and change stamp (times in ms with their fraction: µs), or '-' when there is none. */
 export function stampOf(path: string): string {
-  const st = lstatSync(path, { throwIfNoEntry: false });
+  const st = lstatSync(path, MAYBE);
   return st === undefined ? '-' : `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
 }
 
-/** Every file still stamps as it did. */
-export function fresh(stamps: ReadonlyArray<readonly [string, string]>): boolean {
-  return stamps.every(([path, stamp]) => stampOf(path) === stamp);
+/** The stamp of a file absent because its directory is: it holds while the directory is absent. */
+const NO_DIR = '-/';
+
+/**
+ * The stamps of one gathering. A file absent together with its directory is stamped `-/`, and such a
+ * stamp is checked by one lstat of the directory for every file in it (a checks directory no job has
+ * yet): nothing can appear in a directory that does not exist. A directory is remembered absent only to
+ * check stamps; a new stamp is taken from an lstat made after the file's own, so it never claims more
+ * than was true before the file is read.
+ */
+export class Stamps {
+  /** Directory → whether it was there when first looked at in this gathering. */
+  readonly #dirs = new Map<string, boolean>();
+
+  #dirThere(dir: string): boolean {
+    let there = this.#dirs.get(dir);
+    if (there === undefined) {
+      there = lstatSync(dir, MAYBE) !== undefined;
+      this.#dirs.set(dir, there);
+    }
+    return there;
+  }
+
+  /** `path`'s stamp, taken now. */
+  of(path: string): string {
+    const stamp = stampOf(path);
+    if (stamp !== '-') return stamp;
+    const dir = dirname(path);
+    // a directory seen here in this gathering is taken as still here: the plain stamp is the safe one
+    if (this.#dirs.get(dir) === true) return stamp;
+    const there = lstatSync(dir, MAYBE) !== undefined;
+    this.#dirs.set(dir, there);
+    return there ? stamp : NO_DIR;
+  }
+
+  /** Every file still stamps as it did. */
+  fresh(stamps: ReadonlyArray<readonly [string, string]>): boolean {
+    for (const [path, stamp] of stamps)
+      if (stamp === NO_DIR ? this.#dirThere(dirname(path)) : stampOf(path) !== stamp) return false;
+    return true;
+  }
 }
 
+/** An entry of the file: a job's, or a page's. */
+type Line = { j: CachedJob } | { p: [string, string, string] };
+
 export class ReportCache {
-  /** Set whenever an entry is added, replaced or dropped: only then is the file written again. */
-  changed = false;
+  /** Entries added, replaced or changed since the file was read or written: only they are appended. */
+  readonly #dirtyJobs = new Set<string>();
+  readonly #dirtyPages = new Set<string>();
+  /** The file must be written whole: none yet, another format, a torn end, or an entry dropped. */
+  #whole: boolean;
+  /**
+   * Lines in the file now, superseded ones included: once they outnumber the entries by a quarter, the
+   * file is written whole again (a load never parses much more than it keeps).
+   */
+  #lines: number;
+  /** Jobs this gathering took wholly from the cache (the job and its checks): their page digest stands. */
+  readonly #taken = new WeakSet<ReportJob>();
 
   constructor(
     readonly id: string,
     readonly jobs = new Map<string, CachedJob>(),
     /** Page name (`index.html`, `jobs/<key>.html`) → [its stamp, the digest its last line names]. */
     readonly pages = new Map<string, [string, string]>(),
-  ) {}
+    lines = 0,
+  ) {
+    this.#whole = lines === 0;
+    this.#lines = lines;
+  }
+
+  /** Whether the next save writes anything. */
+  get changed(): boolean {
+    return this.#whole || this.#dirtyJobs.size > 0 || this.#dirtyPages.size > 0;
+  }
 
   /** What the cache stands on: the renderer's identity (it covers the gather's code), the repository, its trust file. */
   static idOf(renderId: string, root: string): string {
@@ -54,30 +126,70 @@ export class ReportCache {
 
   /** The cache in `dir` when it was written under `id`; else an empty one. */
   static load(dir: string, id: string): ReportCache {
+    let text: string;
     try {
-      const doc = JSON.parse(readFileSync(join(dir, CACHE_FILE), 'utf8')) as {
-        id?: unknown;
-        jobs?: CachedJob[];
-        pages?: Array<[string, [string, string]]>;
-      };
-      if (doc.id === id && Array.isArray(doc.jobs) && Array.isArray(doc.pages))
-        return new ReportCache(id, new Map(doc.jobs.map((c) => [c.job.key, c])), new Map(doc.pages));
+      text = readFileSync(join(dir, CACHE_FILE), 'utf8');
     } catch {
-      // none yet, or unreadable: start afresh
+      return new ReportCache(id); // none yet, or unreadable: start afresh
     }
-    return new ReportCache(id);
+    const lines = text.split('\n');
+    try {
+      const head = JSON.parse(lines[0]!) as { format?: unknown; id?: unknown };
+      if (head.format !== FORMAT || head.id !== id) return new ReportCache(id);
+    } catch {
+      return new ReportCache(id);
+    }
+    const jobs = new Map<string, CachedJob>();
+    const pages = new Map<string, [string, string]>();
+    let count = 1;
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i]!;
+      if (line === '') continue;
+      count += 1;
+      try {
+        const entry = JSON.parse(line) as Line;
+        if ('j' in entry) jobs.set(entry.j.job.key, entry.j);
+        else pages.set(entry.p[0], [entry.p[1], entry.p[2]]);
+      } catch {
+        // a line torn by a crash: its entry is gathered or judged again
+      }
+    }
+    const cache = new ReportCache(id, jobs, pages, count);
+    // a torn end would swallow the next line appended: write the whole file instead
+    if (!text.endsWith('\n')) cache.#whole = true;
+    return cache;
   }
 
   setJob(key: string, c: CachedJob): void {
-    if (this.jobs.get(key) !== c) this.changed = true;
+    if (this.jobs.get(key) === c) return;
     this.jobs.set(key, c);
+    this.#dirtyJobs.add(key);
   }
 
   setChecks(key: string, checks: NonNullable<CachedJob['checks']>): void {
     const entry = this.jobs.get(key);
     if (!entry) return;
     entry.checks = checks;
-    this.changed = true;
+    delete entry.print;
+    this.#dirtyJobs.add(key);
+  }
+
+  /** `job` was taken from its entry as it is, checks included (gather.ts). */
+  taken(job: ReportJob): void {
+    this.#taken.add(job);
+  }
+
+  /** The page digest of a job taken whole from the cache that has no shadow answer; else undefined. */
+  printOf(job: ReportJob): string | undefined {
+    return this.#taken.has(job) && job.shadows.length === 0 ? this.jobs.get(job.key)?.print : undefined;
+  }
+
+  /** Remember `job`'s page digest, when it is one the entry can stand for (no shadow answer is kept). */
+  setPrint(job: ReportJob, print: string): void {
+    const entry = this.jobs.get(job.key);
+    if (!entry || job.shadows.length > 0 || entry.print === print) return;
+    entry.print = print;
+    this.#dirtyJobs.add(job.key);
   }
 
   /** Keep only these jobs' entries. */
@@ -85,7 +197,7 @@ export class ReportCache {
     for (const key of this.jobs.keys())
       if (!keys.has(key)) {
         this.jobs.delete(key);
-        this.changed = true;
+        this.#whole = true;
       }
   }
 
@@ -93,17 +205,45 @@ export class ReportCache {
     const had = this.pages.get(name);
     if (had?.[0] === stamp && had[1] === fingerprint) return;
     this.pages.set(name, [stamp, fingerprint]);
-    this.changed = true;
+    this.#dirtyPages.add(name);
   }
 
   dropPage(name: string): void {
-    if (this.pages.delete(name)) this.changed = true;
+    if (this.pages.delete(name)) this.#whole = true;
+  }
+
+  /** The lines of these entries. */
+  #text(jobs: Iterable<string>, pages: Iterable<string>): string[] {
+    const out: string[] = [];
+    for (const key of jobs) {
+      const j = this.jobs.get(key);
+      if (j) out.push(JSON.stringify({ j }));
+    }
+    for (const name of pages) {
+      const p = this.pages.get(name);
+      if (p) out.push(JSON.stringify({ p: [name, p[0], p[1]] }));
+    }
+    return out;
   }
 
   async save(dir: string): Promise<void> {
     if (!this.changed) return;
-    const doc = { id: this.id, jobs: [...this.jobs.values()], pages: [...this.pages] };
-    await writePage(join(dir, CACHE_FILE), dir, JSON.stringify(doc), true);
-    this.changed = false;
+    const file = join(dir, CACHE_FILE);
+    const adds = this.#dirtyJobs.size + this.#dirtyPages.size;
+    const live = this.jobs.size + this.pages.size;
+    if (!this.#whole && this.#lines + adds <= live + live / 4 + 64) {
+      await appendFile(file, `${this.#text(this.#dirtyJobs, this.#dirtyPages).join('\n')}\n`);
+      this.#lines += adds;
+    } else {
+      const lines = [
+        JSON.stringify({ format: FORMAT, id: this.id }),
+        ...this.#text(this.jobs.keys(), this.pages.keys()),
+      ];
+      await writePage(file, dir, `${lines.join('\n')}\n`, true);
+      this.#lines = lines.length;
+      this.#whole = false;
+    }
+    this.#dirtyJobs.clear();
+    this.#dirtyPages.clear();
   }
 }

@@ -133,7 +133,9 @@ export async function writeReport(
   for (const job of model.jobs) {
     const name = `${job.key}.html`;
     jobPages.add(name);
-    const fp = fingerprint(assets, 'job', job);
+    // a job taken whole from the cache has the page digest it had: no need to serialise and hash it again
+    const fp = cache?.printOf(job) ?? fingerprint(assets, 'job', job);
+    cache?.setPrint(job, fp);
     jobPrints.push(fp);
     await page(join(jobsDir, name), jobsDir, `jobs/${name}`, fp, () =>
       renderJob(job, jobPageBytes(bytes, job), assets, fp),

@@ -2,7 +2,7 @@
 // encoder), read through check-source.ts, say what check-state.ts says (verdict, marks, staleness, the
 // record that speaks), with the attempts' logs and a judge's samples and spend; a report cache keeps a
 // job's checks only while the context and the record directories stay as they were.
-import { writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkStates } from '../../src/check/check-state.js';
@@ -135,6 +135,56 @@ describe('checkSource', () => {
       ['tests', 'missing', undefined],
       ['lint', 'pass', 'binding'],
     ]);
+  });
+
+  it('runs no git for jobs without a checker, declared or recorded', async () => {
+    const { root, store } = fixtureRepo(2);
+    // a git that says where it was run, first on the PATH
+    const bin = join(root, '..', 'bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'git'), `#!/bin/sh\necho ran >> '${join(root, '..', 'git-ran')}'\nexit 128\n`, {
+      mode: 0o755,
+    });
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path}`;
+    try {
+      const model = await gatherReport(store, {
+        checks: await checkSource(root),
+        cache: new ReportCache('x'),
+      });
+      expect(model.jobs.map((j) => j.checks)).toEqual([[], []]);
+      expect(existsSync(join(root, '..', 'git-ran'))).toBe(false);
+      // once a checker is declared, the context is made (HEAD's tree is asked of git)
+      writeFileSync(
+        join(root, 'genjob.config.json'),
+        JSON.stringify({ checkers: { tests: { run: 'true' } } }),
+      );
+      await gatherReport(store, { checks: await checkSource(root), cache: new ReportCache('x') });
+      expect(existsSync(join(root, '..', 'git-ran'))).toBe(true);
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
+  it('a checker declared later changes the context: a cached job shows it', async () => {
+    // no commit: no HEAD, so no binding either; the declared checkers alone tell the contexts apart
+    const { root, store, jobs } = fixtureRepo(1);
+    const declare = (names: string[]) =>
+      writeFileSync(
+        join(root, 'genjob.config.json'),
+        JSON.stringify({ checkers: Object.fromEntries(names.map((n) => [n, { run: 'true' }])) }),
+      );
+    const cache = new ReportCache('x');
+    declare(['tests']);
+    await gatherReport(store, { checks: await checkSource(root), cache });
+    declare(['tests', 'lint']);
+    const model = await gatherReport(store, { checks: await checkSource(root), cache });
+    expect(
+      model.jobs
+        .find((j) => j.key === jobs[0]!.key)!
+        .checks.map((c) => c.checker)
+        .sort(),
+    ).toEqual(['lint', 'tests']);
   });
 
   it('a report cache takes a job’s checks again once a record is added for it', async () => {

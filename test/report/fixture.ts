@@ -67,7 +67,7 @@ export function tableChecks(checkers: string[], table: Map<string, ReportCheck[]
   // the table is its own context: a report cache keeps no check of a table that changed since
   return {
     checkers,
-    context: sha256(JSON.stringify([...table])),
+    context: async () => sha256(JSON.stringify([...table])),
     filesOf: () => [],
     checksOf: async (key) => table.get(key) ?? [],
   };

@@ -1,11 +1,23 @@
 // The report's cache: a job whose files all stamp the same is taken from it; any write to a file the job
 // was gathered from (its receipt, an output, an input in the tree, a move to another state) makes it be
 // gathered again; checks are asked afresh either way; a page edited or removed by hand is written
-// again; the file is written only when something changed; a cache of another renderer, repository or
-// trust file, or one that does not parse, is ignored.
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+// again, and so is the page of a job whose checks or shadow answers changed though its files did not;
+// the file is written only when something changed, a few changed entries are appended to it, and a
+// line torn off it costs only its entry; a cache of another renderer, repository or trust file, or one
+// that does not parse, is ignored.
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { canonical, sha256 } from '../../bench/fixtures.mjs';
 import { loadAssets } from '../../src/report/assets.js';
 import { type CheckSource, NO_CHECKS } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
@@ -21,16 +33,10 @@ function mark(cache: ReportCache): void {
 }
 
 /** One report into `dir` as the command makes it: load the cache, gather, write, save. */
-async function report(store: Store, dir: string) {
+async function report(store: Store, dir: string, checks: CheckSource = NO_CHECKS) {
   const assets = loadAssets();
   const cache = ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root));
-  const out = await writeReport(
-    store,
-    await gatherReport(store, { checks: NO_CHECKS, cache }),
-    dir,
-    assets,
-    cache,
-  );
+  const out = await writeReport(store, await gatherReport(store, { checks, cache }), dir, assets, cache);
   await cache.save(dir);
   return out;
 }
@@ -99,7 +105,7 @@ describe('the report cache', () => {
     const asked: string[] = [];
     const source = (context: string): CheckSource => ({
       checkers: ['tests'],
-      context,
+      context: async () => context,
       filesOf: (key) => [join(records, key)],
       checksOf: async (key) => {
         asked.push(key);
@@ -134,6 +140,174 @@ describe('the report cache', () => {
     const again = await report(store, dir);
     expect(again.written.sort()).toEqual([`jobs/${jobs[0]!.key}.html`, `jobs/${jobs[1]!.key}.html`].sort());
     expect(readFileSync(edited, 'utf8')).not.toContain('<h1>edited ');
+  });
+
+  it('sees a check record made in a directory that did not exist (a missing directory stands for its files)', async () => {
+    const { root, store, jobs } = fixtureRepo(2);
+    const records = join(root, '.gen', 'fake-checks');
+    const asked: string[] = [];
+    const source: CheckSource = {
+      checkers: ['tests'],
+      context: async () => 'c',
+      filesOf: (key) => [join(records, key)],
+      checksOf: async (key) => {
+        asked.push(key);
+        return [check('tests', 'pass')];
+      },
+    };
+    const cache = new ReportCache('x');
+    await gatherReport(store, { checks: source, cache });
+    // stamped by its missing directory, so the next gathering lstats that directory once for both jobs
+    expect(cache.jobs.get(jobs[0]!.key)!.checks!.stamps).toEqual([[join(records, jobs[0]!.key), '-/']]);
+    asked.length = 0;
+    await gatherReport(store, { checks: source, cache });
+    expect(asked).toEqual([]);
+    mkdirSync(records);
+    writeFileSync(join(records, jobs[0]!.key), 'a record');
+    await gatherReport(store, { checks: source, cache });
+    // the directory is there now: every file stamped by its absence is asked again
+    expect(asked.sort()).toEqual(jobs.map((j) => j.key).sort());
+    // and stamped on its own from now on, so a file that appears later is seen too
+    expect(cache.jobs.get(jobs[1]!.key)!.checks!.stamps).toEqual([[join(records, jobs[1]!.key), '-']]);
+    asked.length = 0;
+    writeFileSync(join(records, jobs[1]!.key), 'a record');
+    await gatherReport(store, { checks: source, cache });
+    expect(asked).toEqual([jobs[1]!.key]);
+  });
+
+  it('makes no check context for jobs without a checker, and asks again once one is recorded or declared', async () => {
+    const { root, store, jobs } = fixtureRepo(2);
+    const records = join(root, '.gen', 'fake-checks');
+    let contexts = 0;
+    const source = (checkers: string[]): CheckSource => ({
+      checkers,
+      // the declared checkers are part of the context, as checkSource makes it
+      context: async () => {
+        contexts += 1;
+        return checkers.join(',');
+      },
+      filesOf: (key) => [join(records, key)],
+      checksOf: async (key) => [
+        ...checkers.map((c) => check(c, 'missing')),
+        ...(existsSync(join(records, key)) ? [check('tests', 'pass')] : []),
+      ],
+    });
+    const cache = new ReportCache('x');
+    await gatherReport(store, { checks: source([]), cache });
+    const again = await gatherReport(store, { checks: source([]), cache });
+    expect(again.jobs.map((j) => j.checks)).toEqual([[], []]);
+    expect(contexts).toBe(0);
+    mkdirSync(records);
+    writeFileSync(join(records, jobs[0]!.key), 'a record');
+    const recorded = await gatherReport(store, { checks: source([]), cache });
+    expect(recorded.jobs.find((j) => j.key === jobs[0]!.key)!.checks.map((c) => c.verdict)).toEqual(['pass']);
+    expect(contexts).toBeGreaterThan(0);
+    // a checker declared now: the job that had none shows it, though its files stamp the same
+    const declared = await gatherReport(store, { checks: source(['lint']), cache });
+    expect(declared.jobs.find((j) => j.key === jobs[1]!.key)!.checks.map((c) => c.checker)).toEqual(['lint']);
+  });
+
+  it("writes a job's page again when its checks change though none of its files did", async () => {
+    const { store, jobs } = fixtureRepo(2);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    const table = new Map([[jobs[0]!.key, [check('tests', 'pass')]]]);
+    await report(store, dir, tableChecks(['tests'], table));
+    expect((await report(store, dir, tableChecks(['tests'], table))).written).toEqual([]);
+    table.set(jobs[0]!.key, [check('tests', 'fail')]);
+    const again = await report(store, dir, tableChecks(['tests'], table));
+    expect(again.written).toContain(`jobs/${jobs[0]!.key}.html`);
+    expect(readFileSync(join(dir, 'jobs', `${jobs[0]!.key}.html`), 'utf8')).toContain('v-fail');
+  });
+
+  it('writes the job pages again when a shadow plane answers, and again when it is gone', async () => {
+    const { store, jobs } = fixtureRepo(2);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await report(store, dir);
+    const j = jobs[0]!;
+    const plane = join(store.layout.gen, 'shadow', 'alt', 'results', j.key);
+    mkdirSync(dirname(join(plane, 'files', j.path)), { recursive: true });
+    writeFileSync(join(plane, 'files', j.path), j.after);
+    const receipt = JSON.parse(readFileSync(store.layout.receipt(j.key), 'utf8')) as Record<string, unknown>;
+    const outputs = [{ path: j.path, sha256: sha256(j.after), bytes: Buffer.byteLength(j.after) }];
+    writeFileSync(join(plane, 'receipt.json'), canonical({ ...receipt, outputs, plane: 'shadow:alt' }));
+    const pages = jobs.map((x) => `jobs/${x.key}.html`).sort();
+    expect((await report(store, dir)).written.filter((p) => p.startsWith('jobs/')).sort()).toEqual(pages);
+    expect(readFileSync(join(dir, 'jobs', `${j.key}.html`), 'utf8')).toContain('shadow:alt');
+    rmSync(join(store.layout.gen, 'shadow'), { recursive: true });
+    expect((await report(store, dir)).written.filter((p) => p.startsWith('jobs/')).sort()).toEqual(pages);
+    expect(readFileSync(join(dir, 'jobs', `${j.key}.html`), 'utf8')).not.toContain('shadow:alt');
+  });
+
+  it('appends the entries a report changed to the file, and the next report reads them', async () => {
+    const { store, jobs } = fixtureRepo(3);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await report(store, dir);
+    const file = join(dir, CACHE_FILE);
+    const before = statSync(file);
+    patchReceipt(store, jobs[1]!.key, { usage: { prompt_tokens: 5, completion_tokens: 6, requests: 1 } });
+    expect((await report(store, dir)).written).toContain(`jobs/${jobs[1]!.key}.html`);
+    const after = statSync(file);
+    expect(after.ino).toBe(before.ino);
+    expect(after.size).toBeGreaterThan(before.size);
+    const cache = ReportCache.load(dir, ReportCache.idOf(loadAssets().renderId, store.root));
+    expect(cache.jobs.get(jobs[1]!.key)!.job.receipt!.usage).toEqual({
+      prompt: 5,
+      completion: 6,
+      requests: 1,
+    });
+    expect((await report(store, dir)).written).toEqual([]);
+  });
+
+  it('gathers again a job whose newest line was torn off, and then writes the file whole', async () => {
+    const { store, jobs } = fixtureRepo(2);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await report(store, dir);
+    const file = join(dir, CACHE_FILE);
+    const size = statSync(file).size;
+    patchReceipt(store, jobs[0]!.key, { usage: { prompt_tokens: 7, completion_tokens: 1, requests: 1 } });
+    await report(store, dir);
+    // a crash in the append: only part of the job's new line reached the file
+    truncateSync(file, size + 40);
+    const id = ReportCache.idOf(loadAssets().renderId, store.root);
+    const torn = ReportCache.load(dir, id);
+    mark(torn);
+    const model = await gatherReport(store, { checks: NO_CHECKS, cache: torn });
+    const of = (k: string) => model.jobs.find((x) => x.key === k)!;
+    // the older line of the job no longer stamps as its receipt does
+    expect(of(jobs[0]!.key).instruction).not.toMatch(/^cached: /);
+    expect(of(jobs[0]!.key).receipt!.usage).toEqual({ prompt: 7, completion: 1, requests: 1 });
+    expect(of(jobs[1]!.key).instruction).toMatch(/^cached: /);
+    const ino = statSync(file).ino;
+    await report(store, dir);
+    expect(statSync(file).ino).not.toBe(ino);
+    expect(readFileSync(file, 'utf8').endsWith('\n')).toBe(true);
+    expect(ReportCache.load(dir, id).jobs.size).toBe(2);
+  });
+
+  it('writes the file whole again once superseded lines outnumber its entries', async () => {
+    const dir = tempDir('genjob-report-cache-');
+    const cache = new ReportCache('x');
+    for (let i = 0; i < 200; i++) {
+      cache.setPage('index.html', `stamp-${i}`, 'f'.repeat(64));
+      await cache.save(dir);
+    }
+    const lines = readFileSync(join(dir, CACHE_FILE), 'utf8').split('\n').length - 1;
+    expect(lines).toBeLessThanOrEqual(1 + 1 + 64 + 1);
+    expect(ReportCache.load(dir, 'x').pages.get('index.html')).toEqual(['stamp-199', 'f'.repeat(64)]);
+  });
+
+  it('writes the file whole again when a job left the report', async () => {
+    const { root, store, jobs } = fixtureRepo(2);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await report(store, dir);
+    const ino = statSync(join(dir, CACHE_FILE)).ino;
+    rmSync(join(root, '.gen', 'received', `${jobs[0]!.key}.json`));
+    rmSync(store.layout.receipt(jobs[0]!.key));
+    expect((await report(store, dir)).removed).toEqual([`jobs/${jobs[0]!.key}.html`]);
+    expect(statSync(join(dir, CACHE_FILE)).ino).not.toBe(ino);
+    const cache = ReportCache.load(dir, ReportCache.idOf(loadAssets().renderId, store.root));
+    expect([...cache.jobs.keys()]).toEqual([jobs[1]!.key]);
+    expect([...cache.pages.keys()]).not.toContain(`jobs/${jobs[0]!.key}.html`);
   });
 
   it('leaves the cache file alone when nothing changed', async () => {
