@@ -98,13 +98,13 @@ function unifiedRows(rows: readonly Row[]): Html[] {
 export function diffView(before: Uint8Array | null, after: Uint8Array | null): DiffView {
   const size = (b: Uint8Array | null) => (b === null ? 'absent' : `${b.length} bytes`);
   if ((before !== null && isBinary(before)) || (after !== null && isBinary(after)))
-    return { kind: 'note', note: `binary file: ${size(before)} → ${size(after)}` };
+    return { kind: 'note', note: `binary file: ${size(before)} \u2192 ${size(after)}` };
   const text = (b: Uint8Array | null) => (b === null ? '' : Buffer.from(b).toString('utf8'));
   const hunks = hunksOf(text(before), text(after));
   if (!hunks)
     return {
       kind: 'note',
-      note: `over ${MAX_EDIT} lines changed: too large to draw (${size(before)} → ${size(after)})`,
+      note: `over ${MAX_EDIT} lines changed: too large to draw (${size(before)} \u2192 ${size(after)})`,
     };
   if (hunks.length === 0) return { kind: 'note', note: 'no change: the bytes are identical' };
   const count = (sign: string) => hunks.reduce((n, h) => n + h.rows.filter((r) => r.sign === sign).length, 0);

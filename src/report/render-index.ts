@@ -29,7 +29,7 @@ function counts(model: ReportModel): Html {
       s,
       n(s),
       s === 'received'
-        ? `ok ${received('ok')} · aborted ${received('aborted')} · rejected ${received('rejected')}`
+        ? `ok ${received('ok')} \u00b7 aborted ${received('aborted')} \u00b7 rejected ${received('rejected')}`
         : undefined,
     ),
   )}</div>`;
@@ -74,7 +74,7 @@ function row(job: ReportJob, model: ReportModel): Html {
   const tokens = tokensOf(job);
   const end = job.instruction.indexOf('\n');
   const firstLine = end < 0 ? job.instruction : job.instruction.slice(0, end);
-  const instruction = firstLine.length > 90 ? `${firstLine.slice(0, 89)}…` : firstLine;
+  const instruction = firstLine.length > 90 ? `${firstLine.slice(0, 89)}\u2026` : firstLine;
   return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}">
 <td data-v="${job.key}"><a class="mono" href="${href(`jobs/${job.key}.html`)}">${shortKey(job.key)}</a><br><span class="muted">${instruction}</span></td>
 <td data-v="${STATE_ORDER.indexOf(job.state)}">${badge('s', job.state)}</td>
@@ -108,7 +108,7 @@ export function renderIndex(model: ReportModel, assets: Assets, fingerprint: str
   const column = (label: string, type: 'num' | 'text' = 'text', right = type === 'num') =>
     html`<th data-type="${type}"${right ? html` class="num"` : ''}><button type="button">${label}</button></th>`;
   const body = html`<h1>genjob report: ${model.title}</h1>
-<p class="sub">${model.jobs.length} job(s)${model.checkers.length ? html` · checkers: ${model.checkers.join(', ')}` : ''}${model.planes.length ? html` · shadow planes: ${model.planes.join(', ')}` : ''}</p>
+<p class="sub">${model.jobs.length} job(s)${model.checkers.length ? html` \u00b7 checkers: ${model.checkers.join(', ')}` : ''}${model.planes.length ? html` \u00b7 shadow planes: ${model.planes.join(', ')}` : ''}</p>
 ${counts(model)}
 <div class="panels">
 <section><h2>Gate</h2>${gate(model)}</section>

@@ -22,7 +22,7 @@ export interface JobPageBytes {
 }
 
 const facts = (rows: ReadonlyArray<readonly [string, Html | string | number | null]>) =>
-  html`<table class="facts">${rows.map(([k, v]) => html`<tr><th>${k}</th><td>${v ?? html`<span class="muted">—</span>`}</td></tr>`)}</table>`;
+  html`<table class="facts">${rows.map(([k, v]) => html`<tr><th>${k}</th><td>${v ?? html`<span class="muted">\u2014</span>`}</td></tr>`)}</table>`;
 
 function view(v: DiffView | undefined): Html {
   if (!v) return html`<p class="note">no diff drawn</p>`;
@@ -42,9 +42,9 @@ function output(f: ReportFile, v: DiffView | undefined, n: number): Html {
   const note = FILE_NOTES[f.bytes];
   const counts =
     v?.kind === 'text'
-      ? html` <span class="v-pass">+${v.added}</span> <span class="v-fail">−${v.removed}</span>`
+      ? html` <span class="v-pass">+${v.added}</span> <span class="v-fail">\u2212${v.removed}</span>`
       : '';
-  return html`<div class="file" id="file-${n}"><div class="file-head"><span class="mono">${f.path}</span>${counts} <span class="muted mono">${f.input === null ? 'created' : `from sha256:${f.input.slice(0, 12)}`} → sha256:${f.sha256.slice(0, 12)}</span></div>
+  return html`<div class="file" id="file-${n}"><div class="file-head"><span class="mono">${f.path}</span>${counts} <span class="muted mono">${f.input === null ? 'created' : `from sha256:${f.input.slice(0, 12)}`} \u2192 sha256:${f.sha256.slice(0, 12)}</span></div>
 ${note ? html`<p class="note bad">${note}</p>` : !f.inputFound ? html`<p class="note">the input's bytes (sha256:${f.input?.slice(0, 12)}) are no longer at hand: the file changed since mint and was never applied; drawn as a new file</p>` : ''}
 ${note ? '' : html`<div class="file-body">${view(v)}</div>`}</div>`;
 }
@@ -134,7 +134,7 @@ ${s.files
 
 export function renderJob(job: ReportJob, bytes: JobPageBytes, assets: Assets, fingerprint: string): string {
   const r = job.receipt;
-  const body = html`<nav class="top"><a href="${href('../index.html')}">← all jobs</a></nav>
+  const body = html`<nav class="top"><a href="${href('../index.html')}">\u2190 all jobs</a></nav>
 <h1>job <span class="mono">${shortKey(job.key)}</span> ${badge('s', job.state)} ${badge('s', statusOf(job))}</h1>
 ${facts([
   ['key', html`<span class="mono">${job.key}</span>`],

@@ -54,7 +54,7 @@ const NO_DIR = '-/';
  * than was true before the file is read.
  */
 export class Stamps {
-  /** Directory → whether it was there when first looked at in this gathering. */
+  /** Directory -> whether it was there when first looked at in this gathering. */
   readonly #dirs = new Map<string, boolean>();
 
   #dirThere(dir: string): boolean {

@@ -81,6 +81,12 @@ describe('the bundle loader', () => {
     expect(JSON.parse(run(pkg, ['status', '--json'], repo))).toMatchObject({ ok: true });
   });
 
+  it('is ASCII, so V8 holds it as a one-byte string, decoded by a copy', () => {
+    // esbuild escapes non-ASCII in strings, not in template literals or comments: write \u escapes there
+    const lines = readFileSync(join(PKG, 'dist', 'genjob.cjs'), 'utf8').split('\n');
+    expect(lines.filter((l) => /[^\x00-\x7f]/.test(l)).map((l) => l.trim().slice(0, 80))).toEqual([]);
+  });
+
   it('runs the bundle in strict mode, as the ES modules it was built from', () => {
     // the build puts the directive first, and the loader's wrapper keeps it first
     expect(readFileSync(join(PKG, 'dist', 'genjob.cjs'), 'utf8').startsWith('"use strict";\n')).toBe(true);
