@@ -30,7 +30,7 @@ const wrap = (source) => `(function (exports, require, module, __filename, __dir
 /** The bundle's bytes compiled as its module wrapper, with V8 `cachedData` when given (see script.cachedDataRejected). */
 export function compileBundle(bundle, bytes, cachedData = undefined) {
   // the build keeps the bundle ASCII, which latin1 decodes as a copy (utf8 costs several times more)
-  const source = isAscii(bytes) ? bytes.latin1Slice() : bytes.toString('utf8');
+  const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
   return new vm.Script(wrap(source), { filename: bundle, cachedData });
 }
 
