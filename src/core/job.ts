@@ -5,7 +5,7 @@
 // are some, so every job minted without them keeps its key and digest. Operational facts (attempts,
 // workers, times) never enter the document, so retries keep the digest.
 // No zod here: minting must not pay for the schema library (see job-schema.ts for parsing).
-import { canonicalBytes } from './canonical-json.js';
+import { canonicalJson } from './canonical-json.js';
 import { UsageError } from './errors.js';
 import { ancestors, foldedPath, pathProblem } from './paths.js';
 import { sha256Hex } from './sha256.js';
@@ -65,11 +65,11 @@ export function workOrderKey(
   reads: readonly JobRead[] = [],
 ): string {
   const order = { instruction, inputs: digestMap(inputs) };
-  return sha256Hex(canonicalBytes(reads.length > 0 ? { ...order, reads: digestMap(reads) } : order));
+  return sha256Hex(canonicalJson(reads.length > 0 ? { ...order, reads: digestMap(reads) } : order));
 }
 
 export function jobDigest(job: Job): string {
-  return sha256Hex(canonicalBytes(job));
+  return sha256Hex(canonicalJson(job));
 }
 
 function byPath<T extends { path: string }>(files: readonly T[]): T[] {

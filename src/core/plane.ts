@@ -2,7 +2,7 @@
 // of another generator that must never reach the tree). The plane is a receipt field, so it sits
 // inside what is hashed and signed; a receipt without the field predates planes and is live.
 import { ShadowPlaneError } from './errors.js';
-import { splitEnvelope } from './receipt-peek.js';
+import { peekReceipt } from './receipt-peek.js';
 
 export const LIVE_PLANE = 'live';
 export const SHADOW_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -15,11 +15,13 @@ export function planeOf(receipt: { plane?: string | undefined }): string {
 
 /** The plane a receipt file names, read without trusting it; null when unreadable. */
 export function peekPlane(bytes: Uint8Array): string | null {
+  return payloadPlane(peekReceipt(bytes).payload);
+}
+
+/** The plane an untrusted payload (peekReceipt's) names; null when there is none to read. */
+export function payloadPlane(payload: Record<string, unknown> | null): string | null {
   try {
-    const { payload } = splitEnvelope(
-      JSON.parse(Buffer.from(bytes).toString('utf8')) as Record<string, unknown>,
-    );
-    return payload.plane === undefined ? LIVE_PLANE : String(payload.plane);
+    return payload === null ? null : payload.plane === undefined ? LIVE_PLANE : String(payload.plane);
   } catch {
     return null;
   }

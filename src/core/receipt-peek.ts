@@ -16,7 +16,23 @@ export function splitEnvelope(doc: Record<string, unknown>): {
 }
 
 function peekPayload(bytes: Uint8Array): Record<string, unknown> {
-  return splitEnvelope(JSON.parse(Buffer.from(bytes).toString('utf8')) as Record<string, unknown>).payload;
+  // a view on the same memory, not a copy
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+  return splitEnvelope(JSON.parse(text) as Record<string, unknown>).payload;
+}
+
+/** A receipt file's bytes with its payload parsed untrusted, once for every peek: null when it does not parse. */
+export interface PeekedReceipt {
+  bytes: Uint8Array;
+  payload: Record<string, unknown> | null;
+}
+
+export function peekReceipt(bytes: Uint8Array): PeekedReceipt {
+  try {
+    return { bytes, payload: peekPayload(bytes) ?? null };
+  } catch {
+    return { bytes, payload: null };
+  }
 }
 
 export function peekEpoch(bytes: Uint8Array): number {

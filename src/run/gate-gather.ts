@@ -5,7 +5,7 @@
 // so tests drive the gate with any reader). Reads only: the decision is gate-decision.ts's.
 import { GenjobError } from '../core/errors.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
-import { splitEnvelope } from '../core/receipt-peek.js';
+import { peekReceipt } from '../core/receipt-peek.js';
 import { sha256Hex } from '../core/sha256.js';
 import { deadReason } from '../store/dead-jobs.js';
 import { readRecord } from '../store/durable.js';
@@ -42,9 +42,9 @@ function liveStates(store: Store): Map<string, JobState> {
   return where;
 }
 
-function receiptStatus(bytes: Buffer): string {
+function receiptStatus(payload: Record<string, unknown> | null): string {
   try {
-    return String(splitEnvelope(JSON.parse(bytes.toString('utf8'))).payload.status);
+    return payload === null ? 'unreadable' : String(payload.status);
   } catch {
     return 'unreadable';
   }
@@ -75,11 +75,13 @@ async function outcomeOf(
   const bytes = readRecord(store, store.layout.receipt(key));
   // a retry sets the receipt aside before it requeues the job: received without one is on its way back
   if (bytes === undefined && state === 'received') return { kind: 'pending', state: 'received' };
-  const status = bytes === undefined ? 'missing' : receiptStatus(bytes);
+  // parsed once: its status here, its plane in verifyKey, which checks these very bytes
+  const peeked = bytes === undefined ? undefined : peekReceipt(bytes);
+  const status = peeked === undefined ? 'missing' : receiptStatus(peeked.payload);
   const receiptDigest = bytes === undefined ? null : sha256Hex(bytes);
   if (status !== 'ok') return { kind: 'receipt', status, receiptDigest, problem: null };
   try {
-    await verifyKey(store, key, trust, state);
+    await verifyKey(store, key, trust, state, peeked);
     return { kind: 'receipt', status, receiptDigest, problem: null };
   } catch (err) {
     if (!(err instanceof GenjobError)) throw err;

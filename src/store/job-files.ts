@@ -16,6 +16,15 @@ export function loadJob(
   const bytes = readRecord(store, file);
   if (bytes === undefined)
     throw new UsageError('EGJ_NOT_IN_STATE', `${file}: job ${key.slice(0, 12)} is not in ${state}/`);
+  return parseJobFile(state, file, bytes);
+}
+
+/** A job file's bytes as read from `state`/ (by findJob, say), checked as loadJob does: no second read. */
+export function parseJobFile(
+  state: JobState,
+  file: string,
+  bytes: Buffer,
+): { job: Job; digest: string; bytes: Buffer } {
   // applied/ and reverted/ hold the apply record, which embeds the job document
   if (RECORD_STATES.has(state)) {
     const record = JSON.parse(bytes.toString('utf8')) as { job: unknown };

@@ -46,18 +46,27 @@ export function readRecordFile(
     if (!st.isFile()) throw new RecordUnreadableError(path, kindOf(st));
     if (st.size > maxBytes)
       throw new RecordUnreadableError(path, `is ${st.size} bytes, over the cap of ${maxBytes}`);
-    const chunks: Buffer[] = [];
+    // sized from the fstat, one byte over so growth shows: a record is one read into a buffer of its own
+    // size (a small one comes from Node's pool) instead of 64 KiB reads, a second one to see the end,
+    // and a copy; for a regular file a read shorter than asked is the end
+    let buf = Buffer.allocUnsafe(st.size + 1);
     let total = 0;
     for (;;) {
-      const buf = Buffer.allocUnsafe(Math.min(CHUNK, maxBytes + 1 - total));
-      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (total === buf.length) {
+        // it grew since the fstat: make room (the cap stops it below)
+        const bigger = Buffer.allocUnsafe(Math.min(Math.max(2 * buf.length, CHUNK), maxBytes + 1));
+        buf.copy(bigger, 0, 0, total);
+        buf = bigger;
+      }
+      const n = fs.readSync(fd, buf, total, buf.length - total, null);
       if (n === 0) break;
-      chunks.push(buf.subarray(0, n));
       total += n;
       if (total > maxBytes)
         throw new RecordUnreadableError(path, `grew past the cap of ${maxBytes} bytes while read`);
+      // the fstat's size reached by a read shorter than asked (the buffer has one byte more): the end
+      if (total === st.size) break;
     }
-    return Buffer.concat(chunks, total);
+    return buf.subarray(0, total);
   } catch (err) {
     if (err instanceof RecordUnreadableError) throw err;
     throw IoError.wrap('read', path, err);

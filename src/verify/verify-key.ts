@@ -6,17 +6,18 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { errnoOf, IoError, RejectedError, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
-import { peekPlane, planeOf, refuseShadow } from '../core/plane.js';
+import { payloadPlane, planeOf, refuseShadow } from '../core/plane.js';
 import type { Receipt } from '../core/receipt.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
+import { type PeekedReceipt, peekReceipt } from '../core/receipt-peek.js';
 import { sha256Hex } from '../core/sha256.js';
 import { checkReceipt } from '../core/verify-rules.js';
 import { currentEpoch } from '../store/attempts.js';
 import { readRecord } from '../store/durable.js';
 import { hashSmallFileSync, SMALL_FILE_BYTES } from '../store/hash-file.js';
 import { hashFiles } from '../store/hash-files.js';
-import { loadJob } from '../store/job-files.js';
+import { parseJobFile } from '../store/job-files.js';
 import { findJob } from '../store/job-states.js';
 import type { JobState } from '../store/layout.js';
 import type { Store } from '../store/store.js';
@@ -34,12 +35,15 @@ export interface Verified {
 /**
  * `hint`: the state the caller just found the key in (the run gate lists every state once), so its file
  * is read first instead of looking in every state; a key that moved meanwhile is looked up as usual.
+ * `receipt`: the receipt file as the caller just read and peeked it (the run gate reads it for its status
+ * and digest), verified as it is instead of read again: the bytes checked are the bytes it records.
  */
 export async function verifyKey(
   store: Store,
   key: string,
   policy: ReceiptTrustPolicy,
   hint?: JobState,
+  receipt?: PeekedReceipt,
 ): Promise<Verified> {
   const hinted = hint === undefined ? undefined : readRecord(store, store.layout.jobFile(hint, key));
   const found =
@@ -60,18 +64,32 @@ export async function verifyKey(
       'EGJ_PRUNED',
       `${tombstoneFile(store, key)}: key ${key.slice(0, 12)} was applied and genjob gc began pruning its material on ${prunedOn(tomb)}; nothing to verify (run genjob gc to finish)`,
     );
-  const { job, digest } = loadJob(store, found.state, key);
+  // the bytes found are the job: parsed as they are, not read a second time
+  const { job, digest } = parseJobFile(found.state, found.file, found.bytes);
   const receiptFile = store.layout.receipt(key);
-  const bytes = readRecord(store, receiptFile);
-  if (bytes === undefined)
+  const peeked = receipt ?? readPeeked(store, receiptFile);
+  if (peeked === undefined)
     throw new RejectedError('EGJ_RECEIPT_MISSING', `${receiptFile}: no receipt for this job`, receiptFile);
+  const bytes = peeked.bytes;
   // a shadow plane's receipt is refused before anything else, whatever else is wrong with it
-  refuseShadow(peekPlane(bytes), receiptFile);
-  const { receipt, signer } = decodeReceiptWithPolicy(bytes, receiptFile, policy);
-  refuseShadow(planeOf(receipt), receiptFile);
-  checkReceipt(job, digest, receipt, currentEpoch(store, key), receiptFile);
-  await checkArtifacts(store.layout.outDir(key), receipt);
-  return { job, jobDigest: digest, receipt, receiptSha256: sha256Hex(bytes), signer, state: found.state };
+  refuseShadow(payloadPlane(peeked.payload), receiptFile);
+  const { receipt: decoded, signer } = decodeReceiptWithPolicy(bytes, receiptFile, policy);
+  refuseShadow(planeOf(decoded), receiptFile);
+  checkReceipt(job, digest, decoded, currentEpoch(store, key), receiptFile);
+  await checkArtifacts(store.layout.outDir(key), decoded);
+  return {
+    job,
+    jobDigest: digest,
+    receipt: decoded,
+    receiptSha256: sha256Hex(bytes),
+    signer,
+    state: found.state,
+  };
+}
+
+function readPeeked(store: Store, file: string): PeekedReceipt | undefined {
+  const bytes = readRecord(store, file);
+  return bytes === undefined ? undefined : peekReceipt(bytes);
 }
 
 /** Rule 4: the artifact directory holds exactly the outputs, as regular files with the named bytes. */
@@ -112,12 +130,16 @@ async function checkArtifacts(outDir: string, receipt: Receipt): Promise<void> {
         file,
       );
   }
-  // small outputs (the usual case) are hashed in place; big ones go to hashFiles, which may use threads
+  // small outputs (the usual case) are hashed in place; big ones go to hashFiles, which may use threads.
+  // The size the receipt claims only saves the read that would return 0: a file of any other size is
+  // read to its end and hashed whole, so it still fails below
   const big = receipt.outputs.filter((o) => o.bytes > SMALL_FILE_BYTES);
   const bigDigests = big.length === 0 ? [] : await hashFiles(big.map((o) => join(outDir, o.path)));
   let nextBig = 0;
   const digests = receipt.outputs.map((o) =>
-    o.bytes > SMALL_FILE_BYTES ? bigDigests[nextBig++]! : hashSmallFileSync(join(outDir, o.path)),
+    o.bytes > SMALL_FILE_BYTES
+      ? bigDigests[nextBig++]!
+      : hashSmallFileSync(join(outDir, o.path), undefined, o.bytes),
   );
   for (const [i, o] of receipt.outputs.entries()) {
     const file = join(outDir, o.path);

@@ -6,6 +6,7 @@ import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { buildJob, jobDigest } from '../../src/core/job.js';
 import { RECEIPT_SCHEMA, type Receipt } from '../../src/core/receipt.js';
 import { NO_TRUST } from '../../src/core/receipt-envelope.js';
+import { peekReceipt } from '../../src/core/receipt-peek.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { beginAttempt } from '../../src/store/attempts.js';
 import { publishExclusive } from '../../src/store/durable.js';
@@ -88,6 +89,22 @@ describe('verifyKey', () => {
   ])('rejects $rule with $code', async ({ act, code }) => {
     act();
     await expect(verifyKey(store, job.key, NO_TRUST)).rejects.toMatchObject({ code, exitCode: 3 });
+  });
+
+  it('verifies the receipt bytes it is handed (the bytes its caller records), not the file read again', async () => {
+    const good = canonicalBytes(receipt());
+    const v = await verifyKey(store, job.key, NO_TRUST, 'received', peekReceipt(good));
+    expect(v.receiptSha256).toBe(sha256Hex(good));
+    const forged = canonicalBytes(
+      receipt({ outputs: [{ path: 'src/a.py', sha256: sha256Hex('evil\n'), bytes: 4 }] }),
+    );
+    await expect(verifyKey(store, job.key, NO_TRUST, 'received', peekReceipt(forged))).rejects.toMatchObject({
+      code: 'EGJ_ARTIFACT_DRIFT',
+    });
+    const shadow = canonicalBytes(receipt({ plane: 'shadow:trial' }));
+    await expect(verifyKey(store, job.key, NO_TRUST, 'received', peekReceipt(shadow))).rejects.toMatchObject({
+      code: 'EGJ_SHADOW',
+    });
   });
 
   it('refuses a job that has no receipt yet as bad usage, not as a rejection', async () => {

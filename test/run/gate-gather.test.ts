@@ -1,0 +1,167 @@
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { canonicalBytes } from '../../src/core/canonical-json.js';
+import { buildJob, type Job, jobDigest } from '../../src/core/job.js';
+import { RECEIPT_SCHEMA, type Receipt } from '../../src/core/receipt.js';
+import { NO_TRUST } from '../../src/core/receipt-envelope.js';
+import { sha256Hex } from '../../src/core/sha256.js';
+import { gatherRun } from '../../src/run/gate-gather.js';
+import { beginAttempt } from '../../src/store/attempts.js';
+import { publishExclusive, replaceFile } from '../../src/store/durable.js';
+import type { FsPort } from '../../src/store/fs-port.js';
+import { nodeFs } from '../../src/store/fs-port.js';
+import { jobFileBytes } from '../../src/store/mint-job.js';
+import { Store } from '../../src/store/store.js';
+
+// The gate reads each key's job file and receipt once and hands them to verification: these tests make
+// sure that what it counts is still every check on the bytes on disk, whatever was changed since work.
+let root: string;
+let store: Store;
+const NEW = 'new output\n';
+const jobs = [0, 1, 2].map((i) => buildJob(`job ${i}`, [{ path: `f/${i}.txt`, sha256: sha256Hex('old\n') }]));
+
+function receiptOf(job: Job, over: Partial<Receipt> = {}): Receipt {
+  return {
+    schema: RECEIPT_SCHEMA,
+    key: job.key,
+    job_digest: jobDigest(job),
+    epoch: 1,
+    status: 'ok',
+    outputs: [{ path: job.inputs[0]!.path, sha256: sha256Hex(NEW), bytes: NEW.length }],
+    reason: null,
+    worker: { id: 'w', host: 'h' },
+    generator: { command: 'g', version: null },
+    timings: { started_at: 't', finished_at: 't', generate_ms: 1 },
+    cached: false,
+    ...over,
+  };
+}
+
+const victim = jobs[1]!;
+const out = (job: Job) => join(store.layout.outDir(job.key), job.inputs[0]!.path);
+const writeReceipt = (job: Job, r: Receipt) =>
+  replaceFile(store, store.layout.receipt(job.key), canonicalBytes(r));
+
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), 'gj-gather-'));
+  store = new Store(root).ensure();
+  for (const job of jobs) {
+    publishExclusive(store, store.layout.jobFile('received', job.key), jobFileBytes(job));
+    beginAttempt(store, job.key, { id: 'w', host: 'h', pid: 1 }, 60, 'local');
+    publishExclusive(store, store.layout.receipt(job.key), canonicalBytes(receiptOf(job)));
+    mkdirSync(join(store.layout.outDir(job.key), 'f'), { recursive: true });
+    writeFileSync(out(job), NEW);
+  }
+});
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+const gather = (s: Store = store) =>
+  gatherRun(
+    s,
+    jobs.map((j) => j.key),
+    { checkers: [], trust: NO_TRUST },
+  );
+
+function problemOf(records: Awaited<ReturnType<typeof gather>>, job: Job): string | null {
+  const o = records.find((r) => r.key === job.key)!.outcome;
+  if (o.kind !== 'receipt') throw new Error(`no receipt outcome: ${o.kind}`);
+  return o.problem;
+}
+
+describe('gatherRun', () => {
+  it('verifies every ok receipt and records the digest of the receipt bytes it verified', async () => {
+    const records = await gather();
+    for (const [i, job] of jobs.entries()) {
+      expect(records[i]!.outcome).toEqual({
+        kind: 'receipt',
+        status: 'ok',
+        receiptDigest: sha256Hex(canonicalBytes(receiptOf(job))),
+        problem: null,
+      });
+    }
+  });
+
+  it.each([
+    {
+      attack: 'tampered output bytes of the same size',
+      act: () => writeFileSync(out(victim), 'evil output'.padEnd(NEW.length, '\n')),
+      code: 'EGJ_ARTIFACT_DRIFT',
+    },
+    {
+      attack: 'an output padded past the size its receipt claims',
+      act: () => appendFileSync(out(victim), 'evil tail\n'),
+      code: 'EGJ_ARTIFACT_DRIFT',
+    },
+    {
+      attack: 'an output cut short of the size its receipt claims',
+      act: () => truncateSync(out(victim), 3),
+      code: 'EGJ_ARTIFACT_DRIFT',
+    },
+    {
+      attack: 'an output that grew a sibling the receipt does not name',
+      act: () => writeFileSync(join(store.layout.outDir(victim.key), 'f', 'evil.sh'), 'x'),
+      code: 'EGJ_ARTIFACT_EXTRA',
+    },
+    {
+      attack: 'a job file edited after work (its key no longer its work order)',
+      act: () =>
+        writeFileSync(
+          store.layout.jobFile('received', victim.key),
+          jobFileBytes({ ...victim, instruction: 'evil instruction' }),
+        ),
+      code: 'EGJ_JOB_INVALID',
+    },
+    {
+      attack: 'a job file swapped for another valid job (the receipt names other job bytes)',
+      act: () =>
+        writeFileSync(
+          store.layout.jobFile('received', victim.key),
+          jobFileBytes({ ...victim, constraints: { ...victim.constraints, max_file_bytes: 7 } }),
+        ),
+      code: 'EGJ_DIGEST_MISMATCH',
+    },
+    {
+      attack: 'a receipt of an epoch a newer attempt superseded',
+      act: () => beginAttempt(store, victim.key, { id: 'w2', host: 'h', pid: 2 }, 60, 'local'),
+      code: 'EGJ_EPOCH_SUPERSEDED',
+    },
+    {
+      attack: 'a receipt forged onto a shadow plane',
+      act: () => writeReceipt(victim, { ...receiptOf(victim), plane: 'shadow:trial' }),
+      code: 'EGJ_SHADOW',
+    },
+    {
+      attack: 'a receipt with a forged output digest',
+      act: () =>
+        writeReceipt(victim, {
+          ...receiptOf(victim),
+          outputs: [{ path: victim.inputs[0]!.path, sha256: sha256Hex('evil\n'), bytes: NEW.length }],
+        }),
+      code: 'EGJ_ARTIFACT_DRIFT',
+    },
+  ])('counts $attack as failed ($code), and only that key', async ({ act, code }) => {
+    act();
+    const records = await gather();
+    expect(problemOf(records, victim)).toMatch(new RegExp(`^${code}: `));
+    for (const job of jobs.filter((j) => j !== victim)) expect(problemOf(records, job)).toBeNull();
+  });
+
+  it('reads each job file and receipt once per key', async () => {
+    const opened: string[] = [];
+    const counting: FsPort = {
+      ...nodeFs,
+      openSync: (path, flags, mode) => {
+        opened.push(String(path));
+        return nodeFs.openSync(path, flags, mode);
+      },
+    };
+    const records = await gather(new Store(root, counting));
+    expect(records.every((r) => r.outcome.kind === 'receipt' && r.outcome.problem === null)).toBe(true);
+    for (const job of jobs) {
+      expect(opened.filter((p) => p === store.layout.jobFile('received', job.key))).toHaveLength(1);
+      expect(opened.filter((p) => p === store.layout.receipt(job.key))).toHaveLength(1);
+    }
+  });
+});
