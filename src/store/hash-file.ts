@@ -98,8 +98,9 @@ const small = Buffer.allocUnsafe(SMALL_FILE_BYTES + 1);
 
 /**
  * The same digest as hashFile, read synchronously; meant for files of at most SMALL_FILE_BYTES. With
- * `size` (from a stat just before), a read that comes back short with exactly that many bytes is taken
- * as the end of the file, which saves the read that would return 0: one open, read and close per file.
+ * `size` (from a stat just before, or the size a receipt claims), a read that comes back short with
+ * exactly that many bytes is taken as the end of the file, which saves the read that would return 0: one
+ * open, read and close per file. Any other size costs only that read: the file is still hashed to its end.
  */
 export function hashSmallFileSync(
   path: string,
