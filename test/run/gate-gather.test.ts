@@ -2,9 +2,8 @@ import { appendFileSync, mkdirSync, mkdtempSync, rmSync, truncateSync, writeFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { canonicalBytes } from '../../src/core/canonical-json.js';
-import { buildJob, type Job, jobDigest } from '../../src/core/job.js';
-import { RECEIPT_SCHEMA, type Receipt } from '../../src/core/receipt.js';
+import { buildJob, type Job } from '../../src/core/job.js';
+import type { Receipt } from '../../src/core/receipt.js';
 import { NO_TRUST } from '../../src/core/receipt-envelope.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { gatherRun } from '../../src/run/gate-gather.js';
@@ -14,6 +13,7 @@ import type { FsPort } from '../../src/store/fs-port.js';
 import { nodeFs } from '../../src/store/fs-port.js';
 import { jobFileBytes } from '../../src/store/mint-job.js';
 import { Store } from '../../src/store/store.js';
+import { modelReceipt } from '../helpers/model-kit.js';
 
 // The gate reads each key's job file and receipt once and hands them to verification: these tests make
 // sure that what it counts is still every check on the bytes on disk, whatever was changed since work.
@@ -22,27 +22,14 @@ let store: Store;
 const NEW = 'new output\n';
 const jobs = [0, 1, 2].map((i) => buildJob(`job ${i}`, [{ path: `f/${i}.txt`, sha256: sha256Hex('old\n') }]));
 
-function receiptOf(job: Job, over: Partial<Receipt> = {}): Receipt {
-  return {
-    schema: RECEIPT_SCHEMA,
-    key: job.key,
-    job_digest: jobDigest(job),
-    epoch: 1,
-    status: 'ok',
-    outputs: [{ path: job.inputs[0]!.path, sha256: sha256Hex(NEW), bytes: NEW.length }],
-    reason: null,
-    worker: { id: 'w', host: 'h' },
-    generator: { command: 'g', version: null },
-    timings: { started_at: 't', finished_at: 't', generate_ms: 1 },
-    cached: false,
-    ...over,
-  };
-}
+/** The receipt work leaves for `job`: its one output holding NEW, at epoch 1. */
+const receiptOf = (job: Job, over: Partial<Receipt> = {}) =>
+  modelReceipt(job, 1, [{ path: job.inputs[0]!.path, text: NEW }], over);
 
 const victim = jobs[1]!;
+const writeReceipt = (job: Job, over: Partial<Receipt>) =>
+  replaceFile(store, store.layout.receipt(job.key), receiptOf(job, over));
 const out = (job: Job) => join(store.layout.outDir(job.key), job.inputs[0]!.path);
-const writeReceipt = (job: Job, r: Receipt) =>
-  replaceFile(store, store.layout.receipt(job.key), canonicalBytes(r));
 
 beforeEach(() => {
   root = mkdtempSync(join(tmpdir(), 'gj-gather-'));
@@ -50,7 +37,7 @@ beforeEach(() => {
   for (const job of jobs) {
     publishExclusive(store, store.layout.jobFile('received', job.key), jobFileBytes(job));
     beginAttempt(store, job.key, { id: 'w', host: 'h', pid: 1 }, 60, 'local');
-    publishExclusive(store, store.layout.receipt(job.key), canonicalBytes(receiptOf(job)));
+    publishExclusive(store, store.layout.receipt(job.key), receiptOf(job));
     mkdirSync(join(store.layout.outDir(job.key), 'f'), { recursive: true });
     writeFileSync(out(job), NEW);
   }
@@ -77,7 +64,7 @@ describe('gatherRun', () => {
       expect(records[i]!.outcome).toEqual({
         kind: 'receipt',
         status: 'ok',
-        receiptDigest: sha256Hex(canonicalBytes(receiptOf(job))),
+        receiptDigest: sha256Hex(receiptOf(job)),
         problem: null,
       });
     }
@@ -129,14 +116,13 @@ describe('gatherRun', () => {
     },
     {
       attack: 'a receipt forged onto a shadow plane',
-      act: () => writeReceipt(victim, { ...receiptOf(victim), plane: 'shadow:trial' }),
+      act: () => writeReceipt(victim, { plane: 'shadow:trial' }),
       code: 'EGJ_SHADOW',
     },
     {
       attack: 'a receipt with a forged output digest',
       act: () =>
         writeReceipt(victim, {
-          ...receiptOf(victim),
           outputs: [{ path: victim.inputs[0]!.path, sha256: sha256Hex('evil\n'), bytes: NEW.length }],
         }),
       code: 'EGJ_ARTIFACT_DRIFT',
