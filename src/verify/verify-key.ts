@@ -45,10 +45,11 @@ export async function verifyKey(
   hint?: JobState,
   receipt?: PeekedReceipt,
 ): Promise<Verified> {
-  const hinted = hint === undefined ? undefined : readRecord(store, store.layout.jobFile(hint, key));
+  const hintFile = hint === undefined ? undefined : store.layout.jobFile(hint, key);
+  const hinted = hintFile === undefined ? undefined : readRecord(store, hintFile);
   const found =
-    hint !== undefined && hinted !== undefined
-      ? { state: hint, file: store.layout.jobFile(hint, key), bytes: hinted }
+    hint !== undefined && hintFile !== undefined && hinted !== undefined
+      ? { state: hint, file: hintFile, bytes: hinted }
       : findJob(store, key);
   if (!found || (found.state !== 'received' && found.state !== 'applied' && found.state !== 'reverted')) {
     throw new UsageError(
@@ -105,30 +106,32 @@ async function checkArtifacts(outDir: string, receipt: Receipt): Promise<void> {
       if (errnoOf(err) === 'ENOENT' && rel === '') return;
       throw IoError.wrap('readdir', rel ? join(outDir, rel) : outDir, err);
     }
+    // a file's full path is built only to name it in an error (path joins were a visible share of a gate)
     for (const d of entries) {
       const path = rel ? `${rel}/${d.name}` : d.name;
-      const file = join(outDir, path);
       if (d.isDirectory()) walk(path);
-      else if (!d.isFile())
+      else if (!d.isFile()) {
+        const file = join(outDir, path);
         throw new RejectedError(
           'EGJ_ARTIFACT_NOT_REGULAR',
           `${file}: not a regular file (symlinks and devices are never applied)`,
           file,
         );
-      else if (!expected.has(path))
+      } else if (!expected.has(path)) {
+        const file = join(outDir, path);
         throw new RejectedError('EGJ_ARTIFACT_EXTRA', `${file}: artifact the receipt does not name`, file);
-      else found.add(path);
+      } else found.add(path);
     }
   }
   walk('');
   for (const o of receipt.outputs) {
+    if (found.has(o.path)) continue;
     const file = join(outDir, o.path);
-    if (!found.has(o.path))
-      throw new RejectedError(
-        'EGJ_ARTIFACT_MISSING',
-        `${file}: the receipt names this output but it is missing`,
-        file,
-      );
+    throw new RejectedError(
+      'EGJ_ARTIFACT_MISSING',
+      `${file}: the receipt names this output but it is missing`,
+      file,
+    );
   }
   // small outputs (the usual case) are hashed in place; big ones go to hashFiles, which may use threads.
   // The size the receipt claims only saves the read that would return 0: a file of any other size is
@@ -142,9 +145,9 @@ async function checkArtifacts(outDir: string, receipt: Receipt): Promise<void> {
       : hashSmallFileSync(join(outDir, o.path), undefined, o.bytes),
   );
   for (const [i, o] of receipt.outputs.entries()) {
-    const file = join(outDir, o.path);
     const { sha256, bytes } = digests[i]!;
     if (sha256 !== o.sha256 || bytes !== o.bytes) {
+      const file = join(outDir, o.path);
       throw new RejectedError(
         'EGJ_ARTIFACT_DRIFT',
         `${file}: bytes hash to ${sha256.slice(0, 12)}, receipt says ${o.sha256.slice(0, 12)}`,
