@@ -9,7 +9,7 @@ import { afterTest } from '../helpers/temp-store.js';
 import { json, mintRun, mod, type RunBox, runBox } from './run-helpers.js';
 import { spawnCli, until as untilPolls } from './worker-helpers.js';
 
-const until = (what: string, cond: () => boolean) => untilPolls(what, cond, 3000); // polls of 10 ms
+const until = (what: string, cond: () => boolean) => untilPolls(what, cond, 60_000); // polls of 10 ms: a guard against a hang only
 
 function procState(pid: number): string {
   return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '')[0]!; // "pid (comm) S ..."
