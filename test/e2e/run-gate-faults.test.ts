@@ -15,9 +15,14 @@ function procState(pid: number): string {
   return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '')[0]!; // "pid (comm) S ..."
 }
 
-/** A worker of the run in the background, as if on its own host (its own result cache). */
+/**
+ * A worker of the run in the background, as if on its own host (its own result cache). Its lease TTL
+ * is the default: a worker reaps stale leases as it starts, and with a TTL of 1 s a second worker
+ * started on a loaded box could reap the first one's lease between two of its heartbeats, take the
+ * job again itself, and leave the other blocked job unclaimed.
+ */
 function worker(sb: RunBox, host: string, run: string, extra: string[] = []) {
-  const w = spawnCli(sb.repo, ['work', '--run', run, '--quiet', '--lease-ttl', '1', ...extra, ...sb.gen], {
+  const w = spawnCli(sb.repo, ['work', '--run', run, '--quiet', ...extra, ...sb.gen], {
     ...process.env,
     XDG_CACHE_HOME: join(sb.base, `cache-${host}`),
   });
