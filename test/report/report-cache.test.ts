@@ -319,6 +319,31 @@ describe('the report cache', () => {
     expect(statSync(join(dir, CACHE_FILE)).ino).toBe(before.ino);
   });
 
+  it('skips hostile lines appended under a valid header, and a line naming no job, without failing the report', async () => {
+    const { store, jobs } = fixtureRepo(2);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await report(store, dir);
+    const file = join(dir, CACHE_FILE);
+    const evil = [
+      'null',
+      '5',
+      '"x"',
+      '[1,2]',
+      '{}',
+      '{"j":{}}',
+      '{"j":{"job":null}}',
+      '{"j":null}',
+      '{"p":5}',
+      '{"p":null}',
+    ];
+    writeFileSync(file, `${readFileSync(file, 'utf8')}${evil.join('\n')}\n`);
+    const cache = ReportCache.load(dir, ReportCache.idOf(loadAssets().renderId, store.root));
+    expect([...cache.jobs.keys()].sort()).toEqual(jobs.map((j) => j.key).sort());
+    const model = await gatherReport(store, { checks: NO_CHECKS, cache });
+    expect(model.jobs.map((j) => j.key).sort()).toEqual(jobs.map((j) => j.key).sort());
+    expect((await report(store, dir)).written).toEqual([]);
+  });
+
   it('ignores a cache written for another renderer, repository or trust file, and one that does not parse', async () => {
     const { root, store } = fixtureRepo(2);
     const dir = tempDir('genjob-report-cache-');
