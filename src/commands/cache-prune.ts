@@ -3,9 +3,10 @@
 
 import { formatBytes } from '../cli/format-bytes.js';
 import type { CommandResult } from '../cli/result.js';
+import { defaultCacheDir } from '../core/cache-dir.js';
 import { DEFAULT_RETENTION, parseDuration } from '../core/duration.js';
 import { pruneCache } from '../remote/cache-prune.js';
-import { defaultCacheDir, ResultCache } from '../remote/result-cache.js';
+import { ResultCache } from '../remote/result-cache.js';
 
 export async function cachePrune(o: {
   olderThan?: string;

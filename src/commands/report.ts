@@ -1,13 +1,17 @@
 // genjob report [--run NAME | KEY...] [--out DIR] [--open]: a static review site of the jobs (all, a
 // run's, or the keys named) written to DIR (default .gen/report/): index.html and one page per job,
 // every asset inlined, no server, no network. Only pages whose inputs changed are written again.
-// Reads .gen/ and never changes it, apart from the default report directory inside it.
+// Reads .gen/ and never changes it, apart from the default report directory inside it. What the last
+// report found is kept in DIR's cache file, sealed under the user's secret in $XDG_CACHE_HOME/genjob.
 import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
+import { defaultCacheDir } from '../core/cache-dir.js';
 import { UsageError } from '../core/errors.js';
 import { pathExists } from '../core/path-exists.js';
+import { loadCacheSecret } from '../remote/cache-mac.js';
 import { loadAssets } from '../report/assets.js';
 import { ReportBytes } from '../report/bytes.js';
 import { checkSource } from '../report/check-source.js';
@@ -26,6 +30,20 @@ export interface ReportOptions extends CommonOptions {
 
 /** The report directory when --out is not given: inside .gen/, so it is never committed. */
 export const DEFAULT_REPORT_DIR = 'report';
+
+/**
+ * The user's secret that seals a report's cache, made on first use; null where none can be kept (no
+ * writable cache directory): the report is then made without a cache, as right and slower.
+ */
+async function userSecret(): Promise<Buffer | null> {
+  const dir = defaultCacheDir();
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return await loadCacheSecret(dir);
+  } catch {
+    return null;
+  }
+}
 
 /** Ask the desktop to show `file` ($BROWSER, else xdg-open or open); a failure is said, never fatal. */
 function openInBrowser(file: string): Promise<string | null> {
@@ -53,11 +71,14 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
   const run = o.run === undefined ? undefined : await readRun(store, o.run, checkReader);
   const dir = o.out === undefined ? join(store.layout.gen, DEFAULT_REPORT_DIR) : resolve(o.out);
   const assets = loadAssets();
-  const cache = ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root));
+  const secret = await userSecret();
+  const cache = secret
+    ? ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root), secret)
+    : undefined;
   const bytes = new ReportBytes(store);
   const model = await gatherReport(store, { keys, run, checks: await checkSource(store.root), cache, bytes });
   const written = await writeReport(store, model, dir, assets, cache, bytes);
-  await cache.save(dir);
+  await cache?.save(dir);
   const openProblem = o.open ? await openInBrowser(written.index) : null;
   const lines = [
     written.index,

@@ -4,9 +4,10 @@
 // and cached, and the worker's next attempt fetches it instead of generating again.
 // The sandbox policy is serve's own: its flags and environment decide on this host.
 import { resolve } from 'node:path';
+import { defaultCacheDir } from '../core/cache-dir.js';
 import { canonicalBytes } from '../core/canonical-json.js';
 import type { Receipt } from '../core/receipt.js';
-import { defaultCacheDir, ResultCache } from '../remote/result-cache.js';
+import { ResultCache } from '../remote/result-cache.js';
 import { serveSession } from '../remote/serve-session.js';
 import { sandboxPolicy } from '../sandbox/serve-policy.js';
 import { ProtocolError } from '../transport/protocol.js';

@@ -14,34 +14,43 @@ const SECRET_FILE = 'secret';
 const DOMAIN = 'genjob-cache-entry-v1';
 
 /**
- * Read the host secret, creating it (0600) on first use. It is written whole to a temp file and linked
- * into place, so a serve starting at the same moment sees no secret or all of it, never an empty file.
+ * Read the secret kept in `cacheDir`, creating it (0600) on first use. It is written whole to a temp file and
+ * linked into place, so a process starting at the same moment sees no secret or all of it, never an empty
+ * file. The host's result cache and the user's report cache each keep theirs this way.
  */
 export async function loadCacheSecret(cacheDir: string): Promise<Buffer> {
   const file = join(cacheDir, SECRET_FILE);
-  const temp = join(cacheDir, `.${SECRET_FILE}-${process.pid}-${randomBytes(6).toString('hex')}`);
   // a file handle's errors carry no path: each step names the file it was on
   const at = (path: string) => (err: unknown) => {
     throw ioErrorAt(path, err);
   };
-  try {
-    await writeNewFile(temp, randomBytes(32).toString('hex'));
-    const won = await link(temp, file).then(
-      () => true,
+  const read = () =>
+    readFile(file, { encoding: 'utf8', flag: constants.O_RDONLY | constants.O_NOFOLLOW }).catch(
       (err: unknown) => {
-        if (errnoOf(err) !== 'EEXIST') throw ioErrorAt(file, err);
-        return false; // another serve's secret is in place: use it
+        if (errnoOf(err) === 'ENOENT') return null;
+        throw ioErrorAt(file, err);
       },
     );
-    if (won) await syncDir(cacheDir).catch(at(cacheDir));
-  } finally {
-    await unlink(temp).catch(() => {});
+  let text = await read(); // there already on every use but the first
+  if (text === null) {
+    const temp = join(cacheDir, `.${SECRET_FILE}-${process.pid}-${randomBytes(6).toString('hex')}`);
+    try {
+      await writeNewFile(temp, randomBytes(32).toString('hex'));
+      const won = await link(temp, file).then(
+        () => true,
+        (err: unknown) => {
+          if (errnoOf(err) !== 'EEXIST') throw ioErrorAt(file, err);
+          return false; // another process's secret is in place: use it
+        },
+      );
+      if (won) await syncDir(cacheDir).catch(at(cacheDir));
+    } finally {
+      await unlink(temp).catch(() => {});
+    }
+    text = await read();
+    if (text === null) throw ioErrorAt(file, Object.assign(new Error('vanished'), { code: 'ENOENT' }));
   }
-  const text = (
-    await readFile(file, { encoding: 'utf8', flag: constants.O_RDONLY | constants.O_NOFOLLOW }).catch(
-      at(file),
-    )
-  ).trim();
+  text = text.trim();
   if (!/^[0-9a-f]{64}$/.test(text)) throw new Error(`${file}: not a cache secret (64 hex digits)`);
   return Buffer.from(text, 'hex');
 }

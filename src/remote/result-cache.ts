@@ -10,7 +10,6 @@
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import { mkdtemp, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { errnoOf, ioErrorAt } from '../core/errors.js';
 import type { SandboxRecord } from '../sandbox/policy.js';
@@ -38,11 +37,6 @@ export interface CachedResult {
 /** Who started a generation (host, pid and process start, so a reused pid is not taken for it) and when. */
 export interface StartedRecord extends ProcessId {
   started_at: string;
-}
-
-export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CACHE_HOME?.startsWith('/') ? env.XDG_CACHE_HOME : join(homedir(), '.cache');
-  return join(base, 'genjob');
 }
 
 const MAC_FILE = 'mac';

@@ -156,7 +156,8 @@ function jobFrom(
 ): { job: ReportJob; hit: boolean } {
   const where = at ? `${at.state}:${at.file}` : '-';
   const known = cache?.jobs.get(key);
-  if (known && known.where === where && stamper.fresh(known.stamps))
+  // an entry stamps at least the file the job was found by: one that stamps nothing vouches for nothing
+  if (known && known.where === where && known.stamps.length > 0 && stamper.fresh(known.stamps))
     return { job: { ...known.job, checks: [], shadows: [] }, hit: true };
   const stamps = new Map<string, string>();
   const job = gatherJob(store, key, at, policy, bytes, (file) => {

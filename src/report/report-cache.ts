@@ -7,10 +7,15 @@
 // the digest of the job's page model. Per page: its stamp and the digest its last line names, so an
 // untouched page is known by one lstat. Shadow answers are never kept. The cache stands on the
 // renderer's identity, the repository and its trust file: another of any is a fresh start.
+// The file lies in the report's directory, which a branch can commit (.gen/report/), so every line is
+// sealed with an HMAC under the user's own secret, kept outside every repository ($XDG_CACHE_HOME/genjob):
+// a line genjob did not write here for this user, repository and renderer is not read, and a cache file
+// committed, copied or edited by anyone else only costs a gathering.
 // The file is JSON lines, one entry a line, the last line of a name winning: a report that changed a few
 // entries appends them instead of writing the whole file again. Every entry carries its own stamps, so a
 // lost or torn line only costs its job a gathering again (an older line of the same name no longer
 // stamps as its files do).
+import { createHmac } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -22,7 +27,11 @@ import { writePage } from './page-file.js';
 export const CACHE_FILE = '.report-cache.json';
 
 /** The first line of the file: what the lines below it are. */
-const FORMAT = 'genjob/report-cache@2';
+const FORMAT = 'genjob/report-cache@3';
+/** What a seal covers besides its line: this file's kind, so the secret's other uses never collide. */
+const DOMAIN = 'genjob-report-cache-v1';
+/** Hex digits of a line's seal (128 bits), then a space, then the line's JSON. */
+const SEAL = 32;
 
 export interface CachedJob {
   /** The state directory and job file the key was found in. */
@@ -105,6 +114,8 @@ export class ReportCache {
 
   constructor(
     readonly id: string,
+    /** The user's secret the lines are sealed with. */
+    readonly secret: Buffer,
     readonly jobs = new Map<string, CachedJob>(),
     /** Page name (`index.html`, `jobs/<key>.html`) → [its stamp, the digest its last line names]. */
     readonly pages = new Map<string, [string, string]>(),
@@ -124,20 +135,30 @@ export class ReportCache {
     return sha256Hex(JSON.stringify([renderId, root, stampOf(trustFilePath(root))]));
   }
 
-  /** The cache in `dir` when it was written under `id`; else an empty one. */
-  static load(dir: string, id: string): ReportCache {
+  /** The seal of `text` in the cache `id` under `secret`. */
+  static seal(secret: Buffer, id: string, text: string): string {
+    return createHmac('sha256', secret)
+      .update(`${DOMAIN}\0${id}\0`)
+      .update(text)
+      .digest('hex')
+      .slice(0, SEAL);
+  }
+
+  /** The cache in `dir` when this user wrote it under `id` (`secret` is the user's); else an empty one. */
+  static load(dir: string, id: string, secret: Buffer): ReportCache {
     let text: string;
     try {
       text = readFileSync(join(dir, CACHE_FILE), 'utf8');
     } catch {
-      return new ReportCache(id); // none yet, or unreadable: start afresh
+      return new ReportCache(id, secret); // none yet, or unreadable: start afresh
     }
     const lines = text.split('\n');
     try {
       const head = JSON.parse(lines[0]!) as { format?: unknown; id?: unknown };
-      if (head.format !== FORMAT || head.id !== id) return new ReportCache(id);
+      if (head.format !== FORMAT || head.id !== ReportCache.seal(secret, id, ''))
+        return new ReportCache(id, secret);
     } catch {
-      return new ReportCache(id);
+      return new ReportCache(id, secret);
     }
     const jobs = new Map<string, CachedJob>();
     const pages = new Map<string, [string, string]>();
@@ -146,15 +167,18 @@ export class ReportCache {
       const line = lines[i]!;
       if (line === '') continue;
       count += 1;
+      const json = line.slice(SEAL + 1);
+      // not sealed by this user for this cache: written by another, or torn by a crash
+      if (line[SEAL] !== ' ' || line.slice(0, SEAL) !== ReportCache.seal(secret, id, json)) continue;
       try {
-        const entry = JSON.parse(line) as Line;
+        const entry = JSON.parse(json) as Line;
         if ('j' in entry) jobs.set(entry.j.job.key, entry.j);
         else pages.set(entry.p[0], [entry.p[1], entry.p[2]]);
       } catch {
-        // a line torn by a crash: its entry is gathered or judged again
+        // a line of a shape this build does not read: its entry is gathered or judged again
       }
     }
-    const cache = new ReportCache(id, jobs, pages, count);
+    const cache = new ReportCache(id, secret, jobs, pages, count);
     // a torn end would swallow the next line appended: write the whole file instead
     if (!text.endsWith('\n')) cache.#whole = true;
     return cache;
@@ -212,16 +236,17 @@ export class ReportCache {
     if (this.pages.delete(name)) this.#whole = true;
   }
 
-  /** The lines of these entries. */
+  /** The lines of these entries, each sealed. */
   #text(jobs: Iterable<string>, pages: Iterable<string>): string[] {
     const out: string[] = [];
+    const sealed = (json: string) => out.push(`${ReportCache.seal(this.secret, this.id, json)} ${json}`);
     for (const key of jobs) {
       const j = this.jobs.get(key);
-      if (j) out.push(JSON.stringify({ j }));
+      if (j) sealed(JSON.stringify({ j }));
     }
     for (const name of pages) {
       const p = this.pages.get(name);
-      if (p) out.push(JSON.stringify({ p: [name, p[0], p[1]] }));
+      if (p) sealed(JSON.stringify({ p: [name, p[0], p[1]] }));
     }
     return out;
   }
@@ -236,7 +261,7 @@ export class ReportCache {
       this.#lines += adds;
     } else {
       const lines = [
-        JSON.stringify({ format: FORMAT, id: this.id }),
+        JSON.stringify({ format: FORMAT, id: ReportCache.seal(this.secret, this.id, '') }),
         ...this.#text(this.jobs.keys(), this.pages.keys()),
       ];
       await writePage(file, dir, `${lines.join('\n')}\n`, true);

@@ -111,9 +111,9 @@ export async function writeReport(
     const stamp = stampOf(file);
     const known = cache?.pages.get(name);
     // a page the cache knows is trusted while its stamp holds, and rewritten once anything touched it;
-    // one it does not know (a first report with this cache) is judged by its last line
-    const now =
-      stamp === '-' ? undefined : known ? (known[0] === stamp ? known[1] : null) : pageFingerprint(file);
+    // one it does not know is written again: its last line could be copied onto any text (a branch can
+    // commit the report's directory), so only this user's sealed cache vouches for a page
+    const now = stamp === '-' ? undefined : known?.[0] === stamp ? known[1] : null;
     if (now === fp) {
       unchanged += 1;
       cache?.setPage(name, stamp, fp);

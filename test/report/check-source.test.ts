@@ -14,6 +14,9 @@ import { checkRecords } from '../helpers/check-record.js';
 import { commitAll } from '../helpers/commit-all.js';
 import { fixtureRepo } from './fixture.js';
 
+/** The user's secret the cache's lines are sealed with (a fixed one: these tests are one user). */
+const SECRET = Buffer.alloc(32, 7);
+
 const named = (list: readonly ReportCheck[], checker: string) => list.find((c) => c.checker === checker)!;
 
 /** Four jobs, two checkers (a command and a judge), records for three of the jobs (cheap: no process but git). */
@@ -150,7 +153,7 @@ describe('checkSource', () => {
     try {
       const model = await gatherReport(store, {
         checks: await checkSource(root),
-        cache: new ReportCache('x'),
+        cache: new ReportCache('x', SECRET),
       });
       expect(model.jobs.map((j) => j.checks)).toEqual([[], []]);
       expect(existsSync(join(root, '..', 'git-ran'))).toBe(false);
@@ -159,7 +162,7 @@ describe('checkSource', () => {
         join(root, 'genjob.config.json'),
         JSON.stringify({ checkers: { tests: { run: 'true' } } }),
       );
-      await gatherReport(store, { checks: await checkSource(root), cache: new ReportCache('x') });
+      await gatherReport(store, { checks: await checkSource(root), cache: new ReportCache('x', SECRET) });
       expect(existsSync(join(root, '..', 'git-ran'))).toBe(true);
     } finally {
       process.env.PATH = path;
@@ -174,7 +177,7 @@ describe('checkSource', () => {
         join(root, 'genjob.config.json'),
         JSON.stringify({ checkers: Object.fromEntries(names.map((n) => [n, { run: 'true' }])) }),
       );
-    const cache = new ReportCache('x');
+    const cache = new ReportCache('x', SECRET);
     declare(['tests']);
     await gatherReport(store, { checks: await checkSource(root), cache });
     declare(['tests', 'lint']);
@@ -190,7 +193,7 @@ describe('checkSource', () => {
   it('a report cache takes a job’s checks again once a record is added for it', async () => {
     const f = await world();
     const dir = join(f.root, '..', 'cache');
-    const cache = ReportCache.load(dir, 'id');
+    const cache = ReportCache.load(dir, 'id', SECRET);
     const key = f.jobs[2]!.key;
     const first = await gatherReport(f.store, { checks: await checkSource(f.root), cache });
     expect(named(first.jobs.find((j) => j.key === key)!.checks, 'tests')).toMatchObject({ current: false });

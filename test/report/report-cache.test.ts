@@ -27,6 +27,9 @@ import type { Store } from '../../src/store/store.js';
 import { tempDir } from '../helpers/temp-store.js';
 import { check, fixtureRepo, patchReceipt, tableChecks } from './fixture.js';
 
+/** The user's secret the cache's lines are sealed with (a fixed one: these tests are one user). */
+const SECRET = Buffer.alloc(32, 7);
+
 /** Mark every cached job, so a job taken from the cache can be told from one gathered again. */
 function mark(cache: ReportCache): void {
   for (const c of cache.jobs.values()) c.job = { ...c.job, instruction: `cached: ${c.job.instruction}` };
@@ -35,7 +38,7 @@ function mark(cache: ReportCache): void {
 /** One report into `dir` as the command makes it: load the cache, gather, write, save. */
 async function report(store: Store, dir: string, checks: CheckSource = NO_CHECKS) {
   const assets = loadAssets();
-  const cache = ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root));
+  const cache = ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root), SECRET);
   const out = await writeReport(store, await gatherReport(store, { checks, cache }), dir, assets, cache);
   await cache.save(dir);
   return out;
@@ -44,7 +47,7 @@ async function report(store: Store, dir: string, checks: CheckSource = NO_CHECKS
 describe('the report cache', () => {
   it('takes a job whose files did not change from the cache, and gathers one whose receipt changed', async () => {
     const { store, jobs } = fixtureRepo(3);
-    const cache = new ReportCache('x');
+    const cache = new ReportCache('x', SECRET);
     await gatherReport(store, { checks: NO_CHECKS, cache });
     expect([...cache.jobs.keys()].sort()).toEqual(jobs.map((j) => j.key).sort());
     mark(cache);
@@ -79,7 +82,7 @@ describe('the report cache', () => {
     },
   ])('gathers a job again after $what', async ({ change, see }) => {
     const { root, store, jobs } = fixtureRepo(1);
-    const cache = new ReportCache('x');
+    const cache = new ReportCache('x', SECRET);
     await gatherReport(store, { checks: NO_CHECKS, cache });
     mark(cache);
     change(root, jobs[0]!.key);
@@ -90,7 +93,7 @@ describe('the report cache', () => {
 
   it('asks for checks afresh even for a job taken from the cache', async () => {
     const { store, jobs } = fixtureRepo(1);
-    const cache = new ReportCache('x');
+    const cache = new ReportCache('x', SECRET);
     const table = new Map([[jobs[0]!.key, [check('tests', 'pass')]]]);
     await gatherReport(store, { checks: tableChecks(['tests'], table), cache });
     table.set(jobs[0]!.key, [check('tests', 'fail')]);
@@ -112,7 +115,7 @@ describe('the report cache', () => {
         return [check('tests', 'pass')];
       },
     });
-    const cache = new ReportCache('x');
+    const cache = new ReportCache('x', SECRET);
     await gatherReport(store, { checks: source('a'), cache });
     expect(asked).toHaveLength(2);
     asked.length = 0;
@@ -155,7 +158,7 @@ describe('the report cache', () => {
         return [check('tests', 'pass')];
       },
     };
-    const cache = new ReportCache('x');
+    const cache = new ReportCache('x', SECRET);
     await gatherReport(store, { checks: source, cache });
     // stamped by its missing directory, so the next gathering lstats that directory once for both jobs
     expect(cache.jobs.get(jobs[0]!.key)!.checks!.stamps).toEqual([[join(records, jobs[0]!.key), '-/']]);
@@ -192,7 +195,7 @@ describe('the report cache', () => {
         ...(existsSync(join(records, key)) ? [check('tests', 'pass')] : []),
       ],
     });
-    const cache = new ReportCache('x');
+    const cache = new ReportCache('x', SECRET);
     await gatherReport(store, { checks: source([]), cache });
     const again = await gatherReport(store, { checks: source([]), cache });
     expect(again.jobs.map((j) => j.checks)).toEqual([[], []]);
@@ -249,7 +252,7 @@ describe('the report cache', () => {
     const after = statSync(file);
     expect(after.ino).toBe(before.ino);
     expect(after.size).toBeGreaterThan(before.size);
-    const cache = ReportCache.load(dir, ReportCache.idOf(loadAssets().renderId, store.root));
+    const cache = ReportCache.load(dir, ReportCache.idOf(loadAssets().renderId, store.root), SECRET);
     expect(cache.jobs.get(jobs[1]!.key)!.job.receipt!.usage).toEqual({
       prompt: 5,
       completion: 6,
@@ -269,7 +272,7 @@ describe('the report cache', () => {
     // a crash in the append: only part of the job's new line reached the file
     truncateSync(file, size + 40);
     const id = ReportCache.idOf(loadAssets().renderId, store.root);
-    const torn = ReportCache.load(dir, id);
+    const torn = ReportCache.load(dir, id, SECRET);
     mark(torn);
     const model = await gatherReport(store, { checks: NO_CHECKS, cache: torn });
     const of = (k: string) => model.jobs.find((x) => x.key === k)!;
@@ -281,19 +284,19 @@ describe('the report cache', () => {
     await report(store, dir);
     expect(statSync(file).ino).not.toBe(ino);
     expect(readFileSync(file, 'utf8').endsWith('\n')).toBe(true);
-    expect(ReportCache.load(dir, id).jobs.size).toBe(2);
+    expect(ReportCache.load(dir, id, SECRET).jobs.size).toBe(2);
   });
 
   it('writes the file whole again once superseded lines outnumber its entries', async () => {
     const dir = tempDir('genjob-report-cache-');
-    const cache = new ReportCache('x');
+    const cache = new ReportCache('x', SECRET);
     for (let i = 0; i < 200; i++) {
       cache.setPage('index.html', `stamp-${i}`, 'f'.repeat(64));
       await cache.save(dir);
     }
     const lines = readFileSync(join(dir, CACHE_FILE), 'utf8').split('\n').length - 1;
     expect(lines).toBeLessThanOrEqual(1 + 1 + 64 + 1);
-    expect(ReportCache.load(dir, 'x').pages.get('index.html')).toEqual(['stamp-199', 'f'.repeat(64)]);
+    expect(ReportCache.load(dir, 'x', SECRET).pages.get('index.html')).toEqual(['stamp-199', 'f'.repeat(64)]);
   });
 
   it('writes the file whole again when a job left the report', async () => {
@@ -305,7 +308,7 @@ describe('the report cache', () => {
     rmSync(store.layout.receipt(jobs[0]!.key));
     expect((await report(store, dir)).removed).toEqual([`jobs/${jobs[0]!.key}.html`]);
     expect(statSync(join(dir, CACHE_FILE)).ino).not.toBe(ino);
-    const cache = ReportCache.load(dir, ReportCache.idOf(loadAssets().renderId, store.root));
+    const cache = ReportCache.load(dir, ReportCache.idOf(loadAssets().renderId, store.root), SECRET);
     expect([...cache.jobs.keys()]).toEqual([jobs[1]!.key]);
     expect([...cache.pages.keys()]).not.toContain(`jobs/${jobs[0]!.key}.html`);
   });
@@ -336,8 +339,11 @@ describe('the report cache', () => {
       '{"p":5}',
       '{"p":null}',
     ];
-    writeFileSync(file, `${readFileSync(file, 'utf8')}${evil.join('\n')}\n`);
-    const cache = ReportCache.load(dir, ReportCache.idOf(loadAssets().renderId, store.root));
+    // sealed as this user's own lines are: the shapes alone must not fail the report
+    const id = ReportCache.idOf(loadAssets().renderId, store.root);
+    const sealed = evil.map((line) => `${ReportCache.seal(SECRET, id, line)} ${line}`);
+    writeFileSync(file, `${readFileSync(file, 'utf8')}${sealed.join('\n')}\n`);
+    const cache = ReportCache.load(dir, id, SECRET);
     expect([...cache.jobs.keys()].sort()).toEqual(jobs.map((j) => j.key).sort());
     const model = await gatherReport(store, { checks: NO_CHECKS, cache });
     expect(model.jobs.map((j) => j.key).sort()).toEqual(jobs.map((j) => j.key).sort());
@@ -347,16 +353,16 @@ describe('the report cache', () => {
   it('ignores a cache written for another renderer, repository or trust file, and one that does not parse', async () => {
     const { root, store } = fixtureRepo(2);
     const dir = tempDir('genjob-report-cache-');
-    const cache = new ReportCache(ReportCache.idOf('renderer-a', root));
+    const cache = new ReportCache(ReportCache.idOf('renderer-a', root), SECRET);
     await gatherReport(store, { checks: NO_CHECKS, cache });
     await cache.save(dir);
-    expect(ReportCache.load(dir, ReportCache.idOf('renderer-a', root)).jobs.size).toBe(2);
-    expect(ReportCache.load(dir, ReportCache.idOf('renderer-b', root)).jobs.size).toBe(0);
-    expect(ReportCache.load(dir, ReportCache.idOf('renderer-a', `${root}-other`)).jobs.size).toBe(0);
+    expect(ReportCache.load(dir, ReportCache.idOf('renderer-a', root), SECRET).jobs.size).toBe(2);
+    expect(ReportCache.load(dir, ReportCache.idOf('renderer-b', root), SECRET).jobs.size).toBe(0);
+    expect(ReportCache.load(dir, ReportCache.idOf('renderer-a', `${root}-other`), SECRET).jobs.size).toBe(0);
     // a signer may now be trusted, or no longer
     writeFileSync(join(root, 'genjob-trust.json'), '{"schema":"genjob/trust@1","keys":[]}\n');
-    expect(ReportCache.load(dir, ReportCache.idOf('renderer-a', root)).jobs.size).toBe(0);
+    expect(ReportCache.load(dir, ReportCache.idOf('renderer-a', root), SECRET).jobs.size).toBe(0);
     writeFileSync(join(dir, CACHE_FILE), '{"id": broken');
-    expect(ReportCache.load(dir, cache.id).jobs.size).toBe(0);
+    expect(ReportCache.load(dir, cache.id, SECRET).jobs.size).toBe(0);
   });
 });
