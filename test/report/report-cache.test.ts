@@ -91,6 +91,18 @@ describe('the report cache', () => {
     see(job as never);
   });
 
+  it('gathers again a job whose entry stamps no file (it vouches for nothing), even one sealed by this user', async () => {
+    const { store, jobs } = fixtureRepo(2);
+    const cache = new ReportCache('x', SECRET);
+    await gatherReport(store, { checks: NO_CHECKS, cache });
+    mark(cache);
+    cache.jobs.get(jobs[0]!.key)!.stamps = [];
+    const model = await gatherReport(store, { checks: NO_CHECKS, cache });
+    const of = (k: string) => model.jobs.find((j) => j.key === k)!;
+    expect(of(jobs[0]!.key).instruction).not.toMatch(/^cached: /);
+    expect(of(jobs[1]!.key).instruction).toMatch(/^cached: /);
+  });
+
   it('asks for checks afresh even for a job taken from the cache', async () => {
     const { store, jobs } = fixtureRepo(1);
     const cache = new ReportCache('x', SECRET);
