@@ -1,6 +1,7 @@
 // The report is incremental and deterministic: a page is written again only when what it was rendered
-// from changed (its job, its checks, the renderer), the same inputs give the same bytes, pages of jobs
-// no longer shown go, a torn page is rewritten, and a directory genjob did not write is refused.
+// from changed (its job, its checks, the renderer) as the report's cache knows it, the same inputs give the
+// same bytes, pages of jobs no longer shown go, a torn page is rewritten, and a directory genjob did not
+// write is refused.
 import { cpSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -8,18 +9,27 @@ import { GenjobError } from '../../src/core/errors.js';
 import { assetDir, loadAssets } from '../../src/report/assets.js';
 import { NO_CHECKS } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
+import { CACHE_FILE, ReportCache } from '../../src/report/report-cache.js';
 import { writeReport } from '../../src/report/write-report.js';
 import type { Store } from '../../src/store/store.js';
 import { tempDir } from '../helpers/temp-store.js';
 import { snapshot } from '../helpers/tree-snapshot.js';
 import { check, fixtureRepo, patchReceipt, tableChecks } from './fixture.js';
 
+/** The user's secret the cache is sealed with (one fixed user for these tests). */
+const SECRET = Buffer.alloc(32, 7);
+
+/** One report into `dir` as the command makes it: with the cache it left there. */
 async function reportOf(
   store: Store,
   dir: string,
   o: Parameters<typeof gatherReport>[1] = { checks: NO_CHECKS },
 ) {
-  return writeReport(store, await gatherReport(store, o), dir, loadAssets());
+  const assets = loadAssets();
+  const cache = ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root), SECRET);
+  const out = await writeReport(store, await gatherReport(store, { ...o, cache }), dir, assets, cache);
+  await cache.save(dir);
+  return out;
 }
 
 describe('writeReport', () => {
@@ -60,7 +70,8 @@ describe('writeReport', () => {
     const base = tempDir('genjob-report-out-');
     await reportOf(store, join(base, 'a'));
     await reportOf(store, join(base, 'b'));
-    expect(snapshot(join(base, 'b'))).toEqual(snapshot(join(base, 'a')));
+    // the pages: the cache file beside them holds each one's stamp, which is this directory's own
+    expect(snapshot(join(base, 'b'), [CACHE_FILE])).toEqual(snapshot(join(base, 'a'), [CACHE_FILE]));
   });
 
   it('removes the pages of jobs the report no longer shows', async () => {
