@@ -7,6 +7,9 @@ export default defineConfig({
     // machine is today. Limits that decide a test are on what it counts, never on wall time.
     testTimeout: 600_000,
     hookTimeout: 600_000,
+    // expect.poll waits for something another process does (a browser's filter, a detached $BROWSER):
+    // its 1 s default is a wall-time limit a loaded box can miss, so it too is only a hang guard
+    expect: { poll: { timeout: 60_000 } },
     pool: 'forks',
     // Two test files at a time, whatever the core count (vitest would take one on a 2-core box): most of
     // a file's time is spent waiting on the processes it starts (the CLI, sshd, bubblewrap, git), so two
