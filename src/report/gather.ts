@@ -31,7 +31,7 @@ import type {
 } from './model.js';
 import { STATE_ORDER } from './model.js';
 import { receiptFacts } from './receipt-facts.js';
-import { type ReportCache, Stamps } from './report-cache.js';
+import { type CachedReportJob, type ReportCache, Stamps } from './report-cache.js';
 
 export interface GatherOptions {
   /** Keys or unique prefixes; empty: every job. */
@@ -107,7 +107,7 @@ function gatherJob(
   policy: ReceiptTrustPolicy,
   bytes: ReportBytes,
   look: Seen,
-): ReportJob {
+): CachedReportJob {
   const doc = at ? jobOf(peekRecord(store, at.file)) : null;
   const receiptFile = store.layout.receipt(key);
   if (at?.state !== 'dead') look(receiptFile);
@@ -139,8 +139,6 @@ function gatherJob(
     receipt,
     receiptProblem: facts?.problem ?? null,
     files,
-    checks: [],
-    shadows: [],
   };
 }
 
@@ -163,8 +161,8 @@ function jobFrom(
   const job = gatherJob(store, key, at, policy, bytes, (file) => {
     if (!stamps.has(file)) stamps.set(file, stamper.of(file));
   });
-  cache?.setJob(key, { where, stamps: [...stamps], job: { ...job, checks: [], shadows: [] } });
-  return { job, hit: false };
+  cache?.setJob(key, { where, stamps: [...stamps], job });
+  return { job: { ...job, checks: [], shadows: [] }, hit: false };
 }
 
 /**

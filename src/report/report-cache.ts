@@ -11,10 +11,11 @@
 // sealed with an HMAC under the user's own secret, kept outside every repository ($XDG_CACHE_HOME/genjob):
 // a line genjob did not write here for this user, repository and renderer is not read, and a cache file
 // committed, copied or edited by anyone else only costs a gathering.
-// The file is JSON lines, one entry a line, the last line of a name winning: a report that changed a few
-// entries appends them instead of writing the whole file again. Every entry carries its own stamps, so a
-// lost or torn line only costs its job a gathering again (an older line of the same name no longer
-// stamps as its files do).
+// Below its header the file has one line per save: every entry that save wrote, as one JSON array under
+// one seal (one HMAC and one parse per save, not per entry), the last entry of a name winning: a report
+// that changed a few entries appends them instead of writing the whole file again. Every entry carries
+// its own stamps, so a lost or torn line only costs its jobs a gathering again (an older entry of the
+// same name no longer stamps as its files do).
 import { createHmac } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
@@ -27,22 +28,25 @@ import { writePage } from './page-file.js';
 export const CACHE_FILE = '.report-cache.json';
 
 /** The first line of the file: what the lines below it are. */
-const FORMAT = 'genjob/report-cache@3';
+const FORMAT = 'genjob/report-cache@4';
 /** What a seal covers besides its line: this file's kind, so the secret's other uses never collide. */
 const DOMAIN = 'genjob-report-cache-v1';
-/** Hex digits of a line's seal (128 bits), then a space, then the line's JSON. */
+/** Hex digits of a line's seal (128 bits), then a space, then the line's JSON: an array of entries. */
 const SEAL = 32;
 
 export interface CachedJob {
   /** The state directory and job file the key was found in. */
   where: string;
   stamps: Array<[string, string]>;
-  job: ReportJob;
+  /** The job as gathered; its checks and shadow answers are never kept here (always asked afresh). */
+  job: CachedReportJob;
   /** The job's check states, under the check context and the stamps of the records' files they were read with. */
   checks?: { context: string; stamps: Array<[string, string]>; list: ReportCheck[] };
   /** The digest of the job's page model (this job, these checks, no shadow answer), once its page was judged. */
   print?: string;
 }
+
+export type CachedReportJob = Omit<ReportJob, 'checks' | 'shadows'>;
 
 const MAYBE = { throwIfNoEntry: false } as const;
 
@@ -105,10 +109,10 @@ export class ReportCache {
   /** The file must be written whole: none yet, another format, a torn end, or an entry dropped. */
   #whole: boolean;
   /**
-   * Lines in the file now, superseded ones included: once they outnumber the entries by a quarter, the
+   * Entries in the file now, superseded ones included: once they outnumber the live ones by a quarter, the
    * file is written whole again (a load never parses much more than it keeps).
    */
-  #lines: number;
+  #entries: number;
   /** Jobs this gathering took wholly from the cache (the job and its checks): their page digest stands. */
   readonly #taken = new WeakSet<ReportJob>();
 
@@ -119,10 +123,11 @@ export class ReportCache {
     readonly jobs = new Map<string, CachedJob>(),
     /** Page name (`index.html`, `jobs/<key>.html`) → [its stamp, the digest its last line names]. */
     readonly pages = new Map<string, [string, string]>(),
-    lines = 0,
+    /** Entries in the file it was loaded from; none: there is no such file yet. */
+    entries?: number,
   ) {
-    this.#whole = lines === 0;
-    this.#lines = lines;
+    this.#whole = entries === undefined;
+    this.#entries = entries ?? 0;
   }
 
   /** Whether the next save writes anything. */
@@ -162,20 +167,31 @@ export class ReportCache {
     }
     const jobs = new Map<string, CachedJob>();
     const pages = new Map<string, [string, string]>();
-    let count = 1;
+    let count = 0;
     for (let i = 1; i < lines.length; i++) {
       const line = lines[i]!;
       if (line === '') continue;
-      count += 1;
       const json = line.slice(SEAL + 1);
-      // not sealed by this user for this cache: written by another, or torn by a crash
-      if (line[SEAL] !== ' ' || line.slice(0, SEAL) !== ReportCache.seal(secret, id, json)) continue;
+      let entries: unknown;
       try {
-        const entry = JSON.parse(json) as Line;
-        if ('j' in entry) jobs.set(entry.j.job.key, entry.j);
-        else pages.set(entry.p[0], [entry.p[1], entry.p[2]]);
+        // not sealed by this user for this cache (written by another, or torn by a crash): not parsed
+        if (line[SEAL] === ' ' && line.slice(0, SEAL) === ReportCache.seal(secret, id, json))
+          entries = JSON.parse(json);
       } catch {
-        // a line of a shape this build does not read: its entry is gathered or judged again
+        // a line of a shape this build does not read: its entries are gathered or judged again
+      }
+      if (!Array.isArray(entries)) {
+        count += 1; // counted, so lines no one reads are dropped when the file is next written whole
+        continue;
+      }
+      count += entries.length;
+      for (const entry of entries as Line[]) {
+        try {
+          if ('j' in entry) jobs.set(entry.j.job.key, entry.j);
+          else pages.set(entry.p[0], [entry.p[1], entry.p[2]]);
+        } catch {
+          // an entry of a shape this build does not read: its job or page is gathered or judged again
+        }
       }
     }
     const cache = new ReportCache(id, secret, jobs, pages, count);
@@ -236,19 +252,19 @@ export class ReportCache {
     if (this.pages.delete(name)) this.#whole = true;
   }
 
-  /** The lines of these entries, each sealed. */
-  #text(jobs: Iterable<string>, pages: Iterable<string>): string[] {
-    const out: string[] = [];
-    const sealed = (json: string) => out.push(`${ReportCache.seal(this.secret, this.id, json)} ${json}`);
+  /** One sealed line holding these entries. */
+  #line(jobs: Iterable<string>, pages: Iterable<string>): string {
+    const entries: Line[] = [];
     for (const key of jobs) {
       const j = this.jobs.get(key);
-      if (j) sealed(JSON.stringify({ j }));
+      if (j) entries.push({ j });
     }
     for (const name of pages) {
       const p = this.pages.get(name);
-      if (p) sealed(JSON.stringify({ p: [name, p[0], p[1]] }));
+      if (p) entries.push({ p: [name, p[0], p[1]] });
     }
-    return out;
+    const json = JSON.stringify(entries);
+    return `${ReportCache.seal(this.secret, this.id, json)} ${json}\n`;
   }
 
   async save(dir: string): Promise<void> {
@@ -256,16 +272,13 @@ export class ReportCache {
     const file = join(dir, CACHE_FILE);
     const adds = this.#dirtyJobs.size + this.#dirtyPages.size;
     const live = this.jobs.size + this.pages.size;
-    if (!this.#whole && this.#lines + adds <= live + live / 4 + 64) {
-      await appendFile(file, `${this.#text(this.#dirtyJobs, this.#dirtyPages).join('\n')}\n`);
-      this.#lines += adds;
+    if (!this.#whole && this.#entries + adds <= live + live / 4 + 64) {
+      await appendFile(file, this.#line(this.#dirtyJobs, this.#dirtyPages));
+      this.#entries += adds;
     } else {
-      const lines = [
-        JSON.stringify({ format: FORMAT, id: ReportCache.seal(this.secret, this.id, '') }),
-        ...this.#text(this.jobs.keys(), this.pages.keys()),
-      ];
-      await writePage(file, dir, `${lines.join('\n')}\n`, true);
-      this.#lines = lines.length;
+      const head = JSON.stringify({ format: FORMAT, id: ReportCache.seal(this.secret, this.id, '') });
+      await writePage(file, dir, `${head}\n${this.#line(this.jobs.keys(), this.pages.keys())}`, true);
+      this.#entries = live;
       this.#whole = false;
     }
     this.#dirtyJobs.clear();

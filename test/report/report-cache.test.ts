@@ -325,6 +325,14 @@ describe('the report cache', () => {
     expect([...cache.pages.keys()]).not.toContain(`jobs/${jobs[0]!.key}.html`);
   });
 
+  it('leaves a cache file that holds no entry alone too (a report of no jobs)', async () => {
+    const dir = tempDir('genjob-report-cache-');
+    await new ReportCache('x', SECRET).save(dir);
+    const loaded = ReportCache.load(dir, 'x', SECRET);
+    expect(loaded.jobs.size + loaded.pages.size).toBe(0);
+    expect(loaded.changed).toBe(false);
+  });
+
   it('leaves the cache file alone when nothing changed', async () => {
     const { store } = fixtureRepo(2);
     const dir = join(tempDir('genjob-report-out-'), 'r');
@@ -351,15 +359,49 @@ describe('the report cache', () => {
       '{"p":5}',
       '{"p":null}',
     ];
-    // sealed as this user's own lines are: the shapes alone must not fail the report
+    // sealed as this user's own lines are: the shapes alone must not fail the report, as lines or as
+    // entries of a line
     const id = ReportCache.idOf(loadAssets().renderId, store.root);
-    const sealed = evil.map((line) => `${ReportCache.seal(SECRET, id, line)} ${line}`);
+    const sealed = [...evil, `[${evil.join(',')}]`].map(
+      (line) => `${ReportCache.seal(SECRET, id, line)} ${line}`,
+    );
     writeFileSync(file, `${readFileSync(file, 'utf8')}${sealed.join('\n')}\n`);
     const cache = ReportCache.load(dir, id, SECRET);
     expect([...cache.jobs.keys()].sort()).toEqual(jobs.map((j) => j.key).sort());
     const model = await gatherReport(store, { checks: NO_CHECKS, cache });
     expect(model.jobs.map((j) => j.key).sort()).toEqual(jobs.map((j) => j.key).sort());
     expect((await report(store, dir)).written).toEqual([]);
+  });
+
+  it('ignores forged lines: sealed under another secret or for another cache, unsealed, or changed after sealing', async () => {
+    const { store, jobs } = fixtureRepo(2);
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await report(store, dir);
+    const file = join(dir, CACHE_FILE);
+    const id = ReportCache.idOf(loadAssets().renderId, store.root);
+    const real = ReportCache.load(dir, id, SECRET).jobs.get(jobs[0]!.key)!;
+    // the job's real stamps: only the seal stands between this entry and the page
+    const json = JSON.stringify([{ j: { ...real, job: { ...real.job, instruction: 'FORGED' } } }]);
+    const line = (seal: string, text = json) => `${seal} ${text}\n`;
+    const good = ReportCache.seal(SECRET, id, json);
+    const forged = [
+      line(ReportCache.seal(Buffer.alloc(32, 9), id, json)),
+      line(ReportCache.seal(SECRET, ReportCache.idOf('another-renderer', store.root), json)),
+      line('0'.repeat(32)),
+      `${json}\n`,
+      line(good, json.replace('FORGED', 'FORGEd')),
+      line(good.replace(/^./, (c) => (c === '0' ? '1' : '0'))),
+    ];
+    const clean = readFileSync(file, 'utf8');
+    for (const evil of forged) {
+      writeFileSync(file, clean + evil);
+      expect(ReportCache.load(dir, id, SECRET).jobs.get(jobs[0]!.key)!.job.instruction).not.toMatch(/FORGE/);
+      await report(store, dir);
+      expect(readFileSync(join(dir, 'jobs', `${jobs[0]!.key}.html`), 'utf8')).not.toMatch(/FORGE/);
+    }
+    // the same line sealed by this user is read: the test can fail
+    writeFileSync(file, clean + line(good));
+    expect(ReportCache.load(dir, id, SECRET).jobs.get(jobs[0]!.key)!.job.instruction).toBe('FORGED');
   });
 
   it('ignores a cache written for another renderer, repository or trust file, and one that does not parse', async () => {

@@ -32,10 +32,10 @@ function builtRenderId(): string {
     .digest('hex');
 }
 
-/** The cache file's lines: its header, then each entry's JSON (a seal before it, if any, dropped). */
+/** The cache file's lines: its header, then the entries of every line (each line's seal dropped). */
 function cacheLines(file: string): { head: string; entries: Entry[] } {
   const [head, ...rest] = readFileSync(file, 'utf8').trimEnd().split('\n');
-  return { head: head!, entries: rest.map((l) => JSON.parse(l.replace(/^[0-9a-f]{32} /, ''))) };
+  return { head: head!, entries: rest.flatMap((l) => JSON.parse(l.replace(/^[0-9a-f]{32} /, ''))) };
 }
 
 /**
@@ -70,7 +70,7 @@ describe('a report directory committed by the branch under review', () => {
     const file = join(root, '.gen', 'report', '.report-cache.json');
     const { head, entries } = cacheLines(file);
     // the header is the reviewer's own; only the entries are the branch's
-    writeFileSync(file, `${[head, ...forge(entries, true).map((e) => JSON.stringify(e))].join('\n')}\n`);
+    writeFileSync(file, `${head}\n${JSON.stringify(forge(entries, true))}\n`);
     const r = await report(root, home);
     expect(r.exitCode).toBe(0);
     for (const text of pages(
@@ -92,10 +92,8 @@ describe('a report directory committed by the branch under review', () => {
     const id = ReportCache.idOf(builtRenderId(), root);
     const file = join(root, '.gen', 'report', '.report-cache.json');
     const { head, entries } = cacheLines(file);
-    const sealed = forge(entries, false).map((e) => {
-      const json = JSON.stringify(e);
-      return `${ReportCache.seal(secret, id, json)} ${json}`;
-    });
+    const json = JSON.stringify(forge(entries, false));
+    const sealed = [`${ReportCache.seal(secret, id, json)} ${json}`];
     writeFileSync(file, `${[head, ...sealed].join('\n')}\n`);
     // the author's genjob would show the forgery: the seals are right for that secret
     expect((await report(root, author)).exitCode).toBe(0);
