@@ -17,9 +17,8 @@ import { ReportBytes } from '../report/bytes.js';
 import { checkSource } from '../report/check-source.js';
 import { gatherReport } from '../report/gather.js';
 import { ReportCache } from '../report/report-cache.js';
-import { readRun } from '../report/run-source.js';
 import { writeReport } from '../report/write-report.js';
-import { checkReader } from './gate.js';
+import type { Store } from '../store/store.js';
 
 export interface ReportOptions extends CommonOptions {
   run?: string;
@@ -45,6 +44,15 @@ async function userSecret(): Promise<Buffer | null> {
   }
 }
 
+/** The run `name` as run-source.ts reads it (the run plane's modules are loaded only for a run's report). */
+async function runOf(store: Store, name: string) {
+  const [{ readRun }, { checkReader }] = await Promise.all([
+    import('../report/run-source.js'),
+    import('./gate.js'),
+  ]);
+  return readRun(store, name, checkReader);
+}
+
 /** Ask the desktop to show `file` ($BROWSER, else xdg-open or open); a failure is said, never fatal. */
 function openInBrowser(file: string): Promise<string | null> {
   const command = process.env.BROWSER || (process.platform === 'darwin' ? 'open' : 'xdg-open');
@@ -68,7 +76,7 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
       'EGJ_USAGE',
       `${store.layout.gen}: no .gen/ here, so nothing to report; mint a job first`,
     );
-  const run = o.run === undefined ? undefined : await readRun(store, o.run, checkReader);
+  const run = o.run === undefined ? undefined : await runOf(store, o.run);
   const dir = o.out === undefined ? join(store.layout.gen, DEFAULT_REPORT_DIR) : resolve(o.out);
   const assets = loadAssets();
   const secret = await userSecret();

@@ -6,7 +6,7 @@
 // each counting the requests it made) are mode `judge`, priced as interactive. Display only: JSON.parse,
 // no schema.
 import { join } from 'node:path';
-import { checksDir } from '../check/record-store.js';
+import { checksDir } from '../check/record-paths.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
 import { openRecords } from '../store/batch-outbox.js';
 import { readdirOrEmpty, readIfExists } from '../store/durable.js';

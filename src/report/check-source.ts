@@ -3,11 +3,12 @@
 // check-state.ts decides it for status, show and apply --require-check: the record that speaks, its
 // verdict, attempts and staleness. The report reads check records only through this adapter, so a page
 // can never say other than what `genjob check` and the apply gate decide. The context (HEAD's tree, which
-// runs git; the bindings) is made only when a job has a checker: a report of unchecked jobs needs none.
+// runs git; the bindings) is made only when a job has a checker: a report of unchecked jobs needs none,
+// and does not even load the modules that decide a state (they are imported on first use).
 
-import { type CheckContext, checkContext, stateOf } from '../check/check-state.js';
+import type { CheckContext } from '../check/check-state.js';
 import { loadCheckers } from '../check/checker.js';
-import { checksDir, listRecords, recordedCheckers } from '../check/record-store.js';
+import { checksDir, recordedCheckers } from '../check/record-paths.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { sha256Hex } from '../core/sha256.js';
 import { Store } from '../store/store.js';
@@ -34,8 +35,20 @@ export const NO_CHECKS: CheckSource = {
   checksOf: async () => [],
 };
 
+/** The modules that decide a check's state, loaded once a job has a checker. */
+const statePlane = () =>
+  Promise.all([import('../check/check-state.js'), import('../check/record-store.js')]).then(
+    ([state, records]) => ({ ...state, ...records }),
+  );
+type StatePlane = Awaited<ReturnType<typeof statePlane>>;
+
 /** One checker's state for `key`, in the report's words. */
-function reportCheck(ctx: CheckContext, key: string, checker: string): ReportCheck {
+function reportCheck(
+  { stateOf, listRecords }: StatePlane,
+  ctx: CheckContext,
+  key: string,
+  checker: string,
+): ReportCheck {
   const s = stateOf(ctx, key, checker);
   const facts = s.record?.facts;
   let spent: ReportCheck['spent'] = null;
@@ -72,9 +85,14 @@ function reportCheck(ctx: CheckContext, key: string, checker: string): ReportChe
 export async function checkSource(root: string): Promise<CheckSource> {
   const store = new Store(root);
   const checkers = loadCheckers(root).map((c) => c.name);
+  let plane: Promise<StatePlane> | undefined;
+  const planeOf = () => {
+    plane ??= statePlane();
+    return plane;
+  };
   let made: Promise<CheckContext> | undefined;
   const ctx = () => {
-    made ??= checkContext(root);
+    made ??= planeOf().then((p) => p.checkContext(root));
     return made;
   };
   let context: Promise<string> | undefined;
@@ -105,8 +123,8 @@ export async function checkSource(root: string): Promise<CheckSource> {
     checksOf: async (key) => {
       const names = namesOf(key);
       if (names.length === 0) return [];
-      const c = await ctx();
-      return names.map((name) => reportCheck(c, key, name));
+      const [p, c] = await Promise.all([planeOf(), ctx()]);
+      return names.map((name) => reportCheck(p, c, key, name));
     },
   };
 }

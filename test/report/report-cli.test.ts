@@ -5,9 +5,10 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { PKG, runCli } from '../e2e/helpers.js';
+import { CLI, PKG, runCli } from '../e2e/helpers.js';
 import { checkRecords } from '../helpers/check-record.js';
 import { commitAll } from '../helpers/commit-all.js';
+import { traced } from '../helpers/module-trace.js';
 import { tempDir } from '../helpers/temp-store.js';
 import { fixtureRepo } from './fixture.js';
 import { sealRun } from './run-files.js';
@@ -115,6 +116,27 @@ describe('genjob report', () => {
     expect(bad.exitCode).toBe(2);
     expect(bad.stderr).toMatch(/^genjob: EGJ_BAD_RUN_NAME: /);
     expect(existsSync(join(root, '.gen', 'report', 'jobs', `${keys[3]}.html`))).toBe(false);
+  });
+
+  it('loads neither the modules that decide a check state nor the run plane for jobs without a checker', async () => {
+    const { root } = fixtureRepo(2);
+    const report = () =>
+      traced(
+        'XDG_CACHE_HOME="$2" "$0" "$1" report',
+        [process.execPath, CLI, join(root, '..', 'cache')],
+        root,
+      );
+    const plain = report();
+    expect(plain).toContain('loaded src/report/check-source.ts');
+    for (const lazy of ['check-state', 'record-store', 'binding'])
+      expect(plain).not.toContain(`src/check/${lazy}.ts`);
+    expect(plain).not.toContain('src/report/run-source.ts');
+    // once a checker is declared, its states are decided as status decides them
+    writeFileSync(join(root, 'genjob.config.json'), JSON.stringify({ checkers: { tests: { run: 'true' } } }));
+    await commitAll(root);
+    const checked = report();
+    for (const lazy of ['check-state', 'record-store'])
+      expect(checked).toContain(`loaded src/check/${lazy}.ts`);
   });
 
   it.each([
