@@ -4,10 +4,12 @@
 // verdict, attempts and staleness. The report reads check records only through this adapter, so a page
 // can never say other than what `genjob check` and the apply gate decide. The context (HEAD's tree, which
 // runs git; the bindings) is made only when a job has a checker: a report of unchecked jobs needs none,
-// and does not even load the modules that decide a state (they are imported on first use).
+// and does not even load the modules that decide a state (they are imported on first use), nor, in a
+// repository without a config file, the modules that read one.
 
+import { lstatSync } from 'node:fs';
+import { join } from 'node:path';
 import type { CheckContext } from '../check/check-state.js';
-import { loadCheckers } from '../check/checker.js';
 import { checksDir, recordedCheckers } from '../check/record-paths.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { sha256Hex } from '../core/sha256.js';
@@ -82,9 +84,22 @@ function reportCheck(
   };
 }
 
+/**
+ * The repository's config file, as cli/config-file.ts names it (a test holds the two the same): where it
+ * is absent no checker is declared, and the config schemas need not be loaded to say so.
+ */
+export const CONFIG_NAME = 'genjob.config.json';
+
+/** The names of the checkers the config file at `root` declares. */
+async function declared(root: string): Promise<string[]> {
+  if (lstatSync(join(root, CONFIG_NAME), { throwIfNoEntry: false }) === undefined) return [];
+  const { loadCheckers } = await import('../check/checker.js');
+  return loadCheckers(root).map((c) => c.name);
+}
+
 export async function checkSource(root: string): Promise<CheckSource> {
   const store = new Store(root);
-  const checkers = loadCheckers(root).map((c) => c.name);
+  const checkers = await declared(root);
   let plane: Promise<StatePlane> | undefined;
   const planeOf = () => {
     plane ??= statePlane();

@@ -113,8 +113,11 @@ export class ReportCache {
    * file is written whole again (a load never parses much more than it keeps).
    */
   #entries: number;
-  /** Jobs this gathering took wholly from the cache (the job and its checks): their page digest stands. */
-  readonly #taken = new WeakSet<ReportJob>();
+  /**
+   * Jobs this gathering took wholly from the cache (the job and its checks), by key: their page digest
+   * stands. A map, not a WeakSet: a thousand weak entries cost the collector more than the report keeps.
+   */
+  readonly #taken = new Map<string, ReportJob>();
 
   constructor(
     readonly id: string,
@@ -216,12 +219,14 @@ export class ReportCache {
 
   /** `job` was taken from its entry as it is, checks included (gather.ts). */
   taken(job: ReportJob): void {
-    this.#taken.add(job);
+    this.#taken.set(job.key, job);
   }
 
   /** The page digest of a job taken whole from the cache that has no shadow answer; else undefined. */
   printOf(job: ReportJob): string | undefined {
-    return this.#taken.has(job) && job.shadows.length === 0 ? this.jobs.get(job.key)?.print : undefined;
+    return this.#taken.get(job.key) === job && job.shadows.length === 0
+      ? this.jobs.get(job.key)?.print
+      : undefined;
   }
 
   /** Remember `job`'s page digest, when it is one the entry can stand for (no shadow answer is kept). */

@@ -2,11 +2,12 @@
 // encoder), read through check-source.ts, say what check-state.ts says (verdict, marks, staleness, the
 // record that speaks), with the attempts' logs and a judge's samples and spend; a report cache keeps a
 // job's checks only while the context and the record directories stay as they were.
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkStates } from '../../src/check/check-state.js';
-import { checkSource } from '../../src/report/check-source.js';
+import { CONFIG_FILE } from '../../src/cli/config-file.js';
+import { CONFIG_NAME, checkSource } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
 import type { ReportCheck } from '../../src/report/model.js';
 import { ReportCache } from '../../src/report/report-cache.js';
@@ -138,6 +139,19 @@ describe('checkSource', () => {
       ['tests', 'missing', undefined],
       ['lint', 'pass', 'binding'],
     ]);
+  });
+
+  it('looks for the config file genjob reads, and reads it as loadCheckers does whenever a name is there', async () => {
+    expect(CONFIG_NAME).toBe(CONFIG_FILE);
+    const { root } = fixtureRepo(1);
+    expect((await checkSource(root)).checkers).toEqual([]);
+    // a dangling link is no config file, as for loadConfig
+    symlinkSync(join(root, 'nowhere.json'), join(root, CONFIG_NAME));
+    expect((await checkSource(root)).checkers).toEqual([]);
+    writeFileSync(join(root, 'nowhere.json'), JSON.stringify({ checkers: { tests: { run: 'true' } } }));
+    expect((await checkSource(root)).checkers).toEqual(['tests']);
+    writeFileSync(join(root, 'nowhere.json'), '{"checkers": ');
+    await expect(checkSource(root)).rejects.toMatchObject({ code: 'EGJ_CONFIG' });
   });
 
   it('runs no git for jobs without a checker, declared or recorded', async () => {

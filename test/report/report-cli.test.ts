@@ -118,7 +118,7 @@ describe('genjob report', () => {
     expect(existsSync(join(root, '.gen', 'report', 'jobs', `${keys[3]}.html`))).toBe(false);
   });
 
-  it('loads neither the modules that decide a check state nor the run plane for jobs without a checker', async () => {
+  it('loads no module that reads a config file or decides a check state, nor the run plane, for a repository without a config file', async () => {
     const { root } = fixtureRepo(2);
     const report = () =>
       traced(
@@ -128,15 +128,14 @@ describe('genjob report', () => {
       );
     const plain = report();
     expect(plain).toContain('loaded src/report/check-source.ts');
-    for (const lazy of ['check-state', 'record-store', 'binding'])
-      expect(plain).not.toContain(`src/check/${lazy}.ts`);
+    const lazy = ['check/checker', 'check/check-state', 'check/record-store', 'cli/config-file'];
+    for (const name of lazy) expect(plain).not.toContain(`src/${name}.ts`);
     expect(plain).not.toContain('src/report/run-source.ts');
     // once a checker is declared, its states are decided as status decides them
     writeFileSync(join(root, 'genjob.config.json'), JSON.stringify({ checkers: { tests: { run: 'true' } } }));
     await commitAll(root);
     const checked = report();
-    for (const lazy of ['check-state', 'record-store'])
-      expect(checked).toContain(`loaded src/check/${lazy}.ts`);
+    for (const name of lazy) expect(checked).toContain(`loaded src/${name}.ts`);
   });
 
   it.each([
