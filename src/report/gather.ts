@@ -31,7 +31,7 @@ import type {
 } from './model.js';
 import { STATE_ORDER } from './model.js';
 import { receiptFacts } from './receipt-facts.js';
-import { type CachedReportJob, type ReportCache, Stamps } from './report-cache.js';
+import { type CachedReportJob, type ReportCache, type Stamp, Stamps } from './report-cache.js';
 
 export interface GatherOptions {
   /** Keys or unique prefixes; empty: every job. */
@@ -157,7 +157,7 @@ function jobFrom(
   // an entry stamps at least the file the job was found by: one that stamps nothing vouches for nothing
   if (known && known.where === where && known.stamps.length > 0 && stamper.fresh(known.stamps))
     return { job: { ...known.job, checks: [], shadows: [] }, hit: true };
-  const stamps = new Map<string, string>();
+  const stamps = new Map<string, Stamp>();
   const job = gatherJob(store, key, at, policy, bytes, (file) => {
     if (!stamps.has(file)) stamps.set(file, stamper.of(file));
   });
@@ -191,7 +191,7 @@ async function checksFor(
     cache?.taken(job);
     return;
   }
-  const stamps = source.filesOf(key).map((file) => [file, stamper.of(file)] as [string, string]);
+  const stamps = source.filesOf(key).map((file) => [file, stamper.of(file)] as [string, Stamp]);
   const list = await source.checksOf(key);
   if (cache) cache.setChecks(key, { context: none(list) ? '' : await source.context(), stamps, list });
   job.checks = list;

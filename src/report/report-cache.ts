@@ -37,11 +37,11 @@ const SEAL = 32;
 export interface CachedJob {
   /** The state directory and job file the key was found in. */
   where: string;
-  stamps: Array<[string, string]>;
+  stamps: Array<[string, Stamp]>;
   /** The job as gathered; its checks and shadow answers are never kept here (always asked afresh). */
   job: CachedReportJob;
   /** The job's check states, under the check context and the stamps of the records' files they were read with. */
-  checks?: { context: string; stamps: Array<[string, string]>; list: ReportCheck[] };
+  checks?: { context: string; stamps: Array<[string, Stamp]>; list: ReportCheck[] };
   /** The digest of the job's page model (this job, these checks, no shadow answer), once its page was judged. */
   print?: string;
 }
@@ -50,14 +50,40 @@ export type CachedReportJob = Omit<ReportJob, 'checks' | 'shadows'>;
 
 const MAYBE = { throwIfNoEntry: false } as const;
 
-/** A file's identity and change stamp (times in ms with their fraction: µs), or '-' when there is none. */
-export function stampOf(path: string): string {
+/**
+ * A file's identity and change stamp: inode, size, mtime and ctime (ms with their fraction: µs), kept as
+ * numbers so a check compares them as lstat gives them (no number is printed to compare it); '-' when
+ * there is no file, '-/' when its directory is absent too (Stamps).
+ */
+export type Stamp = readonly [number, number, number, number] | '-' | '-/';
+
+/** `path`'s stamp, taken now. */
+export function stampOf(path: string): Stamp {
   const st = lstatSync(path, MAYBE);
-  return st === undefined ? '-' : `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  return st === undefined ? '-' : [st.ino, st.size, st.mtimeMs, st.ctimeMs];
+}
+
+/** Whether `path` stamps as `stamp` says (a file: without making a stamp to compare). */
+function holds(path: string, stamp: Stamp): boolean {
+  const st = lstatSync(path, MAYBE);
+  if (st === undefined) return stamp === '-';
+  return (
+    Array.isArray(stamp) &&
+    st.ino === stamp[0] &&
+    st.size === stamp[1] &&
+    st.mtimeMs === stamp[2] &&
+    st.ctimeMs === stamp[3]
+  );
+}
+
+/** Two stamps say the same. */
+export function sameStamp(a: Stamp | undefined, b: Stamp): boolean {
+  if (typeof a === 'string' || typeof b === 'string' || a === undefined) return a === b;
+  return a[0] === b[0] && a[1] === b[1] && a[2] === b[2] && a[3] === b[3];
 }
 
 /** The stamp of a file absent because its directory is: it holds while the directory is absent. */
-const NO_DIR = '-/';
+const NO_DIR = '-/' satisfies Stamp;
 
 /**
  * The stamps of one gathering. A file absent together with its directory is stamped `-/`, and such a
@@ -80,7 +106,7 @@ export class Stamps {
   }
 
   /** `path`'s stamp, taken now. */
-  of(path: string): string {
+  of(path: string): Stamp {
     const stamp = stampOf(path);
     if (stamp !== '-') return stamp;
     const dir = dirname(path);
@@ -92,15 +118,15 @@ export class Stamps {
   }
 
   /** Every file still stamps as it did. */
-  fresh(stamps: ReadonlyArray<readonly [string, string]>): boolean {
+  fresh(stamps: ReadonlyArray<readonly [string, Stamp]>): boolean {
     for (const [path, stamp] of stamps)
-      if (stamp === NO_DIR ? this.#dirThere(dirname(path)) : stampOf(path) !== stamp) return false;
+      if (stamp === NO_DIR ? this.#dirThere(dirname(path)) : !holds(path, stamp)) return false;
     return true;
   }
 }
 
 /** An entry of the file: a job's, or a page's. */
-type Line = { j: CachedJob } | { p: [string, string, string] };
+type Line = { j: CachedJob } | { p: [string, Stamp, string] };
 
 export class ReportCache {
   /** Entries added, replaced or changed since the file was read or written: only they are appended. */
@@ -125,7 +151,7 @@ export class ReportCache {
     readonly secret: Buffer,
     readonly jobs = new Map<string, CachedJob>(),
     /** Page name (`index.html`, `jobs/<key>.html`) → [its stamp, the digest its last line names]. */
-    readonly pages = new Map<string, [string, string]>(),
+    readonly pages = new Map<string, [Stamp, string]>(),
     /** Entries in the file it was loaded from; none: there is no such file yet. */
     entries?: number,
   ) {
@@ -169,7 +195,7 @@ export class ReportCache {
       return new ReportCache(id, secret);
     }
     const jobs = new Map<string, CachedJob>();
-    const pages = new Map<string, [string, string]>();
+    const pages = new Map<string, [Stamp, string]>();
     let count = 0;
     for (let i = 1; i < lines.length; i++) {
       const line = lines[i]!;
@@ -246,9 +272,9 @@ export class ReportCache {
       }
   }
 
-  setPage(name: string, stamp: string, fingerprint: string): void {
+  setPage(name: string, stamp: Stamp, fingerprint: string): void {
     const had = this.pages.get(name);
-    if (had?.[0] === stamp && had[1] === fingerprint) return;
+    if (had && sameStamp(had[0], stamp) && had[1] === fingerprint) return;
     this.pages.set(name, [stamp, fingerprint]);
     this.#dirtyPages.add(name);
   }

@@ -4,7 +4,7 @@
 // (page-file.ts reads and writes them). Job pages come first, the index last, so the index never links
 // to a page not yet written. Pages of jobs no longer shown are removed; other files are never touched.
 import { lstatSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import { SHA256_HEX, sha256Hex } from '../core/sha256.js';
 import { sweepStaleTemps } from '../store/durable.js';
@@ -17,7 +17,7 @@ import { pageFingerprint, WriteQueue, writePage } from './page-file.js';
 import { renderIndex } from './render-index.js';
 import { renderJob } from './render-job.js';
 import { renderLog } from './render-log.js';
-import { type ReportCache, stampOf } from './report-cache.js';
+import { type ReportCache, sameStamp, stampOf } from './report-cache.js';
 
 export interface WriteResult {
   dir: string;
@@ -77,7 +77,7 @@ function prune(
     throw IoError.wrap('readdir', dir, err);
   }
   for (const name of names.sort())
-    if (PAGE.test(name) && !keep.has(name)) {
+    if (!keep.has(name) && PAGE.test(name)) {
       rmSync(join(dir, name), { force: true });
       removed.push(`${sub}/${name}`);
       cache?.dropPage(`${sub}/${name}`);
@@ -113,7 +113,7 @@ export async function writeReport(
     // a page the cache knows is trusted while its stamp holds, and rewritten once anything touched it;
     // one it does not know is written again: its last line could be copied onto any text (a branch can
     // commit the report's directory), so only this user's sealed cache vouches for a page
-    const now = stamp === '-' ? undefined : known?.[0] === stamp ? known[1] : null;
+    const now = stamp === '-' ? undefined : known && sameStamp(known[0], stamp) ? known[1] : null;
     if (now === fp) {
       unchanged += 1;
       cache?.setPage(name, stamp, fp);
@@ -137,7 +137,8 @@ export async function writeReport(
     const fp = cache?.printOf(job) ?? fingerprint(assets, 'job', job);
     cache?.setPrint(job, fp);
     jobPrints.push(fp);
-    await page(join(jobsDir, name), jobsDir, `jobs/${name}`, fp, () =>
+    // a page's name has no separator: no path.join per job
+    await page(`${jobsDir}${sep}${name}`, jobsDir, `jobs/${name}`, fp, () =>
       renderJob(job, jobPageBytes(bytes, job), assets, fp),
     );
     for (const c of job.checks)

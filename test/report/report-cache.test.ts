@@ -303,12 +303,15 @@ describe('the report cache', () => {
     const dir = tempDir('genjob-report-cache-');
     const cache = new ReportCache('x', SECRET);
     for (let i = 0; i < 200; i++) {
-      cache.setPage('index.html', `stamp-${i}`, 'f'.repeat(64));
+      cache.setPage('index.html', [i, 1, 2, 3], 'f'.repeat(64));
       await cache.save(dir);
     }
     const lines = readFileSync(join(dir, CACHE_FILE), 'utf8').split('\n').length - 1;
     expect(lines).toBeLessThanOrEqual(1 + 1 + 64 + 1);
-    expect(ReportCache.load(dir, 'x', SECRET).pages.get('index.html')).toEqual(['stamp-199', 'f'.repeat(64)]);
+    expect(ReportCache.load(dir, 'x', SECRET).pages.get('index.html')).toEqual([
+      [199, 1, 2, 3],
+      'f'.repeat(64),
+    ]);
   });
 
   it('writes the file whole again when a job left the report', async () => {
