@@ -9,17 +9,19 @@
 // of its V8 data, and is handed to V8 only when both match (~1 ms of hashing); otherwise, or when V8
 // refuses it (another Node version, other flags), the bundle is compiled from source as usual.
 // Nothing is written at run time.
-import { isAscii } from 'node:buffer';
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import vm from 'node:vm';
+// CommonJS (bin/package.json), as the entry point that requires it.
+'use strict';
+
+const { isAscii } = require('node:buffer');
+const { createHash } = require('node:crypto');
+const { readFileSync } = require('node:fs');
+const { createRequire } = require('node:module');
+const { dirname, join } = require('node:path');
+const vm = require('node:vm');
 
 /** The bundle the build writes. */
-export const BUNDLE = fileURLToPath(new URL('../dist/genjob.cjs', import.meta.url));
-export const codeCacheOf = (bundle) => `${bundle}.cache`;
+const BUNDLE = join(__dirname, '..', 'dist', 'genjob.cjs');
+const codeCacheOf = (bundle) => `${bundle}.cache`;
 
 const DIGEST = 32;
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest();
@@ -28,20 +30,20 @@ const sha256 = (bytes) => createHash('sha256').update(bytes).digest();
 const wrap = (source) => `(function (exports, require, module, __filename, __dirname) { ${source}\n})`;
 
 /** The bundle's bytes compiled as its module wrapper, with V8 `cachedData` when given (see script.cachedDataRejected). */
-export function compileBundle(bundle, bytes, cachedData = undefined) {
+function compileBundle(bundle, bytes, cachedData = undefined) {
   // the build keeps the bundle ASCII, which latin1 decodes as a copy (utf8 costs several times more)
   const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
   return new vm.Script(wrap(source), { filename: bundle, cachedData });
 }
 
 /** The cache file for `bundle`'s bytes: both digests, then V8's data. */
-export function codeCacheFile(bundle, bytes) {
+function codeCacheFile(bundle, bytes) {
   const data = compileBundle(bundle, bytes).createCachedData();
   return Buffer.concat([sha256(bytes), sha256(data), data]);
 }
 
 /** V8's data from a cache file, when the file is whole and was made from exactly these bundle bytes. */
-export function cachedDataFor(bytes, file) {
+function cachedDataFor(bytes, file) {
   if (file === undefined || file.length <= 2 * DIGEST) return undefined;
   const data = file.subarray(2 * DIGEST);
   const whole =
@@ -50,7 +52,7 @@ export function cachedDataFor(bytes, file) {
 }
 
 /** Run the bundle, with its code cache when it holds, and return its exports ({ main }). */
-export function loadBundle(bundle = BUNDLE) {
+function loadBundle(bundle = BUNDLE) {
   const bytes = readFileSync(bundle);
   let file;
   try {
@@ -68,3 +70,10 @@ export function loadBundle(bundle = BUNDLE) {
   );
   return module.exports;
 }
+
+exports.BUNDLE = BUNDLE;
+exports.codeCacheOf = codeCacheOf;
+exports.compileBundle = compileBundle;
+exports.codeCacheFile = codeCacheFile;
+exports.cachedDataFor = cachedDataFor;
+exports.loadBundle = loadBundle;

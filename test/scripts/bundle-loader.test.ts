@@ -3,8 +3,8 @@
 // cache, or one made from other bundle bytes, must cost only that (V8 itself checks no more than a
 // header, and aborts the process on damaged data: the loader hands it nothing it has not checked); and
 // the bundle must run in strict mode as the ES modules it was built from do.
-import { execFileSync } from 'node:child_process';
-import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp-store.js';
@@ -30,6 +30,8 @@ function copyOfPackage(): string {
 
 const run = (pkg: string, args: string[], cwd?: string) =>
   execFileSync(process.execPath, [join(pkg, 'bin', 'genjob.js'), ...args], { encoding: 'utf8', cwd });
+/** The version the bundle reports (a bare --version is answered without loading it). */
+const bundleVersion = (pkg: string): string => JSON.parse(run(pkg, ['--version', '--json'])).version;
 
 describe('the bundle loader', () => {
   it("hands V8 a code cache it accepts: the build's, for this Node", () => {
@@ -57,28 +59,45 @@ describe('the bundle loader', () => {
   it('runs the CLI with its cache damaged, foreign or missing, compiling the bundle from source', () => {
     const pkg = copyOfPackage();
     const cache = join(pkg, 'dist', 'genjob.cjs.cache');
-    const version = run(pkg, ['--version']);
+    const version = bundleVersion(pkg);
     const good = readFileSync(cache);
     const damaged = Buffer.from(good);
     damaged.fill(0x5a, 200, 4096); // inside V8's data, past its header (this aborted the process)
     writeFileSync(cache, damaged);
-    expect(run(pkg, ['--version'])).toBe(version);
+    expect(bundleVersion(pkg)).toBe(version);
     writeFileSync(cache, good.subarray(0, good.length - 1000)); // cut short
-    expect(run(pkg, ['--version'])).toBe(version);
+    expect(bundleVersion(pkg)).toBe(version);
     writeFileSync(cache, 'not a code cache');
-    expect(run(pkg, ['--version'])).toBe(version);
+    expect(bundleVersion(pkg)).toBe(version);
     rmSync(cache);
-    expect(run(pkg, ['--version'])).toBe(version);
+    expect(bundleVersion(pkg)).toBe(version);
     // the cache of another bundle of the same length (V8 would take it: it checks only the length)
     writeFileSync(cache, good);
     const bundle = join(pkg, 'dist', 'genjob.cjs');
     const text = readFileSync(bundle, 'utf8');
-    writeFileSync(bundle, text.replace(`"${version.trim()}"`, `"${'9'.repeat(version.trim().length)}"`));
+    writeFileSync(bundle, text.replace(`"${version}"`, `"${'9'.repeat(version.length)}"`));
     expect(readFileSync(bundle).length).toBe(Buffer.byteLength(text));
-    expect(run(pkg, ['--version'])).toBe(`${'9'.repeat(version.trim().length)}\n`);
+    expect(bundleVersion(pkg)).toBe('9'.repeat(version.length));
     const repo = tempDir('gj-bundle-loader-repo-');
     execFileSync('git', ['init', '-q', repo]);
     expect(JSON.parse(run(pkg, ['status', '--json'], repo))).toMatchObject({ ok: true });
+  });
+
+  it('answers a bare --version from package.json without loading the bundle', () => {
+    const pkg = copyOfPackage();
+    const version = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8')).version;
+    writeFileSync(join(pkg, 'dist', 'genjob.cjs'), 'throw new Error("the bundle was loaded");\n');
+    expect(run(pkg, ['--version'])).toBe(`${version}\n`);
+    expect(run(pkg, ['-V'])).toBe(`${version}\n`);
+    // anything more goes to the CLI (here: the broken bundle)
+    expect(() => run(pkg, ['--version', '--json'])).toThrow(/the bundle was loaded/);
+    // a stdout that cannot be written: exit 5 and one EGJ_IO line, as the CLI ends then
+    const full = spawnSync(process.execPath, [join(pkg, 'bin', 'genjob.js'), '--version'], {
+      encoding: 'utf8',
+      stdio: ['ignore', openSync('/dev/full', 'w'), 'pipe'],
+    });
+    expect(full.status).toBe(5);
+    expect(full.stderr).toMatch(/^genjob: EGJ_IO: stdout: write failed: ENOSPC.*\n$/);
   });
 
   it('is ASCII, so V8 holds it as a one-byte string, decoded by a copy', () => {
