@@ -10,12 +10,11 @@ import { errnoOf, UsageError } from '../core/errors.js';
 import { checkSchema } from '../core/schema-check.js';
 import { nodeFs } from '../store/fs-port.js';
 import { consentDigest, requireConsent } from './config-consent.js';
+import { CONFIG_FILE } from './config-name.js';
 import { findRoot } from './root.js';
 import { userConfigFile } from './user-config-path.js';
 
-export { userConfigFile };
-
-export const CONFIG_FILE = 'genjob.config.json';
+export { CONFIG_FILE, userConfigFile };
 
 const text = z.string().check(z.minLength(1));
 const names = z.array(text);

@@ -1,9 +1,10 @@
 // The commands people reach for: work KEY…, retry, cancel, mint -f -, key prefixes in any case,
 // show of a dead key, the reason near the top, and the pager on a terminal only.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { traceOptions } from '../helpers/module-trace.js';
 import { CLI, DEMO_GENERATOR, genDir, makeSandbox, mintKey, type Sandbox } from './helpers.js';
 
 function deadWhy(sb: Sandbox, key: string): Record<string, unknown> {
@@ -208,6 +209,29 @@ describe('long output', () => {
     expect(tty.stdout).toContain(`PAGED:key       ${key}`);
     const piped = await sb.genjob(['show', key], { env: { PAGER: 'sed s/^/PAGED:/' } });
     expect(piped.stdout.startsWith(`key       ${key}\n`)).toBe(true);
+  });
+});
+
+describe('genjob show and the config', () => {
+  it('reads the config (and loads its reader) only when the repository has one', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Show me', ['README.md']);
+    const config = join(sb.repo, 'genjob.config.json');
+    rmSync(config, { force: true });
+    const trace = { NODE_OPTIONS: traceOptions() };
+    const bare = await sb.genjob(['show', key], { env: trace });
+    expect(bare.exitCode).toBe(0);
+    expect(bare.stderr).toContain('loaded src/commands/show.ts'); // the trace sees the modules
+    expect(bare.stderr).not.toContain('loaded src/cli/config-file.ts');
+    expect(bare.stdout).not.toContain('\nchecks ');
+    writeFileSync(config, `${JSON.stringify({ checkers: { tests: { run: 'true' } } })}\n`);
+    const declared = await sb.genjob(['show', key], { env: trace });
+    expect(declared.exitCode).toBe(0);
+    expect(declared.stdout).toContain('\nchecks    tests: no record\n');
+    writeFileSync(config, '{"checkers": ');
+    const broken = await sb.genjob(['show', key]);
+    expect(broken.exitCode).toBe(2);
+    expect(broken.stderr).toContain(`genjob: EGJ_CONFIG: ${config}: not JSON`);
   });
 });
 
