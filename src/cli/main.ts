@@ -40,7 +40,7 @@ export async function main(argv: string[]): Promise<void> {
   const json = wantsJson(argv);
   guardOutput();
   try {
-    await buildProgram({ json }).parseAsync(argv);
+    await buildProgram({ json, argv }).parseAsync(argv);
   } catch (caught) {
     const err = asIoError(caught);
     const e = err as { code?: string; exitCode?: number; message?: string };

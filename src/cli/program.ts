@@ -66,8 +66,37 @@ async function run(load: () => Promise<CommandResult>, json: boolean): Promise<v
   emit(await load(), json);
 }
 
-export function buildProgram(opts: { json?: boolean } = {}): Command {
+/** A command not asked for: every call on it (option, action, command...) is ignored and returns it. */
+const SKIPPED: Command = new Proxy(() => {}, {
+  get: () => SKIPPED,
+  apply: () => SKIPPED,
+}) as unknown as Command;
+
+/**
+ * The command `argv` names, when it could name one: then only that command is built. Each command's
+ * options and help are objects made as it is registered, ~35 commands' worth at every start otherwise.
+ */
+function commandAsked(argv: readonly string[] | undefined): string | undefined {
+  const name = argv?.[2];
+  return name !== undefined && name !== 'help' && /^[a-z][a-z-]*$/.test(name) ? name : undefined;
+}
+
+/**
+ * The CLI; with `argv`, only the command it names (none, an option or help: all of them, so help lists
+ * every command; a name no command has: all of them, so commander suggests the nearest).
+ */
+export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } = {}): Command {
   const program = new Command('genjob');
+  const only = commandAsked(opts.argv);
+  let found = false;
+  if (only !== undefined) {
+    const add = program.command.bind(program) as (...args: unknown[]) => Command;
+    program.command = ((nameAndArgs: string, ...rest: unknown[]) => {
+      if (nameAndArgs.split(' ')[0] !== only) return SKIPPED;
+      found = true;
+      return add(nameAndArgs, ...rest);
+    }) as Command['command'];
+  }
   if (opts.json) {
     // --version --json: the version as a JSON result, like every command's (this listener runs
     // before the one .version() adds, and ends the parse)
@@ -766,6 +795,10 @@ export function buildProgram(opts: { json?: boolean } = {}): Command {
       else sub.outputHelp();
     });
 
+  if (only !== undefined) {
+    delete (program as Partial<Command>).command; // commander's own again
+    if (!found) return buildProgram({ json: opts.json });
+  }
   helpHintAfterErrors(program, '');
   return program;
 }

@@ -17,6 +17,11 @@ describe('usage', () => {
       args: ['frobnicate'],
       stderr: "genjob: error: unknown command 'frobnicate'\n",
     },
+    {
+      name: 'a misspelt command, naming the nearest',
+      args: ['shw', 'abcd'],
+      stderr: "genjob: error: unknown command 'shw'\n(Did you mean show?)\n",
+    },
     { name: 'a non-numeric --timeout', args: ['work', '--once', '--timeout', 'soon'], stderr: null },
     {
       name: 'work without a mode',
