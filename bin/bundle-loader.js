@@ -36,9 +36,12 @@ function compileBundle(bundle, bytes, cachedData = undefined) {
   return new vm.Script(wrap(source), { filename: bundle, cachedData });
 }
 
-/** The cache file for `bundle`'s bytes: both digests, then V8's data. */
-function codeCacheFile(bundle, bytes) {
-  const data = compileBundle(bundle, bytes).createCachedData();
+/**
+ * The cache file for `bundle`'s bytes: both digests, then V8's data, from `script` (the bundle compiled
+ * by compileBundle; V8's data holds every function it has compiled so far).
+ */
+function codeCacheFile(bundle, bytes, script = compileBundle(bundle, bytes)) {
+  const data = script.createCachedData();
   return Buffer.concat([sha256(bytes), sha256(data), data]);
 }
 
@@ -60,14 +63,13 @@ function loadBundle(bundle = BUNDLE) {
   } catch {
     // no cache (or none readable): compile from source
   }
+  return runBundle(bundle, compileBundle(bundle, bytes, cachedDataFor(bytes, file)));
+}
+
+/** Run the compiled bundle as the CommonJS module it is; its exports. */
+function runBundle(bundle, script) {
   const module = { exports: {} };
-  compileBundle(bundle, bytes, cachedDataFor(bytes, file)).runInThisContext()(
-    module.exports,
-    createRequire(bundle),
-    module,
-    bundle,
-    dirname(bundle),
-  );
+  script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, dirname(bundle));
   return module.exports;
 }
 
@@ -77,3 +79,4 @@ exports.compileBundle = compileBundle;
 exports.codeCacheFile = codeCacheFile;
 exports.cachedDataFor = cachedDataFor;
 exports.loadBundle = loadBundle;
+exports.runBundle = runBundle;

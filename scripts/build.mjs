@@ -7,9 +7,9 @@
 // finds dist/ half-written or missing. Every package the CLI uses is bundled (they are all
 // devDependencies): the build fails if the bundle still imports anything but Node's own modules,
 // so the packed tarball installs with nothing to fetch.
-import { cp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { cp, rename, rm } from 'node:fs/promises';
 import { build } from 'esbuild';
-import { codeCacheFile, codeCacheOf } from '../bin/bundle-loader.js';
 import { unbundledImports } from './bundle-imports.mjs';
 
 const next = `dist.next-${process.pid}`;
@@ -51,9 +51,10 @@ const { metafile } = await build({
   },
   define: { 'import.meta.url': '__genjobBundleUrl' },
 });
-// compiled here, exactly as bin/bundle-loader.js compiles it at every start
+// compiled exactly as bin/bundle-loader.js compiles it at every start, in a process of its own that runs
+// a few commands first (their output is not this build's)
 const bundle = `${next}/genjob.cjs`;
-await writeFile(codeCacheOf(bundle), codeCacheFile(bundle, await readFile(bundle)));
+execFileSync(process.execPath, ['scripts/warm-cache.mjs', bundle], { stdio: ['ignore', 'ignore', 'pipe'] });
 // the report's stylesheet and script are files the report inlines at run time: they ship in dist/
 await cp('src/report/assets', `${next}/report-assets`, { recursive: true });
 const unbundled = unbundledImports(metafile);

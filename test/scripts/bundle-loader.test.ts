@@ -44,6 +44,19 @@ describe('the bundle loader', () => {
     expect(out).toBe('true');
   });
 
+  it('carries the code of what a start runs, not only the top level a compile alone gives', () => {
+    // the build writes the cache after running show, status and push in it (scripts/warm-cache.mjs)
+    const out = withLoader(
+      "import { readFileSync } from 'node:fs';\n" +
+        'const bytes = readFileSync(L.BUNDLE);\n' +
+        'const shipped = L.cachedDataFor(bytes, readFileSync(L.codeCacheOf(L.BUNDLE)));\n' +
+        'const fresh = L.compileBundle(L.BUNDLE, bytes).createCachedData();\n' +
+        'process.stdout.write(JSON.stringify([shipped.length, fresh.length]));',
+    );
+    const [shipped, fresh] = JSON.parse(out) as [number, number];
+    expect(shipped).toBeGreaterThan(fresh * 1.3);
+  });
+
   it('hands V8 no cache made from other bundle bytes, even of the same length', () => {
     const out = withLoader(
       "import { readFileSync } from 'node:fs';\n" +
