@@ -8,7 +8,7 @@
 // devDependencies): the build fails if the bundle still imports anything but Node's own modules,
 // so the packed tarball installs with nothing to fetch.
 import { execFileSync } from 'node:child_process';
-import { cp, rename, rm } from 'node:fs/promises';
+import { cp, readFile, rename, rm } from 'node:fs/promises';
 import { build } from 'esbuild';
 import { unbundledImports } from './bundle-imports.mjs';
 
@@ -33,6 +33,24 @@ const { metafile } = await build({
   // requires supports-color by name: bundle a silent logger instead, so the built CLI looks up no
   // package at run time and mint's stderr stays its own.
   plugins: [
+    {
+      // commander requires node:child_process as it loads, for subcommands that are executables of
+      // their own, which genjob has none of: it is required on first use instead (~3 ms of CPU at
+      // every start of a command that runs no process, like show)
+      name: 'commander-lazy-child-process',
+      setup(b) {
+        b.onLoad({ filter: /[\\/]commander[\\/]lib[\\/]command\.js$/ }, async (args) => {
+          const eager = "const childProcess = require('node:child_process');\n";
+          const text = await readFile(args.path, 'utf8');
+          const uses = text.match(/childProcess\.?\w*/g) ?? [];
+          if (!text.includes(eager) || uses.some((u) => u !== 'childProcess' && u !== 'childProcess.spawn'))
+            throw new Error(`build: ${args.path} no longer uses node:child_process as the build expects`);
+          const lazy =
+            "const childProcess = { spawn: (...a) => require('node:child_process').spawn(...a) };\n";
+          return { contents: text.replace(eager, lazy), loader: 'js' };
+        });
+      },
+    },
     {
       name: 'silent-debug',
       setup(b) {

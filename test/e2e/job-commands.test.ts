@@ -235,6 +235,26 @@ describe('genjob show and the config', () => {
   });
 });
 
+describe('genjob show and child processes', () => {
+  it('loads no node:child_process when it pages nothing (commander and the pager load it on use)', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Show me', ['README.md']);
+    const preload = join(sb.base, 'builtins.cjs');
+    writeFileSync(
+      preload,
+      "const loaded = () => process.moduleLoadList.includes('NativeModule child_process');\n" +
+        "process.on('exit', () => process.stderr.write('child_process loaded: ' + loaded() + '\\n'));\n",
+    );
+    const shown = await sb.genjob(['show', key], { env: { NODE_OPTIONS: `--require=${preload}` } });
+    expect(shown.exitCode).toBe(0);
+    expect(shown.stdout.startsWith(`key       ${key}\n`)).toBe(true);
+    expect(shown.stderr).toBe('child_process loaded: false\n');
+    // a command that runs git loads it (the probe sees it)
+    const pushed = await sb.genjob(['push'], { env: { NODE_OPTIONS: `--require=${preload}` } });
+    expect(pushed.stderr).toContain('child_process loaded: true\n');
+  });
+});
+
 describe('genjob show of a job file that is not a job', () => {
   const cases = [
     { name: 'a corrupted (truncated) file', bytes: '{"schema":"genjob/job@1","ke', rule: 'malformed JSON' },
