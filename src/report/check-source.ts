@@ -11,6 +11,7 @@ import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CheckContext } from '../check/check-state.js';
 import { checksDir, recordedCheckers } from '../check/record-paths.js';
+import { CONFIG_FILE } from '../cli/config-name.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { sha256Hex } from '../core/sha256.js';
 import { Store } from '../store/store.js';
@@ -85,14 +86,11 @@ function reportCheck(
 }
 
 /**
- * The repository's config file, as cli/config-file.ts names it (a test holds the two the same): where it
- * is absent no checker is declared, and the config schemas need not be loaded to say so.
+ * The names of the checkers the config file at `root` declares: where there is no file, none, and the
+ * config's schemas need not be loaded to say so.
  */
-export const CONFIG_NAME = 'genjob.config.json';
-
-/** The names of the checkers the config file at `root` declares. */
 async function declared(root: string): Promise<string[]> {
-  if (lstatSync(join(root, CONFIG_NAME), { throwIfNoEntry: false }) === undefined) return [];
+  if (lstatSync(join(root, CONFIG_FILE), { throwIfNoEntry: false }) === undefined) return [];
   const { loadCheckers } = await import('../check/checker.js');
   return loadCheckers(root).map((c) => c.name);
 }
