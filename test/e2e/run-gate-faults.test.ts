@@ -9,7 +9,10 @@ import { afterTest } from '../helpers/temp-store.js';
 import { json, mintRun, mod, type RunBox, runBox } from './run-helpers.js';
 import { spawnCli, until as untilPolls } from './worker-helpers.js';
 
-const until = (what: string, cond: () => boolean) => untilPolls(what, cond, 60_000); // polls of 10 ms: a guard against a hang only
+// polls of 10 ms, at least 300 s: a guard against a hang only, and one that fires before the test's own
+// 600 s limit, so a hang says what it waited for and where the jobs were
+const until = (what: string, cond: () => boolean, explain?: () => string) =>
+  untilPolls(what, cond, 30_000, explain);
 
 function procState(pid: number): string {
   return readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '')[0]!; // "pid (comm) S ..."
@@ -48,6 +51,12 @@ function orphans(base: string): number {
 
 const started = (sb: RunBox) => readdirSync(sb.base).filter((n) => n.startsWith('started-'));
 
+/** Where the run's jobs are, which generations started, and how many serves are left: for a hang's message. */
+function where(sb: RunBox): string {
+  const state = (d: string) => readdirSync(join(sb.repo, '.gen', d)).map((n) => n.slice(0, 12));
+  return `queue ${state('queue')} running ${state('running')} received ${state('received')} dead ${state('dead')}; started ${started(sb)}; serves left ${orphans(sb.base)}`;
+}
+
 async function gateOpen(sb: RunBox, run: string): Promise<string> {
   const r = await sb.genjob(['gate', '--run', run]);
   expect(r.exitCode, r.stdout + r.stderr).toBe(75);
@@ -61,7 +70,11 @@ describe('the run gate under worker faults', () => {
     sb.setGen({ block: ['m00', 'm01'], fail: ['m03'] });
     const a = worker(sb, 'a', 'k');
     const b = worker(sb, 'b', 'k');
-    await until('both workers to be generating a blocked job', () => started(sb).length === 2);
+    await until(
+      'both workers to be generating a blocked job',
+      () => started(sb).length === 2,
+      () => where(sb),
+    );
     expect(await gateOpen(sb, 'k')).toMatch(/^gate k: open, waiting for \d of 4 job\(s\):/);
 
     process.kill(a.pid!, 'SIGKILL');
@@ -82,11 +95,19 @@ describe('the run gate under worker faults', () => {
 
     // a third worker, on another host, finishes the run: 3 of 4 pass (m03 aborts every time)
     sb.setGen({ fail: ['m03'] });
-    const c = await spawnCli(sb.repo, ['work', '--run', 'k', '--quiet', ...sb.gen], {
+    const third = spawnCli(sb.repo, ['work', '--run', 'k', '--quiet', ...sb.gen], {
       ...process.env,
       XDG_CACHE_HOME: join(sb.base, 'cache-c'),
     });
-    expect(c.exitCode, String(c.stderr)).toBe(0);
+    // a hang guard that fires before the test's own limit, so a hang shows where the jobs were
+    let hung = '';
+    const guard = setTimeout(() => {
+      hung = where(sb);
+      third.kill('SIGKILL');
+    }, 300_000);
+    const c = await third;
+    clearTimeout(guard);
+    expect(c.exitCode, `${c.stderr}${hung}`).toBe(0);
     const closed = await sb.genjob(['gate', '--run', 'k']);
     expect(closed.exitCode).toBe(3);
     expect(closed.stdout).toMatch(
@@ -98,7 +119,11 @@ describe('the run gate under worker faults', () => {
     for (const i of [0, 1, 2]) expect(readFileSync(join(sb.repo, mod(i)), 'utf8')).toBe(`# module ${i}\n`);
     // the serves the killed workers left still generate m00 and m01: let them end before the directory goes
     writeFileSync(join(sb.base, 'release'), '');
-    await until('the serves the killed workers left to end', () => orphans(sb.base) === 0);
+    await until(
+      'the serves the killed workers left to end',
+      () => orphans(sb.base) === 0,
+      () => where(sb),
+    );
   });
 
   it('is not changed by a frozen worker that wakes after its lease was reaped and the gate closed', async () => {
