@@ -5,7 +5,6 @@
 
 import { join } from 'node:path';
 import type { CheckState } from '../check/check-state.js';
-import { CONFIG_FILE } from '../cli/config-name.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
 import { JobInvalidError } from '../core/job.js';
@@ -238,13 +237,8 @@ type ShownCheck = CheckState & { attempts?: unknown[]; recorded_at?: string };
 /** Each declared checker's state for the job, and each checker that left records without being declared. */
 async function showChecks(store: Store, key: string): Promise<ShownCheck[]> {
   const { recordedCheckers } = await import('../check/record-paths.js');
-  // the config's reader (and every schema under it) only when there is a config: none declares no checker
-  const config = join(store.root, CONFIG_FILE);
-  const declared =
-    store.fs.statSync(config, { throwIfNoEntry: false }) === undefined
-      ? []
-      : (await import('../check/checker.js')).loadCheckers(store.root).map((c) => c.name);
-  const names = [...new Set([...declared, ...recordedCheckers(store, key)])];
+  const { declaredCheckers } = await import('../check/declared-checkers.js');
+  const names = [...new Set([...(await declaredCheckers(store)), ...recordedCheckers(store, key)])];
   if (names.length === 0) return [];
   const { checkContext, stateOf } = await import('../check/check-state.js');
   const ctx = await checkContext(store.root);

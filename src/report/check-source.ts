@@ -7,11 +7,9 @@
 // and does not even load the modules that decide a state (they are imported on first use), nor, in a
 // repository without a config file, the modules that read one.
 
-import { lstatSync } from 'node:fs';
-import { join } from 'node:path';
 import type { CheckContext } from '../check/check-state.js';
+import { declaredCheckers } from '../check/declared-checkers.js';
 import { checksDir, recordedCheckers } from '../check/record-paths.js';
-import { CONFIG_FILE } from '../cli/config-name.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { sha256Hex } from '../core/sha256.js';
 import { Store } from '../store/store.js';
@@ -85,19 +83,9 @@ function reportCheck(
   };
 }
 
-/**
- * The names of the checkers the config file at `root` declares: where there is no file, none, and the
- * config's schemas need not be loaded to say so.
- */
-async function declared(root: string): Promise<string[]> {
-  if (lstatSync(join(root, CONFIG_FILE), { throwIfNoEntry: false }) === undefined) return [];
-  const { loadCheckers } = await import('../check/checker.js');
-  return loadCheckers(root).map((c) => c.name);
-}
-
 export async function checkSource(root: string): Promise<CheckSource> {
   const store = new Store(root);
-  const checkers = await declared(root);
+  const checkers = await declaredCheckers(store);
   let plane: Promise<StatePlane> | undefined;
   const planeOf = () => {
     plane ??= statePlane();
