@@ -42,17 +42,28 @@ export async function reapStale(store: Store, ttlS: number, now = Date.now()): P
       } catch (err) {
         if (errnoOf(err) === 'ENOENT') return undefined; // committed or reaped meanwhile
         // the rename may have happened before a directory fsync failed: then the lease goes all the same
-        if (!exists(store, store.layout.jobFile('running', key)))
-          store.fs.rmSync(store.layout.lease(key), { force: true });
+        if (!exists(store, store.layout.jobFile('running', key))) removeReapedLease(store, key, epoch);
         throw err;
       }
-      store.fs.rmSync(store.layout.lease(key), { force: true });
+      removeReapedLease(store, key, epoch);
       journal(store, { event: 'reaped', key, epoch, age_s: Math.round(age / 1000) });
       return { key, epoch, age_s: Math.round(age / 1000) };
     });
     if (done) reaped.push(done);
   }
   return reaped;
+}
+
+/**
+ * Remove the reaped attempt's lease, unless a newer attempt's lease has replaced it: once the job is back
+ * in queue/, a worker may claim it and write its own lease (epoch + 1) before this runs (the move's
+ * directory fsyncs can take long on a busy disk), and that worker would stand down at its next beat
+ * without it, giving the job a third attempt. A lease that cannot be read (torn by a crash) goes.
+ */
+function removeReapedLease(store: Store, key: string, epoch: number): void {
+  const lease = readLease(store, key);
+  if (lease !== undefined && lease.epoch > epoch) return;
+  store.fs.rmSync(store.layout.lease(key), { force: true });
 }
 
 /** The lease names a worker process on this host that no longer runs. */

@@ -2,7 +2,8 @@
 // the key lock (a beat while the reaper waited, the exact TTL by the clock it reads then); a job committed
 // or moved away while the reaper waited; which epoch the journal and the result name (the lease's, else the
 // newest attempt) and the age they report; a batch holds a job only for the epoch it was submitted under; a
-// lease of a reused pid of this host is reaped at once — one temp .gen/ per test.
+// lease of a reused pid of this host is reaped at once; the lease of an attempt that claimed the job the
+// moment it was back in queue/ is left to it — one temp .gen/ per test.
 import { existsSync, readFileSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -187,6 +188,33 @@ describe('reapStale and a job that moves meanwhile', () => {
     await expect(reapStale(failing, 30)).rejects.toThrow(/fsync failed: i\/o error \(EIO\)/);
     expect(existsSync(store.layout.jobFile('queue', key))).toBe(true);
     expect(existsSync(store.layout.lease(key))).toBe(false); // a queued job with no lease: the next claim starts clean
+  });
+});
+
+describe('reapStale and the next attempt', () => {
+  it("leaves the lease of an attempt that claimed the job between the reaper's move and its removal of the old lease", async () => {
+    const { store, keys } = running();
+    const key = keys[0]!;
+    beatAt(store.layout.lease(key), Date.now() - 600_000);
+    const from = store.layout.jobFile('running', key);
+    let next: number | undefined;
+    // another worker claims the job the moment it is back in queue/ and writes its lease (epoch 2),
+    // while the reaper is still making its move durable
+    const racing = hookedStore(store, (call, args, proceed) => {
+      const result = proceed();
+      if (call === 'renameSync' && args[0] === from && next === undefined) {
+        claim(store, key, 'w2');
+        next = beginAttempt(store, key, { id: 'w2', host: 'elsewhere', pid: 2 }, 30, 'local').epoch;
+      }
+      return result;
+    });
+    const reaped = await reapStale(racing, 30);
+    expect(reaped.map((r) => [r.key, r.epoch])).toEqual([[key, 1]]);
+    expect(next).toBe(2);
+    // the new attempt still holds its lease: its heartbeat finds it, and it is not stood down
+    expect(readLease(store, key)?.epoch).toBe(2);
+    expect(beat(store, key, 2)).toBe(true);
+    expect(existsSync(store.layout.jobFile('running', key))).toBe(true);
   });
 });
 
