@@ -8,7 +8,7 @@
 //   advisory replace: the replace without its fsyncs, only for a record a crash may lose (see replaceAdvisory)
 // An fsync error is fatal and never retried (fsyncgate): it surfaces as an IoError.
 import { constants } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { errnoOf, IoError, RecordUnreadableError } from '../core/errors.js';
 import { ownerGone, thisProcess } from './process-identity.js';
 import { MAX_RECORD_BYTES, readRecordFile } from './read-record.js';
@@ -351,6 +351,6 @@ export function readdirOrEmpty(store: HasFs, dir: string): string[] {
 export function listNames(store: Store, dir: string, suffix = '.json'): string[] {
   return readdirOrEmpty(store, dir)
     .filter((n) => n.endsWith(suffix) && !n.startsWith('.'))
-    .map((n) => basename(n, suffix))
+    .map((n) => n.slice(0, n.length - suffix.length)) // a name from readdir has no '/': no basename needed
     .sort();
 }
