@@ -264,9 +264,18 @@ function selfCheck() {
   rmSync(root, { recursive: true, force: true });
 }
 
-/** One mint of `files` against Node's own start-up plus openssl hashing them; removes `root` after. */
+/**
+ * One mint of `files` against Node's own start-up plus openssl hashing them; removes `root` after. Each
+ * run mints into an empty queue (the job of the run before is removed, untimed): mint reads every live
+ * job to warn about paths two jobs allow, and a queue that grew by one job of the same 2,000 paths a run
+ * made each run slower than the one before, so the median said how many runs the stage made.
+ */
 function mintMany(root, files, stage, what) {
+  const queue = join(root, '.gen', 'queue');
   const m = alternate({
+    prepare: () => {
+      for (const name of readdirSync(queue)) rmSync(join(queue, name), { force: true });
+    },
     genjob: (_, i) => genjob(['mint', '-m', `${stage}, run ${i}`, ...files], { cwd: root }).ms,
     // openssl alone is below what any Node program can take
     baseline: () =>
