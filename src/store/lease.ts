@@ -3,7 +3,7 @@
 // the lease look older, which is the safe direction). A lease older than its TTL is stale.
 import { errnoOf, RecordUnreadableError } from '../core/errors.js';
 import type { LeaseRecord } from './attempts.js';
-import { readRecord } from './durable.js';
+import { exists, readRecord } from './durable.js';
 import type { Store } from './store.js';
 
 export function readLease(store: Store, key: string): LeaseRecord | undefined {
@@ -53,4 +53,34 @@ export function leaseAgeMs(store: Store, key: string, now = Date.now()): number 
 export function removeLease(store: Store, key: string, epoch: number): void {
   const lease = readLease(store, key);
   if (lease && lease.epoch === epoch) store.fs.rmSync(store.layout.lease(key), { force: true });
+}
+
+/**
+ * Move a job out of running/ with its lease gone first (the caller holds the key lock and has judged the
+ * lease). The lease must go while the job is still in running/, where no worker can claim it: once the
+ * job is back in queue/, another worker may claim it and rename its own lease in, and a removal after the
+ * move can take that one away, even with a check of its epoch just before (both processes often wake
+ * from the same journal commit's fsync at once); that worker then stands down and the job runs again.
+ * When the move fails with the job still in running/ (or because it had already left), the lease comes back as it was: it is the attempt
+ * record under a second name (beginAttempt), so linking that record again restores its bytes and its
+ * last beat, and a holder known to be gone is still judged gone by the next reap.
+ */
+export function moveWithoutLease(store: Store, key: string, move: () => void): void {
+  const path = store.layout.lease(key);
+  const held = readLease(store, key);
+  store.fs.rmSync(path, { force: true });
+  try {
+    move();
+  } catch (err) {
+    // ENOENT: another hand had moved the job already (the lease was never ours to take)
+    const gone = errnoOf(err) === 'ENOENT';
+    if (held !== undefined && (gone || exists(store, store.layout.jobFile('running', key)))) {
+      try {
+        store.fs.linkSync(store.layout.attempt(key, held.epoch), path);
+      } catch {
+        // left without a lease: the next reap takes the job once its claim is older than the TTL
+      }
+    }
+    throw err;
+  }
 }

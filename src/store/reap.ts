@@ -11,7 +11,7 @@ import { exists, moveState, sweepStaleTemps } from './durable.js';
 import { keysIn } from './job-states.js';
 import { journal } from './journal.js';
 import { withKeyLock } from './key-lock.js';
-import { leaseAgeMs, readLease } from './lease.js';
+import { leaseAgeMs, moveWithoutLease, readLease } from './lease.js';
 import { ownerGone } from './process-identity.js';
 import type { Store } from './store.js';
 import { sweepDeadStaging } from './sweep-staging.js';
@@ -37,33 +37,20 @@ export async function reapStale(store: Store, ttlS: number, now = Date.now()): P
       if (age <= ttlS * 1000 && !holderGone(store, key)) return undefined;
       // read before the move: a read that fails then changes nothing
       const epoch = readLease(store, key)?.epoch ?? currentEpoch(store, key);
+      const running = store.layout.jobFile('running', key);
+      if (!exists(store, running)) return undefined; // committed or reaped meanwhile: its lease is not ours
       try {
-        moveState(store, store.layout.jobFile('running', key), store.layout.jobFile('queue', key));
+        moveWithoutLease(store, key, () => moveState(store, running, store.layout.jobFile('queue', key)));
       } catch (err) {
         if (errnoOf(err) === 'ENOENT') return undefined; // committed or reaped meanwhile
-        // the rename may have happened before a directory fsync failed: then the lease goes all the same
-        if (!exists(store, store.layout.jobFile('running', key))) removeReapedLease(store, key, epoch);
         throw err;
       }
-      removeReapedLease(store, key, epoch);
       journal(store, { event: 'reaped', key, epoch, age_s: Math.round(age / 1000) });
       return { key, epoch, age_s: Math.round(age / 1000) };
     });
     if (done) reaped.push(done);
   }
   return reaped;
-}
-
-/**
- * Remove the reaped attempt's lease, unless a newer attempt's lease has replaced it: once the job is back
- * in queue/, a worker may claim it and write its own lease (epoch + 1) before this runs (the move's
- * directory fsyncs can take long on a busy disk), and that worker would stand down at its next beat
- * without it, giving the job a third attempt. A lease that cannot be read (torn by a crash) goes.
- */
-function removeReapedLease(store: Store, key: string, epoch: number): void {
-  const lease = readLease(store, key);
-  if (lease !== undefined && lease.epoch > epoch) return;
-  store.fs.rmSync(store.layout.lease(key), { force: true });
 }
 
 /** The lease names a worker process on this host that no longer runs. */

@@ -8,7 +8,7 @@ import { deadLetterFile } from '../store/dead-letter.js';
 import { moveState } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import { withKeyLock } from '../store/key-lock.js';
-import { readLease, removeLease } from '../store/lease.js';
+import { moveWithoutLease, readLease } from '../store/lease.js';
 import type { Store } from '../store/store.js';
 import type { JobOutcome } from './work-one.js';
 
@@ -26,15 +26,17 @@ export async function release(
   return withKeyLock(store, key, () => {
     if (readLease(store, key)?.epoch !== epoch || currentEpoch(store, key) !== epoch) return false;
     const running = store.layout.jobFile('running', key);
-    if (to === 'dead') deadLetterFile(store, running, `${key}.job`, { key, ...why });
-    else {
-      try {
-        moveState(store, running, store.layout.jobFile('queue', key));
-      } catch (err) {
-        if (errnoOf(err) !== 'ENOENT') throw err;
+    // our lease goes before the job leaves running/: back in queue/, the next claim's lease is not ours
+    moveWithoutLease(store, key, () => {
+      if (to === 'dead') deadLetterFile(store, running, `${key}.job`, { key, ...why });
+      else {
+        try {
+          moveState(store, running, store.layout.jobFile('queue', key));
+        } catch (err) {
+          if (errnoOf(err) !== 'ENOENT') throw err;
+        }
       }
-    }
-    removeLease(store, key, epoch);
+    });
     return true;
   });
 }

@@ -4,7 +4,7 @@
 // newest attempt) and the age they report; a batch holds a job only for the epoch it was submitted under; a
 // lease of a reused pid of this host is reaped at once; the lease of an attempt that claimed the job the
 // moment it was back in queue/ is left to it — one temp .gen/ per test.
-import { existsSync, readFileSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -155,7 +155,7 @@ describe('reapStale and a job that moves meanwhile', () => {
   it('fails with EGJ_IO naming the job when the move back to queue/ fails for another reason', async () => {
     const { store, keys } = running();
     const key = keys[0]!;
-    beatAt(store.layout.lease(key), Date.now() - 600_000);
+    const last = beatAt(store.layout.lease(key), Date.now() - 600_000);
     const from = store.layout.jobFile('running', key);
     const failing = hookedStore(store, (call, args, proceed) => {
       if (call === 'renameSync' && args[0] === from) throw sysError('EIO', -5, 'rename');
@@ -170,7 +170,10 @@ describe('reapStale and a job that moves meanwhile', () => {
       new RegExp(`^${from} → ${store.layout.jobFile('queue', key)}: rename failed: i/o error \\(EIO\\)`),
     );
     expect(existsSync(from)).toBe(true);
-    expect(existsSync(store.layout.lease(key))).toBe(true); // still running, still its lease
+    // still running, still its lease: the attempt record linked back, with the same last beat
+    expect(statSync(store.layout.lease(key)).mtimeMs).toBe(last);
+    expect(statSync(store.layout.lease(key)).ino).toBe(statSync(store.layout.attempt(key, 1)).ino);
+    expect(readLease(store, key)?.epoch).toBe(1);
     expect(reapedEvents(store, key)).toEqual([]);
   });
 
@@ -215,6 +218,35 @@ describe('reapStale and the next attempt', () => {
     expect(readLease(store, key)?.epoch).toBe(2);
     expect(beat(store, key, 2)).toBe(true);
     expect(existsSync(store.layout.jobFile('running', key))).toBe(true);
+  });
+});
+
+describe('reapStale and the next attempt, at the lease', () => {
+  it('never removes a lease once the job is back in queue/: a claim between its look at the lease and a removal keeps its own', async () => {
+    const { store, keys } = running();
+    const key = keys[0]!;
+    beatAt(store.layout.lease(key), Date.now() - 600_000);
+    const from = store.layout.jobFile('running', key);
+    const lease = store.layout.lease(key);
+    let moved = false;
+    let claimed = false;
+    const claimNow = () => {
+      claimed = true;
+      claim(store, key, 'w2');
+      beginAttempt(store, key, { id: 'w2', host: 'elsewhere', pid: 2 }, 30, 'local');
+    };
+    // the other worker wakes from the same journal commit as the reaper: its lease is renamed in just
+    // before any removal of the lease that comes after the job is claimable again
+    const racing = hookedStore(store, (call, args, proceed) => {
+      if ((call === 'rmSync' || call === 'unlinkSync') && args[0] === lease && moved && !claimed) claimNow();
+      const result = proceed();
+      if (call === 'renameSync' && args[0] === from) moved = true;
+      return result;
+    });
+    expect((await reapStale(racing, 30)).map((r) => r.epoch)).toEqual([1]);
+    if (!claimed) claimNow();
+    expect(readLease(store, key)?.epoch).toBe(2);
+    expect(beat(store, key, 2)).toBe(true);
   });
 });
 
