@@ -30,7 +30,10 @@ export async function commitResult(
     const newest = currentEpoch(store, key);
     const running = exists(store, layout.jobFile('running', key));
     if (lease?.epoch !== epoch || newest !== epoch || !running) {
-      const reason = `lease lost: this attempt is epoch ${epoch}, the newest is ${newest}${running ? '' : ' and the job is no longer running here'}`;
+      // the lease gone with the epochs equal: reaped or cancelled; say so rather than leave "1, the newest is 1"
+      const leaseNote =
+        lease === undefined && newest === epoch ? ', its lease was removed (reaped or cancelled)' : '';
+      const reason = `lease lost: this attempt is epoch ${epoch}, the newest is ${newest}${leaseNote}${running ? '' : ' and the job is no longer running here'}`;
       deadLetterBytes(store, `${key}.receipt.e${epoch}`, receiptBytes, {
         key,
         code: 'EGJ_EPOCH_SUPERSEDED',

@@ -135,7 +135,8 @@ describe('commitResult', () => {
     removeLease(store, key, 1);
     expect(await commitResult(store, key, 1, receipt(1), stage('one'))).toEqual({
       committed: false,
-      reason: 'lease lost: this attempt is epoch 1, the newest is 1',
+      reason:
+        'lease lost: this attempt is epoch 1, the newest is 1, its lease was removed (reaped or cancelled)',
     });
     expect(readdirSync(store.layout.dir('receipts'))).toEqual([]);
     expect(deadItem(store, `${key}.receipt.e1`).why).toMatchObject({
@@ -164,7 +165,8 @@ describe('commitResult', () => {
     const refused = await commitResult(store, key, 1, receipt(1), stage('late'));
     expect(refused).toEqual({
       committed: false,
-      reason: 'lease lost: this attempt is epoch 1, the newest is 1 and the job is no longer running here',
+      reason:
+        'lease lost: this attempt is epoch 1, the newest is 1, its lease was removed (reaped or cancelled) and the job is no longer running here',
     });
     expect(deadItem(store, `${key}.receipt.e1`).why).toMatchObject({ code: 'EGJ_EPOCH_SUPERSEDED' });
   });
