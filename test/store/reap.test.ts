@@ -21,6 +21,7 @@ import { mintJob } from '../../src/store/mint-job.js';
 import { reapStale } from '../../src/store/reap.js';
 import type { Store } from '../../src/store/store.js';
 import { hookedStore, sysError } from '../helpers/hooked-fs.js';
+import { racingClaim } from '../helpers/racing-claim.js';
 import { tempStore } from '../helpers/temp-store.js';
 
 afterEach(() => {
@@ -226,25 +227,9 @@ describe('reapStale and the next attempt, at the lease', () => {
     const { store, keys } = running();
     const key = keys[0]!;
     beatAt(store.layout.lease(key), Date.now() - 600_000);
-    const from = store.layout.jobFile('running', key);
-    const lease = store.layout.lease(key);
-    let moved = false;
-    let claimed = false;
-    const claimNow = () => {
-      claimed = true;
-      claim(store, key, 'w2');
-      beginAttempt(store, key, { id: 'w2', host: 'elsewhere', pid: 2 }, 30, 'local');
-    };
-    // the other worker wakes from the same journal commit as the reaper: its lease is renamed in just
-    // before any removal of the lease that comes after the job is claimable again
-    const racing = hookedStore(store, (call, args, proceed) => {
-      if ((call === 'rmSync' || call === 'unlinkSync') && args[0] === lease && moved && !claimed) claimNow();
-      const result = proceed();
-      if (call === 'renameSync' && args[0] === from) moved = true;
-      return result;
-    });
+    const { racing, claimNow } = racingClaim(store, key);
     expect((await reapStale(racing, 30)).map((r) => r.epoch)).toEqual([1]);
-    if (!claimed) claimNow();
+    claimNow();
     expect(readLease(store, key)?.epoch).toBe(2);
     expect(beat(store, key, 2)).toBe(true);
   });

@@ -13,6 +13,7 @@ import { mintJob } from '../../src/store/mint-job.js';
 import type { Store } from '../../src/store/store.js';
 import { release } from '../../src/worker/release-job.js';
 import { hookedStore, sysError } from '../helpers/hooked-fs.js';
+import { racingClaim } from '../helpers/racing-claim.js';
 import { tempStore } from '../helpers/temp-store.js';
 
 const WHY = { code: 'EGJ_TEST', reason: 'given back by the test' };
@@ -30,26 +31,9 @@ function claimed(): { store: Store; key: string } {
 describe('release at the lease', () => {
   it('never removes a lease once the job is back in queue/: the next claim keeps its own', async () => {
     const { store, key } = claimed();
-    const from = store.layout.jobFile('running', key);
-    const lease = store.layout.lease(key);
-    let moved = false;
-    let claimedAgain = false;
-    const claimNow = () => {
-      claimedAgain = true;
-      claim(store, key, 'w2');
-      beginAttempt(store, key, { id: 'w2', host: 'elsewhere', pid: 2 }, 30, 'local');
-    };
-    // another worker claims the job and renames its lease in just before any removal of the lease that
-    // comes after the job is claimable again
-    const racing = hookedStore(store, (call, args, proceed) => {
-      if ((call === 'rmSync' || call === 'unlinkSync') && args[0] === lease && moved && !claimedAgain)
-        claimNow();
-      const result = proceed();
-      if (call === 'renameSync' && args[0] === from) moved = true;
-      return result;
-    });
+    const { racing, claimNow } = racingClaim(store, key);
     expect(await release(racing, key, 1, 'queue', WHY)).toBe(true);
-    if (!claimedAgain) claimNow();
+    claimNow();
     expect(readLease(store, key)?.epoch).toBe(2);
     expect(beat(store, key, 2)).toBe(true);
   });
