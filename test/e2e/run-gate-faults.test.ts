@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { afterTest } from '../helpers/temp-store.js';
 import { json, mintRun, mod, type RunBox, runBox } from './run-helpers.js';
+import { descendantsOf } from './ssh-helpers.js';
 import { spawnCli, until as untilPolls } from './worker-helpers.js';
 
 // polls of 10 ms, at least 300 s: a guard against a hang only, and one that fires before the test's own
@@ -24,10 +25,18 @@ function procState(pid: number): string {
  * started on a loaded box could reap the first one's lease between two of its heartbeats, take the
  * job again itself, and leave the other blocked job unclaimed.
  */
+/** Each background worker of the test: its pid, and once it has exited, its exit code and stderr's tail. */
+const workers = new Map<string, { pid: number; exit?: string }>();
+
 function worker(sb: RunBox, host: string, run: string, extra: string[] = []) {
   const w = spawnCli(sb.repo, ['work', '--run', run, '--quiet', ...extra, ...sb.gen], {
     ...process.env,
     XDG_CACHE_HOME: join(sb.base, `cache-${host}`),
+  });
+  const seen: { pid: number; exit?: string } = { pid: w.pid! };
+  workers.set(host, seen);
+  void w.then((r) => {
+    seen.exit = `exit ${r.exitCode ?? r.signal}: ${String(r.stderr).slice(-1500)}`;
   });
   afterTest(() => {
     writeFileSync(join(sb.base, 'release'), '');
@@ -54,7 +63,31 @@ const started = (sb: RunBox) => readdirSync(sb.base).filter((n) => n.startsWith(
 /** Where the run's jobs are, which generations started, and how many serves are left: for a hang's message. */
 function where(sb: RunBox): string {
   const state = (d: string) => readdirSync(join(sb.repo, '.gen', d)).map((n) => n.slice(0, 12));
-  return `queue ${state('queue')} running ${state('running')} received ${state('received')} dead ${state('dead')}; started ${started(sb)}; serves left ${orphans(sb.base)}`;
+  const each = [...workers].map(([host, w]) => {
+    if (w.exit !== undefined) return `worker ${host} ${w.exit}`;
+    try {
+      // the worker and every process under it: state, where the kernel has it waiting, command line
+      const procs = [{ pid: w.pid, cmdline: 'genjob work' }, ...descendantsOf(w.pid)].map((p) => {
+        try {
+          const wchan = readFileSync(`/proc/${p.pid}/wchan`, 'utf8');
+          return `    ${p.pid} ${procState(p.pid)} ${wchan} ${p.cmdline.slice(0, 160)}`;
+        } catch {
+          return `    ${p.pid} gone`;
+        }
+      });
+      return `worker ${host} running:\n${procs.join('\n')}`;
+    } catch {
+      return `worker ${host} gone`;
+    }
+  });
+  const dir = join(sb.repo, '.gen', 'journal.d');
+  const events = existsSync(dir)
+    ? readdirSync(dir)
+        .flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter(Boolean))
+        .sort()
+        .slice(-40)
+    : [];
+  return `queue ${state('queue')} running ${state('running')} received ${state('received')} dead ${state('dead')}; started ${started(sb)}; serves left ${orphans(sb.base)}\n${each.join('\n')}\njournal (last 40):\n${events.join('\n')}`;
 }
 
 async function gateOpen(sb: RunBox, run: string): Promise<string> {
