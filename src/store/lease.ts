@@ -61,13 +61,18 @@ export function removeLease(store: Store, key: string, epoch: number): void {
  * job is back in queue/, another worker may claim it and rename its own lease in, and a removal after the
  * move can take that one away, even with a check of its epoch just before (both processes often wake
  * from the same journal commit's fsync at once); that worker then stands down and the job runs again.
- * When the move fails with the job still in running/ (or because it had already left), the lease comes back as it was: it is the attempt
- * record under a second name (beginAttempt), so linking that record again restores its bytes and its
- * last beat, and a holder known to be gone is still judged gone by the next reap.
+ * When the move fails with the job still in running/ (or because it had already left), the lease comes
+ * back as it was: it is the attempt record under a second name (beginAttempt), so linking that record
+ * again restores its bytes and its last beat, and a holder known to be gone is still judged gone by the
+ * next reap. `held` is the lease as the caller read it under the lock (undefined: there was none).
  */
-export function moveWithoutLease(store: Store, key: string, move: () => void): void {
+export function moveWithoutLease(
+  store: Store,
+  key: string,
+  held: LeaseRecord | undefined,
+  move: () => void,
+): void {
   const path = store.layout.lease(key);
-  const held = readLease(store, key);
   store.fs.rmSync(path, { force: true });
   try {
     move();

@@ -36,11 +36,14 @@ export async function reapStale(store: Store, ttlS: number, now = Date.now()): P
       // it beat while we waited for the lock
       if (age <= ttlS * 1000 && !holderGone(store, key)) return undefined;
       // read before the move: a read that fails then changes nothing
-      const epoch = readLease(store, key)?.epoch ?? currentEpoch(store, key);
+      const lease = readLease(store, key);
+      const epoch = lease?.epoch ?? currentEpoch(store, key);
       const running = store.layout.jobFile('running', key);
       if (!exists(store, running)) return undefined; // committed or reaped meanwhile: its lease is not ours
       try {
-        moveWithoutLease(store, key, () => moveState(store, running, store.layout.jobFile('queue', key)));
+        moveWithoutLease(store, key, lease, () =>
+          moveState(store, running, store.layout.jobFile('queue', key)),
+        );
       } catch (err) {
         if (errnoOf(err) === 'ENOENT') return undefined; // committed or reaped meanwhile
         throw err;

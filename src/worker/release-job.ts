@@ -24,10 +24,11 @@ export async function release(
   why: { code: string; reason: string },
 ): Promise<boolean> {
   return withKeyLock(store, key, () => {
-    if (readLease(store, key)?.epoch !== epoch || currentEpoch(store, key) !== epoch) return false;
+    const lease = readLease(store, key);
+    if (lease?.epoch !== epoch || currentEpoch(store, key) !== epoch) return false;
     const running = store.layout.jobFile('running', key);
     // our lease goes before the job leaves running/: back in queue/, the next claim's lease is not ours
-    moveWithoutLease(store, key, () => {
+    moveWithoutLease(store, key, lease, () => {
       if (to === 'dead') deadLetterFile(store, running, `${key}.job`, { key, ...why });
       else {
         try {
