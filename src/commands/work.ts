@@ -222,7 +222,10 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const serveArgs = serveArgsOf(o);
   if (servesLocally(o) && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
     await requireBwrap('genjob work');
-  const keys = chosen.length > 0 ? queuedKeys(store, chosen) : undefined;
+  // a key the user typed must be queued now (a typo or a worked job is an error before anything is
+  // claimed); a run's keys were listed as queued, and one another worker of the run claims meanwhile is
+  // simply not ours to take: claimChosen skips it
+  const keys = o.run !== undefined ? chosen : chosen.length > 0 ? queuedKeys(store, chosen) : undefined;
   const pool = await makePool(o, store.layout.gen);
   const policy = loadTrustPolicy(store.root);
   const tty = process.stderr.isTTY === true && !o.quiet;

@@ -3,15 +3,18 @@
 // shipped to the generator, hashed into the key and refused as an output (by the host, and by verify
 // when a forged receipt names it); jobs that never produced a result counted against the rate; apply
 // over a run going on past an aborted job; apply --gated and a gate record made stale; --wait and
-// --timeout; the commands that take --run and many keys.
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+// --timeout; two workers of one run, one claiming a job the other listed; the commands that take --run and
+// many keys.
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { verifyPae } from '../../src/core/dsse.js';
 import { GATE_PAYLOAD_TYPE } from '../../src/run/gate-record.js';
 import { parsePublicKey } from '../../src/trust/keys.js';
 import { genDir, readJson } from './helpers.js';
 import { json, mintRun, mod, runBox } from './run-helpers.js';
+import { spawnCli, until } from './worker-helpers.js';
 
 interface Minted {
   run: string;
@@ -208,6 +211,42 @@ describe('the rate of a run', () => {
     expect([dropped.done.map((d) => d.key).sort(), dropped.skipped]).toEqual([
       [jobs[0]!.key, jobs[2]!.key, jobs[4]!.key].sort(),
       2,
+    ]);
+  });
+});
+
+describe('two workers of one run', () => {
+  it('share it: a job the other takes between listing the run and the first claim is skipped, not an error', async () => {
+    const sb = await runBox(3);
+    const jobs = await mintRun(sb, 'two');
+    // a `bwrap` first on PATH that holds the sandbox probe (`bwrap … -- true`), which a worker runs
+    // after listing the run's queued jobs and before its first claim, until the test says go
+    const real = (await execa('sh', ['-c', 'command -v bwrap'])).stdout.trim();
+    const bin = join(sb.base, 'slow-probe');
+    mkdirSync(bin);
+    writeFileSync(
+      join(bin, 'bwrap'),
+      `#!/bin/sh\nfor a; do last=$a; done\nif [ "$last" = true ]; then : > ${sb.base}/probing; while [ ! -e ${sb.base}/go ]; do sleep 0.05; done; fi\nexec ${real} "$@"\n`,
+    );
+    chmodSync(join(bin, 'bwrap'), 0o755);
+    const late = spawnCli(sb.repo, ['work', '--run', 'two', '--quiet', '--json', ...sb.gen], {
+      ...process.env,
+      PATH: `${bin}:${process.env.PATH}`,
+    });
+    await until('the worker to probe its sandbox', () => existsSync(join(sb.base, 'probing')), 60_000);
+    // meanwhile another worker takes the run's first job and delivers it
+    const first = await sb.genjob(['work', jobs[0]!.key.slice(0, 12), '--quiet', ...sb.gen]);
+    expect(first.exitCode, first.stderr).toBe(0);
+    writeFileSync(join(sb.base, 'go'), '');
+    const { exitCode, stdout, stderr } = await late;
+    const r = json<{ outcomes: Array<{ key: string; outcome: string }> }>({
+      exitCode,
+      stdout: String(stdout),
+      stderr: String(stderr),
+    });
+    expect(r.outcomes.map((o) => [o.key, o.outcome])).toEqual([
+      [jobs[1]!.key, 'received'],
+      [jobs[2]!.key, 'received'],
     ]);
   });
 });
