@@ -45,16 +45,23 @@ export function outputFile(store: Store, key: string, o: { path: string; sha256:
   return pathExists(out) ? out : store.layout.object(o.sha256);
 }
 
-/** HEAD's commit id; a repository without one has nothing to check against. */
-export async function headCommit(root: string): Promise<string> {
-  const r = await git(root, ['rev-parse', '-q', '--verify', 'HEAD^{commit}'], { okCodes: [1, 128] });
-  const head = r.stdout.toString('utf8').trim();
-  if (r.code !== 0 || head === '')
+/** HEAD's commit and tree ids and the repository's object directory, from one rev-parse. */
+export async function headIds(root: string): Promise<{ head: string; baseTree: string; objects: string }> {
+  // the trailing `--` says both arguments are revisions; rev-parse echoes it, which marks the output whole
+  const r = await git(
+    root,
+    ['rev-parse', '--path-format=absolute', '--git-path', 'objects', 'HEAD^{commit}', 'HEAD^{tree}', '--'],
+    { okCodes: [128] },
+  );
+  // from the end: the object directory's path is the only line that may itself hold a newline
+  const lines = r.stdout.toString('utf8').split('\n');
+  const [tree, head] = [lines.at(-3), lines.at(-4)];
+  if (r.code !== 0 || lines.at(-2) !== '--' || !head || !tree)
     throw new UsageError(
       'EGJ_CHECK_NO_HEAD',
       `${root}: no commit at HEAD; a check runs on HEAD's tracked files, so commit first`,
     );
-  return head;
+  return { head, baseTree: tree, objects: lines.slice(0, -4).join('\n') };
 }
 
 /** Exit 4 unless HEAD holds every input of the job with the digest it was minted with (or lacks it). */
@@ -91,7 +98,7 @@ export async function prepareScratch(
   outputs: readonly ReceiptOutput[],
 ): Promise<Scratch> {
   const root = store.root;
-  const head = await headCommit(root);
+  const { head, baseTree, objects } = await headIds(root);
   await requireInputsAtHead(root, head, job);
   const { pid, start } = thisProcess();
   mkdirSync(store.layout.staging, { recursive: true });
@@ -101,7 +108,6 @@ export async function prepareScratch(
   );
   mkdirSync(dir, { mode: 0o700 });
   try {
-    const objects = await gitText(root, ['rev-parse', '--path-format=absolute', '--git-path', 'objects']);
     const own = join(dir, 'objects');
     mkdirSync(own);
     const env = {
@@ -110,6 +116,8 @@ export async function prepareScratch(
       GIT_ALTERNATE_OBJECT_DIRECTORIES: objects,
     };
     await git(root, ['read-tree', head], { env });
+    // HEAD's tracked files with their modes: an output keeps its file's mode, and is tracked after it
+    const modes = await indexModes(root, env);
     if (outputs.length > 0) {
       const files = outputs.map((o) => outputFile(store, job.key, o));
       const oids = (
@@ -118,11 +126,6 @@ export async function prepareScratch(
           input: `${files.join('\n')}\n`,
         })
       ).split('\n');
-      const modes = await headModes(
-        root,
-        env,
-        outputs.map((o) => o.path),
-      );
       const entries = outputs
         .map(
           (o, i) => `${modes.get(o.path) === '100755' ? '100755' : '100644'} ${oids[i]}\t${quote(o.path)}\n`,
@@ -131,11 +134,7 @@ export async function prepareScratch(
       await git(root, ['update-index', '--index-info'], { env, input: entries });
     }
     const resultTree = await gitText(root, ['write-tree'], { env });
-    const baseTree = await gitText(root, ['rev-parse', `${head}^{tree}`]);
-    const tracked = (await git(root, ['ls-files', '-z'], { env })).stdout
-      .toString('utf8')
-      .split('\0')
-      .filter(Boolean);
+    const tracked = [...new Set([...modes.keys(), ...outputs.map((o) => o.path)])];
     return { dir, env, head, baseTree, resultTree, tracked };
   } catch (err) {
     removeScratch(dir);
@@ -143,13 +142,9 @@ export async function prepareScratch(
   }
 }
 
-/** The mode HEAD's index gives each path (absent: a file the job creates). */
-async function headModes(
-  root: string,
-  env: Record<string, string>,
-  paths: string[],
-): Promise<Map<string, string>> {
-  const r = await git(root, ['ls-files', '-s', '-z', '--', ...paths.map((p) => `:(literal)${p}`)], { env });
+/** Every path of the private index with its mode (read from HEAD: outputs not yet written in). */
+async function indexModes(root: string, env: Record<string, string>): Promise<Map<string, string>> {
+  const r = await git(root, ['ls-files', '-s', '-z'], { env });
   const modes = new Map<string, string>();
   for (const entry of r.stdout.toString('utf8').split('\0')) {
     const m = /^(\d+) [0-9a-f]+ \d\t(.*)$/s.exec(entry);

@@ -4,7 +4,7 @@
 // lockfile makes the record stale, so does a retry (a new receipt), a command that fails then passes
 // ends flaky and is refused, setup runs once and is reused read-only, and kill -9 mid-check leaves no
 // record behind.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
@@ -356,6 +356,30 @@ describe('genjob check: usage', () => {
     const list = await r.genjob(['check', '--list']);
     expect(list.exitCode).toBe(2);
     expect(list.stderr).toMatch(/EGJ_CONFIG: .*genjob.config.json: "checkers.tests": unknown key "atempts"/);
+  });
+
+  it('checks HEAD plus the outputs: an output keeps the executable mode HEAD gives its file', async () => {
+    const r = await checkRepo(
+      { tests: { run: 'test -x run.sh && ./run.sh' } },
+      { 'run.sh': '#!/bin/sh\nexit 1\n' },
+    );
+    chmodSync(join(r.repo, 'run.sh'), 0o755);
+    await r.git(['commit', '-qam', 'run.sh is executable']);
+    const key = await r.generate('Make run.sh pass', { 'run.sh': '#!/bin/sh\nexit 0\n' });
+    const run = await r.genjob(['check', key, '--json']);
+    expect(run.exitCode, run.stderr + run.stdout).toBe(0);
+    expect(checkResults(run)).toMatchObject([{ verdict: 'pass' }]);
+  });
+
+  it('a branch without a commit yet is EGJ_CHECK_NO_HEAD (exit 2), nothing run', async () => {
+    const r = await checkRepo();
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    await r.git(['checkout', '-q', '--orphan', 'fresh']);
+    const run = await r.genjob(['check', key]);
+    expect(run.exitCode, run.stderr).toBe(2);
+    expect(run.stderr).toContain('EGJ_CHECK_NO_HEAD');
+    expect(run.stderr).toContain("no commit at HEAD; a check runs on HEAD's tracked files, so commit first");
+    expect(records(r.repo, key, 'tests')).toEqual([]);
   });
 
   it('HEAD without the job’s inputs is exit 4 (stale against HEAD), nothing run', async () => {
