@@ -125,6 +125,21 @@ export class Stamps {
   }
 }
 
+const NEWLINE = 0x0a;
+const SPACE = 0x20;
+
+/** Each line's [start, end) in `bytes`, split at every newline (a last line without one included). */
+function linesOf(bytes: Buffer): Array<[number, number]> {
+  const lines: Array<[number, number]> = [];
+  let start = 0;
+  for (let nl = bytes.indexOf(NEWLINE); nl !== -1; nl = bytes.indexOf(NEWLINE, start)) {
+    lines.push([start, nl]);
+    start = nl + 1;
+  }
+  lines.push([start, bytes.length]);
+  return lines;
+}
+
 /** An entry of the file: a job's, or a page's. */
 type Line = { j: CachedJob } | { p: [string, Stamp, string] };
 
@@ -169,8 +184,8 @@ export class ReportCache {
     return sha256Hex(JSON.stringify([renderId, root, stampOf(trustFilePath(root))]));
   }
 
-  /** The seal of `text` in the cache `id` under `secret`. */
-  static seal(secret: Buffer, id: string, text: string): string {
+  /** The seal of `text` (a line's JSON, or its UTF-8 bytes as read) in the cache `id` under `secret`. */
+  static seal(secret: Buffer, id: string, text: string | Uint8Array): string {
     return createHmac('sha256', secret)
       .update(`${DOMAIN}\0${id}\0`)
       .update(text)
@@ -180,15 +195,18 @@ export class ReportCache {
 
   /** The cache in `dir` when this user wrote it under `id` (`secret` is the user's); else an empty one. */
   static load(dir: string, id: string, secret: Buffer): ReportCache {
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = readFileSync(join(dir, CACHE_FILE), 'utf8');
+      bytes = readFileSync(join(dir, CACHE_FILE));
     } catch {
       return new ReportCache(id, secret); // none yet, or unreadable: start afresh
     }
-    const lines = text.split('\n');
+    // Lines are sealed and split as bytes: a seal over a 2 MB string first converts it to UTF-8, which
+    // costs a fresh process ten times the HMAC itself; only a line whose seal holds is decoded and parsed.
+    const lines = linesOf(bytes);
     try {
-      const head = JSON.parse(lines[0]!) as { format?: unknown; id?: unknown };
+      const [start, end] = lines[0] ?? [0, 0];
+      const head = JSON.parse(bytes.toString('utf8', start, end)) as { format?: unknown; id?: unknown };
       if (head.format !== FORMAT || head.id !== ReportCache.seal(secret, id, ''))
         return new ReportCache(id, secret);
     } catch {
@@ -198,14 +216,17 @@ export class ReportCache {
     const pages = new Map<string, [Stamp, string]>();
     let count = 0;
     for (let i = 1; i < lines.length; i++) {
-      const line = lines[i]!;
-      if (line === '') continue;
-      const json = line.slice(SEAL + 1);
+      const [start, end] = lines[i]!;
+      if (start === end) continue;
       let entries: unknown;
       try {
         // not sealed by this user for this cache (written by another, or torn by a crash): not parsed
-        if (line[SEAL] === ' ' && line.slice(0, SEAL) === ReportCache.seal(secret, id, json))
-          entries = JSON.parse(json);
+        const json = bytes.subarray(start + SEAL + 1, end);
+        if (
+          bytes[start + SEAL] === SPACE &&
+          bytes.toString('latin1', start, start + SEAL) === ReportCache.seal(secret, id, json)
+        )
+          entries = JSON.parse(json.toString('utf8'));
       } catch {
         // a line of a shape this build does not read: its entries are gathered or judged again
       }
@@ -225,7 +246,7 @@ export class ReportCache {
     }
     const cache = new ReportCache(id, secret, jobs, pages, count);
     // a torn end would swallow the next line appended: write the whole file instead
-    if (!text.endsWith('\n')) cache.#whole = true;
+    if (bytes.at(-1) !== NEWLINE) cache.#whole = true;
     return cache;
   }
 

@@ -273,6 +273,26 @@ describe('the report cache', () => {
     expect((await report(store, dir)).written).toEqual([]);
   });
 
+  it('reads back entries holding text beyond ASCII (sealed as their UTF-8 bytes)', async () => {
+    const words = (i: number) => `Übersetze Zeile ${i} — 文字 ${i} 🙂`;
+    const { store, jobs } = fixtureRepo(2, { instruction: words });
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    await report(store, dir);
+    // an append too: the whole file and an appended line are each read back
+    patchReceipt(store, jobs[1]!.key, { usage: { prompt_tokens: 2, completion_tokens: 3, requests: 1 } });
+    await report(store, dir);
+    const cache = ReportCache.load(dir, ReportCache.idOf(loadAssets().renderId, store.root), SECRET);
+    expect(cache.jobs.size).toBe(2);
+    expect(cache.jobs.get(jobs[0]!.key)!.job.instruction).toBe(words(0));
+    expect(cache.jobs.get(jobs[1]!.key)!.job.instruction).toBe(words(1));
+    expect(cache.jobs.get(jobs[1]!.key)!.job.receipt!.usage).toEqual({
+      prompt: 2,
+      completion: 3,
+      requests: 1,
+    });
+    expect((await report(store, dir)).written).toEqual([]);
+  });
+
   it('gathers again a job whose newest line was torn off, and then writes the file whole', async () => {
     const { store, jobs } = fixtureRepo(2);
     const dir = join(tempDir('genjob-report-out-'), 'r');
