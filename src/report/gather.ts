@@ -171,30 +171,33 @@ function jobFrom(
  * A job that had no checks while no checker is declared and its records' files stamp the same has none
  * still, whatever the context: the context (which runs git) is not made for it.
  */
-async function checksFor(
+function checksFor(
   job: ReportJob,
   hit: boolean,
   source: CheckSource,
   cache: ReportCache | undefined,
   stamper: Stamps,
-): Promise<void> {
+): Promise<void> | undefined {
   const key = job.key;
   const none = (list: readonly ReportCheck[]) => list.length === 0 && source.checkers.length === 0;
   const known = cache?.jobs.get(key)?.checks;
-  if (
-    hit &&
-    known &&
-    stamper.fresh(known.stamps) &&
-    (none(known.list) || known.context === (await source.context()))
-  ) {
-    job.checks = known.list;
+  const take = (list: ReportCheck[]) => {
+    job.checks = list;
     cache?.taken(job);
-    return;
+  };
+  const ask = async () => {
+    const stamps = source.filesOf(key).map((file) => [file, stamper.of(file)] as [string, Stamp]);
+    const list = await source.checksOf(key);
+    if (cache) cache.setChecks(key, { context: none(list) ? '' : await source.context(), stamps, list });
+    job.checks = list;
+  };
+  if (!hit || !known || !stamper.fresh(known.stamps)) return ask();
+  // no check then and no checker now: answered here, without a promise per job (most reports' jobs)
+  if (none(known.list)) {
+    take(known.list);
+    return undefined;
   }
-  const stamps = source.filesOf(key).map((file) => [file, stamper.of(file)] as [string, Stamp]);
-  const list = await source.checksOf(key);
-  if (cache) cache.setChecks(key, { context: none(list) ? '' : await source.context(), stamps, list });
-  job.checks = list;
+  return source.context().then((context) => (context === known.context ? take(known.list) : ask()));
 }
 
 /** A shadow plane's answer for each key, beside the live one. */
@@ -323,7 +326,10 @@ export async function gatherReport(store: Store, o: GatherOptions): Promise<Repo
   const stamper = new Stamps();
   const found = keys.map((k) => jobFrom(store, k, where.get(k), policy, bytes, o.cache, stamper));
   const jobs = found.map((f) => f.job);
-  for (const { job, hit } of found) await checksFor(job, hit, o.checks, o.cache, stamper);
+  for (const { job, hit } of found) {
+    const asked = checksFor(job, hit, o.checks, o.cache, stamper);
+    if (asked) await asked;
+  }
   const planes = ShadowStore.planes(store);
   shadowsOf(store, planes, jobs);
   const checkers = [...o.checks.checkers];
