@@ -240,7 +240,11 @@ function deadOnce(b: Box, key: string): void {
 /** Claim `key` with a worker whose generator never ends, then kill -9 the worker, its serve and generator. */
 async function claimedByDeadWorker(b: Box, key: string): Promise<void> {
   const hang = join(b.base, 'bin', 'hang.sh');
-  writeFileSync(hang, '#!/bin/sh\nexec sleep 600\n', { mode: 0o755 });
+  // hangs until killed, and ends by itself once this test process is gone: a suite killed from outside
+  // leaves no generator behind
+  writeFileSync(hang, `#!/bin/sh\nwhile kill -0 ${process.pid} 2>/dev/null; do sleep 1; done\n`, {
+    mode: 0o755,
+  });
   const worker = execa(
     process.execPath,
     [CLI, 'work', '--once', '--no-sandbox', '--lease-ttl', '3600', '--generator', hang],
