@@ -59,10 +59,18 @@ export async function headTree(root: string): Promise<string | null> {
   }
 }
 
-export async function checkContext(root: string, only?: readonly string[]): Promise<CheckContext> {
+/**
+ * Today's digests for the checkers named in `only` (all declared: none named). `baseTree`: HEAD's tree as
+ * the caller already read it (null: no commit), so what it then builds on HEAD and the digests agree.
+ */
+export async function checkContext(
+  root: string,
+  only?: readonly string[],
+  pinned?: { baseTree: string | null },
+): Promise<CheckContext> {
   const store = new Store(root);
   const declared = loadCheckers(root).filter((c) => only === undefined || only.includes(c.name));
-  const baseTree = await headTree(root);
+  const baseTree = pinned ? pinned.baseTree : await headTree(root);
   return {
     store,
     checkers: new Map(declared.map((c) => [c.name, c])),

@@ -45,8 +45,15 @@ export function outputFile(store: Store, key: string, o: { path: string; sha256:
   return pathExists(out) ? out : store.layout.object(o.sha256);
 }
 
+/** HEAD's commit and its tree, and the repository's object directory the scratch index reads through. */
+export interface HeadIds {
+  head: string;
+  baseTree: string;
+  objects: string;
+}
+
 /** HEAD's commit and tree ids and the repository's object directory, from one rev-parse. */
-export async function headIds(root: string): Promise<{ head: string; baseTree: string; objects: string }> {
+export async function headIds(root: string): Promise<HeadIds> {
   // the trailing `--` says both arguments are revisions; rev-parse echoes it, which marks the output whole
   const r = await git(
     root,
@@ -91,14 +98,19 @@ export async function requireInputsAtHead(root: string, head: string, job: Job):
   }
 }
 
-/** Build the private index of HEAD plus the outputs; the tree ids; nothing checked out yet. */
+/**
+ * Build the private index of `at` (HEAD as read once for the whole command: every job of one `check` is
+ * checked on the same commit, the one its records' digests name) plus the outputs; the tree ids;
+ * nothing checked out yet.
+ */
 export async function prepareScratch(
   store: Store,
+  at: HeadIds,
   job: Job,
   outputs: readonly ReceiptOutput[],
 ): Promise<Scratch> {
   const root = store.root;
-  const { head, baseTree, objects } = await headIds(root);
+  const { head, baseTree, objects } = at;
   await requireInputsAtHead(root, head, job);
   const { pid, start } = thisProcess();
   mkdirSync(store.layout.staging, { recursive: true });

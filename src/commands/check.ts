@@ -10,7 +10,13 @@ import { type CheckContext, checkContext } from '../check/check-state.js';
 import { type Checker, loadCheckers } from '../check/checker.js';
 import type { Signing } from '../check/record.js';
 import { type CheckOutcome, runCheck } from '../check/run-check.js';
-import { CHECK_STAGING_PREFIX, prepareScratch, removeScratch, type Scratch } from '../check/scratch-tree.js';
+import {
+  CHECK_STAGING_PREFIX,
+  headIds,
+  prepareScratch,
+  removeScratch,
+  type Scratch,
+} from '../check/scratch-tree.js';
 import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore, openStore } from '../cli/root.js';
@@ -136,9 +142,18 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
   const sandbox = o.sandbox === false ? 'none' : 'bwrap';
   if (sandbox === 'bwrap' && checkers.some((c) => c.kind === 'command')) await requireBwrap('genjob check');
   const signing = signingOf(o);
+  // HEAD is read once: every job is checked on this commit, and its records name this tree and the
+  // checkers' bindings in it, whatever commits land while the checks run. Without one, a job that needs
+  // a scratch tree fails as it is reached (a job whose record is current needs none).
+  let noHead: unknown;
+  const at = await headIds(root).catch((err: unknown) => {
+    noHead = err;
+    return null;
+  });
   const ctx: CheckContext = await checkContext(
     root,
     checkers.map((c) => c.name),
+    { baseTree: at?.baseTree ?? null },
   );
   const policy = loadTrustPolicy(root);
 
@@ -159,7 +174,11 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
       ...(await inPool(pairs, o.concurrency ?? 1, async ({ v, c }) => {
         const key = v.job.key;
         const scratch = () => {
-          if (!scratches.has(key)) scratches.set(key, prepareScratch(store, v.job, v.receipt.outputs));
+          if (!scratches.has(key))
+            scratches.set(
+              key,
+              at ? prepareScratch(store, at, v.job, v.receipt.outputs) : Promise.reject(noHead),
+            );
           return scratches.get(key)!;
         };
         try {

@@ -371,6 +371,30 @@ describe('genjob check: usage', () => {
     expect(checkResults(run)).toMatchObject([{ verdict: 'pass' }]);
   });
 
+  it('checks every job on the HEAD it started from, though a commit lands while it runs', async () => {
+    const r = await checkRepo();
+    const first = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const second = await r.generate('Break add', { 'calc.py': CALC_BAD });
+    // a checker (unconfined, so it reaches the repository) that commits a change of the tree each time
+    const repo = JSON.stringify(r.repo);
+    r.checkers({
+      tests: {
+        run: `date +%s%N > ${repo}/moved.txt && git -C ${repo} add moved.txt && git -C ${repo} -c user.name=t -c user.email=t@t commit -qm moved`,
+      },
+    });
+    await r.git(['commit', '-qam', 'a checker that commits']);
+    const started = await r.git(['rev-parse', 'HEAD^{tree}']);
+    const run = await r.genjob(['check', '--no-sandbox', '--json', first, second]);
+    expect(run.exitCode, run.stderr + run.stdout).toBe(0);
+    expect(await r.git(['rev-list', '--count', 'HEAD'])).toBe('4');
+    // both records name the tree the command started on: the second job was not checked on a HEAD
+    // that moved under it (its binding digest is of the tree it names)
+    for (const key of [first, second]) {
+      const facts = factsOf(r.repo, key, 'tests', records(r.repo, key, 'tests')[0]!);
+      expect(facts.base_tree, key.slice(0, 12)).toBe(started);
+    }
+  });
+
   it('a branch without a commit yet is EGJ_CHECK_NO_HEAD (exit 2), nothing run', async () => {
     const r = await checkRepo();
     const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
