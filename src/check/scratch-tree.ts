@@ -8,7 +8,7 @@
 // outside the repository's own object store (read through it as an alternate): the checked code cannot
 // change what the next copy is made from, and checking leaves the repository as it was.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConflictError, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
@@ -18,6 +18,7 @@ import { sha256Hex } from '../core/sha256.js';
 import { catFile } from '../git/cat-file.js';
 import { git, gitText } from '../git/run-git.js';
 import { thisProcess } from '../store/process-identity.js';
+import { removeTree } from '../store/remove-tree.js';
 import type { Store } from '../store/store.js';
 
 export const CHECK_STAGING_PREFIX = '.check-';
@@ -179,5 +180,5 @@ export async function checkoutCopy(
 }
 
 export function removeScratch(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
+  removeTree(dir);
 }

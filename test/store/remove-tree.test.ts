@@ -1,0 +1,80 @@
+// removeTree: a tree the checked code wrote into is removed as names, never through a link: links to
+// directories and files outside stay untouched (the tree's own and the top path's), FIFOs and sockets
+// go, a missing path is fine, and an entry gone meanwhile is fine.
+import { execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { removeTree } from '../../src/store/remove-tree.js';
+import { tempDir } from '../helpers/temp-store.js';
+
+/** A directory outside the tree, with a file, that links in the tree point at. */
+function outside(base: string): { dir: string; file: string } {
+  const dir = join(base, 'outside');
+  mkdirSync(join(dir, 'inner'), { recursive: true });
+  writeFileSync(join(dir, 'keep.txt'), 'keep');
+  writeFileSync(join(dir, 'inner', 'deep.txt'), 'deep');
+  return { dir, file: join(dir, 'keep.txt') };
+}
+
+function listing(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort();
+}
+
+describe('removeTree', () => {
+  it('removes a nested tree with links, a FIFO and a socket, and nothing a link points at', () => {
+    const base = tempDir('genjob-rmtree-');
+    const out = outside(base);
+    const before = listing(out.dir);
+    const tree = join(base, 'tree');
+    for (let d = 0; d < 3; d++)
+      for (let f = 0; f < 50; f++) {
+        mkdirSync(join(tree, `d${d}`, 'sub', 'empty'), { recursive: true });
+        writeFileSync(join(tree, `d${d}`, 'sub', `f${f}.txt`), `${d}/${f}`);
+      }
+    symlinkSync(out.dir, join(tree, 'd0', 'to-dir'));
+    symlinkSync(out.file, join(tree, 'd1', 'to-file'));
+    symlinkSync(join(base, 'nowhere'), join(tree, 'dangling'));
+    execFileSync('mkfifo', [join(tree, 'd2', 'fifo')]);
+    // a bound socket's name stays after its process ends (Node's server would unlink it on close)
+    execFileSync('python3', [
+      '-c',
+      'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])',
+      join(tree, 'sock'),
+    ]);
+    expect(lstatSync(join(tree, 'sock')).isSocket()).toBe(true);
+
+    removeTree(tree);
+    expect(existsSync(tree)).toBe(false);
+    expect(listing(out.dir)).toEqual(before);
+    expect(readFileSync(out.file, 'utf8')).toBe('keep');
+    expect(readFileSync(join(out.dir, 'inner', 'deep.txt'), 'utf8')).toBe('deep');
+  });
+
+  it('removes a link given as the top path, not the directory it points at', () => {
+    const base = tempDir('genjob-rmtree-');
+    const out = outside(base);
+    const link = join(base, 'link');
+    symlinkSync(out.dir, link);
+    removeTree(link);
+    expect(existsSync(link)).toBe(false);
+    expect(readFileSync(out.file, 'utf8')).toBe('keep');
+    expect(listing(out.dir)).toEqual(['inner', 'inner/deep.txt', 'keep.txt']);
+  });
+
+  it('removes a plain file, and is fine with a path that is not there', () => {
+    const base = tempDir('genjob-rmtree-');
+    writeFileSync(join(base, 'file'), 'x');
+    removeTree(join(base, 'file'));
+    expect(existsSync(join(base, 'file'))).toBe(false);
+    expect(() => removeTree(join(base, 'missing', 'deeper'))).not.toThrow();
+  });
+});
