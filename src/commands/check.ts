@@ -145,15 +145,11 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
   // HEAD is read once: every job is checked on this commit, and its records name this tree and the
   // checkers' bindings in it, whatever commits land while the checks run. Without one, a job that needs
   // a scratch tree fails as it is reached (a job whose record is current needs none).
-  let noHead: unknown;
-  const at = await headIds(root).catch((err: unknown) => {
-    noHead = err;
-    return null;
-  });
+  const head = headIds(root);
   const ctx: CheckContext = await checkContext(
     root,
     checkers.map((c) => c.name),
-    { baseTree: at?.baseTree ?? null },
+    { baseTree: (await head.catch(() => null))?.baseTree ?? null },
   );
   const policy = loadTrustPolicy(root);
 
@@ -177,7 +173,7 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
           if (!scratches.has(key))
             scratches.set(
               key,
-              at ? prepareScratch(store, at, v.job, v.receipt.outputs) : Promise.reject(noHead),
+              head.then((at) => prepareScratch(store, at, v.job, v.receipt.outputs)),
             );
           return scratches.get(key)!;
         };

@@ -205,7 +205,7 @@ export class ReportCache {
     // costs a fresh process ten times the HMAC itself; only a line whose seal holds is decoded and parsed.
     const lines = linesOf(bytes);
     try {
-      const [start, end] = lines[0] ?? [0, 0];
+      const [start, end] = lines[0]!; // linesOf gives at least one line, empty for an empty file
       const head = JSON.parse(bytes.toString('utf8', start, end)) as { format?: unknown; id?: unknown };
       if (head.format !== FORMAT || head.id !== ReportCache.seal(secret, id, ''))
         return new ReportCache(id, secret);

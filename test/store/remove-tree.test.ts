@@ -30,7 +30,7 @@ function listing(dir: string): string[] {
 }
 
 describe('removeTree', () => {
-  it('removes a nested tree with links, a FIFO and a socket, and nothing a link points at', () => {
+  it('removes a hostile tree (links escaping to outside directories and files, a FIFO, a socket) and nothing a link points at', () => {
     const base = tempDir('genjob-rmtree-');
     const out = outside(base);
     const before = listing(out.dir);
@@ -59,7 +59,7 @@ describe('removeTree', () => {
     expect(readFileSync(join(out.dir, 'inner', 'deep.txt'), 'utf8')).toBe('deep');
   });
 
-  it('removes a link given as the top path, not the directory it points at', () => {
+  it('removes a link swapped in for the top path, never the directory it escapes to', () => {
     const base = tempDir('genjob-rmtree-');
     const out = outside(base);
     const link = join(base, 'link');
