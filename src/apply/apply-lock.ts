@@ -1,10 +1,10 @@
 // The apply lock: one writer per repository (.gen/locks/apply.lock, an owned lock: lock-owner.ts; stale
 // after ~10 s, refreshed while held). A held lock is EGJ_LOCKED (exit 4). The lock only narrows races: a
 // stale lock can be taken by two processes (moxystudio/node-proper-lockfile#121), so apply re-checks the
-// state right before each commit step, and a compromise (recorded, never thrown from a timer, #11/#81, or
-// seen at the step itself: the lock directory gone or another in its place) stops the next step. A lock
-// whose owner died is taken over at once; a lock that cannot be removed at the end is reported (EGJ_IO),
-// not ignored.
+// state right before each commit step, and a compromise (recorded, never thrown from a timer: see
+// node-proper-lockfile#11 and #81; or seen at the step itself: the lock directory gone or another in its
+// place) stops the next step. A lock whose owner died is taken over at once; a lock that cannot be removed
+// at the end is reported (EGJ_IO), not ignored.
 import { join } from 'node:path';
 import { ConflictError } from '../core/errors.js';
 import { type OwnedLock, takeOwnedLock } from '../store/lock-owner.js';
