@@ -1,11 +1,12 @@
 // Before a claimed job gets an attempt: parse running/<key>.json (malformed → dead/; a read that
 // fails on the disk → EGJ_IO, the job put back by the caller), finish a move a
-// crash interrupted (its receipt had landed → received/), and stop at --max-attempts (→ dead/). Shared
-// by the interactive worker and the batch submitter, so both admit a job by the same rules.
+// crash interrupted (its receipt had landed → received/), and stop at --max-attempts (→ dead/); then
+// record the attempt (its epoch and lease) and journal it. Shared by the interactive worker and the batch
+// submitter, so both admit a job and begin its attempt by the same rules.
 import { GenjobError, IoError } from '../core/errors.js';
 import { type Job, JobInvalidError } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
-import { attemptsSinceMint } from '../store/attempts.js';
+import { attemptsSinceMint, beginAttempt, type LeaseRecord, type Worker } from '../store/attempts.js';
 import { deadLetterFile } from '../store/dead-letter.js';
 import { exists, moveState, readRecord } from '../store/durable.js';
 import { journal } from '../store/journal.js';
@@ -13,6 +14,32 @@ import type { Store } from '../store/store.js';
 import type { JobOutcome } from './work-one.js';
 
 export type Admitted = { job: Job; digest: string } | JobOutcome;
+
+export interface AttemptTerms {
+  worker: Worker;
+  leaseTtlS: number;
+  maxAttempts: number;
+}
+
+/**
+ * Admit a claimed job (admitClaimed) and begin its attempt: the epoch record and lease, then the journal's
+ * `attempt` line naming `destination`. `started.epoch` is set as soon as the lease exists, so a caller that
+ * fails after it gives back this attempt's lease.
+ */
+export function startAttempt(
+  store: Store,
+  key: string,
+  terms: AttemptTerms,
+  destination: string,
+  started: { epoch?: number },
+): { job: Job; digest: string; lease: LeaseRecord } | JobOutcome {
+  const admitted = admitClaimed(store, key, terms.maxAttempts);
+  if ('outcome' in admitted) return admitted;
+  const lease = beginAttempt(store, key, terms.worker, terms.leaseTtlS, destination);
+  started.epoch = lease.epoch;
+  journal(store, { event: 'attempt', key, epoch: lease.epoch, worker: terms.worker.id, destination });
+  return { ...admitted, lease };
+}
 
 export function admitClaimed(store: Store, key: string, maxAttempts: number): Admitted {
   const runningFile = store.layout.jobFile('running', key);

@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { batchFormat, batchLine } from '../remote/generators/openai-batch.js';
 import { NoBatchApiError } from '../remote/generators/openai-batch-api.js';
-import { beginAttempt } from '../store/attempts.js';
 import {
   type BatchJobEntry,
   type BatchRecord,
@@ -17,7 +16,7 @@ import {
 import { claimNext } from '../store/claim.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
-import { admitClaimed } from './admit-job.js';
+import { startAttempt } from './admit-job.js';
 import { commitAnswer } from './batch-commit.js';
 import type { BatchContext } from './batch-context.js';
 import { endIntent } from './batch-end.js';
@@ -134,18 +133,9 @@ async function prepare(
   started: { epoch?: number },
 ): Promise<Prepared> {
   const { store } = ctx;
-  const admitted = admitClaimed(store, key, ctx.maxAttempts);
-  if ('outcome' in admitted) return admitted;
-  const { job, digest } = admitted;
-  const lease = beginAttempt(store, key, ctx.worker, ctx.leaseTtlS, `batch ${run}`);
-  started.epoch = lease.epoch;
-  journal(store, {
-    event: 'attempt',
-    key,
-    epoch: lease.epoch,
-    worker: ctx.worker.id,
-    destination: `batch ${run}`,
-  });
+  const begun = startAttempt(store, key, ctx, `batch ${run}`, started);
+  if ('outcome' in begun) return begun;
+  const { job, digest, lease } = begun;
   const entry: BatchJobEntry = { key, epoch: lease.epoch, job_digest: digest, format };
   const built = batchLine(ctx.config, job, store.root, format);
   if ('changed' in built) {

@@ -4,7 +4,7 @@
 import { HostDownError, SandboxUnavailableError, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
-import { beginAttempt, type LeaseRecord, markUnspent, type Worker } from '../store/attempts.js';
+import { type LeaseRecord, markUnspent, type Worker } from '../store/attempts.js';
 import { CANCELLED, wasCancelled } from '../store/cancel-job.js';
 import { deadLetterBytes } from '../store/dead-letter.js';
 import { recordInDoubt } from '../store/in-doubt.js';
@@ -16,7 +16,7 @@ import type { Store } from '../store/store.js';
 import { InputChangedError, InputNotRegularError } from '../transport/archive-errors.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { bundleSha256 } from '../transport/tar-pack.js';
-import { admitClaimed } from './admit-job.js';
+import { startAttempt } from './admit-job.js';
 import { giveBack, release, requeue } from './release-job.js';
 import { type Answer, InDoubtError, type ServeClient } from './serve-client.js';
 import { streamBundle } from './spool-bundle.js';
@@ -96,19 +96,9 @@ export async function workOne(ctx: WorkContext, key: string): Promise<JobOutcome
 
 async function workClaimed(ctx: WorkContext, key: string, started: { epoch?: number }): Promise<JobOutcome> {
   const { store } = ctx;
-  const admitted = admitClaimed(store, key, ctx.maxAttempts);
-  if ('outcome' in admitted) return admitted;
-  const { job, digest } = admitted;
-
-  const lease = beginAttempt(store, key, ctx.worker, ctx.leaseTtlS, ctx.launcher.destination);
-  started.epoch = lease.epoch;
-  journal(store, {
-    event: 'attempt',
-    key,
-    epoch: lease.epoch,
-    worker: ctx.worker.id,
-    destination: ctx.launcher.destination,
-  });
+  const begun = startAttempt(store, key, ctx, ctx.launcher.destination, started);
+  if ('outcome' in begun) return begun;
+  const { job, digest, lease } = begun;
   const standing: Standing = { lost: false, cancelled: false };
   const heartbeat = setInterval(
     () => {
