@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { confine } from '../sandbox/confine.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
+import { sendFilter } from '../sandbox/seccomp.js';
 import type { RunFacts } from './verdict.js';
 
 /** Beyond this the log keeps only a note that output was dropped: a check cannot fill the disk. */
@@ -69,9 +70,11 @@ export async function runConfined(r: ConfinedRun): Promise<RunResult> {
       const child = spawn(confined.file, confined.args, {
         cwd: confined.cwd,
         env: confined.env,
-        stdio: ['ignore', 'pipe', 'pipe'],
+        // fd 3 carries the seccomp filter to bwrap
+        stdio: confined.filter ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
         detached: true,
       });
+      if (confined.filter) sendFilter(child.stdio, confined.filter);
       let timedOut = false;
       let exited: { code: number | null; signal: string | null } | undefined;
       const end = () => {
@@ -82,8 +85,8 @@ export async function runConfined(r: ConfinedRun): Promise<RunResult> {
         }
         confined.finish(child.pid);
       };
-      child.stdout.on('data', write);
-      child.stderr.on('data', write);
+      child.stdout?.on('data', write);
+      child.stderr?.on('data', write);
       const timer = setTimeout(() => {
         timedOut = true;
         end();

@@ -11,6 +11,7 @@ import { execa } from 'execa';
 import { lastLines } from '../core/telling-line.js';
 import { confine } from '../sandbox/confine.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
+import { sendFilter } from '../sandbox/seccomp.js';
 
 export interface GeneratorRun {
   exitCode: number | null;
@@ -70,14 +71,14 @@ export async function runGenerator(opts: {
     cwd: confined.cwd,
     env: confined.env,
     extendEnv: false,
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
+    // fd 3 carries the seccomp filter to bwrap
+    stdio: confined.filter ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
     buffer: false,
     reject: false,
     detached: true,
     cleanup: true,
   });
+  if (confined.filter) sendFilter(child.stdio, confined.filter);
   const tail = tailKeeper();
   child.stdout?.on('data', (c: Buffer) => process.stderr.write(c));
   child.stderr?.on('data', (c: Buffer) => {

@@ -1,11 +1,12 @@
 // Is bubblewrap here and can it start a sandbox? Asked once per process (the answer is cached),
-// by running `true` under the very namespace flags a generator gets (bwrap-argv.ts): a host that
-// cannot make a user namespace (a chroot, a kernel that forbids them) is refused here with one line,
-// not by every run failing. A missing or broken bwrap is refused naming the Debian package, unless
+// by running `true` under the very namespace flags and seccomp filter a generator gets (bwrap-argv.ts,
+// seccomp.ts): a host that cannot make a user namespace (a chroot, a kernel that forbids them) or load
+// the filter is refused here with one line, not by every run failing. A missing or broken bwrap is refused naming the Debian package, unless
 // the host chose --no-sandbox.
 import { spawn } from 'node:child_process';
 import { SandboxUnavailableError } from '../core/errors.js';
 import { NAMESPACE_FLAGS } from './bwrap-argv.js';
+import { FILTER_FD, keyringFilter, sendFilter } from './seccomp.js';
 
 let probe: Promise<string | null> | undefined;
 
@@ -13,11 +14,12 @@ let probe: Promise<string | null> | undefined;
 export function probeBwrap(): Promise<string | null> {
   probe ??= new Promise((resolve) => {
     const args = [...NAMESPACE_FLAGS, '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev'];
-    const child = spawn('bwrap', [...args, '--', 'true'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
+    const child = spawn('bwrap', ['--seccomp', String(FILTER_FD), ...args, '--', 'true'], {
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
     });
+    sendFilter(child.stdio, keyringFilter());
     let err = '';
-    child.stderr.on('data', (c: Buffer) => {
+    child.stderr?.on('data', (c: Buffer) => {
       err = (err + c.toString('utf8')).slice(-500);
     });
     child.once('error', (e: NodeJS.ErrnoException) =>

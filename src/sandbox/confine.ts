@@ -1,15 +1,18 @@
 // How one generator command is started under the host's policy: inside bubblewrap (own
-// namespaces, the scratch directory the only writable place, an allowlisted environment), or with
+// namespaces, the scratch directory the only writable place, an allowlisted environment, the kernel
+// keyring refused by a seccomp filter: seccomp.ts), or with
 // --no-sandbox as a plain `sh -c` with the same allowlist and a tag that lets us sweep every
 // process it started when the run ends. The only entry point remote/run-generator.ts uses.
 
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { SandboxUnavailableError } from '../core/errors.js';
 import { nodeFs } from '../store/fs-port.js';
 import { bwrapArgv, SANDBOX_HOME } from './bwrap-argv.js';
 import { requireBwrap } from './bwrap-probe.js';
 import { generatorEnv } from './env-allowlist.js';
 import type { SandboxPolicy } from './policy.js';
+import { FILTER_FD, keyringFilter, keyringFilterCovers } from './seccomp.js';
 import { RUN_TAG_VAR, sweepRun } from './sweep.js';
 
 export interface ConfineRun {
@@ -30,15 +33,24 @@ export interface Confined {
   cwd: string;
   /** End every process the run started (after it exited, timed out or was abandoned). */
   finish(pid: number | undefined): void;
+  /** The seccomp filter bwrap reads from the child's fd 3 (seccomp.ts sendFilter); none without a sandbox. */
+  filter?: Buffer;
 }
 
 export async function confine(policy: SandboxPolicy, run: ConfineRun): Promise<Confined> {
   if (policy.kind === 'bwrap') {
     await requireBwrap('genjob serve');
+    if (!keyringFilterCovers())
+      throw new SandboxUnavailableError(
+        'genjob serve',
+        `the sandbox's seccomp filter knows no syscall numbers for this architecture (${process.arch})`,
+        'run serve on x86_64 or aarch64, or pass --no-sandbox to run generators unconfined',
+      );
     const env = generatorEnv(process.env, policy.envNames, run.jobEnv, SANDBOX_HOME);
     return {
       file: 'bwrap',
-      args: bwrapArgv(policy, { ...run, env }),
+      args: ['--seccomp', String(FILTER_FD), ...bwrapArgv(policy, { ...run, env })],
+      filter: keyringFilter(),
       // bwrap itself needs only PATH to be found; --clearenv then empties what the generator sees
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
       cwd: run.workspace,

@@ -49,6 +49,8 @@ describe('hostile checks (escape attempts)', () => {
       // the repository's own path is only an empty ancestor of the scratch tree in the sandbox's private
       // view: this write lands in that throwaway view, never in the real file
       'write-repo': `echo pwned > ${r.repo}/calc.py`,
+      // keyctl(KEYCTL_GET_KEYRING_ID, @s): the kernel keyring is not namespaced (x86_64 number)
+      keyring: `perl -e 'exit(syscall(250, 0, -3, 0) < 0 ? 1 : 0)'`,
     };
     r.checkers({
       tests: { run: UNITTEST },
@@ -61,6 +63,7 @@ describe('hostile checks (escape attempts)', () => {
     expect(verdicts).toEqual({
       'env-secret': 'fail',
       'forge-record': 'fail',
+      keyring: process.arch === 'x64' ? 'fail' : verdicts.keyring,
       network: 'fail',
       'read-secret': 'fail',
       tests: 'pass',

@@ -1,9 +1,9 @@
 // A hostile generator on a host set up as docs/trust.md says (`serve --sign-key KEY` over a real
 // sshd on 127.0.0.1, generators confined by bubblewrap): it tries to read the signing key, the
-// result cache, $HOME/.ssh, the host's secrets in its environment, another job's workspace and a TCP
-// listener on loopback, to poison another job's cache entry, and to leave a process behind. It
-// reports what it reached in its own output file; every probe must say "denied", and its job still
-// completes. A cache entry changed from outside the sandbox is not served either.
+// result cache, $HOME/.ssh, the host's secrets in its environment, another job's workspace, a TCP
+// listener on loopback and the kernel keyring, to poison another job's cache entry, and to leave a
+// process behind. It reports what it reached in its own output file; every probe must say "denied",
+// and its job still completes. A cache entry changed from outside the sandbox is not served either.
 
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -36,7 +36,17 @@ afterEach(async () => {
   server = undefined;
 });
 
-const PROBES = ['key', 'cache', 'home_ssh', 'env', 'network', 'other_workspace', 'poison'];
+// keyring: keyctl(KEYCTL_GET_KEYRING_ID, @s) with x86_64's number; the kernel keyring is not namespaced
+const PROBES = [
+  'key',
+  'cache',
+  'home_ssh',
+  'env',
+  'network',
+  'other_workspace',
+  'poison',
+  ...(process.arch === 'x64' ? ['keyring'] : []),
+];
 
 function hostileScript(o: { key: string; hc: string; home: string; port: number; marker: string }): string {
   return [
@@ -46,6 +56,7 @@ function hostileScript(o: { key: string; hc: string; home: string; port: number;
     `p_env() { env | grep -qE '^(AWS_SECRET_ACCESS_KEY|SSH_AUTH_SOCK|GENJOB_SIGN_KEY)='; }`,
     `p_network() { node -e "require('net').connect(${o.port}, '127.0.0.1').on('connect', () => process.exit(0)).on('error', () => process.exit(1))"; }`,
     `p_other_workspace() { ls -d ${o.hc}/work/a-* ${o.hc}-work/a-* 2>/dev/null | grep -v "^$(dirname "$PWD")$" | grep -q .; }`,
+    `p_keyring() { perl -e 'exit(syscall(250, 0, -3, 0) < 0 ? 1 : 0)'; }`,
     `p_poison() { ls ${o.hc}/results/*/files/src/b.txt && for f in ${o.hc}/results/*/files/src/b.txt; do echo POISON > "$f" || return 1; done; }`,
     'probe() { if "p_$1" >/dev/null 2>&1; then echo "$1: REACHED"; else echo "$1: denied"; fi; }',
     // a child in a process group of its own (setpgid, not setsid), left running on purpose
