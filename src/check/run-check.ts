@@ -7,7 +7,7 @@
 // record: a run killed midway leaves no record, and the next `check` takes back its scratch and lock.
 import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { unifiedDiff } from '../apply/unified-diff.js';
 import { sha256Hex } from '../core/sha256.js';
 import { catFile } from '../git/cat-file.js';
@@ -49,6 +49,8 @@ export interface RunCheckOptions {
   recheck: boolean;
   sandbox: 'bwrap' | 'none';
   signing?: Signing;
+  /** The file the signing key was read from: no checker sees it, wherever it lies. */
+  signKeyFile?: string;
   env: NodeJS.ProcessEnv;
 }
 
@@ -217,7 +219,10 @@ async function runCommand(
     envNames: checker.env,
     binds,
     bindsRw: [],
-    hidden: [],
+    hidden: o.signKeyFile === undefined ? [] : [resolve(o.signKeyFile)],
+    // the repository itself shows only as the checker's copy: not its .gen/, .git/ or untracked files
+    // (.env), which a system directory shows when it lives under /opt or /usr/src
+    masked: [root],
   });
   const jobEnv = (n: number | 'setup') => ({
     GENJOB_KEY: key,

@@ -311,6 +311,10 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
       '--check-generator [command]',
       'say in the hello whether this generator (none given: the pinned one) would run; work passes it',
     )
+    .option(
+      '--worker-repo <dir>',
+      'the repository of the worker that started this serve on its own machine (work passes it): generators never see it through the system directories (/opt, /usr)',
+    )
     .action(async (opts, cmd: Command) => {
       // no config file (a bare free box): serve's hello goes out before zod's schemas are loaded
       const { userConfigFile } = await import('./user-config-path.js');

@@ -92,8 +92,11 @@ async function list(o: CheckOptions): Promise<CommandResult> {
   };
 }
 
+/** The signing key's file: --sign-key, else $GENJOB_SIGN_KEY. */
+const signKeyFileOf = (o: CheckOptions) => o.signKey ?? (process.env.GENJOB_SIGN_KEY || undefined);
+
 function signingOf(o: CheckOptions): Signing | undefined {
-  const file = o.signKey ?? (process.env.GENJOB_SIGN_KEY || undefined);
+  const file = signKeyFileOf(o);
   if (file === undefined) return undefined;
   const key = loadPrivateKey(file);
   return { key, keyid: keyIdOf(key) };
@@ -183,6 +186,7 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
             recheck: o.recheck === true,
             sandbox,
             signing,
+            signKeyFile: signKeyFileOf(o),
             env: process.env,
           });
         } catch (err) {

@@ -23,6 +23,8 @@ export interface ServeOptions {
   /** commander's --no-sandbox: false when given. */
   sandbox?: boolean;
   gcOlderThan?: string;
+  /** --worker-repo: the repository of the worker that started this serve on its own machine. */
+  workerRepo?: string;
   /** --check-generator[=command]: true when given without a command (the pinned one is checked). */
   checkGenerator?: string | true;
 }
@@ -43,12 +45,17 @@ export async function serve(o: ServeOptions): Promise<void> {
   }
   const cache = new ResultCache(o.cacheDir ?? process.env.GENJOB_CACHE_DIR ?? defaultCacheDir());
   // the key is a secret, not only hidden: no exposed path may even hold it (see sandbox/exposure.ts)
-  const policy = sandboxPolicy(
-    o,
-    process.env,
-    [resolve(cache.dir), resolve(cache.workDir)],
-    signKey ? [resolve(signKey)] : [],
-  );
+  const policy = {
+    ...sandboxPolicy(
+      o,
+      process.env,
+      [resolve(cache.dir), resolve(cache.workDir)],
+      signKey ? [resolve(signKey)] : [],
+    ),
+    // a repository under /opt or /usr/src would show through the system directories: its .gen/ (other
+    // jobs' outputs, receipts), files mint refused to ship (.env), .git/
+    masked: o.workerRepo === undefined ? [] : [resolve(o.workerRepo)],
+  };
   if (o.gcOlderThan) {
     // retention: prune before serving; an entry another session is generating is skipped
     const { parseDuration } = await import('../core/duration.js');

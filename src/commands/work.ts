@@ -3,6 +3,7 @@
 // job taken ended with a receipt or in dead/; 4 when a lease was superseded and we stood down;
 // 3 when an answer was unusable and the job went back to the queue.
 
+import { dirname } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { lineRelay, notice } from '../cli/stderr-lines.js';
@@ -131,7 +132,8 @@ export async function destinationsOf(
       out.push({ launcher: launchLauncher(spec, o.launchEnv ?? []), slots });
     }
   }
-  if (out.length === 0) out.push({ launcher: localLauncher(), slots: o.concurrency });
+  if (out.length === 0)
+    out.push({ launcher: localLauncher({ repo: dirname(genDir) }), slots: o.concurrency });
   return out;
 }
 

@@ -13,7 +13,7 @@ import type { Job } from '../core/job.js';
 import { tellingLine } from '../core/telling-line.js';
 import { SYSTEM_DIRS } from '../sandbox/bwrap-argv.js';
 import { recordOf, type SandboxPolicy } from '../sandbox/policy.js';
-import { within } from '../sandbox/real-path.js';
+import { realPath, within } from '../sandbox/real-path.js';
 import { nodeFs } from '../store/fs-port.js';
 import { BUILTIN_PREFIX } from './generator-check.js';
 import { generatorFile } from './generator-file.js';
@@ -88,11 +88,12 @@ async function generateIn(ws: HeldWorkspace, g: GenerateInput): Promise<CachedRe
   } else {
     sandbox = recordOf(g.policy);
     const file = generatorFile(g.generator, process.cwd());
-    // the generator's own file, when the command names one the sandbox does not show anyway
-    const own =
-      file.kind === 'file' && file.executable && !SYSTEM_DIRS.some((d) => within(file.real, d))
-        ? [file.path]
-        : [];
+    // the generator's own file, when the command names one the sandbox does not show anyway (outside
+    // the system directories, or in the worker's repository masked in them)
+    const shown = (real: string) =>
+      SYSTEM_DIRS.some((d) => within(real, d)) &&
+      !(g.policy.masked ?? []).some((m) => within(real, realPath(m)));
+    const own = file.kind === 'file' && file.executable && !shown(file.real) ? [file.path] : [];
     const run = await runGenerator({
       command: file.kind === 'file' ? file.command : g.generator,
       workspace: g.ws,

@@ -1,11 +1,11 @@
 // The bubblewrap command line for one generator run. Namespaces first: a user namespace even for root,
 // all capabilities dropped and no nested user namespace, so root inside owns no inherited mount (they
 // are locked) and can neither unmount a mask nor remount anything writable. Mount order matters
-// (later mounts cover earlier ones): the system read-only → private /tmp, /proc, /dev → exposed paths →
-// every hidden path masked wherever a view shows it, by real path (cache, workspaces root, key, /etc
-// secrets) → this run's scratch writable, its workspace bound onto itself (a mount point cannot be
-// renamed or removed, so the generator cannot swap it for a link) → its read-only files → the
-// sandbox's root read-only.
+// (later mounts cover earlier ones): the system read-only, the worker's repository masked in it →
+// private /tmp, /proc, /dev → exposed paths → every hidden path masked wherever a view shows it, by
+// real path (cache, workspaces root, key, /etc secrets) → this run's scratch writable, its workspace
+// bound onto itself (a mount point cannot be renamed or removed, so the generator cannot swap it for a
+// link) → its read-only files → the sandbox's root read-only.
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ETC_SECRETS } from './exposure.js';
@@ -128,6 +128,8 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
     a.push('--ro-bind', d, d);
     views.push({ at: d, real: realPath(d), writable: false });
   }
+  // before anything is exposed, which then shows on top
+  a.push(...masks(views, policy.masked ?? []));
   a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME);
   for (const [paths, flag, writable] of [
     [policy.binds, '--ro-bind', false],

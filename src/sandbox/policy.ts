@@ -19,6 +19,13 @@ export interface SandboxPolicy {
   hidden: readonly string[];
   /** Hidden files no exposed path may even hold (the signing key: its directory holds older keys). */
   secrets?: readonly string[];
+  /**
+   * Not shown through the system directories: the repository of the worker (or checker) beside which
+   * the sandbox runs, which a system directory holds when it lives under /opt or /usr/src. Masked there
+   * only, so what is exposed inside it on purpose (a --generator-bind, the generator's own file, a
+   * checker's tree) still shows.
+   */
+  masked?: readonly string[];
 }
 
 /** What a receipt records about the confinement of the run that produced it. */

@@ -5,11 +5,13 @@ import { cliEntry } from '../cli/package-root.js';
 import type { ServeLauncher, ServeProcess } from './launcher.js';
 import { spawnServe } from './spawn-serve.js';
 
-export function localLauncher(opts: { env?: NodeJS.ProcessEnv } = {}): ServeLauncher {
+export function localLauncher(opts: { env?: NodeJS.ProcessEnv; repo?: string } = {}): ServeLauncher {
+  // serve runs beside the worker's repository: it masks it wherever a system directory shows it
+  const repo = opts.repo === undefined ? [] : ['--worker-repo', opts.repo];
   return {
     destination: 'local',
     start(args: readonly string[]): ServeProcess {
-      return spawnServe(process.execPath, [cliEntry(), 'serve', ...args], opts.env ?? process.env);
+      return spawnServe(process.execPath, [cliEntry(), 'serve', ...args, ...repo], opts.env ?? process.env);
     },
     async shipmentFacts() {
       return { host: 'local' };

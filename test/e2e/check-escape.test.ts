@@ -87,6 +87,36 @@ describe('hostile checks (escape attempts)', () => {
     expect(net.connections()).toBe(1);
   });
 
+  // /opt is a system directory the sandbox shows read-only; writing a repository there needs root
+  it.skipIf(process.getuid?.() !== 0)(
+    'a repository under /opt shows a checker only its copy: not its .gen/, .git/, untracked files or the signing key beside it',
+    async () => {
+      const r = await checkRepo({ tests: { run: UNITTEST } }, {}, '/opt');
+      writeFileSync(join(r.repo, '.env'), 'DB_PASSWORD=never-shipped\n');
+      const signKey = join(r.base, 'check.key');
+      expect((await r.genjob(['keygen', '--out', signKey])).exitCode).toBe(0);
+      const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+      const attacks: Record<string, string> = {
+        env: `cat ${r.repo}/.env`,
+        gen: `ls ${r.repo}/.gen/queue ${r.repo}/.gen/received`,
+        git: `ls ${r.repo}/.git`,
+        'sign-key': `cat ${signKey}`,
+      };
+      r.checkers({
+        tests: { run: UNITTEST },
+        ...Object.fromEntries(Object.entries(attacks).map(([n, run]) => [n, { run }])),
+      });
+      const run = await r.genjob(['check', '--json', '--sign-key', signKey, key]);
+      expect(run.exitCode).toBe(3);
+      const verdicts = Object.fromEntries(checkResults(run).map((x) => [x.checker, x.verdict]));
+      expect(verdicts).toEqual({ env: 'fail', gen: 'fail', git: 'fail', 'sign-key': 'fail', tests: 'pass' });
+      for (const name of readdirSync(join(r.repo, '.gen', 'objects')))
+        expect(readFileSync(join(r.repo, '.gen', 'objects', name), 'utf8')).not.toMatch(
+          /never-shipped|PRIVATE/,
+        );
+    },
+  );
+
   it('an environment name that is a host secret is refused in the checker definition', async () => {
     const r = await checkRepo({ tests: { run: 'true', env: ['GENJOB_SIGN_KEY'] } });
     const list = await r.genjob(['check', '--list']);

@@ -52,8 +52,9 @@ export function gitIdentityEnv(base: string): Record<string, string> {
 export async function checkRepo(
   checkers: Record<string, unknown> = { tests: { run: UNITTEST } },
   extra: Record<string, string> = {},
+  parent?: string,
 ): Promise<CheckRepo> {
-  const base = tempDir('genjob-check-');
+  const base = tempDir('genjob-check-', parent);
   const repo = join(base, 'repo');
   const outside = join(base, 'outside');
   const cache = join(base, 'cache');

@@ -38,9 +38,9 @@ export interface CliResult {
   stderr: string;
 }
 
-/** A fresh sandbox with the toy repository in it (git-initialised unless `git: false`). */
-export async function makeSandbox(opts: { git?: boolean } = {}): Promise<Sandbox> {
-  const base = tempDir('genjob-e2e-');
+/** A fresh sandbox with the toy repository in it (git-initialised unless `git: false`), in `parent` (default: the temp dir). */
+export async function makeSandbox(opts: { git?: boolean; parent?: string } = {}): Promise<Sandbox> {
+  const base = tempDir('genjob-e2e-', opts.parent);
   const repo = join(base, 'repo');
   const cache = join(base, 'cache');
   mkdirSync(cache);

@@ -41,37 +41,74 @@ describe('a confined generator run by a local serve', () => {
     expect((await sb.genjob(['verify', '--require-sandbox', key])).exitCode).toBe(0);
   });
 
-  it.skipIf(process.arch !== 'x64')('cannot read a credential in the session keyring of the login serve runs in', async () => {
-    const sb = await makeSandbox();
-    const key = await mintKey(sb, 'Read keys', ['src/user.py']);
-    // keyctl(KEYCTL_READ, @s) lists the session keyring; each key found is read (x86_64 numbers)
-    const gen = sb.script(
-      'keys.sh',
-      `perl -e 'my $b=" "x4096; my $n=syscall(250,11,-3,$b,4096); print "listed $n\\n"; for my $id (unpack("l*",substr($b,0,$n>0?$n:0))) { my $v=" "x4096; my $k=syscall(250,11,$id,$v,4096); print substr($v,0,$k>0?$k:0),"\\n"; }' > src/user.py`,
-    );
-    // as a login through pam_keyinit would: a fresh session keyring holding a host credential
-    const login = join(sb.base, 'login.py');
-    writeFileSync(
-      login,
-      [
-        'import ctypes, os, sys',
-        'libc = ctypes.CDLL(None, use_errno=True)',
-        'assert libc.syscall(250, 1, None) >= 0',
-        's = b"HOST-CREDENTIAL-IN-KEYRING"',
-        'assert libc.syscall(248, b"user", b"cred", s, len(s), ctypes.c_int(-3)) > 0',
-        'os.execvp(sys.argv[1], sys.argv[1:])',
-      ].join('\n'),
-    );
-    const w = await execa('python3', [login, process.execPath, CLI, 'work', '--once', '--generator', gen], {
-      cwd: sb.repo,
-      env: { XDG_CACHE_HOME: sb.cache },
-      reject: false,
-    });
-    expect(w.exitCode, w.stderr).toBe(0);
-    const out = readFileSync(join(sb.repo, '.gen/out', key, 'src/user.py'), 'utf8');
-    expect(out).toBe('listed -1\n');
-    expect(out).not.toContain('HOST-CREDENTIAL');
-  });
+  it.skipIf(process.arch !== 'x64')(
+    'cannot read a credential in the session keyring of the login serve runs in',
+    async () => {
+      const sb = await makeSandbox();
+      const key = await mintKey(sb, 'Read keys', ['src/user.py']);
+      // keyctl(KEYCTL_READ, @s) lists the session keyring; each key found is read (x86_64 numbers)
+      const gen = sb.script(
+        'keys.sh',
+        `perl -e 'my $b=" "x4096; my $n=syscall(250,11,-3,$b,4096); print "listed $n\\n"; for my $id (unpack("l*",substr($b,0,$n>0?$n:0))) { my $v=" "x4096; my $k=syscall(250,11,$id,$v,4096); print substr($v,0,$k>0?$k:0),"\\n"; }' > src/user.py`,
+      );
+      // as a login through pam_keyinit would: a fresh session keyring holding a host credential
+      const login = join(sb.base, 'login.py');
+      writeFileSync(
+        login,
+        [
+          'import ctypes, os, sys',
+          'libc = ctypes.CDLL(None, use_errno=True)',
+          'assert libc.syscall(250, 1, None) >= 0',
+          's = b"HOST-CREDENTIAL-IN-KEYRING"',
+          'assert libc.syscall(248, b"user", b"cred", s, len(s), ctypes.c_int(-3)) > 0',
+          'os.execvp(sys.argv[1], sys.argv[1:])',
+        ].join('\n'),
+      );
+      const w = await execa('python3', [login, process.execPath, CLI, 'work', '--once', '--generator', gen], {
+        cwd: sb.repo,
+        env: { XDG_CACHE_HOME: sb.cache },
+        reject: false,
+      });
+      expect(w.exitCode, w.stderr).toBe(0);
+      const out = readFileSync(join(sb.repo, '.gen/out', key, 'src/user.py'), 'utf8');
+      expect(out).toBe('listed -1\n');
+      expect(out).not.toContain('HOST-CREDENTIAL');
+    },
+  );
+
+  // /opt is a system directory the sandbox shows read-only; writing a repository there needs root
+  it.skipIf(process.getuid?.() !== 0)(
+    'does not show the worker repository that lives under /opt: not its .gen/, .git/ or unshipped files; a generator kept in it still runs',
+    async () => {
+      const sb = await makeSandbox({ parent: '/opt' });
+      writeFileSync(join(sb.repo, '.env'), 'DB_PASSWORD=never-shipped\n');
+      const key = await mintKey(sb, 'Look around', ['src/user.py']);
+      // the generator is a file of the repository, as `--generator ./gen.sh` in docs/checks.md
+      const probe = (what: string, cmd: string) =>
+        `if ${cmd} >/dev/null 2>&1; then echo "${what}: SHOWN"; else echo "${what}: hidden"; fi`;
+      writeFileSync(
+        join(sb.repo, 'gen.sh'),
+        [
+          '#!/bin/sh',
+          `{ ${probe('env', `cat ${sb.repo}/.env`)}; ${probe('gen', `ls ${sb.repo}/.gen/queue`)}; ${probe('git', `ls ${sb.repo}/.git`)}; ${probe('tracked', `cat ${sb.repo}/README.md`)}; } > src/user.py`,
+          '',
+        ].join('\n'),
+        { mode: 0o755 },
+      );
+      // nothing exposed on purpose: the sandbox's base (which holds the repository) stays unbound
+      const w = await sb.genjob(['work', '--once', '--generator', './gen.sh'], {
+        env: { GENJOB_GENERATOR_BIND_RW: '' },
+      });
+      expect(w.exitCode, w.stderr).toBe(0);
+      expect(readFileSync(join(sb.repo, '.gen/out', key, 'src/user.py'), 'utf8').split('\n')).toEqual([
+        'env: hidden',
+        'gen: hidden',
+        'git: hidden',
+        'tracked: hidden',
+        '',
+      ]);
+    },
+  );
 
   it('ends a setpgid child of a generator that outlives --timeout', async () => {
     const sb = await makeSandbox();

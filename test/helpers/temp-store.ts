@@ -21,8 +21,8 @@ export function afterTest(fn: () => void): void {
 }
 
 /** A fresh directory under the system temp dir, removed after the test. */
-export function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
+export function tempDir(prefix: string, parent = tmpdir()): string {
+  const dir = mkdtempSync(join(parent, prefix));
   temps.push(dir);
   return dir;
 }

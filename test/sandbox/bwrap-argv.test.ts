@@ -283,6 +283,19 @@ describe('bwrapArgv', () => {
     expect(exposedPart(argv)).toEqual(['--bind', rw, rw, ...etcMasks()]);
   });
 
+  it('masks the worker repository where a system directory shows it, right after the system and before what is exposed, which shows on top', () => {
+    const exposed = join(dir, 'exposed');
+    const argv = bwrapArgv({ ...policy, masked: ['/usr/share', exposed] }, run);
+    const system = systemPart();
+    expect(argv.slice(NAMESPACE_FLAGS.length, NAMESPACE_FLAGS.length + system.length)).toEqual(system);
+    // an exposed path it holds is no system view: nothing is masked there, the bind shows it whole
+    expect(argv.slice(NAMESPACE_FLAGS.length + system.length, argv.indexOf('--proc'))).toEqual([
+      '--tmpfs',
+      '/usr/share',
+    ]);
+    expect(argv.indexOf(exposed)).toBeGreaterThan(argv.indexOf('--proc'));
+  });
+
   it('masks a hidden path inside a system directory, which is always exposed', () => {
     const argv = bwrapArgv({ ...policy, binds: [], bindsRw: [], hidden: ['/etc/passwd', '/usr'] }, run);
     expect(exposedPart(argv)).toEqual([
