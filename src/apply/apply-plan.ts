@@ -13,6 +13,8 @@ export interface Write {
   before: string | null;
   after: string;
   mode: number;
+  /** The mode the replaced file had, when the write changes it (revert puts it back). */
+  before_mode?: number;
 }
 
 /** What the repository holds at a path now: sha256 and permission bits of a regular file, or nulls when absent. */
@@ -51,7 +53,14 @@ export function planApply(
     if (before === out.sha256) continue;
     const mode = current.get(out.path)?.mode;
     const kept = mode == null ? NEW_FILE_MODE : mode & 0o777;
-    writes.push({ path: out.path, before, after: out.sha256, mode: out.executable ? kept | 0o111 : kept });
+    const written = out.executable ? kept | 0o111 : kept;
+    writes.push({
+      path: out.path,
+      before,
+      after: out.sha256,
+      mode: written,
+      ...(mode != null && written !== kept ? { before_mode: kept } : {}),
+    });
   }
   // Stryker disable next-line EqualityOperator,ConditionalExpression: paths are unique here (a repeat is refused above), so no tie occurs, and V8's sort reads only whether the result is < 0
   writes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));

@@ -22,6 +22,7 @@ const WriteSchema = z.object({
   before: z.nullable(sha),
   after: sha,
   mode: z.number().check(z.int(), z.minimum(0), z.maximum(0o777)),
+  before_mode: z.optional(z.number().check(z.int(), z.minimum(0), z.maximum(0o777))),
 });
 const common = {
   key: sha,

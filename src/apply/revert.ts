@@ -58,7 +58,7 @@ export async function revertApplied(
       lock.assertHeld(`reverting ${w.path}`);
       const context = `${changed}; stopped (files already reverted stay reverted)`;
       if (w.before === null) removeTreeFile(store, w.path, w.after, context);
-      else commitTreeFile(store, w.path, w.after, originals.get(w.path)!, w.mode, context);
+      else commitTreeFile(store, w.path, w.after, originals.get(w.path)!, w.before_mode ?? w.mode, context);
     }
     // Stryker disable next-line StringLiteral: the lock callback runs synchronously, so a compromise (set by proper-lockfile's timer) is never seen here and the step text never shows
     lock.assertHeld(`moving ${store.layout.jobFile('applied', key)} to reverted/`);

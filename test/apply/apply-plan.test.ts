@@ -58,7 +58,7 @@ describe('planApply', () => {
       plan: {
         kind: 'plan',
         writes: [
-          { path: 'README.md', before: A, after: C, mode: 0o751 },
+          { path: 'README.md', before: A, after: C, mode: 0o751, before_mode: 0o640 },
           { path: 'src/x.ts', before: B, after: C, mode: 0o755 },
           { path: 'src/y.ts', before: null, after: C, mode: 0o755 },
         ],

@@ -49,6 +49,18 @@ describe('a reverted job', () => {
     expect((await sb.genjob(['apply', key])).stdout).toMatch(/already applied/);
   });
 
+  it('puts back the mode an executable output replaced, not only the bytes', async () => {
+    const sb = await makeSandbox();
+    const original = snapshot(sb.repo);
+    const gen = sb.script('exec.sh', "echo '# noted' >> README.md; chmod +x README.md");
+    const key = await mintKey(sb, 'Make it a script', ['README.md']);
+    expect((await sb.genjob(['work', '--once', '--generator', gen])).exitCode).toBe(0);
+    expect((await sb.genjob(['apply', key])).exitCode).toBe(0);
+    expect(snapshot(sb.repo).get('README.md')).toMatch(/^file 755 /);
+    expect((await sb.genjob(['revert', key])).exitCode).toBe(0);
+    expect(snapshot(sb.repo)).toEqual(original);
+  });
+
   it('is not applied again when its input changed since (stale, exit 4, nothing written)', async () => {
     const sb = await makeSandbox();
     const key = await appliedJob(sb);
