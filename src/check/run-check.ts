@@ -16,7 +16,7 @@ import { publishExclusive, readIfExists } from '../store/durable.js';
 import { lockNamed } from '../store/key-lock.js';
 import type { Store } from '../store/store.js';
 import type { Verified } from '../verify/verify-key.js';
-import { boundFiles } from './binding.js';
+import { boundFiles, dependedFiles } from './binding.js';
 import type { CheckContext } from './check-state.js';
 import type { Checker, CommandChecker, JudgeChecker } from './checker.js';
 import { judgeRound } from './judge.js';
@@ -32,7 +32,7 @@ import {
 } from './record.js';
 import { listRecords, writeRecord } from './record-store.js';
 import { runConfined } from './run-confined.js';
-import { checkoutCopy, outputFile, removeScratch, type Scratch } from './scratch-tree.js';
+import { checkoutCopy, outputFile, removeScratch, type Scratch, setupCopy } from './scratch-tree.js';
 import { findSetup, linkSetup, publishSetup, type SetupEntry, setupDigest } from './setup-cache.js';
 import { speaking, staleness } from './staleness.js';
 import { agreementOf, marksOf, type Outcome, outcomeOfRun, type Verdict, verdictOf } from './verdict.js';
@@ -234,7 +234,11 @@ async function runCommand(
   /** One confined run of `command` in a fresh copy of the tree, its log kept; the attempt it makes. */
   const runOnce = async (n: number, name: string, command: string, entry: SetupEntry | undefined) => {
     const startedAt = new Date().toISOString();
-    const copy = await checkoutCopy(root, scratch, join(own, `${name}-${n}`));
+    // setup runs on HEAD plus the pinned outputs only: its result is shared with other jobs
+    const copy =
+      name === 'setup'
+        ? await setupCopy(root, scratch, join(own, `${name}-${n}`), dependedFiles(checker).paths)
+        : { ...(await checkoutCopy(root, scratch, join(own, `${name}-${n}`))), tracked: scratch.tracked };
     if (entry) linkSetup(entry, copy.tree);
     const log = join(logs, `${name}-${n}.log`);
     const r = await runConfined({
@@ -261,7 +265,7 @@ async function runCommand(
       why,
       started_at: startedAt,
     };
-    return { attempt, tree: copy.tree, runDir: copy.runDir };
+    return { attempt, tree: copy.tree, runDir: copy.runDir, tracked: copy.tracked };
   };
 
   /** Setup's result: the cached entry, or a run of it now; a failed setup is an error attempt. */
@@ -295,7 +299,7 @@ async function runCommand(
     if (ok)
       entry = publishSetup(store, setupDigestHex, {
         tree: ran.tree,
-        tracked: scratch.tracked,
+        tracked: ran.tracked,
         staging: join(scratch.dir, own, `setup-entry-${n}`),
       });
     removeScratch(ran.runDir);

@@ -1,0 +1,53 @@
+// A checker's setup result is shared: every job whose setup digest matches runs against it. These tests
+// attack that sharing: a job whose generated files shape the setup of every other job. None may turn a
+// failing change into a pass.
+import { lstatSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { checkRepo, checkResults, factsOf, records } from './check-helpers.js';
+
+const npmPackage = (scripts: Record<string, string>) =>
+  `${JSON.stringify({ name: 'calc', version: '1.0.0', private: true, scripts }, null, 2)}\n`;
+const NPM_TEST = [
+  "const { add } = require('./calc.js');",
+  "if (add(2, 3) !== 5) { console.error('add is wrong'); process.exit(1); }",
+  "console.log('ok');",
+  '',
+].join('\n');
+
+/** Whether anything (a file, a directory, a link, even a dangling one) is at `path`. */
+const present = (path: string) => lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+
+describe('a shared setup result under attack', () => {
+  it("one job's generated package.json (a postinstall) never shapes the setup another job's check runs on", async () => {
+    const r = await checkRepo(
+      { tests: { run: 'npm test', setup: 'npm ci --offline --no-audit --no-fund' } },
+      {
+        'package.json': npmPackage({ test: 'node test.js' }),
+        'calc.js': 'exports.add = (a, b) => a + b;\n',
+        'test.js': NPM_TEST,
+      },
+    );
+    await execa('npm', ['install', '--package-lock-only', '--offline'], { cwd: r.repo });
+    await r.git(['add', '-A']);
+    await r.git(['commit', '-qm', 'an npm project']);
+    const broken = await r.generate('Make add faster', { 'calc.js': 'exports.add = (a, b) => a - b;\n' });
+    // a generated package.json whose postinstall plants a `node` that passes anything
+    const plant =
+      "mkdir -p node_modules/.bin && printf '#!/bin/sh\\necho forged ok\\n' > node_modules/.bin/node && chmod +x node_modules/.bin/node";
+    const hostile = await r.generate('Add a lint script', {
+      'package.json': npmPackage({ test: 'node test.js', postinstall: plant }),
+    });
+    const first = await r.genjob(['check', '--json', hostile]);
+    expect(first.exitCode, first.stderr).not.toBe(2);
+    const second = await r.genjob(['check', '--json', broken]);
+    expect(checkResults(second)[0], second.stdout).toMatchObject({ verdict: 'fail' });
+    const facts = factsOf(r.repo, broken, 'tests', records(r.repo, broken, 'tests')[0]!);
+    expect((facts.setup as { cached: boolean }).cached).toBe(true);
+    const [entry] = readdirSync(join(r.repo, '.gen', 'check-setup'));
+    expect(present(join(r.repo, '.gen', 'check-setup', entry!, 'tree', 'node_modules', '.bin', 'node'))).toBe(
+      false,
+    );
+  });
+});
