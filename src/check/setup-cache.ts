@@ -21,6 +21,15 @@ import type { CommandChecker } from './checker.js';
 export const SETUP_DIR = 'check-setup';
 const MANIFEST = 'manifest.json';
 
+/** A path createdPaths can give: relative and inside the tree (no '', '.' or '..' component, no NUL). */
+function insideTree(p: unknown): p is string {
+  return (
+    typeof p === 'string' &&
+    !p.includes('\0') &&
+    p.split('/').every((c) => c !== '' && c !== '.' && c !== '..')
+  );
+}
+
 export function setupDigest(
   checker: Pick<CommandChecker, 'setup' | 'network' | 'env'>,
   files: readonly BoundFile[],
@@ -53,7 +62,14 @@ export function findSetup(store: Store, digest: string): SetupEntry | undefined 
   const dir = entryDir(store, digest);
   const bytes = readIfExists(store, join(dir, MANIFEST));
   if (bytes === undefined) return undefined;
-  const paths = (JSON.parse(bytes.toString('utf8')) as { paths: string[] }).paths;
+  let paths: unknown;
+  try {
+    paths = (JSON.parse(bytes.toString('utf8')) as { paths?: unknown }).paths;
+  } catch {
+    return undefined;
+  }
+  // genjob writes only relative paths inside the tree: any other manifest is not one it wrote
+  if (!Array.isArray(paths) || !paths.every(insideTree)) return undefined;
   return { tree: join(dir, 'tree'), paths };
 }
 
@@ -111,13 +127,29 @@ export function publishSetup(
   return findSetup(store, digest)!;
 }
 
-/** Make the entry's paths appear in a run's tree, as symlinks into the entry. */
+/**
+ * Make the entry's paths appear in a run's tree, as symlinks into the entry. This runs outside the sandbox,
+ * on a tree the checked commit shaped: each directory on the way is made one level at a time and must be
+ * a real one, never followed through a link the tree holds (a path under a tracked file or link is left out).
+ */
 export function linkSetup(entry: SetupEntry, tree: string): void {
   for (const p of entry.paths) {
-    const at = join(tree, ...p.split('/'));
-    mkdirSync(dirname(at), { recursive: true });
+    if (!insideTree(p)) continue;
+    const parts = p.split('/');
+    let under = tree;
+    let blocked = false;
+    for (const part of parts.slice(0, -1)) {
+      under = join(under, part);
+      const st = lstatSync(under, { throwIfNoEntry: false });
+      if (st === undefined) mkdirSync(under);
+      else if (!st.isDirectory()) {
+        blocked = true; // the tree tracks a file or a link there: the tracked one wins
+        break;
+      }
+    }
+    if (blocked) continue;
     try {
-      symlinkSync(join(entry.tree, ...p.split('/')), at);
+      symlinkSync(join(entry.tree, ...parts), join(tree, ...parts));
     } catch (err) {
       // the tree tracks a file there now: the tracked file wins
       if (errnoOf(err) !== 'EEXIST') throw err;

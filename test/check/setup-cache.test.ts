@@ -1,8 +1,8 @@
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createdPaths, setupDigest } from '../../src/check/setup-cache.js';
-import { tempDir } from '../helpers/temp-store.js';
+import { createdPaths, findSetup, linkSetup, SETUP_DIR, setupDigest } from '../../src/check/setup-cache.js';
+import { tempDir, tempStore } from '../helpers/temp-store.js';
 
 describe('createdPaths', () => {
   it('is each new path at its top: a new directory whole, a new file beside tracked ones, a new link', () => {
@@ -41,5 +41,70 @@ describe('setupDigest', () => {
     expect(setupDigest(base, files, 'none')).not.toBe(d);
     expect(setupDigest(base, [{ path: 'package-lock.json', sha256: 'b'.repeat(64) }], 'bwrap')).not.toBe(d);
     expect(setupDigest(base, [...files], 'bwrap')).toBe(d);
+  });
+});
+
+describe('linkSetup', () => {
+  /** An entry holding vendor/cache/dep.txt and node_modules/, and a run tree beside a directory of the user's. */
+  function setting() {
+    const base = tempDir('genjob-setup-');
+    const entry = join(base, 'entry');
+    mkdirSync(join(entry, 'vendor', 'cache'), { recursive: true });
+    mkdirSync(join(entry, 'node_modules'));
+    writeFileSync(join(entry, 'vendor', 'cache', 'dep.txt'), 'dep\n');
+    const tree = join(base, 'tree');
+    const outside = join(base, 'outside');
+    mkdirSync(tree);
+    mkdirSync(outside);
+    return { entry, tree, outside };
+  }
+
+  it('links each path into the tree, making the directories on the way', () => {
+    const { entry, tree } = setting();
+    linkSetup({ tree: entry, paths: ['vendor/cache', 'node_modules'] }, tree);
+    expect(readlinkSync(join(tree, 'vendor', 'cache'))).toBe(join(entry, 'vendor', 'cache'));
+    expect(lstatSync(join(tree, 'vendor')).isDirectory()).toBe(true);
+    expect(readlinkSync(join(tree, 'node_modules'))).toBe(join(entry, 'node_modules'));
+  });
+
+  it('never goes through a symbolic link the tree holds on the way, nor past a file there', () => {
+    const { entry, tree, outside } = setting();
+    symlinkSync(outside, join(tree, 'vendor'));
+    writeFileSync(join(tree, 'lib'), 'a tracked file\n');
+    linkSetup({ tree: entry, paths: ['vendor/cache', 'lib/x', 'node_modules'] }, tree);
+    expect(readdirSync(outside)).toEqual([]);
+    expect(readlinkSync(join(tree, 'vendor'))).toBe(outside);
+    expect(readlinkSync(join(tree, 'node_modules'))).toBe(join(entry, 'node_modules'));
+  });
+
+  it("links no path that leaves the tree ('..', absolute, empty components)", () => {
+    const { entry, tree, outside } = setting();
+    const base = join(tree, '..');
+    linkSetup(
+      { tree: entry, paths: ['../outside/planted', `${'../'.repeat(20)}${outside.slice(1)}/x`, ''] },
+      tree,
+    );
+    expect(readdirSync(outside)).toEqual([]);
+    expect(readdirSync(tree)).toEqual([]);
+    expect(readdirSync(base).sort()).toEqual(['entry', 'outside', 'tree']);
+  });
+});
+
+describe('findSetup', () => {
+  it("ignores a manifest that names a path outside the entry's tree, or is not JSON", () => {
+    const store = tempStore('genjob-setup-');
+    const digest = 'a'.repeat(64);
+    const dir = join(store.layout.dir(SETUP_DIR), digest);
+    mkdirSync(join(dir, 'tree'), { recursive: true });
+    for (const manifest of [
+      '{"paths":["../../x"]}',
+      '{"paths":["/etc"]}',
+      '{"paths":"x"}',
+      '{"paths":[',
+      '{}',
+    ]) {
+      writeFileSync(join(dir, 'manifest.json'), manifest);
+      expect(findSetup(store, digest), manifest).toBeUndefined();
+    }
   });
 });

@@ -1,11 +1,12 @@
 // A checker's setup result is shared: every job whose setup digest matches runs against it. These tests
-// attack that sharing: a job whose generated files shape the setup of every other job. None may turn a
-// failing change into a pass.
-import { lstatSync, readdirSync } from 'node:fs';
+// attack that sharing: a job whose generated files shape the setup of every other job, and a commit that
+// turns a directory the setup result is linked into into a symbolic link out of the scratch tree. None may
+// turn a failing change into a pass or write outside the scratch tree.
+import { lstatSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { checkRepo, checkResults, factsOf, records } from './check-helpers.js';
+import { CALC_GOOD, checkRepo, checkResults, factsOf, records, UNITTEST } from './check-helpers.js';
 
 const npmPackage = (scripts: Record<string, string>) =>
   `${JSON.stringify({ name: 'calc', version: '1.0.0', private: true, scripts }, null, 2)}\n`;
@@ -49,5 +50,22 @@ describe('a shared setup result under attack', () => {
     expect(present(join(r.repo, '.gen', 'check-setup', entry!, 'tree', 'node_modules', '.bin', 'node'))).toBe(
       false,
     );
+  });
+
+  it('links the cached setup result only through real directories: a tracked symbolic link is not followed', async () => {
+    const r = await checkRepo(
+      { tests: { run: UNITTEST, setup: 'mkdir -p vendor/cache && echo dep > vendor/cache/dep.txt' } },
+      { 'vendor/README': 'vendored things\n' },
+    );
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    expect((await r.genjob(['check', key])).exitCode).toBe(0); // the entry now holds vendor/cache
+    // the next commit makes vendor/ a link to a directory of the user's
+    rmSync(join(r.repo, 'vendor'), { recursive: true });
+    symlinkSync(r.outside, join(r.repo, 'vendor'));
+    await r.git(['add', '-A']);
+    await r.git(['commit', '-qm', 'vendor is a link now']);
+    const again = await r.genjob(['check', '--json', key]);
+    expect(again.exitCode, again.stderr).not.toBe(1);
+    expect(readdirSync(r.outside)).toEqual([]);
   });
 });
