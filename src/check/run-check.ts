@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { unifiedDiff } from '../apply/unified-diff.js';
 import { sha256Hex } from '../core/sha256.js';
 import { catFile } from '../git/cat-file.js';
+import { userSecret } from '../remote/cache-mac.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
 import { publishExclusive, readIfExists } from '../store/durable.js';
 import { lockNamed } from '../store/key-lock.js';
@@ -228,8 +229,12 @@ async function runCommand(
   let entry: SetupEntry | undefined;
   let tail: string[] = [];
   let setupDigestHex: string | undefined;
-  if (checker.setup !== null)
+  // seals the setup cache: without one (no writable cache directory), setup runs for every check
+  let secret: Buffer | null = null;
+  if (checker.setup !== null) {
     setupDigestHex = setupDigest(checker, await boundFiles(root, scratch.resultTree, checker), o.sandbox);
+    secret = await userSecret();
+  }
 
   /** One confined run of `command` in a fresh copy of the tree, its log kept; the attempt it makes. */
   const runOnce = async (n: number, name: string, command: string, entry: SetupEntry | undefined) => {
@@ -271,8 +276,9 @@ async function runCommand(
   /** Setup's result: the cached entry, or a run of it now; a failed setup is an error attempt. */
   const ensureSetup = async (n: number): Promise<{ entry?: SetupEntry; error?: AttemptRecord }> => {
     if (setupDigestHex === undefined) return {};
-    const found = entry ?? findSetup(store, setupDigestHex);
-    if (found) {
+    // looked for once per checker and job: each look hashes the entry's files again
+    entry ??= secret === null ? undefined : findSetup(store, setupDigestHex, secret);
+    if (entry) {
       setup ??= {
         digest: setupDigestHex,
         cached: true,
@@ -282,7 +288,7 @@ async function runCommand(
         log_sha256: null,
         why: null,
       };
-      return { entry: found };
+      return { entry };
     }
     const ran = await runOnce(n, 'setup', checker.setup!, undefined);
     const a = ran.attempt;
@@ -297,11 +303,16 @@ async function runCommand(
       why: a.why,
     };
     if (ok)
-      entry = publishSetup(store, setupDigestHex, {
-        tree: ran.tree,
-        tracked: ran.tracked,
-        staging: join(scratch.dir, own, `setup-entry-${n}`),
-      });
+      entry = publishSetup(
+        store,
+        setupDigestHex,
+        {
+          tree: ran.tree,
+          tracked: ran.tracked,
+          staging: join(scratch.dir, own, `setup-entry-${n}`),
+        },
+        secret,
+      );
     removeScratch(ran.runDir);
     if (ok) return { entry };
     return {

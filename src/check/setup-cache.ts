@@ -8,18 +8,38 @@
 // read-only: the checked code can use the setup's result but never change it for the next run.
 // Moved, tools must not depend on the directory they were made in (node_modules does not; a venv's
 // scripts do: call `python -m`).
-import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+// .gen/ is a directory a branch can commit into (force-added) and a checkout can write into, and the
+// digest is anyone's to compute: an entry is used only when its manifest's seal holds, an HMAC under the
+// user's own secret (as the report's cache is sealed) over the digest, the paths and a digest of every
+// file of the entry's tree, taken again on each use. Refusing entries git tracks would not do: a checkout
+// writes over ignored files in an entry it does not track, and what another branch left stays untracked;
+// no branch can make a seal. An entry whose seal fails is never used, and the next setup replaces it.
+import {
+  type Dirent,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { errnoOf } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
+import { macHolds, macOf } from '../remote/cache-mac.js';
 import { createExclusive, fsyncDir, readIfExists } from '../store/durable.js';
+import { removeTree } from '../store/remove-tree.js';
 import type { Store } from '../store/store.js';
 import type { BoundFile } from './binding.js';
 import type { CommandChecker } from './checker.js';
 
 export const SETUP_DIR = 'check-setup';
 const MANIFEST = 'manifest.json';
+/** What a manifest's seal covers besides its entry: this kind of entry, so the secret's other uses never collide. */
+const SEAL_DOMAIN = 'genjob-check-setup-v1';
 
 /** A path createdPaths can give: relative and inside the tree (no '', '.' or '..' component, no NUL). */
 function insideTree(p: unknown): p is string {
@@ -57,19 +77,60 @@ function entryDir(store: Store, digest: string): string {
   return join(store.layout.dir(SETUP_DIR), digest);
 }
 
-/** The published entry for `digest`, or undefined when there is none yet. */
-export function findSetup(store: Store, digest: string): SetupEntry | undefined {
+/**
+ * A digest of everything under `tree`, never following a link: each name with its kind, a file's
+ * executable bit and sha256, a link's target. Any file added, removed, changed or swapped changes it.
+ */
+export function treeDigest(tree: string): string {
+  const lines: string[] = [];
+  const walk = (dir: string, rel: string) => {
+    const entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1));
+    for (const e of entries as Dirent[]) {
+      const path = join(dir, e.name);
+      const name = rel ? `${rel}/${e.name}` : e.name;
+      const st = lstatSync(path);
+      if (st.isDirectory()) {
+        lines.push(`d ${name}`);
+        walk(path, name);
+      } else if (st.isFile())
+        lines.push(`f${st.mode & 0o111 ? 'x' : '-'} ${name} ${sha256Hex(readFileSync(path))}`);
+      else if (st.isSymbolicLink()) lines.push(`l ${name} ${readlinkSync(path)}`);
+      else lines.push(`o ${name}`);
+    }
+  };
+  walk(tree, '');
+  return sha256Hex(lines.join('\0'));
+}
+
+/** The seal of an entry's manifest: over its digest (its name), its paths and its tree's digest. */
+function sealText(paths: readonly string[], tree: string): Uint8Array {
+  return canonicalBytes({ paths, tree });
+}
+
+/**
+ * The published entry for `digest`, or undefined when there is none yet, or when its seal does not hold
+ * under `secret` for what it holds now (see the header): such an entry is never used.
+ */
+export function findSetup(store: Store, digest: string, secret: Buffer): SetupEntry | undefined {
   const dir = entryDir(store, digest);
   const bytes = readIfExists(store, join(dir, MANIFEST));
   if (bytes === undefined) return undefined;
-  let paths: unknown;
+  let m: { paths?: unknown; tree?: unknown; seal?: unknown };
   try {
-    paths = (JSON.parse(bytes.toString('utf8')) as { paths?: unknown }).paths;
+    m = JSON.parse(bytes.toString('utf8'));
   } catch {
     return undefined;
   }
+  const { paths, tree, seal } = m ?? {};
   // genjob writes only relative paths inside the tree: any other manifest is not one it wrote
   if (!Array.isArray(paths) || !paths.every(insideTree)) return undefined;
+  if (typeof tree !== 'string' || typeof seal !== 'string') return undefined;
+  if (!macHolds(secret, SEAL_DOMAIN, digest, sealText(paths, tree), seal)) return undefined;
+  try {
+    if (treeDigest(join(dir, 'tree')) !== tree) return undefined;
+  } catch {
+    return undefined; // no tree, or one that cannot be read whole: not the entry the seal names
+  }
   return { tree: join(dir, 'tree'), paths };
 }
 
@@ -92,39 +153,59 @@ export function createdPaths(tree: string, tracked: readonly string[]): string[]
 }
 
 /**
- * Publish what a successful setup created in `tree` as the entry for `digest`, assembled in `staging`
- * (inside the check's scratch directory, which a sweep removes if we die). Another check that published
- * the same digest first wins; ours is discarded and theirs returned.
+ * Publish what a successful setup created in `tree` as the entry for `digest`, sealed under `secret`,
+ * assembled in `staging` (inside the check's scratch directory, which a sweep removes if we die). Another
+ * check that published the same digest first wins; ours is discarded and theirs returned. An entry there
+ * whose seal fails is moved aside and removed, and ours takes its place. Without a secret nothing is
+ * published: the result stays in `staging` for this check alone.
  */
 export function publishSetup(
   store: Store,
   digest: string,
   from: { tree: string; tracked: readonly string[]; staging: string },
+  secret: Buffer | null,
 ): SetupEntry {
-  const root = store.layout.dir(SETUP_DIR);
-  mkdirSync(root, { recursive: true });
   const { tree, tracked, staging } = from;
   mkdirSync(join(staging, 'tree'), { recursive: true });
+  const paths = createdPaths(tree, tracked);
+  for (const p of paths) {
+    const to = join(staging, 'tree', ...p.split('/'));
+    mkdirSync(dirname(to), { recursive: true });
+    renameSync(join(tree, ...p.split('/')), to);
+  }
+  if (secret === null) return { tree: join(staging, 'tree'), paths };
+  const root = store.layout.dir(SETUP_DIR);
+  mkdirSync(root, { recursive: true });
+  const final = entryDir(store, digest);
   try {
-    const paths = createdPaths(tree, tracked);
-    for (const p of paths) {
-      const to = join(staging, 'tree', ...p.split('/'));
-      mkdirSync(dirname(to), { recursive: true });
-      renameSync(join(tree, ...p.split('/')), to);
-    }
-    createExclusive(store, join(staging, MANIFEST), canonicalBytes({ paths }));
+    const digestOfTree = treeDigest(join(staging, 'tree'));
+    const seal = macOf(secret, SEAL_DOMAIN, digest, sealText(paths, digestOfTree));
+    createExclusive(store, join(staging, MANIFEST), canonicalBytes({ paths, seal, tree: digestOfTree }));
     fsyncDir(store, staging);
-    try {
-      renameSync(staging, entryDir(store, digest));
-    } catch (err) {
-      const code = errnoOf(err);
-      if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+    for (let n = 0; ; n++) {
+      try {
+        renameSync(staging, final);
+        break;
+      } catch (err) {
+        const code = errnoOf(err);
+        if ((code !== 'ENOTEMPTY' && code !== 'EEXIST') || n >= 2) throw err;
+      }
+      const theirs = findSetup(store, digest, secret);
+      if (theirs) return theirs;
+      // not sealed by this user for what it holds: out of the way, then ours again
+      const aside = `${staging}-refused-${n}`;
+      try {
+        renameSync(final, aside);
+        removeTree(aside);
+      } catch (err) {
+        if (errnoOf(err) !== 'ENOENT') throw err; // another check moved it first
+      }
     }
     fsyncDir(store, root);
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }
-  return findSetup(store, digest)!;
+  return { tree: join(final, 'tree'), paths };
 }
 
 /**

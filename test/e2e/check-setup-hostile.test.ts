@@ -1,12 +1,14 @@
 // A checker's setup result is shared: every job whose setup digest matches runs against it. These tests
-// attack that sharing: a job whose generated files shape the setup of every other job, and a commit that
-// turns a directory the setup result is linked into into a symbolic link out of the scratch tree. None may
-// turn a failing change into a pass or write outside the scratch tree.
-import { lstatSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+// attack that sharing: a job whose generated files shape the setup of every other job, a commit that turns
+// a directory the setup result is linked into into a symbolic link out of the scratch tree, and a branch
+// that commits a forged entry under the predictable digest. None may turn a failing change into a pass or
+// write outside the scratch tree.
+import { existsSync, lstatSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { CALC_GOOD, checkRepo, checkResults, factsOf, records, UNITTEST } from './check-helpers.js';
+import { setupDigest } from '../../src/check/setup-cache.js';
+import { CALC_BAD, CALC_GOOD, checkRepo, checkResults, factsOf, records, UNITTEST } from './check-helpers.js';
 
 const npmPackage = (scripts: Record<string, string>) =>
   `${JSON.stringify({ name: 'calc', version: '1.0.0', private: true, scripts }, null, 2)}\n`;
@@ -67,5 +69,30 @@ describe('a shared setup result under attack', () => {
     const again = await r.genjob(['check', '--json', key]);
     expect(again.exitCode, again.stderr).not.toBe(1);
     expect(readdirSync(r.outside)).toEqual([]);
+  });
+
+  it('never trusts a setup entry a branch committed under the predictable digest: setup runs again and the change fails', async () => {
+    const r = await checkRepo({ tests: { run: UNITTEST, setup: 'true' } });
+    const key = await r.generate('Break add', { 'calc.py': CALC_BAD });
+    // the digest this checker's setup has in this tree (no lockfile), as anyone can compute it
+    const digest = setupDigest({ setup: 'true', network: false, env: [] }, [], 'bwrap');
+    const entry = join(r.repo, '.gen', 'check-setup', digest);
+    mkdirSync(join(entry, 'tree', 'unittest'), { recursive: true });
+    // a `unittest` package in the tree's root shadows the standard library's for `python3 -m unittest`
+    writeFileSync(join(entry, 'tree', 'unittest', '__init__.py'), '');
+    writeFileSync(join(entry, 'tree', 'unittest', '__main__.py'), "print('forged: OK')\n");
+    writeFileSync(join(entry, 'manifest.json'), JSON.stringify({ paths: ['unittest'] }));
+    await r.git(['add', '-f', '.gen/check-setup']);
+    await r.git(['commit', '-qm', 'a branch carrying .gen/check-setup']);
+    const run = await r.genjob(['check', '--json', key]);
+    expect(checkResults(run)[0], run.stdout).toMatchObject({ verdict: 'fail' });
+    const facts = factsOf(r.repo, key, 'tests', records(r.repo, key, 'tests')[0]!);
+    expect((facts.setup as { cached: boolean }).cached).toBe(false);
+    // the forged entry gave way to the one this check sealed
+    expect(existsSync(join(entry, 'tree', 'unittest'))).toBe(false);
+    const next = await r.genjob(['check', '--json', '--recheck', key]);
+    expect(checkResults(next)[0]).toMatchObject({ verdict: 'fail' });
+    const latest = records(r.repo, key, 'tests').map((n) => factsOf(r.repo, key, 'tests', n));
+    expect(latest.map((f) => (f.setup as { cached: boolean }).cached).sort()).toEqual([false, true]);
   });
 });
