@@ -15,7 +15,7 @@ import { ReportBytes } from '../report/bytes.js';
 import { checkSource } from '../report/check-source.js';
 import { gatherReport } from '../report/gather.js';
 import { ReportCache } from '../report/report-cache.js';
-import { writeReport } from '../report/write-report.js';
+import { refuseLinkedDir, writeReport } from '../report/write-report.js';
 import type { Store } from '../store/store.js';
 
 export interface ReportOptions extends CommonOptions {
@@ -62,6 +62,8 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
     );
   const run = o.run === undefined ? undefined : await runOf(store, o.run);
   const dir = o.out === undefined ? join(store.layout.gen, DEFAULT_REPORT_DIR) : resolve(o.out);
+  // the default directory lies in .gen/, which a branch can commit into: never through a link there
+  if (o.out === undefined) refuseLinkedDir(dir);
   const assets = loadAssets();
   // none (no writable cache directory): the report is made without a cache, as right and slower
   const secret = await userSecret();
