@@ -26,6 +26,7 @@ import {
   buildStatement,
   CHECK_SCHEMA,
   type CheckFacts,
+  decodeRecord,
   encodeRecord,
   type SetupRecord,
   type Signing,
@@ -154,6 +155,8 @@ export async function runCheck(
       machine: hostname(),
     };
     const bytes = encodeRecord(buildStatement(facts, job.v.receipt.outputs), o.signing);
+    // never publish a record its readers would leave out: the older record would go on speaking
+    decodeRecord(bytes, `the record of ${checker.name} for ${key.slice(0, 12)}`, []);
     const digest = writeRecord(store, key, checker.name, bytes);
     return {
       key,
