@@ -61,15 +61,19 @@ export async function headTree(root: string): Promise<string | null> {
 
 /**
  * Today's digests for the checkers named in `only` (all declared: none named). `baseTree`: HEAD's tree as
- * the caller already read it (null: no commit), so what it then builds on HEAD and the digests agree.
+ * the caller already read it (null: no commit), so what it then builds on HEAD and the digests agree;
+ * `checkers`: the definitions the caller already read (and runs), so the bindings are of those, not of
+ * genjob.config.json read again after it may have changed.
  */
 export async function checkContext(
   root: string,
   only?: readonly string[],
-  pinned?: { baseTree: string | null },
+  pinned?: { baseTree: string | null; checkers?: readonly Checker[] },
 ): Promise<CheckContext> {
   const store = new Store(root);
-  const declared = loadCheckers(root).filter((c) => only === undefined || only.includes(c.name));
+  const declared = (pinned?.checkers ?? loadCheckers(root)).filter(
+    (c) => only === undefined || only.includes(c.name),
+  );
   const baseTree = pinned ? pinned.baseTree : await headTree(root);
   return {
     store,

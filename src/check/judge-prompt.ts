@@ -67,6 +67,9 @@ export type Judgement =
   | { ok: true; pass: boolean; score: number | null; reason: string }
   | { ok: false; why: string };
 
+/** Characters of a key outside the schema that an invalid vote's reason names. */
+const MAX_KEY_CHARS = 64;
+
 /** The judge's answer text read strictly: one JSON object (one ```json fence allowed), exactly these keys. */
 export function parseJudgement(content: string): Judgement {
   const fenced = /^```(?:json)?\n([\s\S]*)\n```$/.exec(content.trim());
@@ -81,8 +84,14 @@ export function parseJudgement(content: string): Judgement {
     return { ok: false, why: 'the answer is not a JSON object' };
   const o = v as Record<string, unknown>;
   const extra = Object.keys(o).filter((k) => k !== 'pass' && k !== 'score' && k !== 'reason');
-  if (extra.length > 0)
-    return { ok: false, why: `the answer has keys outside the schema (${extra.slice(0, 3).join(', ')})` };
+  if (extra.length > 0) {
+    // the keys are the answer's own text, kept in the record: named in part, so the record stays in its schema
+    const named = extra.slice(0, 3).map((k) => {
+      const chars = Array.from(k);
+      return chars.length > MAX_KEY_CHARS ? `${chars.slice(0, MAX_KEY_CHARS).join('')}…` : k;
+    });
+    return { ok: false, why: `the answer has keys outside the schema (${named.join(', ')})` };
+  }
   if (typeof o.pass !== 'boolean') return { ok: false, why: '"pass" is not true or false' };
   const score = o.score ?? null;
   if (score !== null && (typeof score !== 'number' || !(score >= 0 && score <= 1)))

@@ -11,12 +11,13 @@ import { join, resolve } from 'node:path';
 import { unifiedDiff } from '../apply/unified-diff.js';
 import { sha256Hex } from '../core/sha256.js';
 import { catFile } from '../git/cat-file.js';
+import { userSecret } from '../remote/cache-mac.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
 import { publishExclusive, readIfExists } from '../store/durable.js';
 import { lockNamed } from '../store/key-lock.js';
 import type { Store } from '../store/store.js';
 import type { Verified } from '../verify/verify-key.js';
-import { boundFiles } from './binding.js';
+import { boundFiles, dependedFiles } from './binding.js';
 import type { CheckContext } from './check-state.js';
 import type { Checker, CommandChecker, JudgeChecker } from './checker.js';
 import { judgeRound } from './judge.js';
@@ -25,6 +26,7 @@ import {
   buildStatement,
   CHECK_SCHEMA,
   type CheckFacts,
+  decodeRecord,
   encodeRecord,
   type SetupRecord,
   type Signing,
@@ -32,7 +34,7 @@ import {
 } from './record.js';
 import { listRecords, writeRecord } from './record-store.js';
 import { runConfined } from './run-confined.js';
-import { checkoutCopy, outputFile, removeScratch, type Scratch } from './scratch-tree.js';
+import { checkoutCopy, outputFile, removeScratch, type Scratch, setupCopy } from './scratch-tree.js';
 import { findSetup, linkSetup, publishSetup, type SetupEntry, setupDigest } from './setup-cache.js';
 import { speaking, staleness } from './staleness.js';
 import { agreementOf, marksOf, type Outcome, outcomeOfRun, type Verdict, verdictOf } from './verdict.js';
@@ -155,6 +157,8 @@ export async function runCheck(
       machine: hostname(),
     };
     const bytes = encodeRecord(buildStatement(facts, job.v.receipt.outputs), o.signing);
+    // never publish a record its readers would leave out: the older record would go on speaking
+    decodeRecord(bytes, `the record of ${checker.name} for ${key.slice(0, 12)}`, []);
     const digest = writeRecord(store, key, checker.name, bytes);
     return {
       key,
@@ -233,13 +237,21 @@ async function runCommand(
   let entry: SetupEntry | undefined;
   let tail: string[] = [];
   let setupDigestHex: string | undefined;
-  if (checker.setup !== null)
+  // seals the setup cache: without one (no writable cache directory), setup runs for every check
+  let secret: Buffer | null = null;
+  if (checker.setup !== null) {
     setupDigestHex = setupDigest(checker, await boundFiles(root, scratch.resultTree, checker), o.sandbox);
+    secret = await userSecret();
+  }
 
   /** One confined run of `command` in a fresh copy of the tree, its log kept; the attempt it makes. */
   const runOnce = async (n: number, name: string, command: string, entry: SetupEntry | undefined) => {
     const startedAt = new Date().toISOString();
-    const copy = await checkoutCopy(root, scratch, join(own, `${name}-${n}`));
+    // setup runs on HEAD plus the pinned outputs only: its result is shared with other jobs
+    const copy =
+      name === 'setup'
+        ? await setupCopy(root, scratch, join(own, `${name}-${n}`), dependedFiles(checker).paths)
+        : { ...(await checkoutCopy(root, scratch, join(own, `${name}-${n}`))), tracked: scratch.tracked };
     if (entry) linkSetup(entry, copy.tree);
     const log = join(logs, `${name}-${n}.log`);
     const r = await runConfined({
@@ -266,14 +278,15 @@ async function runCommand(
       why,
       started_at: startedAt,
     };
-    return { attempt, tree: copy.tree, runDir: copy.runDir };
+    return { attempt, tree: copy.tree, runDir: copy.runDir, tracked: copy.tracked };
   };
 
   /** Setup's result: the cached entry, or a run of it now; a failed setup is an error attempt. */
   const ensureSetup = async (n: number): Promise<{ entry?: SetupEntry; error?: AttemptRecord }> => {
     if (setupDigestHex === undefined) return {};
-    const found = entry ?? findSetup(store, setupDigestHex);
-    if (found) {
+    // looked for once per checker and job: each look hashes the entry's files again
+    entry ??= secret === null ? undefined : findSetup(store, setupDigestHex, secret);
+    if (entry) {
       setup ??= {
         digest: setupDigestHex,
         cached: true,
@@ -283,7 +296,7 @@ async function runCommand(
         log_sha256: null,
         why: null,
       };
-      return { entry: found };
+      return { entry };
     }
     const ran = await runOnce(n, 'setup', checker.setup!, undefined);
     const a = ran.attempt;
@@ -298,11 +311,16 @@ async function runCommand(
       why: a.why,
     };
     if (ok)
-      entry = publishSetup(store, setupDigestHex, {
-        tree: ran.tree,
-        tracked: scratch.tracked,
-        staging: join(scratch.dir, own, `setup-entry-${n}`),
-      });
+      entry = publishSetup(
+        store,
+        setupDigestHex,
+        {
+          tree: ran.tree,
+          tracked: ran.tracked,
+          staging: join(scratch.dir, own, `setup-entry-${n}`),
+        },
+        secret,
+      );
     removeScratch(ran.runDir);
     if (ok) return { entry };
     return {

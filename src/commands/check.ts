@@ -152,7 +152,7 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
   const ctx: CheckContext = await checkContext(
     root,
     checkers.map((c) => c.name),
-    { baseTree: (await head.catch(() => null))?.baseTree ?? null },
+    { baseTree: (await head.catch(() => null))?.baseTree ?? null, checkers },
   );
   const policy = loadTrustPolicy(root);
 

@@ -4,20 +4,18 @@
 // Reads .gen/ and never changes it, apart from the default report directory inside it. What the last
 // report found is kept in DIR's cache file, sealed under the user's secret in $XDG_CACHE_HOME/genjob.
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
-import { defaultCacheDir } from '../core/cache-dir.js';
 import { UsageError } from '../core/errors.js';
 import { pathExists } from '../core/path-exists.js';
-import { loadCacheSecret } from '../remote/cache-mac.js';
+import { userSecret } from '../remote/cache-mac.js';
 import { loadAssets } from '../report/assets.js';
 import { ReportBytes } from '../report/bytes.js';
 import { checkSource } from '../report/check-source.js';
 import { gatherReport } from '../report/gather.js';
 import { ReportCache } from '../report/report-cache.js';
-import { writeReport } from '../report/write-report.js';
+import { refuseLinkedDir, writeReport } from '../report/write-report.js';
 import type { Store } from '../store/store.js';
 
 export interface ReportOptions extends CommonOptions {
@@ -29,20 +27,6 @@ export interface ReportOptions extends CommonOptions {
 
 /** The report directory when --out is not given: inside .gen/, so it is never committed. */
 export const DEFAULT_REPORT_DIR = 'report';
-
-/**
- * The user's secret that seals a report's cache, made on first use; null where none can be kept (no
- * writable cache directory): the report is then made without a cache, as right and slower.
- */
-async function userSecret(): Promise<Buffer | null> {
-  const dir = defaultCacheDir();
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return await loadCacheSecret(dir);
-  } catch {
-    return null;
-  }
-}
 
 /** The run `name` as run-source.ts reads it (the run plane's modules are loaded only for a run's report). */
 async function runOf(store: Store, name: string) {
@@ -78,7 +62,10 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
     );
   const run = o.run === undefined ? undefined : await runOf(store, o.run);
   const dir = o.out === undefined ? join(store.layout.gen, DEFAULT_REPORT_DIR) : resolve(o.out);
+  // the default directory lies in .gen/, which a branch can commit into: never through a link there
+  if (o.out === undefined) refuseLinkedDir(dir);
   const assets = loadAssets();
+  // none (no writable cache directory): the report is made without a cache, as right and slower
   const secret = await userSecret();
   const cache = secret
     ? ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root), secret)

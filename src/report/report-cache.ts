@@ -16,11 +16,11 @@
 // that changed a few entries appends them instead of writing the whole file again. Every entry carries
 // its own stamps, so a lost or torn line only costs its jobs a gathering again (an older entry of the
 // same name no longer stamps as its files do).
-import { createHmac } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { sha256Hex } from '../core/sha256.js';
+import { macOf } from '../remote/cache-mac.js';
 import { trustFilePath } from '../trust/trust-file.js';
 import type { ReportCheck, ReportJob } from './model.js';
 import { writePage } from './page-file.js';
@@ -186,11 +186,7 @@ export class ReportCache {
 
   /** The seal of `text` (a line's JSON, or its UTF-8 bytes as read) in the cache `id` under `secret`. */
   static seal(secret: Buffer, id: string, text: string | Uint8Array): string {
-    return createHmac('sha256', secret)
-      .update(`${DOMAIN}\0${id}\0`)
-      .update(text)
-      .digest('hex')
-      .slice(0, SEAL);
+    return macOf(secret, DOMAIN, id, text).slice(0, SEAL);
   }
 
   /** The cache in `dir` when this user wrote it under `id` (`secret` is the user's); else an empty one. */

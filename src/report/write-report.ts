@@ -46,6 +46,19 @@ function makeDir(dir: string): void {
   }
 }
 
+/**
+ * Refuse (EGJ_REPORT_DIR) a `dir` that is there but is not a real directory: a symbolic link (a branch can
+ * commit one in .gen/report/) would send the pages, and the removal of old ones, wherever it points.
+ */
+export function refuseLinkedDir(dir: string): void {
+  const st = lstatSync(dir, { throwIfNoEntry: false });
+  if (st !== undefined && !st.isDirectory())
+    throw new UsageError(
+      'EGJ_REPORT_DIR',
+      `${dir}: ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}; a report writes only into real directories of its own (remove it, or choose another --out)`,
+    );
+}
+
 /** Refuse a directory whose index.html genjob did not write: the report would overwrite someone's page. */
 function refuseForeign(dir: string): void {
   const index = join(dir, 'index.html');
@@ -100,6 +113,8 @@ export async function writeReport(
   refuseForeign(dir);
   const jobsDir = join(dir, 'jobs');
   const logsDir = join(dir, 'logs');
+  refuseLinkedDir(jobsDir);
+  refuseLinkedDir(logsDir);
   makeDir(jobsDir);
   makeDir(logsDir);
   // temp files a report that died left (never a live one's)

@@ -55,6 +55,12 @@ describe('parseJudgement', () => {
       result: { ok: false, why: 'the answer has keys outside the schema (note)' },
     },
     {
+      // the reason is kept in the check record, whose fields have a cap: the answer's keys may not fill it
+      name: 'an extra key of 9000 characters, named only in part',
+      text: JSON.stringify({ pass: false, reason: 'x', ['k'.repeat(9000)]: 1 }),
+      result: { ok: false, why: `the answer has keys outside the schema (${'k'.repeat(64)}…)` },
+    },
+    {
       name: 'a score above 1',
       text: '{"pass": true, "score": 7, "reason": "x"}',
       result: { ok: false, why: '"score" is not a number from 0 to 1' },

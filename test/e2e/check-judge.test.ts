@@ -142,6 +142,27 @@ describe('the model judge (builtin:openai)', () => {
     expect(run.stdout).toContain('sample 1: invalid: "pass" is not true or false');
   });
 
+  it('a recheck whose round a hostile answer (a 9000-character key) spoils leaves no older pass speaking', async () => {
+    const { r, key } = await judgeRepo([
+      vote(true),
+      vote(true),
+      vote(true),
+      vote(false),
+      vote(false),
+      answer(JSON.stringify({ pass: false, score: 0.1, reason: 'no', ['k'.repeat(9000)]: 1 })),
+    ]);
+    const first = await r.genjob(['check', '--json', key]);
+    expect(checkResults(first)[0]).toMatchObject({ verdict: 'pass' });
+    const again = await r.genjob(['check', '--json', '--recheck', key]);
+    expect(checkResults(again)[0], again.stderr).toMatchObject({ verdict: 'flaky' });
+    // the new record is read back, so it is the one that speaks: the gate refuses the flaky verdict
+    const show = await r.genjob(['show', '--json', key]);
+    expect(JSON.parse(show.stdout).checks[0]).toMatchObject({ verdict: 'flaky', current: true });
+    expect(JSON.parse(show.stdout).checks[0].ignored).toBeUndefined();
+    const gate = await r.genjob(['apply', key, '--require-check', 'review', '--dry-run']);
+    expect(gate.exitCode).toBe(3);
+  });
+
   it('an endpoint that refuses every connection: the check could not run (error), never a fail', async () => {
     const { r, key } = await judgeRepo([]);
     const port = fake!.port;

@@ -12,6 +12,8 @@ import { liveProcesses } from '../helpers/processes.js';
 import { CALC_BAD, CALC_GOOD, checkRepo, checkResults, factsOf, records, UNITTEST } from './check-helpers.js';
 import { CLI } from './helpers.js';
 
+const SWAP_PRELOAD = join(import.meta.dirname, '../helpers/config-swap-preload.cjs');
+
 describe('genjob check: a real test suite', () => {
   it('passes a good change and fails a bad one, one record each, exit 0 and 3', async () => {
     const r = await checkRepo();
@@ -148,6 +150,23 @@ describe('genjob check: what makes a record stale', () => {
     expect(names).toHaveLength(2);
     expect(names.map((n) => factsOf(r.repo, key, 'tests', n).sequence).sort()).toEqual([1, 2]);
     expect(await r.genjob(['apply', key, '--require-check', 'tests'])).toMatchObject({ exitCode: 0 });
+  });
+
+  it('records the binding of the checker it ran, though genjob.config.json changes while it runs', async () => {
+    const r = await checkRepo();
+    const key = await r.generate('Break add', { 'calc.py': CALC_BAD });
+    const real = readFileSync(join(r.repo, 'genjob.config.json'), 'utf8');
+    // the working tree's config as check first reads it: a `tests` that passes whatever the code does;
+    // right after that read, the file is back to the real suite (test/helpers/config-swap-preload.cjs)
+    r.checkers({ tests: { run: 'true' } });
+    const run = await r.genjob(['check', '--json', key], {
+      env: { NODE_OPTIONS: `--require ${SWAP_PRELOAD}`, GENJOB_SWAP_CONFIG: real },
+    });
+    expect(checkResults(run)[0], run.stderr).toMatchObject({ verdict: 'pass' });
+    // the pass of `true` is bound to `true`, so under the real suite it is stale, never a pass
+    const gate = await r.genjob(['apply', key, '--require-check', 'tests', '--dry-run']);
+    expect(gate.exitCode).toBe(3);
+    expect(gate.stderr).toMatch(/EGJ_CHECK_STALE: .*is stale \(the checker changed/);
   });
 
   it('a committed change to a pinned lockfile: stale (binding); an unrelated commit: stale (base)', async () => {

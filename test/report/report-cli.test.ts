@@ -1,7 +1,7 @@
 // genjob report through the built CLI: the default directory (.gen/report/) and its index path on
 // stdout, --json, --out, keys and prefixes, a second run that writes nothing, --open through $BROWSER
 // (and a browser that cannot start, which is said but not fatal), and each refusal with its exit code.
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
@@ -169,6 +169,32 @@ describe('genjob report', () => {
       `genjob: EGJ_REPORT_DIR: ${join(out, 'index.html')}: not a page of a genjob report; choose another --out (a report never overwrites other files)\n`,
     );
     expect(readFileSync(join(out, 'index.html'), 'utf8')).toBe('<h1>my site</h1>\n');
+  });
+
+  it('refuses a jobs/ or logs/ that is a symbolic link (EGJ_REPORT_DIR, exit 2), writing and removing nothing where it points', async () => {
+    for (const sub of ['jobs', 'logs']) {
+      const { root } = fixtureRepo(2);
+      const victim = tempDir('genjob-report-victim-');
+      // a file of the user's named like a page the report would prune
+      const theirs = `${'ab'.repeat(32)}.html`;
+      writeFileSync(join(victim, theirs), 'not a page of a report\n');
+      mkdirSync(join(root, '.gen', 'report'), { recursive: true });
+      symlinkSync(victim, join(root, '.gen', 'report', sub));
+      const r = await cli(root, ['report']);
+      expect(r.exitCode, sub).toBe(2);
+      expect(r.stderr).toMatch(new RegExp(`^genjob: EGJ_REPORT_DIR: ${join(root, '.gen', 'report', sub)}: `));
+      expect(readdirSync(victim)).toEqual([theirs]);
+    }
+  });
+
+  it('refuses a default .gen/report that is a symbolic link (a branch can commit one), writing nothing where it points', async () => {
+    const { root } = fixtureRepo(1);
+    const victim = tempDir('genjob-report-victim-');
+    symlinkSync(victim, join(root, '.gen', 'report'));
+    const r = await cli(root, ['report']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`^genjob: EGJ_REPORT_DIR: ${join(root, '.gen', 'report')}: `));
+    expect(readdirSync(victim)).toEqual([]);
   });
 
   it('ends with EGJ_IO (exit 5) naming a page it cannot write, and leaves no temp file', async () => {
