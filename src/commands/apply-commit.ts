@@ -1,9 +1,9 @@
 // The --commit part of `genjob apply`: one commit per job holding exactly its verified outputs
 // (src/git/commit-job.ts). A job applied earlier without its commit gets it now, when the work tree still
 // holds its outputs and no commit on HEAD's history carries its Genjob-Key; one that has it is left alone.
-// HEAD must hold the job's inputs as minted (the gate refuses a generated commit on another base), and
-// each commit's material is recorded under refs/genjob/keys/<key> at once, so this clone's own gate (the
-// pre-push hook) finds it before `genjob push` has run.
+// HEAD must hold the job's inputs and read files as minted (the gate refuses a generated commit on
+// another base), and each commit's material is recorded under refs/genjob/keys/<key> at once, so this
+// clone's own gate (the pre-push hook) finds it before `genjob push` has run.
 
 import { staleError } from '../apply/apply-plan.js';
 import { currentFile } from '../apply/tree-file.js';
@@ -13,7 +13,7 @@ import type { Store } from '../store/store.js';
 import { requireSandbox } from '../verify/require-sandbox.js';
 import { type Verified, verifyKey } from '../verify/verify-key.js';
 
-/** Refuse (EGJ_STALE, nothing written) a job whose inputs HEAD does not hold as minted: its commit would fail the gate. */
+/** Refuse (EGJ_STALE, nothing written) a job whose inputs or read files HEAD does not hold as minted: its commit would fail the gate. */
 export async function assertHeadHoldsInputs(store: Store, job: Job, context: string): Promise<void> {
   const { git } = await import('../git/run-git.js');
   const { staleInput } = await import('../git/minted-base.js');

@@ -18,14 +18,7 @@ import {
   rateText,
 } from '../run/gate-decision.js';
 import { type CheckReader, gatherRun } from '../run/gate-gather.js';
-import {
-  buildGateRecord,
-  evidenceDigest,
-  evidenceOf,
-  newestGate,
-  type Signer,
-  writeGate,
-} from '../run/gate-record.js';
+import { buildGateRecord, newestGate, type Signer, writeGate } from '../run/gate-record.js';
 import { runKeys } from '../run/run-keys.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
@@ -133,10 +126,13 @@ export async function gate(o: GateOptions): Promise<CommandResult> {
     }
     const elapsed = Date.now() - started;
     if (!o.wait || (timeoutMs !== undefined && elapsed >= timeoutMs)) {
-      const newest = newestGate(store, run.ref);
-      const stale =
-        newest !== undefined && newest.record.evidence_sha256 !== evidenceDigest(evidenceOf(records));
-      return openResult(run.ref.id, decision, records.length, o.wait === true, newest?.seq, stale);
+      return openResult(
+        run.ref.id,
+        decision,
+        records.length,
+        o.wait === true,
+        newestGate(store, run.ref)?.seq,
+      );
     }
     const pause = Math.min(POLL_MS, timeoutMs === undefined ? POLL_MS : Math.max(0, timeoutMs - elapsed));
     await new Promise((r) => setTimeout(r, pause));
@@ -149,16 +145,14 @@ function openResult(
   total: number,
   waited: boolean,
   lastSeq: number | undefined,
-  stale: boolean,
 ): CommandResult {
   const lines = [`gate ${id}: open, waiting for ${d.waiting.length} of ${total} job(s):`];
   for (const w of d.waiting.slice(0, SHOWN)) lines.push(`  ${w.key.slice(0, 12)}  ${w.why}`);
   if (d.waiting.length > SHOWN)
     lines.push(`  … and ${d.waiting.length - SHOWN} more (--json lists every one)`);
+  // a closed record stands only for the decision made now (gate-accepted.ts), and now the gate is open
   if (lastSeq !== undefined)
-    lines.push(
-      `gate record ${lastSeq} ${stale ? 'is stale: receipts or checks changed since it closed' : 'still stands'}`,
-    );
+    lines.push(`gate record ${lastSeq} is stale: receipts or checks changed since it closed`);
   lines.push(
     waited
       ? '(exit 75: --timeout ended the wait; the gate is still open)'

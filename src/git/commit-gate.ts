@@ -231,7 +231,7 @@ function judgeKey(key: string, named: string, o: JudgeContext): JudgedMaterial {
   }
 }
 
-/** The commit's parent holds exactly the job's inputs (absent where it creates a file). Returns the parent's entries. */
+/** The commit's parent holds exactly the job's inputs and read files (absent where it creates a file). Returns the parent's entries. */
 async function checkBase(
   root: string,
   c: CommitTrailers,

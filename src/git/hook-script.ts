@@ -1,7 +1,8 @@
 // The hooks `genjob hook install` writes. Both run the merge gate with this very CLI (absolute paths:
 // hooks are per clone, never committed). pre-push: pull the remote's material, then check the commits
-// each pushed ref adds (a new branch: every commit not on the remote yet, under the policy of where it
-// leaves the remote's history). pre-merge-commit: check the commits a merge brings in, under HEAD's policy.
+// each pushed ref adds (a new branch: every commit not on the remote's branches, as `git ls-remote` lists
+// them, under the policy of where it leaves their history). pre-merge-commit: check the commits a merge
+// brings in, under HEAD's policy.
 // The last line is the sha256 of every byte above it: a hook is genjob's, to rewrite, only while its
 // bytes are exactly what genjob wrote; a hand-merged check breaks the sum and is never lost silently.
 import { sha256Hex } from '../core/sha256.js';
@@ -43,10 +44,20 @@ function body(name: HookName, node: string, cli: string): string {
     '  case "$remote_ref" in refs/genjob/*) continue ;; esac',
     '  case "$remote_sha" in',
     '    *[!0]*) set -- "$remote_sha..$local_sha" ;;',
-    "    *) # a new branch: the policy of where it leaves what the remote has (an empty remote: the branch's own)",
-    '       base=$(git merge-base "$local_sha" $(git for-each-ref --format=\'%(objectname)\' "refs/remotes/$remote/") 2>/dev/null)',
-    '       [ -n "$base" ] || base="$local_sha"',
-    '       set -- "$local_sha --not --remotes=$remote" --trust-ref "$base" ;;',
+    '    *) # a new branch: what the remote lacks, under the policy of where it leaves what the remote has.',
+    '       # Asked of the remote itself: $remote may be a URL, or a name whose remote-tracking refs are missing.',
+    '       # Only a remote with no branch at all leaves the branch its own policy.',
+    '       heads=$(git ls-remote --heads "$remote" </dev/null) || exit $?',
+    '       if [ -z "$heads" ]; then',
+    '         set -- "$local_sha" --trust-ref "$local_sha"',
+    '       else',
+    "         theirs=$(printf '%s\\n' \"$heads\" | cut -f1 | tr '\\n' ' ')",
+    '         base=$(git merge-base "$local_sha" $theirs 2>/dev/null) || {',
+    '           echo "genjob hook: $local_ref shares no history here with what $remote has (git fetch $remote first); not pushing" >&2',
+    '           exit 1',
+    '         }',
+    '         set -- "$local_sha --not $theirs" --trust-ref "$base"',
+    '       fi ;;',
     '  esac',
     '  genjob verify --commits "$@" </dev/null || exit $?',
     'done',

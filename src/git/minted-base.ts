@@ -1,7 +1,8 @@
-// Does a commit hold a job's inputs exactly as the job was minted from them: each input a regular file
-// with its minted sha256, each file the job creates absent? A generated commit must sit on such a parent
-// (its receipt belongs to the history it was made for, so an old one re-committed over a later fix is
-// refused), and `apply --commit` asks the same of HEAD before it writes anything.
+// Does a commit hold a job's inputs and the files it only read (--read) exactly as the job was minted
+// from them: each a regular file with its minted sha256, each file the job creates absent? A generated
+// commit must sit on such a parent (its receipt belongs to the history it was made for, so an old one
+// re-committed over a later fix, to an input or to a file the generator only saw, is refused), and
+// `apply --commit` asks the same of HEAD before it writes anything.
 import type { Job } from '../core/job.js';
 import { sha256Hex } from '../core/sha256.js';
 import { type TreeEntryAt, treeEntries } from './tree-entries.js';
@@ -17,24 +18,25 @@ export interface StaleInput {
 }
 
 /**
- * The first input `commit` (null: none, an unborn branch or a root commit's parent) does not hold as
- * minted, or null; and the commit's entries at the inputs' paths.
+ * The first input or read file `commit` (null: none, an unborn branch or a root commit's parent) does
+ * not hold as minted, or null; and the commit's entries at their paths.
  */
 export async function staleInput(
   root: string,
   commit: string | null,
-  job: Pick<Job, 'inputs'>,
+  job: Pick<Job, 'inputs' | 'reads'>,
 ): Promise<{ stale: StaleInput | null; entries: ReadonlyMap<string, TreeEntryAt | null> }> {
+  const files = [...job.inputs, ...(job.reads ?? [])];
   const entries =
     commit === null
       ? new Map<string, null>()
       : await treeEntries(
           root,
           commit,
-          job.inputs.map((i) => i.path),
+          files.map((f) => f.path),
           { contents: true },
         );
-  for (const input of job.inputs) {
+  for (const input of files) {
     const e = entries.get(input.path) ?? null;
     const heldSha256 = e?.bytes === undefined ? null : sha256Hex(e.bytes);
     const held =

@@ -1,13 +1,22 @@
 // The standing of a run's gate, as things are now: its newest gate record and whether that record is still
-// current (the run's manifest and the receipts, dead letters and check records gathered now have the
-// digests it names). `apply --run NAME --gated` takes the keys that passed in it: no record, a record not
-// met, or a stale one is refused before anything is written, so apply writes exactly what the closed gate
-// decided on, or nothing. A report shows a run's gate from `gateStanding` without refusing anything.
+// current, i.e. the gate would close now with the same decision (the run's manifest and the evidence
+// gathered now, whether each receipt verifies included, have the digests it names). `apply --run NAME
+// --gated` takes the keys that passed in it: no record, a record not met, or a stale one is refused
+// before anything is written, so apply writes exactly what the closed gate decided on, or nothing. A
+// report shows a run's gate from `gateStanding` without refusing anything.
 import { ConflictError, RejectedError } from '../core/errors.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
+import { decideGate } from './gate-decision.js';
 import { type CheckReader, gatherRun } from './gate-gather.js';
-import { evidenceDigest, evidenceOf, gatesDir, newestGate, type StoredGate } from './gate-record.js';
+import {
+  evidenceDigest,
+  evidenceOf,
+  gatesDir,
+  newestGate,
+  recordPolicy,
+  type StoredGate,
+} from './gate-record.js';
 import { type RunKeys, runKeys } from './run-keys.js';
 
 /** The checks plane's reader for a gate record's required checkers (commands/gate.ts's `checkReader`). */
@@ -17,7 +26,7 @@ export interface GateStanding {
   run: RunKeys;
   /** The newest gate record, or undefined when the run's gate never closed. */
   gate: StoredGate | undefined;
-  /** The record still names exactly what is there now (false when there is none). */
+  /** The gate would close now with the record's decision (false when there is none). */
   current: boolean;
 }
 
@@ -33,9 +42,13 @@ export async function gateStanding(store: Store, typed: string, readerFor: Reade
     ...(readChecks ? { readChecks } : {}),
     trust: loadTrustPolicy(store.root),
   });
+  // The same evidence under the record's policy judges every key as the record did; what the evidence
+  // cannot show is a key no longer terminal (back in the queue with no receipt to set aside, a live lease
+  // on a dead job), which opens the gate again: then the record does not stand either.
   const current =
     gate.record.manifest_sha256 === run.manifestSha256 &&
-    gate.record.evidence_sha256 === evidenceDigest(evidenceOf(records));
+    gate.record.evidence_sha256 === evidenceDigest(evidenceOf(records)) &&
+    decideGate(records, recordPolicy(gate.record)).state === 'closed';
   return { run, gate, current };
 }
 

@@ -2,9 +2,11 @@
 // never rewritten. Each names the run (and its manifest's digest), the policy, the verdict, the pass
 // count and, per intended key, the receipt or dead letter and the check records it used (their digests):
 // the evidence. With a signing key the file is a DSSE envelope (payload type GATE_PAYLOAD_TYPE) over the
-// canonical record. A record is current while the evidence gathered now has the same digest: a new
-// attempt, a new receipt or a new check record after closing makes it stale, and the next closed
-// evaluation is record n+1. Evaluating again with the same evidence and policy writes nothing.
+// canonical record. The evidence holds all that the verdict reads of a terminal key (whether its ok
+// receipt verifies too: the same receipt bytes stop verifying when an output is edited or a host key is
+// pinned), so the same evidence under the same policy is the same decision. A new attempt, a new
+// receipt, a new check record or a receipt that no longer verifies makes a record stale, and the next
+// closed evaluation is record n+1. Evaluating again with the same evidence and policy writes nothing.
 import type { KeyObject } from 'node:crypto';
 import { join } from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
@@ -29,6 +31,8 @@ export interface KeyEvidence {
   dead: string | null;
   /** Each required checker's record as the gate read it; `current` false once it went stale. */
   checks: Array<{ checker: string; current: boolean; record: string | null; verdict: string }>;
+  /** An ok receipt verifies (outputs, signature, trust policy) as gathered; null for any other outcome. */
+  verifies: boolean | null;
 }
 
 export interface GateRecord {
@@ -75,6 +79,7 @@ export function evidenceOf(records: readonly KeyRecords[]): KeyEvidence[] {
     dead: r.outcome.kind === 'dead' ? `dead/${r.outcome.name}` : null,
     key: r.key,
     receipt: r.outcome.kind === 'receipt' ? r.outcome.receiptDigest : null,
+    verifies: r.outcome.kind === 'receipt' && r.outcome.status === 'ok' ? r.outcome.problem === null : null,
   }));
 }
 
@@ -88,6 +93,17 @@ function policyDoc(p: GatePolicy): GateRecord['policy'] {
     min_pass: { ...p.minPass },
     max_fail: p.maxFail,
     allow_flaky: p.allowFlaky,
+  };
+}
+
+/** The policy a record was decided under. */
+export function recordPolicy(r: GateRecord): GatePolicy {
+  const p = r.policy;
+  return {
+    requireChecks: p.require_checks,
+    minPass: p.min_pass,
+    maxFail: p.max_fail,
+    allowFlaky: p.allow_flaky,
   };
 }
 

@@ -1,7 +1,8 @@
 // `apply --commit` through the built CLI, around the commit itself: where no commit can be made (no git
 // work tree, a bare repository, a root below the work tree's top, no git identity) it is refused before
-// anything is written, the whole tree byte-identical; on an unborn branch it makes the root commit; and
-// a job applied earlier without --commit gets its commit later, once (a second run creates nothing).
+// anything is written, the whole tree byte-identical; on an unborn branch it makes the root commit; a job
+// whose read file HEAD changed is refused though the tree holds it as minted; and a job applied earlier
+// without --commit gets its commit later, once (a second run creates nothing).
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -34,21 +35,27 @@ function cli(p: Place, args: readonly string[]) {
   return runCli(args, { cwd: p.root, env: p.env });
 }
 
-/** Mint the timeout job and work it: one received job whose outputs are OUTPUTS. */
-async function received(p: Place): Promise<string> {
-  const mint = await cli(p, ['mint', '--json', '-m', TIMEOUT_INSTRUCTION, ...OUTPUTS]);
+/** Mint the timeout job (with `extra` mint arguments) and work it: one received job whose outputs are OUTPUTS. */
+async function received(p: Place, extra: readonly string[] = []): Promise<string> {
+  const mint = await cli(p, ['mint', '--json', '-m', TIMEOUT_INSTRUCTION, ...extra, ...OUTPUTS]);
   expect(mint.exitCode, mint.stderr).toBe(0);
   const work = await cli(p, ['work', '--drain', '--quiet', '--no-sandbox', '--generator', DEMO_GENERATOR]);
   expect(work.exitCode, work.stderr).toBe(0);
   return JSON.parse(mint.stdout).key as string;
 }
 
-/** A toy repository with one commit of its files (.gen/ ignored) and one received job. */
-async function committedRepo(): Promise<{ p: Place; key: string }> {
+/** A toy repository with one commit of its files (.gen/ ignored). */
+async function committedPlace(): Promise<Place> {
   const p = place('repo');
   await git(p.root, ['init', '-q'], p.env);
   await git(p.root, ['add', '-A'], p.env);
   await git(p.root, ['commit', '-qm', 'the toy repository'], p.env);
+  return p;
+}
+
+/** A toy repository with one commit of its files and one received job. */
+async function committedRepo(): Promise<{ p: Place; key: string }> {
+  const p = await committedPlace();
   return { p, key: await received(p) };
 }
 
@@ -231,6 +238,28 @@ describe('apply --commit of a job applied without --commit', () => {
   });
 });
 
+describe('apply --commit on a HEAD other than the one the job was minted from', () => {
+  it('refuses a job whose read file HEAD changed, the tree holding it as minted (EGJ_STALE, exit 4, nothing written)', async () => {
+    const p = await committedPlace();
+    const key = await received(p, ['--read', 'README.md']);
+    // README.md changes in a commit; the tree is put back to the bytes the job read (uncommitted)
+    const readme = join(p.root, 'README.md');
+    const minted = readFileSync(readme);
+    writeFileSync(readme, 'a note the generator never saw\n');
+    await git(p.root, ['commit', '-qam', 'README note'], p.env);
+    writeFileSync(readme, minted);
+    const head = await git(p.root, ['rev-parse', 'HEAD'], p.env);
+    const before = snapshot(p.root);
+    const r = await cli(p, ['apply', key, '--commit']);
+    expect([r.exitCode, r.stderr]).toEqual([
+      4,
+      expect.stringMatching(/^genjob: EGJ_STALE: HEAD:README\.md: .*; nothing was written\n$/),
+    ]);
+    expect(snapshot(p.root)).toEqual(before);
+    expect(await git(p.root, ['rev-parse', 'HEAD'], p.env)).toBe(head);
+  });
+});
+
 describe('revert after apply --commit', () => {
   it('says the generated commit stays and the files are uncommitted; revert --commit then commits the revert', async () => {
     const { p, key } = await committedRepo();
@@ -279,10 +308,7 @@ describe('revert after apply --commit', () => {
   });
 
   it('revert --commit of a job that created a file: the revert commit deletes it', async () => {
-    const p = place('repo');
-    await git(p.root, ['init', '-q'], p.env);
-    await git(p.root, ['add', '-A'], p.env);
-    await git(p.root, ['commit', '-qm', 'the toy repository'], p.env);
+    const p = await committedPlace();
     const mint = await cli(p, [
       'mint',
       '--json',

@@ -2,7 +2,7 @@
 // per key), a remote holding other material for a key is left alone and reported (push exits 4), pull
 // never touches .gen/ and names each hostile ref it skips (exit 0) while the good keys stay usable, and
 // `hook install` keeps a hook that is not exactly genjob's unless --force, and the pre-push hook it
-// writes stops a tampered push.
+// writes stops a tampered push, and a new branch that un-pins a key, pushed by name or by URL.
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -304,6 +304,35 @@ describe('genjob hook install', () => {
     expect(push.exitCode, String(push.stderr)).toBe(0);
     expect(`${push.stdout}${push.stderr}`).toContain(`ok: job ${key!.slice(0, 12)}, exactly its 1 output(s)`);
     expect(await git(bare, ['rev-parse', 'topic'], env)).toBe(await git(x, ['rev-parse', 'HEAD'], env));
+  });
+
+  it('judges a new branch pushed by URL under the policy of the remote it leaves, not its own: an unpinned key does not let an unsigned commit through', async () => {
+    const { base, env, bare, clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    const pub = JSON.parse((await cli(x, ['keygen', '--json', '--out', join(base, 'host.key')])).stdout)
+      .publicKey as string;
+    expect((await cli(x, ['trust', 'add', 'host', pub])).exitCode).toBe(0);
+    await git(x, ['add', 'genjob-trust.json'], env);
+    await git(x, ['commit', '-qm', 'pin host'], env);
+    await git(x, ['push', '-q', 'origin', 'main'], env);
+    expect((await cli(x, ['hook', 'install'])).exitCode).toBe(0);
+    // the branch drops the pin, then commits an unsigned generated result
+    await git(x, ['checkout', '-q', '-b', 'unpinned'], env);
+    expect((await cli(x, ['trust', 'remove', 'host'])).exitCode).toBe(0);
+    await git(x, ['commit', '-qam', 'drop the pin'], env);
+    fakeReceived(x, 1, 'unsigned');
+    const apply = await cli(x, ['apply', '--all', '--commit']);
+    expect(apply.exitCode, apply.stderr).toBe(0);
+    for (const remote of ['origin', `file://${bare}`]) {
+      const push = await execa('git', ['push', remote, 'unpinned'], {
+        cwd: x,
+        env: { ...env, XDG_CACHE_HOME: join(base, 'cache') },
+        reject: false,
+      });
+      expect(push.exitCode, remote).not.toBe(0);
+      expect(String(push.stderr), remote).toContain('genjob: EGJ_SIGNATURE_MISSING: commit ');
+    }
+    expect(await git(bare, ['for-each-ref', 'refs/heads/unpinned'], env)).toBe('');
   });
 
   it('writes a pre-merge-commit hook that stops a merge bringing in a generated commit without its receipt, and lets people merge', async () => {

@@ -2,9 +2,9 @@
 // expansion exit 4, a new revision with NAME@2, nothing matching exit 2), worked and gated; --read
 // shipped to the generator, hashed into the key and refused as an output (by the host, and by verify
 // when a forged receipt names it); jobs that never produced a result counted against the rate; apply
-// over a run going on past an aborted job; apply --gated and a gate record made stale; --wait and
-// --timeout; two workers of one run, one claiming a job the other listed; the commands that take --run and
-// many keys.
+// over a run going on past an aborted job; apply --gated and a gate record made stale (by a retry, or a
+// receipt that stopped verifying: refused before anything is written); --wait and --timeout; two workers
+// of one run, one claiming a job the other listed; the commands that take --run and many keys.
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { verifyPae } from '../../src/core/dsse.js';
 import { GATE_PAYLOAD_TYPE } from '../../src/run/gate-record.js';
 import { parsePublicKey } from '../../src/trust/keys.js';
-import { genDir, readJson } from './helpers.js';
+import { genDir, readJson, snapshot } from './helpers.js';
 import { json, mintRun, mod, runBox } from './run-helpers.js';
 import { spawnCli, until } from './worker-helpers.js';
 
@@ -333,6 +333,35 @@ describe('acting on a run', () => {
       [jobs[1]!.key, 'applied'],
     ]);
     expect(readFileSync(join(sb.repo, mod(2)), 'utf8')).toBe('# module 2\n');
+  });
+
+  it('takes a met record as stale once a receipt stops verifying, and apply --gated writes nothing', async () => {
+    const sb = await runBox(2);
+    const jobs = await mintRun(sb, 'v');
+    expect((await sb.genjob(['work', '--run', 'v', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    expect((await sb.genjob(['gate', '--run', 'v'])).exitCode).toBe(0);
+    // the same receipt bytes, but its output edited: it no longer verifies
+    const out = join(sb.repo, '.gen', 'out', jobs[0]!.key, jobs[0]!.path);
+    const good = readFileSync(out);
+    chmodSync(out, 0o644);
+    writeFileSync(out, `${good}# edited\n`);
+    const before = snapshot(sb.repo);
+    const refused = await sb.genjob(['apply', '--run', 'v', '--gated']);
+    expect([refused.exitCode, refused.stderr]).toEqual([
+      4,
+      expect.stringMatching(/^genjob: EGJ_GATE_STALE: .*gate record 1 of run v is stale/),
+    ]);
+    expect(snapshot(sb.repo)).toEqual(before);
+    const notMet = await sb.genjob(['gate', '--run', 'v']);
+    expect(notMet.exitCode).toBe(3);
+    expect(notMet.stdout).toMatch(/\ngate record 2: [^\n]*\)\n$/); // a new record, not 1 "unchanged"
+    // verifying again: a met record once more, which apply --gated takes whole
+    writeFileSync(out, good);
+    const met = await sb.genjob(['gate', '--run', 'v']);
+    expect([met.exitCode, met.stdout]).toEqual([0, expect.stringMatching(/\ngate record 3: /)]);
+    const applied = await sb.genjob(['apply', '--run', 'v', '--gated']);
+    expect(applied.exitCode, applied.stderr).toBe(0);
+    expect(readFileSync(join(sb.repo, mod(0)), 'utf8')).toBe('# module 0\n# done: Edit m00\n');
   });
 
   it('waits with --wait until --timeout, still 75; refuses a --require-check no checker answers to; signs its record', async () => {

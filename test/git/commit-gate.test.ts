@@ -1,6 +1,6 @@
 // The merge gate on a real git repository: a commit carrying Genjob trailers passes only when its material
 // (under refs/genjob/, never .gen/) verifies, is the receipt its trailer names, sits on the history the job
-// was minted from, and changes exactly the receipt's outputs with the receipt's bytes and modes; a person's
+// was minted from (its inputs and the files it only read), and changes exactly the receipt's outputs with the receipt's bytes and modes; a person's
 // commit, and what a merge adds beyond the automatic merge of its parents, may not touch .gen/, nor (under
 // --require-genjob) the protected paths or the trust policy. What a reviewer sees for each failure is
 // pinned: the code and the message, per commit, oldest first.
@@ -36,6 +36,8 @@ interface ReceiveOptions {
   executable?: string[];
   /** The commit the job is minted from (its inputs' digests): default HEAD. */
   at?: string;
+  /** Files the job only reads (--read), digested as `at` holds them. */
+  reads?: string[];
   /** Where the material goes: this clone's refs/genjob/keys (default), pull's refs/genjob-pulled/keys, or nowhere. */
   where?: 'local' | 'pulled' | 'none';
   /** The bytes put under out/ instead of the outputs (a drifted artifact). */
@@ -58,7 +60,8 @@ async function receive(
       return [p, b === null ? null : sha256Hex(b)];
     }),
   );
-  const made = jobWithReceipt(instruction, outputs, undefined, { inputs, executable: o.executable });
+  const reads = Object.fromEntries((o.reads ?? []).map((p) => [p, sha256Hex(repo.blob(at, p)!)]));
+  const made = jobWithReceipt(instruction, outputs, undefined, { inputs, executable: o.executable, reads });
   const receipt = o.edit ? o.edit(made.receipt) : made.receipt;
   const bytes = o.sign ? signReceipt(receipt, o.sign.privateKey, o.sign.keyid) : canonicalBytes(receipt);
   const key = made.job.key;
@@ -135,6 +138,13 @@ describe('checkCommits passes', () => {
     expect(await gate(repo, `${base}..HEAD`)).toEqual([
       { commit: c, key: gen.job.key, ok: true, outputs: 1, receipt: gen.receiptSha256, signer: null },
     ]);
+  });
+
+  it('a generated commit of a job with a read file, on a parent holding it as minted', async () => {
+    repo.commit('types', { 'src/types.py': 'Number = int\n' });
+    const typed = await receive(repo, 'Type a.py', { 'src/a.py': NEW }, { reads: ['src/types.py'] });
+    const c = repo.commit(trailers(typed), { 'src/a.py': NEW });
+    expect((await gate(repo, `${base}..HEAD`))[0]).toMatchObject({ commit: c, ok: true });
   });
 
   it('a generated root commit (no parent: every input is a file to create)', async () => {
@@ -583,6 +593,18 @@ describe('checkCommits refuses', () => {
       key: gen.job.key,
       code: 'EGJ_COMMIT_STALE_BASE',
       message: `"src/a.py": the job was minted where it was sha256 ${sha256Hex(OLD).slice(0, 12)}, the commit's parent has sha256 ${sha256Hex('fixed\n').slice(0, 12)}; a receipt applies only on the history it was made for`,
+    });
+  });
+
+  it('a receipt replayed over a change to a file the job only read (--read)', async () => {
+    repo.commit('types', { 'src/types.py': 'Number = int\n' });
+    const typed = await receive(repo, 'Type a.py', { 'src/a.py': NEW }, { reads: ['src/types.py'] });
+    const fix = repo.commit('security note', { 'src/types.py': 'Number = int  # >= 0\n' });
+    repo.commit(trailers(typed), { 'src/a.py': NEW });
+    expect(await failure(`${fix}..HEAD`)).toEqual({
+      key: typed.job.key,
+      code: 'EGJ_COMMIT_STALE_BASE',
+      message: `"src/types.py": the job was minted where it was sha256 ${sha256Hex('Number = int\n').slice(0, 12)}, the commit's parent has sha256 ${sha256Hex('Number = int  # >= 0\n').slice(0, 12)}; a receipt applies only on the history it was made for`,
     });
   });
 

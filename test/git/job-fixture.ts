@@ -13,12 +13,15 @@ export function jobWithReceipt(
     inputs?: Record<string, string | null>;
     /** Outputs the receipt says the generator made executable. */
     executable?: readonly string[];
+    /** Files the job only reads (--read): path → digest. */
+    reads?: Record<string, string>;
   } = {},
 ): { job: Job; receipt: Receipt } {
   const job = buildJob(
     instruction,
     Object.keys(outputs).map((path) => ({ path, sha256: opts.inputs?.[path] ?? null })),
     constraints,
+    Object.entries(opts.reads ?? {}).map(([path, sha256]) => ({ path, sha256 })),
   );
   const receipt: Receipt = {
     schema: RECEIPT_SCHEMA,

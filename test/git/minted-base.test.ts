@@ -1,5 +1,6 @@
-// A commit holds a job's inputs as minted only when every input is a regular file with its minted digest
-// and every file the job creates is absent; the first input that is not is named, with what is there.
+// A commit holds a job's inputs as minted only when every input and every file it only read is a regular
+// file with its minted digest and every file the job creates is absent; the first that is not is named,
+// with what is there.
 import { symlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -57,6 +58,23 @@ describe('staleInput', () => {
     const repo = tempGitRepo('gj-minted-');
     const c = repo.commit('base', { 'a.txt': 'a\n', 'd/b.txt': 'b\n' });
     expect((await staleInput(repo.root, c, { inputs: job })).stale).toMatchObject(stale);
+  });
+
+  it('names a file the job only read (--read) that the commit holds with other bytes', async () => {
+    const repo = tempGitRepo('gj-minted-');
+    const c = repo.commit('base', { 'a.txt': 'a\n', 'types.py': 'fixed\n' });
+    const job = {
+      inputs: [input('a.txt', 'a\n')],
+      reads: [{ path: 'types.py', sha256: sha256Hex('old\n') }],
+    };
+    expect((await staleInput(repo.root, c, job)).stale).toEqual({
+      path: 'types.py',
+      minted: sha256Hex('old\n'),
+      held: `sha256 ${sha256Hex('fixed\n').slice(0, 12)}`,
+      heldSha256: sha256Hex('fixed\n'),
+    });
+    const same = { ...job, reads: [{ path: 'types.py', sha256: sha256Hex('fixed\n') }] };
+    expect((await staleInput(repo.root, c, same)).stale).toBeNull();
   });
 
   it('names an input the commit holds as a symlink, even one whose target text has the minted bytes', async () => {

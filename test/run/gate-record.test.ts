@@ -1,6 +1,6 @@
 // Gate records (src/run/gate-record.ts): the evidence digest equals the canonical form's, a record is
 // written once per distinct decision (same evidence and policy: nothing new; a new receipt or check
-// record: the next number), a signed record is a DSSE envelope a public key verifies, and a record that
+// record, or a receipt that stopped verifying: the next number), a signed record is a DSSE envelope a public key verifies, and a record that
 // is not one (wrong schema, payload type, tampered payload) is refused.
 import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -63,7 +63,26 @@ describe('the evidence of a gate', () => {
       dead: 'dead/k3.job.1-ab',
       key: 'k3',
       receipt: null,
+      verifies: null,
     });
+  });
+
+  it('changes when an ok receipt stops verifying, though its bytes are the same (an output edited)', () => {
+    const good = ok('k1', 'r1', 'c1');
+    const edited: KeyRecords = {
+      ...good,
+      outcome: { kind: 'receipt', status: 'ok', receiptDigest: 'r1', problem: 'EGJ_ARTIFACT_DRIFT: x' },
+      checks: [],
+    };
+    expect(evidenceOf([good, edited]).map((e) => e.verifies)).toEqual([true, false]);
+    expect(evidenceDigest(evidenceOf([{ ...good, checks: [] }]))).not.toBe(
+      evidenceDigest(evidenceOf([edited])),
+    );
+    // so a gate closing over it again writes the next record, not the one that passed it
+    const store = tempStore('genjob-gate-');
+    const met = writeGate(store, RUN, closed([good, dead]));
+    const now = writeGate(store, RUN, closed([edited, dead]));
+    expect([met.record.verdict, now.record.verdict, now.seq, now.fresh]).toEqual(['met', 'not-met', 2, true]);
   });
 
   it('changes when a check record it used goes stale, though the record file is the same', () => {
