@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { unifiedDiff } from '../apply/unified-diff.js';
+import { defaultCacheDir } from '../core/cache-dir.js';
 import { sha256Hex } from '../core/sha256.js';
 import { catFile } from '../git/cat-file.js';
 import { userSecret } from '../remote/cache-mac.js';
@@ -223,7 +224,8 @@ async function runCommand(
     envNames: checker.env,
     binds,
     bindsRw: [],
-    hidden: o.signKeyFile === undefined ? [] : [resolve(o.signKeyFile)],
+    // the signing key and the user's cache directory (its secret seals the setup and report caches)
+    hidden: [defaultCacheDir(o.env), ...(o.signKeyFile === undefined ? [] : [resolve(o.signKeyFile)])],
     // the repository itself shows only as the checker's copy: not its .gen/, .git/ or untracked files
     // (.env), which a system directory shows when it lives under /opt or /usr/src
     masked: [root],

@@ -96,11 +96,14 @@ describe('hostile checks (escape attempts)', () => {
       const signKey = join(r.base, 'check.key');
       expect((await r.genjob(['keygen', '--out', signKey])).exitCode).toBe(0);
       const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+      expect((await r.genjob(['report'])).exitCode).toBe(0); // makes the user's secret
       const attacks: Record<string, string> = {
         env: `cat ${r.repo}/.env`,
         gen: `ls ${r.repo}/.gen/queue ${r.repo}/.gen/received`,
         git: `ls ${r.repo}/.git`,
         'sign-key': `cat ${signKey}`,
+        // the user's secret that seals the setup and report caches ($XDG_CACHE_HOME lies under /opt here)
+        'cache-secret': `cat ${r.env.XDG_CACHE_HOME}/genjob/secret`,
       };
       r.checkers({
         tests: { run: UNITTEST },
@@ -109,7 +112,14 @@ describe('hostile checks (escape attempts)', () => {
       const run = await r.genjob(['check', '--json', '--sign-key', signKey, key]);
       expect(run.exitCode).toBe(3);
       const verdicts = Object.fromEntries(checkResults(run).map((x) => [x.checker, x.verdict]));
-      expect(verdicts).toEqual({ env: 'fail', gen: 'fail', git: 'fail', 'sign-key': 'fail', tests: 'pass' });
+      expect(verdicts).toEqual({
+        'cache-secret': 'fail',
+        env: 'fail',
+        gen: 'fail',
+        git: 'fail',
+        'sign-key': 'fail',
+        tests: 'pass',
+      });
       for (const name of readdirSync(join(r.repo, '.gen', 'objects')))
         expect(readFileSync(join(r.repo, '.gen', 'objects', name), 'utf8')).not.toMatch(
           /never-shipped|PRIVATE/,
