@@ -49,7 +49,8 @@ export async function serve(o: ServeOptions): Promise<void> {
     ...sandboxPolicy(
       o,
       process.env,
-      [resolve(cache.dir), resolve(cache.workDir)],
+      // and the user's own cache directory, whose secret seals their report and setup caches
+      [...new Set([resolve(cache.dir), resolve(cache.workDir), resolve(defaultCacheDir())])],
       signKey ? [resolve(signKey)] : [],
     ),
     // a repository under /opt or /usr/src would show through the system directories: its .gen/ (other

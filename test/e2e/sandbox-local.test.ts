@@ -90,14 +90,17 @@ describe('a confined generator run by a local serve', () => {
         join(sb.repo, 'gen.sh'),
         [
           '#!/bin/sh',
-          `{ ${probe('env', `cat ${sb.repo}/.env`)}; ${probe('gen', `ls ${sb.repo}/.gen/queue`)}; ${probe('git', `ls ${sb.repo}/.git`)}; ${probe('tracked', `cat ${sb.repo}/README.md`)}; } > src/user.py`,
+          `{ ${probe('env', `cat ${sb.repo}/.env`)}; ${probe('gen', `ls ${sb.repo}/.gen/queue`)}; ${probe('git', `ls ${sb.repo}/.git`)}; ${probe('tracked', `cat ${sb.repo}/README.md`)}; ${probe('secret', `cat ${sb.cache}/genjob/secret`)}; } > src/user.py`,
           '',
         ].join('\n'),
         { mode: 0o755 },
       );
+      // the user's secret (it seals the report and setup caches) in $XDG_CACHE_HOME, under /opt here,
+      // while serve keeps its results elsewhere
+      expect((await sb.genjob(['report'])).exitCode).toBe(0);
       // nothing exposed on purpose: the sandbox's base (which holds the repository) stays unbound
       const w = await sb.genjob(['work', '--once', '--generator', './gen.sh'], {
-        env: { GENJOB_GENERATOR_BIND_RW: '' },
+        env: { GENJOB_GENERATOR_BIND_RW: '', GENJOB_CACHE_DIR: join(sb.base, 'host-cache') },
       });
       expect(w.exitCode, w.stderr).toBe(0);
       expect(readFileSync(join(sb.repo, '.gen/out', key, 'src/user.py'), 'utf8').split('\n')).toEqual([
@@ -105,6 +108,7 @@ describe('a confined generator run by a local serve', () => {
         'gen: hidden',
         'git: hidden',
         'tracked: hidden',
+        'secret: hidden',
         '',
       ]);
     },
