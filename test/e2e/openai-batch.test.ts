@@ -252,6 +252,45 @@ describe('work --batch', () => {
     }
   });
 
+  it('a result file cut off in download settles nothing: the batch stays submitted and the next poll downloads it again', async () => {
+    const repo = await setup({ answer: rewrite, pollsToFinish: 1, downloads: ['cut'] });
+    const a = await mint(repo, 'src/a.ts');
+    const s = await submit(repo);
+    const run = json(s).submitted.run as string;
+    const cut = await poll(repo);
+    expect(cut.exitCode, String(cut.stderr)).toBe(3);
+    expect(json(cut).problems.join('\n')).toMatch(
+      /GET \S+\/files\/\S+\/content: HTTP 200: the answer broke off/,
+    );
+    // not "nothing answered": the job is still in the batch, not back in the queue
+    expect(genDir(repo, 'queue')).toEqual([]);
+    expect(genDir(repo, 'running')).toEqual([`${a}.json`]);
+    const record = JSON.parse(readFileSync(join(repo.root, '.gen', 'batches', run, 'record.json'), 'utf8'));
+    expect(record).toMatchObject({ state: 'submitted' });
+    // a new --batch carries the open batch forward (downloading it whole) and submits nothing again
+    const again = await submit(repo);
+    expect(again.exitCode, String(again.stderr)).toBe(0);
+    expect(json(again).submitted).toBeNull();
+    expect(receipt(repo, a).status).toBe('ok');
+    expect(fake!.batch!.submitted.get(a)).toBe(1);
+  });
+
+  it('refuses a result file longer than the download cap without reading it, and keeps the batch open', async () => {
+    const repo = await setup({ answer: rewrite, pollsToFinish: 1, downloads: ['oversize'] });
+    const a = await mint(repo, 'src/a.ts');
+    await submit(repo);
+    const big = await poll(repo);
+    expect(big.exitCode, String(big.stderr)).toBe(3);
+    expect(json(big).problems.join('\n')).toMatch(
+      /GET \S+\/files\/\S+\/content: HTTP 200: the answer is larger than 268435456 bytes; genjob reads none of it/,
+    );
+    expect(genDir(repo, 'running')).toEqual([`${a}.json`]);
+    expect(genDir(repo, 'received')).toEqual([]);
+    const next = await poll(repo);
+    expect(next.exitCode, String(next.stderr)).toBe(0);
+    expect(receipt(repo, a).status).toBe('ok');
+  });
+
   it('does not reap a job waiting in a batch, and the poll keeps its lease alive', async () => {
     const repo = await setup({ answer: rewrite, pollsToFinish: 5 });
     const a = await mint(repo, 'src/a.ts');

@@ -55,10 +55,10 @@ export interface ResultLine {
   error: { code: string | null; message: string } | null;
 }
 
-/** The lines of an output or error file by custom_id (the job key); unreadable lines are skipped. */
-export function parseResultFile(text: string): Map<string, ResultLine> {
+/** The lines of a batch's output and error files by custom_id (the job key); unreadable lines are skipped. */
+export function parseResultFile(...texts: string[]): Map<string, ResultLine> {
   const lines = new Map<string, ResultLine>();
-  for (const raw of text.split('\n')) {
+  for (const raw of texts.flatMap((text) => text.split('\n'))) {
     if (raw.trim() === '') continue;
     let o: Record<string, unknown>;
     try {
