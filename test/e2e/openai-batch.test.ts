@@ -3,7 +3,7 @@
 // one JSONL with the job keys as custom_id, answers read like interactive ones (ok, rejected, aborted
 // with the provider's error), expiry requeues without spending an attempt, a 500 on create is resumed
 // without a second batch, leases in a batch are not reaped, and status shows spend per mode and cost.
-import { existsSync, readFileSync, statSync, utimesSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ import {
   structuredAnswer,
 } from '../helpers/fake-openai.js';
 import type { FakeBatchOptions } from '../helpers/fake-openai-batch.js';
-import { genDir, gj, makeRepo, mintBump, type Repo } from './trust-helpers.js';
+import { genDir, gj, makeRepo, mintBump, mintedKey, type Repo } from './trust-helpers.js';
 
 const FILES = {
   'src/a.ts': 'export const a = 1;\n',
@@ -250,6 +250,28 @@ describe('work --batch', () => {
       await fake!.close();
       fake = undefined;
     }
+  });
+
+  it('never uploads a --read file that changed after mint: the job is dead as stale and nothing is submitted', async () => {
+    const repo = await setup({ answer: rewrite }, { ...FILES, 'config.ini': 'timeout = 5\n' });
+    const m = await gj(repo, ['mint', '-m', 'use the timeout', '--read', 'config.ini', 'src/a.ts']);
+    expect(m.exitCode, String(m.stderr)).toBe(0);
+    const key = mintedKey(m);
+    // a token mint would have refused, written into the read file after mint
+    writeFileSync(join(repo.root, 'config.ini'), 'timeout = 5\ntoken = "batch-read-leak-canary"\n');
+    const r = await submit(repo);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(json(r).outcomes).toEqual([
+      expect.objectContaining({
+        key,
+        outcome: 'dead',
+        reason: expect.stringMatching(/^config\.ini: changed since the job was minted/),
+      }),
+    ]);
+    expect(fake!.requests.filter((q) => String(q.body).includes('batch-read-leak-canary'))).toEqual([]);
+    expect([...fake!.batch!.files.values()]).toEqual([]);
+    expect(genDir(repo, 'running')).toEqual([]);
+    expect(genDir(repo, 'dead').some((n) => n.startsWith(key))).toBe(true);
   });
 
   it('a result file cut off in download settles nothing: the batch stays submitted and the next poll downloads it again', async () => {

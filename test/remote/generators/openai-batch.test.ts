@@ -1,7 +1,7 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildJob, type Job } from '../../../src/core/job.js';
+import { buildJob, DEFAULT_CONSTRAINTS, type Job } from '../../../src/core/job.js';
 import { sha256Hex } from '../../../src/core/sha256.js';
 import { batchLine, lineOutcome, parseResultFile } from '../../../src/remote/generators/openai-batch.js';
 import { fileContent } from '../../../src/remote/generators/openai-batch-api.js';
@@ -59,6 +59,27 @@ describe('batchLine', () => {
   it('refuses to send a file whose bytes changed since mint', () => {
     writeFileSync(join(root, 'src/a.ts'), 'export const foo = 2;\n');
     expect(batchLine(config(), job, root, 'structured')).toEqual({ changed: 'src/a.ts' });
+  });
+
+  it('refuses to send a read file whose bytes changed since mint', () => {
+    writeFileSync(join(root, 'config.ini'), 'timeout = 5\n');
+    const withRead = buildJob('use the timeout', job.inputs, DEFAULT_CONSTRAINTS, [
+      { path: 'config.ini', sha256: sha256Hex('timeout = 5\n') },
+    ]);
+    expect('line' in batchLine(config(), withRead, root, 'structured')).toBe(true);
+    writeFileSync(join(root, 'config.ini'), 'timeout = 5\ntoken = "canary"\n');
+    expect(batchLine(config(), withRead, root, 'structured')).toEqual({ changed: 'config.ini' });
+  });
+
+  it('follows no symlink on the way to a file, even to bytes that match the minted digest', () => {
+    const outside = tempDir('genjob-openai-batch-outside-');
+    writeFileSync(join(outside, 'a.ts'), ORIGINAL);
+    symlinkSync(outside, join(root, 'lib'));
+    const linked = buildJob('rename foo', [{ path: 'lib/a.ts', sha256: sha256Hex(ORIGINAL) }]);
+    const built = batchLine(config(), linked, root, 'structured');
+    expect(built).toEqual({
+      problem: expect.stringMatching(/^lib\/a\.ts: lib \(on the way to it\) is now a symlink/),
+    });
   });
 });
 
