@@ -151,8 +151,8 @@ async function attempt(
     promoted?.serve_args === undefined
       ? undefined
       : { generator: promoted.generator, args: promoted.serve_args };
-  // promoted: a generation of its own, never the result the host keeps from before
-  const fresh = freshGeneration(promoted);
+  // promoted or retried: a generation of its own, never the result the host keeps from before
+  const fresh = freshGeneration(store, key, epoch, promoted);
   const req = {
     key,
     job_digest: digest,
@@ -299,7 +299,7 @@ async function attempt(
     // a host older than the `fresh` field refuses the whole request for it
     const older =
       answer.code === 'EGJ_BAD_REQUEST' && fresh !== undefined && answer.message.includes('fresh')
-        ? `; this job asks for a fresh generation (it was promoted), which the host's genjob does not know: upgrade genjob there`
+        ? `; this job asks for a fresh generation (it was promoted or retried), which the host's genjob does not know: upgrade genjob there`
         : '';
     const message = `${answer.message}${older}`;
     if (before) ctx.hostTrouble?.(`refused: ${answer.code}: ${message}`);
