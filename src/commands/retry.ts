@@ -1,8 +1,9 @@
 // genjob retry KEY... | --run NAME: send received jobs (aborted, rejected, or ok but unwanted: their checks
 // failed), or ones in dead/ for how their run went (cancelled, out of attempts, in doubt on their host), back
-// to the queue with a fresh count of attempts; each next attempt (a new epoch) makes the host generate again
-// (see store/retry-job.ts). Many keys go on past a failure (each-key.ts); with --run, the run's jobs whose
-// receipt is not ok and its jobs dead/ holds for how their run went are tried.
+// to the queue with a fresh count of attempts; each next attempt (a new epoch) makes the host generate again,
+// an ok job too, into a cache entry of its own (store/retry-job.ts, worker/fresh-generation.ts). Many keys
+// go on past a failure (each-key.ts); with --run, the run's jobs whose receipt is not ok and its jobs dead/
+// holds for how their run went are tried.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { peekRecord } from '../store/durable.js';

@@ -2,9 +2,11 @@
 // of it: the ref must name exactly one key and point at a commit; its tree may hold only job.json,
 // receipt.json (regular files, mode 100644) and out/ (directories and 100644 files whose paths pass
 // pathProblem, no two folding to the same name); sizes are capped before any content is read; the
-// job must be canonical and hash to its key. Receipt against job and bytes against receipt: verify.
+// job must be canonical and hash to its key. A tree may be named many times over (fan-out): the walk
+// reads each distinct tree once per depth, caps the trees' sizes before reading them, and counts every
+// entry before queuing it, so a small hostile ref is refused instead of filling memory. Receipt against job and bytes against receipt: verify.
 import { parseJob } from '../core/job-schema.js';
-import { foldedPath, pathProblem } from '../core/paths.js';
+import { foldedPath, MAX_DEPTH, pathProblem } from '../core/paths.js';
 import { MAX_RECEIPT_BYTES } from '../core/receipt.js';
 import { decodeReceipt } from '../core/receipt-decode.js';
 import { jobFileBytes } from '../store/mint-job.js';
@@ -24,6 +26,14 @@ export const MAX_JOB_FILE_BYTES = 16 * 1024 * 1024;
 export const MAX_OUTPUTS = 10_000;
 /** What one pull may read into memory in all. */
 export const MAX_PULL_BYTES = 1024 * 1024 * 1024;
+/** Tree entries one ref's material may have (a tree counted once for each name it has): the three at the top, and each output under at most MAX_DEPTH - 1 directories of out/. */
+export const MAX_REF_TREE_ENTRIES = MAX_OUTPUTS * MAX_DEPTH + 3;
+/** Tree entries one pull may walk in all. */
+export const MAX_PULL_TREE_ENTRIES = 1_000_000;
+/** Bytes of one ref's trees at one depth (a tree counted once for each name it has), checked before they are read. */
+export const MAX_REF_TREE_BYTES = 64 * 1024 * 1024;
+/** Bytes of the distinct trees one depth of a pull reads (one cat-file, whose output is capped at 256 MiB). */
+export const MAX_DEPTH_TREE_BYTES = 128 * 1024 * 1024;
 
 export interface PulledRef {
   ref: string;
@@ -109,28 +119,64 @@ export async function readPulled(
     if (!m) refuse(r.ref, 'the commit names no tree');
     else level.push({ ref: r.ref, dir: '', oid: m[1]! });
   });
-  // walk the trees one depth at a time, one cat-file per depth
-  while (level.length > 0) {
-    const trees = await catFile(
-      root,
-      level.map((t) => t.oid),
-      { contents: true, maxOutput: 256 * 1024 * 1024 },
-    );
+  // walk the trees one depth at a time: their sizes first (one --batch-check), then each distinct tree
+  // once (one --batch); a ref whose trees at this depth are too large is refused before they are read
+  const entries = new Map<string, number>(); // per ref, counted before queuing
+  let entriesInAll = 0;
+  for (let depth = 0; level.length > 0; depth++) {
+    const sized = await catFile(root, [...new Set(level.map((t) => t.oid))], { contents: false });
+    const size = new Map(sized.flatMap((o) => (o === null ? [] : [[o.oid, o.size] as const])));
+    const perRef = new Map<string, number>();
+    for (const t of level) perRef.set(t.ref, (perRef.get(t.ref) ?? 0) + (size.get(t.oid) ?? 0));
+    for (const [ref, bytes] of perRef)
+      if (bytes > MAX_REF_TREE_BYTES)
+        refuse(
+          ref,
+          `its trees at depth ${depth} are ${bytes} bytes (a tree counted once for each name it has), above the cap of ${MAX_REF_TREE_BYTES}`,
+        );
+    const read = new Set<string>();
+    let depthBytes = 0;
+    for (const t of level) {
+      if (bad.has(t.ref) || read.has(t.oid)) continue;
+      depthBytes += size.get(t.oid) ?? 0;
+      if (depthBytes > MAX_DEPTH_TREE_BYTES) {
+        refuse(
+          t.ref,
+          `the pull would read more than ${MAX_DEPTH_TREE_BYTES} bytes of trees at depth ${depth}`,
+        );
+        depthBytes -= size.get(t.oid) ?? 0;
+        continue;
+      }
+      read.add(t.oid);
+    }
+    const oids = [...read];
+    const objects = await catFile(root, oids, { contents: true });
+    const trees = new Map(oids.map((oid, i) => [oid, objects[i] ?? null]));
     const next: typeof level = [];
-    for (const [i, t] of level.entries()) {
-      if (!bad.has(t.ref)) walkTree(t, trees[i] ?? null, next);
+    for (const t of level) {
+      if (!bad.has(t.ref)) walkTree(t, trees.get(t.oid) ?? null, next);
     }
     level = next.filter((t) => !bad.has(t.ref));
   }
   function walkTree(t: { ref: string; dir: string }, obj: GitObject | null, next: typeof level): boolean {
     if (obj?.type !== 'tree' || !obj) return refuse(t.ref, `${t.dir || '(root)'} is not a tree`);
-    let entries: TreeEntry[];
+    let list: TreeEntry[];
     try {
-      entries = parseTree(obj.content!, oidBytes);
+      list = parseTree(obj.content!, oidBytes);
     } catch (err) {
       return refuse(t.ref, `${t.dir || '(root)'}: ${(err as Error).message}`);
     }
-    for (const e of entries) {
+    const count = (entries.get(t.ref) ?? 0) + list.length;
+    if (count > MAX_REF_TREE_ENTRIES)
+      return refuse(
+        t.ref,
+        `its trees hold more than ${MAX_REF_TREE_ENTRIES} entries (a tree counted once for each name it has)`,
+      );
+    if (entriesInAll + list.length > MAX_PULL_TREE_ENTRIES)
+      return refuse(t.ref, `the pull would walk more than ${MAX_PULL_TREE_ENTRIES} tree entries`);
+    entries.set(t.ref, count);
+    entriesInAll += list.length;
+    for (const e of list) {
       const path = `${t.dir}${e.name}`;
       if (t.dir === '') {
         if (e.name === 'out' && e.mode === '40000') next.push({ ...t, dir: OUT_DIR, oid: e.oid });

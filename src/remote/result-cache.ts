@@ -72,12 +72,14 @@ export class ResultCache {
     return this.secret;
   }
 
-  entryName(key: string, generator: string, jobDigest: string, plane = 'live'): string {
+  entryName(key: string, generator: string, jobDigest: string, plane = 'live', fresh?: string): string {
     // the plane is part of the key: a shadow answer is never served to a live request, nor the reverse
-    // (live keeps its pre-plane name, so existing entries stay valid)
+    // (live keeps its pre-plane name, so existing entries stay valid); so is a fresh generation's label
+    // (a promoted or retried job), so that run is never answered with the key's earlier result
     const planePart = plane === 'live' ? '' : `\0${plane}`;
+    const freshPart = fresh === undefined ? '' : `\0fresh:${fresh}`;
     const g = createHash('sha256')
-      .update(`${generator}\0${jobDigest}${planePart}`)
+      .update(`${generator}\0${jobDigest}${planePart}${freshPart}`)
       .digest('hex')
       .slice(0, 16);
     return `${key}.${g}`;

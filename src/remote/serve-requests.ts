@@ -3,6 +3,7 @@
 // fetch: the same header, empty body: "do you hold a result for this key?" (in-doubt recovery)
 // cancel: {type: 'cancel'}, empty body, sent while a run generates (genjob cancel KEY): serve kills
 //         the generator and the run's own answer follows (aborted, never cached); no answer of its own
+// A run or fetch may name a `fresh` generation (a promoted or retried job): it has a cache entry of its own.
 import * as z from 'zod/mini';
 import { PLANE } from '../core/plane.js';
 import { type Checked, checkSchema } from '../core/schema-check.js';
@@ -22,6 +23,11 @@ export const RequestSchema = z.strictObject({
   plane: z.optional(z.string().check(z.regex(PLANE))),
   /** Generate again instead of answering with any cached result that is not ok (`genjob retry KEY`). */
   regenerate: z.optional(z.boolean()),
+  /**
+   * A fresh generation of the key (a promoted or retried job): the result is cached under its own entry,
+   * apart from the key's earlier ones, and every request naming the same label shares it.
+   */
+  fresh: z.optional(z.string().check(z.regex(SHA256_HEX))),
 });
 
 export type ServeRequest = z.infer<typeof RequestSchema>;

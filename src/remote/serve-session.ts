@@ -164,7 +164,7 @@ async function answer(
   const choice = chooseGenerator(cfg.pinnedGenerator, req.generator);
   if (!choice.ok) throw new RefusedError(choice.code, choice.message);
   const { generator } = choice;
-  const name = cfg.cache.entryName(req.key, generator, req.job_digest, req.plane ?? 'live');
+  const name = cfg.cache.entryName(req.key, generator, req.job_digest, req.plane ?? 'live', req.fresh);
   // an aborted generation is kept like any other (no double spend on redelivery), unless the
   // worker asked for a deliberate retry of aborted jobs (`work --retry-aborted`), or of this
   // aborted or rejected job (`genjob retry KEY`)

@@ -2,8 +2,8 @@
 // a promotion pin naming the generator and sandbox flags the user ran the shadow plane with — from the
 // worker's record of that run (shadow-store.ts run.json), never the receipt's generator, which the host
 // wrote; the next `genjob work` claims it with a new live epoch, the host generates again (its shadow
-// cache entry is keyed apart, so it cannot be served live), and the answer is a live receipt that goes
-// through every verify rule. A received live answer it replaces is kept in dead/ (EGJ_PROMOTED); the
+// cache entry is keyed apart, and the request names the promotion, so neither the shadow answer nor the
+// key's earlier live one can be served), and the answer is a live receipt that goes through every verify rule. A received live answer it replaces is kept in dead/ (EGJ_PROMOTED); the
 // journal records the promotion.
 import { ConflictError, RejectedError } from '../core/errors.js';
 import { decodeReceipt } from '../core/receipt-decode.js';

@@ -109,7 +109,7 @@ export async function pollBatches(ctx: BatchContext): Promise<PollSummary> {
 async function settle(ctx: BatchContext, rec: BatchRecord, batch: ProviderBatch, s: PollSummary) {
   const { store } = ctx;
   const dir = runDir(store, rec.run);
-  let text = '';
+  const texts: string[] = [];
   for (const [name, id] of [
     ['output.jsonl', batch.output_file_id],
     ['errors.jsonl', batch.error_file_id],
@@ -117,9 +117,9 @@ async function settle(ctx: BatchContext, rec: BatchRecord, batch: ProviderBatch,
     if (id === null) continue;
     const content = await fileContent(ctx.config, id);
     replaceFile(store, join(dir, name), Buffer.from(content)); // kept for inspection
-    text += `${content}\n`;
+    texts.push(content);
   }
-  const lines = parseResultFile(text);
+  const lines = parseResultFile(...texts);
   for (const e of rec.jobs) {
     const running = store.layout.jobFile('running', e.key);
     if (exists(store, running) && (await finishLanded(store, e))) {

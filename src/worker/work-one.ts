@@ -17,6 +17,7 @@ import { InputChangedError, InputNotRegularError } from '../transport/archive-er
 import type { ServeLauncher } from '../transport/launcher.js';
 import { bundleSha256 } from '../transport/tar-pack.js';
 import { startAttempt } from './admit-job.js';
+import { freshGeneration } from './fresh-generation.js';
 import { giveBack, release, requeue } from './release-job.js';
 import { type Answer, InDoubtError, type ServeClient } from './serve-client.js';
 import { streamBundle } from './spool-bundle.js';
@@ -150,6 +151,8 @@ async function attempt(
     promoted?.serve_args === undefined
       ? undefined
       : { generator: promoted.generator, args: promoted.serve_args };
+  // promoted or retried: a generation of its own, never the result the host keeps from before
+  const fresh = freshGeneration(store, key, epoch, promoted);
   const req = {
     key,
     job_digest: digest,
@@ -159,6 +162,7 @@ async function attempt(
     timeout_ms: ctx.timeoutMs,
     ...(ctx.retryAborted ? { retry_aborted: true } : {}),
     ...(regenerateRequested(store, key, epoch) ? { regenerate: true } : {}),
+    ...(fresh === undefined ? {} : { fresh }),
   };
   const budget = ctx.timeoutMs + REQUEST_MARGIN_MS;
   let inputChanged: InputChangedError | InputNotRegularError | undefined;
@@ -292,8 +296,14 @@ async function attempt(
   }
   if (answer.type === 'error') {
     const before = REFUSED_BEFORE_GENERATING.has(answer.code);
-    if (before) ctx.hostTrouble?.(`refused: ${answer.code}: ${answer.message}`);
-    return requeue(store, key, epoch, `the host refused: ${answer.code}: ${answer.message}`, answer.code, {
+    // a host older than the `fresh` field refuses the whole request for it
+    const older =
+      answer.code === 'EGJ_BAD_REQUEST' && fresh !== undefined && answer.message.includes('fresh')
+        ? `; this job asks for a fresh generation (it was promoted or retried), which the host's genjob does not know: upgrade genjob there`
+        : '';
+    const message = `${answer.message}${older}`;
+    if (before) ctx.hostTrouble?.(`refused: ${answer.code}: ${message}`);
+    return requeue(store, key, epoch, `the host refused: ${answer.code}: ${message}`, answer.code, {
       spent: !before,
       destination,
     });

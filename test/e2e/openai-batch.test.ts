@@ -3,7 +3,7 @@
 // one JSONL with the job keys as custom_id, answers read like interactive ones (ok, rejected, aborted
 // with the provider's error), expiry requeues without spending an attempt, a 500 on create is resumed
 // without a second batch, leases in a batch are not reaped, and status shows spend per mode and cost.
-import { existsSync, readFileSync, statSync, utimesSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -18,7 +18,7 @@ import {
   structuredAnswer,
 } from '../helpers/fake-openai.js';
 import type { FakeBatchOptions } from '../helpers/fake-openai-batch.js';
-import { genDir, gj, makeRepo, mintBump, type Repo } from './trust-helpers.js';
+import { genDir, gj, makeRepo, mintBump, mintedKey, type Repo } from './trust-helpers.js';
 
 const FILES = {
   'src/a.ts': 'export const a = 1;\n',
@@ -250,6 +250,67 @@ describe('work --batch', () => {
       await fake!.close();
       fake = undefined;
     }
+  });
+
+  it('never uploads a --read file that changed after mint: the job is dead as stale and nothing is submitted', async () => {
+    const repo = await setup({ answer: rewrite }, { ...FILES, 'config.ini': 'timeout = 5\n' });
+    const m = await gj(repo, ['mint', '-m', 'use the timeout', '--read', 'config.ini', 'src/a.ts']);
+    expect(m.exitCode, String(m.stderr)).toBe(0);
+    const key = mintedKey(m);
+    // a token mint would have refused, written into the read file after mint
+    writeFileSync(join(repo.root, 'config.ini'), 'timeout = 5\ntoken = "batch-read-leak-canary"\n');
+    const r = await submit(repo);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(json(r).outcomes).toEqual([
+      expect.objectContaining({
+        key,
+        outcome: 'dead',
+        reason: expect.stringMatching(/^config\.ini: changed since the job was minted/),
+      }),
+    ]);
+    expect(fake!.requests.filter((q) => String(q.body).includes('batch-read-leak-canary'))).toEqual([]);
+    expect([...fake!.batch!.files.values()]).toEqual([]);
+    expect(genDir(repo, 'running')).toEqual([]);
+    expect(genDir(repo, 'dead').some((n) => n.startsWith(key))).toBe(true);
+  });
+
+  it('a result file cut off in download settles nothing: the batch stays submitted and the next poll downloads it again', async () => {
+    const repo = await setup({ answer: rewrite, pollsToFinish: 1, downloads: ['cut'] });
+    const a = await mint(repo, 'src/a.ts');
+    const s = await submit(repo);
+    const run = json(s).submitted.run as string;
+    const cut = await poll(repo);
+    expect(cut.exitCode, String(cut.stderr)).toBe(3);
+    expect(json(cut).problems.join('\n')).toMatch(
+      /GET \S+\/files\/\S+\/content: HTTP 200: the answer broke off/,
+    );
+    // not "nothing answered": the job is still in the batch, not back in the queue
+    expect(genDir(repo, 'queue')).toEqual([]);
+    expect(genDir(repo, 'running')).toEqual([`${a}.json`]);
+    const record = JSON.parse(readFileSync(join(repo.root, '.gen', 'batches', run, 'record.json'), 'utf8'));
+    expect(record).toMatchObject({ state: 'submitted' });
+    // a new --batch carries the open batch forward (downloading it whole) and submits nothing again
+    const again = await submit(repo);
+    expect(again.exitCode, String(again.stderr)).toBe(0);
+    expect(json(again).submitted).toBeNull();
+    expect(receipt(repo, a).status).toBe('ok');
+    expect(fake!.batch!.submitted.get(a)).toBe(1);
+  });
+
+  it('refuses a result file longer than the download cap without reading it, and keeps the batch open', async () => {
+    const repo = await setup({ answer: rewrite, pollsToFinish: 1, downloads: ['oversize'] });
+    const a = await mint(repo, 'src/a.ts');
+    await submit(repo);
+    const big = await poll(repo);
+    expect(big.exitCode, String(big.stderr)).toBe(3);
+    expect(json(big).problems.join('\n')).toMatch(
+      /GET \S+\/files\/\S+\/content: HTTP 200: the answer is larger than 268435456 bytes; genjob reads none of it/,
+    );
+    expect(genDir(repo, 'running')).toEqual([`${a}.json`]);
+    expect(genDir(repo, 'received')).toEqual([]);
+    const next = await poll(repo);
+    expect(next.exitCode, String(next.stderr)).toBe(0);
+    expect(receipt(repo, a).status).toBe('ok');
   });
 
   it('does not reap a job waiting in a batch, and the poll keeps its lease alive', async () => {

@@ -2,13 +2,21 @@
 // `work --shadow` run, from the worker's own record of it — never what the shadow host wrote in its
 // receipt. A hostile host that names another command in receipt.generator.command does not get it
 // run live; a shadow run that needed --generator-bind gets it again for the promoted live run, and
-// only for that job.
+// only for that job. A promoted run is generated again even where the live run before it used the same
+// generator command (builtin:openai with another model): the host never answers it with that run.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  chatCompletion,
+  type FakeOpenAi,
+  startFakeOpenAi,
+  structuredAnswer,
+} from '../helpers/fake-openai.js';
 import { tempDir } from '../helpers/temp-store.js';
 import { makeSandbox, mintKey, readJson } from './helpers.js';
 import { genjob, HOSTILE_REMOTE, mint, NODE, useBoxes } from './ssh-helpers.js';
+import { gj, makeRepo, mintedKey } from './trust-helpers.js';
 
 const box = useBoxes();
 
@@ -105,5 +113,52 @@ describe("promote reuses the shadow run's sandbox flags", () => {
       /# from the bound tools\n$/,
     );
     expect(receipt(other)).toMatchObject({ status: 'aborted' });
+  });
+});
+
+describe('a promoted run is a new generation', () => {
+  let fake: FakeOpenAi | undefined;
+  afterEach(async () => {
+    await fake?.close();
+    fake = undefined;
+  });
+
+  it('promoting a plane run with the same generator command as the live run (another model): the host generates again, not from the live entry', async () => {
+    // the fake endpoint writes which model answered
+    fake = await startFakeOpenAi([], {
+      answer: (body) => {
+        const model = String((body as { model: string }).model);
+        const content = `export const a = '${model}';\n`;
+        return { body: chatCompletion(structuredAnswer([{ path: 'src/a.ts', content }]), { model }) };
+      },
+    });
+    const repo = makeRepo({ 'src/a.ts': 'export const a = 1;\n' });
+    repo.env = { GENJOB_OPENAI_BASE_URL: fake.url, GENJOB_OPENAI_RETRY_BASE_MS: '0' };
+    const as = (model: string) => ({ env: { GENJOB_OPENAI_MODEL: model } });
+    const m = await gj(repo, ['mint', '-m', 'rewrite', 'src/a.ts']);
+    expect(m.exitCode, String(m.stderr)).toBe(0);
+    const key = mintedKey(m);
+    const gen = ['--generator', 'builtin:openai'];
+    const live = await gj(repo, ['work', '--once', ...gen], as('model-a'));
+    expect(live.exitCode, String(live.stderr)).toBe(0);
+    const shadow = await gj(repo, ['work', '--shadow', 'b', key, ...gen], as('model-b'));
+    expect(shadow.exitCode, String(shadow.stderr)).toBe(0);
+    const p = await gj(repo, ['promote', '--shadow', 'b', key]);
+    expect(p.exitCode, String(p.stderr)).toBe(0);
+
+    const w = await gj(repo, ['work', '--once', ...gen], as('model-b'));
+    expect(w.exitCode, String(w.stderr)).toBe(0);
+    const receipt = readJson(path.join(repo.root, '.gen/receipts', `${key}.json`));
+    expect(receipt).toMatchObject({
+      status: 'ok',
+      plane: 'live',
+      epoch: 2,
+      cached: false,
+      generator: { command: 'builtin:openai', version: 'model-b' },
+    });
+    expect(readFileSync(path.join(repo.root, '.gen/out', key, 'src/a.ts'), 'utf8')).toBe(
+      "export const a = 'model-b';\n",
+    );
+    expect(fake.requests.filter((q) => q.path === '/v1/chat/completions')).toHaveLength(3);
   });
 });

@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import path, { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useSshd } from '../helpers/sshd.js';
-import { genDir as localGenDir, makeSandbox, mintKey } from './helpers.js';
+import { genDir as localGenDir, makeSandbox, mintKey, readJson } from './helpers.js';
 import {
   countLines,
   genDir,
@@ -64,6 +64,32 @@ describe('retrying an aborted job', () => {
     // three attempts in all, epochs 1, 2, 3: never reused across the drops
     expect(localGenDir(sb, `attempts/${key}`)).toEqual(['1.json', '2.json', '3.json', 'minted-after']);
     expect(localGenDir(sb, 'dead').filter((n) => n.endsWith('.why.json')).length).toBeGreaterThanOrEqual(4);
+  });
+});
+
+describe('retrying an ok job', () => {
+  it('generates it again, though the host keeps the ok result: each retry is a generation of its own', async () => {
+    const sb = await makeSandbox();
+    const log = join(sb.base, 'runs.log');
+    const gen = sb.script('count.sh', `echo run >> ${log}\necho "# run $(wc -l < ${log})" >> README.md\n`);
+    const key = await mintKey(sb, 'Note the run', ['README.md']);
+    expect((await sb.genjob(['work', '--once', '--generator', gen])).exitCode).toBe(0);
+    const receipt = () => readJson(join(sb.repo, '.gen/receipts', `${key}.json`));
+    expect(receipt()).toMatchObject({ status: 'ok', epoch: 1, cached: false });
+
+    for (const epoch of [2, 3]) {
+      const r = await sb.genjob(['retry', key]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stdout).toContain(
+        `its ok receipt of epoch ${epoch - 1} is kept in dead/); the next worker generates it again`,
+      );
+      expect((await sb.genjob(['work', '--once', '--generator', gen])).exitCode).toBe(0);
+      expect(receipt()).toMatchObject({ status: 'ok', epoch, cached: false });
+      expect(readFileSync(join(sb.repo, '.gen/out', key, 'README.md'), 'utf8')).toMatch(
+        new RegExp(`# run ${epoch}\\n$`),
+      );
+    }
+    expect(readFileSync(log, 'utf8')).toBe('run\nrun\nrun\n');
   });
 });
 

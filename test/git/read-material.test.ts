@@ -9,9 +9,13 @@ import { buildMaterial } from '../../src/git/build-material.js';
 import { keyRef, PULLED_REFS } from '../../src/git/material-refs.js';
 import {
   fetchKeyRefs,
+  MAX_DEPTH_TREE_BYTES,
   MAX_JOB_FILE_BYTES,
   MAX_OUTPUTS,
   MAX_PULL_BYTES,
+  MAX_PULL_TREE_ENTRIES,
+  MAX_REF_TREE_BYTES,
+  MAX_REF_TREE_ENTRIES,
   type PulledRef,
   readPulled,
 } from '../../src/git/read-material.js';
@@ -414,6 +418,77 @@ describe('readPulled refuses', () => {
         ref: `${PULLED_REFS}${small.job.key}`,
         rule: `the pull would read more than ${MAX_PULL_BYTES} bytes`,
       },
+    ]);
+  });
+
+  it('a tree named over and over (fan-out), once its entries pass the bound, before the next depth is queued', async () => {
+    // 700 directories naming one tree of 700 directories naming one tree of 700: 343 million paths in 70 KB
+    const fan = (n: number, oid: string) =>
+      rawTree(
+        repo,
+        Array.from({ length: n }, (_, i): Entry => ['40000', `d${i}`, oid]),
+      );
+    const t2 = fan(700, fan(700, rawTree(repo, [])));
+    const tree = topTree(
+      repo,
+      doc,
+      Array.from({ length: 700 }, (_, k): Entry => ['40000', `d${k}`, t2]),
+    );
+    expect(await ruleFor(repo, doc, tree)).toBe(
+      `its trees hold more than ${MAX_REF_TREE_ENTRIES} entries (a tree counted once for each name it has)`,
+    );
+  });
+
+  it('the key whose fan-out would make one depth of the pull read its trees past the cap, before reading them, leaving the others alone', async () => {
+    // one tree of 10,000 entries named 1,000 times: over 300 MB of trees at depth 2 if read as named
+    const empty = rawTree(repo, []);
+    const wide = rawTree(
+      repo,
+      Array.from({ length: 10_000 }, (_, i): Entry => ['40000', `e${i}`, empty]),
+    );
+    const bytes = Number(repo.git(['cat-file', '-s', wide]));
+    const tree = topTree(
+      repo,
+      doc,
+      Array.from({ length: 1000 }, (_, i): Entry => ['40000', `d${i}`, wide]),
+    );
+    const good = documents('Good', { 'g.txt': Buffer.from('g') });
+    const goodTree = topTree(repo, good, [['100644', 'g.txt', blob(repo, 'g')]]);
+    const outcomes = await readPulled(repo.root, [
+      pulled(doc.job.key, rawCommit(repo, tree)),
+      pulled(good.job.key, rawCommit(repo, goodTree)),
+    ]);
+    expect(outcomes.map((o) => (o.ok ? o.material.outputs : o.rule))).toEqual([
+      `its trees at depth 2 are ${1000 * bytes} bytes (a tree counted once for each name it has), above the cap of ${MAX_REF_TREE_BYTES}`,
+      [{ path: 'g.txt', bytes: Buffer.from('g') }],
+    ]);
+    expect(1000 * bytes).toBeGreaterThan(256 * 1024 * 1024);
+    expect(MAX_DEPTH_TREE_BYTES).toBeLessThan(256 * 1024 * 1024);
+  });
+
+  it('the keys past the tree entries one pull may walk, each within its own bound', async () => {
+    // 300 directories naming one tree of 1,000 empty directories: 300,300 entries a key, four keys
+    const empty = rawTree(repo, []);
+    const inner = rawTree(
+      repo,
+      Array.from({ length: 1000 }, (_, i): Entry => ['40000', `e${i}`, empty]),
+    );
+    const out = Array.from({ length: 300 }, (_, i): Entry => ['40000', `d${i}`, inner]);
+    const docs = [doc, ...[1, 2, 3].map((n) => documents(`Other ${n}`, { 'src/a.py': NEW }))];
+    expect(4 * 300_300).toBeGreaterThan(MAX_PULL_TREE_ENTRIES);
+    expect(300_303).toBeLessThan(MAX_REF_TREE_ENTRIES);
+    const outcomes = await readPulled(
+      repo.root,
+      docs.map((d) => pulled(d.job.key, rawCommit(repo, topTree(repo, d, out)))),
+    );
+    expect(
+      outcomes.map((o) => (o.ok ? 'read' : o.rule)),
+      JSON.stringify(outcomes.map((o) => !o.ok && o.rule)),
+    ).toEqual([
+      'read',
+      'read',
+      'read',
+      `the pull would walk more than ${MAX_PULL_TREE_ENTRIES} tree entries`,
     ]);
   });
 

@@ -3,6 +3,8 @@
 // `pollsToFinish` looks to finish, then ends with `finalStatus`; each request line is answered by
 // `answer`. POST /v1/batches can be scripted to fail with a 500 (optionally after creating the batch).
 // `submitted` counts, per custom_id, how many created batches carried it: the no-double-spend check.
+// A result file download can be scripted to break off, to declare a size past genjob's cap, or to
+// come without a length (chunked).
 
 export type LineAnswer =
   /** A 200 line whose body is this chat completion. */
@@ -19,7 +21,16 @@ export interface FakeBatchOptions {
   finalStatus?: 'completed' | 'expired' | 'cancelled' | 'failed';
   /** One entry consumed per POST /v1/batches: 'ok', '500' (nothing created) or '500-created'. */
   creates?: Array<'ok' | '500' | '500-created'>;
+  /** One entry consumed per GET /v1/files/{id}/content (default 'whole'). */
+  downloads?: Delivery[];
 }
+
+/**
+ * How a file's content is sent: whole with its length; 'cut': its full length declared, half of it
+ * sent, then the connection reset; 'oversize': a length past genjob's cap declared, a few bytes sent,
+ * then the reset; 'chunked': whole, without a length.
+ */
+export type Delivery = 'whole' | 'cut' | 'oversize' | 'chunked';
 
 interface FakeFile {
   id: string;
@@ -49,11 +60,13 @@ export interface FakeBatchState {
 export interface Reply {
   status: number;
   body: object | string;
+  delivery?: Delivery;
 }
 
 export function fakeBatchApi(opts: FakeBatchOptions) {
   const state: FakeBatchState = { files: new Map(), batches: [], submitted: new Map() };
   const creates = [...(opts.creates ?? [])];
+  const downloads = [...(opts.downloads ?? [])];
   let n = 0;
   const next = (prefix: string) => `${prefix}-${++n}`;
 
@@ -142,7 +155,7 @@ export function fakeBatchApi(opts: FakeBatchOptions) {
     if (method === 'GET' && content) {
       const f = state.files.get(decodeURIComponent(content[1]!));
       return f
-        ? { status: 200, body: f.content }
+        ? { status: 200, body: f.content, delivery: downloads.shift() ?? 'whole' }
         : { status: 404, body: { error: { message: 'no such file' } } };
     }
     if (method === 'POST' && p === '/v1/batches') {

@@ -4,6 +4,7 @@
 // In-process only: e2e tests start it in the vitest process and pass `url` to CLI children via env.
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { MAX_ANSWER_BYTES } from '../../src/remote/generators/openai-batch-api.js';
 import { type FakeBatchOptions, type FakeBatchState, fakeBatchApi } from './fake-openai-batch.js';
 
 export interface FakeStep {
@@ -100,8 +101,26 @@ export async function startFakeOpenAi(
         Buffer.concat(chunks),
       );
       if (reply) {
-        res.writeHead(reply.status, { 'content-type': 'application/json' });
-        res.end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body));
+        const payload = typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body);
+        const delivery = reply.delivery ?? 'whole';
+        if (delivery === 'whole') {
+          res.writeHead(reply.status, { 'content-type': 'application/json' });
+          res.end(payload);
+        } else if (delivery === 'chunked') {
+          res.writeHead(reply.status, { 'content-type': 'application/json' });
+          res.write(payload);
+          res.end();
+        } else {
+          // the status line, headers and part of the body reach the client; then the connection drops
+          const length = delivery === 'cut' ? Buffer.byteLength(payload) : MAX_ANSWER_BYTES + 1;
+          res.writeHead(reply.status, { 'content-type': 'application/json', 'content-length': length });
+          res.write(payload.slice(0, Math.ceil(payload.length / 2)));
+          const t = setTimeout(() => {
+            timers.delete(t);
+            res.socket?.destroy();
+          }, 50);
+          timers.add(t);
+        }
         return;
       }
 

@@ -81,18 +81,28 @@ function request(type: 'run' | 'fetch', generator: string, epoch = 1) {
   return { type, key: job.key, job_digest: digest, epoch, worker_id: 'w1', generator, timeout_ms: LIMIT_MS };
 }
 
-async function run(client: ServeClient, generator: string, epoch = 1, bytes = source) {
+async function run(
+  client: ServeClient,
+  generator: string,
+  epoch = 1,
+  bytes = source,
+  extra: Record<string, unknown> = {},
+) {
   writeFileSync(join(tmp, 'a.py'), bytes);
-  const answer = await client.request(request('run', generator, epoch), LIMIT_MS, async (w) => {
-    await packTar(
-      [
-        { name: 'job.json', bytes: jobFileBytes(job) },
-        { name: 'files/src/a.py', file: join(tmp, 'a.py') },
-      ],
-      (c) => w.chunk(c),
-    );
-    await w.end();
-  });
+  const answer = await client.request(
+    { ...request('run', generator, epoch), ...extra },
+    LIMIT_MS,
+    async (w) => {
+      await packTar(
+        [
+          { name: 'job.json', bytes: jobFileBytes(job) },
+          { name: 'files/src/a.py', file: join(tmp, 'a.py') },
+        ],
+        (c) => w.chunk(c),
+      );
+      await w.end();
+    },
+  );
   return answer;
 }
 
@@ -148,6 +158,31 @@ describe('genjob serve session', () => {
     expect([second.receipt.cached, fetched.receipt.cached]).toEqual([true, true]);
     expect([second.receipt.epoch, fetched.receipt.epoch]).toEqual([2, 3]);
     expect(second.receipt.outputs).toEqual(first.receipt.outputs);
+    await client.close();
+  });
+
+  it('generates a fresh generation (a promoted or retried job) apart from the ok result it keeps, and answers its redelivery from its own entry', async () => {
+    const cache = new ResultCache(join(tmp, 'cache'));
+    const log = join(tmp, 'runs.log');
+    const gen = `echo run >> ${log} && wc -l < ${log} > src/a.py`;
+    const client = await ServeClient.open(inProcess(cache), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: LIMIT_MS,
+    });
+    const first = await take(await run(client, gen, 1));
+    expect(first.receipt).toMatchObject({ status: 'ok', cached: false });
+    const fresh = { fresh: sha256Hex('promoted or retried') };
+    const second = await take(await run(client, gen, 2, source, fresh));
+    expect(second.receipt).toMatchObject({ status: 'ok', cached: false, epoch: 2 });
+    expect(readFileSync(join(second.staged.dir, 'src/a.py'), 'utf8')).toBe('2\n');
+    // the same fresh generation again (a redelivery): its own entry, nothing run
+    const again = await take(await run(client, gen, 3, source, fresh));
+    const fetched = await take(await client.request({ ...request('fetch', gen, 4), ...fresh }, LIMIT_MS));
+    expect([again.receipt.cached, fetched.receipt.cached]).toEqual([true, true]);
+    expect(again.receipt.outputs).toEqual(second.receipt.outputs);
+    // a request without it still gets the key's first result
+    expect((await take(await run(client, gen, 5))).receipt.outputs).toEqual(first.receipt.outputs);
+    expect(readFileSync(log, 'utf8')).toBe('run\nrun\n');
     await client.close();
   });
 

@@ -17,6 +17,8 @@ import { isSystemError } from '../../core/errno.js';
 import { errnoOf, ioErrorAt } from '../../core/errors.js';
 import type { Job } from '../../core/job.js';
 import { ancestors } from '../../core/paths.js';
+import { InputChangedError, InputNotRegularError } from '../../transport/archive-errors.js';
+import { BeneathOpener } from '../../transport/open-beneath.js';
 import type { OpenAiConfig } from './openai-config.js';
 import {
   type AnswerFormat,
@@ -136,45 +138,65 @@ export function requestBody(
 
 /**
  * Each allowed path with its current text, then each read-only file (the job's reads) marked so;
- * files are opened without following symlinks.
+ * files are opened beneath the workspace, following no symlink in any component, and only if regular.
  */
 export function readWorkspace(workspace: string, job: Job): PromptFile[] | { problem: string } {
   const out: PromptFile[] = [];
   const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   const reads = (job.reads ?? []).map((r) => ({ path: r.path, readOnly: true }));
-  for (const { path, readOnly } of [
-    ...job.inputs.map((i) => ({ path: i.path, readOnly: false })),
-    ...reads,
-  ]) {
-    let fd: number;
-    try {
-      fd = openSync(join(workspace, path), constants.O_RDONLY | constants.O_NOFOLLOW);
-    } catch (err) {
-      const code = errnoOf(err);
-      if (code === 'ENOENT' || code === 'ENOTDIR') {
+  const opener = new BeneathOpener(workspace);
+  try {
+    for (const { path, readOnly } of [
+      ...job.inputs.map((i) => ({ path: i.path, readOnly: false })),
+      ...reads,
+    ]) {
+      if (absent(workspace, path)) {
         out.push({ path, content: null });
         continue;
       }
-      if (code === 'ELOOP')
-        return { problem: `${path}: is a symlink in the workspace; refusing to follow it` };
-      // the disk failing is the environment's failure (EGJ_IO, the job goes back), not the job's
-      throw ioErrorAt(join(workspace, path), err);
+      let fd: number;
+      try {
+        fd = opener.open(path).fd;
+      } catch (err) {
+        if (err instanceof InputNotRegularError || err instanceof InputChangedError) {
+          const what = err.message.split(';')[0];
+          return {
+            problem: `${what}; ${OPENAI_GENERATOR_NAME} follows no symlink and sends regular files only`,
+          };
+        }
+        // the disk failing is the environment's failure (EGJ_IO, the job goes back), not the job's
+        throw err;
+      }
+      let closing = false;
+      try {
+        const bytes = readAll(fd, job.constraints.max_file_bytes, path);
+        out.push({ path, content: decoder.decode(bytes), ...(readOnly ? { readOnly } : {}) });
+        closing = true;
+        closeSync(fd);
+      } catch (err) {
+        if (!closing) closeQuietly(fd);
+        if (err instanceof TypeError)
+          return { problem: `${path}: is not UTF-8 text; ${OPENAI_GENERATOR_NAME} sends text only` };
+        if (isSystemError(err)) throw ioErrorAt(join(workspace, path), err);
+        return { problem: `${path}: cannot be read from the workspace: ${(err as Error).message}` };
+      }
     }
-    let closing = false;
-    try {
-      const bytes = readAll(fd, job.constraints.max_file_bytes, path);
-      out.push({ path, content: decoder.decode(bytes), ...(readOnly ? { readOnly } : {}) });
-      closing = true;
-      closeSync(fd);
-    } catch (err) {
-      if (!closing) closeQuietly(fd);
-      if (err instanceof TypeError)
-        return { problem: `${path}: is not UTF-8 text; ${OPENAI_GENERATOR_NAME} sends text only` };
-      if (isSystemError(err)) throw ioErrorAt(join(workspace, path), err);
-      return { problem: `${path}: cannot be read from the workspace: ${(err as Error).message}` };
-    }
+  } finally {
+    opener.close();
   }
   return out;
+}
+
+/** Nothing is at `path` (a file the job creates); whatever is there is opened by BeneathOpener, links refused. */
+function absent(workspace: string, path: string): boolean {
+  try {
+    lstatSync(join(workspace, path));
+    return false;
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return true;
+    throw ioErrorAt(join(workspace, path), err);
+  }
 }
 
 /** Close on the way out of a failure: the failure is what is reported. */

@@ -1,7 +1,9 @@
 // The OpenAI-compatible batch endpoints builtin:openai uses for `work --batch`: upload the JSONL input
 // (POST /files, purpose "batch"), create the batch (POST /batches), look at it (GET /batches/{id}),
 // list recent batches (GET /batches, to find one a crash left unrecorded) and download a result file
-// (GET /files/{id}/content). Any failure is a BatchApiError naming the call; nothing here retries. An
+// (GET /files/{id}/content). Any failure is a BatchApiError naming the call; nothing here retries. A 2xx
+// answer is read whole or not at all: a body that breaks off, or grows past MAX_ANSWER_BYTES, is an
+// error, never a shorter text (a cut result file would read as "nothing answered"). An
 // endpoint that answers the upload with 404, 405 or 501 has no batch API at all (an OpenAI-compatible
 // server that serves only /chat/completions): NoBatchApiError, which says to use interactive mode.
 import { BatchApiError, GenjobError } from '../../core/errors.js';
@@ -12,6 +14,11 @@ import type { OpenAiConfig } from './openai-config.js';
 export const BATCH_ENDPOINT = '/v1/chat/completions';
 const DEFAULT_TIMEOUT_MS = 120_000;
 const LIST_PAGES = 20;
+/**
+ * The most one answer may be (a result file of a full batch: many interactive answers). Two result files
+ * are held as text at once, so each stays well under V8's longest string (~512 MiB).
+ */
+export const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
 
 /** What genjob reads of a provider's batch object. */
 export interface ProviderBatch {
@@ -41,6 +48,7 @@ async function call(
   method: string,
   path: string,
   body?: string | FormData,
+  maxBytes = MAX_ANSWER_BYTES,
 ): Promise<string> {
   const url = `${apiBase(config)}${path}`;
   const headers: Record<string, string> = { accept: 'application/json' };
@@ -55,10 +63,23 @@ async function call(
       signal: AbortSignal.timeout(config.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS),
     });
   } catch (err) {
-    const cause = (err as Error & { cause?: Error }).cause?.message ?? (err as Error).message;
-    throw new BatchApiError(`${method} ${url} failed: ${cause}`, { cause: err });
+    throw new BatchApiError(`${method} ${url} failed: ${causeOf(err)}`, { cause: err });
   }
-  const text = await res.text().catch(() => '');
+  let text: string;
+  try {
+    text = await readCapped(res, maxBytes);
+  } catch (err) {
+    if (err instanceof TooLargeError)
+      throw new BatchApiError(
+        `${method} ${url}: HTTP ${res.status}: the answer is larger than ${maxBytes} bytes; genjob reads none of it`,
+      );
+    // only the status of a failed call matters; a 2xx body that broke off is no answer at all
+    if (res.ok)
+      throw new BatchApiError(`${method} ${url}: HTTP ${res.status}: the answer broke off: ${causeOf(err)}`, {
+        cause: err,
+      });
+    text = '';
+  }
   if (!res.ok && path === '/files' && NO_SUCH_ENDPOINT.has(res.status))
     throw new NoBatchApiError(
       `${method} ${url}: HTTP ${res.status}: the endpoint has no /files, so no batch API; use interactive mode (genjob work --drain --generator builtin:openai)`,
@@ -66,6 +87,28 @@ async function call(
   if (!res.ok) throw new BatchApiError(`${method} ${url}: HTTP ${res.status}: ${excerpt(text)}`);
   return text;
 }
+
+class TooLargeError extends Error {}
+
+/** The whole body as UTF-8; TooLargeError as soon as it is (or says it will be) longer than `maxBytes`. */
+async function readCapped(res: Response, maxBytes: number): Promise<string> {
+  const declared = Number(res.headers.get('content-length') ?? Number.NaN);
+  if (declared > maxBytes) {
+    await res.body?.cancel().catch(() => {});
+    throw new TooLargeError();
+  }
+  if (res.body === null) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body) {
+    size += chunk.byteLength;
+    if (size > maxBytes) throw new TooLargeError(); // leaving the loop cancels the stream
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const causeOf = (err: unknown) => (err as Error & { cause?: Error }).cause?.message ?? (err as Error).message;
 
 function json(text: string, what: string): Record<string, unknown> {
   try {
@@ -138,7 +181,11 @@ export async function findBatchOfRun(config: OpenAiConfig, run: string): Promise
   return undefined;
 }
 
-/** A result file's bytes (the output or the error JSONL of a finished batch). */
-export async function fileContent(config: OpenAiConfig, id: string): Promise<string> {
-  return call(config, 'GET', `/files/${encodeURIComponent(id)}/content`);
+/** A result file's bytes (the output or the error JSONL of a finished batch), whole, at most `maxBytes`. */
+export async function fileContent(
+  config: OpenAiConfig,
+  id: string,
+  maxBytes = MAX_ANSWER_BYTES,
+): Promise<string> {
+  return call(config, 'GET', `/files/${encodeURIComponent(id)}/content`, undefined, maxBytes);
 }

@@ -28,7 +28,7 @@ export function batchFormat(config: OpenAiConfig): AnswerFormat {
 /**
  * The JSONL line for `job`, its files read from `dir` (the repository) exactly as an interactive
  * attempt reads its workspace; or the problem that stops it from being sent (not UTF-8, a symlink),
- * or the path of an input whose bytes are no longer those the job was minted with (never sent).
+ * or the path of an input or read whose bytes are no longer those the job was minted with (never sent).
  */
 export function batchLine(
   config: OpenAiConfig,
@@ -38,7 +38,8 @@ export function batchLine(
 ): { line: string } | { problem: string } | { changed: string } {
   const files = readWorkspace(dir, job);
   if (!Array.isArray(files)) return files;
-  for (const [i, input] of job.inputs.entries()) {
+  // readWorkspace lists the inputs, then the reads: every file sent must be the one minted
+  for (const [i, input] of [...job.inputs, ...(job.reads ?? [])].entries()) {
     const content = files[i]?.content ?? null;
     const digest = content === null ? null : sha256Hex(Buffer.from(content, 'utf8'));
     if (digest !== input.sha256) return { changed: input.path };
@@ -55,10 +56,10 @@ export interface ResultLine {
   error: { code: string | null; message: string } | null;
 }
 
-/** The lines of an output or error file by custom_id (the job key); unreadable lines are skipped. */
-export function parseResultFile(text: string): Map<string, ResultLine> {
+/** The lines of a batch's output and error files by custom_id (the job key); unreadable lines are skipped. */
+export function parseResultFile(...texts: string[]): Map<string, ResultLine> {
   const lines = new Map<string, ResultLine>();
-  for (const raw of text.split('\n')) {
+  for (const raw of texts.flatMap((text) => text.split('\n'))) {
     if (raw.trim() === '') continue;
     let o: Record<string, unknown>;
     try {

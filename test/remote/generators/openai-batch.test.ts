@@ -1,11 +1,17 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeEach, describe, expect, it } from 'vitest';
-import { buildJob, type Job } from '../../../src/core/job.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildJob, DEFAULT_CONSTRAINTS, type Job } from '../../../src/core/job.js';
 import { sha256Hex } from '../../../src/core/sha256.js';
 import { batchLine, lineOutcome, parseResultFile } from '../../../src/remote/generators/openai-batch.js';
+import { fileContent } from '../../../src/remote/generators/openai-batch-api.js';
 import { readOpenAiConfig } from '../../../src/remote/generators/openai-config.js';
-import { chatCompletion, structuredAnswer } from '../../helpers/fake-openai.js';
+import {
+  chatCompletion,
+  type FakeOpenAi,
+  startFakeOpenAi,
+  structuredAnswer,
+} from '../../helpers/fake-openai.js';
 import { tempDir } from '../../helpers/temp-store.js';
 
 const ORIGINAL = 'export const foo = 1;\n';
@@ -53,6 +59,27 @@ describe('batchLine', () => {
   it('refuses to send a file whose bytes changed since mint', () => {
     writeFileSync(join(root, 'src/a.ts'), 'export const foo = 2;\n');
     expect(batchLine(config(), job, root, 'structured')).toEqual({ changed: 'src/a.ts' });
+  });
+
+  it('refuses to send a read file whose bytes changed since mint', () => {
+    writeFileSync(join(root, 'config.ini'), 'timeout = 5\n');
+    const withRead = buildJob('use the timeout', job.inputs, DEFAULT_CONSTRAINTS, [
+      { path: 'config.ini', sha256: sha256Hex('timeout = 5\n') },
+    ]);
+    expect('line' in batchLine(config(), withRead, root, 'structured')).toBe(true);
+    writeFileSync(join(root, 'config.ini'), 'timeout = 5\ntoken = "canary"\n');
+    expect(batchLine(config(), withRead, root, 'structured')).toEqual({ changed: 'config.ini' });
+  });
+
+  it('follows no symlink on the way to a file, even to bytes that match the minted digest', () => {
+    const outside = tempDir('genjob-openai-batch-outside-');
+    writeFileSync(join(outside, 'a.ts'), ORIGINAL);
+    symlinkSync(outside, join(root, 'lib'));
+    const linked = buildJob('rename foo', [{ path: 'lib/a.ts', sha256: sha256Hex(ORIGINAL) }]);
+    const built = batchLine(config(), linked, root, 'structured');
+    expect(built).toEqual({
+      problem: expect.stringMatching(/^lib\/a\.ts: lib \(on the way to it\) is now a symlink/),
+    });
   });
 });
 
@@ -114,5 +141,25 @@ describe('lineOutcome', () => {
       'builtin:openai: batch batch_9 answered this request with an error (HTTP 429): rate_limit: slow down',
     );
     expect(out.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, requests: 1 });
+  });
+});
+
+describe('fileContent', () => {
+  let fake: FakeOpenAi | undefined;
+  afterEach(async () => {
+    await fake?.close();
+    fake = undefined;
+  });
+
+  it('refuses a result file that grows past the cap while it streams (no length declared), returning none of it', async () => {
+    fake = await startFakeOpenAi([], {
+      batch: { answer: () => 'unanswered', downloads: ['chunked', 'chunked'] },
+    });
+    fake.batch!.files.set('out-1', { id: 'out-1', purpose: 'batch_output', content: 'x'.repeat(2000) });
+    const c = { ...config(), endpoint: new URL(`${fake.url}/chat/completions`) };
+    await expect(fileContent(c, 'out-1', 1000)).rejects.toThrow(
+      /GET \S+\/files\/out-1\/content: HTTP 200: the answer is larger than 1000 bytes; genjob reads none of it/,
+    );
+    expect(await fileContent(c, 'out-1', 2000)).toBe('x'.repeat(2000));
   });
 });
