@@ -12,6 +12,7 @@ import { ConflictError, errnoOf, IoError, RejectedError, UsageError } from '../c
 import { type Job, jobDigest } from '../core/job.js';
 import { sha256Hex } from '../core/sha256.js';
 import { fsyncDir, listNames, publishExclusive, readIfExists } from '../store/durable.js';
+import { findJob } from '../store/job-states.js';
 import { journal } from '../store/journal.js';
 import type { Store } from '../store/store.js';
 import { type ApplyLock, withApplyLock } from './apply-lock.js';
@@ -116,6 +117,14 @@ function applyLocked(v: VerifiedApply, lock: ApplyLock): ApplyOutcome {
   }
   const pending = readApplying(store, key);
   if (pending !== undefined) return finishPending(v, pending, lock);
+  // verified before the lock was taken: a drop, retry or remint since (they move jobs under this lock,
+  // and refuse while applying/ stands) moved the job on, and nothing of it may be applied now
+  const state = findJob(store, key)?.state;
+  if (state !== 'received' && state !== 'reverted')
+    throw new UsageError(
+      'EGJ_NOT_RECEIVED',
+      `${key.slice(0, 12)}: the job is ${state === undefined ? 'gone (dropped or superseded)' : `now in ${state}/`} since it was verified; nothing was applied`,
+    );
 
   const objects = new ObjectBatch(store);
   let writes: Write[];

@@ -107,8 +107,12 @@ export function requireConsent(
   const changed = record
     ? ` (it, or a file it names, changed since you allowed it on ${record.allowed_at})`
     : '';
+  // a checker's network and environment have no flag of their own: only consent
+  const [does, or] = setting.startsWith('checkers.')
+    ? ["widens the checker's sandbox", '']
+    : ["runs a command on this machine or widens the generator's sandbox", ' (or give the flag yourself)'];
   throw new UsageError(
     'EGJ_CONFIG_NOT_ALLOWED',
-    `${configFile}: "${setting}" runs a command on this machine or widens the generator's sandbox; a repository's config may set it only once you have read the file and allowed it${changed}: genjob config allow (or give the flag yourself)`,
+    `${configFile}: "${setting}" ${does}; a repository's config may set it only once you have read the file and allowed it${changed}: genjob config allow${or}`,
   );
 }

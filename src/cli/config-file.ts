@@ -145,9 +145,33 @@ export function repoConsentDigest(l: LoadedConfig): string {
   return consentDigest(l.bytes, namedFiles(l));
 }
 
+/**
+ * The settings of one checker (as declared, or normalised) that need consent from a repository: those
+ * that widen its sandbox, the network and the user's environment. Its `run` and `setup` need none: they
+ * run confined, like the generated code they check.
+ */
+export function checkerConsentSettings(name: string, checker: unknown): string[] {
+  const c = (typeof checker === 'object' && checker !== null ? checker : {}) as Record<string, unknown>;
+  return [
+    ...(c['network'] === true ? [`checkers.${name}.network`] : []),
+    ...(Array.isArray(c['env']) && c['env'].length > 0 ? [`checkers.${name}.env`] : []),
+  ];
+}
+
 /** The settings of a loaded config that need consent from a repository. */
 export function consentSettingsIn(c: GenjobConfig): string[] {
-  return CONSENT_SETTINGS.filter((s) => valueAt(c, s) !== undefined && valueAt(c, s) !== false);
+  const checkers = c.checkers ?? {};
+  return [
+    ...CONSENT_SETTINGS.filter((s) => valueAt(c, s) !== undefined && valueAt(c, s) !== false),
+    ...Object.keys(checkers)
+      .sort()
+      .flatMap((n) => checkerConsentSettings(n, checkers[n])),
+  ];
+}
+
+/** Refuse the first of `settings` unless the user allowed the repository's config as `loaded` read it. */
+export function requireRepoConsent(loaded: LoadedConfig, settings: readonly string[]): void {
+  if (settings.length > 0) requireConsent(loaded.file, repoConsentDigest(loaded), settings[0]!);
 }
 
 function valueAt(c: Record<string, unknown> | undefined, setting: string): unknown {

@@ -5,9 +5,10 @@
 // checker with its binding digest at HEAD. With --run, the run's received or applied jobs whose receipt is
 // ok are checked (the ones its gate waits on for --require-check); its other jobs are counted.
 
+import { join } from 'node:path';
 import { boundFiles } from '../check/binding.js';
 import { type CheckContext, checkContext } from '../check/check-state.js';
-import { type Checker, loadCheckers } from '../check/checker.js';
+import { type Checker, parseCheckers } from '../check/checker.js';
 import type { Signing } from '../check/record.js';
 import { type CheckOutcome, runCheck } from '../check/run-check.js';
 import {
@@ -17,6 +18,12 @@ import {
   removeScratch,
   type Scratch,
 } from '../check/scratch-tree.js';
+import {
+  CONFIG_FILE,
+  checkerConsentSettings,
+  loadConfigFile,
+  requireRepoConsent,
+} from '../cli/config-file.js';
 import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore, openStore } from '../cli/root.js';
@@ -130,7 +137,13 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
   const store = openStore(o);
   const root = store.root;
   sweepDeadStaging(store, undefined, undefined, CHECK_STAGING_PREFIX);
-  const checkers = chooseCheckers(loadCheckers(root), o.checker);
+  // one read of the config: the checkers that run are the ones the consent below is checked for
+  const configFile = join(root, CONFIG_FILE);
+  const config = loadConfigFile(configFile);
+  const checkers = chooseCheckers(parseCheckers(config?.config.checkers, configFile), o.checker);
+  // the repository's config may widen a checker's sandbox (network, the user's environment) only once allowed
+  const widening = checkers.flatMap((c) => checkerConsentSettings(c.name, c));
+  if (config) requireRepoConsent(config, widening);
   if (o.run !== undefined && (o.all || o.keys.length > 0))
     throw new UsageError('EGJ_USAGE', 'give keys, --all or --run NAME, not two of them');
   let keys: string[];

@@ -10,7 +10,7 @@ import { openStore } from '../cli/root.js';
 import { DEFAULT_RETENTION, parseDuration } from '../core/duration.js';
 import { ConflictError } from '../core/errors.js';
 import { openRecords, readRecord } from '../store/batch-outbox.js';
-import { executeGc, type GcPlan, planGc } from '../store/gc.js';
+import { assertGcDirs, executeGc, type GcPlan, planGc } from '../store/gc.js';
 import { journal } from '../store/journal.js';
 import type { HeldLock } from '../store/key-lock.js';
 import type { Store } from '../store/store.js';
@@ -91,6 +91,8 @@ export async function gc(
 ): Promise<CommandResult> {
   const store = openStore(o);
   const windowMs = parseDuration(o.olderThan ?? DEFAULT_RETENTION);
+  // before anything is planned or ended: a dry run says what the real one would refuse
+  assertGcDirs(store);
   const intents = await endUnsentIntents(store, Date.now() - windowMs, o.dryRun === true);
   if (o.dryRun) {
     const plan = planGc(store, windowMs);

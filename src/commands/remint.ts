@@ -5,6 +5,7 @@
 // minted first: a crash in between leaves both alive, and remint again finishes it. Queued, received and
 // reverted jobs can be reminted, and jobs work dead-lettered because an input changed before shipping.
 import { join } from 'node:path';
+import { withApplyLock } from '../apply/apply-lock.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { ConflictError } from '../core/errors.js';
@@ -12,6 +13,7 @@ import { buildJob, type Job, type JobInput, type JobRead } from '../core/job.js'
 import { parseJob } from '../core/job-schema.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
 import { readIfExists } from '../store/durable.js';
+import { refuseInterruptedApply } from '../store/interrupted-apply.js';
 import { loadJob } from '../store/job-files.js';
 import { findJob } from '../store/job-states.js';
 import { withKeyLock } from '../store/key-lock.js';
@@ -40,6 +42,8 @@ const INPUT_CHANGED = 'EGJ_INPUT_CHANGED';
 
 /** The job a key names, where remint may take it from, or why it may not. */
 function remintable(store: Store, key: string): { job: Job; state: string } {
+  // before the successor is minted from a tree an interrupted apply left half written
+  refuseInterruptedApply(store, key, 'EGJ_NOT_REMINTABLE', 'remint');
   const found = findJob(store, key);
   if (found?.state === 'queue' || found?.state === 'received' || found?.state === 'reverted')
     return { job: loadJob(store, found.state, key).job, state: found.state };
@@ -72,19 +76,23 @@ export async function remintKey(store: Store, key: string, reader: InputReader):
       `${key.slice(0, 12)}: none of its files changed since it was minted; its successor would be itself (genjob retry generates it again)`,
     );
   const outcome = mintJob(store, next);
-  const dead = await withKeyLock(store, key, () => {
-    const found = findJob(store, key);
-    if (found?.state === 'queue' || found?.state === 'received' || found?.state === 'reverted')
-      return supersede(store, key, next.key, found);
-    const deadJob = found === undefined ? deadJobs(store).find((d) => d.key === key) : undefined;
-    const bytes = deadJob && readIfExists(store, join(store.layout.dir('dead'), deadJob.name));
-    if (bytes === undefined || deadReason(store, deadJob!.name)?.code !== INPUT_CHANGED)
-      throw new ConflictError(
-        'EGJ_NOT_REMINTABLE',
-        `${key.slice(0, 12)}: the job moved on while its successor ${next.key.slice(0, 12)} was minted (now ${found?.state ?? 'gone'}); look again`,
-      );
-    return supersede(store, key, next.key, { dead: bytes });
-  });
+  // the apply lock first (apply's own order), so no apply begins between the look and the move
+  const dead = await withApplyLock(store, { timeoutMs: 30_000 }, () =>
+    withKeyLock(store, key, () => {
+      refuseInterruptedApply(store, key, 'EGJ_NOT_REMINTABLE', 'remint');
+      const found = findJob(store, key);
+      if (found?.state === 'queue' || found?.state === 'received' || found?.state === 'reverted')
+        return supersede(store, key, next.key, found);
+      const deadJob = found === undefined ? deadJobs(store).find((d) => d.key === key) : undefined;
+      const bytes = deadJob && readIfExists(store, join(store.layout.dir('dead'), deadJob.name));
+      if (bytes === undefined || deadReason(store, deadJob!.name)?.code !== INPUT_CHANGED)
+        throw new ConflictError(
+          'EGJ_NOT_REMINTABLE',
+          `${key.slice(0, 12)}: the job moved on while its successor ${next.key.slice(0, 12)} was minted (now ${found?.state ?? 'gone'}); look again`,
+        );
+      return supersede(store, key, next.key, { dead: bytes });
+    }),
+  );
   return { key, successor: next.key, minted: outcome.minted, dead };
 }
 

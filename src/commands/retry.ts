@@ -4,6 +4,7 @@
 // an ok job too, into a cache entry of its own (store/retry-job.ts, worker/fresh-generation.ts). Many keys
 // go on past a failure (each-key.ts); with --run, the run's jobs whose receipt is not ok and its jobs dead/
 // holds for how their run went are tried.
+import { withApplyLock } from '../apply/apply-lock.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { peekRecord } from '../store/durable.js';
@@ -25,7 +26,8 @@ export async function retry(o: CommonOptions & KeysChoice): Promise<CommandResul
     chosen,
     'retried',
     async (key) => {
-      const { epoch, status } = await retryJob(store, key);
+      // under the apply lock, so no apply begins between retryJob's look and its move
+      const { epoch, status } = await withApplyLock(store, { timeoutMs: 30_000 }, () => retryJob(store, key));
       const kept =
         status === 'ok' || status === 'aborted' || status === 'rejected'
           ? `its ${status} receipt of epoch ${epoch} is kept in dead/`

@@ -2,7 +2,7 @@
 // requests left: scratch workspaces and half-built entries (<cache>-work/), tmp/ and quarantine/.
 // Never an entry being generated or served: one whose lock is held or whose outbox record
 // (started/) stands is skipped, and the leftovers are swept only while no lock at all is held.
-import { readdir, rm, stat } from 'node:fs/promises';
+import { lstat, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ResultCache } from './result-cache.js';
 
@@ -21,9 +21,10 @@ async function ls(dir: string): Promise<string[]> {
   }
 }
 
+/** Bytes under `path`, never through a link (a crashed workspace may hold one to anywhere, or to itself). */
 async function size(path: string): Promise<number> {
   try {
-    const st = await stat(path);
+    const st = await lstat(path);
     if (!st.isDirectory()) return st.size;
     let n = 0;
     for (const name of await ls(path)) n += await size(join(path, name));

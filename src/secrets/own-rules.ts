@@ -48,7 +48,8 @@ const ASSIGN = String.raw`[\w.-]{0,25}?["'\x60\]]{0,2}\s{0,4}(?::=|=>|[:=])\s{0,
 const PEM_BEGIN = /-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----/g;
 // the body right after the BEGIN line (in JSON or an env value, after a literal \n), or encrypted PEM's headers
 const PEM_BODY_INLINE = /^(?:\\[rn]|\s){0,8}(?:[A-Za-z0-9+/]{40}|Proc-Type:)/;
-// (a bounded prefix: a comment or string-concatenation mark before the body, never a long run to backtrack over)
+// (tested on the line without its indentation, which is unbounded: a YAML block scalar nested deep in a
+// manifest; then a bounded prefix: a comment or string-concatenation mark, never a long run to backtrack over)
 const PEM_BODY_LINE = /^[\s"'`#/*+]{0,12}(?:[A-Za-z0-9+/]{40}|Proc-Type:)/;
 const ARMOR_HEADER = /^\s*(?:[A-Za-z][A-Za-z-]*: .*)?$/;
 
@@ -66,7 +67,7 @@ function findPemKeys(text: string): number[] {
       .split('\n', 10)
       .slice(1);
     for (const line of lines) {
-      if (PEM_BODY_LINE.test(line)) {
+      if (PEM_BODY_LINE.test(line.trimStart())) {
         at.push(m.index!);
         break;
       }

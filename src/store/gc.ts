@@ -8,6 +8,8 @@ import { join, relative } from 'node:path';
 import { errnoOf } from '../core/errors.js';
 import { fsyncDir, readdirOrEmpty, readIfExists } from './durable.js';
 import { compactJournal } from './journal-compact.js';
+import { SEGMENT_DIR } from './journal-segments.js';
+import { assertRealDirs } from './real-dirs.js';
 import type { Store } from './store.js';
 import {
   type PrunedItem,
@@ -92,6 +94,37 @@ function flowKeys(store: Store): { live: Set<string>; applied: string[] } {
     .filter((n) => n.endsWith('.json') && !n.startsWith('.'))
     .map((n) => n.slice(0, -5));
   return { live, applied };
+}
+
+/** The directories gc lists and removes entries from (or writes tombstones to). */
+const GC_DIRS = [
+  'applied',
+  'applying',
+  'objects',
+  'out',
+  'receipts',
+  'promoted',
+  'dead',
+  'staging',
+  'tmp',
+  'tombstones',
+  SEGMENT_DIR,
+  'shadow',
+];
+
+/**
+ * Refuse (EGJ_BAD_PATH) a .gen/ whose own directory, or one gc prunes (each shadow plane's too), is a
+ * link: a committed `.gen/staging -> ../../elsewhere` had gc remove old entries there.
+ */
+export function assertGcDirs(store: Store): void {
+  const { gen } = store.layout;
+  assertRealDirs(store, [gen, ...GC_DIRS.map((d) => join(gen, d))], 'gc');
+  for (const plane of readdirOrEmpty(store, join(gen, 'shadow')))
+    assertRealDirs(
+      store,
+      ['', 'results', 'staging'].map((d) => join(gen, 'shadow', plane, d)),
+      'gc',
+    );
 }
 
 /** What gc would remove for `olderThanMs` at `now` (pure reading; --dry-run prints this). */
@@ -230,13 +263,15 @@ function removePath(store: Store, relPath: string): void {
 
 /**
  * Prune what `plan` lists. Call it holding the apply lock (commands/gc.ts does), so no apply publishes
- * objects meanwhile. Per key: tombstone first, its material next, the apply record last.
+ * objects meanwhile. Per key: tombstone first, its material next, the apply record last. Nothing is
+ * removed unless every directory it removes from is a real one (assertGcDirs).
  */
 export function executeGc(
   store: Store,
   plan: GcPlan,
   opts: { now?: number; settleMs?: number } = {},
 ): { keys: number; bytes: number } {
+  assertGcDirs(store);
   const now = opts.now ?? Date.now();
   const touched = new Set<string>();
   const pruned_at = new Date(now).toISOString();

@@ -8,7 +8,9 @@
 // host to generate again (the consent) instead of answering with the
 // result it keeps for the key, until one of them delivered its bundle (`regenerated`): an attempt
 // that never reached a generator (host down, a cut send) does not use up the retry.
-// A crash before the rename leaves a received job without a receipt: `retry` again finishes it.
+// A crash before the rename leaves a received job without a receipt: `retry` again finishes it. A job
+// whose apply was interrupted is refused (interrupted-apply.ts); commands/retry.ts calls this under the
+// apply lock.
 import { join } from 'node:path';
 import { ConflictError } from '../core/errors.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
@@ -17,6 +19,7 @@ import { CANCELLED } from './cancel-job.js';
 import { deadJobs, deadReason } from './dead-jobs.js';
 import { deadLetterFile } from './dead-letter.js';
 import { exists, moveState, publishExclusive, readIfExists, replaceFile } from './durable.js';
+import { refuseInterruptedApply } from './interrupted-apply.js';
 import { findJob } from './job-states.js';
 import { journal } from './journal.js';
 import { withKeyLock } from './key-lock.js';
@@ -63,6 +66,7 @@ export async function retryJob(store: Store, key: string): Promise<{ epoch: numb
         `${found?.file ?? key}: only a received job (whatever its receipt), or a job in dead/ that was cancelled, ran out of attempts or whose generation was in doubt, can be retried (this one is ${state})`,
       );
     }
+    refuseInterruptedApply(store, key, 'EGJ_NOT_RETRYABLE', 'retry');
     const epoch = markRetry(store, key);
     const why = { key, code: 'EGJ_RETRIED', reason: `retried by the user (receipt ${status})` };
     if (bytes) deadLetterFile(store, receiptFile, `${key}.receipt.e${peekEpoch(bytes) || epoch}`, why);

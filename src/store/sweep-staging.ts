@@ -1,11 +1,13 @@
 // Remove the `.gen/staging/.extract-<pid>-<start>-*` directories of workers that died (or failed to
 // clean up) mid-extract. A directory of a live process is left alone; one without pid in its name
 // (an older genjob) only once it is older than `maxAgeMs`. `work` and `reap` run it before they start;
-// `check` runs it for its scratch trees (`.check-<pid>-<start>-*`).
+// `check` runs it for its scratch trees (`.check-<pid>-<start>-*`). A .gen/ or staging/ that is a link
+// (a clone can commit one) is refused before anything is listed: the sweep removes nothing through it.
 import { join } from 'node:path';
 import { STAGING_PREFIX } from '../transport/staging-writer.js';
 import { readdirOrEmpty } from './durable.js';
 import { ownerGone, thisProcess } from './process-identity.js';
+import { assertRealDirs } from './real-dirs.js';
 import type { Store } from './store.js';
 
 export function sweepDeadStaging(
@@ -16,6 +18,7 @@ export function sweepDeadStaging(
 ): string[] {
   const removed: string[] = [];
   const dir = store.layout.staging;
+  assertRealDirs(store, [store.layout.gen, dir], "the sweep of dead workers' staging");
   for (const name of readdirOrEmpty(store, dir)) {
     if (!name.startsWith(prefix)) continue;
     const path = join(dir, name);

@@ -4,6 +4,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -15,7 +16,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { applyJob, recoverInterruptedApplies } from '../../src/apply/apply-job.js';
 import { applyLockFile } from '../../src/apply/apply-lock.js';
 import { TREE_TMP_PREFIX } from '../../src/apply/tree-file.js';
-import { ConflictError, RejectedError } from '../../src/core/errors.js';
+import { ConflictError, RejectedError, type UsageError } from '../../src/core/errors.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { type FsPort, nodeFs } from '../../src/store/fs-port.js';
 import { readJournal } from '../../src/store/journal.js';
@@ -328,6 +329,31 @@ describe('applyJob', () => {
     const out = await applyJob(f.v, {});
     expect(out.writes.find((w) => w.path === 'src/a.ts')?.mode).toBe(0o600);
     expect(statSync(join(f.root, 'src/a.ts')).mode & 0o777).toBe(0o600);
+  });
+
+  it('applies nothing of a job dropped (or retried) after it was verified: EGJ_NOT_RECEIVED, no applying/ record', async () => {
+    const f = threeFiles();
+    const { store, job } = f.v;
+    const before = snapshot(f.root, ['.gen']);
+    renameSync(store.layout.jobFile('received', job.key), join(store.layout.dir('dead'), `${job.key}.job.1`));
+    const err = await applyJob(f.v, {}).then(
+      () => undefined,
+      (e: unknown) => e as UsageError,
+    );
+    expect(err).toMatchObject({ code: 'EGJ_NOT_RECEIVED', exitCode: 2 });
+    expect(err?.message).toMatch(
+      /the job is gone \(dropped or superseded\) since it was verified; nothing was applied/,
+    );
+    expect(snapshot(f.root, ['.gen'])).toEqual(before);
+    expect(readdirSync(store.layout.dir('applying'))).toEqual([]);
+    expect(readdirSync(store.layout.dir('applied'))).toEqual([]);
+    // retried meanwhile: back in the queue
+    renameSync(join(store.layout.dir('dead'), `${job.key}.job.1`), store.layout.jobFile('queue', job.key));
+    await expect(applyJob(f.v, {})).rejects.toMatchObject({
+      code: 'EGJ_NOT_RECEIVED',
+      message: expect.stringContaining('now in queue/'),
+    });
+    expect(snapshot(f.root, ['.gen'])).toEqual(before);
   });
 
   it('recovers nothing, and writes nothing, when no apply was interrupted', async () => {

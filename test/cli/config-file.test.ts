@@ -12,6 +12,7 @@ import {
   consentSettingsIn,
   loadConfigFile,
   repoConsentDigest,
+  requireRepoConsent,
   userConfigFile,
   withServeConfig,
   withWorkConfig,
@@ -246,5 +247,28 @@ describe('consentSettingsIn', () => {
     expect(
       consentSettingsIn({ generator: 'g', no_sandbox: false, launch: ['x'], ssh: { config: 'c', port: 1 } }),
     ).toEqual(['ssh.config', 'launch']);
+  });
+
+  it('lists a checker’s network and env, never its run or setup (they run confined)', () => {
+    const checkers = {
+      up: { run: 'x', network: true, env: ['A'] },
+      tests: { run: 'x', setup: 'y' },
+      off: { run: 'x', network: false, env: [] },
+    };
+    expect(consentSettingsIn({ checkers })).toEqual(['checkers.up.network', 'checkers.up.env']);
+  });
+});
+
+describe('requireRepoConsent', () => {
+  it('refuses the first setting named until the repository’s config is allowed; none named needs nothing', () => {
+    repoConfig({ checkers: { up: { run: 'x', network: true } } });
+    const loaded = loadConfigFile(repoFile())!;
+    expect(() => requireRepoConsent(loaded, [])).not.toThrow();
+    expect(thrown(() => requireRepoConsent(loaded, ['checkers.up.network']))).toMatchObject({
+      code: 'EGJ_CONFIG_NOT_ALLOWED',
+      message: `${repoFile()}: "checkers.up.network" widens the checker's sandbox; a repository's config may set it only once you have read the file and allowed it: genjob config allow`,
+    });
+    allow();
+    expect(() => requireRepoConsent(loaded, ['checkers.up.network'])).not.toThrow();
   });
 });

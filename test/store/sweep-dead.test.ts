@@ -2,7 +2,7 @@
 // worker that died mid-extract (work and reap sweep them), and a lease whose worker on this host is gone
 // (reaped without waiting for its TTL). A live owner's material is never touched.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import { reapStale } from '../../src/store/reap.js';
 import { sweepDeadStaging } from '../../src/store/sweep-staging.js';
 import { makeStaging } from '../../src/transport/staging-writer.js';
 import { tempStore } from '../helpers/temp-store.js';
+import { thrown } from '../helpers/thrown.js';
 
 function deadPid(): number {
   return Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout);
@@ -32,6 +33,21 @@ describe('sweepDeadStaging', () => {
     expect(removed.sort()).toEqual([dead, reused].sort());
     expect(existsSync(ours)).toBe(true);
     expect(existsSync(dead) || existsSync(reused)).toBe(false);
+  });
+
+  it('refuses a staging/ that is a link (a clone can commit one), removing nothing where it points', () => {
+    const store = tempStore('genjob-sweep-');
+    const outside = join(store.root, '..', 'outside');
+    const theirs = join(outside, `.extract-${deadPid()}-12345-abcdef`);
+    mkdirSync(theirs, { recursive: true });
+    writeFileSync(join(theirs, 'a.py'), "not genjob's");
+    rmSync(store.layout.staging, { recursive: true });
+    symlinkSync(outside, store.layout.staging);
+    expect(thrown(() => sweepDeadStaging(store))).toMatchObject({
+      code: 'EGJ_BAD_PATH',
+      message: expect.stringContaining(`${store.layout.staging}: a symbolic link;`),
+    });
+    expect(existsSync(join(theirs, 'a.py'))).toBe(true);
   });
 });
 
