@@ -105,10 +105,16 @@ function requeueDead(
   return { epoch, status: dead.status };
 }
 
-/** The epoch an `attempts/<key>/` marker holds, or undefined when there is none. */
+/** The epoch an `attempts/<key>/` marker holds, or undefined when there is none (or it is not an epoch). */
 function markedEpoch(store: Store, key: string, name: 'retry-after' | 'regenerated'): number | undefined {
   const bytes = readIfExists(store, join(store.layout.attemptsDir(key), name));
-  return bytes === undefined ? undefined : Number(bytes.toString('utf8'));
+  const n = bytes === undefined ? Number.NaN : Number(bytes.toString('utf8'));
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
+/** The epoch the newest `genjob retry` of the key came after, or undefined when it was never retried. */
+export function retriedAfter(store: Store, key: string): number | undefined {
+  return markedEpoch(store, key, 'retry-after');
 }
 
 /**
@@ -116,7 +122,7 @@ function markedEpoch(store: Store, key: string, name: 'retry-after' | 'regenerat
  * so it must make the host generate again rather than answer with the result it keeps.
  */
 export function regenerateRequested(store: Store, key: string, epoch: number): boolean {
-  const after = markedEpoch(store, key, 'retry-after');
+  const after = retriedAfter(store, key);
   if (after === undefined || epoch <= after) return false;
   const delivered = markedEpoch(store, key, 'regenerated');
   return delivered === undefined || delivered <= after;

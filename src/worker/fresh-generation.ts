@@ -4,10 +4,9 @@
 // generation: a digest of the promotion (the shadow receipt's digest) and of the retry (the epoch it
 // came after). The host folds it into the entry's name, so the new run has an entry of its own, and
 // every attempt after the same promotion or retry asks for the same one (a redelivery never spends twice).
-import { join } from 'node:path';
 import { sha256Hex } from '../core/sha256.js';
-import { readIfExists } from '../store/durable.js';
 import type { Promotion } from '../store/promotion.js';
+import { retriedAfter } from '../store/retry-job.js';
 import type { Store } from '../store/store.js';
 
 /** The `fresh` label of an attempt of `epoch`, or undefined for a key's first generation. */
@@ -22,11 +21,4 @@ export function freshGeneration(
   const after = retriedAfter(store, key);
   if (after !== undefined && epoch > after) parts.push(`retried-after:${after}`);
   return parts.length === 0 ? undefined : sha256Hex(parts.join('\n'));
-}
-
-/** The epoch `genjob retry` last came after (`attempts/<key>/retry-after`, written by store/retry-job.ts). */
-function retriedAfter(store: Store, key: string): number | undefined {
-  const bytes = readIfExists(store, join(store.layout.attemptsDir(key), 'retry-after'));
-  const n = bytes === undefined ? Number.NaN : Number(bytes.toString('utf8'));
-  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
