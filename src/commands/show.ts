@@ -112,7 +112,7 @@ function usageLine(r: UsageRow): string {
     : r.source
       ? 'no usage reported'
       : 'no receipt';
-  return `epoch ${r.epoch}  ${(r.status ?? '-').padEnd(8)}  ${spend}${r.cached ? ' (answered from the host cache)' : ''}${r.source ? `  ${r.source}` : ''}`;
+  return `epoch ${r.epoch}  ${terminalText(r.status ?? '-').padEnd(8)}  ${spend}${r.cached ? ' (answered from the host cache)' : ''}${r.source ? `  ${r.source}` : ''}`;
 }
 
 /** Each attempt's record, whether it counted against --max-attempts, and the host that answered it. */

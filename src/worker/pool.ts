@@ -66,6 +66,11 @@ export class PoolHost {
     return ms;
   }
 
+  /** A session opened again: slots may claim, but the failures in a row count on until a job reaches a generator. */
+  markReachable(): void {
+    this.downUntil = 0;
+  }
+
   markUp(): void {
     this.failures = 0;
     this.downUntil = 0;

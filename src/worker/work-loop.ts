@@ -203,7 +203,9 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
         ? await openCheckedSession(host.launcher, pin.generator, { ...sessionOpts, args: pin.args })
         : await openCheckedSession(host.launcher, o.generator, sessionOpts);
       if (host.failures > 0) journal(o.store, { event: 'host-up', destination: host.destination });
-      host.markUp();
+      // a hello is not yet a working host (one may pass its check and refuse every run): the count of
+      // failures in a row is reset only once a job reached a generator there (below)
+      host.markReachable();
       return client;
     } catch (err) {
       if (err instanceof UsageError && err.code === 'EGJ_SSH_HOST_KEY') throw err; // never routed around
@@ -266,6 +268,9 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
           if (o.mode !== 'watch' && keysIn(o.store, 'queue').length === 0) return;
           await sleep(Math.min(1000, host.downUntil - Date.now()), o.signal);
           if (stopped() || host.isDown()) continue;
+          // the session a refusal left open is closed first: overwritten, its serve process and pipes
+          // stayed open, and kept `work` from exiting once its run was over
+          await client?.close();
           client = await reconnect(host);
           clientArgs = argsKey(sessionOpts.args);
           continue;
@@ -302,6 +307,11 @@ export async function runWork(o: WorkOptions): Promise<WorkSummary> {
           for (const wake of settledWaiters.splice(0)) wake();
         });
         outcomes.push(outcome);
+        if (
+          outcome.outcome === 'received' ||
+          (outcome.outcome === 'requeued' && outcome.attempt_spent !== false)
+        )
+          host.markUp();
         const counted = outcome.outcome in host.counts ? (outcome.outcome as 'received') : 'other';
         host.counts[counted] += 1;
         if (outcome.outcome === 'received' && o.maxTokens !== undefined) {

@@ -292,6 +292,9 @@ async function attempt(
     // another delivery is generating it on that host: this attempt ran nothing, and a later one
     // gets the result from the host's cache
     const reason = `the host refused: ${answer.code}: ${answer.message}`;
+    // unspent, so --max-attempts never ends it: the host backs off (and is given up after MAX_FAILURES)
+    // rather than being asked again at once, a new epoch each time, for as long as it answers so
+    ctx.hostTrouble?.(reason);
     return requeue(store, key, epoch, reason, answer.code, { spent: false, destination });
   }
   if (answer.type === 'error') {

@@ -1,0 +1,30 @@
+// A refused receipt's status is host text: `show` prints it on one line, escaped.
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { genjob, mint, NODE, useBoxes } from './ssh-helpers.js';
+
+const newBox = useBoxes();
+const EVIL = path.join(import.meta.dirname, '..', '..', 'fixtures', 'hostile-remote', 'refusing-serve.mjs');
+
+describe('show with a hostile dead-lettered receipt', () => {
+  it('a newline in the receipt status does not start a line of its own', async () => {
+    const sb = await newBox();
+    const key = await mint(sb, 'shout alpha', ['src/a.txt']);
+    await genjob(sb, [
+      'work',
+      '--once',
+      '--generator',
+      'true',
+      '--launch',
+      `${NODE} ${EVIL} status-nl ${sb.dir}/evil`,
+    ]);
+    const shown = await genjob(sb, ['show', key]);
+    expect(shown.exitCode).toBe(0);
+    expect(String(shown.stdout)).toContain('usage     epoch 1');
+    expect(
+      String(shown.stdout)
+        .split('\n')
+        .filter((l) => l.startsWith('state     ')),
+    ).toHaveLength(1);
+  });
+});
