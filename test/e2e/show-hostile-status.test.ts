@@ -1,10 +1,8 @@
 // A refused receipt's status is host text: `show` prints it on one line, escaped.
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { genjob, mint, NODE, useBoxes } from './ssh-helpers.js';
+import { genjob, HOSTILE_REMOTE, mint, NODE, useBoxes } from './ssh-helpers.js';
 
 const newBox = useBoxes();
-const EVIL = path.join(import.meta.dirname, '..', '..', 'fixtures', 'hostile-remote', 'refusing-serve.mjs');
 
 describe('show with a hostile dead-lettered receipt', () => {
   it('a newline in the receipt status does not start a line of its own', async () => {
@@ -16,7 +14,7 @@ describe('show with a hostile dead-lettered receipt', () => {
       '--generator',
       'true',
       '--launch',
-      `${NODE} ${EVIL} status-nl ${sb.dir}/evil`,
+      `${NODE} ${HOSTILE_REMOTE} status-nl ${sb.dir}/evil`,
     ]);
     const shown = await genjob(sb, ['show', key]);
     expect(shown.exitCode).toBe(0);
