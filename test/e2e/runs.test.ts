@@ -5,7 +5,7 @@
 // over a run going on past an aborted job; apply --gated and a gate record made stale (by a retry, or a
 // receipt that stopped verifying: refused before anything is written); --wait and --timeout; two workers
 // of one run, one claiming a job the other listed; the commands that take --run and many keys.
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
@@ -360,6 +360,40 @@ describe('acting on a run', () => {
     const met = await sb.genjob(['gate', '--run', 'v']);
     expect([met.exitCode, met.stdout]).toEqual([0, expect.stringMatching(/\ngate record 3: /)]);
     const applied = await sb.genjob(['apply', '--run', 'v', '--gated']);
+    expect(applied.exitCode, applied.stderr).toBe(0);
+    expect(readFileSync(join(sb.repo, mod(0)), 'utf8')).toBe('# module 0\n# done: Edit m00\n');
+  });
+
+  it('takes a met record as stale while a dead key of it holds a live lease (same evidence, gate open again)', async () => {
+    const sb = await runBox(2);
+    const jobs = await mintRun(sb, 'l');
+    expect((await sb.genjob(['cancel', jobs[1]!.key, '--reason', 'not needed'])).exitCode).toBe(0);
+    expect((await sb.genjob(['work', '--run', 'l', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    expect((await sb.genjob(['gate', '--run', 'l', '--min-pass', '50%'])).exitCode).toBe(0);
+    // a worker elsewhere holds the dead key: the receipts, dead letters and checks are as the record
+    // names them, but the key is not terminal, so the gate would not close now
+    const lease = join(sb.repo, '.gen', 'leases', `${jobs[1]!.key}.json`);
+    writeFileSync(
+      lease,
+      JSON.stringify({
+        key: jobs[1]!.key,
+        epoch: 1,
+        worker: { id: 'w-elsewhere', host: 'another-box', pid: 4242 },
+        ttl_s: 600,
+        claimed_at: new Date().toISOString(),
+        destination: 'local',
+      }),
+    );
+    const before = snapshot(sb.repo);
+    const refused = await sb.genjob(['apply', '--run', 'l', '--gated']);
+    expect([refused.exitCode, refused.stderr]).toEqual([
+      4,
+      expect.stringMatching(/^genjob: EGJ_GATE_STALE: .*gate record 1 of run l is stale/),
+    ]);
+    expect(snapshot(sb.repo)).toEqual(before);
+    // the lease gone, the same record stands again and apply --gated takes it
+    rmSync(lease);
+    const applied = await sb.genjob(['apply', '--run', 'l', '--gated']);
     expect(applied.exitCode, applied.stderr).toBe(0);
     expect(readFileSync(join(sb.repo, mod(0)), 'utf8')).toBe('# module 0\n# done: Edit m00\n');
   });
