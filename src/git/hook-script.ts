@@ -53,7 +53,7 @@ function body(name: HookName, node: string, cli: string): string {
     '       else',
     "         theirs=$(printf '%s\\n' \"$heads\" | cut -f1 | tr '\\n' ' ')",
     '         base=$(git merge-base "$local_sha" $theirs 2>/dev/null) || {',
-    '           echo "genjob hook: $local_ref shares no history here with what $remote has (git fetch $remote first); not pushing" >&2',
+    '           echo "genjob hook: $local_ref shares no history here with what $remote has (git fetch $remote first; a branch unrelated to all of them is pushed unchecked only by git push --no-verify); not pushing" >&2',
     '           exit 1',
     '         }',
     '         set -- "$local_sha --not $theirs" --trust-ref "$base"',

@@ -101,7 +101,7 @@ describe('the pre-push hook on a new branch', () => {
     const refused = push(repo, bare);
     expect(refused).toMatchObject({ code: 1, verify: [] });
     expect(refused.stderr).toBe(
-      `genjob hook: refs/heads/feat shares no history here with what ${bare} has (git fetch ${bare} first); not pushing\n`,
+      `genjob hook: refs/heads/feat shares no history here with what ${bare} has (git fetch ${bare} first; a branch unrelated to all of them is pushed unchecked only by git push --no-verify); not pushing\n`,
     );
     const gone = push(repo, join(repo.root, '..', 'nowhere.git'));
     expect(gone.code).not.toBe(0);
