@@ -8,6 +8,20 @@ import { genjob, HOSTILE_REMOTE, mint, NODE, useBoxes } from './ssh-helpers.js';
 
 const newBox = useBoxes();
 
+type Box = Awaited<ReturnType<typeof newBox>>;
+
+/** work --drain through the hostile serve playing `kase`, each generator run bounded to 5 s. */
+function drainVia(sb: Box, kase: string, timeout: number, extra: string[] = []) {
+  const launch = `${NODE} ${HOSTILE_REMOTE} ${kase} ${sb.dir}/evil`;
+  return genjob(
+    sb,
+    ['work', '--drain', '--timeout', '5', ...extra, '--generator', 'true', '--launch', launch],
+    {
+      timeout,
+    },
+  );
+}
+
 function epochs(repo: string, key: string): number {
   return readdirSync(path.join(repo, '.gen/attempts', key)).filter((n) => /^\d+\.json$/.test(n)).length;
 }
@@ -21,22 +35,7 @@ describe('a host whose every answer spends no attempt', () => {
     async (_what, kase) => {
       const sb = await newBox();
       const key = await mint(sb, 'shout alpha', ['src/a.txt']);
-      const w = await genjob(
-        sb,
-        [
-          'work',
-          '--drain',
-          '--timeout',
-          '5',
-          '--max-attempts',
-          '2',
-          '--generator',
-          'true',
-          '--launch',
-          `${NODE} ${HOSTILE_REMOTE} ${kase} ${sb.dir}/evil`,
-        ],
-        { timeout: 100_000 },
-      );
+      const w = await drainVia(sb, kase, 100_000, ['--max-attempts', '2']);
       expect({ timedOut: w.timedOut, epochs: epochs(sb.repo, key) <= 10 }).toEqual({
         timedOut: false,
         epochs: true,
@@ -51,20 +50,7 @@ describe('a host that refuses one run, then works', () => {
     const sb = await newBox();
     await mint(sb, 'shout alpha', ['src/a.txt']);
     const started = Date.now();
-    const w = await genjob(
-      sb,
-      [
-        'work',
-        '--drain',
-        '--timeout',
-        '5',
-        '--generator',
-        'true',
-        '--launch',
-        `${NODE} ${HOSTILE_REMOTE} refuse-once ${sb.dir}/evil`,
-      ],
-      { timeout: 30_000 },
-    );
+    const w = await drainVia(sb, 'refuse-once', 30_000);
     expect(w.stderr).toContain('received ok');
     expect({ timedOut: w.timedOut, fast: Date.now() - started < 15_000 }).toEqual({
       timedOut: false,
