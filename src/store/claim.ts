@@ -91,15 +91,16 @@ export class Claimer {
   next(accept: (key: string) => boolean = () => true): string | undefined {
     let listed = false;
     // a claim lost since the last listing: other workers are taking jobs, so a new listing may hold more
+    // Stryker disable next-line BooleanLiteral: read only after a listing, which sets it to false
     let raced = false;
     for (;;) {
+      // an empty batch (a first call, or one the loop below gave up on) is listed anew; an empty
+      // listing falls through the claim loop to the `listed && !raced` return below
       if (this.batch.length === 0) {
-        if (listed && !raced) return undefined;
         this.batch = queueInMintOrder(this.store).reverse();
         this.listings += 1;
         listed = true;
         raced = false;
-        if (this.batch.length === 0) return undefined;
       }
       const declined: string[] = [];
       let claimed: string | undefined;

@@ -118,6 +118,32 @@ describe('claimNext', () => {
     expect(attempted).toEqual(keys.map((k) => store.layout.jobFile('queue', k)));
   });
 
+  it('orders jobs minted in the same tick by key', () => {
+    const store = tempStore('genjob-claim-');
+    const keys = mintMany(store, 3);
+    for (const k of keys) utimesSync(store.layout.jobFile('queue', k), 1_700_000_000, 1_700_000_000);
+    expect(drain(new Claimer(store, 'w'))).toEqual([...keys].sort());
+  });
+
+  it('skips a job another worker claimed between the listing and its stat; any other stat error is thrown', () => {
+    const store = tempStore('genjob-claim-');
+    const keys = mintMany(store, 3);
+    const takenBeforeStat = hookedStore(store, (call, args, proceed) => {
+      if (call === 'statSync' && args[0] === store.layout.jobFile('queue', keys[0]!))
+        claim(store, keys[0]!, 'b');
+      return proceed();
+    });
+    expect(claimNext(takenBeforeStat, 'w')).toBe(keys[1]);
+    const failing = hookedStore(store, (call, args, proceed) => {
+      if (call === 'statSync' && args[0] === store.layout.jobFile('queue', keys[2]!))
+        throw sysError('EIO', -5, 'stat', args[0] as string);
+      return proceed();
+    });
+    const err = thrown(() => claimNext(failing, 'w'));
+    expect([err instanceof IoError, err.message]).toEqual([true, expect.stringContaining('EIO')]);
+    expect(readdirSync(store.layout.dir('queue'))).toEqual([`${keys[2]}.json`]);
+  });
+
   it('keeps a job requeued by a rename in its place: its mint time goes with the file', () => {
     const store = tempStore('genjob-claim-');
     const keys = mintMany(store, 3);
@@ -199,6 +225,15 @@ describe('Claimer', () => {
     const c = new Claimer(raced, 'a');
     expect(c.next()).toBe(late);
     expect(c.listings).toBe(2);
+  });
+
+  it('offers declined keys again in mint order', () => {
+    const store = tempStore('genjob-claimer-');
+    const keys = unlikeKeyOrder(mintMany(store, 4));
+    const c = new Claimer(store, 'w');
+    const held = new Set([keys[0]!, keys[1]!]);
+    expect(c.next((k) => !held.has(k))).toBe(keys[2]);
+    expect([c.next(), c.next(), c.next()]).toEqual([keys[0], keys[1], keys[3]]);
   });
 
   it('looks once for newly queued jobs when every key left in its batch is declined', () => {
