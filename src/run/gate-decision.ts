@@ -114,15 +114,19 @@ export function decideGate(records: readonly KeyRecords[], policy: GatePolicy): 
 
 /** `57/60 = 95.0%`: the rate cut (never rounded up) to one decimal, so a rate shown as met is met. */
 export function rateText(passed: number, total: number): string {
-  const tenths = total === 0 ? 0 : Math.floor((passed * 1000) / total);
-  return `${passed}/${total} = ${Math.floor(tenths / 10)}.${tenths % 10}%`;
+  return `${passed}/${total} = ${percentText(passed, total)}`;
+}
+
+/** `95.0%`: num/den as a percentage cut to one decimal. */
+function percentText(num: number, den: number): string {
+  const tenths = den === 0 ? 0 : Math.floor((num * 1000) / den);
+  return `${Math.floor(tenths / 10)}.${tenths % 10}%`;
 }
 
 /** A policy in words (`min 95.0%, max fail 2, checks tests`), as `genjob gate` and a report say it. */
 export function policyText(p: GatePolicy): string {
-  const pct = rateText(p.minPass.num, p.minPass.den).replace(/^.* = /, '');
   return [
-    `min ${pct}`,
+    `min ${percentText(p.minPass.num, p.minPass.den)}`,
     ...(p.maxFail === null ? [] : [`max fail ${p.maxFail}`]),
     ...(p.requireChecks.length > 0
       ? [`checks ${p.requireChecks.join(', ')}${p.allowFlaky ? ' (flaky allowed)' : ''}`]

@@ -12,6 +12,7 @@ import {
   type KeyRecords,
   type Outcome,
   parseMinPass,
+  policyText,
   rateText,
 } from '../../src/run/gate-decision.js';
 
@@ -169,6 +170,20 @@ describe('the rate as printed', () => {
     { passed: 0, total: 0, text: '0/0 = 0.0%' },
   ])('$passed of $total is $text (cut, never rounded up)', ({ passed, total, text }) => {
     expect(rateText(passed, total)).toBe(text);
+  });
+});
+
+describe('the policy in words', () => {
+  it.each([
+    { policy: ALL, text: 'min 100.0%' },
+    { policy: { ...ALL, minPass: { num: 955, den: 1000 }, maxFail: 0 }, text: 'min 95.5%, max fail 0' },
+    { policy: { ...TESTS, requireChecks: ['tests', 'judge'] }, text: 'min 100.0%, checks tests, judge' },
+    {
+      policy: { ...TESTS, minPass: { num: 2, den: 3 }, maxFail: 2, allowFlaky: true },
+      text: 'min 66.6%, max fail 2, checks tests (flaky allowed)',
+    },
+  ])('$text', ({ policy, text }) => {
+    expect(policyText(policy)).toBe(text);
   });
 });
 
