@@ -35,6 +35,21 @@ export const MAX_REF_TREE_BYTES = 64 * 1024 * 1024;
 /** Bytes of the distinct trees one depth of a pull reads (one cat-file, whose output is capped at 256 MiB). */
 export const MAX_DEPTH_TREE_BYTES = 128 * 1024 * 1024;
 
+/** The bounds on the trees a pull walks (the caps above; a test passes smaller ones to reach each edge cheaply). */
+export interface TreeLimits {
+  refEntries: number;
+  pullEntries: number;
+  refBytes: number;
+  depthBytes: number;
+}
+
+export const TREE_LIMITS: TreeLimits = {
+  refEntries: MAX_REF_TREE_ENTRIES,
+  pullEntries: MAX_PULL_TREE_ENTRIES,
+  refBytes: MAX_REF_TREE_BYTES,
+  depthBytes: MAX_DEPTH_TREE_BYTES,
+};
+
 export interface PulledRef {
   ref: string;
   oid: string;
@@ -92,6 +107,7 @@ interface FileEntry {
 export async function readPulled(
   root: string,
   refs: ReadonlyArray<PulledRef & { key: string }>,
+  limits: TreeLimits = TREE_LIMITS,
 ): Promise<ReadOutcome[]> {
   // everything below is per ref (two refs may name one key: this clone's and the one pull fetched)
   const bad = new Map<string, string>();
@@ -124,26 +140,24 @@ export async function readPulled(
   const entries = new Map<string, number>(); // per ref, counted before queuing
   let entriesInAll = 0;
   for (let depth = 0; level.length > 0; depth++) {
+    // Stryker disable next-line BooleanLiteral: contents here would be the unbounded read the sizes guard against (memory, not a result)
     const sized = await catFile(root, [...new Set(level.map((t) => t.oid))], { contents: false });
     const size = new Map(sized.flatMap((o) => (o === null ? [] : [[o.oid, o.size] as const])));
     const perRef = new Map<string, number>();
     for (const t of level) perRef.set(t.ref, (perRef.get(t.ref) ?? 0) + (size.get(t.oid) ?? 0));
     for (const [ref, bytes] of perRef)
-      if (bytes > MAX_REF_TREE_BYTES)
+      if (bytes > limits.refBytes)
         refuse(
           ref,
-          `its trees at depth ${depth} are ${bytes} bytes (a tree counted once for each name it has), above the cap of ${MAX_REF_TREE_BYTES}`,
+          `its trees at depth ${depth} are ${bytes} bytes (a tree counted once for each name it has), above the cap of ${limits.refBytes}`,
         );
     const read = new Set<string>();
     let depthBytes = 0;
     for (const t of level) {
       if (bad.has(t.ref) || read.has(t.oid)) continue;
       depthBytes += size.get(t.oid) ?? 0;
-      if (depthBytes > MAX_DEPTH_TREE_BYTES) {
-        refuse(
-          t.ref,
-          `the pull would read more than ${MAX_DEPTH_TREE_BYTES} bytes of trees at depth ${depth}`,
-        );
+      if (depthBytes > limits.depthBytes) {
+        refuse(t.ref, `the pull would read more than ${limits.depthBytes} bytes of trees at depth ${depth}`);
         depthBytes -= size.get(t.oid) ?? 0;
         continue;
       }
@@ -167,13 +181,13 @@ export async function readPulled(
       return refuse(t.ref, `${t.dir || '(root)'}: ${(err as Error).message}`);
     }
     const count = (entries.get(t.ref) ?? 0) + list.length;
-    if (count > MAX_REF_TREE_ENTRIES)
+    if (count > limits.refEntries)
       return refuse(
         t.ref,
-        `its trees hold more than ${MAX_REF_TREE_ENTRIES} entries (a tree counted once for each name it has)`,
+        `its trees hold more than ${limits.refEntries} entries (a tree counted once for each name it has)`,
       );
-    if (entriesInAll + list.length > MAX_PULL_TREE_ENTRIES)
-      return refuse(t.ref, `the pull would walk more than ${MAX_PULL_TREE_ENTRIES} tree entries`);
+    if (entriesInAll + list.length > limits.pullEntries)
+      return refuse(t.ref, `the pull would walk more than ${limits.pullEntries} tree entries`);
     entries.set(t.ref, count);
     entriesInAll += list.length;
     for (const e of list) {

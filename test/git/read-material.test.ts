@@ -18,6 +18,8 @@ import {
   MAX_REF_TREE_ENTRIES,
   type PulledRef,
   readPulled,
+  TREE_LIMITS,
+  type TreeLimits,
 } from '../../src/git/read-material.js';
 import { jobFileBytes } from '../../src/store/mint-job.js';
 import { type Repo, tempGitRepo } from './git-repo.js';
@@ -464,6 +466,56 @@ describe('readPulled refuses', () => {
     ]);
     expect(1000 * bytes).toBeGreaterThan(256 * 1024 * 1024);
     expect(MAX_DEPTH_TREE_BYTES).toBeLessThan(256 * 1024 * 1024);
+  });
+
+  it('at each tree bound exactly, with small bounds: every key read (a tree named by several keys counted once a depth)', async () => {
+    const outputs = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`o${i}`, NEW]));
+    const docs = ['One', 'Two', 'Three'].map((n) => documents(n, outputs));
+    const out = Object.keys(outputs).map((name): Entry => ['100644', name, newBlob]);
+    const roots = docs.map((d) => topTree(repo, d, out));
+    const size = (oid: string) => Number(repo.git(['cat-file', '-s', oid]));
+    const outTree = rawTree(repo, out);
+    expect(3 * size(outTree)).toBeGreaterThan(size(roots[0]!) + size(roots[1]!) + size(roots[2]!));
+    const limits: TreeLimits = {
+      refEntries: 3 + 20,
+      pullEntries: 3 * (3 + 20),
+      refBytes: size(outTree),
+      // depth 0 reads the three roots, depth 1 the one out/ they share
+      depthBytes: Math.max(
+        roots.map(size).reduce((x, y) => x + y),
+        size(outTree),
+      ),
+    };
+    const outcomes = await readPulled(
+      repo.root,
+      docs.map((d, i) => pulled(d.job.key, rawCommit(repo, roots[i]!))),
+      limits,
+    );
+    expect(outcomes.map((o) => (o.ok ? 'read' : o.rule))).toEqual(['read', 'read', 'read']);
+  });
+
+  it('a key past the bytes one depth of the pull may read is refused before its trees are read; a smaller key after it still fits', async () => {
+    const [a, b, c] = ['A', 'B', 'C'].map((n) => documents(n, { 'src/a.py': NEW })) as [Doc, Doc, Doc];
+    const rootA = topTree(repo, a, outSrc(repo));
+    const rootB = topTree(repo, b, outSrc(repo), [['100644', 'padding', newBlob]]);
+    const rootC = topTree(repo, c, outSrc(repo));
+    const size = (oid: string) => Number(repo.git(['cat-file', '-s', oid]));
+    expect(size(rootB)).toBeGreaterThan(size(rootC));
+    const limits = { ...TREE_LIMITS, depthBytes: size(rootA) + size(rootC) };
+    const outcomes = await readPulled(
+      repo.root,
+      [
+        pulled(a.job.key, rawCommit(repo, rootA)),
+        pulled(b.job.key, rawCommit(repo, rootB)),
+        pulled(c.job.key, rawCommit(repo, rootC)),
+      ],
+      limits,
+    );
+    expect(outcomes.map((o) => (o.ok ? 'read' : o.rule))).toEqual([
+      'read',
+      `the pull would read more than ${limits.depthBytes} bytes of trees at depth 0`,
+      'read',
+    ]);
   });
 
   it('the keys past the tree entries one pull may walk, each within its own bound', async () => {
