@@ -49,7 +49,8 @@ export function queueInMintOrder(store: Store): string[] {
       if (errnoOf(err) !== 'ENOENT') throw err; // claimed by another worker since the listing
     }
   }
-  return [...minted.keys()].sort((a, b) => minted.get(a)! - minted.get(b)! || (a < b ? -1 : 1));
+  // keysIn lists keys sorted and Array.prototype.sort is stable: jobs of one tick stay in key order
+  return [...minted.keys()].sort((a, b) => minted.get(a)! - minted.get(b)!);
 }
 
 /** Claim the oldest queued job not in `skip`; undefined when none could be had. */

@@ -61,6 +61,5 @@ export async function reapStale(store: Store, ttlS: number, now = Date.now()): P
 function holderGone(store: Store, key: string): boolean {
   const lease = readLease(store, key);
   if (lease === undefined) return false;
-  const { host, pid, start } = lease.worker;
-  return ownerGone({ host, pid, ...(start === undefined ? {} : { start }) });
+  return ownerGone(lease.worker);
 }

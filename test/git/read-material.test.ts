@@ -4,6 +4,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { DEFAULT_CONSTRAINTS, type Job } from '../../src/core/job.js';
+import { MAX_DEPTH } from '../../src/core/paths.js';
 import { MAX_RECEIPT_BYTES } from '../../src/core/receipt.js';
 import { buildMaterial } from '../../src/git/build-material.js';
 import { keyRef, PULLED_REFS } from '../../src/git/material-refs.js';
@@ -235,6 +236,17 @@ describe('readPulled refuses', () => {
       },
     ]);
   });
+
+  it('a ref that points at a blob larger than a commit may be is never read: the refusal is its own, the other keys are read', async () => {
+    const huge = blob(repo, Buffer.alloc(64 * 1024 * 1024 + 1, 0x61));
+    const tree = topTree(repo, doc, outSrc(repo));
+    const other = documents('Other', { 'src/a.py': NEW });
+    const outcomes = await readPulled(repo.root, [
+      pulled(other.job.key, huge, 'blob'),
+      pulled(doc.job.key, rawCommit(repo, tree)),
+    ]);
+    expect(outcomes.map((o) => (o.ok ? 'read' : o.rule))).toEqual(['points at a blob, not a commit', 'read']);
+  }, 30_000);
 
   it('a commit that names no tree in its header, or whose object is not here', async () => {
     const tree = topTree(repo, doc, outSrc(repo));
@@ -543,6 +555,55 @@ describe('readPulled refuses', () => {
       `the pull would walk more than ${MAX_PULL_TREE_ENTRIES} tree entries`,
     ]);
   });
+
+  it('a key refused part-way through a depth: its other trees there are not walked, so they take nothing from the pull’s bound', async () => {
+    const a = documents('A', { 'x/l': NEW });
+    const empty = rawTree(repo, []);
+    // out/x is walked first and refuses the key (a symlink); out/y, three entries, comes after it
+    const rootA = topTree(repo, a, [
+      ['40000', 'x', rawTree(repo, [['120000', 'l', newBlob]])],
+      [
+        '40000',
+        'y',
+        rawTree(
+          repo,
+          [0, 1, 2].map((i): Entry => ['40000', `e${i}`, empty]),
+        ),
+      ],
+    ]);
+    const rootB = topTree(repo, doc, outSrc(repo));
+    // A: 3 + 2 + 1 (out/x) entries, B: 3 + 1 + 1; out/y's 3 more would leave no room for B's last one
+    const limits = { ...TREE_LIMITS, pullEntries: 6 + 5 + 3 - 1 };
+    const outcomes = await readPulled(
+      repo.root,
+      [pulled(a.job.key, rawCommit(repo, rootA)), pulled(doc.job.key, rawCommit(repo, rootB))],
+      limits,
+    );
+    expect(outcomes.map((o) => (o.ok ? 'read' : o.rule))).toEqual([
+      '"out/x/l" has mode 120000: only regular files (100644) are accepted',
+      'read',
+    ]);
+  });
+
+  it('the most tree entries legitimate material can have (every output under MAX_DEPTH - 1 directories of its own), and not one more', async () => {
+    // out/o<i>/d/…/d/f: MAX_DEPTH components below out/; the chain below o<i> is one tree named 10,000 times
+    const chainPath = (i: number) => `o${i}/${'d/'.repeat(MAX_DEPTH - 2)}f`;
+    const outputs = Object.fromEntries(Array.from({ length: MAX_OUTPUTS }, (_, i) => [chainPath(i), NEW]));
+    const d = documents('Deep', outputs);
+    let chain = rawTree(repo, [['100644', 'f', newBlob]]);
+    for (let level = 0; level < MAX_DEPTH - 2; level++) chain = rawTree(repo, [['40000', 'd', chain]]);
+    const out = Array.from({ length: MAX_OUTPUTS }, (_, i): Entry => ['40000', `o${i}`, chain]);
+    expect(3 + MAX_OUTPUTS * MAX_DEPTH).toBe(MAX_REF_TREE_ENTRIES);
+    const [read] = await readPulled(repo.root, [pulled(d.job.key, rawCommit(repo, topTree(repo, d, out)))]);
+    expect(read!.ok, JSON.stringify(read)).toBe(true);
+    expect((read as { material: { outputs: unknown[] } }).material.outputs).toHaveLength(MAX_OUTPUTS);
+    const [over] = await readPulled(repo.root, [
+      pulled(d.job.key, rawCommit(repo, topTree(repo, d, [...out, ['40000', 'z', rawTree(repo, [])]]))),
+    ]);
+    expect(over!.ok ? 'read' : over!.rule).toBe(
+      `its trees hold more than ${MAX_REF_TREE_ENTRIES} entries (a tree counted once for each name it has)`,
+    );
+  }, 60_000);
 
   it('a job file that does not parse, is another key’s, or is not in canonical form', async () => {
     const notJson = rawTree(repo, [
