@@ -169,27 +169,31 @@ export async function readPulled(
     const trees = new Map(oids.map((oid, i) => [oid, objects[i] ?? null]));
     const next: typeof level = [];
     for (const t of level) {
-      if (!bad.has(t.ref)) walkTree(t, trees.get(t.oid) ?? null, next);
+      if (bad.has(t.ref)) continue;
+      const rule = walkTree(t, trees.get(t.oid) ?? null, next);
+      if (rule !== null) refuse(t.ref, rule);
     }
     // Stryker disable next-line MethodExpression: a refused ref's trees are skipped at the next depth anyway (never read or walked); this only spares their size lookup
     level = next.filter((t) => !bad.has(t.ref));
   }
-  function walkTree(t: { ref: string; dir: string }, obj: GitObject | null, next: typeof level): void {
-    if (obj?.type !== 'tree' || !obj) return refuse(t.ref, `${t.dir || '(root)'} is not a tree`);
+  /** Why the tree `t` names is refused, or null; its subtrees are queued on `next`, its files listed. */
+  function walkTree(
+    t: { ref: string; dir: string },
+    obj: GitObject | null,
+    next: typeof level,
+  ): string | null {
+    if (obj?.type !== 'tree' || !obj) return `${t.dir || '(root)'} is not a tree`;
     let list: TreeEntry[];
     try {
       list = parseTree(obj.content!, oidBytes);
     } catch (err) {
-      return refuse(t.ref, `${t.dir || '(root)'}: ${(err as Error).message}`);
+      return `${t.dir || '(root)'}: ${(err as Error).message}`;
     }
     const count = (entries.get(t.ref) ?? 0) + list.length;
     if (count > limits.refEntries)
-      return refuse(
-        t.ref,
-        `its trees hold more than ${limits.refEntries} entries (a tree counted once for each name it has)`,
-      );
+      return `its trees hold more than ${limits.refEntries} entries (a tree counted once for each name it has)`;
     if (entriesInAll + list.length > limits.pullEntries)
-      return refuse(t.ref, `the pull would walk more than ${limits.pullEntries} tree entries`);
+      return `the pull would walk more than ${limits.pullEntries} tree entries`;
     entries.set(t.ref, count);
     entriesInAll += list.length;
     for (const e of list) {
@@ -198,21 +202,17 @@ export async function readPulled(
         if (e.name === 'out' && e.mode === '40000') next.push({ ...t, dir: OUT_DIR, oid: e.oid });
         else if ((e.name === JOB_ENTRY || e.name === RECEIPT_ENTRY) && e.mode === '100644')
           files.get(t.ref)!.push({ path, oid: e.oid });
-        else return refuse(t.ref, `unexpected entry ${JSON.stringify(e.name)} (mode ${e.mode}) at the top`);
+        else return `unexpected entry ${JSON.stringify(e.name)} (mode ${e.mode}) at the top`;
         continue;
       }
       const problem = pathProblem(path.slice(OUT_DIR.length));
-      if (problem) return refuse(t.ref, `${JSON.stringify(path)}: ${problem}`);
+      if (problem) return `${JSON.stringify(path)}: ${problem}`;
       if (e.mode === '40000') next.push({ ...t, dir: `${path}/`, oid: e.oid });
       else if (e.mode === '100644') files.get(t.ref)!.push({ path, oid: e.oid });
-      else
-        return refuse(
-          t.ref,
-          `${JSON.stringify(path)} has mode ${e.mode}: only regular files (100644) are accepted`,
-        );
-      if (files.get(t.ref)!.length > MAX_OUTPUTS + 2)
-        return refuse(t.ref, `more than ${MAX_OUTPUTS} outputs`);
+      else return `${JSON.stringify(path)} has mode ${e.mode}: only regular files (100644) are accepted`;
+      if (files.get(t.ref)!.length > MAX_OUTPUTS + 2) return `more than ${MAX_OUTPUTS} outputs`;
     }
+    return null;
   }
   // names: both documents present, no two outputs folding together
   for (const r of live()) {
