@@ -24,6 +24,31 @@ export interface LeaseRecord {
   batch?: string;
 }
 
+/**
+ * Whether a parsed lease file has the shape every reader of a lease relies on (the worker's identity,
+ * the epoch). A lease file is read from `.gen/`, which a checked-out branch may have committed: valid
+ * JSON of another shape is no lease, as a torn one is.
+ */
+export function isLeaseRecord(v: unknown): v is LeaseRecord {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const r = v as Record<string, unknown>;
+  const w = r.worker as Record<string, unknown> | null | undefined;
+  return (
+    typeof r.key === 'string' &&
+    Number.isSafeInteger(r.epoch) &&
+    typeof r.ttl_s === 'number' &&
+    typeof r.claimed_at === 'string' &&
+    typeof r.destination === 'string' &&
+    (r.batch === undefined || typeof r.batch === 'string') &&
+    typeof w === 'object' &&
+    w !== null &&
+    typeof w.id === 'string' &&
+    typeof w.host === 'string' &&
+    Number.isSafeInteger(w.pid) &&
+    (w.start === undefined || typeof w.start === 'number')
+  );
+}
+
 /** Epochs recorded for a key, ascending. */
 export function epochsOf(store: Store, key: string): number[] {
   return readdirOrEmpty(store, store.layout.attemptsDir(key))

@@ -2,7 +2,7 @@
 // A beat is a utimes() call (cheap, no fsync needed: a lost beat after a crash only makes
 // the lease look older, which is the safe direction). A lease older than its TTL is stale.
 import { errnoOf, RecordUnreadableError } from '../core/errors.js';
-import type { LeaseRecord } from './attempts.js';
+import { isLeaseRecord, type LeaseRecord } from './attempts.js';
 import { exists, readRecord } from './durable.js';
 import type { Store } from './store.js';
 
@@ -15,11 +15,13 @@ export function readLease(store: Store, key: string): LeaseRecord | undefined {
     throw err;
   }
   if (bytes === undefined) return undefined;
+  let parsed: unknown;
   try {
-    return JSON.parse(bytes.toString('utf8')) as LeaseRecord;
+    parsed = JSON.parse(bytes.toString('utf8'));
   } catch {
     return undefined; // torn by a crash: treated like no lease (stale once the job is old enough)
   }
+  return isLeaseRecord(parsed) ? parsed : undefined; // another shape (committed by a branch) neither
 }
 
 /** Renew the lease if it is still ours; false when it was reaped or superseded. */

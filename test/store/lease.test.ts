@@ -60,6 +60,41 @@ describe('readLease', () => {
     expect(readLease(store, key)).toBeUndefined();
   });
 
+  it('reads a forged lease of another shape (a branch may commit .gen/) as no lease, and reap returns its job instead of crashing', async () => {
+    const { store, key } = oneJob();
+    const path = store.layout.lease(key);
+    const good = beginAttempt(store, key, W, 60, 'local');
+    const forged: unknown[] = [
+      { epoch: 1 },
+      { ...good, worker: null },
+      { ...good, worker: { ...W, pid: '1' } },
+      { ...good, worker: { host: 'h', pid: 1 } },
+      { ...good, worker: { ...W, start: 'then' } },
+      { ...good, epoch: 1.5 },
+      { ...good, batch: 7 },
+      { ...good, destination: undefined },
+      { ...good, key: 1 },
+      { ...good, ttl_s: '60' },
+      { ...good, claimed_at: 0 },
+      [good],
+      null,
+      'lease',
+    ];
+    for (const doc of forged) {
+      writeFileSync(path, JSON.stringify(doc));
+      expect(readLease(store, key), JSON.stringify(doc)).toBeUndefined();
+    }
+    writeFileSync(path, JSON.stringify({ ...good, worker: { ...W, start: 123 } }));
+    expect(readLease(store, key)?.worker.start).toBe(123);
+    // a fresh forged lease: reap asks whether its holder is gone, and must not crash on the shape
+    writeFileSync(path, JSON.stringify({ epoch: 1 }));
+    const { reapStale } = await import('../../src/store/reap.js');
+    expect(await reapStale(store, 60)).toEqual([]);
+    setTimes(path, Date.now() - 3_600_000);
+    expect((await reapStale(store, 60)).map((r) => r.key)).toEqual([key]);
+    expect(existsSync(store.layout.jobFile('queue', key))).toBe(true);
+  });
+
   it('throws an I/O error reading the lease as EGJ_IO naming the lease, not as no lease', () => {
     const { store, key } = oneJob();
     beginAttempt(store, key, W, 60, 'local');
