@@ -73,6 +73,9 @@ function rawTree(repo: Repo, entries: Entry[]): string {
 
 const blob = (repo: Repo, bytes: string | Buffer) => repo.git(['hash-object', '-w', '--stdin'], bytes);
 
+/** An object's size in bytes, as git's size check sees it. */
+const objectSize = (repo: Repo, oid: string) => Number(repo.git(['cat-file', '-s', oid]));
+
 /** A commit object naming `tree`, written as is. */
 const rawCommit = (repo: Repo, tree: string) =>
   repo.object('commit', `tree ${tree}\nauthor a <a@b> 0 +0000\ncommitter a <a@b> 0 +0000\n\nm\n`);
@@ -460,7 +463,7 @@ describe('readPulled refuses', () => {
       repo,
       Array.from({ length: 10_000 }, (_, i): Entry => ['40000', `e${i}`, empty]),
     );
-    const bytes = Number(repo.git(['cat-file', '-s', wide]));
+    const bytes = objectSize(repo, wide);
     const tree = topTree(
       repo,
       doc,
@@ -485,7 +488,7 @@ describe('readPulled refuses', () => {
     const docs = ['One', 'Two', 'Three'].map((n) => documents(n, outputs));
     const out = Object.keys(outputs).map((name): Entry => ['100644', name, newBlob]);
     const roots = docs.map((d) => topTree(repo, d, out));
-    const size = (oid: string) => Number(repo.git(['cat-file', '-s', oid]));
+    const size = (oid: string) => objectSize(repo, oid);
     const outTree = rawTree(repo, out);
     expect(3 * size(outTree)).toBeGreaterThan(size(roots[0]!) + size(roots[1]!) + size(roots[2]!));
     const limits: TreeLimits = {
@@ -511,7 +514,7 @@ describe('readPulled refuses', () => {
     const rootA = topTree(repo, a, outSrc(repo));
     const rootB = topTree(repo, b, outSrc(repo), [['100644', 'padding', newBlob]]);
     const rootC = topTree(repo, c, outSrc(repo));
-    const size = (oid: string) => Number(repo.git(['cat-file', '-s', oid]));
+    const size = (oid: string) => objectSize(repo, oid);
     expect(size(rootB)).toBeGreaterThan(size(rootC));
     const limits = { ...TREE_LIMITS, depthBytes: size(rootA) + size(rootC) };
     const outcomes = await readPulled(
