@@ -2,6 +2,7 @@
 // exclusively, so epochs strictly increase and are never reused — even across crashes.
 // The epoch is the fencing token: a receipt carries it, and only the newest epoch may commit.
 import { join } from 'node:path';
+import { RecordUnreadableError } from '../core/errors.js';
 import { publishWithAlias, readdirOrEmpty, readRecord, replaceFile } from './durable.js';
 import type { Store } from './store.js';
 
@@ -63,9 +64,31 @@ export function currentEpoch(store: Store, key: string): number {
   return epochsOf(store, key).at(-1) ?? 0;
 }
 
+/**
+ * The lease-shaped record at `path` (an attempt, or the lease, its second name), or undefined when
+ * there is none to trust: missing, not a regular file (a FIFO or link), torn by a crash, or valid
+ * JSON of another shape (a branch may commit `.gen/`). An I/O error still throws.
+ */
+export function readLeaseShaped(store: Store, path: string): LeaseRecord | undefined {
+  let bytes: Buffer | undefined;
+  try {
+    bytes = readRecord(store, path);
+  } catch (err) {
+    if (err instanceof RecordUnreadableError) return undefined;
+    throw err;
+  }
+  if (bytes === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  return isLeaseRecord(parsed) ? parsed : undefined;
+}
+
 export function readAttempt(store: Store, key: string, epoch: number): LeaseRecord | undefined {
-  const bytes = readRecord(store, store.layout.attempt(key, epoch));
-  return bytes === undefined ? undefined : (JSON.parse(bytes.toString('utf8')) as LeaseRecord);
+  return readLeaseShaped(store, store.layout.attempt(key, epoch));
 }
 
 /**

@@ -1,27 +1,14 @@
 // Leases: leases/<key>.json names the current attempt; its mtime is the heartbeat.
 // A beat is a utimes() call (cheap, no fsync needed: a lost beat after a crash only makes
 // the lease look older, which is the safe direction). A lease older than its TTL is stale.
-import { errnoOf, RecordUnreadableError } from '../core/errors.js';
-import { isLeaseRecord, type LeaseRecord } from './attempts.js';
-import { exists, readRecord } from './durable.js';
+import { errnoOf } from '../core/errors.js';
+import { type LeaseRecord, readLeaseShaped } from './attempts.js';
+import { exists } from './durable.js';
 import type { Store } from './store.js';
 
 export function readLease(store: Store, key: string): LeaseRecord | undefined {
-  let bytes: Buffer | undefined;
-  try {
-    bytes = readRecord(store, store.layout.lease(key));
-  } catch (err) {
-    if (err instanceof RecordUnreadableError) return undefined; // a FIFO or symlink is no lease either
-    throw err;
-  }
-  if (bytes === undefined) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(bytes.toString('utf8'));
-  } catch {
-    return undefined; // torn by a crash: treated like no lease (stale once the job is old enough)
-  }
-  return isLeaseRecord(parsed) ? parsed : undefined; // another shape (committed by a branch) neither
+  // a torn lease (a crash) is no lease, stale once the job is old enough; so is one of another shape
+  return readLeaseShaped(store, store.layout.lease(key));
 }
 
 /** Renew the lease if it is still ours; false when it was reaped or superseded. */

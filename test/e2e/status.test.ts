@@ -1,7 +1,8 @@
 // status: received broken into ok/aborted/rejected, a stale marker, the host of the last attempt,
 // dead jobs one row each with their reason, --state, --limit/--all, colour only when asked or on a terminal, and on a deep
 // queue only the rows it shows are read.
-import { writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RANK_BUDGET } from '../../src/commands/status.js';
@@ -76,6 +77,33 @@ describe('status', () => {
       lines.find((l) => l.startsWith(key.slice(0, 12)))!.slice(lines[header]!.indexOf('HOST'));
     expect(cell(done)).toMatch(/^local {2}Done here$/);
     expect(cell(waiting)).toMatch(/^- {6}Not tried yet$/);
+  });
+
+  it('reads a forged attempt record (torn, another shape, a FIFO; a branch may commit .gen/) as no attempt: status, show and report do not crash', async () => {
+    const sb = await makeSandbox();
+    const gen = sb.script('gen.sh', 'echo x >> README.md');
+    const key = await mintKey(sb, 'Done here', ['README.md']);
+    await sb.genjob(['work', key, '--quiet', '--generator', gen]);
+    const attempt = join(sb.repo, '.gen', 'attempts', key, '1.json');
+    for (const forge of [
+      () => writeFileSync(attempt, '{"key":'),
+      () => writeFileSync(attempt, '{"epoch":1}'),
+      () => writeFileSync(attempt, JSON.stringify({ epoch: 1, worker: 'w', destination: 'x' })),
+      () => execFileSync('mkfifo', [attempt]),
+    ]) {
+      rmSync(attempt, { force: true });
+      forge();
+      const status = await sb.genjob(['status', '--json']);
+      expect(status.stderr).toBe('');
+      expect(JSON.parse(status.stdout).jobs[0]).toMatchObject({ key, epoch: 1, host: null });
+      const shown = await sb.genjob(['show', key]);
+      expect(shown.stderr).toBe('');
+      expect(shown.exitCode).toBe(0);
+      expect(shown.stdout).toContain('state     received');
+      const report = await sb.genjob(['report', '--out', join(sb.base, 'report')]);
+      expect(report.stderr).toBe('');
+      expect(report.exitCode).toBe(0);
+    }
   });
 
   it('fits the instruction to the terminal width', async () => {
