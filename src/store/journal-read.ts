@@ -3,13 +3,14 @@
 // file (sorted by key) is binary-searched (journal-sorted.ts); the other files' bytes are searched for
 // `"key":"<key>"` (Buffer.indexOf, in fixed-size chunks) and only the lines holding it are parsed, so
 // `show KEY` costs at most what `grep -c KEY` does over the events since the last gc.
-import { constants, read } from 'node:fs';
+import { read } from 'node:fs';
 import { basename } from 'node:path';
 import { promisify } from 'node:util';
-import { errnoOf, IoError } from '../core/errors.js';
+import { IoError } from '../core/errors.js';
 import type { JournalEvent } from './journal.js';
 import { journalFiles, liveJournalFiles, ROTATED_JOURNAL } from './journal-segments.js';
 import { SORTED_MARKER_EVENT, sortedLinesOf } from './journal-sorted.js';
+import { openRegularFile } from './read-record.js';
 import type { Store } from './store.js';
 
 const CHUNK_BYTES = 4 << 20;
@@ -39,14 +40,13 @@ function collectLines(buf: Buffer, end: number, needle: Buffer | undefined, out:
   }
 }
 
-/** An fd for reading a journal file; undefined when it is gone (renamed by gc or a segment take-over). */
+/**
+ * An fd for reading a journal file; undefined when it is gone (renamed by gc or a segment take-over).
+ * Not a regular file (a FIFO would block the read for ever, a link may point anywhere): refused,
+ * naming it (EGJ_RECORD_UNREADABLE).
+ */
 function openJournalFile(store: Store, file: string): number | undefined {
-  try {
-    return store.fs.openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return undefined;
-    throw IoError.wrap('open', file, err);
-  }
+  return openRegularFile(store.fs, file)?.fd;
 }
 
 /** The lines of one journal file (those holding `needle`, when given); false when it does not exist. */

@@ -1,10 +1,4 @@
-// gc's rotated journal (journal.1.jsonl) is written sorted by key, then by `at`, behind a first line
-// that says so. One key's events are then found like look(1) finds a word: a binary search over byte
-// offsets (each probe reads the line that starts after the offset) and a short read forward, so
-// `show KEY` reads a few KiB of it however many events it holds. A file without the first line
-// (written before this order was kept) is scanned instead.
-import { constants } from 'node:fs';
-import { errnoOf, IoError } from '../core/errors.js';
+import { openRegularFile } from './read-record.js';
 import type { Store } from './store.js';
 
 /** The first line of a key-sorted rotated journal (its `at` is when gc wrote it). */
@@ -91,15 +85,11 @@ class Reader {
  */
 export function sortedLinesOf(store: Store, file: string, key: string): string[] | undefined {
   const { fs } = store;
-  let fd: number;
+  const opened = openRegularFile(fs, file); // a FIFO or link is refused, not waited on or followed
+  if (opened === undefined) return [];
+  const { fd } = opened;
   try {
-    fd = fs.openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return [];
-    throw IoError.wrap('open', file, err);
-  }
-  try {
-    const r = new Reader(store, fd, fs.fstatSync(fd).size);
+    const r = new Reader(store, fd, opened.size);
     if (r.size === 0) return [];
     const first = r.lineAt(0);
     let marker: { event?: unknown } | undefined;

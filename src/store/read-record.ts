@@ -25,12 +25,11 @@ function kindOf(st: {
   return 'is not a regular file';
 }
 
-/** The whole file, or undefined when it does not exist; RecordUnreadableError for anything but a regular file within the cap. */
-export function readRecordFile(
-  fs: FsPort,
-  path: string,
-  maxBytes: number = MAX_RECORD_BYTES,
-): Buffer | undefined {
+/**
+ * An fd on `path` for reading, with its size, when it is a regular file; undefined when it does not
+ * exist; RecordUnreadableError for a symlink, FIFO, socket, device or directory (closed again).
+ */
+export function openRegularFile(fs: FsPort, path: string): { fd: number; size: number } | undefined {
   let fd: number;
   try {
     fd = fs.openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -44,12 +43,30 @@ export function readRecordFile(
   try {
     const st = fs.fstatSync(fd);
     if (!st.isFile()) throw new RecordUnreadableError(path, kindOf(st));
-    if (st.size > maxBytes)
-      throw new RecordUnreadableError(path, `is ${st.size} bytes, over the cap of ${maxBytes}`);
+    return { fd, size: st.size };
+  } catch (err) {
+    fs.closeSync(fd);
+    if (err instanceof RecordUnreadableError) throw err;
+    throw IoError.wrap('stat', path, err);
+  }
+}
+
+/** The whole file, or undefined when it does not exist; RecordUnreadableError for anything but a regular file within the cap. */
+export function readRecordFile(
+  fs: FsPort,
+  path: string,
+  maxBytes: number = MAX_RECORD_BYTES,
+): Buffer | undefined {
+  const opened = openRegularFile(fs, path);
+  if (opened === undefined) return undefined;
+  const { fd, size } = opened;
+  try {
+    if (size > maxBytes)
+      throw new RecordUnreadableError(path, `is ${size} bytes, over the cap of ${maxBytes}`);
     // sized from the fstat, one byte over so growth shows: a record is one read into a buffer of its own
     // size (a small one comes from Node's pool) instead of 64 KiB reads, a second one to see the end,
     // and a copy; for a regular file a read shorter than asked is the end
-    let buf = Buffer.allocUnsafe(st.size + 1);
+    let buf = Buffer.allocUnsafe(size + 1);
     let total = 0;
     for (;;) {
       if (total === buf.length) {
@@ -64,7 +81,7 @@ export function readRecordFile(
       if (total > maxBytes)
         throw new RecordUnreadableError(path, `grew past the cap of ${maxBytes} bytes while read`);
       // the fstat's size reached by a read shorter than asked (the buffer has one byte more): the end
-      if (total === st.size) break;
+      if (total === size) break;
     }
     return buf.subarray(0, total);
   } catch (err) {

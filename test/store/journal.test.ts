@@ -8,13 +8,16 @@ import {
   readdirSync,
   readFileSync,
   renameSync,
+  rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { RecordUnreadableError } from '../../src/core/errors.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { type FsPort, nodeFs } from '../../src/store/fs-port.js';
 import { journal, readJournal } from '../../src/store/journal.js';
@@ -178,6 +181,30 @@ describe.each(readers)('$reader', ({ read }) => {
     expect((await read(store, K1)).map((e) => e.event)).toEqual(['minted']);
   });
 
+  it('refuses a journal file that is a directory or a link, naming it, instead of following it', async () => {
+    for (const name of ['journal.1.jsonl', 'journal.jsonl', join('journal.d', 'box-1-1.jsonl')]) {
+      for (const kind of ['directory', 'link'] as const) {
+        const store = tempStore('genjob-journal-');
+        mkdirSync(store.layout.dir('journal.d'));
+        writeFileSync(
+          join(store.layout.dir('journal.d'), 'box-0-0.jsonl'),
+          line({ at: '2026-01-01T00:00:00.000Z', event: 'minted', key: K1 }),
+        );
+        const file = join(store.layout.gen, name);
+        if (kind === 'directory') mkdirSync(file);
+        else symlinkSync('/dev/zero', file);
+        const err = await Promise.resolve()
+          .then(() => read(store, K1))
+          .then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+        expect(err, `${name} as a ${kind}`).toBeInstanceOf(RecordUnreadableError);
+        expect((err as Error).message).toContain(file);
+      }
+    }
+  });
+
   it('reads lines across read chunks and a line longer than a chunk whole', async () => {
     const store = tempStore('genjob-journal-');
     const filler = 'x'.repeat(1000);
@@ -197,6 +224,30 @@ describe.each(readers)('$reader', ({ read }) => {
     expect((await read(store, K1)).map((e) => e.event)).toEqual(['huge', 'huge', 'last']);
     const k2 = await read(store, K2);
     expect(k2.map((e) => e.i)).toEqual(Array.from({ length: 18_000 }, (_, i) => i));
+  });
+});
+
+describe('a journal file that is a FIFO', () => {
+  it('is refused by show naming it, not waited on for ever (the built CLI, killed after 20 s)', () => {
+    const { root, store } = tempRepo('genjob-journal-', { 'a.txt': 'a\n' });
+    const minted = spawnSync(process.execPath, [CLI, 'mint', '-m', 'job', 'a.txt'], {
+      cwd: root,
+      encoding: 'utf8',
+    });
+    const key = minted.stdout.split('\n')[0]!;
+    for (const name of ['journal.1.jsonl', 'journal.jsonl']) {
+      const file = join(store.layout.gen, name);
+      expect(spawnSync('mkfifo', [file]).status).toBe(0);
+      const r = spawnSync(process.execPath, [CLI, 'show', key], {
+        cwd: root,
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+      expect(r.signal, `show with ${name} a FIFO`).toBeNull();
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(`EGJ_RECORD_UNREADABLE: ${file}: is a FIFO`);
+      rmSync(file);
+    }
   });
 });
 
