@@ -9,6 +9,24 @@ import { basename, dirname, join } from 'node:path';
 import { exists } from './durable.js';
 import { nodeFs as fs } from './fs-port.js';
 import { ownerGone, type ProcessId, thisProcess } from './process-identity.js';
+import { readRecordFile } from './read-record.js';
+
+/** An owner or intent record is a few dozen bytes: anything past this is not ours. */
+const LOCK_RECORD_BYTES = 4096;
+
+/**
+ * A lock's owner or intent record, parsed. Read as hostile (a branch may commit `.gen/locks/`): a link
+ * (to /dev/zero, say), a FIFO or a device is RecordUnreadableError, not followed or waited on; a
+ * missing file throws ENOENT and bad JSON a SyntaxError, as reading and parsing it plainly would.
+ */
+export function readLockRecord(file: string): Record<string, unknown> {
+  const bytes = readRecordFile(fs, file, LOCK_RECORD_BYTES);
+  if (bytes === undefined) throw Object.assign(new Error(`${file}: no such file`), { code: 'ENOENT' });
+  const v: unknown = JSON.parse(bytes.toString('utf8'));
+  // null, a number, an array: unreadable as a torn record is (whose holder then goes unrecognised)
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new SyntaxError(`${file}: not a record`);
+  return v as Record<string, unknown>;
+}
 
 export interface Intent {
   file: string;
@@ -25,7 +43,7 @@ export function intentsOf(lockDir: string): Intent[] {
     .filter((name) => name.startsWith(prefix))
     .map((name) => {
       const file = join(dirname(lockDir), name);
-      const taker = JSON.parse(fs.readFileSync(file, 'utf8')) as ProcessId;
+      const taker = readLockRecord(file) as unknown as ProcessId; // ownerGone checks each field it uses
       return { file, taker, mtimeMs: fs.statSync(file).mtimeMs };
     });
 }
@@ -131,7 +149,7 @@ function removeIfTakerGone(file: string, name: string): boolean {
 
 function intentGone(file: string, name: string): boolean {
   try {
-    return ownerGone(JSON.parse(fs.readFileSync(file, 'utf8')) as ProcessId);
+    return ownerGone(readLockRecord(file));
   } catch (err) {
     // Stryker disable next-line ConditionalExpression: as false, an intent that cannot be read is judged by its name, and its unlink fails as the read did
     if (!(err instanceof SyntaxError)) throw err;

@@ -27,6 +27,7 @@ import {
   type Intent,
   intentFile,
   intentsOf,
+  readLockRecord,
   sweepDeadIntents,
   tryWriteIntent,
 } from './lock-intents.js';
@@ -266,7 +267,7 @@ function takeOverIfOwnerGone(lockDir: string): OwnerRecord | undefined {
   let owner: OwnerRecord;
   let ino: number;
   try {
-    owner = JSON.parse(fs.readFileSync(ownerFile(lockDir), 'utf8')) as OwnerRecord;
+    owner = readLockRecord(ownerFile(lockDir)) as unknown as OwnerRecord;
     ino = fs.lstatSync(lockDir).ino;
     if (ino !== owner.ino || !ownerGone(owner)) return undefined;
   } catch {
@@ -306,7 +307,7 @@ function takeOverIfTakerGone(lockDir: string): OwnerRecord | undefined {
 /** The inode the owner record of `lockDir` names; undefined when there is no readable record. */
 function recordedInode(lockDir: string): number | undefined {
   try {
-    return (JSON.parse(fs.readFileSync(ownerFile(lockDir), 'utf8')) as OwnerRecord).ino;
+    return (readLockRecord(ownerFile(lockDir)) as unknown as OwnerRecord).ino;
   } catch {
     return undefined;
   }
