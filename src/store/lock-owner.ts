@@ -212,8 +212,18 @@ export function sparingTheirs(ino: () => number | undefined) {
   return {
     ...callbackFs,
     rmdir(path: PathLike, done: (err: NodeJS.ErrnoException | null) => void) {
-      if (theirs(path)) done(null);
-      else callbackFs.rmdir(path, done);
+      if (theirs(path)) return done(null);
+      callbackFs.rmdir(path, (err) => {
+        if (err?.code !== 'ENOTEMPTY') return done(err);
+        // genjob's lock directories stay empty: a stale one with files in it was made by something else
+        // (a branch may commit .gen/locks/<name>.lock/keep), and is removed whole, set aside first
+        try {
+          removeLock(String(path));
+          done(null);
+        } catch (e) {
+          done(e as NodeJS.ErrnoException);
+        }
+      });
     },
     rmdirSync(path: PathLike) {
       if (!theirs(path)) callbackFs.rmdirSync(path);
