@@ -9,7 +9,7 @@
 import type { Stats } from 'node:fs';
 import { join } from 'node:path';
 import { errnoOf } from '../core/errors.js';
-import { replaceFile } from '../store/durable.js';
+import { readIfExists, replaceFile } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 
 export interface Built {
@@ -26,6 +26,9 @@ export interface BuiltRecord {
   entries: ReadonlyMap<string, BuiltEntry>;
   fenceCtimeMs: number;
 }
+
+/** Far above what a store's keys need (~150 bytes a key); past it the record is ignored and rebuilt. */
+const MAX_BUILT_RECORD_BYTES = 256 * 1024 * 1024;
 
 function file(store: Store): string {
   return join(store.layout.gen, 'git-built.json');
@@ -50,7 +53,10 @@ export function loadBuilt(store: Store): BuiltRecord {
   const empty = { entries: new Map<string, BuiltEntry>(), fenceCtimeMs: 0 };
   try {
     const fence = store.fs.lstatSync(file(store)).ctimeMs;
-    const doc = JSON.parse(store.fs.readFileSync(file(store), 'utf8')) as Record<string, BuiltEntry>;
+    // a branch may commit .gen/: no link followed, no FIFO waited on, no read without end
+    const bytes = readIfExists(store, file(store), MAX_BUILT_RECORD_BYTES);
+    if (bytes === undefined) return empty;
+    const doc = JSON.parse(bytes.toString('utf8')) as Record<string, BuiltEntry>;
     const entries = new Map<string, BuiltEntry>();
     for (const [key, e] of Object.entries(doc))
       if (typeof e?.oid === 'string' && typeof e.receiptSha256 === 'string' && Array.isArray(e.stat))

@@ -16,16 +16,20 @@
 // that changed a few entries appends them instead of writing the whole file again. Every entry carries
 // its own stamps, so a lost or torn line only costs its jobs a gathering again (an older entry of the
 // same name no longer stamps as its files do).
-import { lstatSync, readFileSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { sha256Hex } from '../core/sha256.js';
 import { macOf } from '../remote/cache-mac.js';
+import { nodeFs } from '../store/fs-port.js';
+import { readRecordFile } from '../store/read-record.js';
 import { trustFilePath } from '../trust/trust-file.js';
 import type { ReportCheck, ReportJob } from './model.js';
 import { writePage } from './page-file.js';
 
 export const CACHE_FILE = '.report-cache.json';
+/** Far above a report's cache (~1 KiB a job); a bigger file is ignored and the report starts afresh. */
+const MAX_CACHE_BYTES = 512 * 1024 * 1024;
 
 /** The first line of the file: what the lines below it are. */
 const FORMAT = 'genjob/report-cache@4';
@@ -193,7 +197,10 @@ export class ReportCache {
   static load(dir: string, id: string, secret: Buffer): ReportCache {
     let bytes: Buffer;
     try {
-      bytes = readFileSync(join(dir, CACHE_FILE));
+      // the report's directory may be a branch's: no link followed, no FIFO waited on, no read without end
+      const read = readRecordFile(nodeFs, join(dir, CACHE_FILE), MAX_CACHE_BYTES);
+      if (read === undefined) return new ReportCache(id, secret);
+      bytes = read;
     } catch {
       return new ReportCache(id, secret); // none yet, or unreadable: start afresh
     }

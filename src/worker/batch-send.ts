@@ -4,21 +4,29 @@
 // the id was written): the recent batches are listed and one whose metadata names the run is taken
 // instead of creating another, so a job key is never submitted twice.
 import { join } from 'node:path';
+import { IoError } from '../core/errors.js';
 import { createBatch, findBatchOfRun, uploadBatchInput } from '../remote/generators/openai-batch-api.js';
 import { type BatchRecord, runDir, updateRecord } from '../store/batch-outbox.js';
-import { replaceFile } from '../store/durable.js';
+import { readIfExists, replaceFile } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import { type HeldLock, lockNamed } from '../store/key-lock.js';
 import { beat, readLease } from '../store/lease.js';
 import type { Store } from '../store/store.js';
 import type { BatchContext } from './batch-context.js';
 
+/** The provider's cap on a batch input file (OpenAI: 200 MB). */
+const MAX_BATCH_INPUT_BYTES = 200 * 1024 * 1024;
+
 /** Advance `rec` until it is submitted; throws BatchApiError with the step left for the next run. */
 export async function sendRecord(ctx: BatchContext, rec: BatchRecord): Promise<BatchRecord> {
   const { store, config } = ctx;
   let uploadedNow = false;
   if (rec.state === 'intent') {
-    const jsonl = store.fs.readFileSync(join(runDir(store, rec.run), 'input.jsonl')); // EGJ_IO names it
+    const input = join(runDir(store, rec.run), 'input.jsonl');
+    // read as a record (no link followed: its bytes leave for the provider), up to the provider's file cap
+    const jsonl = readIfExists(store, input, MAX_BATCH_INPUT_BYTES);
+    if (jsonl === undefined)
+      throw new IoError('read', input, Object.assign(new Error('gone'), { code: 'ENOENT' }));
     const fileId = await uploadBatchInput(config, `genjob-${rec.run}.jsonl`, jsonl);
     rec = { ...rec, state: 'uploaded', file_id: fileId };
     updateRecord(store, rec);

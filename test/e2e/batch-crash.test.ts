@@ -2,7 +2,15 @@
 // SIGKILLs the process at a chosen fs call), then recover the way an operator would — `reap`, `work --batch`,
 // `work --batch-poll` — and check the outbox rule on the server side: every key was submitted in exactly one
 // batch, every job ends with an ok receipt, no lease or open batch is left behind.
-import { existsSync, readdirSync, readFileSync, utimesSync } from 'node:fs';
+import {
+  existsSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -143,6 +151,33 @@ describe('kill -9 during batch generation', () => {
       expect(openRuns(repo)).toEqual([]);
     });
   }
+});
+
+describe('a recorded intent whose input file was replaced by a link', () => {
+  it('is refused naming the input, and nothing the link points at is uploaded', async () => {
+    fake = await startFakeOpenAi([], { batch: { pollsToFinish: 1, answer: () => ({ body: {} }) } });
+    const repo = makeRepo(FILES);
+    repo.env = { GENJOB_OPENAI_BASE_URL: fake.url, GENJOB_OPENAI_MODEL: 'm' };
+    await gj(repo, ['mint', '-m', 'bump a', 'src/a.ts']);
+    const killed = await execa(process.execPath, ['--import', PRELOAD, BIN, ...SUBMIT], {
+      cwd: repo.root,
+      env: env(repo, STEPS[1]!.crash), // intent recorded, before upload
+      extendEnv: false,
+      reject: false,
+    });
+    expect(killed.signal, killed.stderr).toBe('SIGKILL');
+    const [run] = readdirSync(join(repo.root, '.gen', 'batches'));
+    const input = join(repo.root, '.gen', 'batches', run!, 'input.jsonl');
+    const secret = join(repo.root, '..', 'not-for-the-provider.txt');
+    writeFileSync(secret, 'SECRET-CANARY\n');
+    rmSync(input);
+    symlinkSync(secret, input);
+    const resumed = await gj(repo, SUBMIT);
+    expect(resumed.exitCode, String(resumed.stderr)).toBe(2);
+    expect(String(resumed.stderr)).toContain(`EGJ_RECORD_UNREADABLE: ${input}: is a symbolic link`);
+    const uploaded = [...fake.batch!.files.values()].map((f) => JSON.stringify(f));
+    expect(uploaded.join('\n')).not.toContain('SECRET-CANARY');
+  });
 });
 
 /** Run directories whose record is not done (a directory without a record never committed its intent). */

@@ -4,7 +4,7 @@
 // again, and so is the page of a job whose checks or shadow answers changed though its files did not;
 // the file is written only when something changed, a few changed entries are appended to it, and a
 // line torn off it costs only its entry; a cache of another renderer, repository or trust file, or one
-// that does not parse, is ignored.
+// that does not parse, or one reached through a link, is ignored.
 import {
   existsSync,
   mkdirSync,
@@ -12,6 +12,7 @@ import {
   renameSync,
   rmSync,
   statSync,
+  symlinkSync,
   truncateSync,
   writeFileSync,
 } from 'node:fs';
@@ -291,6 +292,18 @@ describe('the report cache', () => {
       requests: 1,
     });
     expect((await report(store, dir)).written).toEqual([]);
+  });
+
+  it('reads no cache through a link (the directory may be a branch\'s): not even one to a good cache', async () => {
+    const { store } = fixtureRepo(2);
+    const good = join(tempDir('genjob-report-out-'), 'r');
+    await report(store, good);
+    const id = ReportCache.idOf(loadAssets().renderId, store.root);
+    expect(ReportCache.load(good, id, SECRET).jobs.size).toBe(2); // so the link below would be read
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    mkdirSync(dir);
+    symlinkSync(join(good, CACHE_FILE), join(dir, CACHE_FILE));
+    expect(ReportCache.load(dir, id, SECRET).jobs.size).toBe(0);
   });
 
   it('gathers again a job whose newest line was torn off, and then writes the file whole', async () => {
