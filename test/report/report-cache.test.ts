@@ -294,7 +294,7 @@ describe('the report cache', () => {
     expect((await report(store, dir)).written).toEqual([]);
   });
 
-  it('reads no cache through a link (the directory may be a branch\'s): not even one to a good cache', async () => {
+  it("reads no cache through a link (the directory may be a branch's): not even one to a good cache", async () => {
     const { store } = fixtureRepo(2);
     const good = join(tempDir('genjob-report-out-'), 'r');
     await report(store, good);
