@@ -214,9 +214,10 @@ export function sparingTheirs(ino: () => number | undefined) {
     rmdir(path: PathLike, done: (err: NodeJS.ErrnoException | null) => void) {
       if (theirs(path)) return done(null);
       callbackFs.rmdir(path, (err) => {
-        if (err?.code !== 'ENOTEMPTY') return done(err);
-        // genjob's lock directories stay empty: a stale one with files in it was made by something else
-        // (a branch may commit .gen/locks/<name>.lock/keep), and is removed whole, set aside first
+        // taking a stale lock (ours not yet made): genjob's lock directories stay empty, so one with files
+        // in it was made by something else (a branch may commit .gen/locks/<name>.lock/keep) and is
+        // removed whole, set aside first. Releasing ours, a file in it stays a failure to report.
+        if (err?.code !== 'ENOTEMPTY' || ino() !== undefined) return done(err);
         try {
           removeLock(String(path));
           done(null);
