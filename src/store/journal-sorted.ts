@@ -1,3 +1,8 @@
+// gc's rotated journal (journal.1.jsonl) is written sorted by key, then by `at`, behind a first line
+// that says so. One key's events are then found like look(1) finds a word: a binary search over byte
+// offsets (each probe reads the line that starts after the offset) and a short read forward, so
+// `show KEY` reads a few KiB of it however many events it holds. A file without the first line
+// (written before this order was kept) is scanned instead.
 import { openRegularFile } from './read-record.js';
 import type { Store } from './store.js';
 
