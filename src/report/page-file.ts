@@ -5,12 +5,14 @@
 // Pages are not fsynced: a report is derived data, and a page torn by a crash lacks its last line, so it
 // never matches and the next report writes it again.
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, existsSync, readSync } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { errnoOf, IoError } from '../core/errors.js';
+import { errnoOf, IoError, RecordUnreadableError } from '../core/errors.js';
 import { SHA256_HEX } from '../core/sha256.js';
+import { nodeFs } from '../store/fs-port.js';
 import { thisProcess } from '../store/process-identity.js';
+import { openRegularFile } from '../store/read-record.js';
 import { FINGERPRINT_PREFIX, fingerprintLine } from './page.js';
 
 const LINE_BYTES = Buffer.byteLength(fingerprintLine('0'.repeat(64)));
@@ -18,20 +20,19 @@ const LINE_BYTES = Buffer.byteLength(fingerprintLine('0'.repeat(64)));
 /** The digest a page's last line names; null when it names none (not one of ours, torn); undefined: no page. */
 export function pageFingerprint(file: string): string | null | undefined {
   if (!existsSync(file)) return undefined;
-  let fd: number;
+  let opened: { fd: number; size: number } | undefined;
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    opened = openRegularFile(nodeFs, file); // a link or FIFO is not followed or waited on
   } catch (err) {
-    const code = errnoOf(err);
-    if (code === 'ENOENT') return undefined;
-    if (code === 'ELOOP' || code === 'ENXIO') return null;
-    throw IoError.wrap('open', file, err);
+    if (err instanceof RecordUnreadableError) return null;
+    throw err;
   }
+  if (opened === undefined) return undefined;
+  const { fd, size } = opened;
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.size < LINE_BYTES) return null;
+    if (size < LINE_BYTES) return null;
     const tail = Buffer.alloc(LINE_BYTES);
-    const n = readSync(fd, tail, 0, LINE_BYTES, st.size - LINE_BYTES);
+    const n = readSync(fd, tail, 0, LINE_BYTES, size - LINE_BYTES);
     const line = tail.subarray(0, n).toString('utf8');
     const digest = line.slice(FINGERPRINT_PREFIX.length, FINGERPRINT_PREFIX.length + 64);
     return SHA256_HEX.test(digest) && line === fingerprintLine(digest) ? digest : null;
