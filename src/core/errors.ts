@@ -71,6 +71,10 @@ export class IoError extends GenjobError {
     super(`${file}: ${op} failed: ${errnoWords(cause)}${note ? `; ${note}` : ''}`, { cause });
     this.errno = errnoName(cause);
   }
+  /** EGJ_IO for a file found missing where it had to be (errno ENOENT), when no call reported it. */
+  static gone(op: string, file: string): IoError {
+    return new IoError(op, file, Object.assign(new Error('no such file'), { code: 'ENOENT' }));
+  }
   /** `err` itself when it is an IoError already (wrapped once, where the call was made), else a new one. */
   static wrap(op: string, file: string, err: unknown, note?: string): IoError {
     return err instanceof IoError ? err : new IoError(op, file, err, note);

@@ -10,7 +10,7 @@ import { constants, mkdirSync } from 'node:fs';
 import { link, open, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defaultCacheDir } from '../core/cache-dir.js';
-import { errnoOf, ioErrorAt } from '../core/errors.js';
+import { errnoOf, IoError, ioErrorAt } from '../core/errors.js';
 import { writeNewFile } from './write-new-file.js';
 
 const SECRET_FILE = 'secret';
@@ -51,7 +51,7 @@ export async function loadCacheSecret(cacheDir: string): Promise<Buffer> {
       await unlink(temp).catch(() => {});
     }
     text = await read();
-    if (text === null) throw ioErrorAt(file, Object.assign(new Error('vanished'), { code: 'ENOENT' }));
+    if (text === null) throw IoError.gone('read', file);
   }
   text = text.trim();
   if (!/^[0-9a-f]{64}$/.test(text)) throw new Error(`${file}: not a cache secret (64 hex digits)`);

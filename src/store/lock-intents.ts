@@ -6,6 +6,7 @@
 import { constants } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { IoError } from '../core/errors.js';
 import { exists } from './durable.js';
 import { nodeFs as fs } from './fs-port.js';
 import { ownerGone, type ProcessId, thisProcess } from './process-identity.js';
@@ -17,11 +18,11 @@ const LOCK_RECORD_BYTES = 4096;
 /**
  * A lock's owner or intent record, parsed. Read as hostile (a branch may commit `.gen/locks/`): a link
  * (to /dev/zero, say), a FIFO or a device is RecordUnreadableError, not followed or waited on; a
- * missing file throws ENOENT and bad JSON a SyntaxError, as reading and parsing it plainly would.
+ * missing file throws EGJ_IO (ENOENT) and bad JSON a SyntaxError, as reading and parsing it plainly would.
  */
 export function readLockRecord(file: string): Record<string, unknown> {
   const bytes = readRecordFile(fs, file, LOCK_RECORD_BYTES);
-  if (bytes === undefined) throw Object.assign(new Error(`${file}: no such file`), { code: 'ENOENT' });
+  if (bytes === undefined) throw IoError.gone('read', file);
   const v: unknown = JSON.parse(bytes.toString('utf8'));
   // null, a number, an array: unreadable as a torn record is (whose holder then goes unrecognised)
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new SyntaxError(`${file}: not a record`);

@@ -25,8 +25,7 @@ export async function sendRecord(ctx: BatchContext, rec: BatchRecord): Promise<B
     const input = join(runDir(store, rec.run), 'input.jsonl');
     // read as a record (no link followed: its bytes leave for the provider), up to the provider's file cap
     const jsonl = readIfExists(store, input, MAX_BATCH_INPUT_BYTES);
-    if (jsonl === undefined)
-      throw new IoError('read', input, Object.assign(new Error('gone'), { code: 'ENOENT' }));
+    if (jsonl === undefined) throw IoError.gone('read', input);
     const fileId = await uploadBatchInput(config, `genjob-${rec.run}.jsonl`, jsonl);
     rec = { ...rec, state: 'uploaded', file_id: fileId };
     updateRecord(store, rec);
