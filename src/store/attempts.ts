@@ -2,8 +2,7 @@
 // exclusively, so epochs strictly increase and are never reused — even across crashes.
 // The epoch is the fencing token: a receipt carries it, and only the newest epoch may commit.
 import { join } from 'node:path';
-import { RecordUnreadableError } from '../core/errors.js';
-import { publishWithAlias, readdirOrEmpty, readRecord, replaceFile } from './durable.js';
+import { peekRecord, publishWithAlias, readdirOrEmpty, readRecord, replaceFile } from './durable.js';
 import type { Store } from './store.js';
 
 export interface Worker {
@@ -70,13 +69,7 @@ export function currentEpoch(store: Store, key: string): number {
  * JSON of another shape (a branch may commit `.gen/`). An I/O error still throws.
  */
 export function readLeaseShaped(store: Store, path: string): LeaseRecord | undefined {
-  let bytes: Buffer | undefined;
-  try {
-    bytes = readRecord(store, path);
-  } catch (err) {
-    if (err instanceof RecordUnreadableError) return undefined;
-    throw err;
-  }
+  const bytes = peekRecord(store, path); // a FIFO or link reads as no bytes, which parse as nothing
   if (bytes === undefined) return undefined;
   let parsed: unknown;
   try {
