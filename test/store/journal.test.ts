@@ -193,14 +193,9 @@ describe.each(readers)('$reader', ({ read }) => {
         const file = join(store.layout.gen, name);
         if (kind === 'directory') mkdirSync(file);
         else symlinkSync('/dev/zero', file);
-        const err = await Promise.resolve()
-          .then(() => read(store, K1))
-          .then(
-            () => undefined,
-            (e: unknown) => e,
-          );
-        expect(err, `${name} as a ${kind}`).toBeInstanceOf(RecordUnreadableError);
-        expect((err as Error).message).toContain(file);
+        const reading = read(store, K1);
+        await expect(reading, `${name} as a ${kind}`).rejects.toBeInstanceOf(RecordUnreadableError);
+        await expect(reading).rejects.toThrow(file);
       }
     }
   });
