@@ -28,8 +28,8 @@ import {
 import { dirname, join } from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { errnoOf } from '../core/errors.js';
+import { macHolds, macOf } from '../core/mac.js';
 import { sha256Hex } from '../core/sha256.js';
-import { macHolds, macOf } from '../remote/cache-mac.js';
 import { createExclusive, fsyncDir, readIfExists } from '../store/durable.js';
 import { removeTree } from '../store/remove-tree.js';
 import type { Store } from '../store/store.js';

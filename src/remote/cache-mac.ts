@@ -2,15 +2,17 @@
 // secret that only serve reads (in the cache directory, which no sandbox sees), over its name and
 // its result.json; result.json names every output's sha256, and the files are re-hashed before an
 // entry is served. An entry changed by anything but serve — or moved to another name — fails.
-// The user's caches inside a repository (the report's, the checks' setup results) are sealed the same
-// way (macOf), each under its own domain, with the user's secret (userSecret).
+// The user's caches inside a repository (the report's, the checks' setup results) and the records genjob
+// acts on there (promotion pins, shadow run records) are sealed the same way (core/mac.ts), each under its
+// own domain, with the user's secret (userSecret).
 
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { constants, mkdirSync } from 'node:fs';
 import { link, open, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defaultCacheDir } from '../core/cache-dir.js';
 import { errnoOf, IoError, ioErrorAt } from '../core/errors.js';
+import { macHolds, macOf } from '../core/mac.js';
 import { writeNewFile } from './write-new-file.js';
 
 const SECRET_FILE = 'secret';
@@ -64,36 +66,23 @@ async function syncDir(dir: string): Promise<void> {
 }
 
 /**
- * The user's secret that seals their caches inside repositories, in $XDG_CACHE_HOME/genjob (outside every
- * repository and every sandbox), made on first use; null where none can be kept (no writable cache
- * directory): such a cache is then not kept, or not trusted.
+ * The user's secret that seals what genjob keeps inside repositories (caches, promotion pins, shadow run
+ * records), in $XDG_CACHE_HOME/genjob (outside every repository and every sandbox), made on first use; or
+ * the error that keeps it from being kept there, for a command that must seal.
  */
-export async function userSecret(): Promise<Buffer | null> {
+export async function requireUserSecret(): Promise<Buffer> {
   const dir = defaultCacheDir();
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return await loadCacheSecret(dir);
-  } catch {
-    return null;
+  } catch (err) {
+    throw ioErrorAt(dir, err);
   }
+  return loadCacheSecret(dir);
 }
 
-/** HMAC-SHA256 (hex) under `secret` of `data` kept under `name`, in the cache kind `domain`. */
-export function macOf(secret: Buffer, domain: string, name: string, data: string | Uint8Array): string {
-  return createHmac('sha256', secret).update(`${domain}\0${name}\0`).update(data).digest('hex');
-}
-
-/** Whether `mac` is `data`'s under `name` in `domain` (compared in constant time). */
-export function macHolds(
-  secret: Buffer,
-  domain: string,
-  name: string,
-  data: string | Uint8Array,
-  mac: string,
-): boolean {
-  const want = Buffer.from(macOf(secret, domain, name, data), 'hex');
-  const got = Buffer.from(mac.trim(), 'hex');
-  return got.length === want.length && timingSafeEqual(got, want);
+/** requireUserSecret, or null where none can be kept: what it would seal is then not kept, or not trusted. */
+export async function userSecret(): Promise<Buffer | null> {
+  return requireUserSecret().catch(() => null);
 }
 
 export function entryMac(secret: Buffer, name: string, resultJson: Buffer): string {

@@ -19,8 +19,8 @@
 import { lstatSync } from 'node:fs';
 import { appendFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { macOf } from '../core/mac.js';
 import { sha256Hex } from '../core/sha256.js';
-import { macOf } from '../remote/cache-mac.js';
 import { nodeFs } from '../store/fs-port.js';
 import { readRecordFile } from '../store/read-record.js';
 import { trustFilePath } from '../trust/trust-file.js';
