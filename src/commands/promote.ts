@@ -4,13 +4,15 @@
 // result like any other.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
+import { requireUserSecret } from '../remote/cache-mac.js';
 import { promoteShadow } from '../shadow/promote.js';
 import { resolveKey } from '../store/job-states.js';
 
 export async function promote(o: CommonOptions & { key: string; shadow: string }): Promise<CommandResult> {
   const store = openStore(o);
   const key = resolveKey(store, o.key);
-  const p = await promoteShadow(store, o.shadow, key);
+  // the pin is sealed under the user's secret: `work` follows no pin a branch committed
+  const p = await promoteShadow(store, o.shadow, key, await requireUserSecret());
   const lines = [
     `${key.slice(0, 12)} promoted from ${p.plane}: queued live with generator ${JSON.stringify(p.generator)}${p.serve_args.length ? ` and sandbox flags ${p.serve_args.join(' ')}` : ''} (as the shadow run was)`,
     ...p.replaced.map((d) => `  the earlier live answer is kept in ${d}`),

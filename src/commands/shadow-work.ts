@@ -8,6 +8,7 @@ import { lineRelay, notice } from '../cli/stderr-lines.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import { userSecret } from '../remote/cache-mac.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { runShadow, type ShadowOutcome } from '../shadow/shadow-run.js';
@@ -75,6 +76,7 @@ export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
         timeoutMs: Math.round(o.timeout * 1000),
         workerId: `${newWorker().id}:shadow`,
         decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
+        userSecret: await userSecret(),
         ...(o.quiet ? {} : { relayStderr: lineRelay }),
         onOutcome: (x) => {
           if (!o.quiet) notice(`[shadow:${name}] ${describe(x)}`);

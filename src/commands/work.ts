@@ -11,6 +11,7 @@ import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { pathExists } from '../core/path-exists.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import { userSecret } from '../remote/cache-mac.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { wasCancelled } from '../store/cancel-job.js';
@@ -230,6 +231,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const keys = o.run !== undefined ? chosen : chosen.length > 0 ? queuedKeys(store, chosen) : undefined;
   const pool = await makePool(o, store.layout.gen);
   const policy = loadTrustPolicy(store.root);
+  // a promotion pin is followed only when sealed under it (store/promotion.ts)
+  const secret = await userSecret();
   const tty = process.stderr.isTTY === true && !o.quiet;
   const controller = new AbortController();
   const mode = o.once ? 'once' : o.drain ? 'drain' : 'watch';
@@ -266,7 +269,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
     // every host is reached and asked about the generator before the first claim: a usage or
     // configuration error is exit 2 with nothing claimed, not an attempt spent
     // (without --generator, a job promoted from a shadow plane names its own: check the host with that)
-    await preflight(pool, o.generator ?? anyPromotedGenerator(store) ?? null, {
+    await preflight(pool, o.generator ?? anyPromotedGenerator(store, secret) ?? null, {
       args: serveArgs,
       maxAnswerBytes: 8 * 1024 * 1024 * 1024,
       helloTimeoutMs: 60_000,
@@ -283,6 +286,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       leaseTtlS: o.leaseTtl,
       maxAttempts: o.maxAttempts,
       decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
+      userSecret: secret,
+      notice,
       signal: controller.signal,
       ...(keys ? { keys } : {}),
       ...(graceS === undefined ? {} : { graceMs: Math.round(graceS * 1000) }),

@@ -33,10 +33,18 @@ function recordedRun(
   plane: ShadowStore,
   key: string,
   epoch: number,
+  secret: Buffer,
 ): { generator: string; serve_args: string[] } {
-  const run = plane.run(key);
+  const read = plane.run(key, secret);
   const file = plane.runFile(key);
   const again = `run genjob work --shadow ${plane.name} --generator CMD ${key.slice(0, 12)} again`;
+  if (read !== undefined && 'ignored' in read)
+    throw new RejectedError(
+      'EGJ_SHADOW_RUN_UNKNOWN',
+      `${read.ignored}; only a run this user made is pinned: ${again}`,
+      file,
+    );
+  const run = read?.record;
   if (run === undefined || run.epoch !== epoch)
     throw new RejectedError(
       'EGJ_SHADOW_RUN_UNKNOWN',
@@ -52,7 +60,13 @@ function recordedRun(
   return { generator: run.generator, serve_args: run.serve_args };
 }
 
-export async function promoteShadow(store: Store, name: string, key: string): Promise<Promoted> {
+/** `secret` is the user's: it checks the run record's seal and seals the pin. */
+export async function promoteShadow(
+  store: Store,
+  name: string,
+  key: string,
+  secret: Buffer,
+): Promise<Promoted> {
   const plane = new ShadowStore(store, name);
   const file = plane.receiptFile(key);
   const bytes = plane.receipt(key);
@@ -84,7 +98,7 @@ export async function promoteShadow(store: Store, name: string, key: string): Pr
         `${file}: the shadow answer is for job digest ${receipt.job_digest.slice(0, 12)}, the live job's is ${digest.slice(0, 12)}`,
         file,
       );
-    const ran = recordedRun(plane, key, receipt.epoch);
+    const ran = recordedRun(plane, key, receipt.epoch, secret);
     const pin: Promotion = {
       schema: 'genjob/promotion@1',
       key,
@@ -96,7 +110,7 @@ export async function promoteShadow(store: Store, name: string, key: string): Pr
       at: new Date().toISOString(),
     };
     // the pin first: a crash after it and before the requeue is finished by promoting again
-    writePromotion(store, pin);
+    writePromotion(store, secret, pin);
     const replaced: string[] = [];
     if (found.state === 'received') {
       const why = {

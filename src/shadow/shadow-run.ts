@@ -32,6 +32,8 @@ export interface ShadowRunOptions {
   timeoutMs: number;
   workerId: string;
   decodeReceipt: (bytes: Buffer, file: string) => Receipt;
+  /** Seals each run record (what promote pins); null: they are kept unsealed, and promote refuses them. */
+  userSecret: Buffer | null;
   onOutcome?: (o: ShadowOutcome) => void;
   /** Relays each session's stderr (serve's and the generator's output). */
   relayStderr?: RelayFactory;
@@ -195,14 +197,20 @@ async function runOne(
     store.fs.rmSync(staged.dir, { recursive: true, force: true });
     return { key, outcome: 'refused', reason: mismatch };
   }
-  plane.commit(key, answer.receiptBytes, staged.dir, {
-    schema: 'genjob/shadow-run@1',
+  plane.commit(
     key,
-    epoch,
-    generator: o.generator,
-    serve_args: [...(o.serveArgs ?? [])],
-    destination: o.launcher.destination,
-    at: new Date().toISOString(),
-  });
+    answer.receiptBytes,
+    staged.dir,
+    {
+      schema: 'genjob/shadow-run@1',
+      key,
+      epoch,
+      generator: o.generator,
+      serve_args: [...(o.serveArgs ?? [])],
+      destination: o.launcher.destination,
+      at: new Date().toISOString(),
+    },
+    o.userSecret,
+  );
   return { key, outcome: 'stored', epoch, status: receipt.status, cached: receipt.cached };
 }

@@ -1,7 +1,7 @@
 // A shadow plane's storage: .gen/shadow/<NAME>/ holds results/<key>/{receipt.json,run.json,
 // files/<path>}, attempts/<key>/<N>.json (the plane's own epochs), staging/ and journal.jsonl. The
 // receipt and files are the host's; run.json is this worker's own record of how it ran the job
-// (generator, sandbox flags), the only thing promote takes from here. Nothing here is a live name:
+// (generator, sandbox flags), sealed under the user's secret, the only thing promote takes from here. Nothing here is a live name:
 // live workers, verify and apply never look under shadow/, and nothing is ever moved from here into
 // a live directory (promote regenerates through the live path instead).
 import { randomBytes } from 'node:crypto';
@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { errnoOf, UsageError } from '../core/errors.js';
 import { SHADOW_NAME } from '../core/plane.js';
 import { createExclusive, readdirOrEmpty, readIfExists, replaceFile } from '../store/durable.js';
+import { readSealed, type SealedKind, type SealedRead, writeSealed } from '../store/sealed-file.js';
 import type { Store } from '../store/store.js';
 
 export function checkShadowName(name: string): string {
@@ -38,16 +39,20 @@ export interface ShadowRun {
   at: string;
 }
 
-function isShadowRun(v: unknown, key: string): v is ShadowRun {
-  const r = v as Partial<ShadowRun> | null;
-  return (
-    r?.schema === 'genjob/shadow-run@1' &&
-    r.key === key &&
-    Number.isSafeInteger(r.epoch) &&
-    (r.generator === null || typeof r.generator === 'string') &&
-    Array.isArray(r.serve_args) &&
-    r.serve_args.every((a) => typeof a === 'string')
-  );
+/** A run record's seal names its plane and key: one moved to another plane or key is not followed. */
+function runKind(name: string, key: string): SealedKind {
+  return {
+    domain: 'genjob-shadow-run-v1',
+    name: `${name}/${key}`,
+    what: 'shadow run record',
+    is: (r) =>
+      r.schema === 'genjob/shadow-run@1' &&
+      r.key === key &&
+      Number.isSafeInteger(r.epoch) &&
+      (r.generator === null || typeof r.generator === 'string') &&
+      Array.isArray(r.serve_args) &&
+      r.serve_args.every((a) => typeof a === 'string'),
+  };
 }
 
 export class ShadowStore {
@@ -101,16 +106,12 @@ export class ShadowStore {
     return join(this.resultDir(key), 'run.json');
   }
 
-  /** The worker's record of the run whose answer is kept for the key (undefined: none, or unreadable). */
-  run(key: string): ShadowRun | undefined {
-    const bytes = readIfExists(this.store, this.runFile(key));
-    if (bytes === undefined) return undefined;
-    try {
-      const r = JSON.parse(bytes.toString('utf8')) as unknown;
-      return isShadowRun(r, key) ? r : undefined;
-    } catch {
-      return undefined;
-    }
+  /**
+   * The worker's record of the run whose answer is kept for the key, followed only when sealed under
+   * the user's `secret` (a branch can commit a shadow plane too); or why it is not, or none.
+   */
+  run(key: string, secret: Buffer | null): SealedRead<ShadowRun> {
+    return readSealed(this.store, this.runFile(key), secret, runKind(this.name, key));
   }
 
   /** The next epoch of this plane for the key (exclusive create: never reused, never a live epoch file). */
@@ -138,13 +139,19 @@ export class ShadowStore {
    * plane's result for the key. Built whole in staging/, then swapped in by rename; an older result is
    * set aside and removed.
    */
-  commit(key: string, receiptBytes: Uint8Array, filesDir: string, run: ShadowRun): void {
+  commit(
+    key: string,
+    receiptBytes: Uint8Array,
+    filesDir: string,
+    run: ShadowRun,
+    secret: Buffer | null,
+  ): void {
     const { fs } = this.store;
     const entry = join(this.staging, `e-${process.pid}-${randomBytes(6).toString('hex')}`);
     fs.mkdirSync(entry, { mode: 0o700 });
     fs.renameSync(filesDir, join(entry, 'files'));
     replaceFile(this.store, join(entry, 'receipt.json'), receiptBytes);
-    replaceFile(this.store, join(entry, 'run.json'), Buffer.from(`${JSON.stringify(run, null, 2)}\n`));
+    writeSealed(this.store, join(entry, 'run.json'), secret, runKind(this.name, key), run);
     const target = this.resultDir(key);
     const aside = `${entry}.old`;
     try {

@@ -25,11 +25,29 @@ import { type JobOutcome, type SessionPin, type WorkContext, workOne } from './w
 /** What every job of a run is worked with: the same fields as WorkContext, set once per run. */
 type JobSettings = Pick<
   WorkContext,
-  'store' | 'generator' | 'timeoutMs' | 'retryAborted' | 'leaseTtlS' | 'maxAttempts' | 'decodeReceipt'
+  | 'store'
+  | 'generator'
+  | 'timeoutMs'
+  | 'retryAborted'
+  | 'leaseTtlS'
+  | 'maxAttempts'
+  | 'decodeReceipt'
+  | 'userSecret'
+  | 'notice'
 >;
 
 function pickJobSettings(o: JobSettings): JobSettings {
-  const { store, generator, timeoutMs, retryAborted, leaseTtlS, maxAttempts, decodeReceipt } = o;
+  const {
+    store,
+    generator,
+    timeoutMs,
+    retryAborted,
+    leaseTtlS,
+    maxAttempts,
+    decodeReceipt,
+    userSecret,
+    notice,
+  } = o;
   return {
     store,
     generator,
@@ -38,6 +56,8 @@ function pickJobSettings(o: JobSettings): JobSettings {
     leaseTtlS,
     maxAttempts,
     decodeReceipt,
+    userSecret,
+    ...(notice === undefined ? {} : { notice }),
   };
 }
 

@@ -39,6 +39,10 @@ export interface WorkContext {
   leaseTtlS: number;
   maxAttempts: number;
   decodeReceipt: (bytes: Buffer, file: string) => Receipt;
+  /** The user's secret: a promotion pin is followed only when sealed under it (null: none is followed). */
+  userSecret: Buffer | null;
+  /** A line for the user about a job (a promotion pin not followed). */
+  notice?: (line: string) => void;
   /** True when the session was cut by the end of the shutdown grace period (the attempt is not spent). */
   wasCut?: () => boolean;
   /** The host misbehaved before a bundle reached its generator (a broken session, a refusal). */
@@ -146,11 +150,13 @@ async function attempt(
   const epoch = lease.epoch;
   // a promoted job runs the generator of the shadow plane it was promoted from, with the sandbox
   // flags of that run when the pin has them (store/promotion.ts)
-  const promoted = readPromotion(store, key);
+  // (only a pin this user's promote sealed: one committed on a branch would name any command)
+  const pinned = readPromotion(store, key, ctx.userSecret);
+  if (pinned !== undefined && 'ignored' in pinned)
+    ctx.notice?.(`${key.slice(0, 12)}: promotion pin ignored, the job runs as minted: ${pinned.ignored}`);
+  const promoted = pinned !== undefined && 'record' in pinned ? pinned.record : undefined;
   const pin: SessionPin | undefined =
-    promoted?.serve_args === undefined
-      ? undefined
-      : { generator: promoted.generator, args: promoted.serve_args };
+    promoted === undefined ? undefined : { generator: promoted.generator, args: promoted.serve_args };
   // promoted or retried: a generation of its own, never the result the host keeps from before
   const fresh = freshGeneration(store, key, epoch, promoted);
   const req = {

@@ -162,3 +162,134 @@ describe('a promoted run is a new generation', () => {
     expect(fake.requests.filter((q) => q.path === '/v1/chat/completions')).toHaveLength(3);
   });
 });
+
+describe('only a pin and a run record this user sealed are followed (a branch can commit any file under .gen/)', () => {
+  /** A pin as `promote` writes it, for `key`, naming `generator` and `serveArgs`: without a seal, or with `seal`. */
+  const forgedPin = (key: string, generator: string, serveArgs: string[], seal?: string) => ({
+    schema: 'genjob/promotion@1',
+    key,
+    job_digest: 'f'.repeat(64),
+    plane: 'shadow:x',
+    generator,
+    serve_args: serveArgs,
+    shadow_receipt_sha256: 'e'.repeat(64),
+    at: '2026-01-01T00:00:00.000Z',
+    ...(seal === undefined ? {} : { seal }),
+  });
+
+  it('a committed pin naming an unconfined command: `work` runs the job with its own generator, confined, and says why', async () => {
+    const sb = await makeSandbox();
+    // outside everything a confined generator sees (the sandbox's base is bound for its scripts)
+    const outside = tempDir('genjob-outside-');
+    const marker = path.join(outside, 'PWNED');
+    const key = await mintKey(sb, 'one', ['src/user.py']);
+    const evil = `touch ${marker}; echo '# evil' >> src/user.py`;
+    const pins = path.join(sb.repo, '.gen/promoted');
+    mkdirSync(pins, { recursive: true });
+    writeFileSync(path.join(pins, `${key}.json`), JSON.stringify(forgedPin(key, evil, ['--no-sandbox'])));
+    const gen = sb.script('gen.sh', `echo '# from the user' >> src/user.py`);
+
+    const w = await sb.genjob(['work', '--once', '--json', '--generator', gen]);
+    expect(w.exitCode, w.stderr).toBe(0);
+    expect(existsSync(marker)).toBe(false);
+    expect(w.stderr).toMatch(
+      /promotion pin ignored, the job runs as minted: .*not sealed by this user's genjob/,
+    );
+    expect(readJson(path.join(sb.repo, '.gen/receipts', `${key}.json`))).toMatchObject({
+      status: 'ok',
+      generator: { command: gen },
+    });
+    expect(readFileSync(path.join(sb.repo, '.gen/out', key, 'src/user.py'), 'utf8')).toMatch(
+      /# from the user\n$/,
+    );
+  });
+
+  it("a sealed pin moved to another key, or read by another user, or with a made-up seal, is not followed; the user's own is", async () => {
+    const sb = await makeSandbox();
+    const outside = tempDir('genjob-outside-');
+    mkdirSync(path.join(outside, 'data'));
+    writeFileSync(path.join(outside, 'data', 'line.txt'), '# from the bound tools\n');
+    // needs --generator-bind to read the line: only a followed pin gives it
+    const pinned = sb.script('pinned.sh', `cat ${outside}/data/line.txt >> src/user.py`);
+    const promoted = await mintKey(sb, 'one', ['src/user.py']);
+    const other = await mintKey(sb, 'two', ['src/user.py', 'README.md']);
+    const shadow = await sb.genjob([
+      'work',
+      '--shadow',
+      'b',
+      promoted,
+      '--generator',
+      pinned,
+      '--generator-bind',
+      outside,
+    ]);
+    expect(shadow.exitCode, shadow.stderr).toBe(0);
+    const p = await sb.genjob(['promote', '--shadow', 'b', promoted]);
+    expect(p.exitCode, p.stderr).toBe(0);
+    const pins = path.join(sb.repo, '.gen/promoted');
+    const sealed = readJson(path.join(pins, `${promoted}.json`));
+    expect(sealed.seal).toMatch(/^[0-9a-f]{64}$/);
+    // the same pin, seal and all, under the other key; and a made-up seal
+    writeFileSync(path.join(pins, `${other}.json`), JSON.stringify({ ...sealed, key: other }));
+    const gen = sb.script('gen.sh', `echo '# from the user' >> src/user.py`);
+    const receipt = (k: string) => readJson(path.join(sb.repo, '.gen/receipts', `${k}.json`));
+
+    // another user (another cache, so another secret) follows neither
+    const elsewhere = tempDir('genjob-cache-');
+    const w1 = await sb.genjob(['work', '--drain', '--json', '--generator', gen], {
+      env: { XDG_CACHE_HOME: elsewhere },
+    });
+    expect(w1.exitCode, w1.stderr).toBe(0);
+    expect(receipt(promoted)).toMatchObject({ status: 'ok', generator: { command: gen } });
+    expect(receipt(other)).toMatchObject({ status: 'ok', generator: { command: gen } });
+    expect(w1.stderr).toContain(`${promoted.slice(0, 12)}: promotion pin ignored`);
+    expect(w1.stderr).toContain(`${other.slice(0, 12)}: promotion pin ignored`);
+
+    // this user: the moved pin still is not followed, a made-up seal neither, the real one is
+    for (const k of [promoted, other]) expect((await sb.genjob(['retry', k])).exitCode).toBe(0);
+    const third = await mintKey(sb, 'three', ['src/user.py', 'tests/test_user.py']);
+    writeFileSync(
+      path.join(pins, `${third}.json`),
+      JSON.stringify(forgedPin(third, pinned, ['--generator-bind', outside], 'a'.repeat(64))),
+    );
+    const w2 = await sb.genjob(['work', '--drain', '--json', '--generator', gen]);
+    expect(w2.exitCode, w2.stderr).toBe(0);
+    expect(receipt(promoted)).toMatchObject({ status: 'ok', generator: { command: pinned } });
+    expect(readFileSync(path.join(sb.repo, '.gen/out', promoted, 'src/user.py'), 'utf8')).toMatch(
+      /# from the bound tools\n$/,
+    );
+    for (const k of [other, third])
+      expect(receipt(k)).toMatchObject({ status: 'ok', generator: { command: gen } });
+    expect(w2.stderr).not.toContain(`${promoted.slice(0, 12)}: promotion pin ignored`);
+  });
+
+  it("promote refuses a shadow run record it did not seal: one edited, or the plane's record read by another user (exit 3, no pin)", async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'one', ['src/user.py']);
+    const gen = sb.script('gen.sh', `echo '# shadow' >> src/user.py`);
+    const shadow = await sb.genjob(['work', '--shadow', 's', key, '--generator', gen]);
+    expect(shadow.exitCode, shadow.stderr).toBe(0);
+    const runFile = path.join(sb.repo, '.gen/shadow/s/results', key, 'run.json');
+    const run = readJson(runFile);
+    expect(run.seal).toMatch(/^[0-9a-f]{64}$/);
+
+    const elsewhere = tempDir('genjob-cache-');
+    const foreign = await sb.genjob(['promote', '--shadow', 's', key], {
+      env: { XDG_CACHE_HOME: elsewhere },
+    });
+    expect(foreign.exitCode).toBe(3);
+    expect(foreign.stderr).toMatch(
+      /EGJ_SHADOW_RUN_UNKNOWN: .*run\.json: the shadow run record is not sealed by this user's genjob/,
+    );
+
+    writeFileSync(runFile, JSON.stringify({ ...run, serve_args: ['--no-sandbox'] }));
+    const edited = await sb.genjob(['promote', '--shadow', 's', key]);
+    expect(edited.exitCode).toBe(3);
+    expect(edited.stderr).toContain('EGJ_SHADOW_RUN_UNKNOWN');
+    expect(existsSync(path.join(sb.repo, '.gen/promoted', `${key}.json`))).toBe(false);
+
+    writeFileSync(runFile, JSON.stringify(run));
+    const own = await sb.genjob(['promote', '--shadow', 's', key]);
+    expect(own.exitCode, own.stderr).toBe(0);
+  });
+});

@@ -196,15 +196,21 @@ class World {
         const name = PLANES[cmd.plane]!;
         const plane = new ShadowStore(this.storeFor(cmd.crashAt), name).ensure();
         const epoch = plane.nextEpoch(job.key);
-        plane.commit(job.key, this.receipt(name, job, epoch), this.stage(plane.staging, name, job, epoch), {
-          schema: 'genjob/shadow-run@1',
-          key: job.key,
-          epoch,
-          generator: `gen-${name}`,
-          serve_args: [],
-          destination: 'local',
-          at: new Date().toISOString(),
-        });
+        plane.commit(
+          job.key,
+          this.receipt(name, job, epoch),
+          this.stage(plane.staging, name, job, epoch),
+          {
+            schema: 'genjob/shadow-run@1',
+            key: job.key,
+            epoch,
+            generator: `gen-${name}`,
+            serve_args: [],
+            destination: 'local',
+            at: new Date().toISOString(),
+          },
+          null,
+        );
         stats.shadowStored += 1;
         return;
       }
