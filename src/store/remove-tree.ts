@@ -4,8 +4,25 @@
 // for it), the kind of each entry comes from the directory listing itself, so a 1,000-file copy costs
 // 1,000 unlinks and no stat: ~20 ms of CPU less per check. An entry whose kind the listing does not
 // give (a filesystem without d_type) is lstat'ed. Gone already is fine, anywhere in the tree.
-import { type Dirent, lstatSync, readdirSync, rmdirSync, unlinkSync } from 'node:fs';
+// Each directory is opened without following a link (O_NOFOLLOW) and then listed and emptied through
+// that descriptor (/proc/self/fd/N/…), never by its path again: a directory swapped for a link to
+// elsewhere between its listing and its emptying is unlinked as the link it has become, not followed.
+import {
+  closeSync,
+  constants,
+  type Dirent,
+  existsSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  rmdirSync,
+  unlinkSync,
+} from 'node:fs';
 import { errnoOf } from '../core/errors.js';
+
+/** Where a directory's descriptor can be named; without /proc, directories are walked by path. */
+const FD_DIR = existsSync('/proc/self/fd') ? '/proc/self/fd' : undefined;
+const OPEN_DIR = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 function ignoreGone(err: unknown): void {
   if (errnoOf(err) !== 'ENOENT') throw err;
@@ -19,16 +36,26 @@ function isDir(entry: Dirent, path: string): boolean {
   return lstatSync(path).isDirectory(); // DT_UNKNOWN
 }
 
-function removeDir(dir: string): void {
+/** Unlink `path`, gone already being fine. */
+function unlinkName(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    ignoreGone(err);
+  }
+}
+
+/** Empty the directory `here` names (a descriptor's name, or a path without /proc). */
+function emptyDir(here: string): void {
   let entries: Dirent[];
   try {
-    entries = readdirSync(dir, { withFileTypes: true });
+    entries = readdirSync(here, { withFileTypes: true });
   } catch (err) {
     ignoreGone(err);
     return;
   }
   for (const entry of entries) {
-    const path = `${dir}/${entry.name}`;
+    const path = `${here}/${entry.name}`;
     try {
       if (isDir(entry, path)) removeDir(path);
       else unlinkSync(path);
@@ -36,8 +63,30 @@ function removeDir(dir: string): void {
       ignoreGone(err);
     }
   }
+}
+
+/** Remove the directory `path` and what is in it; when it is no longer a directory, the name alone. */
+function removeDir(path: string): void {
+  if (FD_DIR === undefined) emptyDir(path);
+  else {
+    let fd: number;
+    try {
+      fd = openSync(path, OPEN_DIR);
+    } catch (err) {
+      const code = errnoOf(err);
+      // a link (ELOOP) or a file (ENOTDIR) now stands there: it goes as a name
+      if (code === 'ELOOP' || code === 'ENOTDIR') unlinkName(path);
+      else ignoreGone(err);
+      return;
+    }
+    try {
+      emptyDir(`${FD_DIR}/${fd}`);
+    } finally {
+      closeSync(fd);
+    }
+  }
   try {
-    rmdirSync(dir);
+    rmdirSync(path);
   } catch (err) {
     ignoreGone(err);
   }
@@ -53,11 +102,5 @@ export function removeTree(path: string): void {
     return;
   }
   if (top.isDirectory()) removeDir(path);
-  else {
-    try {
-      unlinkSync(path);
-    } catch (err) {
-      ignoreGone(err);
-    }
-  }
+  else unlinkName(path);
 }
