@@ -505,6 +505,20 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     )
     .argument('<key>', 'a key or a unique prefix')
     .requiredOption('--shadow <name>', 'the shadow plane whose answer to promote')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'The pin it writes (.gen/promoted/<key>.json) names the generator and sandbox flags of your',
+        '`work --shadow` run and is sealed under your secret ($XDG_CACHE_HOME/genjob): `work` follows',
+        'only a pin you sealed, never one committed on a branch or copied from another store.',
+        '',
+        'Example:',
+        '  genjob work --shadow b --generator ./other-gen.sh KEY   run the job again beside the live plane',
+        '  genjob compare --shadow b KEY                           see how the answers differ',
+        '  genjob promote --shadow b KEY && genjob work --once     generate it live with that generator',
+      ].join('\n'),
+    )
     .action(async (key: string, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(
