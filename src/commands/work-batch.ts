@@ -10,6 +10,7 @@ import { canonicalBytes } from '../core/canonical-json.js';
 import { BatchApiError, UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import type { Receipt } from '../core/receipt.js';
+import { userSecret } from '../remote/cache-mac.js';
 import { OPENAI_GENERATOR_NAME } from '../remote/generators/openai-answer.js';
 import { NoBatchApiError } from '../remote/generators/openai-batch-api.js';
 import { readOpenAiConfig } from '../remote/generators/openai-config.js';
@@ -54,6 +55,7 @@ export async function batchContext(
     maxAttempts: o.maxAttempts,
     timeoutMs: Math.round(o.timeout * 1000),
     encodeReceipt: await receiptEncoder(),
+    userSecret: await userSecret(),
   };
 }
 

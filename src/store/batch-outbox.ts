@@ -2,7 +2,11 @@
 // intent (the jobs and their input JSONL, written before anything leaves), uploaded (the provider's
 // file id), submitted (the provider's batch id), done. Each step is recorded durably before the next
 // effect, so after a crash the next run resumes it: it never creates a second batch for the same jobs.
+// An intent carries the user's seal (intent_seal): one committed on a branch is never uploaded.
 import { join } from 'node:path';
+import { canonicalJson } from '../core/canonical-json.js';
+import { macHolds, macOf } from '../core/mac.js';
+import { SHA256_HEX, sha256Hex } from '../core/sha256.js';
 import { publishExclusive, readdirOrEmpty, readIfExists, replaceFile } from './durable.js';
 import type { Store } from './store.js';
 
@@ -26,6 +30,37 @@ export interface BatchRecord {
   batch_id: string | null;
   /** The provider's status as last seen (validating, in_progress, completed, expired...). */
   provider_status: string | null;
+  /**
+   * The user's seal over the jobs and input.jsonl: only an intent this user's `work --batch` recorded
+   * is uploaded (a branch can commit a record, whose input would be sent under the user's API key).
+   */
+  intent_seal?: string;
+}
+
+/** What an intent's seal covers besides its run: this kind of record, so the secret's other uses never collide. */
+const INTENT_DOMAIN = 'genjob-batch-intent-v1';
+
+const intentText = (jobs: readonly BatchJobEntry[], jsonl: Uint8Array) =>
+  canonicalJson({ jobs, input_sha256: sha256Hex(jsonl) });
+
+/** The seal of run `run`'s intent to send `jobs` as `jsonl`, under the user's `secret`. */
+export function sealIntent(
+  secret: Buffer,
+  run: string,
+  jobs: readonly BatchJobEntry[],
+  jsonl: Uint8Array,
+): string {
+  return macOf(secret, INTENT_DOMAIN, run, intentText(jobs, jsonl));
+}
+
+/** Whether `rec` carries the user's seal over its jobs and `jsonl` (no secret: none holds). */
+export function intentHolds(secret: Buffer | null, rec: BatchRecord, jsonl: Uint8Array): boolean {
+  return (
+    secret !== null &&
+    typeof rec.intent_seal === 'string' &&
+    Array.isArray(rec.jobs) &&
+    macHolds(secret, INTENT_DOMAIN, String(rec.run), intentText(rec.jobs, jsonl), rec.intent_seal)
+  );
 }
 
 export function batchesDir(store: Store): string {
@@ -55,11 +90,48 @@ export function updateRecord(store: Store, rec: BatchRecord): void {
   replaceFile(store, recordPath(store, rec.run), bytesOf(rec));
 }
 
+const STATES: ReadonlySet<unknown> = new Set<OutboxState>(['intent', 'uploaded', 'submitted', 'done']);
+const FORMATS: ReadonlySet<unknown> = new Set<BatchJobEntry['format']>(['structured', 'text']);
+const stringOrNull = (v: unknown) => v === null || typeof v === 'string';
+
+/**
+ * Whether `v` is a record of run `run` in the shape genjob writes: every key a job key (64 hex digits,
+ * never a path), every epoch a positive integer. A record of any other shape (torn, or forged on a
+ * branch: its keys name files to write) is no record.
+ */
+function isBatchRecord(v: unknown, run: string): v is BatchRecord {
+  const r = v as Partial<BatchRecord> | null;
+  return (
+    typeof r === 'object' &&
+    r !== null &&
+    r.run === run &&
+    STATES.has(r.state) &&
+    typeof r.created_at === 'string' &&
+    Array.isArray(r.jobs) &&
+    r.jobs.every(
+      (j: Partial<BatchJobEntry> | null) =>
+        typeof j === 'object' &&
+        j !== null &&
+        typeof j.key === 'string' &&
+        SHA256_HEX.test(j.key) &&
+        Number.isSafeInteger(j.epoch) &&
+        (j.epoch as number) >= 1 &&
+        typeof j.job_digest === 'string' &&
+        FORMATS.has(j.format),
+    ) &&
+    stringOrNull(r.file_id) &&
+    stringOrNull(r.batch_id) &&
+    stringOrNull(r.provider_status) &&
+    (r.intent_seal === undefined || typeof r.intent_seal === 'string')
+  );
+}
+
 export function readRecord(store: Store, run: string): BatchRecord | undefined {
   const bytes = readIfExists(store, recordPath(store, run));
   if (bytes === undefined) return undefined;
   try {
-    return JSON.parse(bytes.toString('utf8')) as BatchRecord;
+    const rec: unknown = JSON.parse(bytes.toString('utf8'));
+    return isBatchRecord(rec, run) ? rec : undefined;
   } catch {
     return undefined;
   }

@@ -15,4 +15,6 @@ export interface BatchContext {
   /** The time limit of one attempt's reading and diffing of an answer (work --timeout). */
   timeoutMs: number;
   encodeReceipt: (receipt: Receipt) => Buffer;
+  /** The user's secret: seals each batch intent, and only a sealed one is uploaded (null: none can be kept). */
+  userSecret: Buffer | null;
 }

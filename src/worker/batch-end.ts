@@ -8,6 +8,7 @@
 import { type BatchRecord, batchesDir, recordPath, runDir } from '../store/batch-outbox.js';
 import { fsyncDir } from '../store/durable.js';
 import { journal } from '../store/journal.js';
+import { readLease } from '../store/lease.js';
 import type { Store } from '../store/store.js';
 import { requeue } from './release-job.js';
 import type { JobOutcome } from './work-one.js';
@@ -38,6 +39,8 @@ export async function endIntent(
   const outcomes: JobOutcome[] = [];
   for (const j of rec.jobs) {
     if (j.key === except) continue;
+    // only a job its attempt still holds is the intent's to give back (and to mark unspent)
+    if (readLease(store, j.key)?.epoch !== j.epoch) continue;
     const o = await requeue(store, j.key, j.epoch, why.reason, why.code, {
       spent: false,
       destination: `batch ${rec.run}`,

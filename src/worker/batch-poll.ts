@@ -23,7 +23,7 @@ import type { HeldLock } from '../store/key-lock.js';
 import { commitAnswer, finishLanded, stillOurs } from './batch-commit.js';
 import type { BatchContext } from './batch-context.js';
 import { endIntent } from './batch-end.js';
-import { keepLeases, lockRun, sendRecord } from './batch-send.js';
+import { keepLeases, lockRun, sendRecord, UnsealedIntentError } from './batch-send.js';
 import { requeue } from './release-job.js';
 import type { JobOutcome } from './work-one.js';
 
@@ -89,8 +89,12 @@ export async function pollBatches(ctx: BatchContext): Promise<PollSummary> {
         updateRecord(store, { ...rec, state: 'done', provider_status: batch.status });
         journal(store, { event: 'batch-done', run: rec.run, batch: batch.id, status: batch.status });
       } catch (err) {
-        if (err instanceof NoBatchApiError && rec.state === 'intent') {
-          // never uploaded, and the endpoint has no batch API: the intent ends, its jobs go back
+        if (
+          (err instanceof NoBatchApiError || err instanceof UnsealedIntentError) &&
+          rec.state === 'intent'
+        ) {
+          // never uploaded, and the endpoint has no batch API or the intent is not this user's to
+          // send: the intent ends, the jobs its attempts still hold go back
           const reason = `${err.message}; batch run ${rec.run} ended, nothing was submitted`;
           summary.outcomes.push(...(await endIntent(store, rec, { code: err.code, reason })));
           continue;

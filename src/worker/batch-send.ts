@@ -4,9 +4,9 @@
 // the id was written): the recent batches are listed and one whose metadata names the run is taken
 // instead of creating another, so a job key is never submitted twice.
 import { join } from 'node:path';
-import { IoError } from '../core/errors.js';
+import { IoError, RejectedError } from '../core/errors.js';
 import { createBatch, findBatchOfRun, uploadBatchInput } from '../remote/generators/openai-batch-api.js';
-import { type BatchRecord, runDir, updateRecord } from '../store/batch-outbox.js';
+import { type BatchRecord, intentHolds, recordPath, runDir, updateRecord } from '../store/batch-outbox.js';
 import { readIfExists, replaceFile } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import { type HeldLock, lockNamed } from '../store/key-lock.js';
@@ -17,6 +17,20 @@ import type { BatchContext } from './batch-context.js';
 /** The provider's cap on a batch input file (OpenAI: 200 MB). */
 const MAX_BATCH_INPUT_BYTES = 200 * 1024 * 1024;
 
+/**
+ * A recorded intent without this user's seal over its jobs and input: its input is never uploaded (a
+ * branch can commit one, and the upload is made under the user's API key), and the intent is ended.
+ */
+export class UnsealedIntentError extends RejectedError {
+  constructor(file: string) {
+    super(
+      'EGJ_BATCH_NOT_SEALED',
+      `${file}: this batch intent is not sealed by this user's genjob (committed on a branch, copied, recorded by another user or by an older genjob), so its input is never sent`,
+      file,
+    );
+  }
+}
+
 /** Advance `rec` until it is submitted; throws BatchApiError with the step left for the next run. */
 export async function sendRecord(ctx: BatchContext, rec: BatchRecord): Promise<BatchRecord> {
   const { store, config } = ctx;
@@ -26,6 +40,7 @@ export async function sendRecord(ctx: BatchContext, rec: BatchRecord): Promise<B
     // read as a record (no link followed: its bytes leave for the provider), up to the provider's file cap
     const jsonl = readIfExists(store, input, MAX_BATCH_INPUT_BYTES);
     if (jsonl === undefined) throw IoError.gone('read', input);
+    if (!intentHolds(ctx.userSecret, rec, jsonl)) throw new UnsealedIntentError(recordPath(store, rec.run));
     const fileId = await uploadBatchInput(config, `genjob-${rec.run}.jsonl`, jsonl);
     rec = { ...rec, state: 'uploaded', file_id: fileId };
     updateRecord(store, rec);

@@ -4,6 +4,7 @@
 // sent — malformed, out of attempts, stale, not UTF-8 — ends here as an interactive attempt would.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { requireUserSecret } from '../remote/cache-mac.js';
 import { batchFormat, batchLine } from '../remote/generators/openai-batch.js';
 import { NoBatchApiError } from '../remote/generators/openai-batch-api.js';
 import {
@@ -12,6 +13,7 @@ import {
   readRecord,
   recordIntent,
   runDir,
+  sealIntent,
 } from '../store/batch-outbox.js';
 import { claimNext } from '../store/claim.js';
 import { journal } from '../store/journal.js';
@@ -37,6 +39,8 @@ export function newRunId(now = new Date()): string {
 
 export async function submitBatch(ctx: BatchContext, batchSize: number): Promise<Submitted> {
   const { store } = ctx;
+  // the intent is sealed, or it is never sent: without a secret, say why before a job is claimed
+  const secret = ctx.userSecret ?? (await requireUserSecret());
   const run = newRunId();
   const format = batchFormat(ctx.config);
   const entries: BatchJobEntry[] = [];
@@ -69,6 +73,7 @@ export async function submitBatch(ctx: BatchContext, batchSize: number): Promise
     clearInterval(heartbeat);
   }
   if (entries.length === 0) return { record: null, outcomes };
+  const jsonl = Buffer.from(`${lines.join('\n')}\n`);
   let record: BatchRecord = {
     run,
     state: 'intent',
@@ -77,6 +82,7 @@ export async function submitBatch(ctx: BatchContext, batchSize: number): Promise
     file_id: null,
     batch_id: null,
     provider_status: null,
+    intent_seal: sealIntent(secret, run, entries, jsonl),
   };
   // the run's lock is held from before the intent is visible until the batch id is recorded
   const lock = await lockRun(store, run).catch(async (err) => {
@@ -84,7 +90,7 @@ export async function submitBatch(ctx: BatchContext, batchSize: number): Promise
   });
   try {
     try {
-      recordIntent(store, record, Buffer.from(`${lines.join('\n')}\n`));
+      recordIntent(store, record, jsonl);
     } catch (err) {
       // a record that became visible before the failure (its directory's fsync) is an intent that
       // --batch-poll sends: those jobs stay; without one nothing can be sent, and they go back

@@ -3,7 +3,9 @@
 // `work --batch-poll` — and check the outbox rule on the server side: every key was submitted in exactly one
 // batch, every job ends with an ok receipt, no lease or open batch is left behind.
 import {
+  appendFileSync,
   existsSync,
+  mkdirSync,
   readdirSync,
   readFileSync,
   rmSync,
@@ -177,6 +179,75 @@ describe('a recorded intent whose input file was replaced by a link', () => {
     expect(String(resumed.stderr)).toContain(`EGJ_RECORD_UNREADABLE: ${input}: is a symbolic link`);
     const uploaded = [...fake.batch!.files.values()].map((f) => JSON.stringify(f));
     expect(uploaded.join('\n')).not.toContain('SECRET-CANARY');
+  });
+});
+
+describe('a batch intent this user did not record (a branch can commit .gen/batches/)', () => {
+  it("is never uploaded but ended: an unsealed one, another user's, one whose input was edited; the user's own is sent", async () => {
+    fake = await startFakeOpenAi([], { batch: { pollsToFinish: 1, answer: () => ({ body: {} }) } });
+    const repo = makeRepo(FILES);
+    repo.env = { GENJOB_OPENAI_BASE_URL: fake.url, GENJOB_OPENAI_MODEL: 'm' };
+    const key = mintedKey(await gj(repo, ['mint', '-m', 'bump a', 'src/a.ts']));
+    const batches = join(repo.root, '.gen', 'batches');
+    const canary = JSON.stringify({
+      custom_id: key,
+      method: 'POST',
+      url: '/v1/chat/completions',
+      body: { model: 'expensive', messages: [{ role: 'user', content: 'FORGED-CANARY' }] },
+    });
+    /** Poll as `env` says; the poll ends what it cannot vouch for and exits 0, having uploaded nothing. */
+    const pollUploadsNothing = async (env: Record<string, string> = {}) => {
+      const p = await gj(repo, POLL, { env });
+      expect(p.exitCode, String(p.stderr)).toBe(0);
+      expect(fake!.batch!.files.size).toBe(0);
+      expect(genDir(repo, 'batches')).toEqual([]);
+      return p;
+    };
+
+    // committed on a branch: a record with no seal (and one with a made-up seal), its input a request
+    // the user never made
+    for (const seal of [{}, { intent_seal: 'a'.repeat(64) }]) {
+      const run = '20260101T000000000Z-abcdef';
+      mkdirSync(join(batches, run), { recursive: true });
+      writeFileSync(join(batches, run, 'input.jsonl'), `${canary}\n`);
+      const jobs = [{ key, epoch: 1, job_digest: 'f'.repeat(64), format: 'structured' }];
+      const record = { run, state: 'intent', created_at: '2026-01-01T00:00:00.000Z', jobs, ...seal };
+      writeFileSync(
+        join(batches, run, 'record.json'),
+        JSON.stringify({ ...record, file_id: null, batch_id: null, provider_status: null }),
+      );
+      await pollUploadsNothing();
+    }
+
+    /** The user's own intent, recorded and then killed before its upload; its input file. */
+    const ownIntent = async () => {
+      const killed = await execa(process.execPath, ['--import', PRELOAD, BIN, ...SUBMIT], {
+        cwd: repo.root,
+        env: env(repo, STEPS[1]!.crash),
+        extendEnv: false,
+        reject: false,
+      });
+      expect(killed.signal, killed.stderr).toBe('SIGKILL');
+      const [run] = readdirSync(batches);
+      return join(batches, run!, 'input.jsonl');
+    };
+    // polled by another user (another cache, so another secret): ended, its job back in the queue
+    await ownIntent();
+    const other = await pollUploadsNothing({ XDG_CACHE_HOME: join(repo.cache, '..', 'other-cache') });
+    expect(String(other.stderr)).toContain(`${key.slice(0, 12)} requeued`);
+    expect(String(other.stderr)).toContain('not sealed by this user');
+    expect(genDir(repo, 'queue')).toEqual([`${key}.json`]);
+    // its input edited after the seal
+    const input = await ownIntent();
+    appendFileSync(input, `${canary}\n`);
+    await pollUploadsNothing();
+    // the user who recorded it, untouched: sent
+    await ownIntent();
+    const mine = await gj(repo, POLL);
+    expect(mine.exitCode, String(mine.stderr)).toBe(0);
+    expect(fake.batch!.submitted.get(key)).toBe(1);
+    const uploaded = [...fake.batch!.files.values()].map((f) => JSON.stringify(f)).join('\n');
+    expect(uploaded).not.toContain('FORGED-CANARY');
   });
 });
 

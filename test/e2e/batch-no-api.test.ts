@@ -3,7 +3,7 @@
 // says so and names interactive mode, puts the job back unspent and leaves no batch record. A batch
 // intent that never reached the provider (left by an older genjob, or a crash) is ended by the next
 // --batch-poll against such an endpoint, by `genjob cancel` of one of its jobs, and by `genjob gc`.
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { beginAttempt } from '../../src/store/attempts.js';
@@ -101,6 +101,43 @@ describe('work --batch against an endpoint without a batch API', () => {
     expect(genDir(repo, 'queue')).toEqual(keys.map((k) => `${k}.json`));
     expect(genDir(repo, 'batches')).toEqual([]);
     for (const k of keys) expect(requeuedUnspent(repo, k)).toEqual([false]);
+  });
+});
+
+describe('a batch record of another shape (a branch can commit .gen/batches/)', () => {
+  it('is no record: job "keys" and epochs that name paths are never written to', async () => {
+    const repo = await setup([NOT_FOUND]);
+    await mint(repo, 'src/a.ts');
+    const run = '20260101T000000000Z-abcdef';
+    const dir = join(repo.root, '.gen', 'batches', run);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'input.jsonl'), '{}\n');
+    const record = (jobs: unknown[]) =>
+      JSON.stringify({
+        run,
+        state: 'intent',
+        created_at: '2026-01-01T00:00:00.000Z',
+        jobs,
+        file_id: null,
+        batch_id: null,
+        provider_status: null,
+      });
+    const parent = join(repo.root, '..');
+    for (const jobs of [
+      [{ key: '../..', epoch: 1, job_digest: 'x', format: 'structured' }], // .gen/attempts/../.. is the repository
+      [{ key: '../../..', epoch: 7, job_digest: 'x', format: 'structured' }], // its parent
+      [{ key: 'a'.repeat(64), epoch: '../../../../escaped', job_digest: 'x', format: 'structured' }],
+    ]) {
+      writeFileSync(join(dir, 'record.json'), record(jobs));
+      expect(readRecord(new Store(repo.root), run)).toBeUndefined();
+      const poll = await gj(repo, ['work', '--batch-poll']);
+      expect(poll.exitCode, String(poll.stderr)).toBe(0);
+      expect(String(poll.stdout)).toContain('0 batch(es) open');
+    }
+    expect(existsSync(join(repo.root, '1.unspent'))).toBe(false);
+    expect(existsSync(join(parent, '7.unspent'))).toBe(false);
+    expect(existsSync(join(parent, 'escaped.unspent'))).toBe(false);
+    expect(readdirSync(repo.root).filter((n) => n.endsWith('.unspent'))).toEqual([]);
   });
 });
 

@@ -2,6 +2,7 @@
 // directory or writing its record), nothing can ever be sent, so every claimed job goes back to queue/
 // at once with no attempt spent. Before, they stayed in running/ under a lease naming no batch until a
 // reap's TTL. The provider is a real HTTP server on loopback; the store fails one call through its port.
+import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
@@ -47,6 +48,7 @@ async function context(failAt: (call: string, path: string) => boolean) {
     maxAttempts: 3,
     timeoutMs: 600_000, // a guard against a hang only
     encodeReceipt: canonicalBytes,
+    userSecret: randomBytes(32),
   };
   return { ctx, keys, store };
 }
