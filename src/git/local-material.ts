@@ -78,10 +78,23 @@ function namedOutputs(bytes: Buffer, file: string): Array<{ path: string; sha256
 /** The job file's bytes: received/<key>.json, or the job an apply record embeds, in job-file form. */
 function jobBytes(store: Store, p: Pushable): Buffer | undefined {
   if (p.state === 'received') return readIfExists(store, store.layout.jobFile('received', p.key));
-  const record = readIfExists(store, store.layout.jobFile('applied', p.key));
+  const file = store.layout.jobFile('applied', p.key);
+  const record = readIfExists(store, file);
   if (record === undefined) return undefined;
-  const doc = JSON.parse(record.toString('utf8')) as { key?: unknown; job?: unknown };
-  return doc.key === p.key && doc.job ? Buffer.from(`${canonicalJson(doc.job)}\n`) : undefined;
+  let doc: { key?: unknown; job?: unknown } | null;
+  try {
+    doc = JSON.parse(record.toString('utf8')) as typeof doc;
+  } catch (err) {
+    // torn, or written by hand: push names it instead of failing without a word
+    throw new RejectedError(
+      'EGJ_PUSH_INCOMPLETE',
+      `${file}: not a readable apply record (${(err as Error).message})`,
+      file,
+    );
+  }
+  return doc?.key === p.key && typeof doc.job === 'object' && doc.job !== null
+    ? Buffer.from(`${canonicalJson(doc.job)}\n`)
+    : undefined;
 }
 
 /** The full material of one pushable key. Throws RejectedError when an output's bytes are missing or drifted. */
