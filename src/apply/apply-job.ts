@@ -3,12 +3,13 @@
 //   objects/ (outputs and backups of the replaced bytes) as each file is read → link them, fsync objects/
 //   once → publish applying/<key>.json → per directory: temps, fsync each; per file re-check, rename; fsync
 //   the directory once → publish applied/<key>.json → unlink received/<key>.json → drop applying/.
-// A crash at any point is finished by the next applyJob or recoverInterruptedApplies; if it leaves both
-// applied/ and received/ (or applying/, or reverted/ for a job applied again after a revert), applied/ wins
-// and the leftovers are removed.
+// A crash at any point is finished by the next applyJob or recoverInterruptedApplies, only once the key
+// verifies again and the record is the apply of that receipt (applying/ can be committed on a branch); if
+// it leaves both applied/ and received/ (or applying/, or reverted/ for a job applied again after a
+// revert), applied/ wins and the leftovers are removed.
 import { dirname, join } from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
-import { ConflictError, errnoOf, IoError, RejectedError, UsageError } from '../core/errors.js';
+import { ConflictError, errnoOf, GenjobError, IoError, RejectedError, UsageError } from '../core/errors.js';
 import { type Job, jobDigest } from '../core/job.js';
 import { sha256Hex } from '../core/sha256.js';
 import { fsyncDir, listNames, publishExclusive, readIfExists } from '../store/durable.js';
@@ -83,13 +84,58 @@ export async function applyJob(v: VerifiedApply, opts: ApplyOptions = {}): Promi
   return withApplyLock(v.store, { timeoutMs: opts.lockTimeoutMs }, (lock) => applyLocked(v, lock));
 }
 
-/** Finish every apply a crash left in applying/. Returns the keys finished (or found already finished). */
+/** What verifying an interrupted apply's key found now: the apply record is finished only when it holds with it. */
+export type Backing = Pick<VerifiedApply, 'jobDigest' | 'receiptSha256' | 'outputs'>;
+
+/**
+ * Why `record` is not the apply of what was verified, or undefined when it is: its job, its receipt, and
+ * every write an output of that receipt with those bytes. A branch can commit applying/ with any job in
+ * it: finishing only what the job and receipt standing now vouch for keeps every write verified.
+ */
+function unbacked(record: ApplyingRecord, b: Backing): string | undefined {
+  if (record.job_digest !== b.jobDigest)
+    return `it is of job digest ${record.job_digest.slice(0, 12)}, the job's is ${b.jobDigest.slice(0, 12)}`;
+  if (record.receipt_sha256 !== b.receiptSha256)
+    return `it is of receipt ${record.receipt_sha256.slice(0, 12)}, the receipt's digest is ${b.receiptSha256.slice(0, 12)}`;
+  const outputs = new Map(b.outputs.map((o) => [o.path, o.sha256]));
+  for (const w of record.writes)
+    if (outputs.get(w.path) !== w.after)
+      return `its write of ${JSON.stringify(w.path)} is not an output of the receipt with those bytes`;
+  return undefined;
+}
+
+function unbackedError(store: Store, key: string, why: string): RejectedError {
+  const file = store.layout.applying(key);
+  return new RejectedError(
+    'EGJ_APPLYING_UNVERIFIED',
+    `${file}: an interrupted apply that the job and receipt do not vouch for now (${why}); nothing was written; if no apply of yours was interrupted, remove the file`,
+    file,
+  );
+}
+
+/**
+ * Finish every apply a crash left in applying/, each only once `vouch` (a verification of its key now,
+ * as apply makes one: the job, the receipt under the trust policy, out/) backs it. Returns the keys
+ * finished (or found already finished).
+ */
 export async function recoverInterruptedApplies(
   store: Store,
-  opts: { lockTimeoutMs?: number } = {},
+  opts: { lockTimeoutMs?: number; vouch: (key: string) => Promise<Backing> },
 ): Promise<string[]> {
-  if (listNames(store, store.layout.dir('applying')).length === 0) return [];
+  const pending = listNames(store, store.layout.dir('applying'));
+  if (pending.length === 0) return [];
   store.ensure();
+  // verified before the lock (a verification reads and hashes out/), checked again under it
+  const backing = new Map<string, Backing>();
+  for (const key of pending) {
+    if (readApplied(store, key) !== undefined || readApplying(store, key) === undefined) continue;
+    try {
+      backing.set(key, await opts.vouch(key));
+    } catch (err) {
+      if (err instanceof GenjobError) throw unbackedError(store, key, err.message);
+      throw err;
+    }
+  }
   return withApplyLock(store, { timeoutMs: opts.lockTimeoutMs }, (lock) => {
     const finished: string[] = [];
     // re-list under the lock: another process may have finished some meanwhile
@@ -99,6 +145,10 @@ export async function recoverInterruptedApplies(
       } else {
         const record = readApplying(store, key);
         if (record === undefined) continue;
+        const b = backing.get(key);
+        if (b === undefined) continue; // published since the look: the apply that made it is still at work
+        const why = unbacked(record, b);
+        if (why !== undefined) throw unbackedError(store, key, why);
         finishApply(store, record, lock, true);
       }
       finished.push(key);
@@ -172,6 +222,8 @@ function finishPending(v: VerifiedApply, pending: ApplyingRecord, lock: ApplyLoc
         `is pending for this key, not of ${v.jobDigest.slice(0, 12)}; run \`genjob apply\` on that job first`,
     );
   }
+  const why = unbacked(pending, v);
+  if (why !== undefined) throw unbackedError(v.store, v.job.key, why);
   return finishApply(v.store, pending, lock, true);
 }
 

@@ -18,7 +18,7 @@ import { keysIn } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { requireSandbox } from '../verify/require-sandbox.js';
-import { verifyKey } from '../verify/verify-key.js';
+import { applyBacking, verifyKey } from '../verify/verify-key.js';
 import { assertHeadHoldsInputs, type CheckTrailer, commitApplied, commitVerified } from './apply-commit.js';
 import { selectKeys } from './verify.js';
 
@@ -80,7 +80,14 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   // temps of applies (and workers) that died mid-publish in leases/ and objects/ (.gen/tmp: openStore)
   if (!o.dryRun)
     sweepStaleTemps(store, undefined, undefined, [store.layout.dir('leases'), store.layout.dir('objects')]);
-  const recovered = o.dryRun ? [] : await recoverInterruptedApplies(store);
+  const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });
+  // an interrupted apply is finished only once its job and receipt verify now, as any apply's must
+  const vouch = async (key: string) => {
+    const b = await applyBacking(store, key, policy);
+    if (o.requireSandbox) requireSandbox(b.receipt, store.layout.receipt(key));
+    return b;
+  };
+  const recovered = o.dryRun ? [] : await recoverInterruptedApplies(store, { vouch });
   const isApplied = (key: string) => exists(store, store.layout.jobFile('applied', key));
   // --all --commit also looks at applied jobs: one applied without --commit gets its commit now
   const { keys: selected, skipped } = o.gated
@@ -93,7 +100,6 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   const reader = o.remintStale ? (await import('./remint.js')).readerFor(store, {}) : undefined;
   const reminted: Array<{ key: string; successor: string }> = [];
   const commitOf = o.commit ? await keysCommitted(store, keys.filter(isApplied)) : new Map<string, string>();
-  const policy = loadTrustPolicy(store.root, { requireSignature: o.requireSignature === true });
   const results: Array<Record<string, unknown>> = [];
   const lines: string[] = recovered.map((k) => `${k.slice(0, 12)} finished an apply interrupted by a crash`);
   let alreadyCommitted = 0;

@@ -156,3 +156,21 @@ async function checkArtifacts(outDir: string, receipt: Receipt): Promise<void> {
     }
   }
 }
+
+/**
+ * What apply finishes an interrupted apply of `key` against: a verification of the key now (the job, the
+ * receipt under `policy`, out/), as any apply makes one.
+ */
+export async function applyBacking(
+  store: Store,
+  key: string,
+  policy: ReceiptTrustPolicy,
+): Promise<{ jobDigest: string; receiptSha256: string; outputs: Receipt['outputs']; receipt: Receipt }> {
+  const v = await verifyKey(store, key, policy);
+  return {
+    jobDigest: v.jobDigest,
+    receiptSha256: v.receiptSha256,
+    outputs: v.receipt.outputs,
+    receipt: v.receipt,
+  };
+}

@@ -54,7 +54,7 @@ describe('applyJob under crashes', () => {
       }
 
       // the next run finishes it: recover on odd crashes, a plain apply on even ones
-      if (n % 2 === 1) await recoverInterruptedApplies(store);
+      if (n % 2 === 1) await recoverInterruptedApplies(store, { vouch: async () => f.v });
       const next = await applyJob(f.v, {});
       expect(['applied', 'already-applied'], where).toContain(next.status);
 

@@ -300,7 +300,7 @@ describe('applyJob', () => {
     await expect(applyJob(f.withFs(dies), {})).rejects.toThrow('died');
     expect(n).toBe(1);
     writeFileSync(join(f.root, 'bin', `${TREE_TMP_PREFIX}999-1-torn`), '#!/bin/sh\nech');
-    expect(await recoverInterruptedApplies(store)).toEqual([job.key]);
+    expect(await recoverInterruptedApplies(store, { vouch: async () => f.v })).toEqual([job.key]);
     expect(readdirSync(join(f.root, 'bin'))).toEqual(['run.sh']);
     for (const [path, bytes] of f.expected) expect(readOrNull(f.root, path)).toEqual(bytes);
     expect(await applyJob(f.v, {})).toMatchObject({ status: 'already-applied' });
@@ -359,7 +359,7 @@ describe('applyJob', () => {
   it('recovers nothing, and writes nothing, when no apply was interrupted', async () => {
     const f = threeFiles();
     const before = snapshot(f.root);
-    expect(await recoverInterruptedApplies(f.v.store)).toEqual([]);
+    expect(await recoverInterruptedApplies(f.v.store, { vouch: async () => f.v })).toEqual([]);
     expect(snapshot(f.root)).toEqual(before);
   });
 

@@ -3,10 +3,10 @@
 // `apply --all` finished the apply regardless: a dropped job ended applied without its receipt, a retried
 // one in queue/ and applied/ at once. They now refuse (exit 4) and name the record; apply finishes the job,
 // after which revert and drop work as usual.
-import { readdirSync, readFileSync, utimesSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildJob } from '../../src/core/job.js';
+import { buildJob, jobDigest } from '../../src/core/job.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { mintJob } from '../../src/store/mint-job.js';
 import { spawnCli, workerRepo } from './worker-helpers.js';
@@ -86,5 +86,77 @@ describe('a job whose apply was interrupted', () => {
     const drop = await genjob(['drop', key]);
     expect(drop.exitCode, drop.stderr).toBe(0);
     for (const d of ['applied', 'reverted', 'received', 'queue']) expect(ls(d)).toEqual([]);
+  });
+});
+
+describe('an apply record committed on a branch (applying/ names any job and any writes)', () => {
+  /** `bytes` kept as an object the way apply keeps them, so a forged write has bytes to take. */
+  const keepObject = (store: { layout: { object: (s: string) => string } }, bytes: string) => {
+    const sha = sha256Hex(bytes);
+    writeFileSync(store.layout.object(sha), bytes);
+    return sha;
+  };
+
+  it('is finished only when the job and receipt verify now and back every write; else exit 3 and nothing written', async () => {
+    const { key, store, genjob, tree, ls } = await interrupted();
+    const applying = store.layout.applying(key);
+    const real = readFileSync(applying);
+    const record = JSON.parse(real.toString('utf8')) as { writes: Array<Record<string, unknown>> };
+    const evil = keepObject(store, 'EVIL\n');
+    const root = join(store.layout.gen, '..');
+    const refused = async (forged: unknown, why: RegExp) => {
+      writeFileSync(applying, JSON.stringify(forged));
+      const r = await genjob(['apply', '--all']);
+      expect(r.exitCode, r.stderr).toBe(3);
+      expect(r.stderr).toMatch(new RegExp(`EGJ_APPLYING_UNVERIFIED: .*${key}\\.json: .*${why.source}`));
+      expect(tree()).toEqual(['new m/a.txt\n', 'b\n']);
+      expect(existsSync(join(root, 'm', 'evil.txt'))).toBe(false);
+      expect(ls('applied')).toEqual([]);
+    };
+    // a write of a path the receipt has no output for
+    await refused(
+      {
+        ...record,
+        writes: [...record.writes, { path: 'm/evil.txt', before: null, after: evil, mode: 0o644 }],
+      },
+      /its write of "m\/evil\.txt" is not an output of the receipt/,
+    );
+    // an output's path with other bytes
+    await refused(
+      { ...record, writes: record.writes.map((w) => (w.path === 'm/b.txt' ? { ...w, after: evil } : w)) },
+      /its write of "m\/b\.txt" is not an output of the receipt/,
+    );
+    // another receipt
+    await refused({ ...record, receipt_sha256: 'e'.repeat(64) }, /it is of receipt eeeeeeeeeeee/);
+
+    // the record as the killed apply left it: finished
+    writeFileSync(applying, real);
+    const finish = await genjob(['apply', '--all']);
+    expect(finish.exitCode, finish.stderr).toBe(0);
+    expect(tree()).toEqual(['new m/a.txt\n', 'new m/b.txt\n']);
+  });
+
+  it('of a job that was never worked: verify refuses it, so apply writes nothing (exit 3)', async () => {
+    const { store, genjob, tree } = await interrupted();
+    const job = buildJob('m/b.txt', [{ path: 'm/b.txt', sha256: sha256Hex('b\n') }]);
+    expect(mintJob(store, job).minted).toBe(true);
+    const evil = keepObject(store, 'EVIL\n');
+    writeFileSync(
+      store.layout.applying(job.key),
+      JSON.stringify({
+        schema: 'genjob/applying@1',
+        key: job.key,
+        job_digest: jobDigest(job),
+        receipt_sha256: 'e'.repeat(64),
+        epoch: 1,
+        writes: [{ path: 'm/b.txt', before: sha256Hex('b\n'), after: evil, mode: 0o644 }],
+        job,
+      }),
+    );
+    const r = await genjob(['apply', '--all']);
+    expect(r.exitCode, r.stderr).toBe(3);
+    expect(r.stderr).toContain(`EGJ_APPLYING_UNVERIFIED: ${store.layout.applying(job.key)}`);
+    expect(r.stderr).toContain('job is still in queue/');
+    expect(tree()).toEqual(['new m/a.txt\n', 'b\n']);
   });
 });

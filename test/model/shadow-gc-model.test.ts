@@ -22,7 +22,7 @@ import { mintJob } from '../../src/store/mint-job.js';
 import { reapStale } from '../../src/store/reap.js';
 import { Store } from '../../src/store/store.js';
 import { readTombstone } from '../../src/store/tombstone.js';
-import { verifyKey } from '../../src/verify/verify-key.js';
+import { applyBacking, verifyKey } from '../../src/verify/verify-key.js';
 import { commitResult } from '../../src/worker/commit-result.js';
 import { crashingFs, isCrash } from '../helpers/crashing-fs.js';
 import { modelBase, modelReceipt, modelRunOptions } from '../helpers/model-kit.js';
@@ -165,7 +165,7 @@ class World {
       }
       case 'apply': {
         const job = JOBS[cmd.job]!;
-        await recoverInterruptedApplies(this.store);
+        await recoverInterruptedApplies(this.store, { vouch: (k) => applyBacking(this.store, k, POLICY) });
         let v: Awaited<ReturnType<typeof verifyKey>>;
         try {
           v = await verifyKey(this.store, job.key, POLICY);
@@ -324,7 +324,7 @@ describe('shadow planes and gc against their model', () => {
           if (c.t === 'gc') await w.checkReceived();
         }
         // recover like an operator: finish interrupted applies, then gc once more and check again
-        await recoverInterruptedApplies(w.store);
+        await recoverInterruptedApplies(w.store, { vouch: (k) => applyBacking(w.store, k, POLICY) });
         await w.run({ t: 'gc', keepRecent: false });
         w.check();
         await w.checkReceived();

@@ -21,7 +21,7 @@ import { readJournal } from '../../src/store/journal.js';
 import { mintJob } from '../../src/store/mint-job.js';
 import { reapStale } from '../../src/store/reap.js';
 import { Store } from '../../src/store/store.js';
-import { verifyKey } from '../../src/verify/verify-key.js';
+import { applyBacking, verifyKey } from '../../src/verify/verify-key.js';
 import { commitResult } from '../../src/worker/commit-result.js';
 import { crashingFs, isCrash } from '../helpers/crashing-fs.js';
 import { modelBase, modelReceipt, modelRunOptions } from '../helpers/model-kit.js';
@@ -157,7 +157,7 @@ class World {
       }
       case 'apply': {
         const job = JOBS[cmd.job]!;
-        await recoverInterruptedApplies(this.store);
+        await recoverInterruptedApplies(this.store, { vouch: (k) => applyBacking(this.store, k, POLICY) });
         let v: Awaited<ReturnType<typeof verifyKey>>;
         try {
           v = await verifyKey(this.store, job.key, POLICY);
@@ -240,7 +240,7 @@ class World {
   /** Recover like an operator (reap, recover applies), then work and apply everything left. */
   async drain(): Promise<void> {
     await this.run({ t: 'reap' });
-    await recoverInterruptedApplies(this.store);
+    await recoverInterruptedApplies(this.store, { vouch: (k) => applyBacking(this.store, k, POLICY) });
     for (let round = 0; round < 4; round++) {
       for (const j of this.minted) {
         const before = this.attempts.length;
