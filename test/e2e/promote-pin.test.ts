@@ -14,7 +14,7 @@ import {
   structuredAnswer,
 } from '../helpers/fake-openai.js';
 import { tempDir } from '../helpers/temp-store.js';
-import { makeSandbox, mintKey, readJson } from './helpers.js';
+import { makeSandbox, mintKey, readJson, type Sandbox } from './helpers.js';
 import { genjob, HOSTILE_REMOTE, mint, NODE, useBoxes } from './ssh-helpers.js';
 import { gj, makeRepo, mintedKey } from './trust-helpers.js';
 
@@ -79,29 +79,37 @@ describe('promote pins the generator the user ran the shadow plane with', () => 
   });
 });
 
+/**
+ * A job run in shadow plane b by a generator that reads a line from a directory outside everything the
+ * tests expose (so it needs --generator-bind), then promoted: the pin carries the bind.
+ */
+async function promotedWithBind(sb: Sandbox): Promise<{ tools: string; gen: string; promoted: string }> {
+  const tools = tempDir('genjob-tools-');
+  mkdirSync(path.join(tools, 'data'));
+  writeFileSync(path.join(tools, 'data', 'line.txt'), '# from the bound tools\n');
+  const gen = sb.script('bound-gen.sh', `cat ${tools}/data/line.txt >> src/user.py`);
+  const promoted = await mintKey(sb, 'one', ['src/user.py']);
+  const shadow = await sb.genjob([
+    'work',
+    '--shadow',
+    'b',
+    promoted,
+    '--generator',
+    gen,
+    '--generator-bind',
+    tools,
+  ]);
+  expect(shadow.exitCode, shadow.stderr).toBe(0);
+  const p = await sb.genjob(['promote', '--shadow', 'b', promoted]);
+  expect(p.exitCode, p.stderr).toBe(0);
+  expect(p.stdout).toContain(`and sandbox flags --generator-bind ${tools} (as the shadow run was)`);
+  return { tools, gen, promoted };
+}
+
 describe("promote reuses the shadow run's sandbox flags", () => {
   it('a shadow run with --generator-bind: the promoted live run gets the bind (ok), another job of the same run does not', async () => {
     const sb = await makeSandbox();
-    // a directory outside everything the tests expose, read by the generator
-    const tools = tempDir('genjob-tools-');
-    mkdirSync(path.join(tools, 'data'));
-    writeFileSync(path.join(tools, 'data', 'line.txt'), '# from the bound tools\n');
-    const gen = sb.script('gen.sh', `cat ${tools}/data/line.txt >> src/user.py`);
-    const promoted = await mintKey(sb, 'one', ['src/user.py']);
-    const shadow = await sb.genjob([
-      'work',
-      '--shadow',
-      'b',
-      promoted,
-      '--generator',
-      gen,
-      '--generator-bind',
-      tools,
-    ]);
-    expect(shadow.exitCode, shadow.stderr).toBe(0);
-    const p = await sb.genjob(['promote', '--shadow', 'b', promoted]);
-    expect(p.exitCode, p.stderr).toBe(0);
-    expect(p.stdout).toContain(`and sandbox flags --generator-bind ${tools} (as the shadow run was)`);
+    const { gen, promoted } = await promotedWithBind(sb);
     const other = await mintKey(sb, 'two', ['src/user.py', 'README.md']);
 
     // the live run gives no --generator-bind: the pin brings it for the promoted job only
@@ -206,26 +214,9 @@ describe('only a pin and a run record this user sealed are followed (a branch ca
 
   it("a sealed pin moved to another key, or read by another user, or with a made-up seal, is not followed; the user's own is", async () => {
     const sb = await makeSandbox();
-    const outside = tempDir('genjob-outside-');
-    mkdirSync(path.join(outside, 'data'));
-    writeFileSync(path.join(outside, 'data', 'line.txt'), '# from the bound tools\n');
-    // needs --generator-bind to read the line: only a followed pin gives it
-    const pinned = sb.script('pinned.sh', `cat ${outside}/data/line.txt >> src/user.py`);
-    const promoted = await mintKey(sb, 'one', ['src/user.py']);
+    // its generator needs --generator-bind to read its line: only a followed pin gives it
+    const { tools: outside, gen: pinned, promoted } = await promotedWithBind(sb);
     const other = await mintKey(sb, 'two', ['src/user.py', 'README.md']);
-    const shadow = await sb.genjob([
-      'work',
-      '--shadow',
-      'b',
-      promoted,
-      '--generator',
-      pinned,
-      '--generator-bind',
-      outside,
-    ]);
-    expect(shadow.exitCode, shadow.stderr).toBe(0);
-    const p = await sb.genjob(['promote', '--shadow', 'b', promoted]);
-    expect(p.exitCode, p.stderr).toBe(0);
     const pins = path.join(sb.repo, '.gen/promoted');
     const sealed = readJson(path.join(pins, `${promoted}.json`));
     expect(sealed.seal).toMatch(/^[0-9a-f]{64}$/);
