@@ -306,6 +306,63 @@ describe('applyJob', () => {
     expect(await applyJob(f.v, {})).toMatchObject({ status: 'already-applied' });
   });
 
+  it('finishes an interrupted apply only when the key verified now backs its record: its job, its receipt, each write', async () => {
+    const f = threeFiles();
+    const { store, job } = f.v;
+    const dies: FsPort = {
+      ...nodeFs,
+      renameSync() {
+        throw new Error('died');
+      },
+    };
+    await expect(applyJob(f.withFs(dies), {})).rejects.toThrow('died');
+    const untouched = snapshot(f.root, ['.gen']);
+    const refusedWith = async (vouch: () => Promise<typeof f.v>, why: RegExp) => {
+      const err = await recoverInterruptedApplies(store, { vouch }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(RejectedError);
+      expect(err).toMatchObject({ code: 'EGJ_APPLYING_UNVERIFIED', exitCode: 3 });
+      expect((err as Error).message).toMatch(why);
+      expect((err as Error).message).toContain(store.layout.applying(job.key));
+      expect(snapshot(f.root, ['.gen'])).toEqual(untouched);
+    };
+    await refusedWith(
+      async () => ({ ...f.v, jobDigest: 'd'.repeat(64) }),
+      /of job digest .*, the job's is dddddddddddd/,
+    );
+    await refusedWith(
+      async () => ({ ...f.v, receiptSha256: 'e'.repeat(64) }),
+      /the receipt's digest is eeeeeeeeeeee/,
+    );
+    const other = f.v.outputs.map((o) => (o.path === 'src/a.ts' ? { ...o, sha256: 'f'.repeat(64) } : o));
+    await refusedWith(async () => ({ ...f.v, outputs: other }), /its write of "src\/a\.ts" is not an output/);
+    await refusedWith(
+      async () => ({ ...f.v, outputs: f.v.outputs.filter((o) => o.path !== 'src/new/b.ts') }),
+      /its write of "src\/new\/b\.ts" is not an output/,
+    );
+    // a verification that fails is said in the refusal, and nothing more runs
+    await refusedWith(async () => {
+      throw new RejectedError('EGJ_RECEIPT_MISSING', 'no receipt for this job');
+    }, /\(no receipt for this job\)/);
+    // anything else the verification throws is not taken for a refusal
+    await expect(
+      recoverInterruptedApplies(store, {
+        vouch: async () => {
+          throw new TypeError('a bug');
+        },
+      }),
+    ).rejects.toThrow(TypeError);
+    // applyJob meeting the pending record checks the same
+    await expect(applyJob({ ...f.v, receiptSha256: 'e'.repeat(64) }, {})).rejects.toMatchObject({
+      code: 'EGJ_APPLYING_UNVERIFIED',
+    });
+    expect(snapshot(f.root, ['.gen'])).toEqual(untouched);
+    expect(await recoverInterruptedApplies(store, { vouch: async () => f.v })).toEqual([job.key]);
+    for (const [path, bytes] of f.expected) expect(readOrNull(f.root, path)).toEqual(bytes);
+  });
+
   it('gives the write to exactly one of two applies racing in one process', async () => {
     for (const lockTimeoutMs of [0, 10_000]) {
       const f = threeFiles();

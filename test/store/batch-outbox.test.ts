@@ -1,13 +1,17 @@
-import { existsSync, utimesSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, utimesSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { buildJob } from '../../src/core/job.js';
 import { attemptsSinceMint, beginAttempt, markUnspent, type Worker } from '../../src/store/attempts.js';
 import {
   type BatchRecord,
   batchHeldKeys,
+  intentHolds,
   openRecords,
   readRecord,
   recordIntent,
+  recordPath,
+  sealIntent,
   updateRecord,
 } from '../../src/store/batch-outbox.js';
 import { claim } from '../../src/store/claim.js';
@@ -74,5 +78,57 @@ describe('the batch outbox', () => {
     expect(attemptsSinceMint(store, key)).toBe(1);
     markUnspent(store, key, 1);
     expect(attemptsSinceMint(store, key)).toBe(0);
+  });
+});
+
+describe('what the outbox takes from a record (a branch can commit .gen/batches/)', () => {
+  it('reads only a record of the shape genjob writes: keys are keys and epochs numbers, never paths', () => {
+    const { store, keys } = setup(1);
+    const good = record(keys);
+    recordIntent(store, good, Buffer.from('{}\n'));
+    expect(readRecord(store, 'r1')).toEqual(good);
+    const job = good.jobs[0]!;
+    for (const bad of [
+      { ...good, run: 'r2' },
+      { ...good, state: 'sent' },
+      { ...good, created_at: 5 },
+      { ...good, jobs: 'all' },
+      { ...good, jobs: [null] },
+      { ...good, jobs: [{ ...job, key: '../..' }] },
+      { ...good, jobs: [{ ...job, key: 'A'.repeat(64) }] },
+      { ...good, jobs: [{ ...job, epoch: '../../x' }] },
+      { ...good, jobs: [{ ...job, epoch: 0 }] },
+      { ...good, jobs: [{ ...job, epoch: 1.5 }] },
+      { ...good, jobs: [{ ...job, job_digest: 7 }] },
+      { ...good, jobs: [{ ...job, format: 'xml' }] },
+      { ...good, file_id: 3 },
+      { ...good, batch_id: {} },
+      { ...good, provider_status: [] },
+      { ...good, intent_seal: 1 },
+      null,
+    ]) {
+      writeFileSync(recordPath(store, 'r1'), JSON.stringify(bad));
+      expect(readRecord(store, 'r1'), JSON.stringify(bad)).toBeUndefined();
+    }
+    updateRecord(store, { ...good, intent_seal: 'x' });
+    expect(readRecord(store, 'r1')).toMatchObject({ intent_seal: 'x' });
+  });
+
+  it("holds an intent only under the user's seal over exactly its run, jobs and input bytes", () => {
+    const { keys } = setup(2);
+    const secret = randomBytes(32);
+    const jsonl = Buffer.from('{"custom_id":"k"}\n');
+    const rec = { ...record(keys), intent_seal: sealIntent(secret, 'r1', record(keys).jobs, jsonl) };
+    expect(intentHolds(secret, rec, jsonl)).toBe(true);
+    expect(intentHolds(secret, rec, Buffer.from('{"custom_id":"k"}\n{"more":1}\n'))).toBe(false);
+    expect(intentHolds(secret, { ...rec, run: 'r2' }, jsonl)).toBe(false);
+    expect(intentHolds(secret, { ...rec, jobs: rec.jobs.slice(1) }, jsonl)).toBe(false);
+    expect(intentHolds(secret, { ...rec, jobs: [{ ...rec.jobs[0]!, epoch: 2 }, rec.jobs[1]!] }, jsonl)).toBe(
+      false,
+    );
+    expect(intentHolds(randomBytes(32), rec, jsonl)).toBe(false);
+    expect(intentHolds(null, rec, jsonl)).toBe(false);
+    const { intent_seal: _, ...unsealed } = rec;
+    expect(intentHolds(secret, unsealed, jsonl)).toBe(false);
   });
 });
