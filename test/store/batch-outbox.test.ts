@@ -95,6 +95,7 @@ describe('what the outbox takes from a record (a branch can commit .gen/batches/
       { ...good, jobs: 'all' },
       { ...good, jobs: [null] },
       { ...good, jobs: [{ ...job, key: '../..' }] },
+      { ...good, jobs: [job, { ...job, key: '../..' }] }, // every job, not some
       { ...good, jobs: [{ ...job, key: 'A'.repeat(64) }] },
       { ...good, jobs: [{ ...job, epoch: '../../x' }] },
       { ...good, jobs: [{ ...job, epoch: 0 }] },
@@ -112,6 +113,10 @@ describe('what the outbox takes from a record (a branch can commit .gen/batches/
     }
     updateRecord(store, { ...good, intent_seal: 'x' });
     expect(readRecord(store, 'r1')).toMatchObject({ intent_seal: 'x' });
+    // torn: no record, and the listings go past it
+    writeFileSync(recordPath(store, 'r1'), '{"run":"r1","sta');
+    expect(readRecord(store, 'r1')).toBeUndefined();
+    expect(openRecords(store)).toEqual([]);
   });
 
   it("holds an intent only under the user's seal over exactly its run, jobs and input bytes", () => {

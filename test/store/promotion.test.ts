@@ -34,7 +34,7 @@ describe('promotion pins', () => {
     writePromotion(store, secret, pinOf(a, 'gen-a'));
     expect(readPromotion(store, a, secret)).toEqual({ record: pinOf(a, 'gen-a') });
     expect(readPromotion(store, a, randomBytes(32))).toEqual({
-      ignored: expect.stringContaining('not sealed by this user'),
+      ignored: `${pinFile(store, a)}: the promotion pin is not sealed by this user's genjob (committed on a branch, copied from elsewhere, or made by an older genjob)`,
     });
     // moved to another key, seal and all, and with the key changed to match
     copyFileSync(pinFile(store, a), pinFile(store, b));
@@ -54,6 +54,7 @@ describe('promotion pins', () => {
       { ...pinOf(b, 'g'), shadow_receipt_sha256: null },
       { ...pinOf(b, 'g'), serve_args: '--no-sandbox' },
       { ...pinOf(b, 'g'), serve_args: [1] },
+      { ...pinOf(b, 'g'), serve_args: ['--generator-bind', 1] }, // every flag a string, not some
     ]) {
       writePromotion(store, secret, { ...(bad as Promotion), key: b });
       // writePromotion names the file by the pin's own key: put the forged key back after sealing under b

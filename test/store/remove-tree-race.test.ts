@@ -1,65 +1,170 @@
-// removeTree against a swap: a directory of the tree is replaced by a link to a directory outside it
-// after its parent was listed and before it is emptied (the moment a process still running in the tree
-// would need). node:fs is wrapped so the swap happens exactly then, on the first look at that directory;
-// the link is removed as a name and the directory it points at keeps every file.
+// removeTree against what can happen between its looks: a directory of the tree replaced by a link to a
+// directory outside it after its parent was listed and before it is emptied (the moment a process still
+// running in the tree would need); an entry gone meanwhile; a disk error. node:fs is wrapped so each
+// happens exactly then, on the first call that names the path.
 import * as realFs from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 
-const swap = vi.hoisted(() => ({ victim: '', aside: '', outside: '', done: false }));
+/** One thing to do before the first call of `op` on a path ending in `/${name}`. */
+interface Fault {
+  op: 'openSync' | 'readdirSync' | 'unlinkSync' | 'rmdirSync';
+  name: string;
+  act: () => void;
+  done?: boolean;
+}
+const faults = vi.hoisted(() => [] as Fault[]);
 
 vi.mock('node:fs', async (importOriginal) => {
   const fs = await importOriginal<typeof import('node:fs')>();
-  /** The first look at the victim directory (by its path, or by a name under a descriptor): swap it first. */
-  const before = (path: unknown) => {
-    if (swap.done || typeof path !== 'string' || !path.endsWith('/victim')) return;
-    swap.done = true;
-    fs.renameSync(swap.victim, swap.aside);
-    fs.symlinkSync(swap.outside, swap.victim);
-  };
+  const wrap =
+    (op: Fault['op']) =>
+    (path: never, ...rest: never[]) => {
+      for (const f of faults)
+        if (!f.done && f.op === op && typeof path === 'string' && String(path).endsWith(`/${f.name}`)) {
+          f.done = true;
+          f.act();
+        }
+      return (fs[op] as (...a: unknown[]) => unknown)(path, ...rest);
+    };
   return {
     ...fs,
-    openSync: (path: never, ...rest: never[]) => {
-      before(path);
-      return (fs.openSync as (...a: unknown[]) => number)(path, ...rest);
-    },
-    readdirSync: (path: never, ...rest: never[]) => {
-      before(path);
-      return (fs.readdirSync as (...a: unknown[]) => unknown)(path, ...rest);
-    },
+    openSync: wrap('openSync'),
+    readdirSync: wrap('readdirSync'),
+    unlinkSync: wrap('unlinkSync'),
+    rmdirSync: wrap('rmdirSync'),
   };
 });
 
 const { removeTree } = await import('../../src/store/remove-tree.js');
 const { tempDir } = await import('../helpers/temp-store.js');
 
-describe('removeTree, a directory swapped for a link while the tree is removed', () => {
-  it('removes the link, never what it points at', () => {
-    const base = tempDir('genjob-rmtree-race-');
-    const outside = join(base, 'outside');
-    realFs.mkdirSync(join(outside, 'inner'), { recursive: true });
-    realFs.writeFileSync(join(outside, 'keep.txt'), 'keep');
-    realFs.writeFileSync(join(outside, 'inner', 'deep.txt'), 'deep');
-    const tree = join(base, 'tree');
-    realFs.mkdirSync(join(tree, 'victim', 'sub'), { recursive: true });
-    realFs.writeFileSync(join(tree, 'victim', 'sub', 'f.txt'), 'f');
-    realFs.writeFileSync(join(tree, 'a.txt'), 'a');
-    Object.assign(swap, { victim: join(tree, 'victim'), aside: join(base, 'moved'), outside, done: false });
+/** A directory outside the tree, with files, that a swapped-in link points at. */
+function outsideDir(base: string): string {
+  const outside = join(base, 'outside');
+  realFs.mkdirSync(join(outside, 'inner'), { recursive: true });
+  realFs.writeFileSync(join(outside, 'keep.txt'), 'keep');
+  realFs.writeFileSync(join(outside, 'inner', 'deep.txt'), 'deep');
+  return outside;
+}
 
-    let thrown: unknown;
-    try {
-      removeTree(tree);
-    } catch (err) {
-      thrown = err;
-    }
-    expect(swap.done).toBe(true); // the swap happened mid-removal
+/** A tree with `dirs` directories of two files each, and a file beside them. */
+function tree(base: string, dirs: string[]): string {
+  const root = join(base, 'tree');
+  for (const d of dirs) {
+    realFs.mkdirSync(join(root, d, 'sub'), { recursive: true });
+    realFs.writeFileSync(join(root, d, 'sub', 'f.txt'), 'f');
+    realFs.writeFileSync(join(root, d, 'g.txt'), 'g');
+  }
+  realFs.writeFileSync(join(root, 'a.txt'), 'a');
+  return root;
+}
+
+function attempt(path: string): unknown {
+  try {
+    removeTree(path);
+    return undefined;
+  } catch (err) {
+    return err;
+  }
+}
+
+describe('removeTree, while the tree changes under it', () => {
+  it('a directory swapped for a link after its listing: the link goes, never what it points at', () => {
+    const base = tempDir('genjob-rmtree-race-');
+    const outside = outsideDir(base);
+    const root = tree(base, ['victim']);
+    const victim = join(root, 'victim');
+    faults.splice(0, faults.length, {
+      op: 'openSync',
+      name: 'victim',
+      act: () => {
+        realFs.renameSync(victim, join(base, 'moved'));
+        realFs.symlinkSync(outside, victim);
+      },
+    });
+    // the code before this file's fix listed the directory by path: the same swap, at that call
+    faults.push({ ...faults[0]!, op: 'readdirSync' });
+    const err = attempt(root);
+    expect(faults.some((f) => f.done)).toBe(true); // the swap happened mid-removal
     expect(realFs.readdirSync(outside, { recursive: true }).sort()).toEqual([
       'inner',
       'inner/deep.txt',
       'keep.txt',
     ]);
-    expect(realFs.readFileSync(join(outside, 'keep.txt'), 'utf8')).toBe('keep');
-    expect(thrown).toBeUndefined();
-    expect(realFs.existsSync(tree)).toBe(false);
+    expect(err).toBeUndefined();
+    expect(realFs.existsSync(root)).toBe(false);
+  });
+
+  it('an entry gone after its listing (a file, a directory) is fine; the rest still goes', () => {
+    const base = tempDir('genjob-rmtree-race-');
+    const root = tree(base, ['d1', 'gone-dir']);
+    faults.splice(
+      0,
+      faults.length,
+      { op: 'unlinkSync', name: 'a.txt', act: () => realFs.rmSync(join(root, 'a.txt')) },
+      {
+        op: 'openSync',
+        name: 'gone-dir',
+        act: () => realFs.rmSync(join(root, 'gone-dir'), { recursive: true }),
+      },
+      // emptied, then removed by someone else before its own rmdir
+      { op: 'rmdirSync', name: 'sub', act: () => realFs.rmdirSync(join(root, 'd1', 'sub')) },
+    );
+    expect(attempt(root)).toBeUndefined();
+    expect(faults.every((f) => f.done)).toBe(true);
+    expect(realFs.existsSync(root)).toBe(false);
+    // the top path itself gone between its lstat and its unlink
+    const file = join(base, 'file');
+    realFs.writeFileSync(file, 'x');
+    faults.splice(0, faults.length, { op: 'unlinkSync', name: 'file', act: () => realFs.rmSync(file) });
+    expect(attempt(file)).toBeUndefined();
+  });
+
+  it('a disk error is thrown, not taken for a name already gone', () => {
+    const base = tempDir('genjob-rmtree-race-');
+    const root = tree(base, ['d1']);
+    const eio = Object.assign(new Error('EIO: i/o error, unlink'), { code: 'EIO', errno: -5 });
+    faults.splice(0, faults.length, {
+      op: 'unlinkSync',
+      name: 'g.txt',
+      act: () => {
+        throw eio;
+      },
+    });
+    expect(attempt(root)).toBe(eio);
+    // the top path a file: the same
+    const file = join(base, 'file');
+    realFs.writeFileSync(file, 'x');
+    faults.splice(0, faults.length, {
+      op: 'unlinkSync',
+      name: 'file',
+      act: () => {
+        throw eio;
+      },
+    });
+    expect(attempt(file)).toBe(eio);
+    // a directory someone writes into after it was emptied: its rmdir fails, and says so
+    const again = tree(join(base, 'again'), ['d1']);
+    faults.splice(0, faults.length, {
+      op: 'rmdirSync',
+      name: 'sub',
+      act: () => realFs.writeFileSync(join(again, 'd1', 'sub', 'late.txt'), 'late'),
+    });
+    expect(attempt(again)).toMatchObject({ code: 'ENOTEMPTY' });
+  });
+
+  it('closes every directory it opened', () => {
+    const base = tempDir('genjob-rmtree-race-');
+    const root = tree(
+      base,
+      Array.from({ length: 40 }, (_, i) => `d${i}`),
+    );
+    faults.splice(0, faults.length);
+    const open = () => realFs.readdirSync('/proc/self/fd').length;
+    const before = open();
+    expect(attempt(root)).toBeUndefined();
+    expect(realFs.existsSync(root)).toBe(false);
+    expect(open()).toBe(before);
   });
 });
