@@ -125,24 +125,20 @@ describe('removeTree, while the tree changes under it', () => {
     const base = tempDir('genjob-rmtree-race-');
     const root = tree(base, ['d1']);
     const eio = Object.assign(new Error('EIO: i/o error, unlink'), { code: 'EIO', errno: -5 });
-    faults.splice(0, faults.length, {
+    /** The unlink of `name` fails with EIO. */
+    const failing = (name: string): Fault => ({
       op: 'unlinkSync',
-      name: 'g.txt',
+      name,
       act: () => {
         throw eio;
       },
     });
+    faults.splice(0, faults.length, failing('g.txt'));
     expect(attempt(root)).toBe(eio);
     // the top path a file: the same
     const file = join(base, 'file');
     realFs.writeFileSync(file, 'x');
-    faults.splice(0, faults.length, {
-      op: 'unlinkSync',
-      name: 'file',
-      act: () => {
-        throw eio;
-      },
-    });
+    faults.splice(0, faults.length, failing('file'));
     expect(attempt(file)).toBe(eio);
     // a directory someone writes into after it was emptied: its rmdir fails, and says so
     const again = tree(join(base, 'again'), ['d1']);
