@@ -54,13 +54,15 @@ export function sealIntent(
   return macOf(secret, INTENT_DOMAIN, run, intentText(jobs, jsonl));
 }
 
-/** Whether `rec` carries the user's seal over its jobs and `jsonl` (no secret: none holds). */
+/**
+ * Whether `rec` (as readRecord gives it, or as submit builds it) carries the user's seal over its jobs
+ * and `jsonl` (no secret: none holds).
+ */
 export function intentHolds(secret: Buffer | null, rec: BatchRecord, jsonl: Uint8Array): boolean {
   return (
     secret !== null &&
-    typeof rec.intent_seal === 'string' &&
-    Array.isArray(rec.jobs) &&
-    macHolds(secret, INTENT_DOMAIN, String(rec.run), intentText(rec.jobs, jsonl), rec.intent_seal)
+    rec.intent_seal !== undefined &&
+    macHolds(secret, INTENT_DOMAIN, rec.run, intentText(rec.jobs, jsonl), rec.intent_seal)
   );
 }
 

@@ -149,8 +149,8 @@ async function attempt(
   const { key } = job;
   const epoch = lease.epoch;
   // a promoted job runs the generator of the shadow plane it was promoted from, with the sandbox
-  // flags of that run when the pin has them (store/promotion.ts)
-  // (only a pin this user's promote sealed: one committed on a branch would name any command)
+  // flags of that run (store/promotion.ts); only a pin this user's promote sealed is followed: one
+  // committed on a branch would name any command
   const pinned = readPromotion(store, key, ctx.userSecret);
   if (pinned !== undefined && 'ignored' in pinned)
     ctx.notice?.(`${key.slice(0, 12)}: promotion pin ignored, the job runs as minted: ${pinned.ignored}`);
