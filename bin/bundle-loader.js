@@ -1,5 +1,6 @@
-// Start the built CLI: dist/genjob.cjs, the whole CLI in one CommonJS file, compiled with the V8 code
-// cache the build wrote beside it (dist/genjob.cjs.cache). Node 20 keeps no compile cache of its own,
+// Start the built CLI: dist/genjob.cjs, the whole CLI in one minified file (a CommonJS module's wrapper
+// around its code), compiled with the V8 code cache the build wrote beside it (dist/genjob.cjs.cache).
+// Node 20 keeps no compile cache of its own,
 // and reading, parsing and linking the code was most of a small command's start-up (an ES module graph
 // cost ~0.35 ms a module on top). Each command's code still runs only when that command does: the
 // bundle evaluates a module on its first use.
@@ -26,14 +27,19 @@ const codeCacheOf = (bundle) => `${bundle}.cache`;
 const DIGEST = 32;
 const sha256 = (bytes) => createHash('sha256').update(bytes).digest();
 
-/** A CommonJS module's wrapper; the build makes the cache of exactly this text. */
-const wrap = (source) => `(function (exports, require, module, __filename, __dirname) { ${source}\n})`;
+/**
+ * The bundle is a CommonJS module's wrapper around its code, `(function (exports, require, module,
+ * __filename, __dirname) { ... })`: the build writes it so (the text is compiled as it is, with no wrapped
+ * copy made at each start), and its cache is of exactly that text.
+ */
+const WRAPPER = '(function (exports, require, module, __filename, __dirname) { ';
+const WRAPPER_END = '\n})';
 
-/** The bundle's bytes compiled as its module wrapper, with V8 `cachedData` when given (see script.cachedDataRejected). */
+/** The bundle's bytes compiled, with V8 `cachedData` when given (see script.cachedDataRejected). */
 function compileBundle(bundle, bytes, cachedData = undefined) {
   // the build keeps the bundle ASCII, which latin1 decodes as a copy (utf8 costs several times more)
   const source = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
-  return new vm.Script(wrap(source), { filename: bundle, cachedData });
+  return new vm.Script(source, { filename: bundle, cachedData });
 }
 
 /**
@@ -74,6 +80,8 @@ function runBundle(bundle, script) {
 }
 
 exports.BUNDLE = BUNDLE;
+exports.WRAPPER = WRAPPER;
+exports.WRAPPER_END = WRAPPER_END;
 exports.codeCacheOf = codeCacheOf;
 exports.compileBundle = compileBundle;
 exports.codeCacheFile = codeCacheFile;

@@ -1,4 +1,4 @@
-// Bundle the CLI with esbuild into one CommonJS file, dist/genjob.cjs, and write the V8 code cache of
+// Bundle the CLI with esbuild into one minified CommonJS file, dist/genjob.cjs, and write the V8 code cache of
 // its compiled text beside it (dist/genjob.cjs.cache), which bin/bundle-loader.js hands to V8 at every
 // start: Node 20 caches no compiled code of its own, and parsing the code was most of a small
 // command's start-up. Each command's modules are still evaluated only when it runs (esbuild wraps each
@@ -10,6 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { cp, readFile, rename, rm } from 'node:fs/promises';
 import { build } from 'esbuild';
+import { WRAPPER, WRAPPER_END } from '../bin/bundle-loader.js';
 import { unbundledImports } from './bundle-imports.mjs';
 
 const next = `dist.next-${process.pid}`;
@@ -26,6 +27,11 @@ const { metafile } = await build({
   platform: 'node',
   target: 'node20',
   sourcemap: 'linked',
+  // Every start reads, hashes, decodes and deserializes the bundle: minified it is half the bytes and
+  // ~10 ms less of each command's start-up. keepNames keeps functions' and classes' names, which
+  // stack traces and the packages' own error names show.
+  minify: true,
+  keepNames: true,
   legalComments: 'none',
   logLevel: 'warning',
   metafile: true,
@@ -62,11 +68,14 @@ const { metafile } = await build({
       },
     },
   ],
-  // The sources are ES modules: strict mode (the directive must come first, so esbuild's own is not
-  // left to follow the banner), and import.meta.url as the bundle's own URL.
+  // The file is a CommonJS module's wrapper around the code (bin/bundle-loader.js compiles it as it is,
+  // without building a wrapped copy of 1 MB at every start); the sources are ES modules: strict mode (the
+  // directive must come first in the function, so esbuild's own is not left to follow the banner), and
+  // import.meta.url as the bundle's own URL.
   banner: {
-    js: `"use strict";\nconst __genjobBundleUrl = require('node:url').pathToFileURL(__filename).href;`,
+    js: `${WRAPPER}"use strict";\nconst __genjobBundleUrl = require('node:url').pathToFileURL(__filename).href;`,
   },
+  footer: { js: WRAPPER_END },
   define: { 'import.meta.url': '__genjobBundleUrl' },
 });
 // compiled exactly as bin/bundle-loader.js compiles it at every start, in a process of its own that runs

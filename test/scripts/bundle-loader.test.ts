@@ -120,12 +120,16 @@ describe('the bundle loader', () => {
   });
 
   it('runs the bundle in strict mode, as the ES modules it was built from', () => {
-    // the build puts the directive first, and the loader's wrapper keeps it first
-    expect(readFileSync(join(PKG, 'dist', 'genjob.cjs'), 'utf8').startsWith('"use strict";\n')).toBe(true);
+    // the build writes the CommonJS wrapper around the code with the directive first in it; the loader
+    // compiles the file as it is
+    const wrapper = '(function (exports, require, module, __filename, __dirname) { ';
+    expect(
+      readFileSync(join(PKG, 'dist', 'genjob.cjs'), 'utf8').startsWith(`${wrapper}"use strict";\n`),
+    ).toBe(true);
     const probe = join(tempDir('gj-bundle-strict-'), 'probe.cjs');
     writeFileSync(
       probe,
-      '"use strict";\nmodule.exports.strict = (function () { return this === undefined; })();\n',
+      `${wrapper}"use strict";\nmodule.exports.strict = (function () { return this === undefined; })();\n})`,
     );
     expect(withLoader(`process.stdout.write(String(L.loadBundle(${JSON.stringify(probe)}).strict));`)).toBe(
       'true',
