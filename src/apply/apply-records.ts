@@ -4,7 +4,7 @@
 // The applying record also embeds the job, so a crash can be finished from .gen/ alone.
 import * as z from 'zod/mini';
 import { UsageError } from '../core/errors.js';
-import { type Job, jobDigest } from '../core/job.js';
+import { type Job, jobDigest, workOrderKey } from '../core/job.js';
 import { JobSchema } from '../core/job-schema.js';
 import { pathProblem } from '../core/paths.js';
 import { checkSchema, issueText } from '../core/schema-check.js';
@@ -73,9 +73,24 @@ function read<T extends ApplyingRecord | AppliedRecord>(
   if (record.key !== key || record.job.key !== key) throw invalid(file, `it is not the record of key ${key}`);
   if (jobDigest(record.job) !== record.job_digest)
     throw invalid(file, 'job_digest is not the digest of its job');
+  const { instruction, inputs, reads } = record.job;
+  if (workOrderKey(instruction, inputs, reads) !== key)
+    throw invalid(file, "its job's key is not the sha256 of its work order");
+  // What an apply plans (apply-plan.ts), so what a record committed on a branch can say is bounded by the
+  // job the user names: revert and recovery restore only the bytes the job was minted from, at its paths.
+  const minted = new Map(inputs.map((i) => [i.path, i.sha256]));
+  const seen = new Set<string>();
   for (const w of record.writes) {
+    const at = `write ${JSON.stringify(w.path)}`;
     const problem = pathProblem(w.path);
-    if (problem) throw invalid(file, `write ${JSON.stringify(w.path)}: ${problem}`);
+    if (problem) throw invalid(file, `${at}: ${problem}`);
+    if (!minted.has(w.path)) throw invalid(file, `${at}: not one of its job's allowed paths`);
+    if (seen.has(w.path)) throw invalid(file, `${at}: listed twice`);
+    seen.add(w.path);
+    if (w.before !== minted.get(w.path))
+      throw invalid(file, `${at}: "before" is not the digest its job was minted with`);
+    if (w.before_mode !== undefined && (w.before_mode | 0o111) !== w.mode)
+      throw invalid(file, `${at}: "before_mode" differs from "mode" in more than the executable bits`);
   }
   return record;
 }

