@@ -10,12 +10,12 @@ import { loadTrustPolicy } from '../trust/trust-file.js';
 import { decideGate } from './gate-decision.js';
 import { type CheckReader, gatherRun } from './gate-gather.js';
 import {
-  evidenceDigest,
-  evidenceOf,
+  buildGateRecord,
   gatesDir,
   newestGate,
   recordPolicy,
   type StoredGate,
+  sameGate,
 } from './gate-record.js';
 import { type RunKeys, runKeys } from './run-keys.js';
 
@@ -42,13 +42,16 @@ export async function gateStanding(store: Store, typed: string, readerFor: Reade
     ...(readChecks ? { readChecks } : {}),
     trust: loadTrustPolicy(store.root),
   });
-  // The same evidence under the record's policy judges every key as the record did; what the evidence
-  // cannot show is a key no longer terminal (back in the queue with no receipt to set aside, a live lease
-  // on a dead job), which opens the gate again: then the record does not stand either.
+  // The record stands when the evidence gathered now, under the record's policy, closes the gate with
+  // exactly the record's decision: what it claims (verdict, each key's pass, the keys themselves) counts
+  // only as that decision made again, since a record committed on a branch is a file like any other. A
+  // key no longer terminal (back in the queue with no receipt to set aside, a live lease on a dead job)
+  // opens the gate again: then the record does not stand either.
+  const policy = recordPolicy(gate.record);
+  const decision = decideGate(records, policy);
   const current =
-    gate.record.manifest_sha256 === run.manifestSha256 &&
-    gate.record.evidence_sha256 === evidenceDigest(evidenceOf(records)) &&
-    decideGate(records, recordPolicy(gate.record)).state === 'closed';
+    decision.state === 'closed' &&
+    sameGate(gate.record, buildGateRecord(run.ref, run.manifestSha256, policy, decision, records));
   return { run, gate, current };
 }
 

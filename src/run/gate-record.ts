@@ -139,6 +139,25 @@ export function gatesDir(store: Store, ref: Pick<RunRef, 'id'>): string {
   return join(runsDir(store), `${ref.id}.gates`);
 }
 
+const count = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
+
+/** A policy as a gate writes one: what decideGate can be run under. */
+function isPolicy(p: unknown): p is GateRecord['policy'] {
+  const q = p as GateRecord['policy'] | null;
+  return (
+    typeof q === 'object' &&
+    q !== null &&
+    Array.isArray(q.require_checks) &&
+    q.require_checks.every((c) => typeof c === 'string') &&
+    count(q.min_pass?.num) &&
+    count(q.min_pass.den) &&
+    q.min_pass.den > 0 &&
+    q.min_pass.num <= q.min_pass.den &&
+    (q.max_fail === null || count(q.max_fail)) &&
+    typeof q.allow_flaky === 'boolean'
+  );
+}
+
 /** Parse a gate record file (plain canonical JSON or a DSSE envelope over it). */
 export function parseGateRecord(bytes: Buffer, file: string): { record: GateRecord; signed: boolean } {
   const bad = (rule: string) => new UsageError('EGJ_RUN_INVALID', `${file}: not a gate record: ${rule}`);
@@ -168,6 +187,7 @@ export function parseGateRecord(bytes: Buffer, file: string): { record: GateReco
     (record.verdict !== 'met' && record.verdict !== 'not-met')
   )
     throw bad(`schema ${GATE_SCHEMA} with keys, verdict and evidence`);
+  if (!isPolicy(record.policy)) throw bad('policy: require_checks, min_pass, max_fail and allow_flaky');
   return { record, signed };
 }
 
@@ -185,12 +205,46 @@ export function newestGate(store: Store, ref: Pick<RunRef, 'id'>): StoredGate | 
   return { seq, file, sha256: sha256Hex(bytes), ...parseGateRecord(bytes, file) };
 }
 
-/** Two records decide the same thing: the same evidence under the same policy. */
-function sameDecision(a: GateRecord, b: GateRecord): boolean {
+/** A key's evidence as evidenceOf builds it (same keys, same order), from what a record says of it. */
+function keyEvidence(k: GateRecord['keys'][number]): KeyEvidence {
+  return {
+    checks: Array.isArray(k.checks)
+      ? k.checks.map((c) => ({
+          checker: c?.checker,
+          current: c?.current,
+          record: c?.record,
+          verdict: c?.verdict,
+        }))
+      : k.checks,
+    current: k.current,
+    dead: k.dead,
+    key: k.key,
+    receipt: k.receipt,
+    verifies: k.verifies,
+  };
+}
+
+/**
+ * `stored` says exactly what `decided` (built now, by buildGateRecord) says, its closing time aside: the
+ * same run, manifest, policy and evidence, and the same verdict, counts and pass or fail of each key. A
+ * record read from .gen/ may have come with a branch: a verdict, a key's pass or a key it lists is taken
+ * only when the evidence under the record's policy decides it again.
+ */
+export function sameGate(stored: GateRecord, decided: GateRecord): boolean {
   return (
-    a.evidence_sha256 === b.evidence_sha256 &&
-    canonicalBytes(a.policy).equals(canonicalBytes(b.policy)) &&
-    a.manifest_sha256 === b.manifest_sha256
+    stored.schema === decided.schema &&
+    stored.run === decided.run &&
+    stored.revision === decided.revision &&
+    stored.manifest_sha256 === decided.manifest_sha256 &&
+    canonicalBytes(stored.policy).equals(canonicalBytes(decided.policy)) &&
+    stored.verdict === decided.verdict &&
+    stored.passed === decided.passed &&
+    stored.total === decided.total &&
+    stored.rate === decided.rate &&
+    stored.evidence_sha256 === decided.evidence_sha256 &&
+    stored.keys.length === decided.keys.length &&
+    evidenceDigest(stored.keys.map(keyEvidence)) === decided.evidence_sha256 &&
+    stored.keys.every((k, i) => k.pass === decided.keys[i]!.pass && k.why === decided.keys[i]!.why)
   );
 }
 
@@ -222,7 +276,7 @@ export function writeGate(
   let bytes: Buffer | undefined; // made only when a record is written
   for (;;) {
     const newest = newestGate(store, ref);
-    if (newest && sameDecision(newest.record, record)) return { ...newest, fresh: false };
+    if (newest && sameGate(newest.record, record)) return { ...newest, fresh: false };
     bytes ??= recordBytes(record, signer);
     const seq = (newest?.seq ?? 0) + 1;
     const file = join(dir, `${seq}.json`);

@@ -335,6 +335,35 @@ describe('acting on a run', () => {
     expect(readFileSync(join(sb.repo, mod(2)), 'utf8')).toBe('# module 2\n');
   });
 
+  it('takes a gate record whose verdict its evidence does not decide (committed on a branch) as stale', async () => {
+    const sb = await runBox(3);
+    await mintRun(sb, 'b');
+    sb.setGen({ fail: ['m02'] });
+    expect((await sb.genjob(['work', '--run', 'b', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    expect((await sb.genjob(['gate', '--run', 'b'])).exitCode).toBe(3); // 2/3 under 100%
+    const gates = join(sb.repo, '.gen', 'runs', 'b.gates');
+    const record = readJson<{ verdict: string }>(join(gates, '1.json'));
+    expect(record.verdict).toBe('not-met');
+    // the same record, its verdict turned, as the newest: the rest (policy, evidence) is true
+    writeFileSync(join(gates, '2.json'), JSON.stringify({ ...record, verdict: 'met' }));
+    const before = snapshot(sb.repo);
+    const refused = await sb.genjob(['apply', '--run', 'b', '--gated']);
+    expect([refused.exitCode, refused.stderr]).toEqual([
+      4,
+      expect.stringMatching(/^genjob: EGJ_GATE_STALE: .*gate record 2 of run b is stale/),
+    ]);
+    expect(snapshot(sb.repo)).toEqual(before);
+    // the gate run again writes its own record after it, and apply --gated reads that one
+    const again = await sb.genjob(['gate', '--run', 'b']);
+    expect([again.exitCode, again.stdout]).toEqual([3, expect.stringMatching(/\ngate record 3: /)]);
+    const notMet = await sb.genjob(['apply', '--run', 'b', '--gated']);
+    expect([notMet.exitCode, notMet.stderr]).toEqual([
+      3,
+      expect.stringMatching(/^genjob: EGJ_GATE_NOT_MET: /),
+    ]);
+    expect(snapshot(sb.repo)).toEqual(before);
+  });
+
   it('takes a met record as stale once a receipt stops verifying, and apply --gated writes nothing', async () => {
     const sb = await runBox(2);
     const jobs = await mintRun(sb, 'v');

@@ -19,6 +19,7 @@ import {
   gatesDir,
   newestGate,
   parseGateRecord,
+  sameGate,
   writeGate,
 } from '../../src/run/gate-record.js';
 import { tempStore } from '../helpers/temp-store.js';
@@ -30,6 +31,12 @@ const POLICY: GatePolicy = {
   minPass: { num: 1, den: 2 },
   maxFail: null,
   allowFlaky: false,
+};
+const POLICY_DOC = {
+  require_checks: ['tests'],
+  min_pass: { num: 1, den: 2 },
+  max_fail: 3,
+  allow_flaky: false,
 };
 const ok = (key: string, receipt: string, check: string): KeyRecords => ({
   key,
@@ -192,6 +199,19 @@ describe('writing gate records', () => {
       bytes: JSON.stringify({ payloadType: GATE_PAYLOAD_TYPE, payload: Buffer.from('{').toString('base64') }),
       rule: /not a gate record/,
     },
+    ...[
+      ['no policy', undefined],
+      ['required checks that are not names', { ...POLICY_DOC, require_checks: [1] }],
+      ['a min_pass above one', { ...POLICY_DOC, min_pass: { num: 3, den: 2 } }],
+      ['a min_pass over zero', { ...POLICY_DOC, min_pass: { num: 1, den: 0 } }],
+      ['a min_pass that is not a count', { ...POLICY_DOC, min_pass: { num: '1', den: 2 } }],
+      ['a max_fail below zero', { ...POLICY_DOC, max_fail: -1 }],
+      ['an allow_flaky that is not a boolean', { ...POLICY_DOC, allow_flaky: 'yes' }],
+    ].map(([name, policy]) => ({
+      name: name as string,
+      bytes: JSON.stringify({ schema: 'genjob/gate@1', keys: [], verdict: 'met', policy }),
+      rule: /policy: require_checks, min_pass, max_fail and allow_flaky/,
+    })),
   ])('refuses a record with $name (EGJ_RUN_INVALID)', ({ bytes, rule }) => {
     const err = thrown(() => parseGateRecord(Buffer.from(bytes), 'f.json')) as GenjobError;
     expect(err.code).toBe('EGJ_RUN_INVALID');
@@ -203,5 +223,78 @@ describe('writing gate records', () => {
     for (let i = 0; i < 10; i++) writeGate(store, RUN, closed([ok('k1', `r${i}`, 'c1')]));
     writeFileSync(join(gatesDir(store, RUN), 'notes.txt'), 'x');
     expect(newestGate(store, RUN)).toMatchObject({ seq: 10, record: { keys: [{ receipt: 'r9' }] } });
+  });
+
+  it('reads a record whose policy has no limit on failures and passes nothing at all', () => {
+    const doc = {
+      schema: 'genjob/gate@1',
+      keys: [],
+      verdict: 'met',
+      policy: { ...POLICY_DOC, max_fail: null },
+    };
+    expect(parseGateRecord(Buffer.from(JSON.stringify(doc)), 'f.json').record.policy.max_fail).toBeNull();
+    const zero = { ...doc, policy: { ...POLICY_DOC, min_pass: { num: 0, den: 1 }, max_fail: 0 } };
+    expect(parseGateRecord(Buffer.from(JSON.stringify(zero)), 'f.json').record.policy.min_pass.num).toBe(0);
+  });
+});
+
+describe('a stored gate record against the decision made again', () => {
+  const failing: KeyRecords = {
+    ...ok('k2', 'r2', 'c2'),
+    checks: [{ checker: 'tests', verdict: 'fail', current: true, recordDigest: 'c2' }],
+  };
+  const records = [ok('k1', 'r1', 'c1'), failing, dead];
+  const decided = closed(records);
+  /** The record as a file holds it (parsed back), edited. */
+  const stored = (edit: (r: ReturnType<typeof closed>) => void = () => {}) => {
+    const r = JSON.parse(JSON.stringify({ ...decided, closed_at: '2000-01-01T00:00:00.000Z' }));
+    edit(r);
+    return r;
+  };
+
+  it('stands when it says exactly what the evidence under its policy decides, whenever it closed', () => {
+    expect(decided.keys.map((k) => k.pass)).toEqual([true, false, false]);
+    expect(sameGate(stored(), decided)).toBe(true);
+  });
+
+  it.each([
+    ['a verdict flipped', (r: ReturnType<typeof closed>) => Object.assign(r, { verdict: 'met' })],
+    ['a failed key passed', (r: ReturnType<typeof closed>) => Object.assign(r.keys[1]!, { pass: true })],
+    ['a key of another job', (r: ReturnType<typeof closed>) => Object.assign(r.keys[0]!, { current: 'kX' })],
+    ['a key listed more', (r: ReturnType<typeof closed>) => r.keys.push({ ...r.keys[0]! })],
+    ['a key left out', (r: ReturnType<typeof closed>) => r.keys.pop()],
+    ['another count', (r: ReturnType<typeof closed>) => Object.assign(r, { passed: 3 })],
+    ['another total', (r: ReturnType<typeof closed>) => Object.assign(r, { total: 2 })],
+    ['another rate', (r: ReturnType<typeof closed>) => Object.assign(r, { rate: '3/3' })],
+    ['another reason for a fail', (r: ReturnType<typeof closed>) => Object.assign(r.keys[1]!, { why: 'x' })],
+    [
+      'a check record of its own',
+      (r: ReturnType<typeof closed>) => Object.assign(r.keys[0]!.checks[0]!, { record: 'cX' }),
+    ],
+    [
+      'an evidence digest of its own',
+      (r: ReturnType<typeof closed>) => Object.assign(r, { evidence_sha256: 'e'.repeat(64) }),
+    ],
+    ['another policy', (r: ReturnType<typeof closed>) => Object.assign(r.policy, { allow_flaky: true })],
+    [
+      'another manifest',
+      (r: ReturnType<typeof closed>) => Object.assign(r, { manifest_sha256: 'n'.repeat(64) }),
+    ],
+    ['another run', (r: ReturnType<typeof closed>) => Object.assign(r, { run: 'other' })],
+    ['another revision', (r: ReturnType<typeof closed>) => Object.assign(r, { revision: 2 })],
+    ['another schema', (r: ReturnType<typeof closed>) => Object.assign(r, { schema: 'genjob/gate@2' })],
+  ])('does not stand with %s', (_, edit) => {
+    expect(sameGate(stored(edit), decided)).toBe(false);
+  });
+
+  it('is not taken by writeGate as the decision already written when its claims differ: the next number is', () => {
+    const store = tempStore('genjob-gate-');
+    const forged = stored((r) => Object.assign(r, { verdict: 'met' }));
+    const dir = gatesDir(store, RUN);
+    store.fs.mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, '7.json'), JSON.stringify(forged));
+    const written = writeGate(store, RUN, decided);
+    expect(written).toMatchObject({ seq: 8, fresh: true, record: { verdict: 'not-met' } });
+    expect(writeGate(store, RUN, decided)).toMatchObject({ seq: 8, fresh: false });
   });
 });
