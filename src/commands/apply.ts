@@ -230,11 +230,12 @@ async function remintStale(
   }
 }
 
-/** --gated: the jobs the run's newest gate record accepted, when that record is still current and met. */
+/** --gated: the jobs the run's newest gate record accepted, when the user's gate sealed it and it is still current and met. */
 async function gatedKeys(store: Store, run: string | undefined): Promise<string[]> {
   if (run === undefined) throw new UsageError('EGJ_USAGE', '--gated goes with --run NAME');
   const { acceptedKeys } = await import('../run/gate-accepted.js');
-  return acceptedKeys(store, run, (await import('./gate.js')).checkReader);
+  const { requireUserSecret } = await import('../remote/cache-mac.js');
+  return acceptedKeys(store, run, (await import('./gate.js')).checkReader, await requireUserSecret());
 }
 
 /** key → the commit on HEAD's history already carrying its Genjob-Key trailer. */

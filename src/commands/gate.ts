@@ -9,6 +9,7 @@ import { openStore } from '../cli/root.js';
 import { parseDuration } from '../core/duration.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
+import { userSecret } from '../remote/cache-mac.js';
 import {
   decideGate,
   type GateDecision,
@@ -121,7 +122,8 @@ export async function gate(o: GateOptions): Promise<CommandResult> {
     const decision = decideGate(records, policy);
     if (decision.state === 'closed') {
       const record = buildGateRecord(run.ref, run.manifestSha256, policy, decision, records);
-      const stored = writeGate(store, run.ref, record, sign);
+      // sealed as this user's decision, which apply --gated requires (none kept without a cache directory)
+      const stored = writeGate(store, run.ref, record, sign, await userSecret());
       return closedResult(store, run.ref.id, policy, decision, stored);
     }
     const elapsed = Date.now() - started;

@@ -17,6 +17,7 @@ import {
   type StoredGate,
   sameGate,
 } from './gate-record.js';
+import { gateSealed } from './gate-seal.js';
 import { type RunKeys, runKeys } from './run-keys.js';
 
 /** The checks plane's reader for a gate record's required checkers (commands/gate.ts's `checkReader`). */
@@ -55,12 +56,24 @@ export async function gateStanding(store: Store, typed: string, readerFor: Reade
   return { run, gate, current };
 }
 
-export async function acceptedKeys(store: Store, typed: string, readerFor: ReaderFor): Promise<string[]> {
+/** The keys `apply --run NAME --gated` takes: those the newest gate record passed, when the user sealed it and it stands. */
+export async function acceptedKeys(
+  store: Store,
+  typed: string,
+  readerFor: ReaderFor,
+  secret: Buffer,
+): Promise<string[]> {
   const { run, gate, current } = await gateStanding(store, typed, readerFor);
   if (gate === undefined)
     throw new RejectedError(
       'EGJ_GATE_MISSING',
       `${gatesDir(store, run.ref)}: run ${run.ref.id} has no closed gate; run genjob gate --run ${run.ref.id} first; nothing was applied`,
+    );
+  if (!gateSealed(store, run.ref, gate, secret))
+    throw new RejectedError(
+      'EGJ_GATE_UNSEALED',
+      `${gate.file}: gate record ${gate.seq} of run ${run.ref.id} was not decided by your genjob gate (it came with a branch or from another machine, or was written by genjob 0.2); run genjob gate --run ${run.ref.id} to decide it here; nothing was applied`,
+      gate.file,
     );
   const { record } = gate;
   if (record.verdict !== 'met')

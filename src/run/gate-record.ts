@@ -16,6 +16,7 @@ import { sha256Hex } from '../core/sha256.js';
 import { publishExclusive, readdirOrEmpty, readRecord } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import { type GateDecision, type GatePolicy, type KeyRecords, rateText } from './gate-decision.js';
+import { sealGate } from './gate-seal.js';
 import { type RunRef, runsDir } from './run-name.js';
 
 export const GATE_SCHEMA = 'genjob/gate@1';
@@ -264,12 +265,25 @@ export interface Signer {
 /**
  * Write `record` as the run's next gate record, unless the newest one already decides the same thing
  * (then that one is returned, `fresh: false`). Exclusive create: a racing gate takes the next number.
+ * With the user's secret, the record returned is sealed as the user's decision (gate-seal.ts).
  */
 export function writeGate(
   store: Store,
   ref: Pick<RunRef, 'id'>,
   record: GateRecord,
   signer?: Signer,
+  secret?: Buffer | null,
+): StoredGate & { fresh: boolean } {
+  const stored = publishGate(store, ref, record, signer);
+  if (secret) sealGate(store, ref, stored, secret);
+  return stored;
+}
+
+function publishGate(
+  store: Store,
+  ref: Pick<RunRef, 'id'>,
+  record: GateRecord,
+  signer: Signer | undefined,
 ): StoredGate & { fresh: boolean } {
   const dir = gatesDir(store, ref);
   store.fs.mkdirSync(dir, { recursive: true });

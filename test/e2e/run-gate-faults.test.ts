@@ -201,7 +201,7 @@ describe('the run gate under worker faults', () => {
     const again = await sb.genjob(['gate', '--run', 'f']);
     expect(again.exitCode).toBe(0);
     expect(again.stdout).toBe(closed.stdout.replace(/\)\n$/, ', unchanged since it was written)\n'));
-    expect(readdirSync(join(sb.repo, '.gen', 'runs', 'f.gates'))).toEqual(['1.json']);
+    expect(readdirSync(join(sb.repo, '.gen', 'runs', 'f.gates')).sort()).toEqual(['1.json', '1.seal']);
     expect(readFileSync(recordFile)).toEqual(record);
     expect((await sb.genjob(['apply', '--run', 'f', '--gated'])).exitCode).toBe(0);
     expect(readFileSync(join(sb.repo, mod(0)), 'utf8')).toBe('# module 0\n# done: Edit m00\n');

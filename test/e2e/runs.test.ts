@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { verifyPae } from '../../src/core/dsse.js';
 import { GATE_PAYLOAD_TYPE } from '../../src/run/gate-record.js';
 import { parsePublicKey } from '../../src/trust/keys.js';
-import { genDir, readJson, snapshot } from './helpers.js';
+import { CLI, genDir, readJson, snapshot } from './helpers.js';
 import { json, mintRun, mod, runBox } from './run-helpers.js';
 import { spawnCli, until } from './worker-helpers.js';
 
@@ -194,16 +194,20 @@ describe('the rate of a run', () => {
     expect(lenient.exitCode).toBe(0);
     expect(lenient.stdout).toMatch(/^gate five: met: 3\/5 = 60\.0% passed \(min 60\.0%; 2 failed\)\n/);
     expect((await sb.genjob(['gate', '--run', 'five', '--max-fail', '1'])).exitCode).toBe(3);
+    // each record with the seal of the gate that decided it
     expect(readdirSync(join(sb.repo, '.gen', 'runs', 'five.gates')).sort()).toEqual([
       '1.json',
+      '1.seal',
       '2.json',
+      '2.seal',
       '3.json',
+      '3.seal',
     ]);
     // the same decision again writes nothing new
     expect((await sb.genjob(['gate', '--run', 'five', '--max-fail', '1'])).stdout).toContain(
       'unchanged since it was written',
     );
-    expect(readdirSync(join(sb.repo, '.gen', 'runs', 'five.gates'))).toHaveLength(3);
+    expect(readdirSync(join(sb.repo, '.gen', 'runs', 'five.gates'))).toHaveLength(6);
     // giving up on the run: its received jobs go to dead/, the two cancelled ones are skipped
     const dropped = json<{ done: Array<{ key: string }>; skipped: number }>(
       await sb.genjob(['drop', '--run', 'five', '--json']),
@@ -335,33 +339,43 @@ describe('acting on a run', () => {
     expect(readFileSync(join(sb.repo, mod(2)), 'utf8')).toBe('# module 2\n');
   });
 
-  it('takes a gate record whose verdict its evidence does not decide (committed on a branch) as stale', async () => {
+  it("acts only on a gate record the user's gate decided: not one from a branch or another machine", async () => {
     const sb = await runBox(3);
     await mintRun(sb, 'b');
     sb.setGen({ fail: ['m02'] });
     expect((await sb.genjob(['work', '--run', 'b', '--quiet', ...sb.gen])).exitCode).toBe(0);
     expect((await sb.genjob(['gate', '--run', 'b'])).exitCode).toBe(3); // 2/3 under 100%
     const gates = join(sb.repo, '.gen', 'runs', 'b.gates');
-    const record = readJson<{ verdict: string }>(join(gates, '1.json'));
-    expect(record.verdict).toBe('not-met');
-    // the same record, its verdict turned, as the newest: the rest (policy, evidence) is true
-    writeFileSync(join(gates, '2.json'), JSON.stringify({ ...record, verdict: 'met' }));
     const before = snapshot(sb.repo);
-    const refused = await sb.genjob(['apply', '--run', 'b', '--gated']);
-    expect([refused.exitCode, refused.stderr]).toEqual([
-      4,
-      expect.stringMatching(/^genjob: EGJ_GATE_STALE: .*gate record 2 of run b is stale/),
-    ]);
-    expect(snapshot(sb.repo)).toEqual(before);
-    // the gate run again writes its own record after it, and apply --gated reads that one
+    const gated = async (code: string) => {
+      const r = await sb.genjob(['apply', '--run', 'b', '--gated']);
+      expect([r.exitCode, r.stderr]).toEqual([3, expect.stringMatching(new RegExp(`^genjob: ${code}: `))]);
+      expect(snapshot(sb.repo)).toEqual(before);
+      return r.stderr;
+    };
+    // a met record decided under a laxer policy by another user's genjob (another secret), then copied in
+    const other = { ...process.env, XDG_CACHE_HOME: join(sb.base, 'other-cache') };
+    const lax = await execa('node', [CLI, 'gate', '--run', 'b', '--min-pass', '0.5'], {
+      cwd: sb.repo,
+      env: other,
+      reject: false,
+    });
+    expect(lax.exitCode, lax.stderr).toBe(0);
+    expect(await gated('EGJ_GATE_UNSEALED')).toMatch(
+      /gate record 2 of run b was not decided by your genjob gate/,
+    );
+    // the record's verdict turned, with the user's own seal of record 1 beside it
+    const record = readJson<{ verdict: string }>(join(gates, '1.json'));
+    writeFileSync(join(gates, '3.json'), JSON.stringify({ ...record, verdict: 'met' }));
+    writeFileSync(join(gates, '3.seal'), readFileSync(join(gates, '1.seal')));
+    await gated('EGJ_GATE_UNSEALED');
+    // the user's gate decides here: its own record after them, sealed, which apply --gated reads
     const again = await sb.genjob(['gate', '--run', 'b']);
-    expect([again.exitCode, again.stdout]).toEqual([3, expect.stringMatching(/\ngate record 3: /)]);
-    const notMet = await sb.genjob(['apply', '--run', 'b', '--gated']);
-    expect([notMet.exitCode, notMet.stderr]).toEqual([
-      3,
-      expect.stringMatching(/^genjob: EGJ_GATE_NOT_MET: /),
-    ]);
-    expect(snapshot(sb.repo)).toEqual(before);
+    expect([again.exitCode, again.stdout]).toEqual([3, expect.stringMatching(/\ngate record 4: /)]);
+    await gated('EGJ_GATE_NOT_MET');
+    expect((await sb.genjob(['gate', '--run', 'b', '--min-pass', '0.5'])).exitCode).toBe(0);
+    const applied = await sb.genjob(['apply', '--run', 'b', '--gated']);
+    expect(applied.exitCode, applied.stderr).toBe(0);
   });
 
   it('takes a met record as stale once a receipt stops verifying, and apply --gated writes nothing', async () => {
