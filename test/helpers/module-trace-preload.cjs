@@ -20,7 +20,13 @@ const HELPERS = [
     first: (m) => `if(!${m[2]})__genjobTrace(${m[1]});`, // mod is set by the first init
   },
 ];
-/** The bundle's text with both helpers patched, and what each patch inserted where (line, column, length). */
+/** The build writes the bundle's first line as the loader's CommonJS wrapper (scripts/build.mjs). */
+const BUNDLE_START = '(function (exports, require, module, __filename, __dirname) { ';
+
+/**
+ * The bundle's text with both helpers patched, what each patch inserted where (line, column, length),
+ * and how many lines stand before the bundle's own first one.
+ */
 function patch(code) {
   const inserts = [];
   for (const { re, first } of HELPERS) {
@@ -37,10 +43,14 @@ function patch(code) {
   });
   for (const { at, text } of inserts.sort((a, b) => b.at - a.at))
     code = code.slice(0, at) + text + code.slice(at);
-  return { code, shifts };
+  // lines put before the bundle's own first line (Stryker's sandbox adds a `// @ts-nocheck` line)
+  const start = code.indexOf(BUNDLE_START);
+  if (start === -1) throw new Error('module-trace: the bundle does not start with its CommonJS wrapper');
+  return { code, shifts, lead: code.slice(0, start).split('\n').length - 1 };
 }
 
 let shifts = [];
+let lead = 0;
 let mapFile;
 let map;
 const sites = new WeakMap();
@@ -57,7 +67,7 @@ globalThis.__genjobTag = function __genjobTag(fn) {
   let column = site.getColumnNumber() - 1;
   const before = shifts.filter((s) => s.line === line && s.column < column);
   for (const s of before) column -= s.length;
-  sites.set(fn, [line, column]);
+  sites.set(fn, [line - lead, column]); // as the build wrote the bundle, which its source map describes
 };
 
 globalThis.__genjobTrace = function __genjobTrace(fn) {
@@ -74,6 +84,7 @@ vm.Script = function TracedScript(code, options) {
     const patched = patch(code);
     code = patched.code;
     shifts = patched.shifts;
+    lead = patched.lead;
     mapFile = `${options.filename}.map`;
     options = { ...options, cachedData: undefined };
   }
