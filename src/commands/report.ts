@@ -29,12 +29,12 @@ export interface ReportOptions extends CommonOptions {
 export const DEFAULT_REPORT_DIR = 'report';
 
 /** The run `name` as run-source.ts reads it (the run plane's modules are loaded only for a run's report). */
-async function runOf(store: Store, name: string) {
+async function runOf(store: Store, name: string, secret: Buffer | null) {
   const [{ readRun }, { checkReader }] = await Promise.all([
     import('../report/run-source.js'),
     import('./gate.js'),
   ]);
-  return readRun(store, name, checkReader);
+  return readRun(store, name, checkReader, secret);
 }
 
 /** Ask the desktop to show `file` ($BROWSER, else xdg-open or open); a failure is said, never fatal. */
@@ -60,13 +60,13 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
       'EGJ_USAGE',
       `${store.layout.gen}: no .gen/ here, so nothing to report; mint a job first`,
     );
-  const run = o.run === undefined ? undefined : await runOf(store, o.run);
+  // none (no writable cache directory): the report is made without a cache, as right and slower
+  const secret = await userSecret();
+  const run = o.run === undefined ? undefined : await runOf(store, o.run, secret);
   const dir = o.out === undefined ? join(store.layout.gen, DEFAULT_REPORT_DIR) : resolve(o.out);
   // the default directory lies in .gen/, which a branch can commit into: never through a link there
   if (o.out === undefined) refuseLinkedDir(dir);
   const assets = loadAssets();
-  // none (no writable cache directory): the report is made without a cache, as right and slower
-  const secret = await userSecret();
   const cache = secret
     ? ReportCache.load(dir, ReportCache.idOf(assets.renderId, store.root), secret)
     : undefined;

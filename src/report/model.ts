@@ -121,6 +121,8 @@ export interface ReportGate {
   signed: boolean;
   /** The evidence it closed on is no longer what is there (`apply --gated` would refuse it). */
   stale: boolean;
+  /** The user's own `genjob gate` decided it (its seal holds); `apply --gated` refuses any other. */
+  sealed: boolean;
 }
 
 export interface ReportRun {

@@ -45,7 +45,7 @@ function gate(model: ReportModel): Html {
   const word = g.met ? 'closed: met' : 'closed: not met';
   return html`<table class="facts">
 <tr><th>run</th><td>${run.name} (${run.keys.length} intended job(s))</td></tr>
-<tr><th>gate</th><td><b class="${g.met ? 'gate-closed' : 'gate-notmet'}" id="gate-state">${word}</b>${g.stale ? html` <span class="stale">stale: its evidence changed since</span>` : ''}</td></tr>
+<tr><th>gate</th><td><b class="${g.met ? 'gate-closed' : 'gate-notmet'}" id="gate-state">${word}</b>${g.stale ? html` <span class="stale">stale: its evidence changed since</span>` : ''}${g.sealed ? '' : html` <span class="stale" id="gate-unsealed">not decided by your genjob gate: its policy is the record's own, and apply --gated refuses it</span>`}</td></tr>
 <tr><th>passed</th><td>${g.rate}</td></tr>
 <tr><th>policy</th><td>${g.policy}</td></tr>
 <tr><th>gate record</th><td class="mono">${g.file}${g.signed ? ' (signed)' : ''}<br>sha256:${g.recordDigest}</td></tr>

@@ -1,17 +1,27 @@
 // A report's run, as the run plane reads it: `gateStanding` gives the run's sealed keys (NAME is its
 // newest revision), each followed to the job that stands for it now, and its newest gate record with
-// whether that record is still current — the judgement `apply --run NAME --gated` acts on. The report
+// whether that record is still current and sealed as the user's own decision — the judgement `apply --run
+// NAME --gated` acts on. The report
 // shows that record as it was closed and never decides a gate itself (`genjob gate` does); a bad name,
 // a missing run or an unreadable file fails with the run plane's own error.
 import { relative } from 'node:path';
 import type { ReaderFor } from '../run/gate-accepted.js';
 import { gateStanding } from '../run/gate-accepted.js';
 import { policyText } from '../run/gate-decision.js';
+import { gateSealed } from '../run/gate-seal.js';
 import type { Store } from '../store/store.js';
 import type { ReportRun } from './model.js';
 
-/** Run `typed` (`NAME` or `NAME@N`) with its gate; `readerFor` is the gate's own checks reader. */
-export async function readRun(store: Store, typed: string, readerFor: ReaderFor): Promise<ReportRun> {
+/**
+ * Run `typed` (`NAME` or `NAME@N`) with its gate; `readerFor` is the gate's own checks reader, `secret` the
+ * user's (null: none can be kept, so no record shows as the user's).
+ */
+export async function readRun(
+  store: Store,
+  typed: string,
+  readerFor: ReaderFor,
+  secret: Buffer | null,
+): Promise<ReportRun> {
   const { run, gate, current } = await gateStanding(store, typed, readerFor);
   const shown = { name: run.ref.id, keys: run.current };
   if (gate === undefined) return { ...shown, gate: null };
@@ -33,6 +43,7 @@ export async function readRun(store: Store, typed: string, readerFor: ReaderFor)
       recordDigest: gate.sha256,
       signed: gate.signed,
       stale: !current,
+      sealed: secret !== null && gateSealed(store, run.ref, gate, secret),
     },
   };
 }

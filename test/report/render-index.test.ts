@@ -93,6 +93,7 @@ describe('renderIndex', () => {
       recordDigest: 'f'.repeat(64),
       signed: true,
       stale: false,
+      sealed: true,
     };
     const run = { name: 'hints', keys: ['a'.repeat(64), 'b'.repeat(64)], gate };
     const page = renderIndex(model([job('a')], { run, title: 'run hints' }), loadAssets(), '4'.repeat(64));
@@ -110,5 +111,12 @@ describe('renderIndex', () => {
       '<b class="gate-closed" id="gate-state">closed: met</b> <span class="stale">stale: its evidence changed since</span>',
     );
     expect(again).toContain(`.gen/runs/hints.gates/2.json<br>sha256:`);
+    expect(page).not.toContain('gate-unsealed');
+    const foreign = { ...run, gate: { ...gate, sealed: false } };
+    expect(
+      renderIndex(model([job('a')], { run: foreign, title: 'run hints' }), loadAssets(), '4'.repeat(64)),
+    ).toContain(
+      '</b> <span class="stale" id="gate-unsealed">not decided by your genjob gate: its policy is the record\'s own, and apply --gated refuses it</span>',
+    );
   });
 });

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckFacts } from '../../src/check/record.js';
 import type { Outcome } from '../../src/check/verdict.js';
 import { checkReader } from '../../src/commands/gate.js';
+import { userSecret } from '../../src/remote/cache-mac.js';
 import { loadAssets } from '../../src/report/assets.js';
 import { checkSource } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
@@ -98,7 +99,7 @@ beforeAll(async () => {
         lint.map((outcome) => ({ outcome })),
       );
   }
-  const run = await readRun(made.store, 'fixture', checkReader);
+  const run = await readRun(made.store, 'fixture', checkReader, await userSecret());
   const model = await gatherReport(made.store, {
     run,
     checks: await checkSource(made.root),

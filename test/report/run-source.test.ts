@@ -3,11 +3,12 @@
 // record is shown as it was closed (verdict, rate, policy, file, digest, signed) and is stale exactly
 // when `apply --gated` would call it stale (a receipt, a check record, HEAD or the manifest moved after
 // closing). Names, missing runs and forged records fail with the run plane's own codes.
-import { generateKeyPairSync } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkReader } from '../../src/commands/gate.js';
+import { userSecret } from '../../src/remote/cache-mac.js';
 import { readRun } from '../../src/report/run-source.js';
 import { gatesDir } from '../../src/run/gate-record.js';
 import type { Store } from '../../src/store/store.js';
@@ -28,7 +29,7 @@ async function world() {
   return { ...repo, keys, record };
 }
 
-const read = (store: Store, typed: string) => readRun(store, typed, checkReader);
+const read = async (store: Store, typed: string) => readRun(store, typed, checkReader, await userSecret());
 
 describe('readRun', () => {
   it('takes NAME as its newest revision and NAME@N as that one, each key followed past a remint', async () => {
@@ -70,7 +71,18 @@ describe('readRun', () => {
       recordDigest: first.sha256,
       signed: false,
       stale: false,
+      sealed: true,
     });
+    // without its seal (or under another user's secret) it is not the user's decision
+    const seal = join(store.layout.dir('runs'), 'hints.gates', '1.seal');
+    const sealBytes = readFileSync(seal);
+    rmSync(seal);
+    expect((await read(store, 'hints')).gate).toMatchObject({ sealed: false, stale: false });
+    expect((await readRun(store, 'hints', checkReader, randomBytes(32))).gate).toMatchObject({
+      sealed: false,
+    });
+    expect((await readRun(store, 'hints', checkReader, null)).gate).toMatchObject({ sealed: false });
+    writeFileSync(seal, sealBytes);
     // the tests pass now, and the gate closes again, signed: the newest record speaks
     record(keys[2]!, 'tests', [{ outcome: 'pass' }]);
     const key = join(root, '..', 'gate.key');
