@@ -243,7 +243,6 @@ export function sameGate(stored: GateRecord, decided: GateRecord): boolean {
     stored.total === decided.total &&
     stored.rate === decided.rate &&
     stored.evidence_sha256 === decided.evidence_sha256 &&
-    stored.keys.length === decided.keys.length &&
     evidenceDigest(stored.keys.map(keyEvidence)) === decided.evidence_sha256 &&
     stored.keys.every((k, i) => k.pass === decided.keys[i]!.pass && k.why === decided.keys[i]!.why)
   );

@@ -197,13 +197,24 @@ describe('writing gate records', () => {
     {
       name: 'a payload that is not JSON',
       bytes: JSON.stringify({ payloadType: GATE_PAYLOAD_TYPE, payload: Buffer.from('{').toString('base64') }),
-      rule: /not a gate record/,
+      rule: /not a gate record: .*JSON/, // the parser's own words
+    },
+    {
+      name: 'a key that is not an object',
+      bytes: JSON.stringify({ schema: 'genjob/gate@1', keys: [null], verdict: 'met' }),
+      rule: /schema/,
+    },
+    {
+      name: 'a key whose current job is not a key',
+      bytes: JSON.stringify({ schema: 'genjob/gate@1', keys: [{ current: 5, pass: true }], verdict: 'met' }),
+      rule: /schema/,
     },
     ...[
       ['no policy', undefined],
       ['required checks that are not names', { ...POLICY_DOC, require_checks: [1] }],
       ['a min_pass above one', { ...POLICY_DOC, min_pass: { num: 3, den: 2 } }],
-      ['a min_pass over zero', { ...POLICY_DOC, min_pass: { num: 1, den: 0 } }],
+      ['a min_pass over zero', { ...POLICY_DOC, min_pass: { num: 0, den: 0 } }],
+      ['no min_pass', { ...POLICY_DOC, min_pass: undefined }],
       ['a min_pass that is not a count', { ...POLICY_DOC, min_pass: { num: '1', den: 2 } }],
       ['a max_fail below zero', { ...POLICY_DOC, max_fail: -1 }],
       ['an allow_flaky that is not a boolean', { ...POLICY_DOC, allow_flaky: 'yes' }],
@@ -222,6 +233,9 @@ describe('writing gate records', () => {
     const store = tempStore('genjob-gate-');
     for (let i = 0; i < 10; i++) writeGate(store, RUN, closed([ok('k1', `r${i}`, 'c1')]));
     writeFileSync(join(gatesDir(store, RUN), 'notes.txt'), 'x');
+    // names that only contain a record's name are none (a seal, a copy, an editor's backup)
+    for (const name of ['99.json.bak', 'x99.json', '99.jsonx', '99.seal'])
+      writeFileSync(join(gatesDir(store, RUN), name), '{');
     expect(newestGate(store, RUN)).toMatchObject({ seq: 10, record: { keys: [{ receipt: 'r9' }] } });
   });
 
@@ -251,6 +265,16 @@ describe('a stored gate record against the decision made again', () => {
     edit(r);
     return r;
   };
+
+  it('does not stand, and does not throw, where its checks are not objects', () => {
+    for (const checks of [[null], null, ['x']])
+      expect(
+        sameGate(
+          stored((r) => Object.assign(r.keys[0]!, { checks })),
+          decided,
+        ),
+      ).toBe(false);
+  });
 
   it('stands when it says exactly what the evidence under its policy decides, whenever it closed', () => {
     expect(decided.keys.map((k) => k.pass)).toEqual([true, false, false]);

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { macOf } from '../../src/core/mac.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { gateSealed, sealFile, sealGate } from '../../src/run/gate-seal.js';
 import { tempStore } from '../helpers/temp-store.js';
@@ -26,7 +27,11 @@ describe('the seal of a gate record', () => {
   it('lies beside the record as <n>.seal and holds for it under the secret that made it', () => {
     const { store, dir, gate, secret } = sealedRecord();
     expect(sealFile(gate)).toBe(join(dir, '1.seal'));
-    expect(readFileSync(join(dir, '1.seal'), 'utf8')).toMatch(/^[0-9a-f]{64}\n$/);
+    // the format is kept from one genjob to the next: HMAC-SHA256 of the record's sha256, kind and name apart
+    expect(readFileSync(join(dir, '1.seal'), 'utf8')).toBe(
+      `${macOf(secret, 'genjob/gate-record', 'r/1', gate.sha256)}\n`,
+    );
+    expect(sealFile({ file: '/a.json/runs/r.gates/1.json' })).toBe('/a.json/runs/r.gates/1.seal');
     expect(gateSealed(store, RUN, gate, secret)).toBe(true);
   });
 
