@@ -74,6 +74,14 @@ describe('the evidence of a gate', () => {
     });
   });
 
+  it('says nothing of verifying for a receipt that is not ok (it passes no gate either way)', () => {
+    const aborted: KeyRecords = {
+      ...ok('k1', 'r1', 'c1'),
+      outcome: { kind: 'receipt', status: 'aborted', receiptDigest: 'r1', problem: null },
+    };
+    expect(evidenceOf([aborted])[0]!.verifies).toBeNull();
+  });
+
   it('changes when an ok receipt stops verifying, though its bytes are the same (an output edited)', () => {
     const good = ok('k1', 'r1', 'c1');
     const edited: KeyRecords = {
