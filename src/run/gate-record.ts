@@ -7,6 +7,7 @@
 // pinned), so the same evidence under the same policy is the same decision. A new attempt, a new
 // receipt, a new check record or a receipt that no longer verifies makes a record stale, and the next
 // closed evaluation is record n+1. Evaluating again with the same evidence and policy writes nothing.
+// Beside each record the user's gate writes its seal (gate-seal.ts), which `apply --gated` requires.
 import type { KeyObject } from 'node:crypto';
 import { join } from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
