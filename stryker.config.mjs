@@ -43,6 +43,7 @@ const guarded = [
   'src/check/require-check.ts',
   // runs: the gate's decision over gathered records
   'src/run/gate-decision.ts',
+  'src/run/gate-record.ts',
   'src/run/gate-seal.ts',
   // what genjob acts on from .gen/ only when the user sealed it, and how a scratch tree is removed
   'src/core/sealed-record.ts',

@@ -167,6 +167,8 @@ describe('writing gate records', () => {
     const stored = writeGate(store, RUN, record, { key: privateKey, keyid: 'abcd' });
     expect(stored.signed).toBe(true);
     const env = JSON.parse(readFileSync(stored.file, 'utf8'));
+    // the payload type an auditor's DSSE verifier is told (docs/runs.md)
+    expect(env.payloadType).toBe('application/vnd.genjob.gate+json');
     const payload = Buffer.from(env.payload, 'base64');
     expect(payload).toEqual(canonicalBytes(record));
     expect(
