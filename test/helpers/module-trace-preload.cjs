@@ -21,7 +21,7 @@ const HELPERS = [
   },
 ];
 /** The build writes the bundle's first line as the loader's CommonJS wrapper (scripts/build.mjs). */
-const BUNDLE_START = '(function (exports, require, module, __filename, __dirname) { ';
+const { WRAPPER: BUNDLE_START } = require('../../bin/bundle-loader.js');
 
 /**
  * The bundle's text with both helpers patched, what each patch inserted where (line, column, length),
