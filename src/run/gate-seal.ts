@@ -10,7 +10,7 @@ import type { Store } from '../store/store.js';
 import type { StoredGate } from './gate-record.js';
 import type { RunRef } from './run-name.js';
 
-const DOMAIN = 'genjob/gate-record';
+const DOMAIN = 'genjob-gate-record-v1';
 /** A seal is 64 hex digits and a newline; a bigger file is no seal. */
 const MAX_SEAL_BYTES = 1024;
 

@@ -29,7 +29,7 @@ describe('the seal of a gate record', () => {
     expect(sealFile(gate)).toBe(join(dir, '1.seal'));
     // the format is kept from one genjob to the next: HMAC-SHA256 of the record's sha256, kind and name apart
     expect(readFileSync(join(dir, '1.seal'), 'utf8')).toBe(
-      `${macOf(secret, 'genjob/gate-record', 'r/1', gate.sha256)}\n`,
+      `${macOf(secret, 'genjob-gate-record-v1', 'r/1', gate.sha256)}\n`,
     );
     expect(sealFile({ file: '/a.json/runs/r.gates/1.json' })).toBe('/a.json/runs/r.gates/1.seal');
     expect(gateSealed(store, RUN, gate, secret)).toBe(true);
