@@ -31,7 +31,9 @@ try {
       '-e',
       `require(${JSON.stringify(LOADER)}).loadBundle(${JSON.stringify(bundle)}).main(${JSON.stringify(['node', 'genjob', ...args])})`,
     ]);
-  apart(argv[0]);
+  // init names its root: under a temp dir that is itself inside a repository (or below a stray .gen/),
+  // it would find that one above and the warm-up would write there; every later command finds root/.gen
+  apart(argv[0], '--root', root);
   apart(...argv.slice(1));
   const [key] = readdirSync(join(root, '.gen', 'queue')).map((n) => n.replace(/\.json$/, ''));
 

@@ -4,7 +4,7 @@
 // header, and aborts the process on damaged data: the loader hands it nothing it has not checked); and
 // the bundle must run in strict mode as the ES modules it was built from do.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp-store.js';
@@ -55,6 +55,28 @@ describe('the bundle loader', () => {
     );
     const [shipped, fresh] = JSON.parse(out) as [number, number];
     expect(shipped).toBeGreaterThan(fresh * 1.3);
+  });
+
+  it('warms the cache in a store of its own, even under a temp dir inside another store', () => {
+    // init found the nearest .gen/ or .git/ above the scratch repository: a stray /tmp/.gen failed the
+    // build (the warm-up looked for its job in a queue that was elsewhere), and a TMPDIR inside a
+    // repository would have had the warm-up mint its job there
+    const pkg = copyOfPackage();
+    const outer = tempDir('gj-warm-outer-');
+    mkdirSync(join(outer, '.gen'));
+    mkdirSync(join(outer, 'tmp'));
+    const cache = join(pkg, 'dist', 'genjob.cjs.cache');
+    rmSync(cache);
+    const r = spawnSync(
+      process.execPath,
+      [join(PKG, 'scripts', 'warm-cache.mjs'), join(pkg, 'dist', 'genjob.cjs')],
+      { encoding: 'utf8', env: { ...process.env, TMPDIR: join(outer, 'tmp') } },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(readdirSync(join(outer, '.gen'))).toEqual([]);
+    expect(readdirSync(join(outer, 'tmp'))).toEqual([]); // its scratch removed
+    expect(readFileSync(cache).length).toBeGreaterThan(64);
   });
 
   it('hands V8 no cache made from other bundle bytes, even of the same length', () => {
