@@ -23,6 +23,14 @@ function seconds(value: string): number {
   return n;
 }
 
+function secondsUpTo(max: number) {
+  return (value: string): number => {
+    const n = seconds(value);
+    if (n > max) throw new InvalidArgumentError(`takes a number of seconds above 0, at most ${max}`);
+    return n;
+  };
+}
+
 /** Every exit code a command can end with (docs/exit-codes.md; README lists the same). */
 export const EXIT_CODES_HELP =
   'Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict (stale, key reuse, lock, lease lost),\n' +
@@ -230,6 +238,12 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
       'a job whose host died after delivery waits this long for that host before another replays it',
       seconds,
       300,
+    )
+    .option(
+      '--host-backoff <seconds>',
+      'how long a host that failed is left alone before it is tried again; doubled after each failure in a row, up to 60 s (after 7 in a row the host takes no more jobs this run)',
+      secondsUpTo(60),
+      1,
     )
     .option('--port <port>', 'ssh port', positiveInt('--port'))
     .option('--identity <file>', 'ssh private key')

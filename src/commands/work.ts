@@ -22,7 +22,7 @@ import { checkLaunchEnvName } from '../transport/launch-env.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import { localLauncher } from '../transport/local-launcher.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
-import { DEFAULT_IN_DOUBT_AFTER_S, Pool, PoolHost, parseSlots } from '../worker/pool.js';
+import { BACKOFF_BASE_MS, DEFAULT_IN_DOUBT_AFTER_S, Pool, PoolHost, parseSlots } from '../worker/pool.js';
 import { watchQueue } from '../worker/watch-queue.js';
 import { preflight, runWork } from '../worker/work-loop.js';
 import type { JobOutcome } from '../worker/work-one.js';
@@ -42,6 +42,8 @@ export interface WorkCliOptions extends CommonOptions {
   /** Names of the worker's environment passed to --launch commands (on top of the minimal set). */
   launchEnv?: string[];
   inDoubtAfter?: number;
+  /** Seconds a host that failed waits before it is tried again; doubled after each failure in a row. */
+  hostBackoff?: number;
   port?: number;
   identity?: string;
   remoteCmd: string;
@@ -144,7 +146,8 @@ export function servesLocally(o: WorkCliOptions): boolean {
 }
 
 async function makePool(o: WorkCliOptions, genDir: string): Promise<Pool> {
-  const hosts = (await destinationsOf(o, genDir)).map((d) => new PoolHost(d.launcher, d.slots));
+  const backoffMs = Math.round((o.hostBackoff ?? BACKOFF_BASE_MS / 1000) * 1000);
+  const hosts = (await destinationsOf(o, genDir)).map((d) => new PoolHost(d.launcher, d.slots, backoffMs));
   return new Pool(hosts, Math.round((o.inDoubtAfter ?? DEFAULT_IN_DOUBT_AFTER_S) * 1000));
 }
 

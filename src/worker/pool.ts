@@ -1,6 +1,6 @@
 // The generator hosts of a run and their slots. Jobs go to a free slot on any host that is up; a
 // host whose session cannot be opened is marked down with a doubling back-off (its slots stop
-// claiming) and retired after MAX_FAILURES failures in a row. A job in doubt on a host — its bundle
+// claiming; the first wait is --host-backoff) and retired after MAX_FAILURES failures in a row. A job in doubt on a host — its bundle
 // was delivered, its answer lost — is taken only by that host (whose cache may hold the answer:
 // never pay twice) until --in-doubt-after has passed, or when that host is not in this pool.
 import { UsageError } from '../core/errors.js';
@@ -9,6 +9,7 @@ import type { Store } from '../store/store.js';
 import type { ServeLauncher } from '../transport/launcher.js';
 import type { ServeClient } from './serve-client.js';
 
+/** The first wait after a host failed (work --host-backoff); each failure in a row doubles it. */
 export const BACKOFF_BASE_MS = 1000;
 export const BACKOFF_MAX_MS = 60_000;
 /** Consecutive failures (about a minute of back-off) after which a host takes no more jobs this run. */
@@ -47,6 +48,8 @@ export class PoolHost {
   constructor(
     readonly launcher: ServeLauncher,
     readonly slots: number,
+    /** The first back-off; each failure in a row doubles it, up to BACKOFF_MAX_MS. */
+    readonly backoffBaseMs = BACKOFF_BASE_MS,
   ) {}
 
   get destination(): string {
@@ -61,7 +64,7 @@ export class PoolHost {
   markDown(reason: string, now = Date.now()): number {
     this.failures += 1;
     if (this.failures >= MAX_FAILURES) this.retired = reason;
-    const ms = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (this.failures - 1));
+    const ms = Math.min(BACKOFF_MAX_MS, this.backoffBaseMs * 2 ** (this.failures - 1));
     this.downUntil = now + ms;
     return ms;
   }

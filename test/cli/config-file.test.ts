@@ -35,6 +35,7 @@ function work(args: string[]): { cmd: Command; o: Record<string, unknown> } {
     .option('--lease-ttl <s>', '', Number, 60)
     .option('--max-attempts <n>', '', Number, 3)
     .option('--in-doubt-after <s>', '', Number, 300)
+    .option('--host-backoff <s>', '', Number, 1)
     .option('--grace <s>', '', Number, 30)
     .option('--batch-size <n>', '', Number, 1000)
     .option('--batch-poll-interval <s>', '', Number, 60)
@@ -117,6 +118,7 @@ describe('withWorkConfig', () => {
       lease_ttl: 7,
       max_attempts: 5,
       in_doubt_after: 11,
+      host_backoff: 0.5,
       grace: 3,
       batch_size: 10,
       batch_poll_interval: 9,
@@ -136,6 +138,7 @@ describe('withWorkConfig', () => {
       leaseTtl: 7,
       maxAttempts: 5,
       inDoubtAfter: 11,
+      hostBackoff: 0.5,
       grace: 3,
       batchSize: 10,
       batchPollInterval: 9,
