@@ -146,7 +146,8 @@ export function servesLocally(o: WorkCliOptions): boolean {
 }
 
 async function makePool(o: WorkCliOptions, genDir: string): Promise<Pool> {
-  const backoffMs = Math.round((o.hostBackoff ?? BACKOFF_BASE_MS / 1000) * 1000);
+  // a wait above 0 stays above 0 in whole milliseconds
+  const backoffMs = Math.max(1, Math.round((o.hostBackoff ?? BACKOFF_BASE_MS / 1000) * 1000));
   const hosts = (await destinationsOf(o, genDir)).map((d) => new PoolHost(d.launcher, d.slots, backoffMs));
   return new Pool(hosts, Math.round((o.inDoubtAfter ?? DEFAULT_IN_DOUBT_AFTER_S) * 1000));
 }

@@ -1,8 +1,9 @@
 // The generator hosts of a run and their slots. Jobs go to a free slot on any host that is up; a
-// host whose session cannot be opened is marked down with a doubling back-off (its slots stop
-// claiming; the first wait is --host-backoff) and retired after MAX_FAILURES failures in a row. A job in doubt on a host — its bundle
-// was delivered, its answer lost — is taken only by that host (whose cache may hold the answer:
-// never pay twice) until --in-doubt-after has passed, or when that host is not in this pool.
+// host whose session cannot be opened (or that refuses a run) is marked down with a doubling
+// back-off from --host-backoff (its slots stop claiming) and retired after MAX_FAILURES failures in
+// a row. A job in doubt on a host — its bundle was delivered, its answer lost — is taken only by
+// that host (whose cache may hold the answer: never pay twice) until --in-doubt-after has passed,
+// or when that host is not in this pool.
 import { UsageError } from '../core/errors.js';
 import { readInDoubt } from '../store/in-doubt.js';
 import type { Store } from '../store/store.js';
