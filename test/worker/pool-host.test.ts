@@ -1,12 +1,19 @@
-// A host that failed is left alone for --host-backoff (1 s unless told), twice as long after each
-// failure in a row up to a minute, and takes no more jobs after MAX_FAILURES in a row; the flag and
-// its config key refuse a wait that is not above 0 or longer than that minute.
+// A pool's host: `N/spec` gives it N slots; once it failed it is left alone for --host-backoff (1 s
+// unless told), twice as long after each failure in a row up to a minute, and takes no more jobs after
+// MAX_FAILURES in a row; the flag and its config key refuse a wait that is not above 0 or over a minute.
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ServeLauncher } from '../../src/transport/launcher.js';
-import { BACKOFF_BASE_MS, BACKOFF_MAX_MS, MAX_FAILURES, PoolHost } from '../../src/worker/pool.js';
+import {
+  BACKOFF_BASE_MS,
+  BACKOFF_MAX_MS,
+  MAX_FAILURES,
+  Pool,
+  PoolHost,
+  parseSlots,
+} from '../../src/worker/pool.js';
 import { tempDir } from '../helpers/temp-store.js';
 
 const GENJOB = new URL('../../bin/genjob.js', import.meta.url).pathname;
@@ -46,6 +53,19 @@ describe('a pool host that fails again and again', () => {
       [40_000, false],
       [BACKOFF_MAX_MS, false],
     ]);
+  });
+
+  it('is down until its wait is over, and at once again when a session opens; given up, for good', () => {
+    const host = new PoolHost(launcher, 1, 50);
+    expect(host.isDown(0)).toBe(false);
+    host.markDown('refused', 1000);
+    expect([host.isDown(1000), host.isDown(1049), host.isDown(1050)]).toEqual([true, true, false]);
+    host.markDown('refused', 2000);
+    expect([host.isDown(2099), host.isDown(2100)]).toEqual([true, false]);
+    host.markReachable();
+    expect(host.isDown(2000)).toBe(false);
+    waits(host, MAX_FAILURES);
+    expect(host.isDown(Number.MAX_SAFE_INTEGER)).toBe(true);
   });
 
   it('counts again from the first wait once a job reached a generator there', () => {
@@ -95,4 +115,47 @@ describe('--host-backoff and host_backoff', () => {
     });
     expect(r.stderr).toContain('"host_backoff": Too big: expected number to be <=60');
   });
+});
+
+describe('a pool', () => {
+  it('refuses a host given twice, and counts the slots of all', () => {
+    const at = (destination: string) => ({ destination }) as unknown as ServeLauncher;
+    expect(() => new Pool([new PoolHost(at('a'), 2), new PoolHost(at('a'), 1)], 0)).toThrow(
+      expect.objectContaining({
+        code: 'EGJ_USAGE',
+        message: 'a is given twice; give it once with a slot count (N/a)',
+      }),
+    );
+    expect(new Pool([new PoolHost(at('a'), 2), new PoolHost(at('b'), 3)], 0).slotCount).toBe(5);
+  });
+});
+
+describe('parseSlots', () => {
+  it('reads N/spec as N slots on spec, and a bare spec as the default', () => {
+    expect(parseSlots('4/gen@box', 2, '--host')).toEqual({ slots: 4, spec: 'gen@box' });
+    expect(parseSlots('1/box', 2, '--host')).toEqual({ slots: 1, spec: 'box' });
+    expect(parseSlots('1024/box', 2, '--host')).toEqual({ slots: 1024, spec: 'box' });
+    expect(parseSlots('gen@box', 2, '--host')).toEqual({ slots: 2, spec: 'gen@box' });
+    // only digits before the first "/" are a count: the rest is the spec as given
+    expect(parseSlots('srun -n1 /bin/serve', 3, '--launch')).toEqual({
+      slots: 3,
+      spec: 'srun -n1 /bin/serve',
+    });
+    expect(parseSlots('2/a/b', 1, '--launch')).toEqual({ slots: 2, spec: 'a/b' });
+    expect(parseSlots('x2/box', 1, '--host')).toEqual({ slots: 1, spec: 'x2/box' });
+    expect(parseSlots('2/', 1, '--host')).toEqual({ slots: 1, spec: '2/' });
+  });
+
+  it.each(['0/box', '1025/box', '99999999999999999999/box'])(
+    'refuses %s: a count is 1 to 1024 (exit 2)',
+    (spec) => {
+      expect(() => parseSlots(spec, 1, '--host')).toThrow(
+        expect.objectContaining({
+          code: 'EGJ_USAGE',
+          exitCode: 2,
+          message: `--host ${spec}: the slot count before "/" must be 1 to 1024`,
+        }),
+      );
+    },
+  );
 });
