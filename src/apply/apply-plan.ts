@@ -25,6 +25,11 @@ export interface CurrentFile {
 
 export const NEW_FILE_MODE = 0o644;
 
+/** The mode a write gives a file the receipt marks executable: the mode it keeps, with every execute bit. */
+export function withExecutableBits(kept: number): number {
+  return kept | 0o111;
+}
+
 export type ApplyPlan =
   | { kind: 'plan'; writes: Write[] }
   | { kind: 'stale'; path: string; minted: string | null; current: string | null }
@@ -53,7 +58,7 @@ export function planApply(
     if (before === out.sha256) continue;
     const mode = current.get(out.path)?.mode;
     const kept = mode == null ? NEW_FILE_MODE : mode & 0o777;
-    const written = out.executable ? kept | 0o111 : kept;
+    const written = out.executable ? withExecutableBits(kept) : kept;
     writes.push({
       path: out.path,
       before,

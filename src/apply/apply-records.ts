@@ -11,7 +11,7 @@ import { checkSchema, issueText } from '../core/schema-check.js';
 import { SHA256_HEX } from '../core/sha256.js';
 import { readIfExists } from '../store/durable.js';
 import type { Store } from '../store/store.js';
-import type { Write } from './apply-plan.js';
+import { type Write, withExecutableBits } from './apply-plan.js';
 
 export const APPLYING_SCHEMA = 'genjob/applying@1';
 export const APPLIED_SCHEMA = 'genjob/applied@1';
@@ -89,7 +89,7 @@ function read<T extends ApplyingRecord | AppliedRecord>(
     seen.add(w.path);
     if (w.before !== minted.get(w.path))
       throw invalid(file, `${at}: "before" is not the digest its job was minted with`);
-    if (w.before_mode !== undefined && (w.before_mode | 0o111) !== w.mode)
+    if (w.before_mode !== undefined && withExecutableBits(w.before_mode) !== w.mode)
       throw invalid(file, `${at}: "before_mode" differs from "mode" in more than the executable bits`);
   }
   return record;
