@@ -1,8 +1,8 @@
 // Start the built CLI: dist/genjob.cjs, the whole CLI in one minified file (a CommonJS module's wrapper
 // around its code), compiled with the V8 code cache the build wrote beside it (dist/genjob.cjs.cache).
 // Node 20 keeps no compile cache of its own, and reading, parsing and linking the code was most of a
-// small command's start-up (an ES module graph cost ~0.35 ms a module on top). Each command's code still runs only when that command does: the
-// bundle evaluates a module on its first use.
+// small command's start-up (an ES module graph cost ~0.35 ms a module on top). Each command's code
+// still runs only when that command does: the bundle evaluates a module on its first use.
 // V8 checks only a cache's header (its version, flags, the source's length), not its bytes: a damaged
 // cache can abort the process, and one left beside another bundle of the same length would run that
 // bundle's old code. So the cache file starts with the sha256 of the bundle it was made from and that
