@@ -45,6 +45,8 @@ const guarded = [
   'src/run/gate-decision.ts',
   'src/run/gate-record.ts',
   'src/run/gate-seal.ts',
+  'src/run/run-seal.ts',
+  'src/run/sidecar-seal.ts',
   // what genjob acts on from .gen/ only when the user sealed it, and how a scratch tree is removed
   'src/core/sealed-record.ts',
   'src/store/sealed-file.ts',

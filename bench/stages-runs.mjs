@@ -5,6 +5,7 @@
 // `verify --all` over the same jobs, and the load average are in the note: on a shared machine the
 // wall-clock ratio moves with the load.
 import { spawnSync } from 'node:child_process';
+import { createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -16,8 +17,12 @@ export function runStages(tools) {
   const { QUICK, NODE, GENJOB, genjob, alternate, record, freshRepo, round } = tools;
   const JOBS = QUICK ? 2000 : 10_000;
 
-  /** `n` received jobs of one output each, sealed as run `big` (the manifest written as mint writes it). */
-  function receivedRun(root, n) {
+  /**
+   * `n` received jobs of one output each, sealed as run `big`: the manifest written as mint writes it, and
+   * the user's seal beside it under a secret made for the stage in `cache` (the XDG_CACHE_HOME its
+   * commands run with), as `genjob mint --run` seals it: HMAC-SHA256 over the manifest's sha256.
+   */
+  function receivedRun(root, cache, n) {
     const keys = [];
     for (let i = 0; i < n; i++) {
       const path = `f/${i}.txt`;
@@ -40,13 +45,23 @@ export function runStages(tools) {
       keys,
       created_at: new Date().toISOString(),
     };
-    writeFileSync(join(root, '.gen', 'runs', 'big.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    const bytes = Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`);
+    writeFileSync(join(root, '.gen', 'runs', 'big.json'), bytes);
+    const secret = randomBytes(32);
+    mkdirSync(join(cache, 'genjob'), { recursive: true, mode: 0o700 });
+    writeFileSync(join(cache, 'genjob', 'secret'), `${secret.toString('hex')}\n`, { mode: 0o600 });
+    const seal = createHmac('sha256', secret)
+      .update('genjob-run-manifest-v1\0big\0')
+      .update(sha256(bytes))
+      .digest('hex');
+    writeFileSync(join(root, '.gen', 'runs', 'big.seal'), `${seal}\n`);
   }
 
   /** user + sys CPU seconds of one `genjob ARGS` in `root`. */
-  function cpu(root, args) {
+  function cpu(root, env, args) {
     const r = spawnSync('/usr/bin/time', ['-f', '%U %S', NODE, GENJOB, ...args], {
       cwd: root,
+      env,
       encoding: 'utf8',
       stdio: ['ignore', 'ignore', 'pipe'],
     });
@@ -57,8 +72,10 @@ export function runStages(tools) {
   return {
     'gate-run'() {
       const root = freshRepo('gate-run');
-      receivedRun(root, JOBS);
-      const first = genjob(['gate', '--run', 'big'], { cwd: root }).stdout;
+      const cache = `${root}-cache`;
+      const env = { ...process.env, XDG_CACHE_HOME: cache };
+      receivedRun(root, cache, JOBS);
+      const first = genjob(['gate', '--run', 'big'], { cwd: root, env }).stdout;
       if (!first.startsWith(`gate big: met: ${JOBS}/${JOBS} = 100.0%`))
         throw new Error(`gate saw: ${first.slice(0, 120)}`);
       const load = os
@@ -66,18 +83,19 @@ export function runStages(tools) {
         .map((l) => l.toFixed(1))
         .join(' ');
       const m = alternate({
-        genjob: () => genjob(['gate', '--run', 'big'], { cwd: root }).ms,
-        baseline: () => genjob(['status'], { cwd: root }).ms,
+        genjob: () => genjob(['gate', '--run', 'big'], { cwd: root, env }).ms,
+        baseline: () => genjob(['status'], { cwd: root, env }).ms,
       });
-      const cpuGate = cpu(root, ['gate', '--run', 'big']);
-      const cpuStatus = cpu(root, ['status']);
-      const cpuVerify = cpu(root, ['verify', '--all']);
+      const cpuGate = cpu(root, env, ['gate', '--run', 'big']);
+      const cpuStatus = cpu(root, env, ['status']);
+      const cpuVerify = cpu(root, env, ['verify', '--all']);
       record(`gate over a run of ${JOBS.toLocaleString('en')} jobs`, {
         ...m,
         target: 2,
         note: `${JOBS} received jobs with receipts, every one verified; baseline = \`genjob status\` of the same store; CPU (user+sys) gate ${round(cpuGate)} s, status ${round(cpuStatus)} s (${round(cpuGate / cpuStatus)}×), verify --all ${round(cpuVerify)} s; load average ${load}`,
       });
       rmSync(root, { recursive: true, force: true });
+      rmSync(cache, { recursive: true, force: true });
     },
   };
 }

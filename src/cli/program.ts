@@ -174,7 +174,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     )
     .option(
       '--run <name>',
-      'seal the minted keys as run NAME (.gen/runs/NAME.json); the same mint again is a no-op, NAME@2 a new revision',
+      'seal the minted keys as run NAME (.gen/runs/NAME.json, your seal beside it: gate and apply act only on runs you minted); the same mint again is a no-op, NAME@2 a new revision',
     )
     .addHelpText(
       'after',

@@ -77,6 +77,8 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   // refused before anything is written: outside a git work tree apply used to write, then fail to commit
   if (o.commit) await (await import('../git/commit-preflight.js')).assertCanCommit(lookStore(o).root);
   const store = openStore(o);
+  // a run's keys count only from a run the user minted: a branch's manifest could name other jobs
+  if (o.run !== undefined) await assertRunSealed(store, o.run);
   // temps of applies (and workers) that died mid-publish in leases/ and objects/ (.gen/tmp: openStore)
   if (!o.dryRun)
     sweepStaleTemps(store, undefined, undefined, [store.layout.dir('leases'), store.layout.dir('objects')]);
@@ -228,6 +230,12 @@ async function remintStale(
     failureOf(key, err); // a bug is thrown on; a refusal leaves the stale failure to be reported
     return undefined;
   }
+}
+
+async function assertRunSealed(store: Store, run: string): Promise<void> {
+  const { sealedRunKeys } = await import('../run/run-keys.js');
+  const { requireUserSecret } = await import('../remote/cache-mac.js');
+  sealedRunKeys(store, run, await requireUserSecret(), 'nothing was applied');
 }
 
 /** --gated: the jobs the run's newest gate record accepted, when the user's gate sealed it and it is still current and met. */

@@ -9,7 +9,7 @@ import { openStore } from '../cli/root.js';
 import { parseDuration } from '../core/duration.js';
 import { UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
-import { userSecret } from '../remote/cache-mac.js';
+import { requireUserSecret } from '../remote/cache-mac.js';
 import {
   decideGate,
   type GateDecision,
@@ -20,7 +20,7 @@ import {
 } from '../run/gate-decision.js';
 import { type CheckReader, gatherRun } from '../run/gate-gather.js';
 import { buildGateRecord, newestGate, type Signer, writeGate } from '../run/gate-record.js';
-import { runKeys } from '../run/run-keys.js';
+import { sealedRunKeys } from '../run/run-keys.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 
@@ -107,11 +107,13 @@ export async function gate(o: GateOptions): Promise<CommandResult> {
   const policy = gatePolicy(o);
   const sign = await signer(o);
   const store = openStore(o);
+  // the run must be one the user minted, and the record is sealed as the user's decision (apply --gated)
+  const secret = await requireUserSecret();
   const trust = loadTrustPolicy(store.root);
   await refuseUnknownCheckers(store.root, policy.requireChecks);
   const started = Date.now();
   for (;;) {
-    const run = runKeys(store, o.run);
+    const run = sealedRunKeys(store, o.run, secret, 'nothing was decided');
     // read again at each evaluation: HEAD, a checker's definition or its records may have moved
     const readChecks = await checkReader(store.root, policy.requireChecks);
     const records = await gatherRun(store, run.intended, {
@@ -122,8 +124,7 @@ export async function gate(o: GateOptions): Promise<CommandResult> {
     const decision = decideGate(records, policy);
     if (decision.state === 'closed') {
       const record = buildGateRecord(run.ref, run.manifestSha256, policy, decision, records);
-      // sealed as this user's decision, which apply --gated requires (none kept without a cache directory)
-      const stored = writeGate(store, run.ref, record, sign, await userSecret());
+      const stored = writeGate(store, run.ref, record, sign, secret);
       return closedResult(store, run.ref.id, policy, decision, stored);
     }
     const elapsed = Date.now() - started;

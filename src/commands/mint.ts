@@ -14,7 +14,15 @@ import { readText } from '../core/read-text.js';
 import { eachListed, eachMatch } from '../run/each-paths.js';
 import { expandAll } from '../run/expand.js';
 import { overlapLines, overlaps } from '../run/overlap.js';
-import { assertNotSealedOtherwise, buildManifest, readManifest, sealManifest } from '../run/run-manifest.js';
+import {
+  assertNotSealedOtherwise,
+  buildManifest,
+  manifestSealed,
+  type RunManifest,
+  readManifest,
+  type Sealing,
+  sealManifest,
+} from '../run/run-manifest.js';
 import { manifestFile, parseRunName, type RunRef, runId } from '../run/run-name.js';
 import { gitignoreIgnoresGen } from '../store/gitignore.js';
 import { type MintOutcome, mintJob } from '../store/mint-job.js';
@@ -103,7 +111,9 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   checkFlags(o);
   const instruction = readInstruction(o);
   // a bad run name is refused before anything is read or written
-  const run = o.run === undefined ? undefined : sealRef(o.run);
+  const ref = o.run === undefined ? undefined : sealRef(o.run);
+  // the run is sealed under the user's secret: without a place to keep it, nothing is minted
+  const run = ref && { ...ref, secret: await (await import('../remote/cache-mac.js')).requireUserSecret() };
   const store = openStore(o);
   const { root } = store;
   const here = cwdInRoot(root);
@@ -130,22 +140,17 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   const job = buildJob(instruction, inputs, undefined, reads);
   const manifest =
     run && buildManifest(run, runTemplate(instruction, [], readTyped, null), [{ path: null, key: job.key }]);
-  if (manifest && readManifest(store, run!) !== undefined) {
-    assertNotSealedOtherwise(store, manifest);
-    return alreadySealed(store, run!, [job]);
-  }
+  if (manifest && sealedAlready(store, run!, manifest)) return alreadySealed(store, run!, [job]);
   const warnings = overlaps(store, [job]);
   const outcome = mintJob(store, job);
-  const sealed = manifest ? sealManifest(store, manifest) : undefined;
+  const sealing = manifest && sealManifest(store, manifest, run!.secret);
   const human = outcome.minted
     ? `${job.key}\nminted: ${job.inputs.length} path(s)${reads.length > 0 ? ` and ${reads.length} read-only` : ''} → .gen/queue/${job.key}.json`
     : outcome.prunedOn
       ? `${job.key}\nalready applied (pruned on ${outcome.prunedOn})`
       : `${job.key}\nalready minted (${outcome.state})`;
   return {
-    human: run
-      ? `${human}\nrun ${run.id} ${sealed ? 'sealed' : 'already sealed'}: .gen/runs/${run.id}.json`
-      : human,
+    human: run ? `${human}\n${runLine(run, sealing!)}` : human,
     ...stderrOf(store, warnings),
     json: {
       ok: true,
@@ -156,10 +161,39 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
       ...(outcome.prunedOn ? { pruned_on: outcome.prunedOn } : {}),
       inputs: job.inputs,
       ...(job.reads ? { reads: job.reads } : {}),
-      ...(run ? { run: run.id, sealed } : {}),
+      ...(run ? { run: run.id, ...sealingJson(sealing!) } : {}),
       ...(warnings.length > 0 ? { warnings } : {}),
     },
   };
+}
+
+/** A run to seal, with the user's secret that seals it (run-seal.ts). */
+interface MintRun extends RunRef {
+  secret: Buffer;
+}
+
+/**
+ * The run is there already with exactly these jobs, under the user's seal: nothing is written. One there
+ * without it (from a branch, another machine, a mint killed before it sealed) has its jobs minted and is
+ * sealed as the user's by this mint; another run under the name is EGJ_RUN_SEALED before anything is written.
+ */
+function sealedAlready(store: Store, run: MintRun, manifest: RunManifest): boolean {
+  if (readManifest(store, run) === undefined) return false;
+  assertNotSealedOtherwise(store, manifest);
+  return manifestSealed(store, run, run.secret);
+}
+
+function runLine(run: RunRef, sealing: Sealing): string {
+  const how = {
+    written: 'sealed',
+    same: 'already sealed',
+    adopted: 'sealed as yours (it was there without your seal)',
+  };
+  return `run ${run.id} ${how[sealing]}: .gen/runs/${run.id}.json`;
+}
+
+function sealingJson(sealing: Sealing): { sealed: boolean; adopted?: true } {
+  return { sealed: sealing === 'written', ...(sealing === 'adopted' ? { adopted: true as const } : {}) };
 }
 
 /** The run mint seals: `NAME` is revision 1, `NAME@N` revision N. */
@@ -193,7 +227,7 @@ interface EachContext {
   instruction: string;
   where: string;
   readTyped: Typed[];
-  run: RunRef | undefined;
+  run: MintRun | undefined;
 }
 
 /** The fan-out: one job per matched path, then the run sealed (after its jobs, so a sealed run is whole). */
@@ -244,26 +278,25 @@ async function mintEach(
       expanded.map((e, i) => ({ path: e.path, key: jobs[i]!.key })),
     );
   // the same command again: the run is sealed with exactly these jobs, so nothing is written
-  if (manifest && readManifest(store, ctx.run!) !== undefined) {
-    assertNotSealedOtherwise(store, manifest);
-    return alreadySealed(store, ctx.run!, jobs);
-  }
+  if (manifest && sealedAlready(store, ctx.run!, manifest)) return alreadySealed(store, ctx.run!, jobs);
   const warnings = overlaps(store, jobs);
   const outcomes: MintOutcome[] = jobs.map((job) => mintJob(store, job));
-  const sealed = manifest ? sealManifest(store, manifest) : undefined;
+  const sealing = manifest && sealManifest(store, manifest, ctx.run!.secret);
   const fresh = outcomes.filter((m) => m.minted).length;
   const lines = expanded.map(
     (e, i) => `${jobs[i]!.key}  ${e.path}${outcomes[i]!.minted ? '' : ` (already ${outcomes[i]!.state})`}`,
   );
   lines.push(
-    `minted ${fresh} of ${jobs.length} job(s) (${jobs.length - fresh} already minted)${ctx.run ? `; run ${ctx.run.id} ${sealed ? 'sealed' : 'already sealed'}: .gen/runs/${ctx.run.id}.json` : ''}`,
+    `minted ${fresh} of ${jobs.length} job(s) (${jobs.length - fresh} already minted)${ctx.run ? `; ${runLine(ctx.run, sealing!)}` : ''}`,
   );
   return {
     human: lines.join('\n'),
     ...stderrOf(store, warnings),
     json: {
       ok: true,
-      ...(ctx.run ? { run: ctx.run.id, sealed, manifest: manifestFile(store, ctx.run) } : {}),
+      ...(ctx.run
+        ? { run: ctx.run.id, ...sealingJson(sealing!), manifest: manifestFile(store, ctx.run) }
+        : {}),
       minted: fresh,
       jobs: expanded.map((e, i) => ({
         path: e.path,

@@ -128,6 +128,8 @@ export interface ReportGate {
 export interface ReportRun {
   name: string;
   keys: string[];
+  /** The user's own mint sealed the run's manifest; gate and apply refuse any other run. */
+  sealed: boolean;
   gate: ReportGate | null;
 }
 

@@ -40,11 +40,14 @@ function gate(model: ReportModel): Html {
   if (!run)
     return html`<p class="muted">No run selected: a gate belongs to a run (<code>genjob report --run NAME</code>).</p>`;
   const g = run.gate;
+  const foreign = run.sealed
+    ? ''
+    : html` <span class="stale" id="run-unsealed">not minted by your genjob: gate and apply refuse this run until your own mint of it seals it</span>`;
   if (!g)
-    return html`<p>Run <b>${run.name}</b>: ${run.keys.length} intended job(s); no gate record yet (<code>genjob gate --run ${run.name}</code> writes one when the gate closes).</p>`;
+    return html`<p>Run <b>${run.name}</b>: ${run.keys.length} intended job(s); no gate record yet (<code>genjob gate --run ${run.name}</code> writes one when the gate closes).${foreign}</p>`;
   const word = g.met ? 'closed: met' : 'closed: not met';
   return html`<table class="facts">
-<tr><th>run</th><td>${run.name} (${run.keys.length} intended job(s))</td></tr>
+<tr><th>run</th><td>${run.name} (${run.keys.length} intended job(s))${foreign}</td></tr>
 <tr><th>gate</th><td><b class="${g.met ? 'gate-closed' : 'gate-notmet'}" id="gate-state">${word}</b>${g.stale ? html` <span class="stale">stale: its evidence changed since</span>` : ''}${g.sealed ? '' : html` <span class="stale" id="gate-unsealed">not decided by your genjob gate: its policy is the record's own, and apply --gated refuses it</span>`}</td></tr>
 <tr><th>passed</th><td>${g.rate}</td></tr>
 <tr><th>policy</th><td>${g.policy}</td></tr>

@@ -1,7 +1,7 @@
 // A report's run, as the run plane reads it: `gateStanding` gives the run's sealed keys (NAME is its
-// newest revision), each followed to the job that stands for it now, and its newest gate record with
-// whether that record is still current and carries the user's seal — the judgement `apply --run NAME
-// --gated` acts on. The report shows that record as it was closed and never decides a gate itself
+// newest revision), each followed to the job that stands for it now, whether the user's mint sealed the
+// run, and its newest gate record with whether that record is still current and carries the user's seal —
+// the judgement `apply --run NAME --gated` acts on. The report shows that record as it was closed and never decides a gate itself
 // (`genjob gate` does); a bad name, a missing run or an unreadable file fails with the run plane's own
 // error.
 import { relative } from 'node:path';
@@ -9,6 +9,7 @@ import type { ReaderFor } from '../run/gate-accepted.js';
 import { gateStanding } from '../run/gate-accepted.js';
 import { policyText } from '../run/gate-decision.js';
 import { gateSealed } from '../run/gate-seal.js';
+import { runSealed } from '../run/run-seal.js';
 import type { Store } from '../store/store.js';
 import type { ReportRun } from './model.js';
 
@@ -23,7 +24,11 @@ export async function readRun(
   secret: Buffer | null,
 ): Promise<ReportRun> {
   const { run, gate, current } = await gateStanding(store, typed, readerFor);
-  const shown = { name: run.ref.id, keys: run.current };
+  const shown = {
+    name: run.ref.id,
+    keys: run.current,
+    sealed: secret !== null && runSealed(store, run.ref, run.manifestSha256, secret),
+  };
   if (gate === undefined) return { ...shown, gate: null };
   const { record } = gate;
   return {

@@ -4,15 +4,12 @@
 // `apply --run NAME --gated` acts only on a sealed record. A record committed on a branch, copied from
 // another machine or moved to another number carries no seal of the user's: its policy (how many must
 // pass, which checks) is not one the user chose, however well its claims match its evidence.
-import { macHolds, macOf } from '../core/mac.js';
-import { readIfExists, replaceFile } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import type { StoredGate } from './gate-record.js';
 import type { RunRef } from './run-name.js';
+import { type Seal, sealHolds, writeSeal } from './sidecar-seal.js';
 
 const DOMAIN = 'genjob-gate-record-v1';
-/** A seal is 64 hex digits and a newline; a bigger file is no seal. */
-const MAX_SEAL_BYTES = 1024;
 
 type Sealable = Pick<StoredGate, 'seq' | 'file' | 'sha256'>;
 
@@ -20,22 +17,18 @@ export function sealFile(gate: Pick<StoredGate, 'file'>): string {
   return gate.file.replace(/\.json$/, '.seal');
 }
 
-const nameOf = (ref: Pick<RunRef, 'id'>, gate: Sealable) => `${ref.id}/${gate.seq}`;
+const sealOf = (ref: Pick<RunRef, 'id'>, gate: Sealable): Seal => ({
+  file: sealFile(gate),
+  domain: DOMAIN,
+  name: `${ref.id}/${gate.seq}`,
+  sha256: gate.sha256,
+});
 
 export function sealGate(store: Store, ref: Pick<RunRef, 'id'>, gate: Sealable, secret: Buffer): void {
-  const mac = macOf(secret, DOMAIN, nameOf(ref, gate), gate.sha256);
-  replaceFile(store, sealFile(gate), Buffer.from(`${mac}\n`));
+  writeSeal(store, sealOf(ref, gate), secret);
 }
 
-/** Whether the record read as `gate` carries the user's seal (a seal that is not a readable file is none). */
+/** Whether the record read as `gate` carries the user's seal. */
 export function gateSealed(store: Store, ref: Pick<RunRef, 'id'>, gate: Sealable, secret: Buffer): boolean {
-  let bytes: Buffer | undefined;
-  try {
-    bytes = readIfExists(store, sealFile(gate), MAX_SEAL_BYTES);
-  } catch /* Stryker disable next-line BlockStatement: a seal that cannot be read is none, as one that is absent */ {
-    return false;
-  }
-  return (
-    bytes !== undefined && macHolds(secret, DOMAIN, nameOf(ref, gate), gate.sha256, bytes.toString('utf8'))
-  );
+  return sealHolds(store, sealOf(ref, gate), secret);
 }

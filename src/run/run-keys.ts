@@ -1,7 +1,8 @@
 // The keys a `--run NAME` names: the run's sealed manifest (NAME's newest revision, or NAME@N), each
 // intended key replaced by the job that stands for it now (its successor after a remint,
 // store/supersede.ts). Commands acting on a run (status, work, verify, apply, check, drop, retry, cancel,
-// and any other) take their keys from here.
+// and any other) take their keys from here; gate and apply only from a run the user sealed (run-seal.ts).
+import { RejectedError } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
 import { readRecord } from '../store/durable.js';
 import { keysIn, PRECEDENCE } from '../store/job-states.js';
@@ -9,6 +10,7 @@ import { Store } from '../store/store.js';
 import { currentKey, deadIndex } from '../store/supersede.js';
 import { parseManifest, type RunManifest } from './run-manifest.js';
 import { manifestFile, type RunRef, resolveRun } from './run-name.js';
+import { runSealed } from './run-seal.js';
 
 export interface RunKeys {
   ref: RunRef;
@@ -42,4 +44,18 @@ export function runKeys(store: Store, typed: string): RunKeys {
 /** The keys of run `name` at repository `root` as they stand now (successors followed), in the run's order. */
 export function keysOfRun(root: string, name: string): string[] {
   return runKeys(new Store(root), name).current;
+}
+
+/** The run `typed` names, refused (EGJ_RUN_UNSEALED, exit 3) unless the user minted it; `nothing` ends the message. */
+export function sealedRunKeys(store: Store, typed: string, secret: Buffer, nothing: string): RunKeys {
+  const run = runKeys(store, typed);
+  if (!runSealed(store, run.ref, run.manifestSha256, secret)) {
+    const file = manifestFile(store, run.ref);
+    throw new RejectedError(
+      'EGJ_RUN_UNSEALED',
+      `${file}: run ${run.ref.id} was not minted by your genjob (it came with a branch or from another machine, or was changed since); mint it here as it was minted (genjob mint … --run ${run.ref.id}: the same jobs seal it as yours), or mint a new revision; ${nothing}`,
+      file,
+    );
+  }
+  return run;
 }

@@ -2,13 +2,16 @@
 // before expansion, the files read) and its digest, the expansion (each matched path and the key
 // minted for it) and the intended keys, in order. Written once by exclusive create: the same
 // expansion again is a no-op, a different one under the same name a conflict (exit 4), never an
-// overwrite. What it seals is the template digest and the expansion; `created_at` is a note.
+// overwrite. What it seals is the template digest and the expansion; `created_at` is a note. Beside it
+// lies the user's seal (run-seal.ts): the run is the user's only once their own mint wrote it, or found it
+// holding exactly the run it would write.
 import { canonicalBytes } from '../core/canonical-json.js';
 import { ConflictError, UsageError } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
 import { publishExclusive, readRecord } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import { manifestFile, type RunRef, revisionsOf, runId, runsDir } from './run-name.js';
+import { runSealed, sealRun } from './run-seal.js';
 
 export const RUN_SCHEMA = 'genjob/run@1';
 
@@ -79,10 +82,16 @@ export function parseManifest(bytes: Buffer, file: string): RunManifest {
     doc.keys.every(
       (k, i) => typeof k === 'string' && /^[0-9a-f]{64}$/.test(k) && doc.expansion[i]?.key === k,
     );
-  if (doc?.schema !== RUN_SCHEMA || !keysOk || typeof doc.template_digest !== 'string')
+  // the digest stands for the template only when it is the template's: a run is the same run by its digest
+  const templateOk =
+    typeof doc?.template === 'object' &&
+    doc.template !== null &&
+    typeof doc.template_digest === 'string' &&
+    templateDigest(doc.template) === doc.template_digest;
+  if (doc?.schema !== RUN_SCHEMA || !keysOk || !templateOk)
     throw new UsageError(
       'EGJ_RUN_INVALID',
-      `${file}: not a ${RUN_SCHEMA} manifest (schema, keys and expansion must agree)`,
+      `${file}: not a ${RUN_SCHEMA} manifest (schema, keys and expansion must agree, and the template digest be its template's)`,
     );
   return doc;
 }
@@ -94,17 +103,39 @@ export function readManifest(store: Store, ref: Pick<RunRef, 'id'>): RunManifest
 }
 
 /**
- * Seal `m` unless its file exists: true when this call wrote it, false when the same run was there
- * already; a different run under the name is EGJ_RUN_SEALED.
+ * How `sealManifest` left the run: written by this call; there already under the user's seal; or there
+ * without it (from a branch, another machine, or a mint killed between its two writes) and now sealed.
  */
-export function sealManifest(store: Store, m: RunManifest): boolean {
+export type Sealing = 'written' | 'same' | 'adopted';
+
+/**
+ * Write `m` unless its file exists, then seal the file as the user's run (written first, so a crash
+ * between leaves a manifest the same mint seals again); a different run under the name is EGJ_RUN_SEALED.
+ */
+export function sealManifest(store: Store, m: RunManifest, secret: Buffer): Sealing {
   const ref = { id: runId(m.name, m.revision) };
+  const file = manifestFile(store, ref);
   store.fs.mkdirSync(runsDir(store), { recursive: true });
-  const existing = readManifest(store, ref);
-  if (existing !== undefined) return sameRunOrConflict(store, existing, m);
-  if (publishExclusive(store, manifestFile(store, ref), Buffer.from(`${JSON.stringify(m, null, 2)}\n`)))
-    return true;
-  return sameRunOrConflict(store, readManifest(store, ref)!, m); // another mint sealed it meanwhile
+  let bytes = readRecord(store, file);
+  if (bytes === undefined) {
+    const mine = Buffer.from(`${JSON.stringify(m, null, 2)}\n`);
+    if (publishExclusive(store, file, mine)) {
+      sealRun(store, ref, sha256Hex(mine), secret);
+      return 'written';
+    }
+    bytes = readRecord(store, file)!; // another mint wrote it meanwhile
+  }
+  sameRunOrConflict(store, parseManifest(bytes, file), m);
+  const sha = sha256Hex(bytes);
+  if (runSealed(store, ref, sha, secret)) return 'same';
+  sealRun(store, ref, sha, secret);
+  return 'adopted';
+}
+
+/** Whether run `ref`'s manifest is there under the user's seal (false when there is none). */
+export function manifestSealed(store: Store, ref: Pick<RunRef, 'id'>, secret: Buffer): boolean {
+  const bytes = readRecord(store, manifestFile(store, ref));
+  return bytes !== undefined && runSealed(store, ref, sha256Hex(bytes), secret);
 }
 
 /** Refuse `m` before anything is minted when its name already seals another run. */

@@ -353,14 +353,19 @@ describe('acting on a run', () => {
       expect(snapshot(sb.repo)).toEqual(before);
       return r.stderr;
     };
-    // a met record decided under a laxer policy by another user's genjob (another secret), then copied in
+    // a met record decided under a laxer policy by another user's genjob (another secret) over the same
+    // run, minted there too, then copied in: the user's run seal kept, the other's record beside it
     const other = { ...process.env, XDG_CACHE_HOME: join(sb.base, 'other-cache') };
-    const lax = await execa('node', [CLI, 'gate', '--run', 'b', '--min-pass', '0.5'], {
-      cwd: sb.repo,
-      env: other,
-      reject: false,
-    });
+    const otherCli = (args: string[]) =>
+      execa('node', [CLI, ...args], { cwd: sb.repo, env: other, reject: false });
+    const runSeal = join(sb.repo, '.gen', 'runs', 'b.seal');
+    const mine = readFileSync(runSeal);
+    expect(
+      (await otherCli(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'b'])).stdout,
+    ).toContain('run b sealed as yours (it was there without your seal)');
+    const lax = await otherCli(['gate', '--run', 'b', '--min-pass', '0.5']);
     expect(lax.exitCode, lax.stderr).toBe(0);
+    writeFileSync(runSeal, mine);
     expect(await gated('EGJ_GATE_UNSEALED')).toMatch(
       /gate record 2 of run b was not decided by your genjob gate/,
     );
@@ -376,6 +381,82 @@ describe('acting on a run', () => {
     expect((await sb.genjob(['gate', '--run', 'b', '--min-pass', '0.5'])).exitCode).toBe(0);
     const applied = await sb.genjob(['apply', '--run', 'b', '--gated']);
     expect(applied.exitCode, applied.stderr).toBe(0);
+  });
+
+  it('decides and applies only a run the user minted: not a manifest a branch rewrote to leave a job out', async () => {
+    const sb = await runBox(3);
+    const jobs = await mintRun(sb, 'm');
+    sb.setGen({ fail: ['m02'] });
+    expect((await sb.genjob(['work', '--run', 'm', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    const runs = join(sb.repo, '.gen', 'runs');
+    const file = join(runs, 'm.json');
+    const manifest = readJson<{ expansion: unknown[]; keys: string[] }>(file);
+    // a branch commits the run's manifest without the job that fails; checking it out puts it in .gen/
+    const git = (...args: string[]) => execa('git', args, { cwd: sb.repo });
+    await git('checkout', '-q', '-b', 'feature');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        ...manifest,
+        expansion: manifest.expansion.slice(0, 2),
+        keys: manifest.keys.slice(0, 2),
+      }),
+    );
+    await git('add', '-f', '.gen/runs/m.json');
+    await git('-c', 'user.name=x', '-c', 'user.email=x@example.com', 'commit', '-qm', 'a run that passes');
+    const before = snapshot(sb.repo);
+    const runsBefore = readdirSync(runs).sort();
+    for (const args of [
+      ['gate', '--run', 'm'],
+      ['gate', '--run', 'm', '--min-pass', '0.5'],
+      ['apply', '--run', 'm', '--gated'],
+      ['apply', '--run', 'm'],
+    ]) {
+      const r = await sb.genjob(args);
+      expect([r.exitCode, r.stderr]).toEqual([
+        3,
+        expect.stringMatching(/^genjob: EGJ_RUN_UNSEALED: \S+m\.json: run m was not minted by your genjob /),
+      ]);
+      expect(snapshot(sb.repo)).toEqual(before);
+      expect(readdirSync(runs).sort()).toEqual(runsBefore); // no gate record, no seal
+    }
+    // the user's own mint over this tree expands to the three jobs: another run, never sealed as theirs
+    const again = await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'm']);
+    expect([again.exitCode, again.stderr]).toEqual([
+      4,
+      expect.stringMatching(/EGJ_RUN_SEALED: .*2 job\(s\) there, 3 now/),
+    ]);
+    expect((await sb.genjob(['gate', '--run', 'm'])).exitCode).toBe(3);
+
+    // the manifest the user minted, back without its seal (as from another machine): the same mint seals
+    // it, mints nothing, and the gate decides over the three jobs
+    writeFileSync(file, `${JSON.stringify(manifest, null, 2)}\n`);
+    rmSync(join(runs, 'm.seal'));
+    expect((await sb.genjob(['gate', '--run', 'm'])).stderr).toMatch(/EGJ_RUN_UNSEALED/);
+    const adopted = json<{ sealed: boolean; adopted?: boolean; minted: number }>(
+      await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'm', '--json']),
+    );
+    expect(adopted).toMatchObject({ sealed: false, adopted: true, minted: 0 });
+    const same = json<{ sealed: boolean; adopted?: boolean }>(
+      await sb.genjob(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'm', '--json']),
+    );
+    expect([same.sealed, same.adopted]).toEqual([false, undefined]);
+    const decided = await sb.genjob(['gate', '--run', 'm', '--json']);
+    expect(json<{ passed: number; total: number }>(decided, 3)).toMatchObject({ passed: 2, total: 3 });
+    expect(jobs).toHaveLength(3);
+
+    // without a cache directory for the secret, nothing can be sealed or checked: EGJ_IO, nothing written
+    const noCache = { env: { XDG_CACHE_HOME: join(sb.base, 'gen.json') } }; // a file, not a directory
+    const gen = snapshot(join(sb.repo, '.gen'), []);
+    for (const args of [
+      ['mint', '--each', 'mod/*.py', '-m', 'Other {stem}', '--run', 'n'],
+      ['gate', '--run', 'm'],
+      ['apply', '--run', 'm'],
+    ]) {
+      const r = await sb.genjob(args, noCache);
+      expect([r.exitCode, r.stderr]).toEqual([5, expect.stringMatching(/^genjob: EGJ_IO: .*gen\.json/)]);
+    }
+    expect(snapshot(join(sb.repo, '.gen'), [])).toEqual(gen);
   });
 
   it('takes a met record as stale once a receipt stops verifying, and apply --gated writes nothing', async () => {

@@ -6,6 +6,7 @@
 // not the store), and a gate closed on one order reports the same verdict and count as every other
 // closing, in any run, over the same set of committed records. A late delivery never changes the
 // records. After a final drain the gate closes. fsync is a no-op here (speed).
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -97,6 +98,7 @@ class World {
         { instruction: 'job {path}', also: [], reads: [], each: null },
         KEYS.map((key, i) => ({ path: `f${i}.txt`, key })),
       ),
+      randomBytes(32),
     );
   }
 

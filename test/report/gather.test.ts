@@ -94,7 +94,7 @@ describe('gatherReport', () => {
     const unknown = 'f'.repeat(64);
     const model = await gatherReport(store, {
       checks: NO_CHECKS,
-      run: { name: 'r', keys: [dead!.key, queued!.key, unknown], gate: null },
+      run: { name: 'r', keys: [dead!.key, queued!.key, unknown], sealed: true, gate: null },
     });
     expect(model.jobs.map((j) => [j.state, j.dead?.code ?? null])).toEqual([
       ['queue', null],

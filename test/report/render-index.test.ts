@@ -74,12 +74,18 @@ describe('renderIndex', () => {
   });
 
   it('says a run whose gate never closed has no record yet', () => {
-    const run = { name: 'hints', keys: ['a'.repeat(64)], gate: null };
+    const run = { name: 'hints', keys: ['a'.repeat(64)], sealed: true, gate: null };
     const page = renderIndex(model([job('a')], { run, title: 'run hints' }), loadAssets(), '3'.repeat(64));
     expect(page).toContain(
       '<p>Run <b>hints</b>: 1 intended job(s); no gate record yet (<code>genjob gate --run hints</code> writes one when the gate closes).</p>',
     );
     expect(page).not.toContain('id="gate-state"');
+    const foreign = { ...run, sealed: false };
+    expect(
+      renderIndex(model([job('a')], { run: foreign, title: 'run hints' }), loadAssets(), '3'.repeat(64)),
+    ).toContain(
+      'writes one when the gate closes). <span class="stale" id="run-unsealed">not minted by your genjob: gate and apply refuse this run until your own mint of it seals it</span></p>',
+    );
   });
 
   it('shows a closed gate as its record says (verdict, rate, policy, file, digest, signed) and says when it is stale', () => {
@@ -95,7 +101,7 @@ describe('renderIndex', () => {
       stale: false,
       sealed: true,
     };
-    const run = { name: 'hints', keys: ['a'.repeat(64), 'b'.repeat(64)], gate };
+    const run = { name: 'hints', keys: ['a'.repeat(64), 'b'.repeat(64)], sealed: true, gate };
     const page = renderIndex(model([job('a')], { run, title: 'run hints' }), loadAssets(), '4'.repeat(64));
     expect(page).toContain('<b class="gate-notmet" id="gate-state">closed: not met</b></td>');
     expect(page).toContain('<td>1/2 = 50.0%</td>');
@@ -112,6 +118,16 @@ describe('renderIndex', () => {
     );
     expect(again).toContain(`.gen/runs/hints.gates/2.json<br>sha256:`);
     expect(page).not.toContain('gate-unsealed');
+    expect(page).not.toContain('run-unsealed');
+    expect(
+      renderIndex(
+        model([job('a')], { run: { ...run, sealed: false }, title: 'run hints' }),
+        loadAssets(),
+        '4',
+      ),
+    ).toContain(
+      '<td>hints (2 intended job(s)) <span class="stale" id="run-unsealed">not minted by your genjob',
+    );
     const foreign = { ...run, gate: { ...gate, sealed: false } };
     expect(
       renderIndex(model([job('a')], { run: foreign, title: 'run hints' }), loadAssets(), '4'.repeat(64)),

@@ -65,7 +65,7 @@ beforeAll(async () => {
   jobs = made.jobs;
   // the run sealed and its gate closed over the receipts (`genjob gate --run fixture`) before the retry
   // below: the record stands, stale
-  sealRun(
+  await sealRun(
     made.store,
     'fixture',
     jobs.map((j) => j.key),

@@ -5,6 +5,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFil
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { loadCacheSecret } from '../../src/remote/cache-mac.js';
 import { CLI, PKG, runCli } from '../e2e/helpers.js';
 import { checkRecords } from '../helpers/check-record.js';
 import { commitAll } from '../helpers/commit-all.js';
@@ -82,7 +83,9 @@ describe('genjob report', () => {
     record(keys[1]!, 'tests', [{ outcome: 'fail' }, { outcome: 'pass' }]);
     record(keys[2]!, 'tests', [{ outcome: 'fail', log: 'FAILED test_m2\n' }]);
     const run = keys.slice(0, 3);
-    sealRun(store, 'hints', run);
+    const cache = join(root, '..', 'cache', 'genjob'); // the CLI's below (cli()), whose secret seals the run
+    mkdirSync(cache, { recursive: true });
+    await sealRun(store, 'hints', run, await loadCacheSecret(cache));
     const gate = await cli(root, [
       'gate',
       '--run',

@@ -3,18 +3,28 @@
 // gate records closed by `genjob gate`'s command function (the checks plane's reader, the real evidence
 // and digests, a DSSE envelope with --sign-key).
 import { type GateOptions, gate } from '../../src/commands/gate.js';
+import { requireUserSecret } from '../../src/remote/cache-mac.js';
 import { buildManifest, sealManifest } from '../../src/run/run-manifest.js';
 import { parseRunName, runId } from '../../src/run/run-name.js';
 import { findJob } from '../../src/store/job-states.js';
 import type { Store } from '../../src/store/store.js';
 import { supersede } from '../../src/store/supersede.js';
 
-/** Seal run `typed` (`NAME` or `NAME@N`) over `keys`, one per fixture path. */
-export function sealRun(store: Store, typed: string, keys: readonly string[]): void {
+/**
+ * Seal run `typed` (`NAME` or `NAME@N`) over `keys`, one per fixture path, under `secret` (this process's
+ * user's by default; a CLI run with its own XDG_CACHE_HOME needs that cache's).
+ */
+export async function sealRun(
+  store: Store,
+  typed: string,
+  keys: readonly string[],
+  secret?: Buffer,
+): Promise<void> {
   const { name, revision = 1 } = parseRunName(typed);
   const template = { instruction: 'Change {path}', also: [], reads: [], each: { glob: 'src/*.txt' } };
   const expansion = keys.map((key, i) => ({ path: `src/m${i}.txt`, key }));
-  sealManifest(store, buildManifest({ name, revision, id: runId(name, revision) }, template, expansion));
+  const manifest = buildManifest({ name, revision, id: runId(name, revision) }, template, expansion);
+  sealManifest(store, manifest, secret ?? (await requireUserSecret()));
 }
 
 /** `key` reminted as `successor`, as `genjob remint` leaves it (the old job in dead/, linked). */

@@ -34,15 +34,25 @@ const read = async (store: Store, typed: string) => readRun(store, typed, checkR
 describe('readRun', () => {
   it('takes NAME as its newest revision and NAME@N as that one, each key followed past a remint', async () => {
     const { store, keys } = await world();
-    sealRun(store, 'hints', [keys[0]!]);
-    sealRun(store, 'hints@2', [keys[0]!, keys[1]!, keys[2]!]);
+    await sealRun(store, 'hints', [keys[0]!]);
+    await sealRun(store, 'hints@2', [keys[0]!, keys[1]!, keys[2]!]);
     remint(store, keys[1]!, keys[4]!);
     expect(await read(store, 'hints')).toEqual({
       name: 'hints@2',
       keys: [keys[0], keys[4], keys[2]],
+      sealed: true,
       gate: null,
     });
-    expect(await read(store, 'hints@1')).toEqual({ name: 'hints', keys: [keys[0]], gate: null });
+    expect(await read(store, 'hints@1')).toEqual({
+      name: 'hints',
+      keys: [keys[0]],
+      sealed: true,
+      gate: null,
+    });
+    // a manifest the user's mint did not seal (its seal gone, or another user's secret) shows as not theirs
+    rmSync(join(store.layout.dir('runs'), 'hints.seal'));
+    expect(await read(store, 'hints@1')).toMatchObject({ name: 'hints', sealed: false });
+    expect(await readRun(store, 'hints@2', checkReader, null)).toMatchObject({ sealed: false });
     for (const missing of ['hints@3', 'other'])
       await expect(read(store, missing)).rejects.toMatchObject({
         code: 'EGJ_UNKNOWN_RUN',
@@ -58,7 +68,7 @@ describe('readRun', () => {
   it('shows the newest gate record as closed (verdict, rate, policy, file, digest, signed), then stale once a check record moves', async () => {
     const { root, store, keys, record } = await world();
     const run = keys.slice(0, 3);
-    sealRun(store, 'hints', run);
+    await sealRun(store, 'hints', run);
     record(keys[2]!, 'tests', [{ outcome: 'fail' }]);
     const first = await closeGate(root, 'hints');
     expect((await read(store, 'hints')).gate).toEqual({
@@ -105,7 +115,7 @@ describe('readRun', () => {
 
   it('a receipt replaced after closing makes the record stale; a job outside the run does not', async () => {
     const { root, store, keys } = await world();
-    sealRun(store, 'hints', keys.slice(0, 2));
+    await sealRun(store, 'hints', keys.slice(0, 2));
     await closeGate(root, 'hints');
     patchReceipt(store, keys[3]!, { reason: 'another answer' });
     expect((await read(store, 'hints')).gate).toMatchObject({ met: true, stale: false });
@@ -115,8 +125,8 @@ describe('readRun', () => {
 
   it('HEAD moving after closing (every check record goes stale) makes the record stale; so does a tampered manifest', async () => {
     const { root, store, keys } = await world();
-    sealRun(store, 'hints', keys.slice(0, 2));
-    sealRun(store, 'other', keys.slice(0, 2));
+    await sealRun(store, 'hints', keys.slice(0, 2));
+    await sealRun(store, 'other', keys.slice(0, 2));
     await closeGate(root, 'hints');
     await closeGate(root, 'other');
     expect((await read(store, 'hints')).gate).toMatchObject({ stale: false });
@@ -135,7 +145,7 @@ describe('readRun', () => {
 
   it('a forged gate record (another payload type, another schema, no JSON) fails naming its file', async () => {
     const { store, keys } = await world();
-    sealRun(store, 'hints', keys.slice(0, 1));
+    await sealRun(store, 'hints', keys.slice(0, 1));
     const bad = [
       JSON.stringify({ payloadType: 'application/vnd.in-toto+json', payload: '', signatures: [] }),
       JSON.stringify({ schema: 'genjob/gate@9', keys: [] }),

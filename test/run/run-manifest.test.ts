@@ -1,22 +1,29 @@
-// Run names and the sealed manifest (src/run/run-name.ts, run-manifest.ts): NAME and NAME@N name
-// `.gen/runs/NAME.json` and `NAME@N.json`; sealing is an exclusive create, the same expansion again is no
-// write, another one under the name is EGJ_RUN_SEALED naming the next free revision, and a reading
-// command's NAME means the newest revision.
-import { readFileSync, writeFileSync } from 'node:fs';
+// Run names and the sealed manifest (src/run/run-name.ts, run-manifest.ts, run-seal.ts): NAME and NAME@N
+// name `.gen/runs/NAME.json` and `NAME@N.json`; sealing is an exclusive create and the user's seal beside
+// it, the same expansion again is no write (or only the seal, for a manifest there without the user's),
+// another one under the name is EGJ_RUN_SEALED naming the next free revision, and a reading command's
+// NAME means the newest revision.
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { GenjobError } from '../../src/core/errors.js';
+import { sha256Hex } from '../../src/core/sha256.js';
+import { sealedRunKeys } from '../../src/run/run-keys.js';
 import {
   buildManifest,
+  manifestSealed,
   parseManifest,
   readManifest,
   sealManifest,
   templateDigest,
 } from '../../src/run/run-manifest.js';
 import { manifestFile, parseRunName, resolveRun, revisionsOf } from '../../src/run/run-name.js';
+import { runSealed, runSealFile } from '../../src/run/run-seal.js';
 import { tempStore } from '../helpers/temp-store.js';
 import { thrown } from '../helpers/thrown.js';
 
 const K = (c: string) => c.repeat(64);
+const SECRET = randomBytes(32);
 const template = { instruction: 'Hint {path}', also: [], reads: [], each: { glob: 'src/*.py' } };
 const ref = (name: string, revision = 1) => ({
   name,
@@ -57,10 +64,10 @@ describe('the sealed manifest', () => {
   it('is written once; the same expansion again writes nothing', () => {
     const store = tempStore('genjob-run-');
     const m = buildManifest(ref('hints'), template, [{ path: 'src/a.py', key: K('a') }]);
-    expect(sealManifest(store, m)).toBe(true);
+    expect(sealManifest(store, m, SECRET)).toBe('written');
     const bytes = readFileSync(manifestFile(store, ref('hints')));
     const again = { ...m, created_at: '2030-01-01T00:00:00.000Z' };
-    expect(sealManifest(store, again)).toBe(false);
+    expect(sealManifest(store, again, SECRET)).toBe('same');
     expect(readFileSync(manifestFile(store, ref('hints')))).toEqual(bytes);
     expect(readManifest(store, ref('hints'))).toEqual(m);
     expect(m.keys).toEqual([K('a')]);
@@ -69,27 +76,47 @@ describe('the sealed manifest', () => {
 
   it('refuses another expansion under a sealed name, naming the next revision (exit 4)', () => {
     const store = tempStore('genjob-run-');
-    sealManifest(store, buildManifest(ref('hints'), template, [{ path: 'src/a.py', key: K('a') }]));
-    sealManifest(store, buildManifest(ref('hints', 2), template, [{ path: 'src/a.py', key: K('b') }]));
+    sealManifest(store, buildManifest(ref('hints'), template, [{ path: 'src/a.py', key: K('a') }]), SECRET);
+    sealManifest(
+      store,
+      buildManifest(ref('hints', 2), template, [{ path: 'src/a.py', key: K('b') }]),
+      SECRET,
+    );
     const err = thrown(() =>
-      sealManifest(store, buildManifest(ref('hints'), template, [{ path: 'src/a.py', key: K('c') }])),
+      sealManifest(store, buildManifest(ref('hints'), template, [{ path: 'src/a.py', key: K('c') }]), SECRET),
     ) as GenjobError;
     expect(err.code).toBe('EGJ_RUN_SEALED');
     expect(err.exitCode).toBe(4);
-    expect(err.message).toContain('1 job(s) there, 1 now, 2 key(s) differ');
+    expect(err.message).toContain('1 job(s) there, 1 now, 2 key(s) differ); nothing was minted');
     expect(err.message).toContain('--run hints@3');
+    // the newest revision names the next, whichever revisions there are
+    sealManifest(
+      store,
+      buildManifest(ref('hints', 3), template, [{ path: 'src/a.py', key: K('d') }]),
+      SECRET,
+    );
+    const two = [
+      { path: 'src/a.py', key: K('a') },
+      { path: 'src/b.py', key: K('e') },
+    ];
+    const next = thrown(() => sealManifest(store, buildManifest(ref('hints'), template, two), SECRET));
+    expect((next as GenjobError).message).toContain('(1 job(s) there, 2 now, 1 key(s) differ); nothing');
+    expect((next as GenjobError).message).toContain('--run hints@4');
+    expect(err.message).not.toContain('another template');
     // another template with the same keys is another run too
     const other = buildManifest(ref('hints'), { ...template, instruction: 'x' }, [
       { path: 'src/a.py', key: K('a') },
     ]);
-    expect((thrown(() => sealManifest(store, other)) as GenjobError).message).toContain('another template');
+    expect((thrown(() => sealManifest(store, other, SECRET)) as GenjobError).message).toContain(
+      'another template',
+    );
   });
 
   it('means the newest revision when a reading command names no revision', () => {
     const store = tempStore('genjob-run-');
     for (const rev of [1, 3, 2])
-      sealManifest(store, buildManifest(ref('h', rev), template, [{ path: null, key: K('a') }]));
-    sealManifest(store, buildManifest(ref('hx'), template, [{ path: null, key: K('a') }]));
+      sealManifest(store, buildManifest(ref('h', rev), template, [{ path: null, key: K('a') }]), SECRET);
+    sealManifest(store, buildManifest(ref('hx'), template, [{ path: null, key: K('a') }]), SECRET);
     expect(revisionsOf(store, 'h')).toEqual([1, 2, 3]);
     expect(resolveRun(store, 'h')).toEqual(ref('h', 3));
     expect(resolveRun(store, 'h@1')).toEqual(ref('h', 1));
@@ -102,10 +129,126 @@ describe('the sealed manifest', () => {
   it('refuses a tampered manifest whose keys and expansion disagree', () => {
     const store = tempStore('genjob-run-');
     const m = buildManifest(ref('t'), template, [{ path: 'a', key: K('a') }]);
-    sealManifest(store, m);
+    sealManifest(store, m, SECRET);
     const file = manifestFile(store, ref('t'));
     writeFileSync(file, JSON.stringify({ ...m, keys: [K('b')] }));
     expect((thrown(() => readManifest(store, ref('t'))) as GenjobError).code).toBe('EGJ_RUN_INVALID');
     expect((thrown(() => parseManifest(Buffer.from('{'), file)) as GenjobError).code).toBe('EGJ_RUN_INVALID');
+  });
+
+  const good = buildManifest(ref('p'), template, [
+    { path: 'a', key: K('a') },
+    { path: 'b', key: K('b') },
+  ]);
+  const keyed = (key: unknown) => ({
+    ...good,
+    keys: [key, K('b')],
+    expansion: [{ path: 'a', key }, good.expansion[1]],
+  });
+  it.each([
+    ['not JSON', '{'],
+    ['null', 'null'],
+    ['another schema', { ...good, schema: 'genjob/run@2' }],
+    ['no keys', { ...good, keys: undefined }],
+    ['keys not a list', { ...good, keys: K('a') }],
+    ['no expansion', { ...good, expansion: undefined }],
+    ['a key more than the expansion', { ...good, keys: [...good.keys, K('c')] }],
+    ['a key less', { ...good, keys: [K('a')] }],
+    ['keys in another order than the expansion', { ...good, keys: [K('b'), K('a')] }],
+    ["a second key not the expansion's", { ...good, keys: [K('a'), K('c')] }],
+    ['a key not a string', keyed(7)],
+    ['a key in capitals', keyed(K('A'))],
+    ['a key of 63 digits', keyed(K('a').slice(1))],
+    ['a key with a digit after 64', keyed(`${K('a')}0`)],
+    ['a key with a letter before 64', keyed(`x${K('a')}`)],
+    ['no template', { ...good, template: undefined }],
+    ['no template digest', { ...good, template_digest: undefined }],
+  ])('refuses %s (EGJ_RUN_INVALID, naming the file)', (_what, doc) => {
+    const bytes = Buffer.from(typeof doc === 'string' ? doc : JSON.stringify(doc));
+    const err = thrown(() => parseManifest(bytes, '/r/.gen/runs/p.json')) as GenjobError;
+    expect([err.code, err.exitCode]).toEqual(['EGJ_RUN_INVALID', 2]);
+    expect(err.message).toMatch(
+      /^\/r\/\.gen\/runs\/p\.json: not a (run manifest: \S|genjob\/run@1 manifest)/,
+    );
+  });
+
+  it('reads a manifest that keeps every rule', () => {
+    expect(parseManifest(Buffer.from(JSON.stringify(good)), 'p.json')).toEqual(good);
+  });
+
+  it("refuses a manifest whose template digest is not its template's", () => {
+    const store = tempStore('genjob-run-');
+    const m = buildManifest(ref('d'), template, [{ path: 'a', key: K('a') }]);
+    sealManifest(store, m, SECRET);
+    const file = manifestFile(store, ref('d'));
+    // the digest the user's run has, over another instruction: the same run by its digest, another in words
+    writeFileSync(file, JSON.stringify({ ...m, template: { ...template, instruction: 'Delete {path}' } }));
+    const err = thrown(() => readManifest(store, ref('d'))) as GenjobError;
+    expect([err.code, err.exitCode]).toEqual(['EGJ_RUN_INVALID', 2]);
+    expect(err.message).toContain("the template digest be its template's");
+    writeFileSync(file, JSON.stringify({ ...m, template: null }));
+    expect((thrown(() => readManifest(store, ref('d'))) as GenjobError).code).toBe('EGJ_RUN_INVALID');
+  });
+});
+
+describe("the user's seal on a run", () => {
+  const seeded = () => {
+    const store = tempStore('genjob-run-seal-');
+    const m = buildManifest(ref('s'), template, [
+      { path: 'src/a.py', key: K('a') },
+      { path: 'src/b.py', key: K('b') },
+    ]);
+    sealManifest(store, m, SECRET);
+    return { store, m, file: manifestFile(store, ref('s')) };
+  };
+
+  it('lies beside the manifest and holds for its bytes, under the secret that sealed it, at that id', () => {
+    const { store, file } = seeded();
+    const sha = sha256Hex(readFileSync(file));
+    expect(runSealFile(store, ref('s'))).toBe(file.replace(/\.json$/, '.seal'));
+    expect(runSealed(store, ref('s'), sha, SECRET)).toBe(true);
+    expect(manifestSealed(store, ref('s'), SECRET)).toBe(true);
+    expect(sealedRunKeys(store, 's', SECRET, 'nothing').intended).toEqual([K('a'), K('b')]);
+    expect(runSealed(store, ref('s'), sha, randomBytes(32))).toBe(false); // another user
+    expect(runSealed(store, ref('s'), 'e'.repeat(64), SECRET)).toBe(false); // other bytes
+    expect(runSealed(store, ref('t'), sha, SECRET)).toBe(false); // moved to another run
+    expect(manifestSealed(store, ref('none'), SECRET)).toBe(false);
+  });
+
+  it('refuses a run whose manifest was rewritten, or came without the seal (EGJ_RUN_UNSEALED, exit 3)', () => {
+    const { store, m, file } = seeded();
+    // the branch's manifest: the same run but for the job that fails, left out
+    writeFileSync(
+      file,
+      JSON.stringify({ ...m, expansion: m.expansion.slice(0, 1), keys: m.keys.slice(0, 1) }),
+    );
+    const err = thrown(() => sealedRunKeys(store, 's', SECRET, 'nothing was decided')) as GenjobError;
+    expect([err.code, err.exitCode]).toEqual(['EGJ_RUN_UNSEALED', 3]);
+    expect(err.message).toMatch(/^\S+s\.json: run s was not minted by your genjob .*; nothing was decided$/);
+    rmSync(runSealFile(store, ref('s')));
+    expect((thrown(() => sealedRunKeys(store, 's', SECRET, '')) as GenjobError).code).toBe(
+      'EGJ_RUN_UNSEALED',
+    );
+  });
+
+  it('is added by the same mint to a manifest there without it, and only when it holds exactly that run', () => {
+    const { store, m, file } = seeded();
+    const bytes = readFileSync(file);
+    rmSync(runSealFile(store, ref('s'))); // a mint killed between its two writes, or a copy
+    const again = { ...m, created_at: '2030-01-01T00:00:00.000Z', template: { ...template, each: null } };
+    expect(sealManifest(store, again, SECRET)).toBe('adopted');
+    expect(readFileSync(file)).toEqual(bytes); // the manifest is never rewritten
+    expect(manifestSealed(store, ref('s'), SECRET)).toBe(true);
+    expect(sealManifest(store, again, SECRET)).toBe('same');
+    // another user's mint of the same run seals it as theirs; the first user's seal no longer holds
+    const other = randomBytes(32);
+    expect(sealManifest(store, again, other)).toBe('adopted');
+    expect(manifestSealed(store, ref('s'), SECRET)).toBe(false);
+    // a manifest holding fewer jobs than the mint would seal is another run: refused, never sealed
+    writeFileSync(file, JSON.stringify({ ...m, expansion: m.expansion.slice(1), keys: m.keys.slice(1) }));
+    const err = thrown(() => sealManifest(store, m, SECRET)) as GenjobError;
+    expect(err.code).toBe('EGJ_RUN_SEALED');
+    expect(manifestSealed(store, ref('s'), SECRET)).toBe(false);
+    expect(existsSync(runSealFile(store, ref('s')))).toBe(true);
   });
 });
