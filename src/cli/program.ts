@@ -646,6 +646,8 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
         '  genjob gate --run hints && genjob apply --run hints --gated',
         '',
         'Exit codes: 0 met, 3 not met, 75 open (try again later). Wall time never closes a gate.',
+        'Only a run your own mint sealed is decided (a manifest from a branch or another machine is',
+        'EGJ_RUN_UNSEALED, exit 3): mint the same run here to seal it.',
       ].join('\n'),
     )
     .action(async (_opts, cmd: Command) => {
