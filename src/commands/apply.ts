@@ -99,7 +99,13 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
     o.commit && o.all && o.run === undefined
       ? [...new Set([...selected, ...keysIn(store, 'applied')])].sort()
       : selected;
-  const reader = o.remintStale ? (await import('./remint.js')).readerFor(store, {}) : undefined;
+  // a successor's link is sealed under the user's secret, so a gate follows it (store/supersede.ts)
+  const reader = o.remintStale
+    ? {
+        inputs: (await import('./remint.js')).readerFor(store, {}),
+        secret: await (await import('../remote/cache-mac.js')).requireUserSecret(),
+      }
+    : undefined;
   const reminted: Array<{ key: string; successor: string }> = [];
   const commitOf = o.commit ? await keysCommitted(store, keys.filter(isApplied)) : new Map<string, string>();
   const results: Array<Record<string, unknown>> = [];
@@ -221,11 +227,11 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
 async function remintStale(
   store: Store,
   key: string,
-  reader: import('./mint-inputs.js').InputReader,
+  reader: { inputs: import('./mint-inputs.js').InputReader; secret: Buffer },
 ): Promise<string | undefined> {
   const { remintKey } = await import('./remint.js');
   try {
-    return (await remintKey(store, key, reader)).successor;
+    return (await remintKey(store, key, reader.inputs, reader.secret)).successor;
   } catch (err) {
     failureOf(key, err); // a bug is thrown on; a refusal leaves the stale failure to be reported
     return undefined;

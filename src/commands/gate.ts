@@ -120,6 +120,7 @@ export async function gate(o: GateOptions): Promise<CommandResult> {
       checkers: policy.requireChecks,
       ...(readChecks ? { readChecks } : {}),
       trust,
+      sealedBy: secret,
     });
     const decision = decideGate(records, policy);
     if (decision.state === 'closed') {

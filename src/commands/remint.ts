@@ -11,6 +11,7 @@ import { openStore } from '../cli/root.js';
 import { ConflictError } from '../core/errors.js';
 import { buildJob, type Job, type JobInput, type JobRead } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
+import { requireUserSecret } from '../remote/cache-mac.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
 import { readIfExists } from '../store/durable.js';
 import { refuseInterruptedApply } from '../store/interrupted-apply.js';
@@ -58,8 +59,13 @@ function remintable(store: Store, key: string): { job: Job; state: string } {
   );
 }
 
-/** Mint the successor of `key` from the current tree and supersede it. */
-export async function remintKey(store: Store, key: string, reader: InputReader): Promise<Reminted> {
+/** Mint the successor of `key` from the current tree and supersede it, the link sealed under `secret`. */
+export async function remintKey(
+  store: Store,
+  key: string,
+  reader: InputReader,
+  secret: Buffer,
+): Promise<Reminted> {
   const { job } = remintable(store, key);
   const typed = (path: string) => ({ typed: path, path });
   for (const input of [...job.inputs, ...(job.reads ?? [])]) reader.check(typed(input.path));
@@ -82,7 +88,7 @@ export async function remintKey(store: Store, key: string, reader: InputReader):
       refuseInterruptedApply(store, key, 'EGJ_NOT_REMINTABLE', 'remint');
       const found = findJob(store, key);
       if (found?.state === 'queue' || found?.state === 'received' || found?.state === 'reverted')
-        return supersede(store, key, next.key, found);
+        return supersede(store, key, next.key, found, secret);
       const deadJob = found === undefined ? deadJobs(store).find((d) => d.key === key) : undefined;
       const bytes = deadJob && readIfExists(store, join(store.layout.dir('dead'), deadJob.name));
       if (bytes === undefined || deadReason(store, deadJob!.name)?.code !== INPUT_CHANGED)
@@ -90,7 +96,7 @@ export async function remintKey(store: Store, key: string, reader: InputReader):
           'EGJ_NOT_REMINTABLE',
           `${key.slice(0, 12)}: the job moved on while its successor ${next.key.slice(0, 12)} was minted (now ${found?.state ?? 'gone'}); look again`,
         );
-      return supersede(store, key, next.key, { dead: bytes });
+      return supersede(store, key, next.key, { dead: bytes }, secret);
     }),
   );
   return { key, successor: next.key, minted: outcome.minted, dead };
@@ -106,8 +112,10 @@ export function readerFor(
 export async function remint(o: RemintOptions): Promise<CommandResult> {
   const store = openStore(o);
   const reader = readerFor(store, o);
+  // the link to each successor is sealed as the user's, which is what the run gate follows
+  const secret = await requireUserSecret();
   return eachKey(chooseKeys(store, o, [], { dead: true }), 'reminted', async (key) => {
-    const r = await remintKey(store, key, reader);
+    const r = await remintKey(store, key, reader, secret);
     return {
       key,
       line: `${key.slice(0, 12)} superseded by ${r.successor} (queued; dead/${r.dead[0] ?? '?'})`,

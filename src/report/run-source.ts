@@ -23,7 +23,7 @@ export async function readRun(
   readerFor: ReaderFor,
   secret: Buffer | null,
 ): Promise<ReportRun> {
-  const { run, gate, current } = await gateStanding(store, typed, readerFor);
+  const { run, gate, current } = await gateStanding(store, typed, readerFor, secret ?? undefined);
   const shown = {
     name: run.ref.id,
     keys: run.current,

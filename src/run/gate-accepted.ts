@@ -31,9 +31,17 @@ export interface GateStanding {
   current: boolean;
 }
 
-/** The newest gate record of run `typed` and whether it is current. Reads only. */
-export async function gateStanding(store: Store, typed: string, readerFor: ReaderFor): Promise<GateStanding> {
-  const run = runKeys(store, typed);
+/**
+ * The newest gate record of run `typed` and whether it is current. Reads only. With `sealedBy` (the user's
+ * secret, as the gate has it), keys are followed only along the user's own remints, as the gate follows them.
+ */
+export async function gateStanding(
+  store: Store,
+  typed: string,
+  readerFor: ReaderFor,
+  sealedBy?: Buffer,
+): Promise<GateStanding> {
+  const run = runKeys(store, typed, sealedBy);
   const gate = newestGate(store, run.ref);
   if (gate === undefined) return { run, gate, current: false };
   const checkers = gate.record.policy.require_checks;
@@ -42,6 +50,7 @@ export async function gateStanding(store: Store, typed: string, readerFor: Reade
     checkers,
     ...(readChecks ? { readChecks } : {}),
     trust: loadTrustPolicy(store.root),
+    ...(sealedBy ? { sealedBy } : {}),
   });
   // The record stands when the evidence gathered now, under the record's policy, closes the gate with
   // exactly the record's decision: what it claims (verdict, each key's pass, the keys themselves) counts
@@ -63,7 +72,7 @@ export async function acceptedKeys(
   readerFor: ReaderFor,
   secret: Buffer,
 ): Promise<string[]> {
-  const { run, gate, current } = await gateStanding(store, typed, readerFor);
+  const { run, gate, current } = await gateStanding(store, typed, readerFor, secret);
   if (gate === undefined)
     throw new RejectedError(
       'EGJ_GATE_MISSING',

@@ -32,6 +32,8 @@ export interface GatherOptions {
   trust: ReceiptTrustPolicy;
   /** The time leases are judged at (ms); defaults to now. */
   now?: number;
+  /** Follow only remint links this secret (the user's) sealed (store/supersede.ts). */
+  sealedBy?: Buffer;
 }
 
 /** Where each key of the live states is (one listing per state; applied/ wins over a leftover). */
@@ -106,7 +108,7 @@ export async function gatherRun(
   const workers = Array.from({ length: Math.min(8, keys.length) }, async () => {
     for (let i = next++; i < keys.length; i = next++) {
       const key = keys[i]!;
-      const current = currentKey(store, key, dead, (k) => where.has(k));
+      const current = currentKey(store, key, dead, (k) => where.has(k), o.sealedBy);
       const outcome = await outcomeOf(store, current, where.get(current), dead, o.trust);
       const checked = outcome.kind === 'receipt' && outcome.status === 'ok' && outcome.problem === null;
       const checks =

@@ -23,8 +23,11 @@ export interface RunKeys {
   current: string[];
 }
 
-/** The run `typed` names in `store`, with its keys now; EGJ_UNKNOWN_RUN when there is none. */
-export function runKeys(store: Store, typed: string): RunKeys {
+/**
+ * The run `typed` names in `store`, with its keys now; EGJ_UNKNOWN_RUN when there is none. With
+ * `sealedBy`, a key is followed only along remint links that secret sealed (store/supersede.ts).
+ */
+export function runKeys(store: Store, typed: string, sealedBy?: Buffer): RunKeys {
   const ref = resolveRun(store, typed);
   const file = manifestFile(store, ref);
   const bytes = readRecord(store, file)!;
@@ -37,7 +40,7 @@ export function runKeys(store: Store, typed: string): RunKeys {
     manifest,
     manifestSha256: sha256Hex(bytes),
     intended: manifest.keys,
-    current: manifest.keys.map((k) => currentKey(store, k, dead, (x) => live.has(x))),
+    current: manifest.keys.map((k) => currentKey(store, k, dead, (x) => live.has(x), sealedBy)),
   };
 }
 
@@ -46,9 +49,12 @@ export function keysOfRun(root: string, name: string): string[] {
   return runKeys(new Store(root), name).current;
 }
 
-/** The run `typed` names, refused (EGJ_RUN_UNSEALED, exit 3) unless the user minted it; `nothing` ends the message. */
+/**
+ * The run `typed` names, refused (EGJ_RUN_UNSEALED, exit 3) unless the user minted it, its keys followed
+ * only along the user's own remints; `nothing` ends the message.
+ */
 export function sealedRunKeys(store: Store, typed: string, secret: Buffer, nothing: string): RunKeys {
-  const run = runKeys(store, typed);
+  const run = runKeys(store, typed, secret);
   if (!runSealed(store, run.ref, run.manifestSha256, secret)) {
     const file = manifestFile(store, run.ref);
     throw new RejectedError(

@@ -459,6 +459,44 @@ describe('acting on a run', () => {
     expect(snapshot(join(sb.repo, '.gen'), [])).toEqual(gen);
   });
 
+  it("follows a remint only along the user's own links: a dead letter a branch adds cannot stand a passing job in for a cancelled one", async () => {
+    const sb = await runBox(3);
+    const jobs = await mintRun(sb, 'l');
+    expect((await sb.genjob(['cancel', jobs[2]!.key])).exitCode).toBe(0);
+    expect((await sb.genjob(['work', '--run', 'l', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    const notMet = /^gate l: NOT met: 2\/3 = 66\.6% passed/;
+    expect((await sb.genjob(['gate', '--run', 'l'])).stdout).toMatch(notMet);
+    // a newer dead letter of the cancelled job, as a remint leaves one, naming the job that passed
+    const dead = join(sb.repo, '.gen', 'dead');
+    const name = `${jobs[2]!.key}.job.9999999999999-aaaaaa`;
+    const cancelled = readdirSync(dead).find((f) => f.startsWith(jobs[2]!.key) && !f.endsWith('.why.json'))!;
+    writeFileSync(join(dead, name), readFileSync(join(dead, cancelled)));
+    const link = {
+      key: jobs[2]!.key,
+      code: 'EGJ_SUPERSEDED',
+      reason: `superseded by ${jobs[0]!.key}`,
+      superseded_by: jobs[0]!.key,
+    };
+    writeFileSync(join(dead, `${name}.why.json`), JSON.stringify(link));
+    // a reader follows it (status shows what stands for each key), the gate does not
+    const status = await sb.genjob(['status', '--run', 'l', '--json']);
+    expect(status.exitCode, status.stderr).toBe(0);
+    const before = snapshot(sb.repo);
+    const gate = await sb.genjob(['gate', '--run', 'l', '--json']);
+    const decided = json<{ passed: number; total: number; failed: Array<{ key: string; why: string }> }>(
+      gate,
+      3,
+    );
+    expect([decided.passed, decided.total]).toEqual([2, 3]);
+    expect(decided.failed).toMatchObject([{ key: jobs[2]!.key, why: expect.stringMatching(/^dead: /) }]);
+    const applied = await sb.genjob(['apply', '--run', 'l', '--gated']);
+    expect([applied.exitCode, applied.stderr]).toEqual([3, expect.stringMatching(/EGJ_GATE_NOT_MET/)]);
+    expect(snapshot(sb.repo)).toEqual(before);
+    // the same link with a seal copied from another remint's dead letter is no link of this pair either
+    writeFileSync(join(dead, `${name}.why.json`), JSON.stringify({ ...link, link_seal: 'ab'.repeat(32) }));
+    expect((await sb.genjob(['gate', '--run', 'l'])).stdout).toMatch(notMet);
+  });
+
   it('takes a met record as stale once a receipt stops verifying, and apply --gated writes nothing', async () => {
     const sb = await runBox(2);
     const jobs = await mintRun(sb, 'v');

@@ -28,8 +28,8 @@ export async function sealRun(
 }
 
 /** `key` reminted as `successor`, as `genjob remint` leaves it (the old job in dead/, linked). */
-export function remint(store: Store, key: string, successor: string): void {
-  supersede(store, key, successor, findJob(store, key)!);
+export async function remint(store: Store, key: string, successor: string): Promise<void> {
+  supersede(store, key, successor, findJob(store, key)!, await requireUserSecret());
 }
 
 /** `genjob gate --run RUN --require-check tests --min-pass 95%` (and `extra`), which must close. */

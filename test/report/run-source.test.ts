@@ -36,7 +36,7 @@ describe('readRun', () => {
     const { store, keys } = await world();
     await sealRun(store, 'hints', [keys[0]!]);
     await sealRun(store, 'hints@2', [keys[0]!, keys[1]!, keys[2]!]);
-    remint(store, keys[1]!, keys[4]!);
+    await remint(store, keys[1]!, keys[4]!);
     expect(await read(store, 'hints')).toEqual({
       name: 'hints@2',
       keys: [keys[0], keys[4], keys[2]],

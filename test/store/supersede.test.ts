@@ -1,6 +1,10 @@
 // Supersession (src/store/supersede.ts): a superseded job's dead letter names its successor; following
 // the links finds the job standing for a key now — the key itself while it is live (minted again), a
-// chain followed to its end, a loop someone made by hand stopped where it repeats.
+// chain followed to its end, a loop someone made by hand stopped where it repeats; a decider follows only
+// links the user's secret sealed.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildJob } from '../../src/core/job.js';
 import { deadLetterFile } from '../../src/store/dead-letter.js';
@@ -15,12 +19,13 @@ function job(store: Store, n: number): string {
   return mintJob(store, buildJob(`job ${n}`, [{ path: `f${n}`, sha256: null }])).key;
 }
 const live = (store: Store) => (k: string) => findJob(store, k) !== undefined;
+const SECRET = randomBytes(32);
 
 describe('supersession', () => {
   it('links a superseded job to its successor, in dead/ and in the journal', () => {
     const store = tempStore('genjob-sup-');
     const [a, b] = [job(store, 1), job(store, 2)];
-    const names = supersede(store, a, b, findJob(store, a)!);
+    const names = supersede(store, a, b, findJob(store, a)!, SECRET);
     expect(names).toHaveLength(1);
     expect(findJob(store, a)).toBeUndefined();
     const index = deadIndex(store);
@@ -34,8 +39,8 @@ describe('supersession', () => {
   it('follows a chain to the job standing for a key now, and stops at a live key or one dead for another reason', () => {
     const store = tempStore('genjob-sup-');
     const [a, b, c] = [job(store, 1), job(store, 2), job(store, 3)];
-    supersede(store, a, b, findJob(store, a)!);
-    supersede(store, b, c, findJob(store, b)!);
+    supersede(store, a, b, findJob(store, a)!, SECRET);
+    supersede(store, b, c, findJob(store, b)!, SECRET);
     expect(currentKey(store, a, deadIndex(store), live(store))).toBe(c);
     expect(currentKey(store, c, deadIndex(store), live(store))).toBe(c);
     // the old key minted again is itself again
@@ -44,7 +49,7 @@ describe('supersession', () => {
     // c superseded by a, which is dead again (dropped): the chain ends there
     const found = findJob(store, a)!;
     deadLetterFile(store, found.file, `${a}.job`, { key: a, code: 'EGJ_DROPPED', reason: 'x' });
-    supersede(store, c, a, findJob(store, c)!);
+    supersede(store, c, a, findJob(store, c)!, SECRET);
     const index = deadIndex(store);
     expect(currentKey(store, b, index, live(store))).toBe(a);
   });
@@ -70,12 +75,52 @@ describe('supersession', () => {
   });
 });
 
+describe("the user's seal on a link", () => {
+  it('is followed by a decider only under the secret that sealed it', () => {
+    const store = tempStore('genjob-sup-');
+    const [a, b, c] = [job(store, 1), job(store, 2), job(store, 3)];
+    supersede(store, a, b, findJob(store, a)!, SECRET);
+    supersede(store, b, c, findJob(store, b)!, randomBytes(32)); // another user's remint
+    const index = deadIndex(store);
+    expect(successorIn(store, index, a, SECRET)).toBe(b);
+    expect(successorIn(store, index, a, randomBytes(32))).toBeUndefined();
+    expect(successorIn(store, index, b, SECRET)).toBeUndefined();
+    expect(currentKey(store, a, index, live(store), SECRET)).toBe(b); // stops at the link not sealed
+    expect(currentKey(store, a, index, live(store))).toBe(c); // a reader follows any
+  });
+
+  it('holds only for its two keys: a link copied to another key, or pointed elsewhere, is not followed', () => {
+    const store = tempStore('genjob-sup-');
+    const [a, b, c, d] = [job(store, 1), job(store, 2), job(store, 3), job(store, 4)];
+    supersede(store, a, b, findJob(store, a)!, SECRET);
+    const why = JSON.parse(
+      readFileSync(join(store.layout.dir('dead'), `${deadIndex(store).get(a)}.why.json`), 'utf8'),
+    );
+    expect(why.link_seal).toMatch(/^[0-9a-f]{64}$/);
+    // a's seal on a dead letter of c naming d
+    deadLetterFile(store, findJob(store, c)!.file, `${c}.job`, { ...why, key: c, superseded_by: d });
+    expect(successorIn(store, deadIndex(store), c, SECRET)).toBeUndefined();
+    expect(successorIn(store, deadIndex(store), c)).toBe(d);
+    // in another store with the same jobs: a's seal on a's dead letter naming c, then with no seal at all
+    for (const [changed, reader] of [
+      [{ ...why, superseded_by: c }, c],
+      [{ ...why, link_seal: undefined }, b],
+    ] as const) {
+      const other = tempStore('genjob-sup-');
+      for (const n of [1, 2, 3]) job(other, n);
+      deadLetterFile(other, findJob(other, a)!.file, `${a}.job`, changed);
+      expect(successorIn(other, deadIndex(other), a, SECRET)).toBeUndefined();
+      expect(successorIn(other, deadIndex(other), a)).toBe(reader);
+    }
+  });
+});
+
 describe('a loop of supersessions made by hand', () => {
   it('is followed until a key repeats, never forever', () => {
     const store = tempStore('genjob-sup-');
     const [a, b] = [job(store, 1), job(store, 2)];
-    supersede(store, a, b, findJob(store, a)!);
-    supersede(store, b, a, findJob(store, b)!);
+    supersede(store, a, b, findJob(store, a)!, SECRET);
+    supersede(store, b, a, findJob(store, b)!, SECRET);
     expect(currentKey(store, a, deadIndex(store), live(store))).toBe(b);
     expect(currentKey(store, b, deadIndex(store), live(store))).toBe(a);
   });
