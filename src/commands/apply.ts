@@ -78,7 +78,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   if (o.commit) await (await import('../git/commit-preflight.js')).assertCanCommit(lookStore(o).root);
   const store = openStore(o);
   // a run's keys count only from a run the user minted: a branch's manifest could name other jobs
-  if (o.run !== undefined) await assertRunSealed(store, o.run);
+  const sealedBy = o.run === undefined ? undefined : await assertRunSealed(store, o.run);
   // temps of applies (and workers) that died mid-publish in leases/ and objects/ (.gen/tmp: openStore)
   if (!o.dryRun)
     sweepStaleTemps(store, undefined, undefined, [store.layout.dir('leases'), store.layout.dir('objects')]);
@@ -94,7 +94,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   // --all --commit also looks at applied jobs: one applied without --commit gets its commit now
   const { keys: selected, skipped } = o.gated
     ? { keys: await gatedKeys(store, o.run), skipped: 0 }
-    : selectKeys(store, o, 'received', ['received', 'applied']);
+    : selectKeys(store, o, 'received', ['received', 'applied'], sealedBy);
   const keys =
     o.commit && o.all && o.run === undefined
       ? [...new Set([...selected, ...keysIn(store, 'applied')])].sort()
@@ -238,10 +238,13 @@ async function remintStale(
   }
 }
 
-async function assertRunSealed(store: Store, run: string): Promise<void> {
+/** The user's secret, once the run is one the user minted (EGJ_RUN_UNSEALED otherwise). */
+async function assertRunSealed(store: Store, run: string): Promise<Buffer> {
   const { sealedRunKeys } = await import('../run/run-keys.js');
   const { requireUserSecret } = await import('../remote/cache-mac.js');
-  sealedRunKeys(store, run, await requireUserSecret(), 'nothing was applied');
+  const secret = await requireUserSecret();
+  sealedRunKeys(store, run, secret, 'nothing was applied');
+  return secret;
 }
 
 /** --gated: the jobs the run's newest gate record accepted, when the user's gate sealed it and it is still current and met. */

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { verifyPae } from '../../src/core/dsse.js';
 import { GATE_PAYLOAD_TYPE } from '../../src/run/gate-record.js';
 import { parsePublicKey } from '../../src/trust/keys.js';
-import { CLI, genDir, readJson, snapshot } from './helpers.js';
+import { CLI, genDir, mintKey, readJson, snapshot } from './helpers.js';
 import { json, mintRun, mod, runBox } from './run-helpers.js';
 import { spawnCli, until } from './worker-helpers.js';
 
@@ -495,6 +495,13 @@ describe('acting on a run', () => {
     // the same link with a seal copied from another remint's dead letter is no link of this pair either
     writeFileSync(join(dead, `${name}.why.json`), JSON.stringify({ ...link, link_seal: 'ab'.repeat(32) }));
     expect((await sb.genjob(['gate', '--run', 'l'])).stdout).toMatch(notMet);
+    // nor does apply --run take a job outside the run that a link names
+    const other = await mintKey(sb, 'Outside the run', ['types.py']);
+    expect((await sb.genjob(['work', other, '--quiet', ...sb.gen])).exitCode).toBe(0);
+    writeFileSync(join(dead, `${name}.why.json`), JSON.stringify({ ...link, superseded_by: other }));
+    const run = json<{ results: Array<{ key: string }> }>(await sb.genjob(['apply', '--run', 'l', '--json']));
+    expect(run.results.map((r) => r.key)).toEqual([jobs[0]!.key, jobs[1]!.key]);
+    expect(readFileSync(join(sb.repo, 'types.py'), 'utf8')).toBe('Number = int\n');
   });
 
   it('takes a met record as stale once a receipt stops verifying, and apply --gated writes nothing', async () => {
