@@ -3,10 +3,11 @@
 // chain followed to its end, a loop someone made by hand stopped where it repeats; a decider follows only
 // links the user's secret sealed.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildJob } from '../../src/core/job.js';
+import { macOf } from '../../src/core/mac.js';
 import { deadLetterFile } from '../../src/store/dead-letter.js';
 import { findJob } from '../../src/store/job-states.js';
 import { readJournal } from '../../src/store/journal.js';
@@ -112,6 +113,61 @@ describe("the user's seal on a link", () => {
       expect(successorIn(other, deadIndex(other), a, SECRET)).toBeUndefined();
       expect(successorIn(other, deadIndex(other), a)).toBe(reader);
     }
+  });
+});
+
+describe('a superseded job', () => {
+  it('takes its receipt and outputs along to dead/, each under the sealed reason', () => {
+    const store = tempStore('genjob-sup-');
+    const [a, b] = [job(store, 1), job(store, 2)];
+    writeFileSync(store.layout.receipt(a), '{}');
+    mkdirSync(store.layout.outDir(a), { recursive: true });
+    writeFileSync(join(store.layout.outDir(a), 'f1'), 'x');
+    const names = supersede(store, a, b, findJob(store, a)!, SECRET);
+    expect(names.map((n) => n.replace(/\.\d+-[0-9a-f]+$/, ''))).toEqual([
+      `${a}.job`,
+      `${a}.receipt`,
+      `${a}.out`,
+    ]);
+    expect(existsSync(store.layout.receipt(a))).toBe(false);
+    expect(existsSync(store.layout.outDir(a))).toBe(false);
+    for (const name of names) {
+      const why = JSON.parse(readFileSync(join(store.layout.dir('dead'), `${name}.why.json`), 'utf8'));
+      // the seal's format is kept from one genjob to the next: HMAC-SHA256 over both keys, kind apart
+      expect(why).toEqual({
+        at: expect.any(String),
+        key: a,
+        code: SUPERSEDED,
+        reason: `superseded by ${b}`,
+        superseded_by: b,
+        link_seal: macOf(SECRET, 'genjob-supersede-v1', a, b),
+      });
+    }
+    expect(readJournal(store, a).find((e) => e.event === 'superseded')?.reason).toBe(`superseded by ${b}`);
+    expect(readJournal(store, b).find((e) => e.event === 'reminted')?.reason).toBe(`successor of ${a}`);
+  });
+
+  it('names a successor only as 64 hex digits, nothing around them', () => {
+    for (const next of [`${'b'.repeat(64)}0`, `x${'b'.repeat(64)}`]) {
+      const store = tempStore('genjob-sup-');
+      const a = job(store, 1);
+      deadLetterFile(store, findJob(store, a)!.file, `${a}.job`, {
+        key: a,
+        code: SUPERSEDED,
+        reason: 'x',
+        superseded_by: next,
+      });
+      expect(successorIn(store, deadIndex(store), a)).toBeUndefined();
+    }
+  });
+
+  it('is followed along at most 64 links', () => {
+    const store = tempStore('genjob-sup-');
+    const keys = Array.from({ length: 70 }, (_, n) => job(store, n));
+    for (let n = 0; n < 69; n++) supersede(store, keys[n]!, keys[n + 1]!, findJob(store, keys[n]!)!, SECRET);
+    const index = deadIndex(store);
+    expect(currentKey(store, keys[0]!, index, live(store), SECRET)).toBe(keys[64]);
+    expect(currentKey(store, keys[10]!, index, live(store))).toBe(keys[69]);
   });
 });
 
