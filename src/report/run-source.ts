@@ -1,9 +1,9 @@
 // A report's run, as the run plane reads it: `gateStanding` gives the run's sealed keys (NAME is its
 // newest revision), each followed to the job that stands for it now, whether the user's mint sealed the
-// run, and its newest gate record with whether that record is still current and carries the user's seal —
-// the judgement `apply --run NAME --gated` acts on. The report shows that record as it was closed and never decides a gate itself
-// (`genjob gate` does); a bad name, a missing run or an unreadable file fails with the run plane's own
-// error.
+// run, and its newest gate record with whether that record is still current and carries the user's
+// seal — the judgement `apply --run NAME --gated` acts on. The report shows that record as it was
+// closed and never decides a gate itself (`genjob gate` does); a bad name, a missing run or an
+// unreadable file fails with the run plane's own error.
 import { relative } from 'node:path';
 import type { ReaderFor } from '../run/gate-accepted.js';
 import { gateStanding } from '../run/gate-accepted.js';

@@ -67,6 +67,15 @@ function seal(m: Pick<RunManifest, 'template_digest' | 'expansion'>): string {
   return sha256Hex(canonicalBytes({ template_digest: m.template_digest, expansion: m.expansion }));
 }
 
+/** A hostile template's digest, or null when it holds what canonical JSON refuses (1e400 parses as Infinity). */
+function digestOrNull(t: RunTemplate): string | null {
+  try {
+    return templateDigest(t);
+  } catch {
+    return null;
+  }
+}
+
 /** Parse a manifest's bytes; `file` names it in errors. */
 export function parseManifest(bytes: Buffer, file: string): RunManifest {
   let doc: RunManifest;
@@ -87,7 +96,7 @@ export function parseManifest(bytes: Buffer, file: string): RunManifest {
     typeof doc?.template === 'object' &&
     doc.template !== null &&
     typeof doc.template_digest === 'string' &&
-    templateDigest(doc.template) === doc.template_digest;
+    digestOrNull(doc.template) === doc.template_digest;
   if (doc?.schema !== RUN_SCHEMA || !keysOk || !templateOk)
     throw new UsageError(
       'EGJ_RUN_INVALID',

@@ -163,6 +163,10 @@ describe('the sealed manifest', () => {
     ['a key with a letter before 64', keyed(`x${K('a')}`)],
     ['no template', { ...good, template: undefined }],
     ['no template digest', { ...good, template_digest: undefined }],
+    [
+      'a number canonical JSON cannot hold in the template',
+      JSON.stringify({ ...good, template: { ...template, instruction: 'N' } }).replace('"N"', '1e400'),
+    ],
   ])('refuses %s (EGJ_RUN_INVALID, naming the file)', (_what, doc) => {
     const bytes = Buffer.from(typeof doc === 'string' ? doc : JSON.stringify(doc));
     const err = thrown(() => parseManifest(bytes, '/r/.gen/runs/p.json')) as GenjobError;
