@@ -14,15 +14,7 @@ import { readText } from '../core/read-text.js';
 import { eachListed, eachMatch } from '../run/each-paths.js';
 import { expandAll } from '../run/expand.js';
 import { overlapLines, overlaps } from '../run/overlap.js';
-import {
-  assertNotSealedOtherwise,
-  buildManifest,
-  manifestSealed,
-  type RunManifest,
-  readManifest,
-  type Sealing,
-  sealManifest,
-} from '../run/run-manifest.js';
+import { buildManifest, type Sealing, sealedAlready, sealManifest } from '../run/run-manifest.js';
 import { manifestFile, parseRunName, type RunRef, runId } from '../run/run-name.js';
 import { gitignoreIgnoresGen } from '../store/gitignore.js';
 import { type MintOutcome, mintJob } from '../store/mint-job.js';
@@ -140,7 +132,7 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   const job = buildJob(instruction, inputs, undefined, reads);
   const manifest =
     run && buildManifest(run, runTemplate(instruction, [], readTyped, null), [{ path: null, key: job.key }]);
-  if (manifest && sealedAlready(store, run!, manifest)) return alreadySealed(store, run!, [job]);
+  if (manifest && sealedAlready(store, manifest, run!.secret)) return alreadySealed(store, run!, [job]);
   const warnings = overlaps(store, [job]);
   const outcome = mintJob(store, job);
   const sealing = manifest && sealManifest(store, manifest, run!.secret);
@@ -170,17 +162,6 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
 /** A run to seal, with the user's secret that seals it (run-seal.ts). */
 interface MintRun extends RunRef {
   secret: Buffer;
-}
-
-/**
- * The run is there already with exactly these jobs, under the user's seal: nothing is written. One there
- * without it (from a branch, another machine, a mint killed before it sealed) has its jobs minted and is
- * sealed as the user's by this mint; another run under the name is EGJ_RUN_SEALED before anything is written.
- */
-function sealedAlready(store: Store, run: MintRun, manifest: RunManifest): boolean {
-  if (readManifest(store, run) === undefined) return false;
-  assertNotSealedOtherwise(store, manifest);
-  return manifestSealed(store, run, run.secret);
 }
 
 function runLine(run: RunRef, sealing: Sealing): string {
@@ -277,8 +258,9 @@ async function mintEach(
       runTemplate(ctx.instruction, also, ctx.readTyped, each),
       expanded.map((e, i) => ({ path: e.path, key: jobs[i]!.key })),
     );
-  // the same command again: the run is sealed with exactly these jobs, so nothing is written
-  if (manifest && sealedAlready(store, ctx.run!, manifest)) return alreadySealed(store, ctx.run!, jobs);
+  // the same command again: the run is sealed as the user's with exactly these jobs, so nothing is written
+  if (manifest && sealedAlready(store, manifest, ctx.run!.secret))
+    return alreadySealed(store, ctx.run!, jobs);
   const warnings = overlaps(store, jobs);
   const outcomes: MintOutcome[] = jobs.map((job) => mintJob(store, job));
   const sealing = manifest && sealManifest(store, manifest, ctx.run!.secret);

@@ -123,34 +123,38 @@ export type Sealing = 'written' | 'same' | 'adopted';
  */
 export function sealManifest(store: Store, m: RunManifest, secret: Buffer): Sealing {
   const ref = { id: runId(m.name, m.revision) };
-  const file = manifestFile(store, ref);
   store.fs.mkdirSync(runsDir(store), { recursive: true });
-  let bytes = readRecord(store, file);
+  let bytes = sameRunThere(store, m);
   if (bytes === undefined) {
     const mine = Buffer.from(`${JSON.stringify(m, null, 2)}\n`);
-    if (publishExclusive(store, file, mine)) {
+    if (publishExclusive(store, manifestFile(store, ref), mine)) {
       sealRun(store, ref, sha256Hex(mine), secret);
       return 'written';
     }
-    bytes = readRecord(store, file)!; // another mint wrote it meanwhile
+    bytes = sameRunThere(store, m)!; // another mint wrote it meanwhile
   }
-  sameRunOrConflict(store, parseManifest(bytes, file), m);
   const sha = sha256Hex(bytes);
   if (runSealed(store, ref, sha, secret)) return 'same';
   sealRun(store, ref, sha, secret);
   return 'adopted';
 }
 
-/** Whether run `ref`'s manifest is there under the user's seal (false when there is none). */
-export function manifestSealed(store: Store, ref: Pick<RunRef, 'id'>, secret: Buffer): boolean {
-  const bytes = readRecord(store, manifestFile(store, ref));
-  return bytes !== undefined && runSealed(store, ref, sha256Hex(bytes), secret);
+/**
+ * Before anything is minted: whether run `m` is there already under the user's seal (nothing to write).
+ * False when it is not there, or is there without the seal (the mint goes on and sealManifest seals it);
+ * another run under its name is EGJ_RUN_SEALED.
+ */
+export function sealedAlready(store: Store, m: RunManifest, secret: Buffer): boolean {
+  const bytes = sameRunThere(store, m);
+  return bytes !== undefined && runSealed(store, { id: runId(m.name, m.revision) }, sha256Hex(bytes), secret);
 }
 
-/** Refuse `m` before anything is minted when its name already seals another run. */
-export function assertNotSealedOtherwise(store: Store, m: RunManifest): void {
-  const existing = readManifest(store, { id: runId(m.name, m.revision) });
-  if (existing !== undefined) sameRunOrConflict(store, existing, m);
+/** The bytes of the manifest under `m`'s name, read once, when it holds the same run; EGJ_RUN_SEALED when another. */
+function sameRunThere(store: Store, m: RunManifest): Buffer | undefined {
+  const file = manifestFile(store, { id: runId(m.name, m.revision) });
+  const bytes = readRecord(store, file);
+  if (bytes !== undefined) sameRunOrConflict(store, parseManifest(bytes, file), m);
+  return bytes;
 }
 
 function sameRunOrConflict(store: Store, existing: RunManifest, m: RunManifest): false {

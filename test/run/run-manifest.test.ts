@@ -11,19 +11,25 @@ import { sha256Hex } from '../../src/core/sha256.js';
 import { sealedRunKeys } from '../../src/run/run-keys.js';
 import {
   buildManifest,
-  manifestSealed,
   parseManifest,
   readManifest,
+  sealedAlready,
   sealManifest,
   templateDigest,
 } from '../../src/run/run-manifest.js';
 import { manifestFile, parseRunName, resolveRun, revisionsOf } from '../../src/run/run-name.js';
 import { runSealed, runSealFile } from '../../src/run/run-seal.js';
+import type { Store } from '../../src/store/store.js';
 import { tempStore } from '../helpers/temp-store.js';
 import { thrown } from '../helpers/thrown.js';
 
 const K = (c: string) => c.repeat(64);
 const SECRET = randomBytes(32);
+/** Whether run `id`'s manifest is there under the user's seal (SECRET's). */
+function sealedHere(store: Store, id: string): boolean {
+  const file = manifestFile(store, ref(id));
+  return existsSync(file) && runSealed(store, ref(id), sha256Hex(readFileSync(file)), SECRET);
+}
 const template = { instruction: 'Hint {path}', also: [], reads: [], each: { glob: 'src/*.py' } };
 const ref = (name: string, revision = 1) => ({
   name,
@@ -211,12 +217,12 @@ describe("the user's seal on a run", () => {
     const sha = sha256Hex(readFileSync(file));
     expect(runSealFile(store, ref('s'))).toBe(file.replace(/\.json$/, '.seal'));
     expect(runSealed(store, ref('s'), sha, SECRET)).toBe(true);
-    expect(manifestSealed(store, ref('s'), SECRET)).toBe(true);
+    expect(sealedHere(store, 's')).toBe(true);
     expect(sealedRunKeys(store, 's', SECRET, 'nothing').intended).toEqual([K('a'), K('b')]);
     expect(runSealed(store, ref('s'), sha, randomBytes(32))).toBe(false); // another user
     expect(runSealed(store, ref('s'), 'e'.repeat(64), SECRET)).toBe(false); // other bytes
     expect(runSealed(store, ref('t'), sha, SECRET)).toBe(false); // moved to another run
-    expect(manifestSealed(store, ref('none'), SECRET)).toBe(false);
+    expect(sealedHere(store, 'none')).toBe(false);
   });
 
   it('refuses a run whose manifest was rewritten, or came without the seal (EGJ_RUN_UNSEALED, exit 3)', () => {
@@ -240,19 +246,23 @@ describe("the user's seal on a run", () => {
     const bytes = readFileSync(file);
     rmSync(runSealFile(store, ref('s'))); // a mint killed between its two writes, or a copy
     const again = { ...m, created_at: '2030-01-01T00:00:00.000Z', template: { ...template, each: null } };
+    expect(sealedAlready(store, again, SECRET)).toBe(false); // so the mint goes on, and seals it
     expect(sealManifest(store, again, SECRET)).toBe('adopted');
     expect(readFileSync(file)).toEqual(bytes); // the manifest is never rewritten
-    expect(manifestSealed(store, ref('s'), SECRET)).toBe(true);
+    expect(sealedHere(store, 's')).toBe(true);
     expect(sealManifest(store, again, SECRET)).toBe('same');
+    expect(sealedAlready(store, again, SECRET)).toBe(true);
+    expect(sealedAlready(store, buildManifest(ref('none'), template, m.expansion), SECRET)).toBe(false);
     // another user's mint of the same run seals it as theirs; the first user's seal no longer holds
     const other = randomBytes(32);
     expect(sealManifest(store, again, other)).toBe('adopted');
-    expect(manifestSealed(store, ref('s'), SECRET)).toBe(false);
+    expect(sealedHere(store, 's')).toBe(false);
     // a manifest holding fewer jobs than the mint would seal is another run: refused, never sealed
     writeFileSync(file, JSON.stringify({ ...m, expansion: m.expansion.slice(1), keys: m.keys.slice(1) }));
     const err = thrown(() => sealManifest(store, m, SECRET)) as GenjobError;
     expect(err.code).toBe('EGJ_RUN_SEALED');
-    expect(manifestSealed(store, ref('s'), SECRET)).toBe(false);
+    expect((thrown(() => sealedAlready(store, m, SECRET)) as GenjobError).code).toBe('EGJ_RUN_SEALED');
+    expect(sealedHere(store, 's')).toBe(false);
     expect(existsSync(runSealFile(store, ref('s')))).toBe(true);
   });
 });
