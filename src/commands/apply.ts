@@ -13,6 +13,7 @@ import { type Failure, failureLines, failureOf, failureSummary, worstExit } from
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore, openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
+import type { RunKeys } from '../run/run-keys.js';
 import { exists, sweepStaleTemps } from '../store/durable.js';
 import { keysIn } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
@@ -78,7 +79,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   if (o.commit) await (await import('../git/commit-preflight.js')).assertCanCommit(lookStore(o).root);
   const store = openStore(o);
   // a run's keys count only from a run the user minted: a branch's manifest could name other jobs
-  const sealedBy = o.run === undefined ? undefined : await assertRunSealed(store, o.run);
+  const run = o.run === undefined ? undefined : await sealedRun(store, o.run);
   // temps of applies (and workers) that died mid-publish in leases/ and objects/ (.gen/tmp: openStore)
   if (!o.dryRun)
     sweepStaleTemps(store, undefined, undefined, [store.layout.dir('leases'), store.layout.dir('objects')]);
@@ -94,7 +95,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
   // --all --commit also looks at applied jobs: one applied without --commit gets its commit now
   const { keys: selected, skipped } = o.gated
     ? { keys: await gatedKeys(store, o.run), skipped: 0 }
-    : selectKeys(store, o, 'received', ['received', 'applied'], sealedBy);
+    : selectKeys(store, o, 'received', ['received', 'applied'], run?.current);
   const keys =
     o.commit && o.all && o.run === undefined
       ? [...new Set([...selected, ...keysIn(store, 'applied')])].sort()
@@ -238,13 +239,11 @@ async function remintStale(
   }
 }
 
-/** The user's secret, once the run is one the user minted (EGJ_RUN_UNSEALED otherwise). */
-async function assertRunSealed(store: Store, run: string): Promise<Buffer> {
+/** The run's keys, followed along the user's own remints, once it is a run the user minted (EGJ_RUN_UNSEALED otherwise). */
+async function sealedRun(store: Store, run: string): Promise<RunKeys> {
   const { sealedRunKeys } = await import('../run/run-keys.js');
   const { requireUserSecret } = await import('../remote/cache-mac.js');
-  const secret = await requireUserSecret();
-  sealedRunKeys(store, run, secret, 'nothing was applied');
-  return secret;
+  return sealedRunKeys(store, run, await requireUserSecret(), 'nothing was applied');
 }
 
 /** --gated: the jobs the run's newest gate record accepted, when the user's gate sealed it and it is still current and met. */

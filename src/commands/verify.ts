@@ -44,13 +44,13 @@ export function selectKeys(
   o: { key?: string; all?: boolean; run?: string },
   allState: 'received',
   runStates: readonly JobState[] = ['received', 'applied', 'reverted'],
-  /** Follow a run's keys only along remint links this secret sealed (apply's, store/supersede.ts). */
-  sealedBy?: Buffer,
+  /** The run's keys as the caller resolved them already (apply's: the user's sealed run). */
+  runCurrent?: readonly string[],
 ): { keys: string[]; skipped: number } {
   if ((o.all || o.run !== undefined) && o.key)
     throw new UsageError('EGJ_USAGE', `give a key or ${o.run !== undefined ? '--run' : '--all'}, not both`);
   if (o.run !== undefined) {
-    const keys = runKeys(store, o.run, sealedBy).current;
+    const keys = runCurrent ?? runKeys(store, o.run).current;
     const chosen = keys.filter((k) => runStates.includes(findJob(store, k)?.state as JobState));
     return { keys: chosen, skipped: keys.length - chosen.length };
   }
