@@ -4,7 +4,9 @@
 // when a forged receipt names it); jobs that never produced a result counted against the rate; apply
 // over a run going on past an aborted job; apply --gated and a gate record made stale (by a retry, or a
 // receipt that stopped verifying: refused before anything is written); --wait and --timeout; two workers
-// of one run, one claiming a job the other listed; the commands that take --run and many keys.
+// of one run, one claiming a job the other listed; the commands that take --run and many keys; and a
+// branch's forgeries under .gen/ (a manifest that leaves a job out, a remint link to a job that passed),
+// which gate and apply refuse or do not follow: only the user's own sealed mint and remint count.
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -383,7 +385,7 @@ describe('acting on a run', () => {
     expect(applied.exitCode, applied.stderr).toBe(0);
   });
 
-  it('decides and applies only a run the user minted: not a manifest a branch rewrote to leave a job out', async () => {
+  it('decides and applies only a run the user minted: not a forged manifest a branch commits to leave a job out', async () => {
     const sb = await runBox(3);
     const jobs = await mintRun(sb, 'm');
     sb.setGen({ fail: ['m02'] });
@@ -459,7 +461,7 @@ describe('acting on a run', () => {
     expect(snapshot(join(sb.repo, '.gen'), [])).toEqual(gen);
   });
 
-  it("follows a remint only along the user's own links: a dead letter a branch adds cannot stand a passing job in for a cancelled one", async () => {
+  it("follows a remint only along the user's own links: a forged dead letter a branch adds cannot stand a passing job in for a cancelled one", async () => {
     const sb = await runBox(3);
     const jobs = await mintRun(sb, 'l');
     expect((await sb.genjob(['cancel', jobs[2]!.key])).exitCode).toBe(0);
