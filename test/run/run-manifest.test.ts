@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { GenjobError } from '../../src/core/errors.js';
+import { macOf } from '../../src/core/mac.js';
 import { sha256Hex } from '../../src/core/sha256.js';
 import { sealedRunKeys } from '../../src/run/run-keys.js';
 import {
@@ -216,6 +217,10 @@ describe("the user's seal on a run", () => {
     const { store, file } = seeded();
     const sha = sha256Hex(readFileSync(file));
     expect(runSealFile(store, ref('s'))).toBe(file.replace(/\.json$/, '.seal'));
+    // the format is kept from one genjob to the next (the bench writes one): HMAC-SHA256 of the bytes' sha256
+    expect(readFileSync(runSealFile(store, ref('s')), 'utf8')).toBe(
+      `${macOf(SECRET, 'genjob-run-manifest-v1', 's', sha)}\n`,
+    );
     expect(runSealed(store, ref('s'), sha, SECRET)).toBe(true);
     expect(sealedHere(store, 's')).toBe(true);
     expect(sealedRunKeys(store, 's', SECRET, 'nothing').intended).toEqual([K('a'), K('b')]);
