@@ -28,7 +28,8 @@ import { crashingFs, isCrash } from '../helpers/crashing-fs.js';
 import { modelBase, modelReceipt, modelRunOptions } from '../helpers/model-kit.js';
 import { snapshot } from '../helpers/tree-snapshot.js';
 
-const RUNS = Number(process.env.GENJOB_SHADOW_MODEL_RUNS ?? 1000);
+// 500 runs in the suite (its fixed seed draws the same ones each time); GENJOB_SHADOW_MODEL_RUNS for more
+const RUNS = Number(process.env.GENJOB_SHADOW_MODEL_RUNS ?? 500);
 const POLICY = { trusted: [], requireSignature: false };
 const W = { id: 'model', host: 'model', pid: 1 };
 const FAST: FsPort = { ...nodeFs, fsyncSync: () => {} };
@@ -338,5 +339,5 @@ describe('shadow planes and gc against their model', () => {
     expect(stats.copiesRefused).toBeGreaterThan(0);
     expect(stats.pruned).toBeGreaterThan(0);
     expect(stats.mintRefused).toBeGreaterThan(0);
-  }); // ~15 s for 1,000 runs on an idle machine; CI boxes are shared
+  });
 });
