@@ -1,8 +1,16 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Test files that change what the whole process shares and cannot hand it back as they found it: they
+ * run in a process of their own (vi.mock of node:fs; process.env replaced by a plain object).
+ */
+const PROCESS_STATE = ['test/store/remove-tree-race.test.ts', 'test/cli/config-file.test.ts'];
+
+/** The files that spawn the built CLI and the processes around it, and those that run for long. */
+const OWN_PROCESS = ['test/e2e/**/*.test.ts', 'test/docs/**/*.test.ts', 'test/model/**/*.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // A guard against a hang, nothing more: no test may pass or fail by how fast this (shared, 2-core)
     // machine is today. Limits that decide a test are on what it counts, never on wall time.
     testTimeout: 600_000,
@@ -19,5 +27,23 @@ export default defineConfig({
     maxWorkers: 2,
     reporters: ['default', './test/plain-summary-reporter.ts'],
     // e2e tests spawn the built CLI; `npm test` builds first (see package.json).
+    projects: [
+      {
+        // The tests that run genjob's modules in this process share one worker process file after
+        // file: a fresh process per file (node, vitest and every module imported again) cost about a
+        // third of their time. Each restores what it changes (env, spies, timers) in finally/afterEach.
+        extends: true,
+        test: {
+          name: 'in-process',
+          include: ['test/**/*.test.ts'],
+          exclude: [...OWN_PROCESS, ...PROCESS_STATE],
+          isolate: false,
+        },
+      },
+      {
+        extends: true,
+        test: { name: 'isolated', include: [...OWN_PROCESS, ...PROCESS_STATE] },
+      },
+    ],
   },
 });
