@@ -5,6 +5,7 @@
 // overwrite. What it seals is the template digest and the expansion; `created_at` is a note. Beside it
 // lies the user's seal (run-seal.ts): the run is the user's only once their own mint wrote it, or found it
 // holding exactly the run it would write.
+import { basename } from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { ConflictError, UsageError } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
@@ -101,6 +102,17 @@ export function parseManifest(bytes: Buffer, file: string): RunManifest {
     throw new UsageError(
       'EGJ_RUN_INVALID',
       `${file}: not a ${RUN_SCHEMA} manifest (schema, keys and expansion must agree, and the template digest be its template's)`,
+    );
+  // a run is known by its file's name (gate, seal, report): a manifest naming another run is another run's
+  const id = basename(file, '.json');
+  const named =
+    typeof doc.name === 'string' && Number.isSafeInteger(doc.revision) && doc.revision >= 1
+      ? runId(doc.name, doc.revision)
+      : undefined;
+  if (named !== id)
+    throw new UsageError(
+      'EGJ_RUN_INVALID',
+      `${file}: not the manifest of run ${id}: it names ${named === undefined ? 'no run (a name, and a revision from 1)' : `run ${named}`}`,
     );
   return doc;
 }
