@@ -1,14 +1,18 @@
 // A real git repository in a temp dir for the tests of src/git: its own config (identity, default
 // branch, no system or user config), a genjob Store at its root, and commits made from a map of files.
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { deflateSync } from 'node:zlib';
 import { Store } from '../../src/store/store.js';
 import { tempDir } from '../helpers/temp-store.js';
 
 export interface Repo {
   root: string;
   store: Store;
+  /** The hash its objects are named by. */
+  objectFormat: 'sha1' | 'sha256';
   /** Run git in the repository; stdout without its final newline. */
   git(args: readonly string[], input?: string | Buffer): string;
   /** The bytes of the blob at `rev:path`, or null when there is none. */
@@ -26,17 +30,20 @@ export function tempGitRepo(prefix: string, opts: { objectFormat?: 'sha1' | 'sha
   const config = join(base, 'gitconfig');
   writeFileSync(
     config,
-    '[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n',
+    // no `git maintenance run --auto` process after every commit
+    '[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n[maintenance]\n\tauto = false\n',
   );
   const env = { PATH: process.env.PATH, GIT_CONFIG_GLOBAL: config, GIT_CONFIG_NOSYSTEM: '1', LC_ALL: 'C' };
   const git = (args: readonly string[], input?: string | Buffer) =>
     execFileSync('git', args, { cwd: root, env, input }).toString('utf8').replace(/\n$/, '');
-  git(['init', '-q', `--object-format=${opts.objectFormat ?? 'sha1'}`]);
+  const objectFormat = opts.objectFormat ?? 'sha1';
+  git(['init', '-q', `--object-format=${objectFormat}`]);
   writeFileSync(join(root, '.gitignore'), '.gen/\n');
   const store = new Store(root).ensure();
   return {
     root,
     store,
+    objectFormat,
     git,
     blob(rev, path) {
       try {
@@ -45,7 +52,7 @@ export function tempGitRepo(prefix: string, opts: { objectFormat?: 'sha1' | 'sha
         return null;
       }
     },
-    object: (type, bytes) => git(['hash-object', '-t', type, '--literally', '-w', '--stdin'], bytes),
+    object: (type, bytes) => writeLooseObject(root, objectFormat, type, bytes),
     commit(message, files, opts = {}) {
       const paths = Object.keys(files);
       for (const [path, text] of Object.entries(files)) {
@@ -62,4 +69,28 @@ export function tempGitRepo(prefix: string, opts: { objectFormat?: 'sha1' | 'sha
       return git(['rev-parse', 'HEAD']);
     },
   };
+}
+
+/**
+ * What `git hash-object -t TYPE --literally -w --stdin` does, without a process (the tests write
+ * hundreds of objects, and a spawn from the test's process costs tens of ms): the object is
+ * "TYPE SIZE\0BYTES", named by its hash, stored zlib-deflated at objects/xx/rest; an existing one is kept.
+ */
+function writeLooseObject(
+  root: string,
+  format: 'sha1' | 'sha256',
+  type: string,
+  bytes: string | Buffer,
+): string {
+  const body = Buffer.from(bytes);
+  const object = Buffer.concat([Buffer.from(`${type} ${body.length}\0`), body]);
+  const id = createHash(format).update(object).digest('hex');
+  const file = join(root, '.git', 'objects', id.slice(0, 2), id.slice(2));
+  mkdirSync(dirname(file), { recursive: true });
+  try {
+    writeFileSync(file, deflateSync(object), { flag: 'wx', mode: 0o444 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  return id;
 }

@@ -62,7 +62,7 @@ type Entry = [mode: string, name: string, oid: string];
 
 /** A raw tree object with exactly `entries`, in that order (git checks nothing). */
 function rawTree(repo: Repo, entries: Entry[]): string {
-  const oidBytes = repo.git(['rev-parse', '--show-object-format']) === 'sha256' ? 32 : 20;
+  const oidBytes = repo.objectFormat === 'sha256' ? 32 : 20;
   const parts = entries.map(([mode, name, oid]) => {
     const id = Buffer.from(oid, 'hex');
     expect(id.length).toBe(oidBytes);
@@ -71,7 +71,7 @@ function rawTree(repo: Repo, entries: Entry[]): string {
   return repo.object('tree', Buffer.concat(parts));
 }
 
-const blob = (repo: Repo, bytes: string | Buffer) => repo.git(['hash-object', '-w', '--stdin'], bytes);
+const blob = (repo: Repo, bytes: string | Buffer) => repo.object('blob', bytes);
 
 /** An object's size in bytes, as git's size check sees it. */
 const objectSize = (repo: Repo, oid: string) => Number(repo.git(['cat-file', '-s', oid]));
