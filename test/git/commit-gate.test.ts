@@ -652,7 +652,7 @@ describe('checkCommits refuses', () => {
   it('a commit that turns an output into a symlink', async () => {
     repo.git(['rm', '-q', '--cached', 'src/a.py']);
     unlinkSync(join(repo.root, 'src/a.py'));
-    const blob = repo.git(['hash-object', '-w', '--stdin'], NEW);
+    const blob = repo.object('blob', NEW);
     repo.git(['update-index', '--add', '--cacheinfo', `120000,${blob},src/a.py`]);
     repo.commit(trailers(gen), {});
     expect(await failure()).toEqual({
@@ -664,7 +664,7 @@ describe('checkCommits refuses', () => {
 
   it('an output added as a symlink', async () => {
     const fresh = await receive(repo, 'Make n', { 'src/n.py': NEW });
-    const blob = repo.git(['hash-object', '-w', '--stdin'], NEW);
+    const blob = repo.object('blob', NEW);
     repo.git(['update-index', '--add', '--cacheinfo', `120000,${blob},src/n.py`]);
     repo.commit(trailers(fresh), {});
     expect(await failure()).toEqual({

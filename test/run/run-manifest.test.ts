@@ -185,26 +185,27 @@ describe('the sealed manifest', () => {
 
   it('reads a manifest that keeps every rule', () => {
     expect(parseManifest(Buffer.from(JSON.stringify(good)), 'p.json')).toEqual(good);
+    // each under the file of the run it names: another name, another revision (p@2)
+    for (const [doc, file] of [
+      [{ ...good, name: 'q' }, '/r/.gen/runs/q.json'],
+      [{ ...good, revision: 2 }, '/r/.gen/runs/p@2.json'],
+    ] as const)
+      expect(parseManifest(Buffer.from(JSON.stringify(doc)), file)).toEqual(doc);
   });
 
   it.each([
     ['another name', { ...good, name: 'q' }, 'it names run q'],
     ['another revision', { ...good, revision: 2 }, 'it names run p@2'],
-    ['no name', { ...good, name: undefined }, 'it names no run'],
-    ['a revision 0', { ...good, revision: 0 }, 'it names no run'],
-    ['a revision in words', { ...good, revision: '1' }, 'it names no run'],
-    ['a fractional revision', { ...good, revision: 1.5 }, 'it names no run'],
+    ['no name', { ...good, name: undefined }, 'it names no run (a name, and a revision from 1)'],
+    ['a revision 0', { ...good, revision: 0 }, 'it names no run (a name, and a revision from 1)'],
+    ['a revision in words', { ...good, revision: '1' }, 'it names no run (a name, and a revision from 1)'],
+    ['a fractional revision', { ...good, revision: 1.5 }, 'it names no run (a name, and a revision from 1)'],
   ])("refuses a manifest filed under another run's name: %s (EGJ_RUN_INVALID)", (_what, doc, names) => {
     const err = thrown(() =>
       parseManifest(Buffer.from(JSON.stringify(doc)), '/r/.gen/runs/p.json'),
     ) as GenjobError;
     expect([err.code, err.exitCode]).toEqual(['EGJ_RUN_INVALID', 2]);
-    expect(err.message).toBe(
-      `/r/.gen/runs/p.json: not the manifest of run p: ${names}${names === 'it names no run' ? ' (a name, and a revision from 1)' : ''}`,
-    );
-    // the same manifest under its own name reads, revision 2 as p@2
-    if (doc.revision === 2)
-      expect(parseManifest(Buffer.from(JSON.stringify(doc)), '/r/.gen/runs/p@2.json')).toEqual(doc);
+    expect(err.message).toBe(`/r/.gen/runs/p.json: not the manifest of run p: ${names}`);
   });
 
   it("refuses a manifest whose template digest is not its template's", () => {
