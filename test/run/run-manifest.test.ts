@@ -208,6 +208,32 @@ describe('the sealed manifest', () => {
     expect(err.message).toBe(`/r/.gen/runs/p.json: not the manifest of run p: ${names}`);
   });
 
+  it("a forged manifest: another run's, with its seal, copied in under this run's name is refused, never adopted", () => {
+    const store = tempStore('genjob-run-');
+    const expansion = [{ path: 'a', key: K('a') }];
+    sealManifest(store, buildManifest(ref('a'), template, expansion), SECRET);
+    // what a branch commits: run a's manifest and seal under the name b (the same jobs b would mint)
+    const file = manifestFile(store, ref('b'));
+    const forged = readFileSync(manifestFile(store, ref('a')));
+    writeFileSync(file, forged);
+    writeFileSync(runSealFile(store, ref('b')), readFileSync(runSealFile(store, ref('a'))));
+    const seal = readFileSync(runSealFile(store, ref('b')));
+    const message = `${file}: not the manifest of run b: it names run a`;
+    for (const attempt of [
+      () => readManifest(store, ref('b')),
+      () => sealedRunKeys(store, 'b', SECRET, 'nothing was decided'),
+      () => sealedAlready(store, buildManifest(ref('b'), template, expansion), SECRET),
+      () => sealManifest(store, buildManifest(ref('b'), template, expansion), SECRET),
+    ]) {
+      const err = thrown(attempt) as GenjobError;
+      expect([err.code, err.message]).toEqual(['EGJ_RUN_INVALID', message]);
+    }
+    // nothing written: the forged files as committed, not sealed as the user's
+    expect(readFileSync(file)).toEqual(forged);
+    expect(readFileSync(runSealFile(store, ref('b')))).toEqual(seal);
+    expect(sealedHere(store, 'b')).toBe(false);
+  });
+
   it("refuses a manifest whose template digest is not its template's", () => {
     const store = tempStore('genjob-run-');
     const m = buildManifest(ref('d'), template, [{ path: 'a', key: K('a') }]);
