@@ -26,6 +26,8 @@ export default defineConfig({
     // own sshd, Slurm, servers, in its own temp dir).
     maxWorkers: 2,
     reporters: ['default', './test/plain-summary-reporter.ts'],
+    // removes each test's temp directories (test/helpers/temp-store.ts), in every file
+    setupFiles: ['test/helpers/after-each-test.ts'],
     // e2e tests spawn the built CLI; `npm test` builds first (see package.json).
     projects: [
       {

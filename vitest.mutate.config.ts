@@ -10,5 +10,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // removes each test's temp directories (test/helpers/temp-store.ts)
+    setupFiles: ['test/helpers/after-each-test.ts'],
   },
 });

@@ -1,10 +1,10 @@
 // How a failed schema check reads: word for word what genjob printed while its schemas were full zod
 // with its English messages loaded at start-up (the strings below were taken from that build), now that
 // they are zod/mini and the messages are built only for a failure.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parseChecker } from '../../src/check/checker.js';
 import { decodeRecord } from '../../src/check/record.js';
 import { loadConfigFile } from '../../src/cli/config-file.js';
@@ -43,6 +43,7 @@ const trustWith = (entry: Record<string, unknown>) =>
     }),
   );
 const dir = mkdtempSync(join(tmpdir(), 'gj-schema-words-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const configOf = (v: unknown) => {
   const file = join(dir, 'genjob.config.json');
   writeFileSync(file, JSON.stringify(v));

@@ -5,15 +5,21 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterEach } from 'vitest';
 import { Store } from '../../src/store/store.js';
 
 const temps: string[] = [];
 const cleanups: Array<() => void> = [];
-afterEach(() => {
+
+/**
+ * Run the cleanups and remove the temp directories of the test that just ended. The setup file
+ * (test/helpers/after-each-test.ts) hooks it after every test of every file: a hook registered here, when
+ * this module is first imported, would belong to that first file alone in a worker that shares its
+ * modules from file to file.
+ */
+export function cleanUpAfterTest(): void {
   for (const c of cleanups.splice(0)) c();
   for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+}
 
 /** Run `fn` after the current test, before its temp directories are removed. */
 export function afterTest(fn: () => void): void {

@@ -11,7 +11,7 @@ import { thisProcess } from '../../src/store/process-identity.js';
 import { reapStale } from '../../src/store/reap.js';
 import { sweepDeadStaging } from '../../src/store/sweep-staging.js';
 import { makeStaging } from '../../src/transport/staging-writer.js';
-import { tempStore } from '../helpers/temp-store.js';
+import { tempDir, tempStore } from '../helpers/temp-store.js';
 import { thrown } from '../helpers/thrown.js';
 
 function deadPid(): number {
@@ -37,7 +37,7 @@ describe('sweepDeadStaging', () => {
 
   it('refuses a staging/ that is a link (a clone can commit one), removing nothing where it points', () => {
     const store = tempStore('genjob-sweep-');
-    const outside = join(store.root, '..', 'outside');
+    const outside = join(tempDir('genjob-sweep-outside-'), 'outside');
     const theirs = join(outside, `.extract-${deadPid()}-12345-abcdef`);
     mkdirSync(theirs, { recursive: true });
     writeFileSync(join(theirs, 'a.py'), "not genjob's");
