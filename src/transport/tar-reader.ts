@@ -3,7 +3,7 @@
 // block; framing and pax records are ours: its Parser dropped a valid pax path when a chunk boundary
 // split a UTF-8 character, skipped unknown entries and ended quietly on truncation. The stream must end
 // exactly after two zero blocks plus at most 64 KiB of zeros; any other shape throws ArchiveRejectedError.
-import { Header } from 'tar';
+import { Header } from 'tar/header'; // the header module alone (see tar-header.ts)
 import { refuseNonFile } from './refuse-non-file.js';
 import { rejectArchive as reject } from './reject-archive.js';
 import { decodeUtf8, field, paxRecords } from './tar-text.js';
