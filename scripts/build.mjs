@@ -81,7 +81,9 @@ const { metafile } = await build({
 // compiled exactly as bin/bundle-loader.js compiles it at every start, in a process of its own that runs
 // a few commands first (their output is not this build's)
 const bundle = `${next}/genjob.cjs`;
-execFileSync(process.execPath, ['scripts/warm-cache.mjs', bundle], { stdio: ['ignore', 'ignore', 'pipe'] });
+execFileSync(process.execPath, ['scripts/warm-cache.mjs', bundle, 'dist/genjob.cjs'], {
+  stdio: ['ignore', 'ignore', 'pipe'],
+});
 // the report's stylesheet and script are files the report inlines at run time: they ship in dist/
 await cp('src/report/assets', `${next}/report-assets`, { recursive: true });
 const unbundled = unbundledImports(metafile);

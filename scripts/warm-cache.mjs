@@ -1,6 +1,6 @@
-// Write the V8 code cache of a built bundle (node scripts/warm-cache.mjs DIST/genjob.cjs) after running
-// the commands that must start fastest in it, in a scratch store: show, status, push with nothing to
-// push. V8's data holds every function compiled so far, so the functions such a start runs (main,
+// Write the V8 code cache of a built bundle (node scripts/warm-cache.mjs DIST/genjob.cjs [RUNS-AS]) after
+// running the commands that must start fastest in it, in a scratch store: show, status, push with nothing
+// to push. V8's data holds every function compiled so far, so the functions such a start runs (main,
 // commander, the store and journal readers, the job schema) are in the cache as bytecode instead of
 // being compiled from source at every start; a cache made right after compiling holds only the
 // bundle's top level. The job to show is minted by another process, so mint's code stays out of the
@@ -15,6 +15,11 @@ import { codeCacheFile, codeCacheOf, compileBundle, runBundle } from '../bin/bun
 
 const LOADER = fileURLToPath(new URL('../bin/bundle-loader.js', import.meta.url));
 const bundle = resolve(process.argv[2]);
+// V8 keeps the file name a cache was compiled under (a script compiled later with the cache names its
+// frames by it, whatever name it is given): compiled under the path the bundle is run from (a second
+// argument; the build's dist/genjob.cjs), not the build's temporary directory, the stack of an internal
+// error names a file that exists. An installed copy names the path it was built at.
+const runsAs = resolve(process.argv[3] ?? process.argv[2]);
 const scratch = mkdtempSync(join(tmpdir(), 'genjob-warm-'));
 try {
   // the scratch store's settings are its own: no user config, no user cache
@@ -38,7 +43,7 @@ try {
   const [key] = readdirSync(join(root, '.gen', 'queue')).map((n) => n.replace(/\.json$/, ''));
 
   const bytes = readFileSync(bundle);
-  const script = compileBundle(bundle, bytes);
+  const script = compileBundle(runsAs, bytes);
   const { main } = runBundle(bundle, script);
   const run = (...args) => main(['node', 'genjob', ...args]);
   await run('show', key);
@@ -46,7 +51,7 @@ try {
   await run('status');
   await run('push', '--json', `file://${join(scratch, 'none.git')}`);
   process.exitCode = 0; // a command that failed here only leaves its functions out of the cache
-  writeFileSync(codeCacheOf(bundle), codeCacheFile(bundle, bytes, script));
+  writeFileSync(codeCacheOf(bundle), codeCacheFile(runsAs, bytes, script));
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

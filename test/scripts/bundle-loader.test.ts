@@ -57,6 +57,30 @@ describe('the bundle loader', () => {
     expect(shipped).toBeGreaterThan(fresh * 1.3);
   });
 
+  it("names the bundle's stack frames by the file it runs from, not the build's temporary directory", () => {
+    // a frame of the bundle's own code, taken where it first requires a Node module
+    const preload = join(tempDir('gj-bundle-frames-'), 'frame.cjs');
+    writeFileSync(
+      preload,
+      "const M = require('node:module'); const load = M._load; let told = false;\n" +
+        'M._load = function (...a) {\n' +
+        "  const f = new Error().stack.split('\\n').find((l) => l.includes('genjob.cjs:'));\n" +
+        "  if (f && !told) { told = true; require('node:fs').writeSync(2, 'frame ' + f.trim() + '\\n'); }\n" +
+        '  return load.apply(this, a);\n};\n',
+    );
+    const r = spawnSync(
+      process.execPath,
+      ['--require', preload, join(PKG, 'bin', 'genjob.js'), 'status', '--json'],
+      {
+        encoding: 'utf8',
+        cwd: tempDir('gj-bundle-frames-cwd-'),
+      },
+    );
+    expect(r.stderr).toMatch(
+      new RegExp(`^frame at .*\\(?${join(PKG, 'dist', 'genjob.cjs')}:\\d+:\\d+\\)?$`, 'm'),
+    );
+  });
+
   it('warms the cache in a store of its own, even under a temp dir inside another store', () => {
     // init found the nearest .gen/ or .git/ above the scratch repository: a stray /tmp/.gen failed the
     // build (the warm-up looked for its job in a queue that was elsewhere), and a TMPDIR inside a
