@@ -8,10 +8,10 @@
 // gate's check keys are the base's), stale (the base redefines the checker) or made for another tree (the commit rebased).
 
 import { createPublicKey } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../bench/fixtures.mjs';
 import { encodeRecord } from '../../src/check/record.js';
 import { keyIdOf, loadPrivateKey } from '../../src/trust/keys.js';
@@ -54,6 +54,11 @@ function copyRemote(name: string): string {
   cpSync(w.bare, copy, { recursive: true });
   return copy;
 }
+
+// the repositories every test shares, made once
+afterAll(() => {
+  if (w !== undefined) rmSync(w.base, { recursive: true, force: true });
+});
 
 beforeAll(async () => {
   const base = mkdtempSync(join(tmpdir(), 'gj-check-gate-'));

@@ -21,14 +21,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir } from '../helpers/temp-store.js';
 import { leftovers } from './fault-sweep.js';
 import { DEMO_GENERATOR, FIXTURE, runCli, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 const PATHS = ['src/user.py', 'tests/test_user.py'];
-// not a tempDir(): those are removed after each test, and a mount point is busy until the end
+// not tempDir()s, which are removed after each test: a mount point is busy until the end, and the
+// generator hosts' files beside it are kept for every test
 const mnt = mkdtempSync(join(tmpdir(), 'genjob-fulldisk-'));
-const outside = tempDir('genjob-fulldisk-host-');
+const outside = mkdtempSync(join(tmpdir(), 'genjob-fulldisk-host-'));
 
 function tryMount(): string | undefined {
   try {
@@ -44,6 +44,7 @@ if (mountProblem) console.log(`full-disk test skipped: cannot mount a tmpfs here
 afterAll(() => {
   if (!mountProblem) execFileSync('umount', [mnt]);
   rmSync(mnt, { recursive: true, force: true });
+  rmSync(outside, { recursive: true, force: true });
 });
 
 const filler = () => join(mnt, 'filler');
