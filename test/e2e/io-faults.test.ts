@@ -43,6 +43,7 @@ import {
   structuredAnswer,
 } from '../helpers/fake-openai.js';
 import { mulberry32 } from '../helpers/prng.js';
+import { processesNaming } from '../helpers/processes.js';
 import { tempDir } from '../helpers/temp-store.js';
 import {
   classify,
@@ -255,6 +256,10 @@ async function claimedByDeadWorker(b: Box, key: string): Promise<void> {
   expect(ls(b, 'running')).toEqual([`${key}.json`]);
   process.kill(-worker.pid!, 'SIGKILL');
   await worker;
+  // its serve has a process group of its own (a host's serve outlives its worker, to keep the result):
+  // killed with the generator, each by the box it names, or it would finish after the test and write
+  // its cache into the box's removed directory
+  for (const pid of processesNaming(b.base)) process.kill(pid, 'SIGKILL');
 }
 
 /** The provider the `work --batch` scenario submits to (started once, shared by its points). */

@@ -19,3 +19,20 @@ export function liveProcesses(argv: string[]): number[] {
     })
     .map(Number);
 }
+
+/** Pids of live (non-zombie) processes other than this one whose command line contains `text`. */
+export function processesNaming(text: string): number[] {
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n) && Number(n) !== process.pid)
+    .filter((n) => {
+      try {
+        return (
+          readFileSync(`/proc/${n}/cmdline`, 'utf8').includes(text) &&
+          !/^State:\s+Z/m.test(readFileSync(`/proc/${n}/status`, 'utf8'))
+        );
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
