@@ -76,9 +76,8 @@ describe('the bundle loader', () => {
         cwd: tempDir('gj-bundle-frames-cwd-'),
       },
     );
-    expect(r.stderr).toMatch(
-      new RegExp(`^frame at .*\\(?${join(PKG, 'dist', 'genjob.cjs')}:\\d+:\\d+\\)?$`, 'm'),
-    );
+    const bundle = join(PKG, 'dist', 'genjob.cjs').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    expect(r.stderr).toMatch(new RegExp(`^frame at .*\\(?${bundle}:\\d+:\\d+\\)?$`, 'm'));
   });
 
   it('warms the cache in a store of its own, even under a temp dir inside another store', () => {
