@@ -1,8 +1,8 @@
 // Every file of .gen/ forged in turn (a branch may commit .gen/; a crash may tear a file): torn JSON,
 // JSON of another shape (an empty object, null), a link to /dev/zero in its place. The commands that only look
 // (status --json, show of each job, report) must answer or refuse with an error of their own (a GenjobError:
-// exit 2, 3, 4 or 5 naming the file), never stop on an internal error. The store is made once through
-// the built CLI with a job in each state (received, checked, applied, dropped, reverted, pruned by gc);
+// exit 2, 3, 4 or 5 naming the file), never stop on an internal error. One store, shared by both tests, is made
+// through the built CLI with a job in each state (received, checked, applied, dropped, reverted, pruned by gc);
 // the commands then run in this process (no start-up per run), so the whole sweep takes well under a minute.
 import { execFileSync } from 'node:child_process';
 import { lstatSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -45,7 +45,7 @@ async function internalError(run: () => Promise<unknown>): Promise<unknown> {
 
 /** A store made through the built CLI with a job in each state: received, checked, applied, dropped, reverted, pruned by gc. */
 async function storeOfEveryState() {
-  const sb = await makeSandbox();
+  const sb = await makeSandbox({ life: 'file' });
   const git = (args: string[]) => execFileSync('git', args, { cwd: sb.repo, stdio: 'pipe' });
   writeFileSync(join(sb.repo, 'genjob.config.json'), JSON.stringify({ checkers: { ok: { run: 'true' } } }));
   git(['add', '-A']);
@@ -76,6 +76,13 @@ async function storeOfEveryState() {
   const keys = [pruned, applied, received, dropped, reverted];
   return { sb, keys };
 }
+
+/** The one store both tests forge (each puts back every file it forges), made by the first that needs it. */
+let everyState: ReturnType<typeof storeOfEveryState> | undefined;
+const sharedStore = () => {
+  everyState ??= storeOfEveryState();
+  return everyState;
+};
 
 /** Every regular file of .gen/ but the report's, after checking the store holds each kind of record. */
 function recordFiles(repo: string): string[] {
@@ -122,7 +129,7 @@ async function sweep(
 
 describe('forged records in .gen/', () => {
   it('leave status, show and report answering or refusing by name, never with an internal error', async () => {
-    const { sb, keys } = await storeOfEveryState();
+    const { sb, keys } = await sharedStore();
 
     process.env.XDG_CACHE_HOME = sb.cache;
     const root = sb.repo;
@@ -145,7 +152,7 @@ describe('forged records in .gen/', () => {
   });
 
   it('leave push sending, refusing by name or skipping, never with an internal error', async () => {
-    const { sb } = await storeOfEveryState();
+    const { sb } = await sharedStore();
     const remote = join(sb.base, 'remote.git');
     execFileSync('git', ['init', '-q', '--bare', remote]);
     const url = `file://${remote}`;

@@ -38,9 +38,14 @@ export interface CliResult {
   stderr: string;
 }
 
-/** A fresh sandbox with the toy repository in it (git-initialised unless `git: false`), in `parent` (default: the temp dir). */
-export async function makeSandbox(opts: { git?: boolean; parent?: string } = {}): Promise<Sandbox> {
-  const base = tempDir('genjob-e2e-', opts.parent);
+/**
+ * A fresh sandbox with the toy repository in it (git-initialised unless `git: false`), in `parent` (default:
+ * the temp dir), removed after the test (`life: 'file'`: after the file's last test, for one tests share).
+ */
+export async function makeSandbox(
+  opts: { git?: boolean; parent?: string; life?: 'test' | 'file' } = {},
+): Promise<Sandbox> {
+  const base = tempDir('genjob-e2e-', opts.parent, opts.life);
   const repo = join(base, 'repo');
   const cache = join(base, 'cache');
   mkdirSync(cache);

@@ -1,4 +1,5 @@
-// Fresh temp directories for filesystem tests, each removed after the test that made it: a bare one, a
+// Fresh temp directories for filesystem tests, each removed after the test that made it (or, asked for, after
+// the last test of its file, for a fixture tests share): a bare one, a
 // Store root with its .gen/ made, or a repository root (repo/ with .git/ and some files) beside scratch
 // space. Cleanups registered with `afterTest` run first, so a child process is killed before its
 // directory goes.
@@ -8,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { Store } from '../../src/store/store.js';
 
 const temps: string[] = [];
+const fileTemps: string[] = [];
 const cleanups: Array<() => void> = [];
 
 /**
@@ -21,15 +23,20 @@ export function cleanUpAfterTest(): void {
   for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
 }
 
+/** Remove the temp directories made to last the whole file (the setup file hooks it after each file's last test). */
+export function cleanUpAfterFile(): void {
+  for (const d of fileTemps.splice(0)) rmSync(d, { recursive: true, force: true });
+}
+
 /** Run `fn` after the current test, before its temp directories are removed. */
 export function afterTest(fn: () => void): void {
   cleanups.push(fn);
 }
 
-/** A fresh directory under the system temp dir, removed after the test. */
-export function tempDir(prefix: string, parent = tmpdir()): string {
+/** A fresh directory under the system temp dir, removed after the test (`life: 'file'`: after the file's last test). */
+export function tempDir(prefix: string, parent = tmpdir(), life: 'test' | 'file' = 'test'): string {
   const dir = mkdtempSync(join(parent, prefix));
-  temps.push(dir);
+  (life === 'file' ? fileTemps : temps).push(dir);
   return dir;
 }
 
