@@ -8,13 +8,14 @@
 // gate's check keys are the base's), stale (the base redefines the checker) or made for another tree (the commit rebased).
 
 import { createPublicKey } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../bench/fixtures.mjs';
 import { encodeRecord } from '../../src/check/record.js';
 import { keyIdOf, loadPrivateKey } from '../../src/trust/keys.js';
+import { tempDir } from '../helpers/temp-store.js';
 import { CALC, CALC_GOOD, gitIdentityEnv, TEST_CALC, UNITTEST } from './check-helpers.js';
 import { git } from './git-helpers.js';
 import { type CliResult, runCli } from './helpers.js';
@@ -55,13 +56,9 @@ function copyRemote(name: string): string {
   return copy;
 }
 
-// the repositories every test shares, made once
-afterAll(() => {
-  if (w !== undefined) rmSync(w.base, { recursive: true, force: true });
-});
-
+// the repositories every test shares, made once (removed after the file's last test)
 beforeAll(async () => {
-  const base = mkdtempSync(join(tmpdir(), 'gj-check-gate-'));
+  const base = tempDir('gj-check-gate-', tmpdir(), 'file');
   const env = gitIdentityEnv(base);
   const bare = join(base, 'origin.git');
   w = { base, bare, env, key: '', commit: '', record: '' };
