@@ -15,8 +15,9 @@ import { lookStore, openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import type { RunKeys } from '../run/run-keys.js';
 import { exists, sweepStaleTemps } from '../store/durable.js';
-import { keysIn } from '../store/job-states.js';
+import { findJob, keysIn } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
+import { prunedOn, readTombstone } from '../store/tombstone.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { requireSandbox } from '../verify/require-sandbox.js';
 import { applyBacking, verifyKey } from '../verify/verify-key.js';
@@ -133,6 +134,14 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
         // under --all, jobs applied and committed long ago are counted, not listed one by one
         if (o.all && done.result.committedBefore) alreadyCommitted++;
         else lines.push(...done.lines);
+        continue;
+      }
+      // a key gc pruned after its apply is applied all the same, as mint says of its work order (with
+      // --commit it goes on to verify, which refuses it: nothing is left to commit from)
+      const tomb = o.commit || findJob(store, key) ? undefined : readTombstone(store, key);
+      if (tomb?.state === 'applied') {
+        results.push({ key, status: 'already-applied', pruned_on: prunedOn(tomb) });
+        lines.push(`${key.slice(0, 12)} already applied (pruned on ${prunedOn(tomb)})`);
         continue;
       }
       const v = await verifyKey(store, key, policy);

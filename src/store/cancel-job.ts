@@ -9,6 +9,7 @@ import { findJob } from './job-states.js';
 import { journal } from './journal.js';
 import { withKeyLock } from './key-lock.js';
 import type { Store } from './store.js';
+import { prunedState, readTombstone } from './tombstone.js';
 
 export const CANCELLED = 'EGJ_CANCELLED';
 
@@ -23,7 +24,7 @@ export async function cancelJob(
     if (found?.state !== 'queue' && found?.state !== 'running') {
       throw new ConflictError(
         'EGJ_NOT_CANCELLABLE',
-        `${found?.file ?? key}: only queued or running jobs can be cancelled (this one is ${found?.state ?? 'unknown'}${found?.state === 'received' ? '; use genjob drop' : ''})`,
+        `${found?.file ?? key}: only queued or running jobs can be cancelled (this one is ${found?.state ?? prunedState(readTombstone(store, key)) ?? 'unknown'}${found?.state === 'received' ? '; use genjob drop' : ''})`,
       );
     }
     const name = deadLetterFile(store, found.file, `${key}.job`, why);

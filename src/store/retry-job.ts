@@ -24,6 +24,7 @@ import { findJob } from './job-states.js';
 import { journal } from './journal.js';
 import { withKeyLock } from './key-lock.js';
 import type { Store } from './store.js';
+import { prunedState, readTombstone } from './tombstone.js';
 
 function receiptStatus(bytes: Buffer): string {
   try {
@@ -60,7 +61,7 @@ export async function retryJob(store: Store, key: string): Promise<{ epoch: numb
         found?.state ??
         (deadJobs(store).some((d) => d.key === key)
           ? 'dead for another reason (see genjob show)'
-          : 'unknown');
+          : (prunedState(readTombstone(store, key)) ?? 'unknown'));
       throw new ConflictError(
         'EGJ_NOT_RETRYABLE',
         `${found?.file ?? key}: only a received job (whatever its receipt), or a job in dead/ that was cancelled, ran out of attempts or whose generation was in doubt, can be retried (this one is ${state})`,

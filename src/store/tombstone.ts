@@ -67,3 +67,13 @@ export function writeTombstone(store: Store, t: Tombstone): Tombstone {
 export function prunedOn(t: Tombstone): string {
   return t.pruned_at.slice(0, 10);
 }
+
+/**
+ * What became of a key with no job file that gc pruned ("applied, then pruned by genjob gc on DATE"),
+ * for an error that would otherwise call the key unknown; undefined without a tombstone.
+ */
+export function prunedState(t: Tombstone | undefined): string | undefined {
+  if (t === undefined) return undefined;
+  const ended = t.state === 'dead' ? 'dead-lettered' : t.state;
+  return `${ended}, then pruned by genjob gc on ${prunedOn(t)}`;
+}

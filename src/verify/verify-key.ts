@@ -21,7 +21,7 @@ import { parseJobFile } from '../store/job-files.js';
 import { findJob } from '../store/job-states.js';
 import type { JobState } from '../store/layout.js';
 import type { Store } from '../store/store.js';
-import { prunedOn, readTombstone, tombstoneFile } from '../store/tombstone.js';
+import { prunedOn, prunedState, readTombstone, tombstoneFile } from '../store/tombstone.js';
 
 export interface Verified {
   job: Job;
@@ -51,6 +51,16 @@ export async function verifyKey(
     hint !== undefined && hintFile !== undefined && hinted !== undefined
       ? { state: hint, file: hintFile, bytes: hinted }
       : findJob(store, key);
+  if (!found) {
+    // a key gc pruned is known by its tombstone: what became of it, not "unknown" and "until work stores it"
+    const tomb = readTombstone(store, key);
+    const pruned = prunedState(tomb);
+    if (tomb && pruned)
+      throw new UsageError(
+        'EGJ_PRUNED',
+        `${tombstoneFile(store, key)}: key ${key.slice(0, 12)} was ${pruned}: its receipt and outputs are gone, nothing to verify${tomb.state === 'applied' ? '' : ' (mint the same work order to generate it afresh)'}`,
+      );
+  }
   if (!found || (found.state !== 'received' && found.state !== 'applied' && found.state !== 'reverted')) {
     throw new UsageError(
       'EGJ_NOT_RECEIVED',

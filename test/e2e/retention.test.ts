@@ -101,6 +101,59 @@ describe('genjob gc', () => {
     expect(JSON.parse(dropped.stdout)).toMatchObject({ key: k3, minted: true });
   });
 
+  it('says what became of a pruned key: verify and check EGJ_PRUNED, apply already applied, retry and cancel name it; never "unknown"', async () => {
+    const sb = await makeSandbox();
+    writeFileSync(join(sb.repo, 'genjob.config.json'), JSON.stringify({ checkers: { t: { run: 'true' } } }));
+    const applied = await mintKey(sb, 'applied one', ['src/user.py']);
+    const dropped = await mintKey(sb, 'dropped one', ['tests/test_user.py']);
+    expect((await sb.genjob(['work', '--drain', '--generator', liveGen(sb)])).exitCode).toBe(0);
+    expect((await sb.genjob(['apply', applied])).exitCode).toBe(0);
+    expect((await sb.genjob(['drop', dropped])).exitCode).toBe(0);
+    expect((await sb.genjob(['gc', '--older-than', '0s'])).exitCode).toBe(0);
+    const day = String.raw`\d{4}-\d\d-\d\d`;
+    const tree = snapshot(sb.repo);
+
+    for (const [key, ended, afresh] of [
+      [applied, 'applied', ''],
+      [dropped, 'dropped', String.raw` \(mint the same work order to generate it afresh\)`],
+    ] as const) {
+      const pruned = `key ${key.slice(0, 12)} was ${ended}, then pruned by genjob gc on ${day}: its receipt and outputs are gone, nothing to verify${afresh}`;
+      const v = await sb.genjob(['verify', key.slice(0, 8)]);
+      expect([v.exitCode, v.stderr]).toEqual([
+        2,
+        expect.stringMatching(new RegExp(`^genjob: EGJ_PRUNED: \\S+/tombstones/${key}\\.json: ${pruned}\n$`)),
+      ]);
+      const c = await sb.genjob(['check', key]);
+      expect([c.exitCode, c.stdout]).toEqual([
+        2,
+        expect.stringContaining(`${key.slice(0, 12)}  *     not checked (EGJ_PRUNED)`),
+      ]);
+      expect(c.stderr).toMatch(new RegExp(pruned));
+      const r = await sb.genjob(['retry', key]);
+      expect([r.exitCode, r.stderr]).toEqual([
+        4,
+        expect.stringMatching(
+          new RegExp(`\\(this one is ${ended}, then pruned by genjob gc on ${day}\\)\n$`),
+        ),
+      ]);
+      const x = await sb.genjob(['cancel', key]);
+      expect(x.stderr).toMatch(new RegExp(`\\(this one is ${ended}, then pruned by genjob gc on ${day}\\)`));
+    }
+    // apply of the applied one: applied all the same (as mint of its work order says), nothing written
+    const a = await sb.genjob(['apply', applied, '--json']);
+    expect(a.exitCode, a.stderr).toBe(0);
+    expect(JSON.parse(a.stdout).results).toEqual([
+      { key: applied, status: 'already-applied', pruned_on: expect.stringMatching(new RegExp(`^${day}$`)) },
+    ]);
+    expect((await sb.genjob(['apply', applied])).stdout).toMatch(
+      new RegExp(`^${applied.slice(0, 12)} already applied \\(pruned on ${day}\\)\n$`),
+    );
+    // the dropped one was never applied: apply refuses it by what became of it
+    const d = await sb.genjob(['apply', dropped]);
+    expect([d.exitCode, d.stderr]).toEqual([2, expect.stringContaining('EGJ_PRUNED')]);
+    expect(snapshot(sb.repo)).toEqual(tree);
+  });
+
   it('refuses to verify an applied key whose pruning a gc left half done (EGJ_PRUNED), apply leaves it applied, and the next gc finishes it', async () => {
     const sb = await makeSandbox();
     const key = await mintKey(sb, 'applied one', ['src/user.py']);
