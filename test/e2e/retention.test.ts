@@ -154,6 +154,43 @@ describe('genjob gc', () => {
     expect(snapshot(sb.repo)).toEqual(tree);
   });
 
+  it('a forged tombstone (a branch may commit .gen/) writes nothing and stands in for no live job', async () => {
+    const sb = await makeSandbox();
+    const queued = await mintKey(sb, 'queued one', ['src/user.py']);
+    const stranger = 'ab'.repeat(32);
+    mkdirSync(join(sb.repo, '.gen', 'tombstones'), { recursive: true });
+    for (const key of [queued, stranger])
+      writeFileSync(
+        join(sb.repo, '.gen', 'tombstones', `${key}.json`),
+        JSON.stringify({
+          schema: 'genjob/tombstone@1',
+          key,
+          state: 'applied',
+          finished_at: null,
+          job_digest: null,
+          receipt_sha256: null,
+          pruned: [],
+          pruned_at: '2026-01-01T00:00:00.000Z',
+        }),
+      );
+    const tree = snapshot(sb.repo);
+    // a key with no job at all: verify refuses it, apply writes nothing (its "already applied" is a claim
+    // about this store, as mint's of a pruned work order is, never a write)
+    expect((await sb.genjob(['verify', stranger])).stderr).toMatch(/^genjob: EGJ_PRUNED: /);
+    const a = await sb.genjob(['apply', stranger]);
+    expect([a.exitCode, a.stdout]).toEqual([
+      0,
+      `${stranger.slice(0, 12)} already applied (pruned on 2026-01-01)\n`,
+    ]);
+    // a live job is what it is, whatever tombstone lies beside it
+    const v = await sb.genjob(['verify', queued]);
+    expect([v.exitCode, v.stderr]).toEqual([2, expect.stringContaining('EGJ_NOT_RECEIVED')]);
+    const q = await sb.genjob(['apply', queued]);
+    expect([q.exitCode, q.stderr]).toEqual([2, expect.stringContaining('EGJ_NOT_RECEIVED')]);
+    expect(genDir(sb, 'queue')).toEqual([`${queued}.json`]);
+    expect(snapshot(sb.repo)).toEqual(tree);
+  });
+
   it('refuses to verify an applied key whose pruning a gc left half done (EGJ_PRUNED), apply leaves it applied, and the next gc finishes it', async () => {
     const sb = await makeSandbox();
     const key = await mintKey(sb, 'applied one', ['src/user.py']);
