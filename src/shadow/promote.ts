@@ -17,7 +17,6 @@ import { journal } from '../store/journal.js';
 import { withKeyLock } from '../store/key-lock.js';
 import { type Promotion, writePromotion } from '../store/promotion.js';
 import type { Store } from '../store/store.js';
-import { prunedState, readTombstone } from '../store/tombstone.js';
 import { ShadowStore } from './shadow-store.js';
 
 export interface Promoted {
@@ -89,7 +88,7 @@ export async function promoteShadow(
     if (!found || (found.state !== 'queue' && found.state !== 'received')) {
       throw new ConflictError(
         'EGJ_NOT_PROMOTABLE',
-        `${found?.file ?? key}: only a queued or received job can be promoted (this one is ${found ? `in ${found.state}/` : (prunedState(readTombstone(store, key)) ?? 'unknown')}${found?.state === 'running' ? '; wait until its attempt lands' : ''})`,
+        `${found?.file ?? key}: only a queued or received job can be promoted (this one is ${found ? `in ${found.state}/` : 'unknown'}${found?.state === 'running' ? '; wait until its attempt lands' : ''})`,
       );
     }
     const { digest } = loadJob(store, found.state, key);
