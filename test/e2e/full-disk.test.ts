@@ -8,7 +8,6 @@ import { execFileSync } from 'node:child_process';
 import {
   closeSync,
   mkdirSync,
-  mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -21,14 +20,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/temp-store.js';
 import { leftovers } from './fault-sweep.js';
 import { DEMO_GENERATOR, FIXTURE, runCli, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 const PATHS = ['src/user.py', 'tests/test_user.py'];
-// not tempDir()s, which are removed after each test: a mount point is busy until the end, and the
-// generator hosts' files beside it are kept for every test
-const mnt = mkdtempSync(join(tmpdir(), 'genjob-fulldisk-'));
-const outside = mkdtempSync(join(tmpdir(), 'genjob-fulldisk-host-'));
+// temp directories of the file's life, not of one test's: a mount point is busy until the end, and the
+// generator hosts' files beside it are kept for every test (removed after the afterAll below unmounts)
+const mnt = tempDir('genjob-fulldisk-', tmpdir(), 'file');
+const outside = tempDir('genjob-fulldisk-host-', tmpdir(), 'file');
 
 function tryMount(): string | undefined {
   try {
@@ -43,8 +43,6 @@ if (mountProblem) console.log(`full-disk test skipped: cannot mount a tmpfs here
 
 afterAll(() => {
   if (!mountProblem) execFileSync('umount', [mnt]);
-  rmSync(mnt, { recursive: true, force: true });
-  rmSync(outside, { recursive: true, force: true });
 });
 
 const filler = () => join(mnt, 'filler');

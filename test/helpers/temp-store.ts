@@ -23,7 +23,11 @@ export function cleanUpAfterTest(): void {
   for (const d of temps.splice(0)) rmSync(d, { recursive: true, force: true });
 }
 
-/** Remove the temp directories made to last the whole file (the setup file hooks it after each file's last test). */
+/**
+ * Remove the temp directories made to last the whole file (the setup file hooks it after each file's last
+ * test). It runs after the file's own afterAll hooks (vitest runs after-hooks in stack order, and the setup
+ * file's come first), so a file may still use them there: unmount, stop a server.
+ */
 export function cleanUpAfterFile(): void {
   for (const d of fileTemps.splice(0)) rmSync(d, { recursive: true, force: true });
 }
