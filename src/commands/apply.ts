@@ -137,9 +137,10 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
         continue;
       }
       // a key gc pruned after its apply is applied all the same, as mint says of its work order (with
-      // --commit it goes on to verify, which refuses it: nothing is left to commit from)
-      const tomb = o.commit || findJob(store, key) ? undefined : readTombstone(store, key);
-      if (tomb?.state === 'applied') {
+      // --commit it goes on to verify, which refuses it: nothing is left to commit from). The tombstone is
+      // read first: for any other key that is one missing file, where finding its job stats every state.
+      const tomb = o.commit ? undefined : readTombstone(store, key);
+      if (tomb?.state === 'applied' && !findJob(store, key)) {
         results.push({ key, status: 'already-applied', pruned_on: prunedOn(tomb) });
         lines.push(`${key.slice(0, 12)} already applied (pruned on ${prunedOn(tomb)})`);
         continue;

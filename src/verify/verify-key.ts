@@ -54,11 +54,10 @@ export async function verifyKey(
   if (!found) {
     // a key gc pruned is known by its tombstone: what became of it, not "unknown" and "until work stores it"
     const tomb = readTombstone(store, key);
-    const pruned = prunedState(tomb);
-    if (tomb && pruned)
+    if (tomb)
       throw new UsageError(
         'EGJ_PRUNED',
-        `${tombstoneFile(store, key)}: key ${key.slice(0, 12)} was ${pruned}: its receipt and outputs are gone, nothing to verify${tomb.state === 'applied' ? '' : ' (mint the same work order to generate it afresh)'}`,
+        `${tombstoneFile(store, key)}: key ${key.slice(0, 12)} was ${prunedState(tomb)}: its receipt and outputs are gone, nothing to verify${tomb.state === 'applied' ? '' : ' (mint the same work order to generate it afresh)'}`,
       );
   }
   if (!found || (found.state !== 'received' && found.state !== 'applied' && found.state !== 'reverted')) {
