@@ -12,6 +12,15 @@ describe('terminalText', () => {
     { name: 'a C1 OSC (U+009D)', text: '\u009d0;t\u009c', out: '\\x9d0;t\\x9c' },
     { name: 'a right-to-left override', text: 'ok\u202egnp.exe', out: 'ok\\u202egnp.exe' },
     { name: 'a bidi isolate', text: '\u2066x\u2069', out: '\\u2066x\\u2069' },
+    { name: 'a right-to-left mark', text: 'a\u200fb', out: 'a\\u200fb' },
+    { name: 'an Arabic letter mark', text: 'a\u061cb', out: 'a\\u061cb' },
+    { name: 'a zero-width space', text: 'ad\u200bmin', out: 'ad\\u200bmin' },
+    { name: 'a soft hyphen', text: 'pass\u00adword', out: 'pass\\xadword' },
+    {
+      name: 'tag characters (text no one sees)',
+      text: 'ok\u{e0049}\u{e0047}',
+      out: 'ok\\u{e0049}\\u{e0047}',
+    },
     { name: 'a line separator', text: 'a\u2028b', out: 'a\\u2028b' },
     { name: 'a NUL', text: 'a\0b', out: 'a\\x00b' },
     { name: 'a newline (one-line form)', text: 'a\nb', out: 'a\\x0ab' },
@@ -26,9 +35,12 @@ describe('terminalText', () => {
   });
 
   it('terminalJson writes what JSON.stringify leaves raw as \\u escapes, and the JSON parses to the same value', () => {
-    const value = { reason: 'a\u009b2K\u202eb\x7f\u2028\x1b]52;c;x\x07\r', n: 1 };
+    const value = { reason: 'a\u009b2K\u202eb\x7f\u2028\x1b]52;c;x\x07\r\u200b\u{e0049}', n: 1 };
     const json = terminalJson(JSON.stringify(value));
-    expect(json).not.toMatch(/[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e]/u);
+    expect(json).not.toMatch(
+      /[\x00-\x1f\x7f-\x9f\u2028\u2029\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/u,
+    );
+    expect(json).toContain('\\u200b\\udb40\\udc49');
     expect(JSON.parse(json)).toEqual(value);
   });
 });

@@ -1,0 +1,28 @@
+// Characters that change how text reads without being seen. The bidirectional controls (embeddings,
+// overrides, isolates and marks) make a line display in another order than a compiler reads it ("Trojan
+// Source"); the default-ignorable code points (zero-width spaces and joiners, the soft hyphen, variation
+// selectors, the tag characters U+E0000–U+E007F, which can carry a whole sentence no one sees) draw
+// nothing at all. Model-written text may hold any of them, by accident or by a prompt injected into the
+// model's input, so wherever a person reviews such text genjob shows each one as its code point.
+
+/** The set as the inside of a character class (a regular expression with the `u` flag). */
+export const HIDDEN_CLASS = '\\p{Bidi_Control}\\p{Default_Ignorable_Code_Point}';
+
+/** Every hidden character, for a replace (global). */
+export const HIDDEN_CHARS = new RegExp(`[${HIDDEN_CLASS}]`, 'gu');
+
+/** The same set, for a test (no lastIndex to carry between calls). */
+const ANY_HIDDEN = new RegExp(`[${HIDDEN_CLASS}]`, 'u');
+
+/** `U+202E` for a character (four hex digits at least, as Unicode writes them). */
+export function codePointLabel(c: string): string {
+  return `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/** How many hidden characters `text` holds. */
+export function countHidden(text: string): number {
+  if (!ANY_HIDDEN.test(text)) return 0;
+  let n = 0;
+  for (const _ of text.matchAll(HIDDEN_CHARS)) n += 1;
+  return n;
+}
