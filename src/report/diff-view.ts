@@ -4,6 +4,7 @@
 // note instead of a page that takes minutes to build. Pure: two byte strings in, markup out.
 import { diffWordsWithSpace, structuredPatch } from 'diff';
 import { isBinary } from '../apply/unified-diff.js';
+import { countHidden } from '../core/hidden-chars.js';
 import { type Html, html } from './escape.js';
 
 const MAX_EDIT = 20_000;
@@ -11,7 +12,15 @@ const MAX_EDIT = 20_000;
 const MAX_WORD_LINE = 1_000;
 
 export type DiffView =
-  | { kind: 'text'; split: Html; unified: Html; added: number; removed: number }
+  | {
+      kind: 'text';
+      split: Html;
+      unified: Html;
+      added: number;
+      removed: number;
+      /** Hidden characters (hidden-chars.ts) on the added lines: what this change brings in. */
+      hidden: number;
+    }
   | { kind: 'note'; note: string };
 
 interface Row {
@@ -114,5 +123,9 @@ export function diffView(before: Uint8Array | null, after: Uint8Array | null): D
   const unified = html`<table class="diff unified"><colgroup><col class="ln"><col class="ln"><col class="sign"><col></colgroup><tbody>${hunks.map(
     (h) => html`<tr class="hunk"><td colspan="4">${h.header}</td></tr>${unifiedRows(h.rows)}`,
   )}</tbody></table>`;
-  return { kind: 'text', split, unified, added: count('+'), removed: count('-') };
+  const hidden = hunks.reduce(
+    (n, h) => n + h.rows.reduce((m, r) => m + (r.sign === '+' ? countHidden(r.text) : 0), 0),
+    0,
+  );
+  return { kind: 'text', split, unified, added: count('+'), removed: count('-'), hidden };
 }

@@ -2,6 +2,11 @@
 // escaped (& < > " ' become entities) unless it is markup `html` itself made, so whatever a generator,
 // a host or a judge wrote can only ever be text — never a tag, an attribute or a script. The templates
 // quote every attribute; a link's target comes only from `href`, which accepts genjob's own names.
+// A hidden character (hidden-chars.ts: a bidi control, a zero-width or tag character) is shown as its
+// code point, never drawn: in text as a marked `U+202E`, where only text may stand (an attribute, a
+// <title>) as `[U+202E]`, so what a reviewer reads is what a compiler reads.
+
+import { codePointLabel, HIDDEN_CHARS, HIDDEN_CLASS } from '../core/hidden-chars.js';
 
 /** Markup made by `html` (or `raw` for genjob's own constants); nothing else can pose as one. */
 class Markup {
@@ -32,33 +37,57 @@ const ENTITY: Record<string, string> = {
   "'": '&#39;',
 };
 
-const SPECIAL = /[&<>"']/;
+const SPECIAL = new RegExp(`[&<>"'${HIDDEN_CLASS}]`, 'u');
 const SPECIALS = /[&<>"']/g;
 
-/** Text as HTML text or as a quoted attribute value. */
-export function escapeText(text: string): string {
+/**
+ * Where a value stands: 'text', between tags, where a marked code point may go; 'plain', where only
+ * text may (inside a tag, so in an attribute, or in a <title> or <textarea>, whose content is text).
+ */
+type Where = 'text' | 'plain';
+
+/** Where a value after genjob's own template text `s` stands, given where the one before `s` stood. */
+function whereAfter(s: string, before: Where): Where {
+  const open = s.lastIndexOf('<');
+  const close = s.lastIndexOf('>');
+  if (open === -1 && close === -1) return before;
+  if (open > close) return 'plain';
+  return /<(title|textarea)\b[^>]*>[^<]*$/i.test(s) ? 'plain' : 'text';
+}
+
+/** Text as HTML text (`where` 'text') or as a quoted attribute value or other text-only content ('plain'). */
+export function escapeText(text: string, where: Where = 'plain'): string {
   // most text has nothing to escape: test once before replacing (a report escapes a million pieces)
-  return SPECIAL.test(text) ? text.replace(SPECIALS, (c) => ENTITY[c]!) : text;
+  if (!SPECIAL.test(text)) return text;
+  const escaped = text.replace(SPECIALS, (c) => ENTITY[c]!);
+  return escaped.replace(HIDDEN_CHARS, (c) =>
+    where === 'text' ? `<span class="hidden-char">${codePointLabel(c)}</span>` : `[${codePointLabel(c)}]`,
+  );
 }
 
 export type Interpolated = Html | string | number | boolean | null | undefined | readonly Interpolated[];
 
-function piece(v: Interpolated): string {
-  if (typeof v === 'string') return escapeText(v);
+function piece(v: Interpolated, where: Where): string {
+  if (typeof v === 'string') return escapeText(v, where);
   if (typeof v === 'number') return String(v);
   if (v === null || v === undefined || v === false) return '';
   if (Markup.is(v)) return v.markup;
   if (Array.isArray(v)) {
     let out = '';
-    for (const x of v) out += piece(x);
+    for (const x of v) out += piece(x, where);
     return out;
   }
-  return escapeText(String(v));
+  return escapeText(String(v), where);
 }
 
 export function html(strings: TemplateStringsArray, ...values: Interpolated[]): Html {
   let out = strings[0]!;
-  for (let i = 0; i < values.length; i++) out += piece(values[i]!) + strings[i + 1]!;
+  let where = whereAfter(out, 'text');
+  for (let i = 0; i < values.length; i++) {
+    const next = strings[i + 1]!;
+    out += piece(values[i]!, where) + next;
+    where = whereAfter(next, where);
+  }
   return mark(out);
 }
 
@@ -69,7 +98,7 @@ export function raw(markup: string): Html {
 
 /** Markup joined by a separator (itself escaped). */
 export function joinHtml(parts: readonly Interpolated[], separator = ''): Html {
-  return mark(parts.map(piece).join(escapeText(separator)));
+  return mark(parts.map((p) => piece(p, 'text')).join(escapeText(separator, 'text')));
 }
 
 /** A relative link target inside the report: only names genjob makes (keys, digests, page names). */

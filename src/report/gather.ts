@@ -4,7 +4,9 @@
 // A job whose files stamp as the cache remembers is taken from it (report-cache.ts). Reads only; a file
 // that cannot be parsed shows as such on its row instead of failing the report.
 import { join, sep } from 'node:path';
+import { isBinary } from '../apply/unified-diff.js';
 import { spendOfReceipts } from '../commands/status-spend.js';
+import { countHidden } from '../core/hidden-chars.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
 import { sha256Hex } from '../core/sha256.js';
@@ -68,6 +70,11 @@ function locate(store: Store): Map<string, Where> {
 }
 
 /** The job document of a job file or of an apply record (which embeds it), read loosely. */
+/** Hidden characters in a file's bytes read as UTF-8 (as its page draws them). */
+function hiddenIn(bytes: Buffer): number {
+  return isBinary(bytes) ? 0 : countHidden(bytes.toString('utf8'));
+}
+
 function jobOf(bytes: Buffer | undefined): Pick<ReportJob, 'instruction' | 'inputs'> | null {
   if (!bytes) return null;
   try {
@@ -120,12 +127,18 @@ function gatherJob(
   const inputOf = new Map(inputs.map((i) => [i.path, i.sha256]));
   const files: ReportFile[] = (facts?.outputs ?? []).map((o) => {
     const input = inputOf.get(o.path) ?? null;
+    const output = bytes.output(key, o.path, o.sha256, look);
+    const before = input === null ? null : bytes.input(o.path, input, look);
     return {
       path: o.path,
       sha256: o.sha256,
-      bytes: bytes.output(key, o.path, o.sha256, look).kind,
+      bytes: output.kind,
       input,
-      inputFound: input === null || bytes.input(o.path, input, look).kind === 'ok',
+      inputFound: before === null || before.kind === 'ok',
+      hiddenAdded:
+        output.kind === 'ok'
+          ? Math.max(0, hiddenIn(output.bytes) - (before?.kind === 'ok' ? hiddenIn(before.bytes) : 0))
+          : 0,
     };
   });
   return {

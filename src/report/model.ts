@@ -67,6 +67,11 @@ export interface ReportFile {
   input: string | null;
   /** Whether bytes hashing to `input` are still at hand (objects/ or the working tree). */
   inputFound: boolean;
+  /**
+   * How many more hidden characters (bidi controls, invisible code points) the output holds than its input
+   * did; 0 when it holds no more, or when its bytes are not at hand. The job's page marks each one.
+   */
+  hiddenAdded: number;
 }
 
 export type ShadowVerdict = 'identical' | 'differs' | 'aborted' | 'rejected' | 'missing';

@@ -68,7 +68,8 @@ function spend(model: ReportModel): Html {
 function paths(job: ReportJob): Html {
   const all = job.inputs.map((i) => i.path);
   const shown = all.slice(0, MAX_PATHS);
-  return html`${shown.map((p, i) => html`${i > 0 ? html`<br>` : ''}<span class="mono">${p}</span>`)}${all.length > MAX_PATHS ? html`<br><span class="muted">+${all.length - MAX_PATHS} more</span>` : ''}`;
+  const hidden = job.files.reduce((n, f) => n + f.hiddenAdded, 0);
+  return html`${shown.map((p, i) => html`${i > 0 ? html`<br>` : ''}<span class="mono">${p}</span>`)}${all.length > MAX_PATHS ? html`<br><span class="muted">+${all.length - MAX_PATHS} more</span>` : ''}${hidden > 0 ? html`<br><span class="hidden-added">adds ${hidden} hidden character(s)</span>` : ''}`;
 }
 
 function row(job: ReportJob, model: ReportModel): Html {

@@ -36,6 +36,15 @@ describe('diffView', () => {
     expect(cells(v.unified.markup, 'add')).toEqual(['one', 'two']);
   });
 
+  it('counts the hidden characters the added lines bring in, not those the file already had', () => {
+    const v = diffView(b('keep\u200b\nold\n'), b('keep\u200b\nnew \u202e\u2066x\u2069\n'));
+    if (v.kind !== 'text') throw new Error(v.note);
+    expect(v.hidden).toBe(3);
+    expect(v.unified.markup).not.toMatch(/[\u200b\u202e\u2066\u2069]/u);
+    const plain = diffView(b('a\n'), b('b\n'));
+    expect(plain.kind === 'text' && plain.hidden).toBe(0);
+  });
+
   it('escapes the lines it draws', () => {
     const v = diffView(b('<b>\n'), b('<script>x()</script>\n'));
     if (v.kind !== 'text') throw new Error(v.note);

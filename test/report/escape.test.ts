@@ -49,6 +49,49 @@ describe('html``', () => {
   });
 });
 
+describe('hidden characters (Trojan Source, zero-width and tag characters)', () => {
+  // the line a reviewer is shown as `if (role != "user") { // admin only` while a compiler reads the
+  // comment as part of the string
+  const TROJAN = 'if (role != "user\u202e \u2066// admin only\u2069 \u2066") {';
+  const HIDDEN = /[\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/u;
+
+  it('shows each in text as its code point, marked, and draws none', () => {
+    const out = html`<td>${TROJAN}</td>`.markup;
+    expect(out).not.toMatch(HIDDEN);
+    expect(out).toBe(
+      '<td>if (role != &quot;user<span class="hidden-char">U+202E</span> <span class="hidden-char">U+2066</span>// admin only<span class="hidden-char">U+2069</span> <span class="hidden-char">U+2066</span>&quot;) {</td>',
+    );
+  });
+
+  it.each([
+    { name: 'a zero-width space', text: 'ad\u200bmin', shown: 'U+200B' },
+    { name: 'a right-to-left mark', text: 'a\u200fb', shown: 'U+200F' },
+    { name: 'a soft hyphen', text: 'pass\u00adword', shown: 'U+00AD' },
+    { name: 'a tag character (past U+FFFF)', text: 'ok\u{e0049}\u{e0047}', shown: 'U+E0049' },
+    { name: 'a word joiner', text: 'a\u2060b', shown: 'U+2060' },
+    { name: 'a byte order mark', text: '\ufeffx', shown: 'U+FEFF' },
+  ])('shows $name', ({ text, shown }) => {
+    const out = html`<pre>${text}</pre>`.markup;
+    expect(out).not.toMatch(HIDDEN);
+    expect(out).toContain(`<span class="hidden-char">${shown}</span>`);
+  });
+
+  it('writes them as plain text where markup may not stand: an attribute, a <title>', () => {
+    expect(html`<p title="${'a\u202eb'}" data-v="x ${'\u200b'}">`.markup).toBe(
+      '<p title="a[U+202E]b" data-v="x [U+200B]">',
+    );
+    expect(html`<title>${'job \u202e1'}</title>`.markup).toBe('<title>job [U+202E]1</title>');
+    // after the tag closes, text again
+    expect(html`<p title="${'x'}">${'\u202e'}</p>`.markup).toBe(
+      '<p title="x"><span class="hidden-char">U+202E</span></p>',
+    );
+  });
+
+  it('leaves plain Unicode as it is', () => {
+    expect(html`<td>${'café → ✓ 日本 عربى'}</td>`.markup).toBe('<td>café → ✓ 日本 عربى</td>');
+  });
+});
+
 describe('href', () => {
   it.each(['index.html', '../index.html', `jobs/${'a'.repeat(64)}.html`, `../logs/${'0'.repeat(64)}.html`])(
     'accepts the page name %s',

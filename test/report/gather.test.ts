@@ -9,15 +9,36 @@ import { describe, expect, it } from 'vitest';
 import { canonical, sha256 } from '../../bench/fixtures.mjs';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { RECEIPT_PAYLOAD_TYPE, signEnvelope } from '../../src/core/dsse.js';
+import { loadAssets } from '../../src/report/assets.js';
 import { ReportBytes } from '../../src/report/bytes.js';
 import { NO_CHECKS } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
 import { jobPageBytes } from '../../src/report/job-bytes.js';
+import { renderIndex } from '../../src/report/render-index.js';
 import { keyIdOf, publicKeyString } from '../../src/trust/keys.js';
 import { addTrustedKey } from '../../src/trust/trust-file.js';
-import { check, fixtureRepo, patchReceipt, tableChecks } from './fixture.js';
+import { check, fixtureRepo, inputText, patchReceipt, tableChecks } from './fixture.js';
 
 describe('gatherReport', () => {
+  it('counts the hidden characters an output holds beyond its input, and the index flags that job', async () => {
+    const { store, jobs } = fixtureRepo(3, {
+      after: (i) =>
+        [
+          `${inputText(0)}if (role != "user\u202e \u2066// admin only\u2069 \u2066") {\n`,
+          inputText(1).replace('line 4', 'line\u200b 4'),
+          inputText(2).replace('line 4', 'line four'),
+        ][i]!,
+    });
+    const model = await gatherReport(store, { checks: NO_CHECKS });
+    const added = jobs.map((j) => model.jobs.find((m) => m.key === j.key)!.files[0]!.hiddenAdded);
+    expect(added).toEqual([4, 1, 0]);
+    const index = renderIndex(model, loadAssets(), '0'.repeat(64));
+    const row = (key: string) => index.slice(index.indexOf(`jobs/${key}.html`)).split('</tr>')[0]!;
+    expect(row(jobs[0]!.key)).toContain('<span class="hidden-added">adds 4 hidden character(s)</span>');
+    expect(row(jobs[1]!.key)).toContain('adds 1 hidden character(s)');
+    expect(row(jobs[2]!.key)).not.toContain('hidden');
+  });
+
   it('reads each job: state, instruction, epoch, host, receipt facts, its output against its input', async () => {
     const { store, jobs } = fixtureRepo(2, {
       receipt: (i) => ({
@@ -33,7 +54,15 @@ describe('gatherReport', () => {
       instruction: 'Change line 4 of module 1',
       epoch: 1,
       receiptProblem: null,
-      files: [{ path: 'src/m1.txt', bytes: 'ok', input: sha256(jobs[1]!.before), inputFound: true }],
+      files: [
+        {
+          path: 'src/m1.txt',
+          bytes: 'ok',
+          input: sha256(jobs[1]!.before),
+          inputFound: true,
+          hiddenAdded: 0,
+        },
+      ],
     });
     expect(job.receipt).toMatchObject({
       status: 'ok',

@@ -18,6 +18,7 @@ const file = (more: Partial<ReportFile>): ReportFile => ({
   bytes: 'ok',
   input: 'b'.repeat(64),
   inputFound: true,
+  hiddenAdded: 0,
   ...more,
 });
 

@@ -175,6 +175,67 @@ describe('a report of hostile text', () => {
     expect(clean(w)).toEqual(CLEAN);
   });
 
+  it('shows the hidden characters a generator adds (Trojan Source, tag characters) as code points, with a warning; apply --diff escapes them (built CLI)', async () => {
+    const sb = await makeSandbox();
+    // the classic Trojan Source line, which a browser draws as `if (role != "user") { // admin only`
+    // while a compiler reads the comment as part of the string, then a line of tag characters (text no
+    // one sees: "IGNORE") behind a zero-width space; as UTF-8 octal escapes for printf
+    const RLO = '\\342\\200\\256';
+    const LRI = '\\342\\201\\246';
+    const PDI = '\\342\\201\\251';
+    const tags = [0x49, 0x47, 0x4e, 0x4f, 0x52, 0x45]
+      .map((c) => `\\363\\240\\201\\${(0o200 + (c & 0x3f)).toString(8)}`)
+      .join('');
+    const gen = sb.script(
+      'trojan.sh',
+      [
+        `printf 'if (role != "user${RLO} ${LRI}// admin only${PDI} ${LRI}") {\\n' >> src/user.py`,
+        `printf 'ok = 1 #\\342\\200\\213${tags}\\n' >> src/user.py`,
+      ].join('\n'),
+    );
+    const key = await mintKey(sb, 'Guard the admin path', ['src/user.py']);
+    expect((await sb.genjob(['work', '--once', '--generator', gen])).exitCode).toBe(0);
+    const added = readFileSync(join(sb.repo, '.gen', 'out', key, 'src', 'user.py'), 'utf8');
+    expect(added).toContain('\u202e \u2066// admin only\u2069');
+    expect(added).toContain('\u200b\u{e0049}\u{e0047}');
+
+    const r = await sb.genjob(['report', '--json']);
+    expect(r.exitCode).toBe(0);
+    const index = (JSON.parse(r.stdout) as { index: string }).index;
+    const w = await watchedPage(ctx);
+    await open(w, index);
+    expect(await w.page.locator('td.paths .hidden-added').allTextContents()).toEqual([
+      'adds 11 hidden character(s)',
+    ]);
+    await w.page.goto(`file://${join(index, '..', 'jobs', `${key}.html`)}`);
+    await inert(w, 0);
+    const shown = await w.page.evaluate(
+      () =>
+        (globalThis as unknown as { document: { body: { textContent: string } } }).document.body.textContent,
+    );
+    expect(shown).not.toMatch(/[\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/u);
+    expect(await w.page.locator('table.diff.unified td.add:last-child').allTextContents()).toEqual([
+      'if (role != "userU+202E U+2066// admin onlyU+2069 U+2066") {',
+      'ok = 1 #U+200BU+E0049U+E0047U+E004EU+E004FU+E0052U+E0045',
+    ]);
+    expect(await w.page.locator('table.diff.unified td.add .hidden-char').count()).toBe(11);
+    const warnings = await w.page.locator('.hidden-warning').allTextContents();
+    expect(warnings).toHaveLength(2); // the change's, then the file's
+    expect(warnings[0]).toMatch(/^This change adds 11 hidden character\(s\)/);
+    expect(warnings[1]).toMatch(/^These lines add 11 hidden character\(s\)/);
+    expect(clean(w)).toEqual(CLEAN);
+
+    // the terminal's diff and its --json carry them as escapes, never raw
+    const diff = await sb.genjob(['apply', key, '--dry-run', '--diff']);
+    expect(diff.exitCode).toBe(0);
+    expect(diff.stdout).not.toMatch(/[\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/u);
+    expect(diff.stdout).toContain('+if (role != "user\\u202e \\u2066// admin only\\u2069 \\u2066") {');
+    expect(diff.stdout).toContain('+ok = 1 #\\u200b\\u{e0049}\\u{e0047}');
+    const json = await sb.genjob(['apply', key, '--dry-run', '--diff', '--json']);
+    expect(json.stdout).not.toMatch(/[\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/u);
+    expect(JSON.stringify(JSON.parse(json.stdout))).toContain('\u202e \u2066// admin only');
+  });
+
   it('runs the same payloads on a page without genjob (they are live)', async () => {
     const page = join(suiteDir, 'control.html');
     writeFileSync(page, `<!DOCTYPE html><html><body>${payload('control')}</body></html>`);
