@@ -20,7 +20,7 @@ import {
 } from '../run/gate-decision.js';
 import { type CheckReader, gatherRun } from '../run/gate-gather.js';
 import { buildGateRecord, newestGate, type Signer, writeGate } from '../run/gate-record.js';
-import { sealedRunKeys } from '../run/run-keys.js';
+import { sealedRunIntent } from '../run/run-keys.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 
@@ -113,7 +113,7 @@ export async function gate(o: GateOptions): Promise<CommandResult> {
   await refuseUnknownCheckers(store.root, policy.requireChecks);
   const started = Date.now();
   for (;;) {
-    const run = sealedRunKeys(store, o.run, secret, 'nothing was decided');
+    const run = sealedRunIntent(store, o.run, secret, 'nothing was decided');
     // read again at each evaluation: HEAD, a checker's definition or its records may have moved
     const readChecks = await checkReader(store.root, policy.requireChecks);
     const records = await gatherRun(store, run.intended, {

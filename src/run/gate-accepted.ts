@@ -18,7 +18,7 @@ import {
   sameGate,
 } from './gate-record.js';
 import { gateSealed } from './gate-seal.js';
-import { type RunKeys, runKeys } from './run-keys.js';
+import { followRun, type RunKeys, runIntent } from './run-keys.js';
 
 /** The checks plane's reader for a gate record's required checkers (commands/gate.ts's `checkReader`). */
 export type ReaderFor = (root: string, checkers: readonly string[]) => Promise<CheckReader | undefined>;
@@ -41,17 +41,19 @@ export async function gateStanding(
   readerFor: ReaderFor,
   sealedBy?: Buffer,
 ): Promise<GateStanding> {
-  const run = runKeys(store, typed, sealedBy);
-  const gate = newestGate(store, run.ref);
-  if (gate === undefined) return { run, gate, current: false };
+  const intent = runIntent(store, typed);
+  const gate = newestGate(store, intent.ref);
+  if (gate === undefined) return { run: followRun(store, intent, sealedBy), gate, current: false };
   const checkers = gate.record.policy.require_checks;
   const readChecks = await readerFor(store.root, checkers);
-  const records = await gatherRun(store, run.intended, {
+  const records = await gatherRun(store, intent.intended, {
     checkers,
     ...(readChecks ? { readChecks } : {}),
     trust: loadTrustPolicy(store.root),
     ...(sealedBy ? { sealedBy } : {}),
   });
+  // the keys as the gather followed them: the same evidence the decision below is made of
+  const run = { ...intent, current: records.map((r) => r.current) };
   // The record stands when the evidence gathered now, under the record's policy, closes the gate with
   // exactly the record's decision: what it claims (verdict, each key's pass, the keys themselves) counts
   // only as that decision made again, since a record committed on a branch is a file like any other. A

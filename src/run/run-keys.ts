@@ -12,36 +12,47 @@ import { parseManifest, type RunManifest } from './run-manifest.js';
 import { manifestFile, type RunRef, resolveRun } from './run-name.js';
 import { runSealed } from './run-seal.js';
 
-export interface RunKeys {
+/** A run as its manifest names it, its keys not yet followed. */
+export interface RunIntent {
   ref: RunRef;
   manifest: RunManifest;
   /** sha256 of the manifest file's bytes. */
   manifestSha256: string;
   /** The sealed keys, in the run's order. */
   intended: string[];
-  /** The same, each followed to the job that stands for it now. */
+}
+
+export interface RunKeys extends RunIntent {
+  /** The intended keys, each followed to the job that stands for it now. */
   current: string[];
 }
 
-/**
- * The run `typed` names in `store`, with its keys now; EGJ_UNKNOWN_RUN when there is none. With
- * `sealedBy`, a key is followed only along remint links that secret sealed (store/supersede.ts).
- */
-export function runKeys(store: Store, typed: string, sealedBy?: Buffer): RunKeys {
+/** The run `typed` names in `store`, as its manifest holds it; EGJ_UNKNOWN_RUN when there is none. */
+export function runIntent(store: Store, typed: string): RunIntent {
   const ref = resolveRun(store, typed);
   const file = manifestFile(store, ref);
   const bytes = readRecord(store, file)!;
   const manifest = parseManifest(bytes, file);
+  return { ref, manifest, manifestSha256: sha256Hex(bytes), intended: manifest.keys };
+}
+
+/**
+ * `run` with its keys now. With `sealedBy`, a key is followed only along remint links that secret sealed
+ * (store/supersede.ts).
+ */
+export function followRun(store: Store, run: RunIntent, sealedBy?: Buffer): RunKeys {
   const live = new Set<string>();
   for (const state of PRECEDENCE) for (const k of keysIn(store, state)) live.add(k);
   const dead = deadIndex(store);
   return {
-    ref,
-    manifest,
-    manifestSha256: sha256Hex(bytes),
-    intended: manifest.keys,
-    current: manifest.keys.map((k) => currentKey(store, k, dead, (x) => live.has(x), sealedBy)),
+    ...run,
+    current: run.intended.map((k) => currentKey(store, k, dead, (x) => live.has(x), sealedBy)),
   };
+}
+
+/** The run `typed` names in `store`, with its keys now (followRun); EGJ_UNKNOWN_RUN when there is none. */
+export function runKeys(store: Store, typed: string, sealedBy?: Buffer): RunKeys {
+  return followRun(store, runIntent(store, typed), sealedBy);
 }
 
 /** The keys of run `name` at repository `root` as they stand now (successors followed), in the run's order. */
@@ -50,11 +61,11 @@ export function keysOfRun(root: string, name: string): string[] {
 }
 
 /**
- * The run `typed` names, refused (EGJ_RUN_UNSEALED, exit 3) unless the user minted it, its keys followed
- * only along the user's own remints; `nothing` ends the message.
+ * The run `typed` names, refused (EGJ_RUN_UNSEALED, exit 3) unless the user minted it; `nothing` ends the
+ * message. Its keys are not followed: the gate follows each as it gathers (gate-gather.ts).
  */
-export function sealedRunKeys(store: Store, typed: string, secret: Buffer, nothing: string): RunKeys {
-  const run = runKeys(store, typed, secret);
+export function sealedRunIntent(store: Store, typed: string, secret: Buffer, nothing: string): RunIntent {
+  const run = runIntent(store, typed);
   if (!runSealed(store, run.ref, run.manifestSha256, secret)) {
     const file = manifestFile(store, run.ref);
     throw new RejectedError(
@@ -64,4 +75,9 @@ export function sealedRunKeys(store: Store, typed: string, secret: Buffer, nothi
     );
   }
   return run;
+}
+
+/** sealedRunIntent with its keys followed only along the user's own remints. */
+export function sealedRunKeys(store: Store, typed: string, secret: Buffer, nothing: string): RunKeys {
+  return followRun(store, sealedRunIntent(store, typed, secret, nothing), secret);
 }
