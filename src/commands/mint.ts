@@ -3,7 +3,7 @@
 // instruction and --also expanded per path. --run NAME seals the jobs' keys as a run (src/run/). Paths are
 // checked, hashed by streaming and scanned for secrets in the same read (mint-inputs.ts); job files are
 // published exclusively. Paths another live job already allows are named on stderr (they would fight).
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
@@ -11,6 +11,7 @@ import { UsageError } from '../core/errors.js';
 import { buildJob, type Job, type JobInput, type JobRead } from '../core/job.js';
 import { pathProblem } from '../core/paths.js';
 import { readText } from '../core/read-text.js';
+import { shellWord } from '../core/shell-quote.js';
 import { eachListed, eachMatch } from '../run/each-paths.js';
 import { expandAll } from '../run/expand.js';
 import { overlapLines, overlaps } from '../run/overlap.js';
@@ -47,6 +48,17 @@ export interface MintOptions extends CommonOptions {
   run?: string;
 }
 
+/**
+ * ` (did you mean …?)` when the first argument is no file but reads as the instruction (`genjob mint
+ * "Fix the bug" src/a.py`, as `git commit` takes no message either); empty otherwise.
+ */
+function meantMessage(o: MintOptions): string {
+  const [first, ...rest] = o.paths;
+  if (first === undefined || existsSync(first)) return ''; // paths are typed relative to the cwd
+  const paths = rest.length > 0 ? rest.map(shellWord).join(' ') : 'FILE...';
+  return ` (did you mean: genjob mint -m ${shellWord(first)} ${paths}?)`;
+}
+
 function readInstruction(o: MintOptions): string {
   if (o.message !== undefined && o.file !== undefined)
     throw new UsageError('EGJ_USAGE', 'give the instruction with -m or -f, not both');
@@ -61,7 +73,7 @@ function readInstruction(o: MintOptions): string {
       );
     }
   } else if (o.message !== undefined) text = o.message;
-  else throw new UsageError('EGJ_USAGE', 'no instruction: pass -m "..." or -f FILE');
+  else throw new UsageError('EGJ_USAGE', `no instruction: pass -m "..." or -f FILE${meantMessage(o)}`);
   if (text.trim() === '')
     throw new UsageError(
       'EGJ_BAD_INPUT',

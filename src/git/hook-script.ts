@@ -5,23 +5,21 @@
 // brings in, under HEAD's policy.
 // The last line is the sha256 of every byte above it: a hook is genjob's, to rewrite, only while its
 // bytes are exactly what genjob wrote; a hand-merged check breaks the sum and is never lost silently.
+
 import { sha256Hex } from '../core/sha256.js';
+import { shellQuote } from '../core/shell-quote.js';
 
 export const HOOK_MARKER = '# genjob hook:';
 const SUM_LINE = /\n# genjob hook sha256:([0-9a-f]{64})\n$/;
 
 export type HookName = 'pre-push' | 'pre-merge-commit';
 
-function shQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
-
 function body(name: HookName, node: string, cli: string): string {
   const head = [
     '#!/bin/sh',
     `${HOOK_MARKER} ${name}, written by \`genjob hook install\`; edited, it is yours (install again with --force to replace it).`,
     '# Every commit with a Genjob-Key trailer must be exactly the outputs of a verified receipt.',
-    `genjob() { ${shQuote(node)} ${shQuote(cli)} "$@"; }`,
+    `genjob() { ${shellQuote(node)} ${shellQuote(cli)} "$@"; }`,
   ];
   if (name === 'pre-merge-commit')
     return [

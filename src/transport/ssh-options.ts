@@ -3,7 +3,9 @@
 // target's flags, then the user's --ssh-option values, then defaults the user may override
 // (ConnectTimeout, keep-alives, ControlPersist), then ~/.ssh/config. Pinned keys, keys that run local
 // code (your own ssh config may set those) and SendEnv/SetEnv are refused in --ssh-option, any form.
+
 import { UsageError } from '../core/errors.js';
+import { shellQuote as quoteWord } from '../core/shell-quote.js';
 
 export interface SshTarget {
   host: string;
@@ -95,12 +97,12 @@ export function validateSshOption(option: string): void {
   if (SESSION_KEYS.includes(lower)) bad(`${key} is refused: genjob runs one command without a tty`);
 }
 
-/** Single-quotes one word for a POSIX shell: 'it'\''s' — nothing inside is expanded. */
+/** Single-quotes one word of a remote command line (core/shell-quote.ts); a NUL cannot travel in one. */
 export function shellQuote(word: string): string {
   if (word.includes('\0')) {
     throw new UsageError('EGJ_BAD_SSH_ARGUMENT', `remote argument ${JSON.stringify(word)}: contains NUL`);
   }
-  return `'${word.replaceAll("'", `'\\''`)}'`;
+  return quoteWord(word);
 }
 
 /**

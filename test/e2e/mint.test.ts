@@ -101,6 +101,18 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       rule: 'no instruction: pass -m "..." or -f FILE',
     },
     {
+      name: 'the instruction given as the first argument',
+      args: ['Fix the bug', 'src/user.py', "it's.py"],
+      code: 'EGJ_USAGE',
+      rule: `no instruction: pass -m "..." or -f FILE (did you mean: genjob mint -m 'Fix the bug' src/user.py 'it'\\''s.py'?)`,
+    },
+    {
+      name: 'the instruction alone',
+      args: ['Fix the bug'],
+      code: 'EGJ_USAGE',
+      rule: `no instruction: pass -m "..." or -f FILE (did you mean: genjob mint -m 'Fix the bug' FILE...?)`,
+    },
+    {
       name: 'an empty instruction',
       args: ['-m', '  ', 'src/user.py'],
       code: 'EGJ_BAD_INPUT',
