@@ -206,6 +206,14 @@ export function validateTarget(target: Omit<SshTarget, 'controlDir' | 'options'>
   const word = /^[^\s\-\0'"`$\\;&|<>()][^\s\0'"`$\\;&|<>()]*$/;
   if (!word.test(target.host))
     bad(JSON.stringify(target.host), 'host must be a name or address, not starting with "-"');
+  // box:2222 is a first guess ssh reads as a host name ("Could not resolve hostname box:2222"); an IPv6
+  // address has two colons or more
+  const hostPort = /^[^:]+:(\d+)$/.exec(target.host);
+  if (hostPort)
+    bad(
+      JSON.stringify(target.host),
+      `ssh takes no host:port: give the port apart (--port ${hostPort[1]}, or Port in a Host entry of the ssh config)`,
+    );
   if (target.user !== undefined && !word.test(target.user)) {
     bad(JSON.stringify(target.user), 'user must be a plain login name, not starting with "-"');
   }

@@ -116,6 +116,7 @@ describe('sshArgv', () => {
   it.each([
     { name: 'a host starting with -', target: { host: '-oProxyCommand=sh' }, code: 'EGJ_BAD_SSH_TARGET' },
     { name: 'a host with a space', target: { host: 'a b' }, code: 'EGJ_BAD_SSH_TARGET' },
+    { name: 'a host with a port (box:2222)', target: { host: 'box:2222' }, code: 'EGJ_BAD_SSH_TARGET' },
     { name: 'a user starting with -', target: { user: '-x' }, code: 'EGJ_BAD_SSH_TARGET' },
     { name: 'port 0', target: { port: 0 }, code: 'EGJ_BAD_SSH_TARGET' },
     { name: 'port 70000', target: { port: 70000 }, code: 'EGJ_BAD_SSH_TARGET' },
@@ -128,6 +129,14 @@ describe('sshArgv', () => {
     },
   ])('refuses $name', ({ target, code }) => {
     expect(() => sshArgv({ ...base, ...target }, 'x')).toThrow(expect.objectContaining({ code }));
+  });
+
+  it('says where the port of box:2222 goes, and takes an IPv6 address as a host', () => {
+    expect(() => sshArgv({ ...base, host: 'box:2222' }, 'x')).toThrow(
+      'ssh target "box:2222": ssh takes no host:port: give the port apart (--port 2222, or Port in a Host entry of the ssh config)',
+    );
+    expect(sshArgv({ ...base, host: '::1' }, 'x')).toContain('::1');
+    expect(sshArgv({ ...base, host: 'fe80::1%eth0' }, 'x')).toContain('fe80::1%eth0');
   });
 
   it('asks the control master with the same options, hence the same socket', () => {
