@@ -138,6 +138,8 @@ export async function readPulled(
   });
   // walk the trees one depth at a time: their sizes first (one --batch-check), then each distinct tree
   // once (one --batch); a ref whose trees at this depth are too large is refused before they are read
+  // a tree named many times (fan-out) is parsed once: its entries are the same under every name
+  const parsed = new Map<string, TreeEntry[] | string>();
   const entries = new Map<string, number>(); // per ref, counted before queuing
   let entriesInAll = 0;
   for (let depth = 0; level.length > 0; depth++) {
@@ -176,6 +178,19 @@ export async function readPulled(
     // Stryker disable next-line MethodExpression: a refused ref's trees are skipped at the next depth anyway (never read or walked); this only spares their size lookup
     level = next.filter((t) => !bad.has(t.ref));
   }
+  /** The entries of a tree object, or why it does not parse. */
+  function entriesOf(obj: GitObject): TreeEntry[] | string {
+    let list = parsed.get(obj.oid);
+    if (list === undefined) {
+      try {
+        list = parseTree(obj.content!, oidBytes);
+      } catch (err) {
+        list = (err as Error).message;
+      }
+      parsed.set(obj.oid, list);
+    }
+    return list;
+  }
   /** Why the tree `t` names is refused, or null; its subtrees are queued on `next`, its files listed. */
   function walkTree(
     t: { ref: string; dir: string },
@@ -183,12 +198,8 @@ export async function readPulled(
     next: typeof level,
   ): string | null {
     if (obj?.type !== 'tree' || !obj) return `${t.dir || '(root)'} is not a tree`;
-    let list: TreeEntry[];
-    try {
-      list = parseTree(obj.content!, oidBytes);
-    } catch (err) {
-      return `${t.dir || '(root)'}: ${(err as Error).message}`;
-    }
+    const list = entriesOf(obj);
+    if (typeof list === 'string') return `${t.dir || '(root)'}: ${list}`;
     const count = (entries.get(t.ref) ?? 0) + list.length;
     if (count > limits.refEntries)
       return `its trees hold more than ${limits.refEntries} entries (a tree counted once for each name it has)`;
