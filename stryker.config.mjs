@@ -53,6 +53,10 @@ const guarded = [
   'src/store/promotion.ts',
   'src/store/batch-outbox.ts',
   'src/store/remove-tree.ts',
+  // what a person reads of hostile text: the terminal's escapes, the report's one escaping place
+  'src/core/hidden-chars.ts',
+  'src/core/terminal-text.ts',
+  'src/report/escape.ts',
 ];
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */

@@ -14,8 +14,10 @@ const UNSAFE_ONE_LINE = new RegExp(`[\\x00-\\x08\\x0a-\\x1f\\x7f-\\x9f\\u2028\\u
 
 function escapeChar(c: string): string {
   const n = c.codePointAt(0)!;
+  // Stryker disable next-line EqualityOperator: U+00FF is no character this escapes (nor U+FFFF below)
   if (n <= 0xff) return `\\x${n.toString(16).padStart(2, '0')}`;
   // a tag character is past U+FFFF: braces keep its escape from reading as four digits and a letter
+  // Stryker disable next-line EqualityOperator: see above
   return n <= 0xffff ? `\\u${n.toString(16).padStart(4, '0')}` : `\\u{${n.toString(16)}}`;
 }
 

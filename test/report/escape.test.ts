@@ -1,7 +1,7 @@
 // The one escaping place: every value put into `html` is text, whatever it holds; only markup `html`
 // itself made passes through; a link target is only ever one of the report's own page names.
 import { describe, expect, it } from 'vitest';
-import { escapeText, href, html, joinHtml, raw } from '../../src/report/escape.js';
+import { escapeText, href, html, raw } from '../../src/report/escape.js';
 
 describe('html``', () => {
   it.each([
@@ -34,10 +34,6 @@ describe('html``', () => {
     expect(html`${forged as never}`.markup).toBe('[object Object]');
     const posing = Object.create(Object.getPrototypeOf(html``) as object) as never;
     expect(html`${posing}`.markup).toBe('[object Object]');
-  });
-
-  it('escapes the separator of joinHtml and each part', () => {
-    expect(joinHtml(['<a>', html`<b></b>`], '<>').markup).toBe('&lt;a&gt;&lt;&gt;<b></b>');
   });
 
   it('leaves genjob constants given to raw as they are', () => {
@@ -81,6 +77,16 @@ describe('hidden characters (Trojan Source, zero-width and tag characters)', () 
       '<p title="a[U+202E]b" data-v="x [U+200B]">',
     );
     expect(html`<title>${'job \u202e1'}</title>`.markup).toBe('<title>job [U+202E]1</title>');
+    // text before the value, attributes on the tag, and textarea too
+    expect(html`<title>genjob job ${'\u202e'}</title>`.markup).toBe('<title>genjob job [U+202E]</title>');
+    expect(html`<textarea id="t">${'\u200b'}</textarea>`.markup).toBe('<textarea id="t">[U+200B]</textarea>');
+    // once the title has closed, a value is in text again
+    expect(html`<title>${'t'}</title><p>${'\u202e'}</p>`.markup).toBe(
+      '<title>t</title><p><span class="hidden-char">U+202E</span></p>',
+    );
+    expect(html`<title>t</title><p>${'\u202e'}</p>`.markup).toBe(
+      '<title>t</title><p><span class="hidden-char">U+202E</span></p>',
+    );
     // after the tag closes, text again
     expect(html`<p title="${'x'}">${'\u202e'}</p>`.markup).toBe(
       '<p title="x"><span class="hidden-char">U+202E</span></p>',
@@ -93,12 +99,15 @@ describe('hidden characters (Trojan Source, zero-width and tag characters)', () 
 });
 
 describe('href', () => {
-  it.each(['index.html', '../index.html', `jobs/${'a'.repeat(64)}.html`, `../logs/${'0'.repeat(64)}.html`])(
-    'accepts the page name %s',
-    (target) => {
-      expect(href(target).markup).toBe(target);
-    },
-  );
+  it.each([
+    'index.html',
+    '../index.html',
+    `jobs/${'a'.repeat(64)}.html`,
+    `../logs/${'0'.repeat(64)}.html`,
+    'index.html#file-12',
+  ])('accepts the page name %s', (target) => {
+    expect(href(target).markup).toBe(target);
+  });
 
   it.each([
     'javascript:alert(1)',
@@ -109,6 +118,9 @@ describe('href', () => {
     'jobs/../../x.html',
     'jobs/X.html" onclick="x()',
     'data:text/html,x.html',
+    'index.html" onclick="x()',
+    'index.html#x" onclick="x()',
+    'index.html#',
   ])('refuses %s', (target) => {
     expect(() => href(target)).toThrow(/not a report page name/);
   });
