@@ -3,6 +3,7 @@
 // Text goes through jsdiff's createTwoFilesPatch with a/ b/ names (/dev/null for a created or deleted file);
 // a file that is not UTF-8 text (a NUL byte, or invalid UTF-8) is summarised as "binary file changed".
 import { createTwoFilesPatch } from 'diff';
+import { countHidden } from '../core/hidden-chars.js';
 
 export interface FileChange {
   path: string;
@@ -47,4 +48,18 @@ export function unifiedDiff(
   labels?: { before: string; after: string },
 ): string {
   return changes.map((c) => fileDiff(c, labels)).join('');
+}
+
+/**
+ * The line a printed diff ends with when its added lines hold hidden characters (bidi controls, invisible
+ * code points; core/hidden-chars.ts), or undefined: the terminal shows each as an escape, which a long
+ * diff can bury.
+ */
+export function hiddenWarning(diff: string): string | undefined {
+  let hidden = 0;
+  for (const line of diff.split('\n'))
+    if (line.startsWith('+') && !line.startsWith('+++ ')) hidden += countHidden(line);
+  return hidden === 0
+    ? undefined
+    : `warning: the diff adds ${hidden} hidden character(s) (bidirectional controls or invisible code points, shown as \\u escapes): they can make code read differently from how it runs`;
 }

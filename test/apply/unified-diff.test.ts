@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isBinary, unifiedDiff } from '../../src/apply/unified-diff.js';
+import { hiddenWarning, isBinary, unifiedDiff } from '../../src/apply/unified-diff.js';
 
 const b = (s: string) => Buffer.from(s);
 
@@ -43,5 +43,26 @@ describe('unifiedDiff', () => {
     expect(isBinary(Buffer.from('héllo ✓\n'))).toBe(false);
     expect(isBinary(Buffer.from([0x61, 0]))).toBe(true);
     expect(isBinary(Buffer.from([0xff]))).toBe(true);
+  });
+});
+
+describe('hiddenWarning', () => {
+  it('counts the hidden characters of the added lines only, headers and removed lines aside', () => {
+    const diff = unifiedDiff([
+      {
+        path: 'a\u200b.py',
+        before: Buffer.from('keep\u200b\nold \u202e\n'),
+        after: Buffer.from('keep\u200b\nnew \u202e\u2066x\u2069\n'),
+      },
+    ]);
+    expect(diff).toContain('+++ b/a\u200b.py');
+    expect(hiddenWarning(diff)).toBe(
+      'warning: the diff adds 3 hidden character(s) (bidirectional controls or invisible code points, shown as \\u escapes): they can make code read differently from how it runs',
+    );
+  });
+
+  it('says nothing for a diff that adds none', () => {
+    const diff = unifiedDiff([{ path: 'a.py', before: Buffer.from('\u202e\n'), after: Buffer.from('b\n') }]);
+    expect(hiddenWarning(diff)).toBeUndefined();
   });
 });

@@ -17,10 +17,13 @@ afterEach(async () => {
 
 /** The escape sequences fixtures/hostile-remote/serve.mjs sends (its EVIL). */
 const EVIL =
-  '\x1b]8;;https://evil.example/\x07click me\x1b]8;;\x07 \x1b]52;c;cHduZWQ=\x07 \x1b[2J\x1b[1A\rall good \u009b2K\u009d0;title\u009c\x07';
+  '\x1b]8;;https://evil.example/\x07click me\x1b]8;;\x07 \x1b]52;c;cHduZWQ=\x07 \x1b[2J\x1b[1A\rall good \u009b2K\u009d0;title\u009c\x07 \u202e\u200f\u200b\u{e0041}';
 
-/** Anything a terminal acts on: C0 controls but \t and \n, DEL, C1, line separators, bidi controls. */
-const RAW = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+/**
+ * Anything a terminal acts on or draws as nothing: C0 controls but \t and \n, DEL, C1, line separators,
+ * bidi controls and marks, zero-width and tag characters.
+ */
+const RAW = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/u;
 
 interface Printed {
   exitCode: number | undefined;
