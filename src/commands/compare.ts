@@ -2,7 +2,6 @@
 // vs shadow:OTHER): identical / differs / aborted / rejected / missing, then totals, the agreement
 // rate (identical among jobs both sides answered) and the tokens each side's receipts report. --diff
 // adds the unified diff of each differing job, from the first side's answer to the second's.
-
 import { hiddenWarning } from '../apply/unified-diff.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';

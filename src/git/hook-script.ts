@@ -5,7 +5,6 @@
 // brings in, under HEAD's policy.
 // The last line is the sha256 of every byte above it: a hook is genjob's, to rewrite, only while its
 // bytes are exactly what genjob wrote; a hand-merged check breaks the sum and is never lost silently.
-
 import { sha256Hex } from '../core/sha256.js';
 import { shellQuote } from '../core/shell-quote.js';
 

@@ -5,7 +5,6 @@
 // A hidden character (hidden-chars.ts: a bidi control, a zero-width or tag character) is shown as its
 // code point, never drawn: in text as a marked `U+202E`, where only text may stand (an attribute, a
 // <title>) as `[U+202E]`, so what a reviewer reads is what a compiler reads.
-
 import { codePointLabel, HIDDEN_CHARS, HIDDEN_CLASS } from '../core/hidden-chars.js';
 
 /** Markup made by `html` (or `raw` for genjob's own constants); nothing else can pose as one. */

@@ -69,12 +69,12 @@ function locate(store: Store): Map<string, Where> {
   return where;
 }
 
-/** The job document of a job file or of an apply record (which embeds it), read loosely. */
 /** Hidden characters in a file's bytes read as UTF-8 (as its page draws them). */
 function hiddenIn(bytes: Buffer): number {
   return isBinary(bytes) ? 0 : countHidden(bytes.toString('utf8'));
 }
 
+/** The job document of a job file or of an apply record (which embeds it), read loosely. */
 function jobOf(bytes: Buffer | undefined): Pick<ReportJob, 'instruction' | 'inputs'> | null {
   if (!bytes) return null;
   try {

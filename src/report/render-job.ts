@@ -39,7 +39,7 @@ const FILE_NOTES: Record<ReportFile['bytes'], string | null> = {
 };
 
 /** What a reviewer must know before reading a diff that brings in hidden characters. */
-function hiddenWarning(count: number, where: string): Html {
+function hiddenNote(count: number, where: string): Html {
   return html`<p class="note bad hidden-warning">${where} ${count} hidden character(s): bidirectional controls or invisible code points, which can make code read differently from how it runs. Each is shown as its code point, marked like <span class="hidden-char">U+202E</span>.</p>`;
 }
 
@@ -51,7 +51,7 @@ function output(f: ReportFile, v: DiffView | undefined, n: number): Html {
       : '';
   return html`<div class="file" id="file-${n}"><div class="file-head"><span class="mono">${f.path}</span>${counts} <span class="muted mono">${f.input === null ? 'created' : `from sha256:${f.input.slice(0, 12)}`} \u2192 sha256:${f.sha256.slice(0, 12)}</span></div>
 ${note ? html`<p class="note bad">${note}</p>` : !f.inputFound ? html`<p class="note">the input's bytes (sha256:${f.input?.slice(0, 12)}) are no longer at hand: the file changed since mint and was never applied; drawn as a new file</p>` : ''}
-${!note && v?.kind === 'text' && v.hidden > 0 ? hiddenWarning(v.hidden, 'These lines add') : ''}
+${!note && v?.kind === 'text' && v.hidden > 0 ? hiddenNote(v.hidden, 'These lines add') : ''}
 ${note ? '' : html`<div class="file-body">${view(v)}</div>`}</div>`;
 }
 
@@ -158,7 +158,7 @@ ${facts([
 <h2>Instruction</h2>
 <pre class="instruction">${job.instruction}</pre>
 <h2>Outputs</h2>
-${hidden > 0 ? hiddenWarning(hidden, 'This change adds') : ''}
+${hidden > 0 ? hiddenNote(hidden, 'This change adds') : ''}
 ${job.files.length === 0 ? html`<p class="muted">${r ? 'The receipt names no output.' : 'No receipt yet.'}</p>` : job.files.map((f, n) => output(f, bytes.diffs.get(f.path), n))}
 <h2>Receipt</h2>
 ${r ? receiptFacts(r, job.receiptProblem) : html`<p class="muted">${job.receiptProblem ?? 'No receipt yet.'}</p>`}

@@ -3,7 +3,6 @@
 // target's flags, then the user's --ssh-option values, then defaults the user may override
 // (ConnectTimeout, keep-alives, ControlPersist), then ~/.ssh/config. Pinned keys, keys that run local
 // code (your own ssh config may set those) and SendEnv/SetEnv are refused in --ssh-option, any form.
-
 import { UsageError } from '../core/errors.js';
 import { shellQuote as quoteWord } from '../core/shell-quote.js';
 
