@@ -72,6 +72,11 @@ function paths(job: ReportJob): Html {
   return html`${shown.map((p, i) => html`${i > 0 ? html`<br>` : ''}<span class="mono">${p}</span>`)}${all.length > MAX_PATHS ? html`<br><span class="muted">+${all.length - MAX_PATHS} more</span>` : ''}${hidden > 0 ? html`<br><span class="hidden-added">adds ${hidden} hidden character(s)</span>` : ''}`;
 }
 
+/** Whether the job's outputs hold hidden characters their inputs did not (the index's filter word). */
+function hiddenWord(job: ReportJob): 'added' | 'none' {
+  return job.files.some((f) => f.hiddenAdded > 0) ? 'added' : 'none';
+}
+
 function row(job: ReportJob, model: ReportModel): Html {
   const r = job.receipt;
   const status = statusOf(job);
@@ -79,7 +84,7 @@ function row(job: ReportJob, model: ReportModel): Html {
   const end = job.instruction.indexOf('\n');
   const firstLine = end < 0 ? job.instruction : job.instruction.slice(0, end);
   const instruction = firstLine.length > 90 ? `${firstLine.slice(0, 89)}\u2026` : firstLine;
-  return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}">
+  return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}" data-hidden="${hiddenWord(job)}">
 <td data-v="${job.key}"><a class="mono" href="${href(`jobs/${job.key}.html`)}">${shortKey(job.key)}</a><br><span class="muted">${instruction}</span></td>
 <td data-v="${STATE_ORDER.indexOf(job.state)}">${badge('s', job.state)}</td>
 <td data-v="${status}">${badge('s', status)}</td>
@@ -107,6 +112,8 @@ export function renderIndex(model: ReportModel, assets: Assets, fingerprint: str
   const states = STATE_ORDER.filter((s) => model.jobs.some((j) => j.state === s));
   const statuses = [...new Set(model.jobs.map(statusOf))].sort();
   const verdicts = model.checkers.length > 0 ? [...CHECK_VERDICTS, 'stale'] : [];
+  // a filter for hidden characters only when some job adds them
+  const hidden = model.jobs.some((j) => hiddenWord(j) === 'added');
   const times = model.jobs.flatMap((j) => (j.receipt?.generateMs == null ? [] : [j.receipt.generateMs]));
   // a numeric column sorts by number; it is right-aligned unless its numbers are only an order (state)
   const column = (label: string, type: 'num' | 'text' = 'text', right = type === 'num') =>
@@ -120,7 +127,7 @@ ${counts(model)}
 <section class="p-time"><h2>Time per job</h2>${histogram(times)}</section>
 </div>
 <h2>Jobs</h2>
-<div class="filters">${select('f-state', 'state', states)}${select('f-status', 'status', statuses)}${verdicts.length ? select('f-verdict', 'check verdict', verdicts) : ''}<span class="muted"><span id="shown">${model.jobs.length}</span> of ${model.jobs.length} shown</span></div>
+<div class="filters">${select('f-state', 'state', states)}${select('f-status', 'status', statuses)}${verdicts.length ? select('f-verdict', 'check verdict', verdicts) : ''}${hidden ? select('f-hidden', 'hidden characters', ['added', 'none']) : ''}<span class="muted"><span id="shown">${model.jobs.length}</span> of ${model.jobs.length} shown</span></div>
 <div class="jobs-wrap"><table class="jobs" id="jobs">
 <thead><tr>${column('key')}${column('state', 'num', false)}${column('status')}${column('paths')}${column('generator')}${column('epoch', 'num')}${column('host')}${column('signer')}${column('sandbox')}${column('tokens', 'num')}${column('time', 'num')}${model.checkers.map((c) => column(c))}${model.planes.map((p) => column(p))}</tr></thead>
 <tbody>

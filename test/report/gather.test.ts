@@ -36,7 +36,14 @@ describe('gatherReport', () => {
     const row = (key: string) => index.slice(index.indexOf(`jobs/${key}.html`)).split('</tr>')[0]!;
     expect(row(jobs[0]!.key)).toContain('<span class="hidden-added">adds 4 hidden character(s)</span>');
     expect(row(jobs[1]!.key)).toContain('adds 1 hidden character(s)');
-    expect(row(jobs[2]!.key)).not.toContain('hidden');
+    expect(row(jobs[2]!.key)).not.toContain('hidden-added');
+    expect(index).toContain('<select id="f-hidden">');
+    const rowTag = (key: string) => index.slice(index.lastIndexOf('<tr ', index.indexOf(`jobs/${key}.html`)));
+    expect(rowTag(jobs[0]!.key)).toMatch(/^<tr [^>]*data-hidden="added">/);
+    expect(rowTag(jobs[2]!.key)).toMatch(/^<tr [^>]*data-hidden="none">/);
+    // no job adds any: no such filter
+    const plain = await gatherReport(fixtureRepo(1).store, { checks: NO_CHECKS });
+    expect(renderIndex(plain, loadAssets(), '0'.repeat(64))).not.toContain('id="f-hidden"');
   });
 
   it('reads each job: state, instruction, epoch, host, receipt facts, its output against its input', async () => {

@@ -21,7 +21,7 @@ const model = (jobs: ReportJob[], more: Partial<ReportModel> = {}): ReportModel 
 });
 
 const rows = (page: string) =>
-  [...page.matchAll(/<tr data-state="([^"]*)" data-status="([^"]*)" data-verdicts="([^"]*)">/g)].map((m) =>
+  [...page.matchAll(/<tr data-state="([^"]*)" data-status="([^"]*)" data-verdicts="([^"]*)"/g)].map((m) =>
     m.slice(1),
   );
 

@@ -207,6 +207,13 @@ describe('a report of hostile text', () => {
     expect(await w.page.locator('td.paths .hidden-added').allTextContents()).toEqual([
       'adds 11 hidden character(s)',
     ]);
+    // the index filters by it, in the page
+    const rows = () => w.page.locator('#jobs tbody tr:not([hidden])').count();
+    expect(await rows()).toBe(1);
+    await w.page.selectOption('#f-hidden', 'none');
+    await expect.poll(rows).toBe(0);
+    await w.page.selectOption('#f-hidden', 'added');
+    await expect.poll(rows).toBe(1);
     await w.page.goto(`file://${join(index, '..', 'jobs', `${key}.html`)}`);
     await inert(w, 0);
     const shown = await w.page.evaluate(

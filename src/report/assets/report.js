@@ -1,4 +1,5 @@
-// genjob report, index page: filter the job rows by state, receipt status and check verdict, and sort
+// genjob report, index page: filter the job rows by state, receipt status, check verdict and whether they
+// add hidden characters, and sort
 // them by any column, without reloading. It only moves and hides rows the page already holds (no
 // innerHTML, no data parsed as markup); it is inlined and pinned by hash in the page's CSP.
 (() => {
@@ -13,6 +14,7 @@
     ['f-state', 'state'],
     ['f-status', 'status'],
     ['f-verdict', 'verdicts'],
+    ['f-hidden', 'hidden'],
   ].map(([id, field]) => [pick(id), field]);
 
   function apply() {
