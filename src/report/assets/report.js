@@ -1,7 +1,7 @@
 // genjob report, index page: filter the job rows by state, receipt status, check verdict and whether they
-// add hidden characters, and sort
-// them by any column, without reloading. It only moves and hides rows the page already holds (no
-// innerHTML, no data parsed as markup); it is inlined and pinned by hash in the page's CSP.
+// add hidden characters, and sort them by any column, without reloading. It only moves and hides rows the
+// page already holds (no innerHTML, no data parsed as markup); it is inlined and pinned by hash in the
+// page's CSP.
 (() => {
   const table = document.getElementById('jobs');
   if (!table) return;
