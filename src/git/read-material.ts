@@ -137,12 +137,14 @@ export async function readPulled(
     else level.push({ ref: r.ref, dir: '', oid: m[1]! });
   });
   // walk the trees one depth at a time: their sizes first (one --batch-check), then each distinct tree
-  // once (one --batch); a ref whose trees at this depth are too large is refused before they are read
-  // a tree named many times (fan-out) is parsed once: its entries are the same under every name
-  const parsed = new Map<string, TreeEntry[] | string>();
+  // once (one --batch); a ref whose trees at this depth are too large is refused before they are read.
+  // A tree named many times (fan-out) is parsed once per depth, its entries being the same under every
+  // name; only a list whose entries were counted is kept, so what this holds stays within the entry bounds.
+  const parsed = new Map<string, TreeEntry[]>();
   const entries = new Map<string, number>(); // per ref, counted before queuing
   let entriesInAll = 0;
   for (let depth = 0; level.length > 0; depth++) {
+    parsed.clear();
     // Stryker disable next-line BooleanLiteral: contents here would be the unbounded read the sizes guard against (memory, not a result)
     const sized = await catFile(root, [...new Set(level.map((t) => t.oid))], { contents: false });
     const size = new Map(sized.flatMap((o) => (o === null ? [] : [[o.oid, o.size] as const])));
@@ -178,19 +180,6 @@ export async function readPulled(
     // Stryker disable next-line MethodExpression: a refused ref's trees are skipped at the next depth anyway (never read or walked); this only spares their size lookup
     level = next.filter((t) => !bad.has(t.ref));
   }
-  /** The entries of a tree object, or why it does not parse. */
-  function entriesOf(obj: GitObject): TreeEntry[] | string {
-    let list = parsed.get(obj.oid);
-    if (list === undefined) {
-      try {
-        list = parseTree(obj.content!, oidBytes);
-      } catch (err) {
-        list = (err as Error).message;
-      }
-      parsed.set(obj.oid, list);
-    }
-    return list;
-  }
   /** Why the tree `t` names is refused, or null; its subtrees are queued on `next`, its files listed. */
   function walkTree(
     t: { ref: string; dir: string },
@@ -198,8 +187,14 @@ export async function readPulled(
     next: typeof level,
   ): string | null {
     if (obj?.type !== 'tree' || !obj) return `${t.dir || '(root)'} is not a tree`;
-    const list = entriesOf(obj);
-    if (typeof list === 'string') return `${t.dir || '(root)'}: ${list}`;
+    let list = parsed.get(obj.oid);
+    if (list === undefined) {
+      try {
+        list = parseTree(obj.content!, oidBytes);
+      } catch (err) {
+        return `${t.dir || '(root)'}: ${(err as Error).message}`;
+      }
+    }
     const count = (entries.get(t.ref) ?? 0) + list.length;
     if (count > limits.refEntries)
       return `its trees hold more than ${limits.refEntries} entries (a tree counted once for each name it has)`;
@@ -207,6 +202,7 @@ export async function readPulled(
       return `the pull would walk more than ${limits.pullEntries} tree entries`;
     entries.set(t.ref, count);
     entriesInAll += list.length;
+    parsed.set(obj.oid, list);
     for (const e of list) {
       const path = `${t.dir}${e.name}`;
       if (t.dir === '') {
