@@ -12,15 +12,20 @@ export interface FileChange {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+const utf8KeepingBom = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The bytes as text, every character kept (a leading BOM too); undefined for a binary file (a NUL, or not UTF-8). */
+export function utf8Text(bytes: Uint8Array): string | undefined {
+  if (bytes.includes(0)) return undefined;
+  try {
+    return utf8KeepingBom.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
 
 export function isBinary(bytes: Uint8Array): boolean {
-  if (bytes.includes(0)) return true;
-  try {
-    utf8.decode(bytes);
-    return false;
-  } catch {
-    return true;
-  }
+  return utf8Text(bytes) === undefined;
 }
 
 function text(bytes: Uint8Array | null): string {

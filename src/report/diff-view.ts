@@ -3,7 +3,7 @@
 // jsdiff computes the hunks (3 lines of context); an edit script longer than MAX_EDIT gives up with a
 // note instead of a page that takes minutes to build. Pure: two byte strings in, markup out.
 import { diffWordsWithSpace, structuredPatch } from 'diff';
-import { isBinary } from '../apply/unified-diff.js';
+import { utf8Text } from '../apply/unified-diff.js';
 import { countHidden } from '../core/hidden-chars.js';
 import { type Html, html } from './escape.js';
 
@@ -106,10 +106,12 @@ function unifiedRows(rows: readonly Row[]): Html[] {
 /** The change from `before` to `after` (null: the file does not exist on that side). */
 export function diffView(before: Uint8Array | null, after: Uint8Array | null): DiffView {
   const size = (b: Uint8Array | null) => (b === null ? 'absent' : `${b.length} bytes`);
-  if ((before !== null && isBinary(before)) || (after !== null && isBinary(after)))
+  // each side decoded once: the same decode says whether it is text
+  const beforeText = before === null ? '' : utf8Text(before);
+  const afterText = after === null ? '' : utf8Text(after);
+  if (beforeText === undefined || afterText === undefined)
     return { kind: 'note', note: `binary file: ${size(before)} \u2192 ${size(after)}` };
-  const text = (b: Uint8Array | null) => (b === null ? '' : Buffer.from(b).toString('utf8'));
-  const hunks = hunksOf(text(before), text(after));
+  const hunks = hunksOf(beforeText, afterText);
   if (!hunks)
     return {
       kind: 'note',

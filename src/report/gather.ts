@@ -4,7 +4,7 @@
 // A job whose files stamp as the cache remembers is taken from it (report-cache.ts). Reads only; a file
 // that cannot be parsed shows as such on its row instead of failing the report.
 import { join, sep } from 'node:path';
-import { isBinary } from '../apply/unified-diff.js';
+import { utf8Text } from '../apply/unified-diff.js';
 import { spendOfReceipts } from '../commands/status-spend.js';
 import { countHidden } from '../core/hidden-chars.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
@@ -71,7 +71,8 @@ function locate(store: Store): Map<string, Where> {
 
 /** Hidden characters in a file's bytes read as UTF-8 (as its page draws them). */
 function hiddenIn(bytes: Buffer): number {
-  return isBinary(bytes) ? 0 : countHidden(bytes.toString('utf8'));
+  const text = utf8Text(bytes);
+  return text === undefined ? 0 : countHidden(text);
 }
 
 /** The job document of a job file or of an apply record (which embeds it), read loosely. */
