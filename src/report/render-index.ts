@@ -65,16 +65,15 @@ function spend(model: ReportModel): Html {
   )}${priced ? html`<tr><th colspan="5">total</th><td class="num"><b>${total.toFixed(4)}</b></td></tr>` : ''}</tbody></table>${priced ? '' : html`<p class="muted">Set GENJOB_PRICE_IN and GENJOB_PRICE_OUT (per million tokens) to see costs.</p>`}`;
 }
 
-function paths(job: ReportJob): Html {
-  const all = job.inputs.map((i) => i.path);
-  const shown = all.slice(0, MAX_PATHS);
-  const hidden = job.files.reduce((n, f) => n + f.hiddenAdded, 0);
-  return html`${shown.map((p, i) => html`${i > 0 ? html`<br>` : ''}<span class="mono">${p}</span>`)}${all.length > MAX_PATHS ? html`<br><span class="muted">+${all.length - MAX_PATHS} more</span>` : ''}${hidden > 0 ? html`<br><span class="hidden-added">adds ${hidden} hidden character(s)</span>` : ''}`;
+/** The hidden characters a job's outputs hold beyond their inputs' (its flag, and its filter word). */
+function hiddenAdded(job: ReportJob): number {
+  return job.files.reduce((n, f) => n + f.hiddenAdded, 0);
 }
 
-/** Whether the job's outputs hold hidden characters their inputs did not (the index's filter word). */
-function hiddenWord(job: ReportJob): 'added' | 'none' {
-  return job.files.some((f) => f.hiddenAdded > 0) ? 'added' : 'none';
+function paths(job: ReportJob, hidden: number): Html {
+  const all = job.inputs.map((i) => i.path);
+  const shown = all.slice(0, MAX_PATHS);
+  return html`${shown.map((p, i) => html`${i > 0 ? html`<br>` : ''}<span class="mono">${p}</span>`)}${all.length > MAX_PATHS ? html`<br><span class="muted">+${all.length - MAX_PATHS} more</span>` : ''}${hidden > 0 ? html`<br><span class="hidden-added">adds ${hidden} hidden character(s)</span>` : ''}`;
 }
 
 function row(job: ReportJob, model: ReportModel): Html {
@@ -84,11 +83,12 @@ function row(job: ReportJob, model: ReportModel): Html {
   const end = job.instruction.indexOf('\n');
   const firstLine = end < 0 ? job.instruction : job.instruction.slice(0, end);
   const instruction = firstLine.length > 90 ? `${firstLine.slice(0, 89)}\u2026` : firstLine;
-  return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}" data-hidden="${hiddenWord(job)}">
+  const hidden = hiddenAdded(job);
+  return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}" data-hidden="${hidden > 0 ? 'added' : 'none'}">
 <td data-v="${job.key}"><a class="mono" href="${href(`jobs/${job.key}.html`)}">${shortKey(job.key)}</a><br><span class="muted">${instruction}</span></td>
 <td data-v="${STATE_ORDER.indexOf(job.state)}">${badge('s', job.state)}</td>
 <td data-v="${status}">${badge('s', status)}</td>
-<td class="paths" data-v="${job.inputs[0]?.path ?? ''}">${paths(job)}</td>
+<td class="paths" data-v="${job.inputs[0]?.path ?? ''}">${paths(job, hidden)}</td>
 <td class="gen mono">${r?.generator ?? ''}</td>
 <td class="num" data-v="${job.epoch}">${job.epoch}</td>
 <td class="mono">${job.host ?? ''}</td>
@@ -113,7 +113,7 @@ export function renderIndex(model: ReportModel, assets: Assets, fingerprint: str
   const statuses = [...new Set(model.jobs.map(statusOf))].sort();
   const verdicts = model.checkers.length > 0 ? [...CHECK_VERDICTS, 'stale'] : [];
   // a filter for hidden characters only when some job adds them
-  const hidden = model.jobs.some((j) => hiddenWord(j) === 'added');
+  const hidden = model.jobs.some((j) => hiddenAdded(j) > 0);
   const times = model.jobs.flatMap((j) => (j.receipt?.generateMs == null ? [] : [j.receipt.generateMs]));
   // a numeric column sorts by number; it is right-aligned unless its numbers are only an order (state)
   const column = (label: string, type: 'num' | 'text' = 'text', right = type === 'num') =>
