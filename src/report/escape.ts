@@ -83,14 +83,27 @@ function piece(v: Interpolated, where: Where): string {
   return escapeText(String(v), where);
 }
 
-export function html(strings: TemplateStringsArray, ...values: Interpolated[]): Html {
-  let out = strings[0]!;
-  let where = whereAfter(out, 'text');
-  for (let i = 0; i < values.length; i++) {
-    const next = strings[i + 1]!;
-    out += piece(values[i]!, where) + next;
-    where = whereAfter(next, where);
+/** Where each value of a template stands, by its call site (a tagged template's strings are one object per site). */
+const placesOf = new WeakMap<TemplateStringsArray, Where[]>();
+
+function places(strings: TemplateStringsArray): Where[] {
+  let at = placesOf.get(strings);
+  if (at === undefined) {
+    at = [];
+    let where = whereAfter(strings[0]!, 'text');
+    for (let i = 1; i < strings.length; i++) {
+      at.push(where);
+      where = whereAfter(strings[i]!, where);
+    }
+    placesOf.set(strings, at);
   }
+  return at;
+}
+
+export function html(strings: TemplateStringsArray, ...values: Interpolated[]): Html {
+  const at = places(strings);
+  let out = strings[0]!;
+  for (let i = 0; i < values.length; i++) out += piece(values[i]!, at[i]!) + strings[i + 1]!;
   return mark(out);
 }
 
