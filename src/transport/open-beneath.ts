@@ -11,10 +11,14 @@ const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOL
 const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const HAVE_PROC_FD = existsSync('/proc/self/fd');
 
-/** An open regular file: its descriptor (the caller closes it) and its size when opened. */
+/**
+ * An open regular file: its descriptor (the caller closes it), its size when opened, and the path it
+ * was opened as (the root joined to the contract path), which a failed read names.
+ */
 export interface OpenedFile {
   fd: number;
   size: number;
+  path: string;
 }
 
 /**
@@ -118,7 +122,7 @@ export function regularOpened(fd: number, rel: string, path: string): OpenedFile
     const st = fstatSync(fd);
     if (!st.isFile())
       throw new InputNotRegularError(rel, st.isDirectory() ? 'a directory' : 'not a regular file');
-    return { fd, size: st.size };
+    return { fd, size: st.size, path };
   } catch (err) {
     closeQuietly(fd);
     throw err instanceof InputNotRegularError ? err : new IoError('fstat', path, err);

@@ -166,15 +166,15 @@ function closeQuietly(fd: number): void {
  * Exactly `size` bytes of a small file, with one read of size + 1 bytes into `scratch` (which must
  * hold them): the extra byte, when it comes, says the file grew since its size was taken.
  */
-function readSmall(fd: number, file: string, size: number, scratch: Buffer): Buffer {
+function readSmall(opened: OpenedFile, file: string, size: number, scratch: Buffer): Buffer {
   let got = 0;
   for (;;) {
     const want = size + 1 - got;
     let n: number;
     try {
-      n = readSync(fd, scratch, got, want, null);
+      n = readSync(opened.fd, scratch, got, want, null);
     } catch (err) {
-      throw IoError.wrap('read', file, err);
+      throw IoError.wrap('read', opened.path, err);
     }
     got += n;
     if (got > size) throw new InputChangedError(file, `grew while being packed (expected ${size} bytes)`);
@@ -185,17 +185,17 @@ function readSmall(fd: number, file: string, size: number, scratch: Buffer): Buf
   return scratch.subarray(0, size);
 }
 
-/** Stream exactly `size` bytes of `fd` into the writer, hashing them; throws if the file shrank or grew. */
+/** Stream exactly `size` bytes of the opened file into the writer, hashing them; throws if the file shrank or grew. */
 async function streamFile(
-  fd: number,
+  opened: OpenedFile,
   file: string,
   size: number,
   out: ChunkWriter,
   hash: Hash,
 ): Promise<void> {
   const readAt = (buf: Buffer, length: number) =>
-    readAsync(fd, buf, 0, length, null).catch((err: unknown) => {
-      throw IoError.wrap('read', file, err);
+    readAsync(opened.fd, buf, 0, length, null).catch((err: unknown) => {
+      throw IoError.wrap('read', opened.path, err);
     });
   let left = size;
   while (left > 0) {
@@ -263,10 +263,10 @@ export async function packTar(
           if (size <= SMALL_FILE_BYTES) {
             // one synchronous read, no thread-pool round trips: most source files are small
             scratch ??= Buffer.allocUnsafe(SMALL_FILE_BYTES + 1);
-            const data = readSmall(opened.fd, file, size, scratch);
+            const data = readSmall(opened, file, size, scratch);
             hash.update(data);
             await out.write(data);
-          } else await streamFile(opened.fd, file, size, out, hash);
+          } else await streamFile(opened, file, size, out, hash);
         } finally {
           closeQuietly(opened.fd);
         }

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Header, Parser } from 'tar';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { UsageError } from '../../src/core/errors.js';
+import { IoError, UsageError } from '../../src/core/errors.js';
 import { InputChangedError, InputNotRegularError } from '../../src/transport/archive-errors.js';
 import { safeExtract } from '../../src/transport/safe-extract.js';
 import { bundleSha256, type PackEntry, packTar } from '../../src/transport/tar-pack.js';
@@ -251,6 +251,17 @@ describe('packTar', () => {
     expect(listed.map((e) => [e.path, e.size])).toEqual(
       inputs.map((i) => [i.name, Buffer.byteLength(i.data)]),
     );
+  });
+
+  // a real read that fails: /proc/self/mem reads the process's memory at the file offset, and
+  // nothing is mapped at offset 0, so the kernel answers EIO
+  it.each([
+    { how: 'by its path', entry: { name: 'files/mem', file: '/proc/self/mem' } },
+    { how: 'beneath its root', entry: { name: 'files/mem', file: 'mem', root: '/proc/self' } },
+  ])('a failed read, of a file opened $how, is EGJ_IO naming its whole path', async ({ entry }) => {
+    const err = await pack([entry]).catch((e) => e);
+    expect(err).toBeInstanceOf(IoError);
+    expect(err.message).toBe('/proc/self/mem: read failed: i/o error (EIO)');
   });
 
   it('refuses a symlink and a directory as input', async () => {
