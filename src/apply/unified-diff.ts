@@ -11,7 +11,6 @@ export interface FileChange {
   after: Uint8Array | null;
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 const utf8KeepingBom = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** The bytes as text, every character kept (a leading BOM too); undefined for a binary file (a NUL, or not UTF-8). */
@@ -28,22 +27,18 @@ export function isBinary(bytes: Uint8Array): boolean {
   return utf8Text(bytes) === undefined;
 }
 
-function text(bytes: Uint8Array | null): string {
-  return bytes === null ? '' : utf8.decode(bytes);
-}
-
 /** `labels`: the prefixes of the two sides' names (git's a/ and b/ unless told, e.g. live/ and shadow:b/). */
 export function fileDiff(change: FileChange, labels = { before: 'a', after: 'b' }): string {
   const from = change.before === null ? '/dev/null' : `${labels.before}/${change.path}`;
   const to = change.after === null ? '/dev/null' : `${labels.after}/${change.path}`;
-  const sizes = `${change.before?.length ?? 0} → ${change.after?.length ?? 0} bytes`;
-  if (
-    (change.before !== null && isBinary(change.before)) ||
-    (change.after !== null && isBinary(change.after))
-  ) {
+  // a leading BOM is kept: a file that gains or loses one changes, and the diff must say so
+  const before = change.before === null ? '' : utf8Text(change.before);
+  const after = change.after === null ? '' : utf8Text(change.after);
+  if (before === undefined || after === undefined) {
+    const sizes = `${change.before?.length ?? 0} → ${change.after?.length ?? 0} bytes`;
     return `--- ${from}\n+++ ${to}\nbinary file changed: ${change.path} (${sizes})\n`;
   }
-  const patch = createTwoFilesPatch(from, to, text(change.before), text(change.after));
+  const patch = createTwoFilesPatch(from, to, before, after);
   // jsdiff opens with a "=====" rule line that git and patch(1) do not need
   return patch.replace(/^=+\n/, '');
 }

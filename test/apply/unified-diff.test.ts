@@ -35,6 +35,11 @@ describe('unifiedDiff', () => {
       change: { path: 'latin1.txt', before: b('ok\n'), after: Buffer.from([0xe9, 0x0a]) },
       diff: '--- a/latin1.txt\n+++ b/latin1.txt\nbinary file changed: latin1.txt (3 → 2 bytes)\n',
     },
+    {
+      name: 'a file that gains a byte-order mark',
+      change: { path: 'bom.cs', before: b('class A {}\n'), after: b('\ufeffclass A {}\n') },
+      diff: '--- a/bom.cs\n+++ b/bom.cs\n@@ -1,1 +1,1 @@\n-class A {}\n+\ufeffclass A {}\n',
+    },
   ])('shows $name', ({ change, diff }) => {
     expect(unifiedDiff([change])).toBe(diff);
   });
@@ -59,6 +64,11 @@ describe('hiddenWarning', () => {
     expect(hiddenWarning(diff)).toBe(
       'warning: the diff adds 3 hidden character(s) (bidirectional controls or invisible code points, shown as \\u escapes): they can make code read differently from how it runs',
     );
+  });
+
+  it('counts a byte-order mark the change puts at the top of a file', () => {
+    const diff = unifiedDiff([{ path: 'a.py', before: b('x = 1\n'), after: b('\ufeffx = 1\n') }]);
+    expect(hiddenWarning(diff)).toMatch(/^warning: the diff adds 1 hidden character\(s\) /);
   });
 
   it('says nothing for a diff that adds none', () => {
