@@ -4,27 +4,12 @@
 // a file that is not UTF-8 text (a NUL byte, or invalid UTF-8) is summarised as "binary file changed".
 import { createTwoFilesPatch } from 'diff';
 import { countHidden } from '../core/hidden-chars.js';
+import { utf8Text } from '../core/utf8-text.js';
 
 export interface FileChange {
   path: string;
   before: Uint8Array | null;
   after: Uint8Array | null;
-}
-
-const utf8KeepingBom = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-/** The bytes as text, every character kept (a leading BOM too); undefined for a binary file (a NUL, or not UTF-8). */
-export function utf8Text(bytes: Uint8Array): string | undefined {
-  if (bytes.includes(0)) return undefined;
-  try {
-    return utf8KeepingBom.decode(bytes);
-  } catch {
-    return undefined;
-  }
-}
-
-export function isBinary(bytes: Uint8Array): boolean {
-  return utf8Text(bytes) === undefined;
 }
 
 /** `labels`: the prefixes of the two sides' names (git's a/ and b/ unless told, e.g. live/ and shadow:b/). */

@@ -4,6 +4,7 @@
 // selectors, the tag characters U+E0000–U+E007F, which can carry a whole sentence no one sees) draw
 // nothing at all. Model-written text may hold any of them, by accident or by a prompt injected into the
 // model's input, so wherever a person reviews such text genjob shows each one as its code point.
+import { utf8Text } from './utf8-text.js';
 
 /** The set as the inside of a character class (a regular expression with the `u` flag). */
 export const HIDDEN_CLASS = '\\p{Bidi_Control}\\p{Default_Ignorable_Code_Point}';
@@ -21,4 +22,17 @@ export function countHidden(text: string): number {
   let n = 0;
   for (const _ of text.matchAll(HIDDEN_CHARS)) n += 1;
   return n;
+}
+
+/**
+ * How many more hidden characters a file holds after a change than before it (none for bytes that are not
+ * text; `before` null or undefined: the file is new). What a reviewer is warned of: a file that had some
+ * and keeps them adds none.
+ */
+export function hiddenAdded(before: Uint8Array | null | undefined, after: Uint8Array): number {
+  const count = (bytes: Uint8Array) => {
+    const text = utf8Text(bytes);
+    return text === undefined ? 0 : countHidden(text);
+  };
+  return Math.max(0, count(after) - (before ? count(before) : 0));
 }

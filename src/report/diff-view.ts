@@ -3,8 +3,8 @@
 // jsdiff computes the hunks (3 lines of context); an edit script longer than MAX_EDIT gives up with a
 // note instead of a page that takes minutes to build. Pure: two byte strings in, markup out.
 import { diffWordsWithSpace, structuredPatch } from 'diff';
-import { utf8Text } from '../apply/unified-diff.js';
 import { countHidden } from '../core/hidden-chars.js';
+import { utf8Text } from '../core/utf8-text.js';
 import { type Html, html } from './escape.js';
 
 const MAX_EDIT = 20_000;

@@ -4,9 +4,8 @@
 // A job whose files stamp as the cache remembers is taken from it (report-cache.ts). Reads only; a file
 // that cannot be parsed shows as such on its row instead of failing the report.
 import { join, sep } from 'node:path';
-import { utf8Text } from '../apply/unified-diff.js';
 import { spendOfReceipts } from '../commands/status-spend.js';
-import { countHidden } from '../core/hidden-chars.js';
+import { hiddenAdded } from '../core/hidden-chars.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
 import { sha256Hex } from '../core/sha256.js';
@@ -67,12 +66,6 @@ function locate(store: Store): Map<string, Where> {
     if (!where.has(d.key))
       where.set(d.key, { state: 'dead', file: join(store.layout.dir('dead'), d.name), deadName: d.name });
   return where;
-}
-
-/** Hidden characters in a file's bytes read as UTF-8 (as its page draws them). */
-function hiddenIn(bytes: Buffer): number {
-  const text = utf8Text(bytes);
-  return text === undefined ? 0 : countHidden(text);
 }
 
 /** The job document of a job file or of an apply record (which embeds it), read loosely. */
@@ -137,9 +130,7 @@ function gatherJob(
       input,
       inputFound: before === null || before.kind === 'ok',
       hiddenAdded:
-        output.kind === 'ok'
-          ? Math.max(0, hiddenIn(output.bytes) - (before?.kind === 'ok' ? hiddenIn(before.bytes) : 0))
-          : 0,
+        output.kind === 'ok' ? hiddenAdded(before?.kind === 'ok' ? before.bytes : null, output.bytes) : 0,
     };
   });
   return {

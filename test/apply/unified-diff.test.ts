@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hiddenWarning, isBinary, unifiedDiff } from '../../src/apply/unified-diff.js';
+import { hiddenWarning, unifiedDiff } from '../../src/apply/unified-diff.js';
 
 const b = (s: string) => Buffer.from(s);
 
@@ -42,12 +42,6 @@ describe('unifiedDiff', () => {
     },
   ])('shows $name', ({ change, diff }) => {
     expect(unifiedDiff([change])).toBe(diff);
-  });
-
-  it('treats NUL bytes and invalid UTF-8 as binary, and UTF-8 text as text', () => {
-    expect(isBinary(Buffer.from('héllo ✓\n'))).toBe(false);
-    expect(isBinary(Buffer.from([0x61, 0]))).toBe(true);
-    expect(isBinary(Buffer.from([0xff]))).toBe(true);
   });
 });
 

@@ -1,7 +1,7 @@
 // The hidden characters: the bidi controls and the default-ignorable code points, counted wherever they
 // stand (the page's warning says how many), each named by its code point.
 import { describe, expect, it } from 'vitest';
-import { codePointLabel, countHidden } from '../../src/core/hidden-chars.js';
+import { codePointLabel, countHidden, hiddenAdded } from '../../src/core/hidden-chars.js';
 
 describe('hidden characters', () => {
   it.each([
@@ -19,5 +19,27 @@ describe('hidden characters', () => {
     expect(codePointLabel('\u202e')).toBe('U+202E');
     expect(codePointLabel('\u00ad')).toBe('U+00AD');
     expect(codePointLabel('\u{e0049}')).toBe('U+E0049');
+  });
+
+  const b = (s: string) => Buffer.from(s);
+  it.each([
+    { name: 'a new file, all it holds', before: null, after: b('a\u202eb\u200b'), n: 2 },
+    { name: 'a file that had them and keeps them', before: b('\u202e\n'), after: b('x\u202e\n'), n: 0 },
+    {
+      name: 'the more a file holds than before',
+      before: b('\u200b'),
+      after: b('\u200b\u200b\u{e0041}'),
+      n: 2,
+    },
+    { name: 'none for a file that loses some', before: b('\u200b\u200b'), after: b('x'), n: 0 },
+    {
+      name: 'none in bytes that are not text',
+      before: null,
+      after: Buffer.from([0xe2, 0x80, 0xae, 0]),
+      n: 0,
+    },
+    { name: 'a byte-order mark put at the top', before: b('x'), after: b('\ufeffx'), n: 1 },
+  ])('hiddenAdded: $name', ({ before, after, n }) => {
+    expect(hiddenAdded(before, after)).toBe(n);
   });
 });
