@@ -1,9 +1,10 @@
 // genjob verify --commits RANGE [--require-genjob PATHSPEC] [--require-check NAME] [--trust-ref REF |
 // --trust-file PATH]: the merge gate (src/git/commit-gate.ts; the checks: src/check/commit-check.ts),
 // under the trust policy of the range's base or of the flags, never the checkout's
-// (src/git/gate-policy.ts). One line per judged commit; in text mode the first failure stops the walk,
-// its line goes to stderr (exit 3) after the lines of the commits that passed. With --json every commit
-// is checked and all failures are listed, still exit 3.
+// (src/git/gate-policy.ts). One line per judged commit, with a warning when its outputs add hidden
+// characters; in text mode the first failure stops the walk, its line goes to stderr (exit 3) after the
+// lines of the commits that passed. With --json every commit is checked and all failures are listed,
+// still exit 3.
 
 import { CONFIG_FILE } from '../cli/config-file.js';
 import type { CommandResult } from '../cli/result.js';
@@ -26,7 +27,10 @@ function line(
     : '';
   if (c.key === null) return `${c.commit.slice(0, 12)} ok: no Genjob-Key${changes}`;
   const checks = (records ?? []).map((p) => `, ${p.name} passed (record ${p.digest.slice(0, 12)})`).join('');
-  return `${c.commit.slice(0, 12)} ok: job ${c.key.slice(0, 12)}, exactly its ${c.outputs} output(s)${c.signer ? `, signed by ${c.signer}` : ''}${checks}${changes}`;
+  const hidden = c.hidden_added
+    ? `; warning: its outputs add ${c.hidden_added} hidden character(s) (bidirectional controls or invisible code points), which can make code read differently from how it runs`
+    : '';
+  return `${c.commit.slice(0, 12)} ok: job ${c.key.slice(0, 12)}, exactly its ${c.outputs} output(s)${c.signer ? `, signed by ${c.signer}` : ''}${checks}${changes}${hidden}`;
 }
 
 export async function verifyCommits(o: VerifyOptions & { commits: string }): Promise<CommandResult> {

@@ -6,9 +6,12 @@
 //     gate-policy.ts) and is the receipt its Genjob-Receipt names; its parent holds exactly the job's
 //     inputs (a receipt replayed on other history fails); and it changes exactly the receipt's outputs,
 //     byte for byte, with the mode the receipt gives;
+//     a generated commit that passes says how many hidden characters (bidi controls, invisible code
+//     points) its outputs add, for the reviewer to look at: a warning, not a verdict;
 //   - any other commit is a person's: under --require-genjob it may touch neither the paths named nor a
 //     policy file (genjob-trust.json); without it, a policy change is only reported.
 import { GenjobError } from '../core/errors.js';
+import { hiddenAdded } from '../core/hidden-chars.js';
 import type { Job } from '../core/job.js';
 import type { ReceiptOutput } from '../core/receipt.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
@@ -34,6 +37,8 @@ export interface CommitCheck {
   receipt?: string;
   /** The commit changes a policy file (genjob-trust.json): reported, never used by this gate. */
   changes_policy?: true;
+  /** How many more hidden characters its outputs hold than its parent held at their paths, when any. */
+  hidden_added?: number;
 }
 
 class GateFailure extends Error {
@@ -201,7 +206,7 @@ async function checkGenerated(root: string, c: CommitTrailers, o: JudgeContext):
       `Genjob-Signer names ${JSON.stringify(signer)}, but the receipt of job ${key.slice(0, 12)} ${v.signer ? `verified against ${JSON.stringify(v.signer)}` : 'verified against no pinned key'}`,
     );
   const base = await checkBase(root, c, v.job);
-  await checkChanges(root, c, v.receipt.outputs, base);
+  const hidden = await checkChanges(root, c, v.receipt.outputs, base);
   return {
     commit: c.commit,
     key,
@@ -209,6 +214,7 @@ async function checkGenerated(root: string, c: CommitTrailers, o: JudgeContext):
     outputs: v.receipt.outputs.length,
     signer: v.signer,
     receipt: v.receiptSha256,
+    ...(hidden > 0 ? { hidden_added: hidden } : {}),
   };
 }
 
@@ -265,13 +271,16 @@ export function parseRaw(out: Buffer): RawChange[] {
   return changes;
 }
 
-/** The commit's changes against its first parent are exactly the outputs, each with the receipt's bytes and mode. */
+/**
+ * The commit's changes against its first parent are exactly the outputs, each with the receipt's bytes and
+ * mode. Returns how many hidden characters the outputs add to what the parent held at their paths.
+ */
 async function checkChanges(
   root: string,
   c: CommitTrailers,
   outputs: readonly ReceiptOutput[],
   parent: ReadonlyMap<string, TreeEntryAt | null>,
-): Promise<void> {
+): Promise<number> {
   const base = c.parents[0];
   const diff = await git(root, [
     'diff-tree',
@@ -302,6 +311,7 @@ async function checkChanges(
       );
   }
   // every output as the commit holds it (changed or not): bytes and mode
+  let hidden = 0;
   const entries = await treeEntries(
     root,
     c.commit,
@@ -324,5 +334,7 @@ async function checkChanges(
         'EGJ_COMMIT_MODE_DIFFERS',
         `output ${JSON.stringify(o.path)} has mode ${e!.mode} in the commit; ${o.executable ? 'its receipt makes it executable (100755)' : `its receipt leaves the mode as it was (${mode})`}`,
       );
+    hidden += hiddenAdded(parent.get(o.path)?.bytes, e!.bytes!);
   }
+  return hidden;
 }
