@@ -156,7 +156,13 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
   else if (o.keys.length > 0) keys = [...new Set(o.keys.map((k) => resolveKey(store, k)))];
   else throw new UsageError('EGJ_USAGE', 'name a key (or a unique prefix of 4+ characters), or pass --all');
   const sandbox = o.sandbox === false ? 'none' : 'bwrap';
-  if (sandbox === 'bwrap' && checkers.some((c) => c.kind === 'command')) await requireBwrap('genjob check');
+  // bubblewrap's probe (a sandbox started for `true`) runs while HEAD is read and the receipts verified:
+  // nothing of either writes, and no checker starts before the probe said yes
+  const sandboxReady =
+    sandbox === 'bwrap' && checkers.some((c) => c.kind === 'command')
+      ? requireBwrap('genjob check')
+      : Promise.resolve();
+  sandboxReady.catch(() => {}); // awaited below; until then a refusal is not an unhandled rejection
   const signing = signingOf(o);
   // HEAD is read once: every job is checked on this commit, and its records name this tree and the
   // checkers' bindings in it, whatever commits land while the checks run. Without one, a job that needs
@@ -178,6 +184,7 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
       failures.push({ ...failureOf(key, err), checker: null });
     }
   }
+  await sandboxReady;
   const scratches = new Map<string, Promise<Scratch>>();
   const pairs = [...verified.values()].flatMap((v) => checkers.map((c) => ({ v, c })));
   const outcomes: Array<CheckOutcome | undefined> = [];

@@ -4,7 +4,7 @@
 // lockfile makes the record stale, so does a retry (a new receipt), a command that fails then passes
 // ends flaky and is refused, setup runs once and is reused read-only, and kill -9 mid-check leaves no
 // record behind.
-import { chmodSync, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
@@ -412,6 +412,22 @@ describe('genjob check: usage', () => {
       const facts = factsOf(r.repo, key, 'tests', records(r.repo, key, 'tests')[0]!);
       expect(facts.base_tree, key.slice(0, 12)).toBe(started);
     }
+  });
+
+  it('without bubblewrap: EGJ_SANDBOX_UNAVAILABLE (exit 2) naming the package, nothing run', async () => {
+    const r = await checkRepo();
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    // git on the PATH, bwrap not
+    const bin = join(r.base, 'git-only');
+    mkdirSync(bin);
+    symlinkSync((await execa('sh', ['-c', 'command -v git'])).stdout, join(bin, 'git'));
+    const run = await r.genjob(['check', key], { env: { PATH: bin } });
+    expect(run.exitCode, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(
+      /^genjob: EGJ_SANDBOX_UNAVAILABLE: genjob check: bwrap is not installed; install the Debian package bubblewrap /,
+    );
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(records(r.repo, key, 'tests')).toEqual([]);
   });
 
   it('a branch without a commit yet is EGJ_CHECK_NO_HEAD (exit 2), nothing run', async () => {
