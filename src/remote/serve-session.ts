@@ -12,7 +12,7 @@ import { canonicalBytes } from '../core/canonical-json.js';
 import { asIoError, GenjobError, IoError, ioErrorAt } from '../core/errors.js';
 import { allowedPaths, type Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
-import { requireBwrap } from '../sandbox/bwrap-probe.js';
+import { probeBwrap, requireBwrap } from '../sandbox/bwrap-probe.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
 import { nodeFs } from '../store/fs-port.js';
 import {
@@ -186,6 +186,9 @@ async function answer(
   // a generator that cannot run produces no result to cache: refuse before reading the bundle
   const problem = await generatorConfigProblem(generator, process.env, cfg.policy);
   if (problem !== null) throw new RefusedError('EGJ_GENERATOR_CONFIG', problem);
+  const confined = cfg.policy.kind === 'bwrap' && !generator.startsWith(BUILTIN_PREFIX);
+  // bubblewrap's probe (asked once per process) starts now and runs while the bundle comes in
+  if (confined) void probeBwrap();
   const scratch = await cfg.cache.scratch();
   try {
     const { job, ws, files } = await receiveBundle(code, body, reader, scratch, req);
@@ -197,8 +200,7 @@ async function answer(
       await refuseInDoubt(cfg.cache, name, req.retry_aborted === true || req.regenerate === true);
       await cfg.cache.clearStarted(name);
       // no sandbox, no generation: refused before anything is recorded as started
-      if (cfg.policy.kind === 'bwrap' && !generator.startsWith(BUILTIN_PREFIX))
-        await requireBwrap(`genjob serve on ${host}`);
+      if (confined) await requireBwrap(`genjob serve on ${host}`);
       const jobFile = join(scratch, 'job.json');
       await writeFile(jobFile, canonicalBytes(job)).catch((err: unknown) => {
         throw ioErrorAt(jobFile, err); // its close's error names no file
