@@ -113,7 +113,10 @@ export async function prepareScratch(
 ): Promise<Scratch> {
   const root = store.root;
   const { head, baseTree, objects } = at;
-  await requireInputsAtHead(root, head, job);
+  // the inputs are checked at HEAD while the private index is built: a stale job throws before the
+  // index is used, and its scratch directory is removed
+  const inputsAtHead = requireInputsAtHead(root, head, job);
+  inputsAtHead.catch(() => {}); // awaited below
   const { pid, start } = thisProcess();
   mkdirSync(store.layout.staging, { recursive: true });
   const dir = join(
@@ -129,17 +132,23 @@ export async function prepareScratch(
       GIT_OBJECT_DIRECTORY: own,
       GIT_ALTERNATE_OBJECT_DIRECTORIES: objects,
     };
-    await git(root, ['read-tree', head], { env });
-    // HEAD's tracked files with their modes: an output keeps its file's mode, and is tracked after it
-    const modes = await indexModes(root, env);
+    // HEAD's tracked files with their modes (an output keeps its file's mode, and is tracked after it),
+    // and the outputs' blobs, written into the private object directory (no index needed) meanwhile;
+    // every step ends before the directory may be removed, and a stale input is the error to tell
+    const [stale, listed, hashed] = await Promise.allSettled([
+      inputsAtHead,
+      git(root, ['read-tree', head], { env }).then(() => indexModes(root, env)),
+      outputs.length === 0
+        ? []
+        : gitText(root, ['hash-object', '-w', '--no-filters', '--stdin-paths'], {
+            env,
+            input: `${outputs.map((o) => outputFile(store, job.key, o)).join('\n')}\n`,
+          }).then((text) => text.split('\n')),
+    ]);
+    for (const step of [stale, listed, hashed]) if (step.status === 'rejected') throw step.reason;
+    const modes = (listed as PromiseFulfilledResult<Map<string, string>>).value;
+    const oids = (hashed as PromiseFulfilledResult<string[]>).value;
     if (outputs.length > 0) {
-      const files = outputs.map((o) => outputFile(store, job.key, o));
-      const oids = (
-        await gitText(root, ['hash-object', '-w', '--no-filters', '--stdin-paths'], {
-          env,
-          input: `${files.join('\n')}\n`,
-        })
-      ).split('\n');
       const entries = outputs
         .map(
           (o, i) => `${modes.get(o.path) === '100755' ? '100755' : '100644'} ${oids[i]}\t${quote(o.path)}\n`,
