@@ -4,8 +4,10 @@
 // quote every attribute; a link's target comes only from `href`, which accepts genjob's own names.
 // A hidden character (hidden-chars.ts: a bidi control, a zero-width or tag character) is shown as its
 // code point, never drawn: in text as a marked `U+202E`, where only text may stand (an attribute, a
-// <title>) as `[U+202E]`, so what a reviewer reads is what a compiler reads.
-import { codePointLabel, HIDDEN_CHARS, HIDDEN_CLASS } from '../core/hidden-chars.js';
+// <title>) as `[U+202E]`, so what a reviewer reads is what a compiler reads. A run of tag characters
+// (U+E0020–U+E007E, an invisible copy of ASCII that can smuggle a sentence to a model) is one mark that
+// spells out what it says.
+import { codePointLabel, HIDDEN_CLASS } from '../core/hidden-chars.js';
 
 /** Markup made by `html` (or `raw` for genjob's own constants); nothing else can pose as one. */
 class Markup {
@@ -39,6 +41,10 @@ const ENTITY: Record<string, string> = {
 // Stryker disable next-line StringLiteral: the fast path's test (escapeText); a wider one changes no output
 const SPECIAL = new RegExp(`[&<>"'${HIDDEN_CLASS}]`, 'u');
 const SPECIALS = /[&<>"']/g;
+/** Hidden characters, a run of two or more printable tag characters matched as one. */
+const HIDDEN_RUNS = new RegExp(`[\\u{E0020}-\\u{E007E}]{2,}|[${HIDDEN_CLASS}]`, 'gu');
+/** A tag character's distance from the ASCII character it mirrors. */
+const TAG_OFFSET = 0xe0000;
 
 /**
  * Where a value stands: 'text', between tags, where a marked code point may go; 'plain', where only
@@ -62,9 +68,20 @@ export function escapeText(text: string, where: Where = 'plain'): string {
   // Stryker disable next-line ConditionalExpression: a fast path; the replaces below change nothing either
   if (!SPECIAL.test(text)) return text;
   const escaped = text.replace(SPECIALS, (c) => ENTITY[c]!);
-  return escaped.replace(HIDDEN_CHARS, (c) =>
-    where === 'text' ? `<span class="hidden-char">${codePointLabel(c)}</span>` : `[${codePointLabel(c)}]`,
+  return escaped.replace(HIDDEN_RUNS, (c) =>
+    where === 'text' ? `<span class="hidden-char">${hiddenLabel(c)}</span>` : `[${hiddenLabel(c)}]`,
   );
+}
+
+/**
+ * `U+202E` for one hidden character; for a run of tag characters, its ends, length and the text it spells,
+ * as markup fit for text and attribute alike (its quotes are entities too).
+ */
+function hiddenLabel(hidden: string): string {
+  const chars = [...hidden];
+  if (chars.length === 1) return codePointLabel(hidden);
+  const spelled = chars.map((c) => String.fromCodePoint(c.codePointAt(0)! - TAG_OFFSET)).join('');
+  return `${codePointLabel(chars[0]!)}…${codePointLabel(chars.at(-1)!)}, ${chars.length} tag characters spelling &quot;${spelled.replace(SPECIALS, (c) => ENTITY[c]!)}&quot;`;
 }
 
 export type Interpolated = Html | string | number | boolean | null | undefined | readonly Interpolated[];

@@ -63,13 +63,29 @@ describe('hidden characters (Trojan Source, zero-width and tag characters)', () 
     { name: 'a zero-width space', text: 'ad\u200bmin', shown: 'U+200B' },
     { name: 'a right-to-left mark', text: 'a\u200fb', shown: 'U+200F' },
     { name: 'a soft hyphen', text: 'pass\u00adword', shown: 'U+00AD' },
-    { name: 'a tag character (past U+FFFF)', text: 'ok\u{e0049}\u{e0047}', shown: 'U+E0049' },
+    { name: 'a tag character (past U+FFFF)', text: 'ok\u{e0049}', shown: 'U+E0049' },
     { name: 'a word joiner', text: 'a\u2060b', shown: 'U+2060' },
     { name: 'a byte order mark', text: '\ufeffx', shown: 'U+FEFF' },
   ])('shows $name', ({ text, shown }) => {
     const out = html`<pre>${text}</pre>`.markup;
     expect(out).not.toMatch(HIDDEN);
     expect(out).toContain(`<span class="hidden-char">${shown}</span>`);
+  });
+
+  it('shows a run of tag characters as one mark spelling out the text they smuggle, escaped', () => {
+    const tags = (ascii: string) =>
+      [...ascii].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('');
+    const out = html`<pre>ok ${`x${tags('<b>pass & "go"')}\u200by`}</pre>`.markup;
+    expect(out).toBe(
+      '<pre>ok x<span class="hidden-char">U+E003C…U+E0022, 14 tag characters spelling &quot;&lt;b&gt;pass &amp; &quot;go&quot;&quot;</span><span class="hidden-char">U+200B</span>y</pre>',
+    );
+    expect(html`<p title="${tags('hi')}">`.markup).toBe(
+      '<p title="[U+E0068…U+E0069, 2 tag characters spelling &quot;hi&quot;]">',
+    );
+    // the language tag and the cancel tag spell nothing: each is its own mark
+    expect(html`<pre>${'\u{e0001}\u{e007f}'}</pre>`.markup).toBe(
+      '<pre><span class="hidden-char">U+E0001</span><span class="hidden-char">U+E007F</span></pre>',
+    );
   });
 
   it('writes them as plain text where markup may not stand: an attribute, a <title>', () => {

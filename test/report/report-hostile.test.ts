@@ -223,9 +223,10 @@ describe('a report of hostile text', () => {
     expect(shown).not.toMatch(/[\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/u);
     expect(await w.page.locator('table.diff.unified td.add:last-child').allTextContents()).toEqual([
       'if (role != "userU+202E U+2066// admin onlyU+2069 U+2066") {',
-      'ok = 1 #U+200BU+E0049U+E0047U+E004EU+E004FU+E0052U+E0045',
+      'ok = 1 #U+200BU+E0049…U+E0045, 6 tag characters spelling "IGNORE"',
     ]);
-    expect(await w.page.locator('table.diff.unified td.add .hidden-char').count()).toBe(11);
+    // each bidi control and the zero-width space a mark, the run of tag characters one
+    expect(await w.page.locator('table.diff.unified td.add .hidden-char').count()).toBe(6);
     const warnings = await w.page.locator('.hidden-warning').allTextContents();
     expect(warnings).toHaveLength(2); // the change's, then the file's
     expect(warnings[0]).toMatch(/^This change adds 11 hidden character\(s\)/);
