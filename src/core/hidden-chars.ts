@@ -12,6 +12,19 @@ export const HIDDEN_CLASS = '\\p{Bidi_Control}\\p{Default_Ignorable_Code_Point}'
 /** Every hidden character, for a replace (global). */
 export const HIDDEN_CHARS = new RegExp(`[${HIDDEN_CLASS}]`, 'gu');
 
+/**
+ * A run of two or more printable tag characters (U+E0020–U+E007E): each mirrors an ASCII character, so a
+ * run is text no one sees that a model reads. Global: for a replace or matchAll.
+ */
+export const TAG_RUNS = /[\u{E0020}-\u{E007E}]{2,}/gu;
+
+/** The ASCII text a run of tag characters spells. */
+export function tagText(run: string): string {
+  let text = '';
+  for (const c of run) text += String.fromCodePoint(c.codePointAt(0)! - 0xe0000);
+  return text;
+}
+
 /** `U+202E` for a character (four hex digits at least, as Unicode writes them). */
 export function codePointLabel(c: string): string {
   return `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;

@@ -7,7 +7,7 @@
 // <title>) as `[U+202E]`, so what a reviewer reads is what a compiler reads. A run of tag characters
 // (U+E0020–U+E007E, an invisible copy of ASCII that can smuggle a sentence to a model) is one mark that
 // spells out what it says.
-import { codePointLabel, HIDDEN_CLASS } from '../core/hidden-chars.js';
+import { codePointLabel, HIDDEN_CLASS, TAG_RUNS, tagText } from '../core/hidden-chars.js';
 
 /** Markup made by `html` (or `raw` for genjob's own constants); nothing else can pose as one. */
 class Markup {
@@ -43,9 +43,7 @@ const SPECIAL = new RegExp(`[&<>"'${HIDDEN_CLASS}]`, 'u');
 const SPECIALS = /[&<>"']/g;
 /** Hidden characters, a run of two or more printable tag characters matched as one. */
 // Stryker disable next-line StringLiteral: without its flags the pattern does not compile, so the module fails to load
-const HIDDEN_RUNS = new RegExp(`[\\u{E0020}-\\u{E007E}]{2,}|[${HIDDEN_CLASS}]`, 'gu');
-/** A tag character's distance from the ASCII character it mirrors. */
-const TAG_OFFSET = 0xe0000;
+const HIDDEN_RUNS = new RegExp(`${TAG_RUNS.source}|[${HIDDEN_CLASS}]`, 'gu');
 
 /**
  * Where a value stands: 'text', between tags, where a marked code point may go; 'plain', where only
@@ -81,8 +79,8 @@ export function escapeText(text: string, where: Where = 'plain'): string {
 function hiddenLabel(hidden: string): string {
   const chars = [...hidden];
   if (chars.length === 1) return codePointLabel(hidden);
-  const spelled = chars.map((c) => String.fromCodePoint(c.codePointAt(0)! - TAG_OFFSET)).join('');
-  return `${codePointLabel(chars[0]!)}…${codePointLabel(chars.at(-1)!)}, ${chars.length} tag characters spelling &quot;${spelled.replace(SPECIALS, (c) => ENTITY[c]!)}&quot;`;
+  const spelled = tagText(hidden).replace(SPECIALS, (c) => ENTITY[c]!);
+  return `${codePointLabel(chars[0]!)}…${codePointLabel(chars.at(-1)!)}, ${chars.length} tag characters spelling &quot;${spelled}&quot;`;
 }
 
 export type Interpolated = Html | string | number | boolean | null | undefined | readonly Interpolated[];

@@ -65,6 +65,21 @@ describe('hiddenWarning', () => {
     expect(hiddenWarning(diff)).toMatch(/^warning: the diff adds 1 hidden character\(s\) /);
   });
 
+  it('spells out what each run of tag characters in the added lines says', () => {
+    const tags = (ascii: string) =>
+      [...ascii].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('');
+    const diff = unifiedDiff([
+      {
+        path: 'a.py',
+        before: b(`x # ${tags('old')}\n`),
+        after: b(`x # ${tags('say "pass"')}\ny\u200b${tags('ok')}\n`),
+      },
+    ]);
+    expect(hiddenWarning(diff)).toBe(
+      'warning: the diff adds 13 hidden character(s) (bidirectional controls or invisible code points, shown as \\u escapes): they can make code read differently from how it runs; its tag characters spell "say \\"pass\\"", "ok"',
+    );
+  });
+
   it('says nothing for a diff that adds none', () => {
     const diff = unifiedDiff([{ path: 'a.py', before: Buffer.from('\u202e\n'), after: Buffer.from('b\n') }]);
     expect(hiddenWarning(diff)).toBeUndefined();

@@ -1,7 +1,7 @@
 // The hidden characters: the bidi controls and the default-ignorable code points, counted wherever they
 // stand (the page's warning says how many), each named by its code point.
 import { describe, expect, it } from 'vitest';
-import { codePointLabel, countHidden, hiddenAdded } from '../../src/core/hidden-chars.js';
+import { codePointLabel, countHidden, hiddenAdded, TAG_RUNS, tagText } from '../../src/core/hidden-chars.js';
 
 describe('hidden characters', () => {
   it.each([
@@ -19,6 +19,13 @@ describe('hidden characters', () => {
     expect(codePointLabel('\u202e')).toBe('U+202E');
     expect(codePointLabel('\u00ad')).toBe('U+00AD');
     expect(codePointLabel('\u{e0049}')).toBe('U+E0049');
+  });
+
+  it('spells the ASCII text a run of tag characters mirrors', () => {
+    expect(tagText('\u{e0049}\u{e0047}\u{e0020}\u{e007e}')).toBe('IG ~');
+    expect([...'a\u{e0048}\u{e0069}b\u{e0021}c'.matchAll(TAG_RUNS)].map(([run]) => tagText(run))).toEqual([
+      'Hi',
+    ]);
   });
 
   const b = (s: string) => Buffer.from(s);

@@ -240,6 +240,7 @@ describe('a report of hostile text', () => {
     expect(diff.stdout).toContain('+if (role != "user\\u202e \\u2066// admin only\\u2069 \\u2066") {');
     expect(diff.stdout).toContain('+ok = 1 #\\u200b\\u{e0049}\\u{e0047}');
     expect(diff.stdout).toContain('warning: the diff adds 11 hidden character(s)');
+    expect(diff.stdout).toContain('; its tag characters spell "IGNORE"\n');
     const json = await sb.genjob(['apply', key, '--dry-run', '--diff', '--json']);
     expect(json.stdout).not.toMatch(/[\p{Bidi_Control}\p{Default_Ignorable_Code_Point}]/u);
     expect(JSON.stringify(JSON.parse(json.stdout))).toContain('\u202e \u2066// admin only');
