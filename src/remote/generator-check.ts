@@ -27,7 +27,8 @@ export function chooseGenerator(pinned: string | null, requested: string | null)
     return {
       ok: false,
       code: 'EGJ_NO_GENERATOR',
-      message: 'no generator: pass --generator to work, or pin one with serve --generator',
+      message:
+        'no generator: pass --generator CMD to work or set "generator" in genjob.config.json, or pin one with serve --generator',
     };
   }
   return { ok: true, generator, pinned: pinned !== null };

@@ -49,6 +49,8 @@ describe('usage and configuration errors, found before anything is claimed', () 
       name: 'no --generator and no generator pinned by the host',
       args: () => [],
       code: 'EGJ_NO_GENERATOR',
+      // where a generator is given, the config file's key too
+      says: 'pass --generator CMD to work or set "generator" in genjob.config.json, or pin one with serve --generator',
     },
     {
       name: 'builtin:openai without GENJOB_OPENAI_BASE_URL',
@@ -91,6 +93,7 @@ describe('usage and configuration errors, found before anything is claimed', () 
       const w = await genjob(sb, ['work', '--once', ...c.args(sb)], { env });
       expect(w.stderr, `run ${once}`).toMatch(new RegExp(`^genjob: ${c.code}: `, 'm'));
       expect(w.exitCode).toBe(2);
+      if (c.says) expect(w.stderr).toContain(c.says);
     }
     expectUntouched(sb, key); // four runs later, still not a single attempt
   });
