@@ -39,6 +39,14 @@ export interface VerifyOptions extends CommonOptions {
  * The keys a verify/apply invocation names: one key (or prefix), --all of a state, or the jobs of a run
  * (--run NAME, with or without --all) that are in one of `runStates`; `skipped` counts the run's others.
  */
+/** Which jobs are `state` now, for a user who named none: a few short keys, or that there are none. */
+function waitingHint(store: Store, state: 'received'): string {
+  const keys = keysIn(store, state);
+  if (keys.length === 0) return `no job is ${state} yet (genjob status shows where each one is)`;
+  const shown = keys.slice(0, 3).map((k) => k.slice(0, 12));
+  return `${state}: ${shown.join(', ')}${keys.length > shown.length ? ` and ${keys.length - shown.length} more` : ''}`;
+}
+
 export function selectKeys(
   store: Store,
   o: { key?: string; all?: boolean; run?: string },
@@ -58,7 +66,7 @@ export function selectKeys(
   if (!o.key)
     throw new UsageError(
       'EGJ_USAGE',
-      'name a key (or a unique prefix of 4+ characters), or pass --all or --run NAME',
+      `name a key (or a unique prefix of 4+ characters), or pass --all or --run NAME; ${waitingHint(store, allState)}`,
     );
   return { keys: [resolveKey(store, o.key)], skipped: 0 };
 }

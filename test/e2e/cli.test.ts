@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeSandbox, PKG } from './helpers.js';
+import { DEMO_GENERATOR, makeSandbox, mintKey, PKG } from './helpers.js';
 
 describe('usage', () => {
   const bad = [
@@ -32,7 +32,7 @@ describe('usage', () => {
       name: 'verify with neither a key nor --all',
       args: ['verify'],
       stderr:
-        'genjob: EGJ_USAGE: name a key (or a unique prefix of 4+ characters), or pass --all or --run NAME\n',
+        'genjob: EGJ_USAGE: name a key (or a unique prefix of 4+ characters), or pass --all or --run NAME; no job is received yet (genjob status shows where each one is)\n',
     },
     {
       name: 'apply with a key and --all',
@@ -50,6 +50,23 @@ describe('usage', () => {
         expect(r.stderr).toMatch(/^genjob: error: option '--timeout <seconds>' argument 'soon' is invalid/);
     });
   }
+
+  it('apply or verify without a key names the received jobs it could mean', async () => {
+    const sb = await makeSandbox();
+    const keys = [
+      await mintKey(sb, 'Add a timeout', ['src/user.py']),
+      await mintKey(sb, 'Explain the config', ['README.md']),
+    ];
+    expect((await sb.genjob(['work', '--drain', '--quiet', '--generator', DEMO_GENERATOR])).exitCode).toBe(0);
+    const shown = keys.map((k) => k.slice(0, 12)).sort();
+    for (const command of ['apply', 'verify']) {
+      const r = await sb.genjob([command]);
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr).toBe(
+        `genjob: EGJ_USAGE: name a key (or a unique prefix of 4+ characters), or pass --all or --run NAME; received: ${shown.join(', ')}\n`,
+      );
+    }
+  });
 
   const hints = [
     { args: ['mint', '--bogus'], hint: '(run genjob mint --help for usage)' },
