@@ -35,10 +35,6 @@ export interface VerifyOptions extends CommonOptions {
   trustFile?: string;
 }
 
-/**
- * The keys a verify/apply invocation names: one key (or prefix), --all of a state, or the jobs of a run
- * (--run NAME, with or without --all) that are in one of `runStates`; `skipped` counts the run's others.
- */
 /** Which jobs are `state` now, for a user who named none: a few short keys, or that there are none. */
 function waitingHint(store: Store, state: 'received'): string {
   const keys = keysIn(store, state);
@@ -47,6 +43,10 @@ function waitingHint(store: Store, state: 'received'): string {
   return `${state}: ${shown.join(', ')}${keys.length > shown.length ? ` and ${keys.length - shown.length} more` : ''}`;
 }
 
+/**
+ * The keys a verify/apply invocation names: one key (or prefix), --all of a state, or the jobs of a run
+ * (--run NAME, with or without --all) that are in one of `runStates`; `skipped` counts the run's others.
+ */
 export function selectKeys(
   store: Store,
   o: { key?: string; all?: boolean; run?: string },
