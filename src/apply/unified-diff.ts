@@ -3,7 +3,7 @@
 // Text goes through jsdiff's createTwoFilesPatch with a/ b/ names (/dev/null for a created or deleted file);
 // a file that is not UTF-8 text (a NUL byte, or invalid UTF-8) is summarised as "binary file changed".
 import { createTwoFilesPatch } from 'diff';
-import { countHidden, TAG_RUNS, tagText } from '../core/hidden-chars.js';
+import { countHidden, tagTexts } from '../core/hidden-chars.js';
 import { utf8Text } from '../core/utf8-text.js';
 
 export interface FileChange {
@@ -41,15 +41,20 @@ export function unifiedDiff(
  * diff can bury. Runs of tag characters are spelled out (printable ASCII: safe on a terminal), since a
  * run of escapes cannot be read.
  */
+/** Texts spelled by tag characters, each JSON-quoted (printable ASCII then: safe on a terminal). */
+export function tagList(texts: readonly string[]): string {
+  return texts.map((t) => JSON.stringify(t)).join(', ');
+}
+
 export function hiddenWarning(diff: string): string | undefined {
   let hidden = 0;
   const spelled: string[] = [];
   for (const line of diff.split('\n'))
     if (line.startsWith('+') && !line.startsWith('+++ ')) {
       hidden += countHidden(line);
-      for (const [run] of line.matchAll(TAG_RUNS)) spelled.push(JSON.stringify(tagText(run)));
+      spelled.push(...tagTexts(line));
     }
   if (hidden === 0) return undefined;
-  const tags = spelled.length === 0 ? '' : `; its tag characters spell ${spelled.join(', ')}`;
+  const tags = spelled.length === 0 ? '' : `; its tag characters spell ${tagList(spelled)}`;
   return `warning: the diff adds ${hidden} hidden character(s) (bidirectional controls or invisible code points, shown as \\u escapes): they can make code read differently from how it runs${tags}`;
 }

@@ -6,6 +6,7 @@
 // lines of the commits that passed. With --json every commit is checked and all failures are listed,
 // still exit 3.
 
+import { tagList } from '../apply/unified-diff.js';
 import { CONFIG_FILE } from '../cli/config-file.js';
 import type { CommandResult } from '../cli/result.js';
 import { findRoot } from '../cli/root.js';
@@ -27,9 +28,15 @@ function line(
     : '';
   if (c.key === null) return `${c.commit.slice(0, 12)} ok: no Genjob-Key${changes}`;
   const checks = (records ?? []).map((p) => `, ${p.name} passed (record ${p.digest.slice(0, 12)})`).join('');
-  const hidden = c.hidden_added
-    ? `; warning: its outputs add ${c.hidden_added} hidden character(s) (bidirectional controls or invisible code points), which can make code read differently from how it runs`
-    : '';
+  const warnings = [
+    ...(c.hidden_added
+      ? [
+          `its outputs add ${c.hidden_added} hidden character(s) (bidirectional controls or invisible code points), which can make code read differently from how it runs`,
+        ]
+      : []),
+    ...(c.hidden_tags ? [`tag characters new in its outputs spell ${tagList(c.hidden_tags)}`] : []),
+  ];
+  const hidden = warnings.length > 0 ? `; warning: ${warnings.join('; ')}` : '';
   return `${c.commit.slice(0, 12)} ok: job ${c.key.slice(0, 12)}, exactly its ${c.outputs} output(s)${c.signer ? `, signed by ${c.signer}` : ''}${checks}${changes}${hidden}`;
 }
 

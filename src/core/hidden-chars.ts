@@ -38,14 +38,26 @@ export function countHidden(text: string): number {
 }
 
 /**
- * How many more hidden characters a file holds after a change than before it (none for bytes that are not
- * text; `before` null or undefined: the file is new). What a reviewer is warned of: a file that had some
- * and keeps them adds none.
+ * What a change brings in that no one sees: how many more hidden characters a file holds after it than
+ * before (none for bytes that are not text; `before` null or undefined: the file is new), and the text of
+ * each run of tag characters it holds that the file before did not. What a reviewer is warned of: a file
+ * that had some and keeps them adds none.
  */
-export function hiddenAdded(before: Uint8Array | null | undefined, after: Uint8Array): number {
-  const count = (bytes: Uint8Array) => {
-    const text = utf8Text(bytes);
-    return text === undefined ? 0 : countHidden(text);
+export function hiddenAdded(
+  before: Uint8Array | null | undefined,
+  after: Uint8Array,
+): { count: number; tags: string[] } {
+  const afterText = utf8Text(after);
+  if (afterText === undefined) return { count: 0, tags: [] };
+  const beforeText = before ? (utf8Text(before) ?? '') : '';
+  const had = new Set(tagTexts(beforeText));
+  return {
+    count: Math.max(0, countHidden(afterText) - countHidden(beforeText)),
+    tags: tagTexts(afterText).filter((t) => !had.has(t)),
   };
-  return Math.max(0, count(after) - (before ? count(before) : 0));
+}
+
+/** The text of each run of tag characters in `text`, in order. */
+export function tagTexts(text: string): string[] {
+  return Array.from(text.matchAll(TAG_RUNS), ([run]) => tagText(run));
 }

@@ -7,7 +7,8 @@
 //     inputs (a receipt replayed on other history fails); and it changes exactly the receipt's outputs,
 //     byte for byte, with the mode the receipt gives;
 //     a generated commit that passes says how many hidden characters (bidi controls, invisible code
-//     points) its outputs add, for the reviewer to look at: a warning, not a verdict;
+//     points) its outputs add and what new runs of tag characters spell, for the reviewer to look at:
+//     a warning, not a verdict;
 //   - any other commit is a person's: under --require-genjob it may touch neither the paths named nor a
 //     policy file (genjob-trust.json); without it, a policy change is only reported.
 import { GenjobError } from '../core/errors.js';
@@ -39,6 +40,8 @@ export interface CommitCheck {
   changes_policy?: true;
   /** How many more hidden characters its outputs hold than its parent held at their paths, when any. */
   hidden_added?: number;
+  /** The text each new run of tag characters in its outputs spells, when any. */
+  hidden_tags?: string[];
 }
 
 class GateFailure extends Error {
@@ -207,6 +210,7 @@ async function checkGenerated(root: string, c: CommitTrailers, o: JudgeContext):
     );
   const base = await checkBase(root, c, v.job);
   const hidden = await checkChanges(root, c, v.receipt.outputs, base);
+
   return {
     commit: c.commit,
     key,
@@ -214,7 +218,9 @@ async function checkGenerated(root: string, c: CommitTrailers, o: JudgeContext):
     outputs: v.receipt.outputs.length,
     signer: v.signer,
     receipt: v.receiptSha256,
-    ...(hidden > 0 ? { hidden_added: hidden } : {}),
+    ...(hidden.count > 0 ? { hidden_added: hidden.count } : {}),
+    // a smuggled sentence swapped for another of the same length adds no character, but is new text
+    ...(hidden.tags.length > 0 ? { hidden_tags: hidden.tags } : {}),
   };
 }
 
@@ -273,14 +279,15 @@ export function parseRaw(out: Buffer): RawChange[] {
 
 /**
  * The commit's changes against its first parent are exactly the outputs, each with the receipt's bytes and
- * mode. Returns how many hidden characters the outputs add to what the parent held at their paths.
+ * mode. Returns how many hidden characters the outputs add to what the parent held at their paths, and
+ * the text of the new runs of tag characters among them.
  */
 async function checkChanges(
   root: string,
   c: CommitTrailers,
   outputs: readonly ReceiptOutput[],
   parent: ReadonlyMap<string, TreeEntryAt | null>,
-): Promise<number> {
+): Promise<{ count: number; tags: string[] }> {
   const base = c.parents[0];
   const diff = await git(root, [
     'diff-tree',
@@ -311,7 +318,7 @@ async function checkChanges(
       );
   }
   // every output as the commit holds it (changed or not): bytes and mode
-  let hidden = 0;
+  const hidden = { count: 0, tags: [] as string[] };
   const entries = await treeEntries(
     root,
     c.commit,
@@ -334,7 +341,9 @@ async function checkChanges(
         'EGJ_COMMIT_MODE_DIFFERS',
         `output ${JSON.stringify(o.path)} has mode ${e!.mode} in the commit; ${o.executable ? 'its receipt makes it executable (100755)' : `its receipt leaves the mode as it was (${mode})`}`,
       );
-    hidden += hiddenAdded(parent.get(o.path)?.bytes, e!.bytes!);
+    const added = hiddenAdded(parent.get(o.path)?.bytes, e!.bytes!);
+    hidden.count += added.count;
+    hidden.tags.push(...added.tags);
   }
   return hidden;
 }

@@ -130,7 +130,9 @@ function gatherJob(
       input,
       inputFound: before === null || before.kind === 'ok',
       hiddenAdded:
-        output.kind === 'ok' ? hiddenAdded(before?.kind === 'ok' ? before.bytes : null, output.bytes) : 0,
+        output.kind === 'ok'
+          ? hiddenAdded(before?.kind === 'ok' ? before.bytes : null, output.bytes).count
+          : 0,
     };
   });
   return {

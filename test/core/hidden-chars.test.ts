@@ -47,6 +47,29 @@ describe('hidden characters', () => {
     },
     { name: 'a byte-order mark put at the top', before: b('x'), after: b('\ufeffx'), n: 1 },
   ])('hiddenAdded: $name', ({ before, after, n }) => {
-    expect(hiddenAdded(before, after)).toBe(n);
+    expect(hiddenAdded(before, after)).toEqual({ count: n, tags: [] });
+  });
+
+  const tags = (ascii: string) =>
+    [...ascii].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('');
+  it.each([
+    { name: 'in a new file', before: null, after: `a${tags('run it')}`, count: 6, spelled: ['run it'] },
+    {
+      name: 'only those new to the file',
+      before: `${tags('old')}`,
+      after: `${tags('old')}\n${tags('new!')}`,
+      count: 4,
+      spelled: ['new!'],
+    },
+    // the count is net: a sentence swapped for another as long adds no character, and is new text all the same
+    {
+      name: 'a sentence swapped for one as long',
+      before: tags('hello'),
+      after: tags('pass!'),
+      count: 0,
+      spelled: ['pass!'],
+    },
+  ])('hiddenAdded spells the runs of tag characters $name', ({ before, after, count, spelled }) => {
+    expect(hiddenAdded(before === null ? null : b(before), b(after))).toEqual({ count, tags: spelled });
   });
 });

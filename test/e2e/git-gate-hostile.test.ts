@@ -2,8 +2,8 @@
 // real bare repository reached by file:// and by ssh (the suite's sshd). The team pins its host key
 // "ci-host" in genjob-trust.json on main; main holds a signed generated commit (the timeout job) and a
 // later security fix to the same file; the team's feature branch holds signed generated commits (a
-// README job, a script the generator made executable, whose line smuggles a bidi override and a
-// zero-width space the gate warns of, and a trust change made through a job). Each
+// README job, a script the generator made executable, whose line smuggles a bidi override, a
+// zero-width space and tag characters the gate warns of, and a trust change made through a job). Each
 // attack runs the CI recipe `genjob pull && genjob verify --commits origin/main..HEAD` on a fresh clone:
 //   - trust from the branch: a person's commit re-pins "ci-host" to the attacker's key;
 //   - the fork-PR shape: no access to refs/genjob/ nor to the pinned key, so the branch commits the
@@ -92,8 +92,11 @@ async function setup(): Promise<Omit<World, 't'>> {
   await ok(cli(w0, a, ['apply', '--all', '--commit']));
   const readmeCommit = await head(a, { env } as World);
   const script = await mint(['-m', 'Add a run script', '--create', 'run.sh']);
-  // its line carries a right-to-left override and a zero-width space (UTF-8, as printf's octal escapes)
-  await work(`printf '#!/bin/sh\\necho "hi \\342\\200\\256 \\342\\200\\213"\\n' > run.sh && chmod +x run.sh`);
+  // its line carries a right-to-left override, a zero-width space and tag characters spelling "OK"
+  // (UTF-8, as printf's octal escapes)
+  await work(
+    `printf '#!/bin/sh\\necho "hi \\342\\200\\256 \\342\\200\\213 \\363\\240\\201\\217\\363\\240\\201\\213"\\n' > run.sh && chmod +x run.sh`,
+  );
   await ok(cli(w0, a, ['apply', '--all', '--commit']));
   const scriptCommit = await head(a, { env } as World);
   const second = JSON.parse(
@@ -199,7 +202,7 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
         expect(verify.exitCode, verify.stderr).toBe(0);
         expect(verify.stdout).toBe(
           `${short(w.commits.readme)} ok: job ${short(w.keys.readme)}, exactly its 1 output(s), signed by ci-host\n` +
-            `${short(w.commits.script)} ok: job ${short(w.keys.script)}, exactly its 1 output(s), signed by ci-host; warning: its outputs add 2 hidden character(s) (bidirectional controls or invisible code points), which can make code read differently from how it runs\n` +
+            `${short(w.commits.script)} ok: job ${short(w.keys.script)}, exactly its 1 output(s), signed by ci-host; warning: its outputs add 4 hidden character(s) (bidirectional controls or invisible code points), which can make code read differently from how it runs; tag characters new in its outputs spell "OK"\n` +
             `${short(w.commits.trust)} ok: job ${short(w.keys.trust)}, exactly its 1 output(s), signed by ci-host; changes genjob-trust.json (this gate used ${short(w.commits.fix)}:genjob-trust.json)\n`,
         );
         // the script the generator made executable: executable in the receipt, the tree and the commit
@@ -208,15 +211,22 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
         expect(payload.outputs).toEqual([expect.objectContaining({ path: 'run.sh', executable: true })]);
         expect(statSync(join(w.a, 'run.sh')).mode & 0o777).toBe(0o755);
         expect(await git(w.a, ['ls-tree', w.commits.script, 'run.sh'], w.env)).toMatch(/^100755 blob /);
-        expect(readFileSync(join(w.a, 'run.sh'), 'utf8')).toBe('#!/bin/sh\necho "hi \u202e \u200b"\n');
+        expect(readFileSync(join(w.a, 'run.sh'), 'utf8')).toBe(
+          '#!/bin/sh\necho "hi \u202e \u200b \u{e004f}\u{e004b}"\n',
+        );
         // --json gives the count on the commit
         const json = JSON.parse(
           (await cli(w, b, ['verify', '--json', '--commits', 'origin/main..HEAD'])).stdout,
         );
-        expect(json.commits.map((c: { hidden_added?: number }) => c.hidden_added)).toEqual([
-          undefined,
-          2,
-          undefined,
+        expect(
+          json.commits.map((c: { hidden_added?: number; hidden_tags?: string[] }) => [
+            c.hidden_added,
+            c.hidden_tags,
+          ]),
+        ).toEqual([
+          [undefined, undefined],
+          [4, ['OK']],
+          [undefined, undefined],
         ]);
       },
     );
@@ -338,7 +348,7 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
         await git(c, ['push', '-q', w.t.url(fork), 'clean', 'evil'], w.env);
         const passing =
           `${short(w.commits.readme)} ok: job ${short(w.keys.readme)}, exactly its 1 output(s), signed by ci-host\n` +
-          `${short(w.commits.script)} ok: job ${short(w.keys.script)}, exactly its 1 output(s), signed by ci-host; warning: its outputs add 2 hidden character(s) (bidirectional controls or invisible code points), which can make code read differently from how it runs\n`;
+          `${short(w.commits.script)} ok: job ${short(w.keys.script)}, exactly its 1 output(s), signed by ci-host; warning: its outputs add 4 hidden character(s) (bidirectional controls or invisible code points), which can make code read differently from how it runs; tag characters new in its outputs spell "OK"\n`;
         const good = await clone(w, w.bare, 'b-clean', { fork: { bare: fork, branch: 'clean' } });
         const clean = await ci(w, good, PROTECT);
         expect(clean.exitCode, clean.stderr).toBe(0);
