@@ -35,17 +35,17 @@ export function unifiedDiff(
   return changes.map((c) => fileDiff(c, labels)).join('');
 }
 
+/** Texts spelled by tag characters, each JSON-quoted (printable ASCII then: safe on a terminal). */
+export function tagList(texts: readonly string[]): string {
+  return texts.map((t) => JSON.stringify(t)).join(', ');
+}
+
 /**
  * The line a printed diff ends with when its added lines hold hidden characters (bidi controls, invisible
  * code points; core/hidden-chars.ts), or undefined: the terminal shows each as an escape, which a long
  * diff can bury. Runs of tag characters are spelled out (printable ASCII: safe on a terminal), since a
  * run of escapes cannot be read.
  */
-/** Texts spelled by tag characters, each JSON-quoted (printable ASCII then: safe on a terminal). */
-export function tagList(texts: readonly string[]): string {
-  return texts.map((t) => JSON.stringify(t)).join(', ');
-}
-
 export function hiddenWarning(diff: string): string | undefined {
   let hidden = 0;
   const spelled: string[] = [];

@@ -210,7 +210,6 @@ async function checkGenerated(root: string, c: CommitTrailers, o: JudgeContext):
     );
   const base = await checkBase(root, c, v.job);
   const hidden = await checkChanges(root, c, v.receipt.outputs, base);
-
   return {
     commit: c.commit,
     key,
