@@ -49,7 +49,7 @@ export function hiddenAdded(
 ): { count: number; tags: string[] } {
   const afterText = utf8Text(after);
   if (afterText === undefined) return { count: 0, tags: [] };
-  // Stryker disable next-line StringLiteral: no file before is any text without hidden characters
+  // Stryker disable next-line StringLiteral: no file, or bytes that are not text, count as any text without hidden characters
   const beforeText = before ? (utf8Text(before) ?? '') : '';
   const had = new Set(tagTexts(beforeText));
   return {
