@@ -41,7 +41,8 @@ export function countHidden(text: string): number {
  * What a change brings in that no one sees: how many more hidden characters a file holds after it than
  * before (none for bytes that are not text; `before` null or undefined: the file is new), and the text of
  * each run of tag characters it holds that the file before did not. What a reviewer is warned of: a file
- * that had some and keeps them adds none.
+ * that had some and keeps them adds none; one whose smuggled sentence was swapped for another as long
+ * adds the new one's characters (the count is at least those of the new runs).
  */
 export function hiddenAdded(
   before: Uint8Array | null | undefined,
@@ -52,10 +53,9 @@ export function hiddenAdded(
   // Stryker disable next-line StringLiteral: no file, or bytes that are not text, count as any text without hidden characters
   const beforeText = before ? (utf8Text(before) ?? '') : '';
   const had = new Set(tagTexts(beforeText));
-  return {
-    count: Math.max(0, countHidden(afterText) - countHidden(beforeText)),
-    tags: tagTexts(afterText).filter((t) => !had.has(t)),
-  };
+  const tags = tagTexts(afterText).filter((t) => !had.has(t));
+  const newTags = tags.reduce((n, t) => n + t.length, 0);
+  return { count: Math.max(countHidden(afterText) - countHidden(beforeText), newTags), tags };
 }
 
 /** The text of each run of tag characters in `text`, in order. */

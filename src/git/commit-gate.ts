@@ -218,7 +218,7 @@ async function checkGenerated(root: string, c: CommitTrailers, o: JudgeContext):
     signer: v.signer,
     receipt: v.receiptSha256,
     ...(hidden.count > 0 ? { hidden_added: hidden.count } : {}),
-    // a smuggled sentence swapped for another of the same length adds no character, but is new text
+    // what each new run spells: a run of escapes or code points is not something a reviewer can read
     ...(hidden.tags.length > 0 ? { hidden_tags: hidden.tags } : {}),
   };
 }

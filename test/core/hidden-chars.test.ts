@@ -61,13 +61,20 @@ describe('hidden characters', () => {
       count: 4,
       spelled: ['new!'],
     },
-    // the count is net: a sentence swapped for another as long adds no character, and is new text all the same
+    // the count is net, but at least the new runs' characters: a sentence swapped for another as long adds it
     {
       name: 'a sentence swapped for one as long',
       before: tags('hello'),
       after: tags('pass!'),
-      count: 0,
+      count: 5,
       spelled: ['pass!'],
+    },
+    {
+      name: 'none for a run that only moved',
+      before: `${tags('same')}\nx`,
+      after: `x\n${tags('same')}`,
+      count: 0,
+      spelled: [],
     },
   ])('hiddenAdded spells the runs of tag characters $name', ({ before, after, count, spelled }) => {
     expect(hiddenAdded(before === null ? null : b(before), b(after))).toEqual({ count, tags: spelled });
