@@ -58,3 +58,9 @@ export function hiddenWarning(diff: string): string | undefined {
   const tags = spelled.length === 0 ? '' : `; its tag characters spell ${tagList(spelled)}`;
   return `warning: the diff adds ${hidden} hidden character(s) (bidirectional controls or invisible code points, shown as \\u escapes): they can make code read differently from how it runs${tags}`;
 }
+
+/** A diff as printed: itself, then its hidden-character warning (when it has one) on a line of its own. */
+export function withHiddenWarning(diff: string): string {
+  const warning = hiddenWarning(diff);
+  return warning ? `${diff}${diff.endsWith('\n') ? '' : '\n'}${warning}\n` : diff;
+}

@@ -8,7 +8,7 @@
 // (or, with --dry-run, of what would be).
 import { applyJob, recoverInterruptedApplies, type Write } from '../apply/apply-job.js';
 import { readObject } from '../apply/tree-file.js';
-import { hiddenWarning, unifiedDiff } from '../apply/unified-diff.js';
+import { unifiedDiff, withHiddenWarning } from '../apply/unified-diff.js';
 import { type Failure, failureLines, failureOf, failureSummary, worstExit } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore, openStore } from '../cli/root.js';
@@ -51,12 +51,6 @@ async function gateChecks(store: Store, key: string, o: ApplyOptions): Promise<C
   if (!o.requireCheck || o.requireCheck.length === 0) return [];
   const { requireChecks } = await import('../check/require-check.js');
   return requireChecks(store.root, key, o.requireCheck, o.allowFlaky === true);
-}
-
-/** A diff as printed: its text, then a warning when it adds hidden characters. */
-function diffLines(diff: string): string[] {
-  const warning = hiddenWarning(diff);
-  return [diff.replace(/\n$/, ''), ...(warning ? [warning] : [])];
 }
 
 /** The diff of writes already made, from the objects apply kept: before (or nothing) → after. */
@@ -174,7 +168,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
       if (outcome.status === 'dry-run') {
         results.push({ key, ...outcome });
         lines.push(`${key.slice(0, 12)} would write ${outcome.writes.length} file(s)${colon}`, ...files);
-        if (outcome.diff) lines.push(...diffLines(outcome.diff));
+        if (outcome.diff) lines.push(withHiddenWarning(outcome.diff).replace(/\n$/, ''));
       } else if (outcome.status === 'already-applied') {
         results.push({ key, ...outcome, ...commitField });
         lines.push(`${key.slice(0, 12)} already applied`);
@@ -185,7 +179,7 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
           `${key.slice(0, 12)} applied ${outcome.writes.length} file(s)${outcome.recovered ? ' (finished after a crash)' : ''}${colon}`,
           ...files,
         );
-        if (diff) lines.push(...diffLines(diff));
+        if (diff) lines.push(withHiddenWarning(diff).replace(/\n$/, ''));
       }
       if (committed) lines.push(committed.line);
     } catch (err) {

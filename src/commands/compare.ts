@@ -2,7 +2,7 @@
 // vs shadow:OTHER): identical / differs / aborted / rejected / missing, then totals, the agreement
 // rate (identical among jobs both sides answered) and the tokens each side's receipts report. --diff
 // adds the unified diff of each differing job, from the first side's answer to the second's.
-import { hiddenWarning } from '../apply/unified-diff.js';
+import { withHiddenWarning } from '../apply/unified-diff.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
@@ -70,11 +70,9 @@ export async function compare(o: CompareOptions): Promise<CommandResult> {
   const diffs = new Map(
     c.jobs.filter((j) => j.verdict === 'differs').map((j) => [j.key, answerDiff(j.key, a, b)]),
   );
-  const sections = [...diffs].map(([key, diff]) => {
-    const warning = hiddenWarning(diff);
-    const tail = warning ? `${diff.endsWith('\n') ? '' : '\n'}${warning}\n` : '';
-    return `\ndiff of ${key.slice(0, 12)} (${a.label} → ${b.label}):\n${diff}${tail}`;
-  });
+  const sections = [...diffs].map(
+    ([key, diff]) => `\ndiff of ${key.slice(0, 12)} (${a.label} → ${b.label}):\n${withHiddenWarning(diff)}`,
+  );
   return {
     human: [formatComparison(c), ...sections].join('\n').replace(/\n+$/, ''),
     json: {

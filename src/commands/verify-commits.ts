@@ -28,15 +28,11 @@ function line(
     : '';
   if (c.key === null) return `${c.commit.slice(0, 12)} ok: no Genjob-Key${changes}`;
   const checks = (records ?? []).map((p) => `, ${p.name} passed (record ${p.digest.slice(0, 12)})`).join('');
-  const warnings = [
-    ...(c.hidden_added
-      ? [
-          `its outputs add ${c.hidden_added} hidden character(s) (bidirectional controls or invisible code points), which can make code read differently from how it runs`,
-        ]
-      : []),
-    ...(c.hidden_tags ? [`tag characters new in its outputs spell ${tagList(c.hidden_tags)}`] : []),
-  ];
-  const hidden = warnings.length > 0 ? `; warning: ${warnings.join('; ')}` : '';
+  // new tag characters are counted in hidden_added (hiddenAdded): they come only with it
+  const tags = c.hidden_tags ? `; tag characters new in its outputs spell ${tagList(c.hidden_tags)}` : '';
+  const hidden = c.hidden_added
+    ? `; warning: its outputs add ${c.hidden_added} hidden character(s) (bidirectional controls or invisible code points), which can make code read differently from how it runs${tags}`
+    : '';
   return `${c.commit.slice(0, 12)} ok: job ${c.key.slice(0, 12)}, exactly its ${c.outputs} output(s)${c.signer ? `, signed by ${c.signer}` : ''}${checks}${changes}${hidden}`;
 }
 

@@ -9,8 +9,8 @@ import { utf8Text } from './utf8-text.js';
 /** The set as the inside of a character class (a regular expression with the `u` flag). */
 export const HIDDEN_CLASS = '\\p{Bidi_Control}\\p{Default_Ignorable_Code_Point}';
 
-/** Every hidden character, for a replace (global). */
-export const HIDDEN_CHARS = new RegExp(`[${HIDDEN_CLASS}]`, 'gu');
+/** Every hidden character, for matchAll (global). */
+const HIDDEN_CHARS = new RegExp(`[${HIDDEN_CLASS}]`, 'gu');
 
 /**
  * A run of two or more printable tag characters (U+E0020–U+E007E): each mirrors an ASCII character, so a

@@ -66,7 +66,7 @@ function spend(model: ReportModel): Html {
 }
 
 /** The hidden characters a job's outputs hold beyond their inputs' (its flag, and its filter word). */
-function hiddenAdded(job: ReportJob): number {
+function jobHiddenAdded(job: ReportJob): number {
   return job.files.reduce((n, f) => n + f.hiddenAdded, 0);
 }
 
@@ -83,7 +83,7 @@ function row(job: ReportJob, model: ReportModel): Html {
   const end = job.instruction.indexOf('\n');
   const firstLine = end < 0 ? job.instruction : job.instruction.slice(0, end);
   const instruction = firstLine.length > 90 ? `${firstLine.slice(0, 89)}\u2026` : firstLine;
-  const hidden = hiddenAdded(job);
+  const hidden = jobHiddenAdded(job);
   return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}" data-hidden="${hidden > 0 ? 'added' : 'none'}">
 <td data-v="${job.key}"><a class="mono" href="${href(`jobs/${job.key}.html`)}">${shortKey(job.key)}</a><br><span class="muted">${instruction}</span></td>
 <td data-v="${STATE_ORDER.indexOf(job.state)}">${badge('s', job.state)}</td>
@@ -113,7 +113,7 @@ export function renderIndex(model: ReportModel, assets: Assets, fingerprint: str
   const statuses = [...new Set(model.jobs.map(statusOf))].sort();
   const verdicts = model.checkers.length > 0 ? [...CHECK_VERDICTS, 'stale'] : [];
   // a filter for hidden characters only when some job adds them
-  const hidden = model.jobs.some((j) => hiddenAdded(j) > 0);
+  const hidden = model.jobs.some((j) => jobHiddenAdded(j) > 0);
   const times = model.jobs.flatMap((j) => (j.receipt?.generateMs == null ? [] : [j.receipt.generateMs]));
   // a numeric column sorts by number; it is right-aligned unless its numbers are only an order (state)
   const column = (label: string, type: 'num' | 'text' = 'text', right = type === 'num') =>
