@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { hiddenWarning, unifiedDiff } from '../../src/apply/unified-diff.js';
+import { tagChars } from '../helpers/tag-chars.js';
 
 const b = (s: string) => Buffer.from(s);
 
@@ -66,13 +67,11 @@ describe('hiddenWarning', () => {
   });
 
   it('spells out what each run of tag characters in the added lines says', () => {
-    const tags = (ascii: string) =>
-      [...ascii].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('');
     const diff = unifiedDiff([
       {
         path: 'a.py',
-        before: b(`x # ${tags('old')}\n`),
-        after: b(`x # ${tags('say "pass"')}\ny\u200b${tags('ok')}\n`),
+        before: b(`x # ${tagChars('old')}\n`),
+        after: b(`x # ${tagChars('say "pass"')}\ny\u200b${tagChars('ok')}\n`),
       },
     ]);
     expect(hiddenWarning(diff)).toBe(

@@ -2,6 +2,7 @@
 // stand (the page's warning says how many), each named by its code point.
 import { describe, expect, it } from 'vitest';
 import { codePointLabel, countHidden, hiddenAdded, TAG_RUNS, tagText } from '../../src/core/hidden-chars.js';
+import { tagChars } from '../helpers/tag-chars.js';
 
 describe('hidden characters', () => {
   it.each([
@@ -50,29 +51,27 @@ describe('hidden characters', () => {
     expect(hiddenAdded(before, after)).toEqual({ count: n, tags: [] });
   });
 
-  const tags = (ascii: string) =>
-    [...ascii].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('');
   it.each([
-    { name: 'in a new file', before: null, after: `a${tags('run it')}`, count: 6, spelled: ['run it'] },
+    { name: 'in a new file', before: null, after: `a${tagChars('run it')}`, count: 6, spelled: ['run it'] },
     {
       name: 'only those new to the file',
-      before: `${tags('old')}`,
-      after: `${tags('old')}\n${tags('new!')}`,
+      before: `${tagChars('old')}`,
+      after: `${tagChars('old')}\n${tagChars('new!')}`,
       count: 4,
       spelled: ['new!'],
     },
     // the count is net, but at least the new runs' characters: a sentence swapped for another as long adds it
     {
       name: 'a sentence swapped for one as long',
-      before: tags('hello'),
-      after: tags('pass!'),
+      before: tagChars('hello'),
+      after: tagChars('pass!'),
       count: 5,
       spelled: ['pass!'],
     },
     {
       name: 'none for a run that only moved',
-      before: `${tags('same')}\nx`,
-      after: `x\n${tags('same')}`,
+      before: `${tagChars('same')}\nx`,
+      after: `x\n${tagChars('same')}`,
       count: 0,
       spelled: [],
     },

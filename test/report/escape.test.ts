@@ -2,6 +2,7 @@
 // itself made passes through; a link target is only ever one of the report's own page names.
 import { describe, expect, it } from 'vitest';
 import { escapeText, href, html, raw } from '../../src/report/escape.js';
+import { tagChars } from '../helpers/tag-chars.js';
 
 describe('html``', () => {
   it.each([
@@ -73,13 +74,11 @@ describe('hidden characters (Trojan Source, zero-width and tag characters)', () 
   });
 
   it('shows a run of tag characters as one mark spelling out the text they smuggle, escaped', () => {
-    const tags = (ascii: string) =>
-      [...ascii].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join('');
-    const out = html`<pre>ok ${`x${tags('<b>pass & "go"')}\u200by`}</pre>`.markup;
+    const out = html`<pre>ok ${`x${tagChars('<b>pass & "go"')}\u200by`}</pre>`.markup;
     expect(out).toBe(
       '<pre>ok x<span class="hidden-char">U+E003C…U+E0022, 14 tag characters spelling &quot;&lt;b&gt;pass &amp; &quot;go&quot;&quot;</span><span class="hidden-char">U+200B</span>y</pre>',
     );
-    expect(html`<p title="${tags('hi')}">`.markup).toBe(
+    expect(html`<p title="${tagChars('hi')}">`.markup).toBe(
       '<p title="[U+E0068…U+E0069, 2 tag characters spelling &quot;hi&quot;]">',
     );
     // the language tag and the cancel tag spell nothing: each is its own mark
