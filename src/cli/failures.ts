@@ -1,6 +1,7 @@
 // Commands that work through several jobs (verify --all, apply --all) report what they did before a
 // failure and every failure, not only the first: a failure becomes a row and a stderr line, and the
-// exit code is the worst one seen (a bug over a conflict over a rejection over bad input).
+// exit code is the worst one seen (a bug over the environment's failure over a conflict over a rejection
+// over bad input).
 import { GenjobError } from '../core/errors.js';
 import { EXIT, type ExitCode } from '../core/exit-codes.js';
 
@@ -17,7 +18,19 @@ export function failureOf(key: string, err: unknown): Failure {
   return { key, code: err.code, message: err.message, exitCode: err.exitCode };
 }
 
-const RANK: readonly ExitCode[] = [EXIT.OK, EXIT.USAGE, EXIT.REJECTED, EXIT.CONFLICT, EXIT.BUG];
+// every exit code has a rank: one left out would count for less than OK, and a run whose only failure
+// was the disk's would exit 0. The environment's failure outranks a verdict: what it left unknown needs
+// a retry before any answer holds.
+const RANK: readonly ExitCode[] = [
+  EXIT.OK,
+  EXIT.OPEN,
+  EXIT.USAGE,
+  EXIT.REJECTED,
+  EXIT.CONFLICT,
+  EXIT.IO,
+  EXIT.SIGINT,
+  EXIT.BUG,
+];
 
 /** The worst of the exit codes (OK when there are none). */
 export function worstExit(codes: readonly ExitCode[]): ExitCode {

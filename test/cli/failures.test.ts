@@ -8,6 +8,11 @@ describe('worstExit', () => {
     { codes: [2, 3], worst: 3 },
     { codes: [4, 3, 2], worst: 4 },
     { codes: [3, 1, 4], worst: 1 },
+    // the disk's failure alone is never a success, and outranks a verdict (a retry is needed first)
+    { codes: [5], worst: 5 },
+    { codes: [3, 5, 2], worst: 5 },
+    { codes: [4, 5], worst: 5 },
+    { codes: [5, 1], worst: 1 },
   ] as const;
   for (const c of cases)
     it(`is ${c.worst} of [${c.codes.join(', ')}]`, () => expect(worstExit(c.codes)).toBe(c.worst));
