@@ -4,6 +4,7 @@
 // are gathered once per context: the receipt file's sha256, each checker's binding at HEAD (as the
 // working tree's genjob.config.json declares it) and HEAD's tree.
 import { GitFailedError } from '../core/errors.js';
+import { EXIT } from '../core/exit-codes.js';
 import type { TrustedKey } from '../core/receipt-envelope.js';
 import { sha256Hex } from '../core/sha256.js';
 import { gitText } from '../git/run-git.js';
@@ -54,7 +55,8 @@ export async function headTree(root: string): Promise<string | null> {
   try {
     return (await gitText(root, ['rev-parse', '-q', '--verify', 'HEAD^{tree}'])) || null;
   } catch (err) {
-    if (err instanceof GitFailedError) return null;
+    // a disk that failed under git is said as such (exit 5), not taken for a repository without commits
+    if (err instanceof GitFailedError && err.exitCode !== EXIT.IO) return null;
     throw err;
   }
 }

@@ -119,9 +119,21 @@ export class SandboxUnavailableError extends GenjobError {
 }
 
 /** A git command genjob ran failed (exit 2: a missing remote, no repository, an unreachable host). */
+/**
+ * What git says when the disk failed under it, not the command: the system's words for a full disk, a
+ * quota, an I/O error or a read-only file system, and git's own for a write that did not complete
+ * (checkout-index's "unable to write file" names no errno; a loose object's "Out of diskspace").
+ */
+const GIT_DISK_FAILED =
+  /No space left on device|Disk quota exceeded|Input\/output error|Read-only file system|Out of diskspace|unable to write (?:new index file|file|loose object)/i;
+
+/**
+ * A git command failed: exit 2 (a bad range, no such remote, not a repository), or exit 5 when what git
+ * says is that the disk failed (GIT_DISK_FAILED), so a script retries it as it does any EGJ_IO.
+ */
 export class GitFailedError extends GenjobError {
   readonly code = 'EGJ_GIT';
-  readonly exitCode = EXIT.USAGE;
+  readonly exitCode: ExitCode;
   constructor(
     readonly args: readonly string[],
     readonly status: number,
@@ -130,6 +142,7 @@ export class GitFailedError extends GenjobError {
   ) {
     const last = stderr.trim().split('\n').filter(Boolean).slice(-3).join(' | ');
     super(`git ${args.slice(0, 2).join(' ')} failed (exit ${status}): ${last || 'no message'}`, options);
+    this.exitCode = GIT_DISK_FAILED.test(stderr) ? EXIT.IO : EXIT.USAGE;
   }
 }
 

@@ -4,6 +4,7 @@
 // in code-unit order and without repeats; nothing matching, or a listed path git does not track, is
 // bad usage (exit 2): a run over nothing is a typo, not a run.
 import { GitFailedError, UsageError } from '../core/errors.js';
+import { EXIT } from '../core/exit-codes.js';
 import { pathProblem } from '../core/paths.js';
 import { readText } from '../core/read-text.js';
 import { git } from '../git/run-git.js';
@@ -16,7 +17,7 @@ async function trackedFiles(root: string, pathspecs: readonly string[], flag: st
   try {
     ({ stdout: out } = await git(root, ['ls-files', '-s', '-z', '--', ...pathspecs]));
   } catch (err) {
-    if (!(err instanceof GitFailedError)) throw err;
+    if (!(err instanceof GitFailedError) || err.exitCode === EXIT.IO) throw err;
     throw new UsageError(
       'EGJ_USAGE',
       `${root}: ${flag} takes the files git tracks, and git could not list them (${err.message})`,
