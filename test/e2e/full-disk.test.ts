@@ -1,6 +1,7 @@
 // A really full disk: the repository on a 2 MiB tmpfs with few inodes, filled so that only a little
-// space (bytes) or a few inodes are left, then mint, work and apply run on it. Each run either succeeds
-// or exits 5 with one EGJ_IO line naming ENOSPC and the file (no "internal error", no stack); nothing is
+// space (bytes) or a few inodes are left, then mint, work, apply and check run on it. Each run either
+// succeeds, printing no failure, or exits 5 with one EGJ_IO line naming ENOSPC and the file (for check,
+// or git's own words for the disk it could not write) (no "internal error", no stack); nothing is
 // left in running/; after the disk is freed a clean re-run finishes the job exactly once, with no temp or
 // staging file left and the generator run at most once. Needs root to mount (skipped with the reason
 // otherwise).
@@ -150,7 +151,26 @@ const SCENARIOS = [
     },
     args: (_b: Box) => ['apply', '--all'],
   },
+  {
+    // a check builds its private index and copy of the tree with git: git's own failure on the full
+    // disk is the environment's too (exit 5), never bad input (2) nor a pass (0)
+    name: 'check',
+    prepare: async (b: Box) => {
+      writeFileSync(join(b.repo, 'genjob.config.json'), JSON.stringify({ checkers: { t: { run: 'true' } } }));
+      await execa('git', ['add', '-A'], { cwd: b.repo });
+      await execa('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'base'], {
+        cwd: b.repo,
+      });
+      await mint(b);
+      await ok(b, workArgs(b));
+    },
+    args: (_b: Box) => ['check', '--all', '--no-sandbox'],
+  },
 ];
+
+/** git's words when the disk failed under it (a check's index and copy are git's to write). */
+const GIT_DISK_FULL =
+  /^genjob: EGJ_GIT: git [\w-]+ .*failed \(exit \d+\): .*(Out of diskspace|unable to write|No space left on device)/;
 
 describe.skipIf(mountProblem !== undefined)('a really full disk (tmpfs, bytes and inodes)', () => {
   let applied: ReturnType<typeof snapshot>;
@@ -175,19 +195,30 @@ describe.skipIf(mountProblem !== undefined)('a really full disk (tmpfs, bytes an
         unfill();
         const context = `${s.name} with ${JSON.stringify(level)} free: exit ${r.exitCode}\n${r.stderr}`;
         expect(r.stderr, context).not.toMatch(/internal error|\n\s+at /);
-        if (r.exitCode !== 0) {
+        const lines = r.stderr.split('\n').filter((l) => l.startsWith('genjob: EGJ_'));
+        // a failure said is never a success: exit 0 prints no EGJ_ line
+        if (r.exitCode === 0) expect(lines, context).toEqual([]);
+        else {
           expect(r.exitCode, context).toBe(5);
-          const lines = r.stderr.split('\n').filter((l) => l.startsWith('genjob: EGJ_'));
           expect(lines, context).toHaveLength(1);
-          expect(lines[0], context).toMatch(
-            /^genjob: EGJ_IO: \/.*: [\w ()]+ failed: no space left on device \(ENOSPC\)/,
-          );
+          if (!(s.name === 'check' && GIT_DISK_FULL.test(lines[0]!)))
+            expect(lines[0], context).toMatch(
+              /^genjob: EGJ_IO: \/.*: [\w ()]+ failed: no space left on device \(ENOSPC\)/,
+            );
         }
+        // a check that ended removed its private index and copy, whatever stopped it
+        expect(
+          ls(b, 'staging').filter((n) => n.startsWith('.check-')),
+          context,
+        ).toEqual([]);
         expect(ls(b, 'running'), context).toEqual([]);
         seen.push(`${JSON.stringify(level)}→${r.exitCode}`);
         // the clean re-run(s)
         if (s.name === 'mint') await mint(b);
-        else {
+        else if (s.name === 'check') {
+          await ok(b, ['check', '--all', '--no-sandbox']);
+          expect(ls(b, 'checks').length, context).toBeGreaterThan(0);
+        } else {
           if (s.name === 'work' || ls(b, 'received').length === 0) await ok(b, workArgs(b));
           if (s.name === 'apply') await ok(b, ['apply', '--all']);
           expect(ls(b, 'receipts'), context).toHaveLength(1);

@@ -649,6 +649,8 @@ async function runPoint(
   }
   if (landing === 'repo') {
     expect(r.stderr, context).not.toMatch(/internal error|\n\s+at /);
+    // a failure said is never a success: a run that exits 0 printed no EGJ_ line
+    if (r.exitCode === 0) expect(r.stderr, context).not.toMatch(/^genjob: EGJ_/m);
     // a fault that landed in serve is the host's failure as the worker sees it, not the worker's EGJ_IO
     // (serve's own lines are relayed above the worker's, prefixed [local])
     const inLocalServe =
