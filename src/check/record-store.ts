@@ -4,7 +4,7 @@
 // the same bytes lands on the same name. Reading, a file whose bytes do not hash to its name, or that
 // does not decode, is left out and reported, never trusted.
 import { join } from 'node:path';
-import { errnoOf } from '../core/errors.js';
+import { errnoOf, IoError } from '../core/errors.js';
 import type { TrustedKey } from '../core/receipt-envelope.js';
 import { sha256Hex } from '../core/sha256.js';
 import { fsyncDir, publishExclusive, readdirOrEmpty, readIfExists } from '../store/durable.js';
@@ -65,6 +65,8 @@ export function listRecords(
     try {
       bytes = readIfExists(store, file, MAX_CHECK_RECORD_BYTES);
     } catch (err) {
+      // a disk that failed is no answer: ignoring the record would let an older one (a fail) decide
+      if (err instanceof IoError) throw err;
       out.ignored.push({ file, why: (err as Error).message });
       continue;
     }

@@ -4,6 +4,7 @@
 // held on it, and the required checkers' states from `readChecks` (the checks plane's reader, passed in,
 // so tests drive the gate with any reader). Reads only: the decision is gate-decision.ts's.
 import { GenjobError } from '../core/errors.js';
+import { EXIT } from '../core/exit-codes.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { peekReceipt } from '../core/receipt-peek.js';
 import { sha256Hex } from '../core/sha256.js';
@@ -86,7 +87,8 @@ async function outcomeOf(
     await verifyKey(store, key, trust, state, peeked);
     return { kind: 'receipt', status, receiptDigest, problem: null };
   } catch (err) {
-    if (!(err instanceof GenjobError)) throw err;
+    // a receipt that does not verify fails its key; a disk that failed while verifying it decides nothing
+    if (!(err instanceof GenjobError) || err.exitCode === EXIT.IO) throw err;
     return { kind: 'receipt', status, receiptDigest, problem: `${err.code}: ${err.message}` };
   }
 }
