@@ -18,6 +18,7 @@ import { checkCommits, parseRaw } from '../../src/git/commit-gate.js';
 import { commitMessage } from '../../src/git/trailers.js';
 import { jobFileBytes } from '../../src/store/mint-job.js';
 import { keyIdOf } from '../../src/trust/keys.js';
+import { tagChars } from '../helpers/tag-chars.js';
 import { type Repo, tempGitRepo } from './git-repo.js';
 import { jobWithReceipt } from './job-fixture.js';
 
@@ -137,6 +138,25 @@ describe('checkCommits passes', () => {
     expect(person).not.toBe(c);
     expect(await gate(repo, `${base}..HEAD`)).toEqual([
       { commit: c, key: gen.job.key, ok: true, outputs: 1, receipt: gen.receiptSha256, signer: null },
+    ]);
+  });
+
+  it('a generated commit whose outputs add hidden characters, counted and their tag run spelled (a warning: it passes)', async () => {
+    // a bidi override, a zero-width space and tag characters spelling "OK", beyond what the parent held
+    const hostile = `new\u202e\u200b${tagChars('OK')}\n`;
+    const h = await receive(repo, 'Rewrite a.py, hiding', { 'src/a.py': hostile });
+    const c = repo.commit(trailers(h), { 'src/a.py': hostile });
+    expect(await gate(repo, `${base}..HEAD`)).toEqual([
+      {
+        commit: c,
+        key: h.job.key,
+        ok: true,
+        outputs: 1,
+        receipt: h.receiptSha256,
+        signer: null,
+        hidden_added: 4,
+        hidden_tags: ['OK'],
+      },
     ]);
   });
 
