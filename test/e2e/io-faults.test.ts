@@ -1,11 +1,11 @@
 // Syscall fault injection over mint, work, apply, apply --all, revert and the other commands that touch
-// .gen/ or the tree: verify, status, show, drop, cancel, retry, reap, gc and init (strace inject=, see
-// fault-sweep.ts). For every point where the fault lands on a call genjob makes on the repository
-// (.gen/ or the tree), with ENOSPC, EIO, EDQUOT or EACCES: the command exits 5 with one stderr line
-// naming EGJ_IO, the operation, the path and the errno (no "internal error", no stack) — or, where a
-// failure is harmless by design (a best-effort cleanup), it succeeds; then a clean re-run finishes the
-// job exactly once, without waiting for a lease TTL, leaving no temp or staging file, and the generator
-// has run at most once for the key.
+// .gen/ or the tree: verify, status, show, drop, cancel, retry, reap, gc, a run's gate and init (strace
+// inject=, see fault-sweep.ts). For every point where the fault lands on a call genjob makes on the
+// repository (.gen/ or the tree), with ENOSPC, EIO, EDQUOT or EACCES: the command exits 5 with one stderr
+// line naming EGJ_IO, the operation, the path and the errno (no "internal error", no stack) — or, where a
+// failure is harmless by design (a best-effort cleanup), it succeeds, printing no EGJ_ line; then a clean
+// re-run finishes the job exactly once, without waiting for a lease TTL, leaving no temp or staging file,
+// and the generator has run at most once for the key.
 //
 // Excluded from the strict checks, with the reason: faults that land outside the repository. Those hit
 // Node's own runtime (loading its modules, its eventfd and signal pipe), the shell
@@ -172,6 +172,11 @@ interface Scenario {
   setUp?: () => Promise<void>;
   /** Variables every run of the scenario gets. */
   env?: () => Record<string, string>;
+  /**
+   * The command runs git on the repository, so a fault lands in git too (strace's when= counts per
+   * process): there, git's own failure is said as EGJ_GIT (exit 5 when git names the disk, 2 otherwise).
+   */
+  gitChildren?: boolean;
   /** Checked right after a faulted run instead of "nothing in running/" (a submitted batch is there by design). */
   leftRunning?: (b: Box, key: string, context: string) => void;
   /** Bring a fresh box to the state the command starts from; returns the key. */
@@ -553,6 +558,53 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    // a check: its private index and copy of the tree are git's to build, so a fault also lands in the git
+    // commands it starts (gitChildren); the record is written once, by its digest, and the scratch removed
+    name: 'check',
+    gitChildren: true,
+    prepare: async (b) => {
+      writeFileSync(join(b.repo, 'genjob.config.json'), JSON.stringify({ checkers: { t: { run: 'true' } } }));
+      await execa('git', ['add', '-A'], { cwd: b.repo });
+      await execa('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'base'], {
+        cwd: b.repo,
+      });
+      return minted(work)(b);
+    },
+    args: (_b, key) => ['check', key, '--no-sandbox'],
+    finish: async (b, key) => {
+      await ok(b, ['check', key, '--no-sandbox']);
+    },
+    done: (b, key, e) => {
+      receivedOnce(b, key);
+      expect(ls(b, `checks/${key}/t`).filter((n) => n.endsWith('.json'))).toHaveLength(1);
+      expect(ls(b, 'staging').filter((n) => n.startsWith('.check-'))).toEqual([]);
+      expect(snapshot(b.repo)).toEqual({ ...e.original, 'genjob.config.json': expect.anything() });
+    },
+  },
+  {
+    // a run's gate: its record is published once, by exclusive create, and sealed as the user's decision;
+    // a faulted gate leaves no record a re-run would not take as its own (the same decision reused and
+    // sealed, never a second record), and apply --gated accepts what the re-run sealed
+    name: 'gate',
+    prepare: async (b) => {
+      const key = JSON.parse(
+        await ok(b, ['mint', '--json', '-m', TIMEOUT_INSTRUCTION, '--run', 'r', ...PATHS]),
+      ).key;
+      await work(b);
+      return key;
+    },
+    args: () => ['gate', '--run', 'r', '--min-pass', '1'],
+    finish: async (b) => {
+      await ok(b, ['gate', '--run', 'r', '--min-pass', '1']);
+      await ok(b, ['apply', '--run', 'r', '--gated', '--dry-run']);
+    },
+    done: (b, key, e) => {
+      receivedOnce(b, key);
+      expect(ls(b, 'runs/r.gates')).toEqual(['1.json', '1.seal']);
+      expect(snapshot(b.repo)).toEqual(e.original);
+    },
+  },
+  {
     name: 'init',
     prepare: async () => '',
     args: () => ['init'],
@@ -666,7 +718,15 @@ async function runPoint(
       (childFault !== undefined &&
         r.exitCode === 2 &&
         /^genjob: EGJ_HOST_NOT_SERVING: local: did not answer as genjob serve/m.test(r.stderr));
-    if (r.exitCode !== 0 && !inLocalServe) {
+    // a fault that landed in a git command the CLI started (not in the CLI or its threads)
+    const mine = new Set([main, ...r.calls.filter((c) => c.pid === main && c.thread).map((c) => c.thread)]);
+    const inGit = s.gitChildren === true && landed !== undefined && !mine.has(landed.pid);
+    if (r.exitCode !== 0 && inGit) {
+      expect([2, 5], context).toContain(r.exitCode);
+      const lines = r.stderr.split('\n').filter((l) => l.startsWith('genjob: EGJ_'));
+      expect(lines, context).toHaveLength(1);
+      expect(lines[0], context).toMatch(/^genjob: EGJ_(GIT|IO): /);
+    } else if (r.exitCode !== 0 && !inLocalServe) {
       expect(r.exitCode, context).toBe(5);
       const lines = r.stderr.split('\n').filter((l) => l.startsWith('genjob: EGJ_'));
       expect(lines, context).toHaveLength(1);
