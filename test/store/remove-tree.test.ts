@@ -1,6 +1,6 @@
 // removeTree: a tree the checked code wrote into is removed as names, never through a link: links to
 // directories and files outside stay untouched (the tree's own and the top path's), FIFOs and sockets
-// go, a missing path is fine, and an entry gone meanwhile is fine.
+// go, a missing path is fine, and an entry gone meanwhile is fine. A failure names the entry by its path.
 import { execFileSync } from 'node:child_process';
 import {
   existsSync,
@@ -13,6 +13,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { IoError } from '../../src/core/errors.js';
 import { removeTree } from '../../src/store/remove-tree.js';
 import { tempDir } from '../helpers/temp-store.js';
 
@@ -76,5 +77,38 @@ describe('removeTree', () => {
     removeTree(join(base, 'file'));
     expect(existsSync(join(base, 'file'))).toBe(false);
     expect(() => removeTree(join(base, 'missing', 'deeper'))).not.toThrow();
+  });
+
+  // an immutable file (chattr +i: root on ext4, as CI is) cannot be unlinked, EPERM: a real failure
+  const immutable = (file: string, on: boolean) =>
+    execFileSync('chattr', [on ? '+i' : '-i', file], { stdio: 'pipe' });
+  let canChattr = false;
+  try {
+    const probe = join(tempDir('genjob-rmtree-chattr-'), 'p');
+    writeFileSync(probe, '');
+    immutable(probe, true);
+    immutable(probe, false);
+    canChattr = true;
+  } catch {
+    // not root, or a filesystem without the attribute
+  }
+  it.skipIf(!canChattr)('names a file it cannot remove by its path, not by its directory descriptor', () => {
+    const tree = join(tempDir('genjob-rmtree-'), 'tree');
+    const file = join(tree, 'sub', 'stuck.txt');
+    mkdirSync(join(tree, 'sub'), { recursive: true });
+    writeFileSync(file, 'x');
+    immutable(file, true);
+    try {
+      let thrown: unknown;
+      try {
+        removeTree(tree);
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(IoError);
+      expect((thrown as IoError).message).toBe(`${file}: unlink failed: operation not permitted (EPERM)`);
+    } finally {
+      immutable(file, false);
+    }
   });
 });
