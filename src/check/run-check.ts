@@ -5,7 +5,7 @@
 // pass, and publish one new record holding every attempt the verdict covers (those of the current
 // record it extends, then these). Only logs (objects/) and a setup's cached result are kept before the
 // record: a run killed midway leaves no record, and the next `check` takes back its scratch and lock.
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { unifiedDiff } from '../apply/unified-diff.js';
@@ -35,7 +35,14 @@ import {
 } from './record.js';
 import { listRecords, writeRecord } from './record-store.js';
 import { runConfined } from './run-confined.js';
-import { checkoutCopy, outputFile, removeScratch, type Scratch, setupCopy } from './scratch-tree.js';
+import {
+  checkoutCopy,
+  outputFile,
+  removeScratch,
+  type Scratch,
+  scratchDirs,
+  setupCopy,
+} from './scratch-tree.js';
 import { findSetup, linkSetup, publishSetup, type SetupEntry, setupDigest } from './setup-cache.js';
 import { speaking, staleness } from './staleness.js';
 import { agreementOf, marksOf, type Outcome, outcomeOfRun, type Verdict, verdictOf } from './verdict.js';
@@ -216,8 +223,7 @@ async function runCommand(
   const key = job.v.job.key;
   // each checker of the job has its own part of the job's scratch directory (checks may run at once)
   const own = join('checkers', checker.name);
-  const logs = join(scratch.dir, own, 'logs');
-  mkdirSync(logs, { recursive: true });
+  const logs = scratchDirs(scratch.dir, `${own}/logs`);
   const policy = (binds: string[]): SandboxPolicy => ({
     kind: o.sandbox,
     network: checker.network,

@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConflictError, UsageError } from '../core/errors.js';
+import { ConflictError, errnoOf, ioErrorAt, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { pathExists } from '../core/path-exists.js';
 import type { ReceiptOutput } from '../core/receipt.js';
@@ -176,6 +176,24 @@ async function indexModes(root: string, env: Record<string, string>): Promise<Ma
   return modes;
 }
 
+/**
+ * Make `rel` (a/b/c) under the scratch directory `dir`, one level at a time (an existing level is fine).
+ * Not mkdir's recursive mode: when a level fails, that reports the error of the level it tried first
+ * (ENOENT for a disk that failed one level up), not the one that failed.
+ */
+export function scratchDirs(dir: string, rel: string): string {
+  let at = dir;
+  for (const part of rel.split('/')) {
+    at = join(at, part);
+    try {
+      mkdirSync(at, { mode: 0o700 });
+    } catch (err) {
+      if (errnoOf(err) !== 'EEXIST') throw ioErrorAt(at, err);
+    }
+  }
+  return at;
+}
+
 /** A fresh copy of the result tree in `dir`/`name`/tree; returns the run directory and the tree. */
 export async function checkoutCopy(
   root: string,
@@ -183,8 +201,7 @@ export async function checkoutCopy(
   name: string,
 ): Promise<{ runDir: string; tree: string }> {
   const runDir = join(scratch.dir, name);
-  const tree = join(runDir, 'tree');
-  mkdirSync(tree, { recursive: true, mode: 0o700 });
+  const tree = scratchDirs(scratch.dir, `${name}/tree`);
   await git(root, ['checkout-index', '-a', '-f', `--prefix=${tree}/`], { env: scratch.env });
   return { runDir, tree };
 }
@@ -202,8 +219,7 @@ export async function setupCopy(
   pinned: readonly string[],
 ): Promise<{ runDir: string; tree: string; tracked: string[] }> {
   const runDir = join(scratch.dir, name);
-  const tree = join(runDir, 'tree');
-  mkdirSync(tree, { recursive: true, mode: 0o700 });
+  const tree = scratchDirs(scratch.dir, `${name}/tree`);
   // its own index, beside the run directory (outside what the sandbox can write)
   const env = { ...scratch.env, GIT_INDEX_FILE: `${runDir}.index`, GIT_LITERAL_PATHSPECS: '1' };
   await git(root, ['read-tree', scratch.head], { env });
