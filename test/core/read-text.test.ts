@@ -8,10 +8,8 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { bundleChild } from '../helpers/bundle-child.js';
+import { haveStrace } from '../helpers/strace-fault.js';
 import { tempDir } from '../helpers/temp-store.js';
-
-const haveStrace =
-  (await execa('strace', ['-V'], { reject: false }).catch(() => ({ exitCode: 1 }))).exitCode === 0;
 
 const CHILD = `
 import { readFileSync } from 'node:fs';

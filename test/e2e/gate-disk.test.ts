@@ -7,6 +7,7 @@ import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { failingOn, haveStrace } from '../helpers/strace-fault.js';
 import {
   CLI,
   DEMO_GENERATOR,
@@ -21,28 +22,13 @@ const PATHS = ['src/user.py', 'tests/test_user.py'];
 const GATE = ['gate', '--run', 'r', '--min-pass', '1'];
 const GATE_CHECKED = [...GATE, '--require-check', 't'];
 
-const haveStrace =
-  (await execa('strace', ['-V'], { reject: false }).catch(() => ({ exitCode: 1 }))).exitCode === 0;
-
 /** `gate`, with every openat of `file` failing with EIO. */
 const gateFailingOn = (sb: Sandbox, file: string, gate: readonly string[]) =>
-  execa(
-    'strace',
-    [
-      '-f',
-      '-qq',
-      '-o',
-      '/dev/null',
-      '-P',
-      file,
-      '-e',
-      'inject=openat:error=EIO',
-      process.execPath,
-      CLI,
-      ...gate,
-    ],
-    { cwd: sb.repo, env: { XDG_CACHE_HOME: sb.cache, GENJOB_DEBUG: '' }, reject: false },
-  );
+  execa('strace', failingOn(file, 'openat', 'EIO', [process.execPath, CLI, ...gate]), {
+    cwd: sb.repo,
+    env: { XDG_CACHE_HOME: sb.cache, GENJOB_DEBUG: '' },
+    reject: false,
+  });
 
 describe.skipIf(!haveStrace)('a disk that fails under the gate', () => {
   const files = [

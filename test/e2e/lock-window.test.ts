@@ -6,10 +6,8 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { haveStrace } from '../helpers/strace-fault.js';
 import { CLI, DEMO_GENERATOR, makeSandbox, mintKey, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
-
-const haveStrace =
-  (await execa('strace', ['-V'], { reject: false }).catch(() => ({ exitCode: 1 }))).exitCode === 0;
 
 describe.skipIf(!haveStrace)('a lock whose holder died before recording itself', () => {
   it('is taken over at once by the next apply', async () => {

@@ -6,10 +6,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { haveStrace } from '../helpers/strace-fault.js';
 import { CLI, genDir, makeSandbox, mintKey, PKG } from './helpers.js';
-
-const haveStrace =
-  (await execa('strace', ['-V'], { reject: false }).catch(() => ({ exitCode: 1 }))).exitCode === 0;
 
 describe.skipIf(!haveStrace)('work --quiet says why it exits non-zero (strace fault injection)', () => {
   it.each([

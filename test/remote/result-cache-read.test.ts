@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { bundleChild } from '../helpers/bundle-child.js';
+import { failingOn } from '../helpers/strace-fault.js';
 import { tempDir } from '../helpers/temp-store.js';
 
 const run = promisify(execFile);
@@ -55,9 +56,7 @@ beforeEach(async () => {
 
 /** Read the entry in a child; with `failing`, every read of that file fails with EIO. */
 async function readEntry(failing?: string): Promise<string> {
-  const trace = failing
-    ? ['strace', '-f', '-qq', '-o', '/dev/null', '-P', failing, '-e', 'inject=read:error=EIO']
-    : [];
+  const trace = failing ? ['strace', ...failingOn(failing, 'read', 'EIO', [])] : [];
   const [file, ...args] = [...trace, process.execPath, child, 'read', dir];
   return (await run(file!, args)).stdout;
 }

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { hashFile, hashSmallFileSync, SMALL_FILE_BYTES } from '../../src/store/hash-file.js';
 import { PARALLEL_MIN_BYTES } from '../../src/store/hash-files.js';
 import { bundleChild } from '../helpers/bundle-child.js';
+import { failingOn, haveStrace } from '../helpers/strace-fault.js';
 
 let dir: string;
 beforeEach(() => {
@@ -92,8 +93,6 @@ describe('file hashing', () => {
 // A close that fails after the bytes were read (a disk that cannot flush, a network filesystem) is an
 // error of the file's own: the fd's error carries no path, and unnamed it reached the user as
 // "(no file named): close failed". Checked for real: strace fails the close of that one file (-P).
-const haveStrace =
-  (await execa('strace', ['-V'], { reject: false }).catch(() => ({ exitCode: 1 }))).exitCode === 0;
 
 describe.skipIf(!haveStrace)('hashing a file whose close fails', () => {
   for (const how of ['hashFile', 'hashSmallFileSync', 'hashFiles in a worker']) {
@@ -122,21 +121,7 @@ run().then(
       );
       const r = await execa(
         'strace',
-        [
-          '-f',
-          '-qq',
-          '-o',
-          '/dev/null',
-          '-P',
-          file,
-          '-e',
-          'inject=close:error=EIO',
-          process.execPath,
-          child,
-          how,
-          file,
-          other,
-        ],
+        failingOn(file, 'close', 'EIO', [process.execPath, child, how, file, other]),
         { reject: false, timeout: 600_000 }, // a guard against a hang only
       );
       expect(r.exitCode, String(r.stderr)).toBe(0);
