@@ -118,7 +118,6 @@ export class SandboxUnavailableError extends GenjobError {
   }
 }
 
-/** A git command genjob ran failed (exit 2: a missing remote, no repository, an unreachable host). */
 /**
  * What git says when the disk failed under it, not the command: the system's words for a full disk, a
  * quota, an I/O error or a read-only file system, and git's own for a write that did not complete
