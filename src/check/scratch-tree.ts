@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConflictError, errnoOf, ioErrorAt, UsageError } from '../core/errors.js';
+import { ConflictError, errnoOf, GitFailedError, ioErrorAt, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { pathExists } from '../core/path-exists.js';
 import type { ReceiptOutput } from '../core/receipt.js';
@@ -57,11 +57,19 @@ export interface HeadIds {
 /** HEAD's commit and tree ids and the repository's object directory, from one rev-parse. */
 export async function headIds(root: string): Promise<HeadIds> {
   // the trailing `--` says both arguments are revisions; rev-parse echoes it, which marks the output whole
-  const r = await git(
-    root,
-    ['rev-parse', '--path-format=absolute', '--git-path', 'objects', 'HEAD^{commit}', 'HEAD^{tree}', '--'],
-    { okCodes: [128] },
-  );
+  const args = [
+    'rev-parse',
+    '--path-format=absolute',
+    '--git-path',
+    'objects',
+    'HEAD^{commit}',
+    'HEAD^{tree}',
+    '--',
+  ];
+  const r = await git(root, args, { okCodes: [128] });
+  // git's failure for any other reason than a HEAD without a commit (a disk that failed under it) is its own
+  if (r.code !== 0 && !/bad revision|unknown revision/.test(r.stderr))
+    throw new GitFailedError(args, r.code, r.stderr);
   // from the end: the object directory's path is the only line that may itself hold a newline
   const lines = r.stdout.toString('utf8').split('\n');
   const [tree, head] = [lines.at(-3), lines.at(-4)];
@@ -115,6 +123,9 @@ export async function prepareScratch(
   const { head, baseTree, objects } = at;
   // the inputs are checked at HEAD while the private index is built: a stale job throws before the
   // index is used, and its scratch directory is removed
+  // where each output's verified bytes are, looked up before anything starts: a disk that fails here
+  // leaves nothing running that would outlive the scratch directory
+  const outputFiles = outputs.map((o) => outputFile(store, job.key, o));
   const inputsAtHead = requireInputsAtHead(root, head, job);
   inputsAtHead.catch(() => {}); // awaited below
   const { pid, start } = thisProcess();
@@ -142,7 +153,7 @@ export async function prepareScratch(
         ? []
         : gitText(root, ['hash-object', '-w', '--no-filters', '--stdin-paths'], {
             env,
-            input: `${outputs.map((o) => outputFile(store, job.key, o)).join('\n')}\n`,
+            input: `${outputFiles.join('\n')}\n`,
           }).then((text) => text.split('\n')),
     ]);
     for (const step of [stale, listed, hashed]) if (step.status === 'rejected') throw step.reason;
