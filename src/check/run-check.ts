@@ -85,12 +85,13 @@ export interface CheckOutcome {
 }
 
 /** Keep a log's bytes in objects/ by their sha256. */
-function storeLog(store: Store, file: string): { sha256: string | null; bytes: number } {
+/** Keep the log among the objects; its digest, size and text (read once, as bytes: see core/read-text.ts). */
+function storeLog(store: Store, file: string): { sha256: string | null; bytes: number; text: string } {
   const bytes = readIfExists(store, file);
-  if (bytes === undefined) return { sha256: null, bytes: 0 };
+  if (bytes === undefined) return { sha256: null, bytes: 0, text: '' };
   const sha256 = sha256Hex(bytes);
   publishExclusive(store, store.layout.object(sha256), bytes);
-  return { sha256, bytes: bytes.length };
+  return { sha256, bytes: bytes.length, text: bytes.toString('utf8') };
 }
 
 function tailOf(text: string): string[] {
@@ -273,7 +274,7 @@ async function runCommand(
     });
     const stored = storeLog(store, log);
     const { outcome, why } = outcomeOfRun(r);
-    tail = tailOf(readFileSync(log, 'utf8'));
+    tail = tailOf(stored.text);
     const attempt: AttemptRecord = {
       n,
       outcome,

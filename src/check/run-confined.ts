@@ -6,6 +6,7 @@
 // verdict.ts from the facts returned here.
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { ioErrorAt } from '../core/errors.js';
 import { confine } from '../sandbox/confine.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
 import { sendFilter } from '../sandbox/seccomp.js';
@@ -54,16 +55,31 @@ export async function runConfined(r: ConfinedRun): Promise<RunResult> {
   const fd = openSync(r.log, 'w', 0o600);
   let logBytes = 0;
   let dropped = 0;
+  // a write the disk refused: kept, and thrown once the run has ended (an output handler must not throw)
+  let refused: unknown;
   const write = (chunk: Buffer) => {
     const room = MAX_LOG_BYTES - logBytes;
-    if (room <= 0) {
+    if (room <= 0 || refused !== undefined) {
       dropped += chunk.length;
       return;
     }
     const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
-    writeSync(fd, part);
+    try {
+      writeSync(fd, part);
+    } catch (err) {
+      refused = err;
+      return;
+    }
     logBytes += part.length;
     dropped += chunk.length - part.length;
+  };
+  // an fd's error names no file: these name the log
+  const closeLog = () => {
+    try {
+      closeSync(fd);
+    } catch (err) {
+      throw ioErrorAt(r.log, err);
+    }
   };
   try {
     const facts = await new Promise<RunFacts>((resolve) => {
@@ -116,19 +132,24 @@ export async function runConfined(r: ConfinedRun): Promise<RunResult> {
         });
       });
     });
+    if (refused !== undefined) throw ioErrorAt(r.log, refused);
     if (dropped > 0) {
       const note = Buffer.from(`\n[genjob: ${dropped} more byte(s) of output dropped]\n`);
-      writeSync(fd, note);
+      try {
+        writeSync(fd, note);
+      } catch (err) {
+        throw ioErrorAt(r.log, err);
+      }
       logBytes += note.length;
     }
-    closeSync(fd);
+    closeLog();
     const failed = facts.exitCode === 1 && r.policy.kind === 'bwrap' ? sandboxFailure(r.log) : null;
     return { ...facts, ...(failed ? { startFailed: failed } : {}), ms: Date.now() - started, logBytes };
   } catch (err) {
     try {
       closeSync(fd);
     } catch {
-      // closed already
+      // closed already, or failing as the error thrown says
     }
     throw err;
   }

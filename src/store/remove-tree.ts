@@ -74,6 +74,14 @@ function emptyDir(here: string, shown: string): void {
   }
 }
 
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // the failure being thrown already says what went wrong here
+  }
+}
+
 /** Remove the directory `path` and what is in it; when it is no longer a directory, the name alone. */
 function removeDir(path: string, shown: string): void {
   // Stryker disable next-line ConditionalExpression: Linux always has /proc; the path walk is for systems without it
@@ -92,8 +100,14 @@ function removeDir(path: string, shown: string): void {
     }
     try {
       emptyDir(`${FD_DIR}/${fd}`, shown);
-    } finally {
+    } catch (err) {
+      closeQuietly(fd); // the first failure is the one told
+      throw err;
+    }
+    try {
       closeSync(fd);
+    } catch (err) {
+      throw ioErrorAt(shown, err); // an fd's error names no file
     }
   }
   try {
