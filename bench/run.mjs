@@ -636,7 +636,9 @@ function pushRepos() {
   // baseline pushed 6,000 loose objects (~1-2.5 s) or reused one pack (~0.16 s), and a gc still running
   // took CPU from the pairs being timed
   for (const r of [gj, plain])
-    sh(`git init -q '${r}' && git -C '${r}' config gc.auto 0 && git -C '${r}' commit -q --allow-empty -m seed`);
+    sh(
+      `git init -q '${r}' && git -C '${r}' config gc.auto 0 && git -C '${r}' commit -q --allow-empty -m seed`,
+    );
   genjob(['init', '--root', gj]); // lays out .gen/ (status only looks)
   for (let i = 0; i < SIZES.pushJobs; i++) {
     const path = `gen/f${i}.txt`;
