@@ -4,7 +4,12 @@ import { defineConfig } from 'vitest/config';
  * Test files that change what the whole process shares and cannot hand it back as they found it: they
  * run in a process of their own (vi.mock of node:fs; process.env replaced by a plain object).
  */
-const PROCESS_STATE = ['test/store/remove-tree-race.test.ts', 'test/cli/config-file.test.ts'];
+const PROCESS_STATE = [
+  'test/store/remove-tree-race.test.ts',
+  'test/cli/config-file.test.ts',
+  // mocks the canonicalize package, which a shared module graph has already loaded unmocked
+  'test/core/canonical-json-walk.test.ts',
+];
 
 /** The files that spawn the built CLI and the processes around it, and those that run for long. */
 const OWN_PROCESS = ['test/e2e/**/*.test.ts', 'test/docs/**/*.test.ts', 'test/model/**/*.test.ts'];
