@@ -13,7 +13,9 @@ import { SORTED_MARKER_EVENT, sortedLinesOf } from './journal-sorted.js';
 import { openRegularFile } from './read-record.js';
 import type { Store } from './store.js';
 
-const CHUNK_BYTES = 4 << 20;
+// The size of a core's cache, about: a chunk is searched while the bytes its read copied are still in
+// the cache. Over a 175 MB segment, 4 MiB chunks made `show` ~18 ms slower and 512 KiB ones ~8 ms.
+const CHUNK_BYTES = 1 << 20;
 const NEWLINE = 0x0a;
 const readAsync = promisify(read);
 

@@ -206,7 +206,7 @@ describe.each(readers)('$reader', ({ read }) => {
     const many = (from: number) =>
       Array.from({ length: 9000 }, (_, i) =>
         line({ at: '2026-01-01T00:00:00.000Z', event: 'other', key: K2, i: from + i, filler }),
-      ).join(''); // ~9 MiB: several 4 MiB chunks, lines cut at their edges
+      ).join(''); // ~9 MiB: several 1 MiB chunks, lines cut at their edges
     const huge = line({ at: '2026-01-01T00:00:01.000Z', event: 'huge', key: K1, blob: 'y'.repeat(9 << 20) });
     writeFileSync(
       store.layout.journal,
