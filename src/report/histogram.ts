@@ -36,7 +36,7 @@ export function histogram(times: readonly number[]): Html {
     const h = top === 0 ? 0 : Math.round((c / top) * plotH * 10) / 10;
     const x = Math.round((PAD.left + i * barW + 1) * 10) / 10;
     const y = Math.round((PAD.top + plotH - h) * 10) / 10;
-    return html`<rect class="bar" x="${x}" y="${y}" width="${Math.max(1, Math.round((barW - 2) * 10) / 10)}" height="${h}"><title>${formatMs(i * width)} \u2013 ${formatMs((i + 1) * width)}: ${c} job(s)</title></rect>`;
+    return html`<rect class="bar" x="${x}" y="${y}" width="${Math.max(1, Math.round((barW - 2) * 10) / 10)}" height="${h}"><title>${formatMs(i * width)} &ndash; ${formatMs((i + 1) * width)}: ${c} job(s)</title></rect>`;
   });
   const ticks = [0, Math.floor(bins / 2), bins].map((i) => {
     const x = Math.round((PAD.left + i * barW) * 10) / 10;

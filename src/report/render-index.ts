@@ -20,7 +20,7 @@ function counts(model: ReportModel): Html {
     if (j.state === 'received' && j.receipt) add(`received ${j.receipt.status}`);
   }
   const n = (word: string) => tally.get(word) ?? 0;
-  const card = (label: string, value: number | string, detail?: string) =>
+  const card = (label: string, value: number | string, detail?: Html) =>
     html`<div class="card"><div class="n">${value}</div><div class="l">${label}${detail ? html`<br>${detail}` : ''}</div></div>`;
   const states = STATE_ORDER.filter((s) => s !== 'unknown' || n(s) > 0);
   const received = (status: string) => n(`received ${status}`);
@@ -29,7 +29,7 @@ function counts(model: ReportModel): Html {
       s,
       n(s),
       s === 'received'
-        ? `ok ${received('ok')} \u00b7 aborted ${received('aborted')} \u00b7 rejected ${received('rejected')}`
+        ? html`ok ${received('ok')} &middot; aborted ${received('aborted')} &middot; rejected ${received('rejected')}`
         : undefined,
     ),
   )}</div>`;
@@ -82,7 +82,8 @@ function row(job: ReportJob, model: ReportModel): Html {
   const tokens = tokensOf(job);
   const end = job.instruction.indexOf('\n');
   const firstLine = end < 0 ? job.instruction : job.instruction.slice(0, end);
-  const instruction = firstLine.length > 90 ? `${firstLine.slice(0, 89)}\u2026` : firstLine;
+  // an entity, not the character: one character outside ASCII makes V8 hold the whole page as UTF-16
+  const instruction = firstLine.length > 90 ? html`${firstLine.slice(0, 89)}&hellip;` : firstLine;
   const hidden = jobHiddenAdded(job);
   return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}" data-hidden="${hidden > 0 ? 'added' : 'none'}">
 <td data-v="${job.key}"><a class="mono" href="${href(`jobs/${job.key}.html`)}">${shortKey(job.key)}</a><br><span class="muted">${instruction}</span></td>
@@ -119,7 +120,7 @@ export function renderIndex(model: ReportModel, assets: Assets, fingerprint: str
   const column = (label: string, type: 'num' | 'text' = 'text', right = type === 'num') =>
     html`<th data-type="${type}"${right ? html` class="num"` : ''}><button type="button">${label}</button></th>`;
   const body = html`<h1>genjob report: ${model.title}</h1>
-<p class="sub">${model.jobs.length} job(s)${model.checkers.length ? html` \u00b7 checkers: ${model.checkers.join(', ')}` : ''}${model.planes.length ? html` \u00b7 shadow planes: ${model.planes.join(', ')}` : ''}</p>
+<p class="sub">${model.jobs.length} job(s)${model.checkers.length ? html` &middot; checkers: ${model.checkers.join(', ')}` : ''}${model.planes.length ? html` &middot; shadow planes: ${model.planes.join(', ')}` : ''}</p>
 ${counts(model)}
 <div class="panels">
 <section><h2>Gate</h2>${gate(model)}</section>

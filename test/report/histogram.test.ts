@@ -19,8 +19,8 @@ describe('histogram', () => {
   it('draws one bar per bin, each titled with its range and count', () => {
     const svg = histogram([100, 150, 900, 2500]).markup;
     expect(svg.match(/<rect class="bar"/g)).toHaveLength(Math.floor(2500 / binWidth(2500)) + 1);
-    expect(svg).toContain('<title>0 ms – 200 ms: 2 job(s)</title>');
-    expect(svg).toContain('<title>2.4 s – 2.6 s: 1 job(s)</title>');
+    expect(svg).toContain('<title>0 ms &ndash; 200 ms: 2 job(s)</title>');
+    expect(svg).toContain('<title>2.4 s &ndash; 2.6 s: 1 job(s)</title>');
     expect(svg).toContain('generation time per job (4 job(s))');
   });
 

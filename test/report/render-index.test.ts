@@ -3,7 +3,7 @@
 // gate says open or closed, and the page ends with its fingerprint line.
 import { describe, expect, it } from 'vitest';
 import { loadAssets } from '../../src/report/assets.js';
-import type { ReportJob, ReportModel } from '../../src/report/model.js';
+import type { ReportJob, ReportModel, ReportReceipt } from '../../src/report/model.js';
 import { fingerprintLine } from '../../src/report/page.js';
 import { renderIndex } from '../../src/report/render-index.js';
 import { check, modelJob } from './fixture.js';
@@ -43,6 +43,44 @@ describe('renderIndex', () => {
     ]);
     expect(page).toContain('<span class="stale">stale: base</span>');
     expect(page.endsWith(fingerprintLine('0'.repeat(64)))).toBe(true);
+  });
+
+  it('is ASCII when the stored text is: its own characters beyond ASCII are written as entities', () => {
+    // one character outside Latin-1 makes V8 hold the whole page (~0.8 MB for 1,000 jobs) as UTF-16
+    const receipt: ReportReceipt = {
+      digest: 'd'.repeat(64),
+      status: 'ok',
+      epoch: 1,
+      reason: null,
+      generator: 'gen',
+      generatorVersion: null,
+      workerId: 'w',
+      host: 'h',
+      sandbox: 'bwrap',
+      cached: false,
+      batch: null,
+      plane: 'live',
+      startedAt: null,
+      finishedAt: null,
+      generateMs: 1200,
+      usage: { prompt: 3, completion: 4, requests: 1 },
+      signer: 'unsigned',
+      signerTrusted: false,
+      jobDigest: null,
+    };
+    const page = renderIndex(
+      model([job('a', { receipt, instruction: 'x'.repeat(120) }), job('b', { receipt })], {
+        planes: ['shadow:alt'],
+      }),
+      loadAssets(),
+      '4'.repeat(64),
+    );
+    // the received card's breakdown, the checkers and planes line, a histogram bar's range, a cut instruction
+    expect(page).toContain('ok 2 &middot; aborted 0 &middot; rejected 0');
+    expect(page).toContain(' &middot; checkers: tests &middot; shadow planes: shadow:alt');
+    expect(page).toMatch(/<title>[^<]* &ndash; [^<]*: 2 job\(s\)<\/title>/);
+    expect(page).toContain(`${'x'.repeat(89)}&hellip;`);
+    expect(page.match(/[^\x00-\x7f]/g)).toBeNull();
   });
 
   it('offers no verdict filter when no checker is declared or recorded', () => {
