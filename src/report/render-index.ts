@@ -82,7 +82,7 @@ function row(job: ReportJob, model: ReportModel): Html {
   const tokens = tokensOf(job);
   const end = job.instruction.indexOf('\n');
   const firstLine = end < 0 ? job.instruction : job.instruction.slice(0, end);
-  // an entity, not the character: one character outside ASCII makes V8 hold the whole page as UTF-16
+  // an entity, not the character: one character beyond Latin-1 makes V8 hold the whole page as UTF-16
   const instruction = firstLine.length > 90 ? html`${firstLine.slice(0, 89)}&hellip;` : firstLine;
   const hidden = jobHiddenAdded(job);
   return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}" data-hidden="${hidden > 0 ? 'added' : 'none'}">
