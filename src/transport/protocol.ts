@@ -204,8 +204,8 @@ export class FrameWriter {
     return this.failed;
   }
 
-  /** Queue `parts` as one write (cork: the length prefix and its data go out in one writev). */
-  private send(parts: Uint8Array[]): void {
+  /** Queue `parts` as one write (cork: the length prefix and its data go out in one writev); its completion. */
+  private send(parts: Uint8Array[]): Promise<void> {
     if (this.failed) throw this.failed;
     const bytes = parts.reduce((n, p) => n + p.length, 0);
     const done = new Promise<void>((resolve, reject) => {
@@ -225,6 +225,7 @@ export class FrameWriter {
     done.catch(() => {}); // surfaced by the next wait or send
     this.pending.push({ bytes, done });
     this.queued += bytes;
+    return done;
   }
 
   /** Wait for the oldest writes until at most `limit` bytes are queued. */
@@ -244,12 +245,17 @@ export class FrameWriter {
     await this.settle(MAX_IN_FLIGHT);
   }
 
-  async chunk(bytes: Uint8Array): Promise<void> {
+  /**
+   * Queue `bytes` as body chunks. `written` is called once the OS has taken all of them (writes finish in
+   * order), so the caller may then reuse their memory; never after a failed write.
+   */
+  async chunk(bytes: Uint8Array, written?: () => void): Promise<void> {
     for (let off = 0; off < bytes.length; off += WRITE_CHUNK_BYTES) {
-      const part = bytes.subarray(off, Math.min(bytes.length, off + WRITE_CHUNK_BYTES));
+      const end = Math.min(bytes.length, off + WRITE_CHUNK_BYTES);
       const len = Buffer.allocUnsafe(4);
-      len.writeUInt32BE(part.length, 0);
-      this.send([len, part]);
+      len.writeUInt32BE(end - off, 0);
+      const done = this.send([len, bytes.subarray(off, end)]);
+      if (written !== undefined && end === bytes.length) done.then(written, () => {});
       await this.settle(MAX_IN_FLIGHT);
     }
   }

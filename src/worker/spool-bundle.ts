@@ -13,8 +13,11 @@ import type { Store } from '../store/store.js';
 import { type PackedFile, packTar } from '../transport/tar-pack.js';
 import { BoundedSpool, type SpoolBudget } from './bounded-spool.js';
 
-/** The spool's chunks grow to this size: a bundle of 200 MiB is then held in 9 buffers, not 200. */
-const SPOOL_CHUNK_BYTES = 64 * 1024 * 1024;
+/**
+ * The chunks the bundle is packed in. Those the spool holds in memory (within its small budget) are kept;
+ * past it, each is written to the spool's file and the same memory is packed into again.
+ */
+const SPOOL_CHUNK_BYTES = 1024 * 1024;
 
 export interface StreamingBundle {
   /**
@@ -24,6 +27,8 @@ export interface StreamingBundle {
   started: Promise<unknown>;
   /** The bundle as it is checked; throws the packing's error (InputChangedError…) where it failed. */
   stream(): AsyncGenerator<Buffer>;
+  /** A chunk stream() gave is written out: its memory may be read into again (BoundedSpool.recycle). */
+  recycle(chunk: Buffer): void;
   /** The whole bundle, once every input matched; rejects like packTar. */
   done: Promise<{ packed: PackedFile[]; bytes: number }>;
   discard(): Promise<void>;
@@ -76,6 +81,7 @@ export function streamBundle(store: Store, job: Job, budget?: SpoolBudget): Stre
   return {
     started,
     stream: () => spool.stream(),
+    recycle: (chunk) => spool.recycle(chunk),
     done,
     discard: async () => {
       await done.catch(() => {});

@@ -217,8 +217,10 @@ async function attempt(
                   return;
                 }
                 if (next.done) break;
-                await w.chunk(next.value);
-                sent += next.value.length;
+                const chunk = next.value;
+                // once written out, a chunk read back from the spool's file is read into again
+                await w.chunk(chunk, () => bundle.recycle(chunk));
+                sent += chunk.length;
               }
               await w.end();
               delivered = true;

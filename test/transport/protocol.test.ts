@@ -134,6 +134,50 @@ describe('framed protocol', () => {
     expect(calls).toBeLessThanOrEqual(6);
   });
 
+  it('says a chunk is written only once the stream took the last of its bytes, and never after a failure', async () => {
+    // a stream that holds every write until told: what the caller may reuse is what it let go of
+    const held: Array<{ bytes: number; cb: (err?: Error | null) => void }> = [];
+    const stream = new Writable({
+      highWaterMark: 1,
+      writev(chunks, cb) {
+        held.push({ bytes: chunks.reduce((n, c) => n + (c.chunk as Buffer).length, 0), cb });
+      },
+    });
+    const w = new FrameWriter(stream);
+    const events: string[] = [];
+    const body = Buffer.alloc(2 * 1024 * 1024 + 3, 2); // two parts on the wire (1 MiB each at most), and 3 bytes
+    const sent = w.chunk(body, () => events.push('written'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(held.length).toBe(1); // the first part is with the stream; nothing said yet
+    for (let i = 0; held.length > 0 || i < 3; i++) {
+      const next = held.shift();
+      if (next === undefined) {
+        await new Promise((resolve) => setImmediate(resolve));
+        continue;
+      }
+      expect(events).toEqual([]); // not before the last part was taken
+      next.cb();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await sent;
+    expect(events).toEqual(['written']);
+
+    const failing = new Writable({
+      writev(_chunks, cb) {
+        cb(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+      },
+    });
+    const f = new FrameWriter(failing);
+    let told = false;
+    await f
+      .chunk(Buffer.alloc(10), () => {
+        told = true;
+      })
+      .catch(() => {});
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(told).toBe(false);
+  });
+
   it('reports a failed write on the next call instead of crashing the process', async () => {
     const broken = new Writable({
       write(_chunk, _enc, cb) {

@@ -206,6 +206,46 @@ describe('packTar', () => {
     expect(last).toBe(handed);
   });
 
+  it('packs into the same memory again once the sink is done with it, and never into bytes it keeps', async () => {
+    const files = [write('a.bin', big), write('b.txt', 'b'.repeat(300_000)), write('c.bin', big)];
+    const entries = files.map((file, i) => ({
+      name: `files/${i}`,
+      file,
+      expectSha256: sha(readFileSync(file)),
+    }));
+    const expected = (await pack(entries)).tar;
+    // a sink that writes every chunk out (a copy here) and says so: one buffer serves the whole stream
+    const copies: Buffer[] = [];
+    const memories = new Set<ArrayBufferLike>();
+    await packTar(
+      entries,
+      async (c) => {
+        copies.push(Buffer.from(c));
+        memories.add(c.buffer);
+        return 'done';
+      },
+      { verified: () => {}, maxChunkBytes: 4 * 1024 * 1024 },
+    );
+    expect(Buffer.concat(copies).equals(expected)).toBe(true);
+    expect(memories.size).toBe(1);
+    // a sink that keeps every other chunk it is handed: what it kept is never written over
+    const kept: Array<{ chunk: Buffer; bytes: Buffer }> = [];
+    const parts: Buffer[] = [];
+    await packTar(
+      entries,
+      async (c) => {
+        parts.push(Buffer.from(c));
+        if (parts.length % 2 === 0) return 'done';
+        kept.push({ chunk: c, bytes: Buffer.from(c) });
+        return undefined;
+      },
+      { verified: () => {} },
+    );
+    expect(Buffer.concat(parts).equals(expected)).toBe(true);
+    expect(kept.length).toBeGreaterThan(1);
+    for (const k of kept) expect(k.chunk.equals(k.bytes)).toBe(true);
+  });
+
   const changes: Array<{ title: string; change: (file: string) => void; rule: string }> = [
     { title: 'grows', change: (f) => appendFileSync(f, 'more'), rule: 'grew while being packed' },
     { title: 'shrinks', change: (f) => truncateSync(f, 1024), rule: 'shrank while being packed' },

@@ -1,7 +1,9 @@
 // BoundedSpool: chunks stay in memory (the same Buffer objects, no file) while the shared budget lasts,
-// then go to a 0600 temp file created on the first chunk that does not fit; they come back in order;
-// discard gives the memory back and removes the file. stream() sends while the spool fills, never a
-// byte past what was committed, and throws what fail() was given.
+// then go to a 0600 temp file created on the first chunk that does not fit, written before append says
+// 'done' (the caller may reuse the memory); they come back in order; discard gives the memory back and
+// removes the file. stream() sends while the spool fills, file bytes too once written, never a byte
+// past what was committed, reads back into the buffers the sender recycles, and throws what fail() was
+// given.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -21,7 +23,7 @@ describe('BoundedSpool', () => {
     const dir = tempDir('gj-spool-');
     const spool = new BoundedSpool(join(dir, 's.tar'), new SpoolBudget(1000));
     const parts = [chunk(400, 1), chunk(600, 2)];
-    for (const p of parts) await spool.append(p);
+    for (const p of parts) expect(await spool.append(p)).toBeUndefined(); // kept: not to be reused
     await spool.finish();
     const got = await collect(spool);
     expect(got).toHaveLength(2);
@@ -36,17 +38,29 @@ describe('BoundedSpool', () => {
     const file = join(dir, 's.tar');
     const spool = new BoundedSpool(file, new SpoolBudget(1000));
     const parts = [chunk(700, 1), chunk(500, 2), chunk(200, 3), chunk(3 * 1024 * 1024 + 5, 4)];
-    for (const p of parts) await spool.append(p);
+    const said = [];
+    for (const p of parts) {
+      said.push(await spool.append(p));
+      // a chunk said 'done' is in the file already: its caller may fill the memory with other bytes
+      if (said.at(-1) === 'done') p.fill(0xee);
+    }
+    expect(said).toEqual([undefined, 'done', 'done', 'done']);
     await spool.finish();
     // the 200-byte chunk would fit the budget, but once anything went to the file everything after does
     expect(spool.spilled).toBe(500 + 200 + 3 * 1024 * 1024 + 5);
     expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(Buffer.concat(await collect(spool)).equals(Buffer.concat(parts))).toBe(true);
+    const expected = Buffer.concat([
+      chunk(700, 1),
+      chunk(500, 2),
+      chunk(200, 3),
+      chunk(3 * 1024 * 1024 + 5, 4),
+    ]);
+    expect(Buffer.concat(await collect(spool)).equals(expected)).toBe(true);
     await spool.discard();
     expect(existsSync(file)).toBe(false);
   });
 
-  it('streams only committed bytes while it fills, the rest after finish, the spilled part last', async () => {
+  it('streams only committed bytes while it fills, file bytes once written, all of it after finish', async () => {
     const spool = new BoundedSpool(join(tempDir('gj-spool-'), 's.tar'), new SpoolBudget(1000));
     const stream = spool.stream();
     await spool.append(chunk(400, 1));
@@ -64,12 +78,45 @@ describe('BoundedSpool', () => {
     spool.commit(500);
     expect((await waiting).value).toEqual(chunk(100, 1));
     expect((await stream.next()).value).toEqual(chunk(100, 2));
-    await spool.append(chunk(700, 3)); // spills to the file: it leaves only after finish
-    spool.commit(1500);
-    const rest = stream.next();
+    await spool.append(chunk(700, 3)); // spills to the file
+    await spool.append(chunk(300, 4));
+    spool.commit(1200); // 400 bytes of chunk 3
+    expect((await stream.next()).value).toEqual(chunk(300, 2));
+    expect((await stream.next()).value).toEqual(chunk(400, 3)); // before finish: written and committed
+    spool.commit(1500); // the rest of chunk 3, none of chunk 4
+    expect((await stream.next()).value).toEqual(chunk(300, 3));
+    const last = stream.next();
+    let done = false;
+    void last.then(() => {
+      done = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(done).toBe(false); // chunk 4 is in the file, but not committed
+    await spool.finish(); // everything appended is committed once finished
+    expect((await last).value).toEqual(chunk(300, 4));
+    expect((await stream.next()).done).toBe(true);
+    await spool.discard();
+  });
+
+  it('reads the file back into the buffers the sender handed back, and only those', async () => {
+    const spool = new BoundedSpool(join(tempDir('gj-spool-'), 's.tar'), new SpoolBudget(0));
+    const MiB = 1024 * 1024;
+    for (let i = 1; i <= 4; i++) await spool.append(chunk(MiB, i));
     await spool.finish();
-    expect((await rest).value).toEqual(chunk(300, 2));
-    expect((await stream.next()).value).toEqual(chunk(700, 3));
+    const stream = spool.stream();
+    const first = (await stream.next()).value as Buffer;
+    expect(first.equals(chunk(MiB, 1))).toBe(true);
+    spool.recycle(Buffer.from(first)); // a buffer it did not lend: ignored
+    const second = (await stream.next()).value as Buffer;
+    expect(second.buffer).not.toBe(first.buffer);
+    spool.recycle(first); // written out: its memory takes the next read
+    const third = (await stream.next()).value as Buffer;
+    expect(third.buffer).toBe(first.buffer);
+    expect(third.equals(chunk(MiB, 3))).toBe(true);
+    expect(second.equals(chunk(MiB, 2))).toBe(true); // lent and not handed back: never read into
+    const fourth = (await stream.next()).value as Buffer;
+    expect(fourth.buffer).not.toBe(second.buffer);
+    expect(fourth.equals(chunk(MiB, 4))).toBe(true);
     expect((await stream.next()).done).toBe(true);
     await spool.discard();
   });
