@@ -46,7 +46,7 @@ const RELEASE_BYTES = 1024 * 1024;
  * (it wrote them out): the writer may fill that memory again. Settling to anything else says the sink
  * keeps the very bytes: they are never touched again.
  */
-export type ChunkSink = (chunk: Buffer) => Promise<'done' | undefined | void>;
+export type ChunkSink = (chunk: Buffer) => Promise<unknown>;
 
 /**
  * Buffers output into chunks. A chunk the sink keeps is never touched again, and chunks then start at
