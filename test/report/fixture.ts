@@ -4,7 +4,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { canonical, makeJob, receivedJob, sha256 } from '../../bench/fixtures.mjs';
 import type { CheckSource } from '../../src/report/check-source.js';
-import type { ReportCheck, ReportJob } from '../../src/report/model.js';
+import type { ReportCheck, ReportJob, ReportReceipt } from '../../src/report/model.js';
 import type { Store } from '../../src/store/store.js';
 import { tempRepo } from '../helpers/temp-store.js';
 
@@ -107,6 +107,32 @@ export function modelJob(key: string, more: Partial<ReportJob> = {}): ReportJob 
     files: [],
     checks: [],
     shadows: [],
+    ...more,
+  };
+}
+
+/** A receipt as the report model holds it: decoded, unsigned, no usage; `more` overrides any field. */
+export function modelReceipt(more: Partial<ReportReceipt> = {}): ReportReceipt {
+  return {
+    digest: 'e'.repeat(64),
+    status: 'ok',
+    epoch: 1,
+    reason: null,
+    generator: 'g',
+    generatorVersion: null,
+    workerId: 'w',
+    host: 'h',
+    sandbox: 'bwrap',
+    cached: false,
+    batch: null,
+    plane: 'live',
+    startedAt: null,
+    finishedAt: null,
+    generateMs: 5,
+    usage: null,
+    signer: 'unsigned',
+    signerTrusted: false,
+    jobDigest: null,
     ...more,
   };
 }

@@ -3,10 +3,10 @@
 // gate says open or closed, and the page ends with its fingerprint line.
 import { describe, expect, it } from 'vitest';
 import { loadAssets } from '../../src/report/assets.js';
-import type { ReportJob, ReportModel, ReportReceipt } from '../../src/report/model.js';
+import type { ReportJob, ReportModel } from '../../src/report/model.js';
 import { fingerprintLine } from '../../src/report/page.js';
 import { renderIndex } from '../../src/report/render-index.js';
-import { check, modelJob } from './fixture.js';
+import { check, modelJob, modelReceipt } from './fixture.js';
 
 const job = modelJob;
 
@@ -47,27 +47,7 @@ describe('renderIndex', () => {
 
   it('is ASCII when the stored text is: its own characters beyond ASCII are written as entities', () => {
     // one character outside Latin-1 makes V8 hold the whole page (~0.8 MB for 1,000 jobs) as UTF-16
-    const receipt: ReportReceipt = {
-      digest: 'd'.repeat(64),
-      status: 'ok',
-      epoch: 1,
-      reason: null,
-      generator: 'gen',
-      generatorVersion: null,
-      workerId: 'w',
-      host: 'h',
-      sandbox: 'bwrap',
-      cached: false,
-      batch: null,
-      plane: 'live',
-      startedAt: null,
-      finishedAt: null,
-      generateMs: 1200,
-      usage: { prompt: 3, completion: 4, requests: 1 },
-      signer: 'unsigned',
-      signerTrusted: false,
-      jobDigest: null,
-    };
+    const receipt = modelReceipt({ generateMs: 1200, usage: { prompt: 3, completion: 4, requests: 1 } });
     const page = renderIndex(
       model([job('a', { receipt, instruction: 'x'.repeat(120) }), job('b', { receipt })], {
         planes: ['shadow:alt'],

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { loadAssets } from '../../src/report/assets.js';
 import type { ReportFile, ReportJob } from '../../src/report/model.js';
 import { type JobPageBytes, renderJob } from '../../src/report/render-job.js';
-import { check, modelJob } from './fixture.js';
+import { check, modelJob, modelReceipt } from './fixture.js';
 
 const NONE: JobPageBytes = { diffs: new Map(), logTails: new Map(), shadowDiffs: new Map() };
 
@@ -68,27 +68,7 @@ describe('renderJob', () => {
   });
 
   it('says a receipt does not decode under the trust policy, with why', () => {
-    const receipt = {
-      digest: 'e'.repeat(64),
-      status: 'ok',
-      epoch: 1,
-      reason: null,
-      generator: 'g',
-      generatorVersion: null,
-      workerId: 'w',
-      host: 'h',
-      sandbox: 'bwrap',
-      cached: false,
-      batch: null,
-      plane: 'live',
-      startedAt: null,
-      finishedAt: null,
-      generateMs: 5,
-      usage: null,
-      signer: 'signature not trusted',
-      signerTrusted: false,
-      jobDigest: null,
-    };
+    const receipt = modelReceipt({ signer: 'signature not trusted' });
     const page = renderJob(
       job({ receipt, receiptProblem: 'bad signature <x>' }),
       NONE,
