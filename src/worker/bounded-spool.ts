@@ -43,9 +43,12 @@ export class BoundedSpool {
   #finished = false;
   #failure: { error: unknown } | undefined;
   #wake: (() => void) | undefined;
-  /** Read-back buffers the sender handed back, and the buffer behind each view stream() lent out. */
+  /**
+   * Read-back buffers the sender handed back, and the buffer behind each view stream() lent out (weakly:
+   * a view the sender drops without handing it back takes its buffer to the collector with it).
+   */
   readonly #free: Buffer[] = [];
-  readonly #lent = new Map<Buffer, Buffer>();
+  #lent = new WeakMap<Buffer, Buffer>();
 
   /** `file` is created only if the budget runs out; it must not exist. */
   constructor(
@@ -212,7 +215,7 @@ export class BoundedSpool {
     }
     this.#held = [];
     this.#free.length = 0;
-    this.#lent.clear();
+    this.#lent = new WeakMap();
     await this.#writing?.catch(() => {});
     const fh = this.#fh;
     this.#fh = undefined;
