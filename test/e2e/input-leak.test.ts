@@ -85,6 +85,31 @@ describe('an input that changed after mint', () => {
     expect(kept).toEqual([]);
   });
 
+  it("tamper: past the spool's memory, checked inputs leave from its file and an input edited after mint never does", async () => {
+    // 6 checked inputs of ~1 MiB: past the first few they go through the spool's temp file, and leave
+    // from it while the last input is read; that one was edited after mint
+    const early: Record<string, string> = {};
+    for (let i = 0; i < 6; i++)
+      early[`a/f${String(i).padStart(3, '0')}.txt`] = `EARLY-${i}\n`.repeat(110_000);
+    // the last is big: its first MiBs reach the spool's file long before its digest is known, and the
+    // sender has caught up with the checked bytes by then
+    const LATE = 32 * 1024 * 1024;
+    const sb = await newBox({ ...early, 'z/late.txt': 'l'.repeat(LATE) });
+    const key = await mint(sb, 'edit them', [...Object.keys(early), 'z/late.txt']);
+    await writeFile(path.join(sb.repo, 'z/late.txt'), `${MARKER}\n${'l'.repeat(LATE - MARKER.length - 1)}`);
+    const captured = path.join(sb.dir, 'captured.bin');
+
+    const r = await workCapturing(sb, captured);
+    expect(r.exitCode).toBe(0);
+    expect(String(r.stderr)).toContain(`${key.slice(0, 12)} dead-lettered: z/late.txt: hashes to`);
+    expect(deadCodes(sb)).toEqual(['EGJ_INPUT_CHANGED']);
+    const got = readFileSync(captured);
+    expect(got.includes('EARLY-5')).toBe(true); // from the spool's file, before the bundle was whole
+    expect(got.includes(MARKER)).toBe(false);
+    expect(hostResults(sb.hostCache, key)).toEqual([]);
+    expect(genDir(sb, 'staging')).toEqual([]); // the spool's file is gone with the bundle
+  });
+
   it('is refused when a parent directory was swapped for a symlink to elsewhere, and nothing of elsewhere is sent', async () => {
     const sb = await newBox({ 'src/a.txt': 'alpha\n' });
     const key = await mint(sb, 'edit it', ['src/a.txt']);
