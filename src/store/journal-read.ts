@@ -14,9 +14,9 @@ import { openRegularFile } from './read-record.js';
 import type { Store } from './store.js';
 
 // Small enough that the two buffers cost little to touch for the first time (~10 us a 4 KiB page on the
-// paravirtualised machines measured: ~20 ms for two 4 MiB buffers) and that a chunk is searched while the bytes its read copied are still in a core's cache; large
-// enough that the reads' round trips stay few. Over a 175 MB segment, `show` took ~18 ms longer with
-// 4 MiB chunks and ~8 ms longer with 512 KiB ones.
+// paravirtualised machines measured: ~20 ms for two 4 MiB buffers) and that a chunk is searched while
+// the bytes its read copied are still in a core's cache; large enough that the reads' round trips stay
+// few. Over a 175 MB segment, `show` took ~18 ms longer with 4 MiB chunks and ~8 ms with 512 KiB ones.
 const CHUNK_BYTES = 1 << 20;
 const NEWLINE = 0x0a;
 const readAsync = promisify(read);

@@ -172,14 +172,19 @@ export class BoundedSpool {
     }
   }
 
-  /** `length` bytes of the file from `at`, into a buffer handed back by the sender when there is one. */
-  async #readBack(fh: FileHandle, at: number, length: number): Promise<Buffer> {
-    const buf = this.#free.pop() ?? Buffer.allocUnsafe(READ_CHUNK);
+  /** Up to `length` bytes of the file from `at`, read into `buf`: the part of it they fill. */
+  async #readAt(fh: FileHandle, buf: Buffer, at: number, length: number): Promise<Buffer> {
     const { bytesRead } = await fh.read(buf, 0, length, at).catch((err: unknown) => {
       throw ioErrorAt(this.file, err);
     });
     if (bytesRead === 0) throw new IoError('read', this.file, new Error('spool file shrank'));
-    const part = buf.subarray(0, bytesRead);
+    return bytesRead === buf.length ? buf : buf.subarray(0, bytesRead);
+  }
+
+  /** `length` bytes of the file from `at`, into a buffer handed back by the sender when there is one. */
+  async #readBack(fh: FileHandle, at: number, length: number): Promise<Buffer> {
+    const buf = this.#free.pop() ?? Buffer.allocUnsafe(READ_CHUNK);
+    const part = await this.#readAt(fh, buf, at, length);
     this.#lent.set(part, buf);
     return part;
   }
@@ -197,13 +202,10 @@ export class BoundedSpool {
     yield* this.#held;
     const fh = this.#fh;
     for (let at = 0; fh !== undefined && at < this.#fileBytes; ) {
-      const buf = Buffer.allocUnsafe(Math.min(READ_CHUNK, this.#fileBytes - at));
-      const { bytesRead } = await fh.read(buf, 0, buf.length, at).catch((err: unknown) => {
-        throw ioErrorAt(this.file, err);
-      });
-      if (bytesRead === 0) throw new IoError('read', this.file, new Error('spool file shrank'));
-      at += bytesRead;
-      yield bytesRead === buf.length ? buf : buf.subarray(0, bytesRead);
+      const length = Math.min(READ_CHUNK, this.#fileBytes - at);
+      const part = await this.#readAt(fh, Buffer.allocUnsafe(length), at, length);
+      at += part.length;
+      yield part;
     }
   }
 
