@@ -17,7 +17,7 @@ import { pathExists } from '../core/path-exists.js';
 import type { ReceiptOutput } from '../core/receipt.js';
 import { sha256Hex } from '../core/sha256.js';
 import { catFile } from '../git/cat-file.js';
-import { git, gitText } from '../git/run-git.js';
+import { git, gitSteps } from '../git/run-git.js';
 import { thisProcess } from '../store/process-identity.js';
 import { removeTree } from '../store/remove-tree.js';
 import type { Store } from '../store/store.js';
@@ -144,30 +144,33 @@ export async function prepareScratch(
       GIT_ALTERNATE_OBJECT_DIRECTORIES: objects,
     };
     // HEAD's tracked files with their modes (an output keeps its file's mode, and is tracked after it),
-    // and the outputs' blobs, written into the private object directory (no index needed) meanwhile;
-    // every step ends before the directory may be removed, and a stale input is the error to tell
-    const [stale, listed, hashed] = await Promise.allSettled([
+    // and the outputs' blobs, written into the private object directory, in one sh: hash-object's one
+    // line per output, then ls-files' entries; the inputs are checked at HEAD meanwhile. Every step ends
+    // before the directory may be removed, and a stale input is the error to tell.
+    const [stale, listed] = await Promise.allSettled([
       inputsAtHead,
-      git(root, ['read-tree', head], { env }).then(() => indexModes(root, env)),
-      outputs.length === 0
-        ? []
-        : gitText(root, ['hash-object', '-w', '--no-filters', '--stdin-paths'], {
-            env,
-            input: `${outputFiles.join('\n')}\n`,
-          }).then((text) => text.split('\n')),
+      gitSteps(
+        root,
+        [
+          ['read-tree', head],
+          ...(outputs.length === 0 ? [] : [['hash-object', '-w', '--no-filters', '--stdin-paths']]),
+          ['ls-files', '-s', '-z'],
+        ],
+        { env, input: outputs.length === 0 ? '' : `${outputFiles.join('\n')}\n` },
+      ).then((r) => blobsThenModes(r.stdout, outputs.length)),
     ]);
-    for (const step of [stale, listed, hashed]) if (step.status === 'rejected') throw step.reason;
-    const modes = (listed as PromiseFulfilledResult<Map<string, string>>).value;
-    const oids = (hashed as PromiseFulfilledResult<string[]>).value;
-    if (outputs.length > 0) {
-      const entries = outputs
-        .map(
-          (o, i) => `${modes.get(o.path) === '100755' ? '100755' : '100644'} ${oids[i]}\t${quote(o.path)}\n`,
-        )
-        .join('');
-      await git(root, ['update-index', '--index-info'], { env, input: entries });
-    }
-    const resultTree = await gitText(root, ['write-tree'], { env });
+    for (const step of [stale, listed]) if (step.status === 'rejected') throw step.reason;
+    const { oids, modes } = (listed as PromiseFulfilledResult<ReturnType<typeof blobsThenModes>>).value;
+    const entries = outputs
+      .map((o, i) => `${modes.get(o.path) === '100755' ? '100755' : '100644'} ${oids[i]}\t${quote(o.path)}\n`)
+      .join('');
+    // the outputs into the index and the result tree named, in one sh again
+    const written = await gitSteps(
+      root,
+      [...(outputs.length === 0 ? [] : [['update-index', '--index-info']]), ['write-tree']],
+      { env, input: entries },
+    );
+    const resultTree = written.stdout.toString('utf8').replace(/\n$/, '');
     const tracked = [...new Set([...modes.keys(), ...outputs.map((o) => o.path)])];
     return { dir, env, head, baseTree, resultTree, tracked };
   } catch (err) {
@@ -176,15 +179,27 @@ export async function prepareScratch(
   }
 }
 
-/** Every path of the private index with its mode (read from HEAD: outputs not yet written in). */
-async function indexModes(root: string, env: Record<string, string>): Promise<Map<string, string>> {
-  const r = await git(root, ['ls-files', '-s', '-z'], { env });
+/**
+ * hash-object's `count` lines (one blob id per output) followed by `ls-files -s -z` of the private index
+ * (HEAD's paths with their modes, the outputs not yet written in), as one sh printed them.
+ */
+function blobsThenModes(stdout: Buffer, count: number): { oids: string[]; modes: Map<string, string> } {
+  const oids: string[] = [];
+  let at = 0;
+  for (let i = 0; i < count; i++) {
+    const end = stdout.indexOf(10, at);
+    const oid = end < 0 ? '' : stdout.toString('latin1', at, end);
+    if (!/^[0-9a-f]{40,64}$/.test(oid))
+      throw new GitFailedError(['hash-object'], 0, `line ${i + 1}: not a blob id: ${JSON.stringify(oid)}`);
+    oids.push(oid);
+    at = end + 1;
+  }
   const modes = new Map<string, string>();
-  for (const entry of r.stdout.toString('utf8').split('\0')) {
+  for (const entry of stdout.toString('utf8', at).split('\0')) {
     const m = /^(\d+) [0-9a-f]+ \d\t(.*)$/s.exec(entry);
     if (m) modes.set(m[2]!, m[1]!);
   }
-  return modes;
+  return { oids, modes };
 }
 
 /**
@@ -233,14 +248,23 @@ export async function setupCopy(
   const tree = scratchDirs(scratch.dir, `${name}/tree`);
   // its own index, beside the run directory (outside what the sandbox can write)
   const env = { ...scratch.env, GIT_INDEX_FILE: `${runDir}.index`, GIT_LITERAL_PATHSPECS: '1' };
-  await git(root, ['read-tree', scratch.head], { env });
-  if (pinned.length > 0) {
-    const held = await git(root, ['ls-tree', '-z', scratch.resultTree, '--', ...pinned], { env });
-    if (held.stdout.length > 0)
-      await git(root, ['update-index', '-z', '--index-info'], { env, input: held.stdout });
-  }
-  await git(root, ['checkout-index', '-a', '-f', `--prefix=${tree}/`], { env });
-  const listed = await git(root, ['ls-files', '-z'], { env });
+  const read = ['read-tree', scratch.head];
+  // the pinned outputs as the result tree holds them, read once HEAD is in the index
+  const held =
+    pinned.length === 0
+      ? Buffer.alloc(0)
+      : (await gitSteps(root, [read, ['ls-tree', '-z', scratch.resultTree, '--', ...pinned]], { env }))
+          .stdout;
+  const listed = await gitSteps(
+    root,
+    [
+      ...(pinned.length === 0 ? [read] : []),
+      ...(held.length > 0 ? [['update-index', '-z', '--index-info']] : []),
+      ['checkout-index', '-a', '-f', `--prefix=${tree}/`],
+      ['ls-files', '-z'],
+    ],
+    { env, input: held },
+  );
   const tracked = listed.stdout
     .toString('utf8')
     .split('\0')

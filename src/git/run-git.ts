@@ -2,6 +2,9 @@
 // other GIT_* the caller happened to export, no prompts: GIT_TERMINAL_PROMPT=0, LC_ALL=C so messages
 // parse), hooks off (-c core.hooksPath=/dev/null), stdout as bytes with a size cap. node:child_process,
 // not execa: `genjob push` with nothing new must stay near `git push`, and execa alone costs ~0.1 s to load.
+// Several commands in a row that need nothing from Node between them run as one `sh` (gitSteps): Node
+// starts a child by forking itself, which costs it several ms at a command's heap, where sh forks in a
+// fraction of one.
 import { spawn } from 'node:child_process';
 import { GitFailedError } from '../core/errors.js';
 
@@ -57,41 +60,95 @@ export function gitEnv(extra: Record<string, string> = {}): Record<string, strin
 
 /** Run `git -C cwd -c core.hooksPath=/dev/null ARGS`; throws GitFailedError on a non-zero exit not in okCodes. */
 export function git(cwd: string, args: readonly string[], opts: GitOptions = {}): Promise<GitResult> {
-  const max = opts.maxOutput ?? MAX_GIT_OUTPUT;
   const argv = ['-C', cwd, ...(opts.userHooksPath ? [] : ['-c', 'core.hooksPath=/dev/null']), ...args];
+  return runChild('git', argv, () => args, opts);
+}
+
+/**
+ * Run git commands one after another, each as `git -C cwd -c core.hooksPath=/dev/null STEP`, stopping at
+ * the first that fails, in one `sh` (one child of this process instead of one per command). Every step
+ * sees the same environment and stdin (give `input` only to steps of which one reads it), and their stdout
+ * is one stream, in order. The arguments reach git as they are: the script names them only as positional
+ * parameters, never as text. A failure is reported with the failing step's arguments and exit code.
+ */
+export function gitSteps(
+  cwd: string,
+  steps: ReadonlyArray<readonly string[]>,
+  opts: Omit<GitOptions, 'userHooksPath' | 'okCodes'> = {},
+): Promise<GitResult> {
+  const params: string[] = [cwd];
+  const lines = steps.map((step, i) => {
+    const refs = step.map((arg) => {
+      params.push(arg);
+      return `"\${${params.length}}"`;
+    });
+    // the failing step's number goes out on fd 3, so the error names that step, not the script
+    return `git -C "$1" -c core.hooksPath=/dev/null ${refs.join(' ')} || { s=$?; echo ${i} >&3; exit $s; }`;
+  });
+  return runChild(
+    'sh',
+    ['-c', lines.join('\n'), 'sh', ...params],
+    (failed) => steps[failed ?? 0] ?? [],
+    opts,
+    true,
+  );
+}
+
+/**
+ * Start `cmd argv` with git's environment, stdout capped at opts.maxOutput, and settle as git() does;
+ * `argsOf` names the command in an error (for gitSteps, given the number of the step that failed, read
+ * from the child's fd 3 when `stepFd`).
+ */
+function runChild(
+  cmd: string,
+  argv: readonly string[],
+  argsOf: (failedStep?: number) => readonly string[],
+  opts: GitOptions,
+  stepFd = false,
+): Promise<GitResult> {
+  const max = opts.maxOutput ?? MAX_GIT_OUTPUT;
   return new Promise((resolve, reject) => {
-    const child = spawn('git', argv, { env: gitEnv(opts.env), stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(cmd, argv, {
+      env: gitEnv(opts.env),
+      stdio: stepFd ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
     let outLen = 0;
     let err = '';
+    let step = '';
     let tooBig = false;
-    child.stdout.on('data', (d: Buffer) => {
+    child.stdout!.on('data', (d: Buffer) => {
       outLen += d.length;
       if (outLen > max) {
         tooBig = true;
         child.kill('SIGKILL');
       } else out.push(d);
     });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => {
       err = (err + d).slice(-64 * 1024);
     });
-    child.on('error', (e) => reject(new GitFailedError(args, -1, e.message, { cause: e })));
+    if (stepFd)
+      (child.stdio[3] as NodeJS.ReadableStream).setEncoding('utf8').on('data', (d: string) => {
+        step = (step + d).slice(-16);
+      });
+    const failedArgs = () => argsOf(/^\d+\n$/.test(step) ? Number(step) : undefined);
+    child.on('error', (e) => reject(new GitFailedError(failedArgs(), -1, e.message, { cause: e })));
     child.on('close', (code, signal) => {
       if (tooBig) {
-        reject(new GitFailedError(args, -1, `output larger than ${max} bytes; refused`));
+        reject(new GitFailedError(failedArgs(), -1, `output larger than ${max} bytes; refused`));
         return;
       }
       const c = code ?? (signal ? 128 : -1);
       if (c !== 0 && !(opts.okCodes ?? []).includes(c)) {
-        reject(new GitFailedError(args, c, err));
+        reject(new GitFailedError(failedArgs(), c, err));
         return;
       }
       resolve({ code: c, stdout: Buffer.concat(out), stderr: err });
     });
-    child.stdin.on('error', () => {
+    child.stdin!.on('error', () => {
       // git may exit before reading all of stdin; its exit code says what happened
     });
-    child.stdin.end(opts.input ?? '');
+    child.stdin!.end(opts.input ?? '');
   });
 }
 

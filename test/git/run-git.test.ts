@@ -1,0 +1,116 @@
+// gitSteps runs several git commands in one sh: what each step is given must reach git exactly as git()
+// would give it (the script only names positional parameters), a failing step stops the rest and is the
+// one the error names, and stdin, the environment and the output cap hold as for one command.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { GitFailedError } from '../../src/core/errors.js';
+import { git, gitSteps } from '../../src/git/run-git.js';
+import { tempGitRepo } from './git-repo.js';
+
+/** A repository with one commit (the temp dir goes after each test). */
+function fresh() {
+  const repo = tempGitRepo('run-git');
+  return { repo, head: repo.commit('first', { 'a.txt': 'a\n' }) };
+}
+
+/** A step that prints its arguments back, shell-quoted by git itself. */
+const echo = (args: readonly string[]) => ['rev-parse', '--sq-quote', ...args];
+
+describe('gitSteps', () => {
+  it('gives every argument to git as it is: no expansion, splitting or quoting by the shell', async () => {
+    const { repo } = fresh();
+    const nasty = [
+      'two words',
+      '$HOME',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, never a template
+      '${PATH}',
+      '`id`',
+      '$(id)',
+      "it's",
+      '"quoted"',
+      '*',
+      'line\nbreak',
+      '\\',
+      '-n',
+      '',
+      ';exit 0',
+      '|| true',
+      '$1',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, never a template
+      '${10}',
+    ];
+    const steps = [echo(nasty.slice(0, 8)), echo(nasty.slice(8))];
+    const got = await gitSteps(repo.root, steps);
+    const one = await Promise.all(steps.map((s) => git(repo.root, s)));
+    expect(got.stdout.toString('utf8')).toBe(one.map((r) => r.stdout.toString('utf8')).join(''));
+    expect(got.stdout.toString('utf8')).toContain(`'$HOME'`);
+  });
+
+  it('passes any arguments through unchanged (property: the same bytes as one git per step)', async () => {
+    const { repo } = fresh();
+    const arg = fc.string({ unit: 'binary', maxLength: 12 }).filter((s) => !s.includes('\0'));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(arg, { maxLength: 5 }), { minLength: 1, maxLength: 4 }),
+        async (args) => {
+          const steps = args.map(echo);
+          const got = await gitSteps(repo.root, steps);
+          const one = await Promise.all(steps.map((s) => git(repo.root, s)));
+          expect(got.stdout.equals(Buffer.concat(one.map((r) => r.stdout)))).toBe(true);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('stops at the first step that fails and names that step and its exit code', async () => {
+    const { repo, head } = fresh();
+    const err = await gitSteps(repo.root, [
+      echo(['first']),
+      ['rev-parse', '--verify', '--quiet', 'refs/heads/no-such-branch'],
+      ['update-ref', 'refs/heads/made-after-failure', head],
+    ]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GitFailedError);
+    expect((err as GitFailedError).args.slice(0, 2)).toEqual(['rev-parse', '--verify']);
+    expect((err as GitFailedError).status).toBe(1);
+    // the step after the failure never ran
+    expect(() => repo.git(['rev-parse', '--verify', '--quiet', 'refs/heads/made-after-failure'])).toThrow();
+  });
+
+  it("reports git's own message and code when a step dies", async () => {
+    const { repo } = fresh();
+    const err = await gitSteps(repo.root, [echo(['x']), ['cat-file', '-p', 'no-such-object']]).catch(
+      (e: unknown) => e as GitFailedError,
+    );
+    expect(err).toBeInstanceOf(GitFailedError);
+    expect((err as GitFailedError).status).toBe(128);
+    expect((err as GitFailedError).message).toMatch(/git cat-file -p failed \(exit 128\): .*no-such-object/);
+  });
+
+  it('gives stdin to the step that reads it and the environment to every step', async () => {
+    const { repo, head } = fresh();
+    const index = `${repo.root}/../steps-index`;
+    const r = await gitSteps(
+      repo.root,
+      [
+        ['read-tree', head],
+        ['hash-object', '--stdin'],
+        ['ls-files', '-s'],
+      ],
+      { input: 'piped\n', env: { GIT_INDEX_FILE: index } },
+    );
+    const [oid, ...listed] = r.stdout.toString('utf8').trimEnd().split('\n');
+    expect(oid).toBe(repo.git(['hash-object', '--stdin'], 'piped\n'));
+    // ls-files read the private index read-tree wrote, not the repository's own
+    expect(listed).toEqual([`100644 ${repo.git(['rev-parse', `${head}:a.txt`])} 0\ta.txt`]);
+  });
+
+  it('refuses output past the cap, as one git does', async () => {
+    const { repo } = fresh();
+    const err = await gitSteps(repo.root, [echo(['x'.repeat(100)]), echo(['y'])], { maxOutput: 50 }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(GitFailedError);
+    expect((err as GitFailedError).message).toMatch(/larger than 50 bytes; refused/);
+  });
+});
