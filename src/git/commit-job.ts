@@ -11,7 +11,7 @@ import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathExists } from '../core/path-exists.js';
 import type { Store } from '../store/store.js';
-import { git, gitText } from './run-git.js';
+import { git, gitSteps, gitText } from './run-git.js';
 import { commitMessage } from './trailers.js';
 import { outputMode, treeEntries } from './tree-entries.js';
 
@@ -64,21 +64,30 @@ export async function commitFiles(
   c: { files: readonly CommitFile[]; message: string; reflog: string },
 ): Promise<CommitOutcome> {
   const root = store.root;
-  const head = await git(root, ['rev-parse', '-q', '--verify', 'HEAD^{commit}'], { okCodes: [1] });
-  const parent = head.code === 0 ? head.stdout.toString('utf8').trim() : null;
+  // the real index's path (outside GIT_INDEX_FILE below, which --git-path would name instead) and HEAD's
+  // commit, none on an unborn branch (exit 1), in one rev-parse; from the end: the path may hold a newline
+  const head = await git(
+    root,
+    ['rev-parse', '--path-format=absolute', '--git-path', 'index', '-q', '--verify', 'HEAD^{commit}'],
+    { okCodes: [1] },
+  );
+  const said = head.stdout.toString('utf8').replace(/\n$/, '').split('\n');
+  const parent = head.code === 0 ? said.pop()! : null;
+  const realIndex = said.join('\n');
   const index = join(store.layout.tmp, `index-${process.pid}-${++indexSeq}`);
   const env = { GIT_INDEX_FILE: index };
   try {
-    await git(root, parent ? ['read-tree', parent] : ['read-tree', '--empty'], { env });
+    // the index read from HEAD and the files' blobs written, in one sh
     const kept = c.files.filter((f) => f.source !== null);
-    const oids =
-      kept.length === 0
-        ? []
-        : (
-            await gitText(root, ['hash-object', '-w', '--no-filters', '--stdin-paths'], {
-              input: `${kept.map((f) => f.source).join('\n')}\n`,
-            })
-          ).split('\n');
+    const read = await gitSteps(
+      root,
+      [
+        parent ? ['read-tree', parent] : ['read-tree', '--empty'],
+        ...(kept.length === 0 ? [] : [['hash-object', '-w', '--no-filters', '--stdin-paths']]),
+      ],
+      { env, input: kept.length === 0 ? '' : `${kept.map((f) => f.source).join('\n')}\n` },
+    );
+    const oids = read.stdout.toString('utf8').split('\n').slice(0, kept.length);
     const oidOf = new Map(kept.map((f, i) => [f.path, oids[i]!]));
     const outputs = c.files.filter((f) => f.receiptExecutable !== undefined).map((f) => f.path);
     const before =
@@ -99,19 +108,31 @@ export async function commitFiles(
         return `${mode} ${oid}\t${quote(f.path)}\n`;
       })
       .join('');
-    await git(root, ['update-index', '--index-info'], { env, input: entries });
-    const tree = await gitText(root, ['write-tree'], { env });
-    if (parent && tree === (await gitText(root, ['rev-parse', `${parent}^{tree}`])))
-      return { status: 'unchanged' };
-    const commit = await gitText(root, ['commit-tree', tree, ...(parent ? ['-p', parent] : []), '-F', '-'], {
+    // the files into the index, its tree, and HEAD's tree to compare it with, in one sh again
+    const [tree, headTree] = (
+      await gitSteps(
+        root,
+        [
+          ['update-index', '--index-info'],
+          ['write-tree'],
+          ...(parent ? [['rev-parse', `${parent}^{tree}`]] : []),
+        ],
+        { env, input: entries },
+      )
+    ).stdout
+      .toString('utf8')
+      .split('\n');
+    if (parent && tree === headTree) return { status: 'unchanged' };
+    const commit = await gitText(root, ['commit-tree', tree!, ...(parent ? ['-p', parent] : []), '-F', '-'], {
       input: c.message,
     });
-    await git(root, ['update-ref', '-m', c.reflog, 'HEAD', commit, parent ?? '']);
-    // the real index: these files' entries only. A missing index stays missing, except on a branch that was
-    // unborn: there it meant "nothing staged", and left missing it would now stage the files' deletion.
-    const realIndex = await gitText(root, ['rev-parse', '--path-format=absolute', '--git-path', 'index']);
+    // HEAD moved to it (compare-and-swap), then the real index: these files' entries only. A missing index
+    // stays missing, except on a branch that was unborn: there it meant "nothing staged", and left missing it
+    // would now stage the files' deletion.
+    const moveHead = ['update-ref', '-m', c.reflog, 'HEAD', commit, parent ?? ''];
     if (pathExists(realIndex) || parent === null)
-      await git(root, ['update-index', '--index-info'], { input: entries });
+      await gitSteps(root, [moveHead, ['update-index', '--index-info']], { input: entries });
+    else await git(root, moveHead);
     return { status: 'committed', commit };
   } finally {
     rmSync(index, { force: true });

@@ -23,8 +23,11 @@ export interface Repo {
   commit(message: string, files: Record<string, string | null>, opts?: { mode?: string }): string;
 }
 
-export function tempGitRepo(prefix: string, opts: { objectFormat?: 'sha1' | 'sha256' } = {}): Repo {
-  const base = tempDir(prefix);
+export function tempGitRepo(
+  prefix: string,
+  opts: { objectFormat?: 'sha1' | 'sha256'; parent?: string } = {},
+): Repo {
+  const base = tempDir(prefix, opts.parent);
   const root = join(base, 'repo');
   mkdirSync(root);
   const config = join(base, 'gitconfig');
