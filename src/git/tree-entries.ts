@@ -1,6 +1,9 @@
 // What a commit holds at some paths: mode, object id and, when asked, the bytes — read from the tree
-// objects themselves (one `cat-file --batch` for the directories, one for the blobs), never through a
-// work tree or a pathspec, so a symlink is seen as mode 120000 and a name is matched byte for byte.
+// objects themselves, never through a work tree or a pathspec, so a symlink is seen as mode 120000 and a
+// name is matched byte for byte. One `cat-file --batch` reads the directories and, when bytes are asked
+// for, each path's object too; a blob is taken only when it is the object its tree entry names (a hostile
+// tree may hold one name twice, and git's own lookup may pick another entry than this parse), and read by
+// its id otherwise.
 // Paths are contract paths (pathProblem passed: no control characters), so they fit cat-file's lines.
 import { catFile, parseTree } from './cat-file.js';
 
@@ -38,15 +41,18 @@ export async function treeEntries(
   opts: { contents: boolean },
 ): Promise<Map<string, TreeEntryAt | null>> {
   const dirs = [...new Set(paths.map(parentDir))];
-  const trees = await catFile(
+  const read = await catFile(
     root,
-    dirs.map((d) => `${commit}:${d}`), // `<commit>:` is its root tree
+    [
+      ...dirs.map((d) => `${commit}:${d}`), // `<commit>:` is its root tree
+      ...(opts.contents ? paths.map((p) => `${commit}:${p}`) : []),
+    ],
     { contents: true },
   );
   const oidBytes = commit.length / 2;
   const byDir = new Map<string, Map<string, { mode: string; oid: string }>>();
   dirs.forEach((d, i) => {
-    const t = trees[i];
+    const t = read[i];
     const names = new Map<string, { mode: string; oid: string }>();
     if (t?.type === 'tree') for (const e of parseTree(t.content!, oidBytes)) names.set(e.name, e);
     byDir.set(d, names);
@@ -57,13 +63,20 @@ export async function treeEntries(
     found.set(p, e === undefined ? null : { mode: e.mode, oid: e.oid });
   }
   if (opts.contents) {
-    const files = [...found.values()].filter((e): e is TreeEntryAt => e !== null && isRegularMode(e.mode));
+    const unread: TreeEntryAt[] = [];
+    paths.forEach((p, i) => {
+      const e = found.get(p);
+      if (e === null || e === undefined || !isRegularMode(e.mode) || e.bytes !== undefined) return;
+      const o = read[dirs.length + i];
+      if (o?.type === 'blob' && o.oid === e.oid) e.bytes = o.content!;
+      else unread.push(e);
+    });
     const blobs = await catFile(
       root,
-      files.map((e) => e.oid),
+      unread.map((e) => e.oid),
       { contents: true },
     );
-    files.forEach((e, i) => {
+    unread.forEach((e, i) => {
       e.bytes = blobs[i]!.content!;
     });
   }

@@ -35,6 +35,21 @@ describe('treeEntries', () => {
     expect(bare.get('top.txt')).toEqual({ mode: '100644', oid: entries.get('top.txt')!.oid });
   });
 
+  it("gives a name held twice in a hostile tree the bytes of the entry it reports, whichever git's own lookup picks", async () => {
+    const repo = tempGitRepo('gj-entries-dup-');
+    const first = repo.object('blob', 'first\n');
+    const second = repo.object('blob', 'second\n');
+    const entry = (oid: string) => Buffer.concat([Buffer.from('100644 x.txt\0'), Buffer.from(oid, 'hex')]);
+    const tree = repo.object('tree', Buffer.concat([entry(first), entry(second)]));
+    const who = 'T <t@example.com> 0 +0000';
+    const c = repo.object('commit', `tree ${tree}\nauthor ${who}\ncommitter ${who}\n\nhostile\n`);
+    // git's path lookup and this module's parse of the tree disagree on which entry the name is
+    expect(repo.git(['rev-parse', `${c}:x.txt`])).toBe(first);
+    const e = (await treeEntries(repo.root, c, ['x.txt'], { contents: true })).get('x.txt')!;
+    expect(e.oid).toBe(second);
+    expect(e.bytes?.toString()).toBe('second\n');
+  });
+
   it('works in a sha256 repository (32-byte ids in trees)', async () => {
     const repo = tempGitRepo('gj-entries-256-', { objectFormat: 'sha256' });
     const c = repo.commit('one', { 'a/b.txt': 'b\n' });
