@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { GitFailedError } from '../../src/core/errors.js';
-import { git, gitSteps } from '../../src/git/run-git.js';
+import { git, gitEnv, gitSteps } from '../../src/git/run-git.js';
 import { tempGitRepo } from './git-repo.js';
 
 /** A repository with one commit (the temp dir goes after each test). */
@@ -112,5 +112,56 @@ describe('gitSteps', () => {
     );
     expect(err).toBeInstanceOf(GitFailedError);
     expect((err as GitFailedError).message).toMatch(/larger than 50 bytes; refused/);
+  });
+});
+
+describe('gitEnv', () => {
+  const PASSED = [
+    'PATH',
+    'HOME',
+    'USER',
+    'LOGNAME',
+    'TMPDIR',
+    'XDG_CONFIG_HOME',
+    'SSH_AUTH_SOCK',
+    'GIT_SSH',
+    'GIT_SSH_COMMAND',
+    'GIT_SSH_VARIANT',
+    'GIT_AUTHOR_NAME',
+    'GIT_AUTHOR_EMAIL',
+    'GIT_COMMITTER_NAME',
+    'GIT_COMMITTER_EMAIL',
+    'GIT_CONFIG_GLOBAL',
+    'GIT_CONFIG_NOSYSTEM',
+  ];
+  const DROPPED = [
+    'GIT_DIR',
+    'GIT_INDEX_FILE',
+    'GIT_WORK_TREE',
+    'GIT_OBJECT_DIRECTORY',
+    'GIT_NAMESPACE',
+    'LD_PRELOAD',
+  ];
+
+  it("passes identity, ssh and the user's config, and nothing else of the caller's environment", () => {
+    const saved = { ...process.env };
+    try {
+      for (const name of [...PASSED, ...DROPPED]) process.env[name] = `value of ${name}`;
+      const env = gitEnv();
+      for (const name of PASSED) expect(env[name]).toBe(`value of ${name}`);
+      for (const name of DROPPED) expect(env).not.toHaveProperty(name);
+      // no prompt, messages in C, no askpass program
+      expect(env).toMatchObject({ LC_ALL: 'C', GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '' });
+      expect(Object.keys(env).sort()).toEqual(
+        [...PASSED, 'LC_ALL', 'GIT_TERMINAL_PROMPT', 'GIT_ASKPASS', 'SSH_ASKPASS'].sort(),
+      );
+      expect(gitEnv({ GIT_INDEX_FILE: '/x', LC_ALL: 'fr_FR' })).toMatchObject({
+        GIT_INDEX_FILE: '/x',
+        LC_ALL: 'fr_FR',
+      });
+    } finally {
+      for (const name of Object.keys(process.env)) if (!(name in saved)) delete process.env[name];
+      Object.assign(process.env, saved);
+    }
   });
 });
