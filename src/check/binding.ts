@@ -39,19 +39,31 @@ export function dependedFiles(checker: Checker): { paths: string[]; keepAbsent: 
 
 /** The files `checker` depends on as `tree` (any tree-ish) holds them. */
 export async function boundFiles(root: string, tree: string, checker: Checker): Promise<BoundFile[]> {
-  const { paths, keepAbsent } = dependedFiles(checker);
+  return (await boundFilesOfEach(root, tree, [checker]))[0]!;
+}
+
+/** boundFiles of each checker, read in one `cat-file` for all of them. */
+async function boundFilesOfEach(
+  root: string,
+  tree: string,
+  checkers: readonly Checker[],
+): Promise<BoundFile[][]> {
+  const depended = checkers.map(dependedFiles);
   const objects = await catFile(
     root,
-    paths.map((p) => `${tree}:${p}`),
+    depended.flatMap(({ paths }) => paths.map((p) => `${tree}:${p}`)),
     { contents: true },
   );
-  const files: BoundFile[] = [];
-  for (const [i, path] of paths.entries()) {
-    const o = objects[i];
-    const sha256 = o?.type === 'blob' && o.content ? sha256Hex(o.content) : null;
-    if (sha256 !== null || keepAbsent) files.push({ path, sha256 });
-  }
-  return files;
+  let at = 0;
+  return depended.map(({ paths, keepAbsent }) => {
+    const files: BoundFile[] = [];
+    for (const path of paths) {
+      const o = objects[at++];
+      const sha256 = o?.type === 'blob' && o.content ? sha256Hex(o.content) : null;
+      if (sha256 !== null || keepAbsent) files.push({ path, sha256 });
+    }
+    return files;
+  });
 }
 
 /** The binding digest of each checker at `tree`, by name. */
@@ -60,7 +72,6 @@ export async function bindingsAt(
   tree: string,
   checkers: readonly Checker[],
 ): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  for (const c of checkers) out.set(c.name, bindingDigest(c, await boundFiles(root, tree, c)));
-  return out;
+  const files = await boundFilesOfEach(root, tree, checkers);
+  return new Map(checkers.map((c, i) => [c.name, bindingDigest(c, files[i]!)]));
 }

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bindingDigest, boundFiles } from '../../src/check/binding.js';
+import { bindingDigest, bindingsAt, boundFiles } from '../../src/check/binding.js';
 import { parseChecker } from '../../src/check/checker.js';
 import { commitAll } from '../helpers/commit-all.js';
 import { tempDir } from '../helpers/temp-store.js';
@@ -65,5 +65,26 @@ describe('boundFiles', () => {
         parseChecker('r', { judge: 'builtin:openai', model: 'm', rubric: 'docs.md' }, 'f'),
       ),
     ).toEqual([{ path: 'docs.md', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+  });
+});
+
+describe('bindingsAt', () => {
+  it('gives each checker, read together, the digest of its own files as read alone', async () => {
+    const root = tempDir('genjob-bindings-');
+    writeFileSync(join(root, 'poetry.lock'), 'x\n');
+    writeFileSync(join(root, 'a.lock'), 'a\n');
+    writeFileSync(join(root, 'docs.md'), 'r\n');
+    await commitAll(root);
+    const checkers = [
+      cmd,
+      parseChecker('pinned', { run: 'x', pin: ['missing.lock', 'a.lock'] }, 'f'),
+      parseChecker('judge', { judge: 'builtin:openai', model: 'm', rubric: 'docs.md' }, 'f'),
+      parseChecker('none', { run: 'y', pin: [] }, 'f'),
+    ];
+    const together = await bindingsAt(root, 'HEAD', checkers);
+    expect([...together.keys()]).toEqual(checkers.map((c) => c.name));
+    for (const c of checkers)
+      expect(together.get(c.name)).toBe(bindingDigest(c, await boundFiles(root, 'HEAD', c)));
+    expect(new Set(together.values()).size).toBe(checkers.length);
   });
 });
