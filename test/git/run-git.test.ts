@@ -116,24 +116,12 @@ describe('gitSteps', () => {
 });
 
 describe('gitEnv', () => {
-  const PASSED = [
-    'PATH',
-    'HOME',
-    'USER',
-    'LOGNAME',
-    'TMPDIR',
-    'XDG_CONFIG_HOME',
-    'SSH_AUTH_SOCK',
-    'GIT_SSH',
-    'GIT_SSH_COMMAND',
-    'GIT_SSH_VARIANT',
-    'GIT_AUTHOR_NAME',
-    'GIT_AUTHOR_EMAIL',
-    'GIT_COMMITTER_NAME',
-    'GIT_COMMITTER_EMAIL',
-    'GIT_CONFIG_GLOBAL',
-    'GIT_CONFIG_NOSYSTEM',
-  ];
+  // the contract, by purpose (the list in run-git.ts must hold exactly these)
+  const user = ['PATH', 'HOME', 'USER', 'LOGNAME', 'TMPDIR', 'XDG_CONFIG_HOME'];
+  const ssh = ['SSH_AUTH_SOCK', 'GIT_SSH', 'GIT_SSH_COMMAND', 'GIT_SSH_VARIANT'];
+  const identity = ['GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'GIT_COMMITTER_NAME', 'GIT_COMMITTER_EMAIL'];
+  const config = ['GIT_CONFIG_GLOBAL', 'GIT_CONFIG_NOSYSTEM'];
+  const PASSED = [...user, ...ssh, ...identity, ...config];
   const DROPPED = [
     'GIT_DIR',
     'GIT_INDEX_FILE',
