@@ -1,15 +1,18 @@
 // gitSteps runs several git commands in one sh: what each step is given must reach git exactly as git()
 // would give it (the script only names positional parameters), a failing step stops the rest and is the
 // one the error names, and stdin, the environment and the output cap hold as for one command.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { GitFailedError } from '../../src/core/errors.js';
 import { git, gitEnv, gitSteps } from '../../src/git/run-git.js';
+import { tempDir } from '../helpers/temp-store.js';
 import { tempGitRepo } from './git-repo.js';
 
 /** A repository with one commit (the temp dir goes after each test). */
-function fresh() {
-  const repo = tempGitRepo('run-git');
+function fresh(parent?: string) {
+  const repo = tempGitRepo('run-git', { parent });
   return { repo, head: repo.commit('first', { 'a.txt': 'a\n' }) };
 }
 
@@ -17,7 +20,7 @@ function fresh() {
 const echo = (args: readonly string[]) => ['rev-parse', '--sq-quote', ...args];
 
 describe('gitSteps', () => {
-  it('gives every argument to git as it is: no expansion, splitting or quoting by the shell', async () => {
+  it('inject: arguments that are shell code reach git as they are: no expansion, splitting or quoting by the shell', async () => {
     const { repo } = fresh();
     const nasty = [
       'two words',
@@ -44,6 +47,18 @@ describe('gitSteps', () => {
     const one = await Promise.all(steps.map((s) => git(repo.root, s)));
     expect(got.stdout.toString('utf8')).toBe(one.map((r) => r.stdout.toString('utf8')).join(''));
     expect(got.stdout.toString('utf8')).toContain(`'$HOME'`);
+  });
+
+  it('inject: a repository whose directory name is shell code is only ever an argument to git', async () => {
+    // a branch under review may live in a checkout named by anyone: `$(...)`, backticks and a quote
+    // that would end the script's own quoting must not run, end or change a step
+    const parent = tempDir('run-git-inject');
+    const named = join(parent, 'x";exit 7;"`exit 8`$(exit 9)');
+    mkdirSync(named);
+    const { repo } = fresh(named);
+    const r = await gitSteps(repo.root, [['rev-parse', '--show-toplevel'], echo(['after'])]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.toString('utf8')).toBe(`${repo.root}\n 'after'\n`);
   });
 
   it('passes any arguments through unchanged (property: the same bytes as one git per step)', async () => {
