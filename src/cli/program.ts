@@ -150,7 +150,10 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     .description('mint a job: an instruction plus the files the generator may change (prints its key)')
     .argument('[paths...]', 'files the generator may change (they must exist; see --create)')
     .option('-m, --message <text>', 'the instruction')
-    .option('-f, --file <path>', 'read the instruction from a file (- for stdin)')
+    .option(
+      '-f, --file <path>',
+      'read the instruction from a file (- for stdin); at most 131,052 bytes, as a generator gets it in its environment',
+    )
     .option('--create <path>', 'a file the generator is to create (must not exist yet); repeatable', collect)
     .option('--allow-secret <path>', 'ship this path even though it looks like a secret; repeatable', collect)
     .option('--allow-hardlinks', 'ship inputs that have more than one hard link (refused by default)')

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
-import { buildJob, type Job, type JobInput, type JobRead } from '../core/job.js';
+import { buildJob, instructionProblem, type Job, type JobInput, type JobRead } from '../core/job.js';
 import { pathProblem } from '../core/paths.js';
 import { readText } from '../core/read-text.js';
 import { shellWord } from '../core/shell-quote.js';
@@ -74,11 +74,10 @@ function readInstruction(o: MintOptions): string {
     }
   } else if (o.message !== undefined) text = o.message;
   else throw new UsageError('EGJ_USAGE', `no instruction: pass -m "..." or -f FILE${meantMessage(o)}`);
-  if (text.trim() === '')
-    throw new UsageError(
-      'EGJ_BAD_INPUT',
-      `${o.file === '-' ? 'stdin' : (o.file ?? '-m')}: the instruction is empty`,
-    );
+  const where = o.file === '-' ? 'stdin' : (o.file ?? '-m');
+  if (text.trim() === '') throw new UsageError('EGJ_BAD_INPUT', `${where}: the instruction is empty`);
+  const problem = instructionProblem(text);
+  if (problem) throw new UsageError('EGJ_BAD_INPUT', `${where}: ${problem}`);
   return text;
 }
 
@@ -250,6 +249,9 @@ async function mintEach(
   await reader.readAll(allowedOf.flat().filter((t) => reader.exists(t.path)));
   const jobs: Job[] = [];
   for (const [i, e] of expanded.entries()) {
+    // the paths put into it can make the instruction of one job too long
+    const problem = instructionProblem(e.instruction);
+    if (problem) throw new UsageError('EGJ_BAD_INPUT', `${ctx.where}, for ${e.path}: ${problem}`);
     await assertNoSecretInInstruction(e.instruction, ctx.where);
     const inputs: JobInput[] = [];
     for (const t of allowedOf[i]!)

@@ -3,6 +3,7 @@
 import * as z from 'zod/mini';
 import {
   contractProblem,
+  instructionProblem,
   JOB_SCHEMA,
   type Job,
   JobInvalidError,
@@ -20,7 +21,12 @@ const count = z.number().check(z.int(), z.positive(), z.maximum(Number.MAX_SAFE_
 export const JobSchema = z.strictObject({
   schema: z.literal(JOB_SCHEMA),
   key: sha,
-  instruction: z.string().check(z.minLength(1), z.maxLength(MAX_INSTRUCTION_BYTES)),
+  instruction: z.string().check(
+    z.minLength(1),
+    z.refine((s) => s.length === 0 || instructionProblem(s) === null, {
+      message: `must be at most ${MAX_INSTRUCTION_BYTES} bytes of UTF-8 (a generator gets it in its environment)`,
+    }),
+  ),
   inputs: z
     .array(z.strictObject({ path: z.string(), sha256: z.nullable(sha) }))
     .check(z.minLength(1), z.maxLength(MAX_INPUTS)),

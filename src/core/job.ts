@@ -11,7 +11,12 @@ import { ancestors, foldedPath, pathProblem } from './paths.js';
 import { sha256Hex } from './sha256.js';
 
 export const JOB_SCHEMA = 'genjob/job@1';
-export const MAX_INSTRUCTION_BYTES = 256 * 1024;
+/**
+ * The longest instruction, in bytes of UTF-8. A generator is given it in its environment
+ * (`GENJOB_INSTRUCTION=…`), and Linux starts no program with one string of its environment or arguments
+ * longer than 128 KiB, its NUL included (MAX_ARG_STRLEN): a longer instruction could never reach one.
+ */
+export const MAX_INSTRUCTION_BYTES = 128 * 1024 - 'GENJOB_INSTRUCTION='.length - 1;
 export const MAX_INPUTS = 10_000;
 
 export const DEFAULT_CONSTRAINTS = {
@@ -94,9 +99,21 @@ export function buildJob(
     ...(sortedReads.length > 0 ? { reads: sortedReads } : {}),
     constraints: { ...constraints },
   };
+  const long = instructionProblem(instruction);
+  if (long) throw new UsageError('EGJ_BAD_INPUT', long);
   const problem = contractProblem(job);
   if (problem) throw new UsageError('EGJ_BAD_PATH', problem);
   return job;
+}
+
+/** Why `instruction` cannot be a job's (empty, or longer than a generator can be given), or null. */
+export function instructionProblem(instruction: string): string | null {
+  if (instruction.length === 0) return 'the instruction is empty';
+  // a string's UTF-8 bytes are at most three per UTF-16 code unit: most instructions are decided unmeasured
+  if (instruction.length * 3 <= MAX_INSTRUCTION_BYTES) return null;
+  const bytes = Buffer.byteLength(instruction, 'utf8');
+  if (bytes <= MAX_INSTRUCTION_BYTES) return null;
+  return `the instruction is ${bytes.toLocaleString('en')} bytes of UTF-8, more than the ${MAX_INSTRUCTION_BYTES.toLocaleString('en')} a generator can be given (it gets the instruction in its environment, as GENJOB_INSTRUCTION): put the long part in a file and pass it with --read FILE`;
 }
 
 /** Why the paths of a job's contract (its inputs, then its reads) are unusable, or null. */

@@ -124,7 +124,11 @@ async function generateIn(ws: HeldWorkspace, g: GenerateInput): Promise<CachedRe
     } else if (run.exitCode !== 0) {
       status = 'aborted';
       const how =
-        run.exitCode === null ? `was killed by ${run.signal}` : `exited with status ${run.exitCode}`;
+        run.startError !== null
+          ? `could not be started (${run.startError})`
+          : run.exitCode === null
+            ? `was killed by ${run.signal}`
+            : `exited with status ${run.exitCode}`;
       reason = `generator ${how}${failureText(run.stderrTail)}`;
     } else {
       status = 'ok';

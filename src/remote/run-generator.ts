@@ -19,6 +19,8 @@ export interface GeneratorRun {
   timedOut: boolean;
   /** Stopped because the worker cancelled the job (`signal` aborted). */
   cancelled: boolean;
+  /** Why no process could be started at all (`spawn E2BIG`, say); null when one ran. */
+  startError: string | null;
   /** The last lines of its stderr (at most TAIL_LINES, within TAIL_BYTES), oldest first. */
   stderrTail: string;
   ms: number;
@@ -122,12 +124,27 @@ export async function runGenerator(opts: {
     signal: result.signal ?? null,
     timedOut,
     cancelled,
+    startError: startErrorOf(result),
     stderrTail: tail.text(),
     ms: Date.now() - started,
   };
   const usage = await readUsage(opts.usageFile);
   if (usage) run.usage = usage;
   return run;
+}
+
+/** What kept a process from starting, when none did: it has neither an exit status nor a signal. */
+function startErrorOf(result: {
+  exitCode?: number;
+  signal?: string;
+  code?: string;
+  originalMessage?: string;
+}) {
+  if (result.exitCode !== undefined || result.signal !== undefined) return null;
+  const message = result.originalMessage || `spawn ${result.code ?? 'failed'}`;
+  return result.code === 'E2BIG'
+    ? `${message}: its environment or arguments are longer than Linux starts a program with`
+    : message;
 }
 
 /** Usage a generator may report in $GENJOB_USAGE_FILE; anything else than a small regular file of JSON is ignored. */

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../src/core/canonical-json.js';
@@ -7,6 +8,7 @@ import {
   buildJob,
   contractProblem,
   DEFAULT_CONSTRAINTS,
+  instructionProblem,
   JOB_SCHEMA,
   JobInvalidError,
   jobDigest,
@@ -176,9 +178,41 @@ describe('the job document, byte for byte', () => {
     expect(jobDigest(job)).toBe(sha256Of(canonicalJson(job)));
   });
 
-  it('caps an instruction at 256 KiB and a job at 10 000 inputs', () => {
-    expect(MAX_INSTRUCTION_BYTES).toBe(262_144);
+  it('caps an instruction at what a generator can be given in its environment, and a job at 10 000 inputs', () => {
+    expect(MAX_INSTRUCTION_BYTES).toBe(131_052);
     expect(MAX_INPUTS).toBe(10_000);
+  });
+
+  it('the cap is what Linux starts a program with: an instruction of the cap reaches one, one byte more cannot', () => {
+    const start = (instruction: string) =>
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, never a template
+      spawnSync('sh', ['-c', 'printf %s "${#GENJOB_INSTRUCTION}"'], {
+        env: { PATH: process.env.PATH, GENJOB_INSTRUCTION: instruction },
+      });
+    const at = start('x'.repeat(MAX_INSTRUCTION_BYTES));
+    expect(at.stdout.toString()).toBe(String(MAX_INSTRUCTION_BYTES));
+    expect((start('x'.repeat(MAX_INSTRUCTION_BYTES + 1)).error as NodeJS.ErrnoException).code).toBe('E2BIG');
+  });
+
+  it('counts an instruction in bytes of UTF-8: fewer characters than the cap can be too many bytes', () => {
+    expect(instructionProblem('x'.repeat(MAX_INSTRUCTION_BYTES))).toBeNull();
+    expect(instructionProblem('é'.repeat(MAX_INSTRUCTION_BYTES / 2))).toBeNull(); // 2 bytes each: the cap
+    expect(instructionProblem(`${'é'.repeat(MAX_INSTRUCTION_BYTES / 2)}x`)).toBe(
+      'the instruction is 131,053 bytes of UTF-8, more than the 131,052 a generator can be given (it gets the instruction in its environment, as GENJOB_INSTRUCTION): put the long part in a file and pass it with --read FILE',
+    );
+    expect(instructionProblem('')).toBe('the instruction is empty');
+    expect(() => buildJob('€'.repeat(43_685), [{ path: 'a.txt', sha256: A }])).toThrow(
+      expect.objectContaining({ code: 'EGJ_BAD_INPUT', message: expect.stringMatching(/131,055 bytes/) }),
+    );
+  });
+
+  it('refuses to read a job file whose instruction no generator could be given', () => {
+    const job = buildJob('x', [{ path: 'a.txt', sha256: A }]);
+    const instruction = 'é'.repeat(MAX_INSTRUCTION_BYTES / 2 + 1);
+    const long = { ...job, instruction, key: workOrderKey(instruction, job.inputs) };
+    expect(() => parseJob(Buffer.from(JSON.stringify(long)), 'queue/long.json')).toThrow(
+      /queue\/long\.json: .*instruction: must be at most 131052 bytes of UTF-8/,
+    );
   });
 
   it('sorts inputs by path in code-unit order whatever order they come in', () => {

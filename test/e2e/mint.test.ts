@@ -1,8 +1,17 @@
 // mint through the built CLI: every refused path exits 2 naming the path and the rule, and
 // nothing is written; --json results of mint, status and show; resolving key prefixes.
 import { createHash } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
+import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { workOrderKey } from '../../src/core/job.js';
 import { ALL_DIRS } from '../../src/store/layout.js';
@@ -119,6 +128,13 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       rule: '-m: the instruction is empty',
     },
     {
+      // fewer characters than the cap, more bytes: 65,527 two-byte characters
+      name: 'an instruction longer than a generator can be given in its environment',
+      args: ['-m', 'é'.repeat(65_527), 'src/user.py'],
+      code: 'EGJ_BAD_INPUT',
+      rule: '-m: the instruction is 131,054 bytes of UTF-8, more than the 131,052 a generator can be given (it gets the instruction in its environment, as GENJOB_INSTRUCTION): put the long part in a file and pass it with --read FILE',
+    },
+    {
       name: 'no paths',
       args: ['-m', 'x'],
       code: 'EGJ_USAGE',
@@ -167,6 +183,36 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       code: 'EGJ_BAD_PATH',
       message: 'src: is not a regular file',
     });
+  });
+});
+
+describe('an instruction no generator could be given', () => {
+  it('is refused from a file, naming it, and for the one path of --each that makes it too long, minting none', async () => {
+    const sb = await makeSandbox();
+    const file = join(sb.base, 'long.md');
+    writeFileSync(file, 'x'.repeat(200_000));
+    const before = snapshot(sb.repo, ['.git', '.gen']);
+    const whole = await sb.genjob(['mint', '-f', file, 'src/user.py']);
+    expect(whole.exitCode).toBe(2);
+    expect(whole.stderr).toMatch(
+      new RegExp(
+        `^genjob: EGJ_BAD_INPUT: ${file}: the instruction is 200,000 bytes of UTF-8, more than the 131,052`,
+      ),
+    );
+    // 131,046 bytes with {path}: src/user.py fits (131,051), tests/run_tests.py, the first path of 18 characters, does not (131,058)
+    writeFileSync(file, `${'x'.repeat(131_040)}{path}`);
+    await execa('git', ['add', '-A'], { cwd: sb.repo }); // --each takes tracked files
+    const each = await sb.genjob(['mint', '--each', '**/*.py', '-f', file]);
+    expect(each.exitCode).toBe(2);
+    expect(each.stderr).toMatch(
+      new RegExp(
+        `^genjob: EGJ_BAD_INPUT: ${file}, for tests/run_tests.py: the instruction is 131,058 bytes of UTF-8`,
+      ),
+    );
+    expect(snapshot(sb.repo, ['.git', '.gen'])).toEqual(before);
+    expect(existsSync(join(sb.repo, '.gen/queue')) ? readdirSync(join(sb.repo, '.gen/queue')) : []).toEqual(
+      [],
+    );
   });
 });
 

@@ -136,6 +136,26 @@ describe('runGenerator', () => {
     }
   });
 
+  for (const policy of [BWRAP, NONE]) {
+    it(`(${policy.kind}) says why a generator Linux would not start was not started, not that it was killed`, async () => {
+      // an environment string past 128 KiB: what an instruction minted by an older genjob could hold
+      const run = await runGenerator({
+        ...base(policy),
+        env: { GENJOB_INSTRUCTION: 'x'.repeat(200_000) },
+        command: 'touch ran',
+      });
+      expect(run).toMatchObject({ exitCode: null, signal: null, timedOut: false, cancelled: false });
+      expect(run.startError).toBe(
+        'spawn E2BIG: its environment or arguments are longer than Linux starts a program with',
+      );
+      expect(existsSync(join(ws, 'ran'))).toBe(false);
+    });
+  }
+
+  it('a generator that ran has no start error, whatever its exit', async () => {
+    expect((await runGenerator({ ...base(), command: 'exit 3' })).startError).toBeNull();
+  });
+
   it('reads the usage a generator reports and ignores a malformed report', async () => {
     const good = base();
     writeFileSync(good.usageFile, JSON.stringify({ prompt_tokens: 12, completion_tokens: 3, requests: 1 }));
