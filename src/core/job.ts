@@ -99,7 +99,7 @@ export function buildJob(
     ...(sortedReads.length > 0 ? { reads: sortedReads } : {}),
     constraints: { ...constraints },
   };
-  const long = instructionProblem(instruction);
+  const long = instructionProblem(instruction) ?? countProblem(job);
   if (long) throw new UsageError('EGJ_BAD_INPUT', long);
   const problem = contractProblem(job);
   if (problem) throw new UsageError('EGJ_BAD_PATH', problem);
@@ -114,6 +114,17 @@ export function instructionProblem(instruction: string): string | null {
   const bytes = Buffer.byteLength(instruction, 'utf8');
   if (bytes <= MAX_INSTRUCTION_BYTES) return null;
   return `the instruction is ${bytes.toLocaleString('en')} bytes of UTF-8, more than the ${MAX_INSTRUCTION_BYTES.toLocaleString('en')} a generator can be given (it gets the instruction in its environment, as GENJOB_INSTRUCTION): put the long part in a file and pass it with --read FILE`;
+}
+
+/** More allowed paths or read files than a job file may hold (it would be minted, and never valid). */
+function countProblem(job: Pick<Job, 'inputs' | 'reads'>): string | null {
+  for (const [name, list] of [
+    ['allowed paths', job.inputs],
+    ['read files', job.reads ?? []],
+  ] as const)
+    if (list.length > MAX_INPUTS)
+      return `${list.length.toLocaleString('en')} ${name}, more than the ${MAX_INPUTS.toLocaleString('en')} a job may have: split the work into several jobs (mint --each makes one per file)`;
+  return null;
 }
 
 /** Why the paths of a job's contract (its inputs, then its reads) are unusable, or null. */

@@ -206,6 +206,22 @@ describe('the job document, byte for byte', () => {
     );
   });
 
+  it('builds no job with more allowed paths or read files than a job file may hold', () => {
+    const paths = (n: number, dir: string) =>
+      Array.from({ length: n }, (_, i) => ({ path: `${dir}/f${String(i).padStart(5, '0')}`, sha256: A }));
+    expect(buildJob('x', paths(MAX_INPUTS, 'a')).inputs).toHaveLength(MAX_INPUTS);
+    expect(() => buildJob('x', paths(MAX_INPUTS + 1, 'a'))).toThrow(
+      expect.objectContaining({
+        code: 'EGJ_BAD_INPUT',
+        message:
+          '10,001 allowed paths, more than the 10,000 a job may have: split the work into several jobs (mint --each makes one per file)',
+      }),
+    );
+    expect(() => buildJob('x', paths(1, 'a'), undefined, paths(MAX_INPUTS + 1, 'r'))).toThrow(
+      /^10,001 read files, more than the 10,000/,
+    );
+  });
+
   it('refuses to read a job file whose instruction no generator could be given', () => {
     const job = buildJob('x', [{ path: 'a.txt', sha256: A }]);
     const instruction = 'é'.repeat(MAX_INSTRUCTION_BYTES / 2 + 1);

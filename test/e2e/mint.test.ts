@@ -216,6 +216,23 @@ describe('an instruction no generator could be given', () => {
   });
 });
 
+describe('more paths than a job may have', () => {
+  it('are refused at mint, not minted into a job work would dead-letter as invalid', async () => {
+    const sb = await makeSandbox();
+    mkdirSync(join(sb.repo, 'many'));
+    const paths = Array.from({ length: 10_001 }, (_, i) => `many/${i}`);
+    for (const p of paths) writeFileSync(join(sb.repo, p), 'x');
+    const r = await sb.genjob(['mint', '-m', 'touch them all', ...paths]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toBe(
+      'genjob: EGJ_BAD_INPUT: 10,001 allowed paths, more than the 10,000 a job may have: split the work into several jobs (mint --each makes one per file)\n',
+    );
+    expect(existsSync(join(sb.repo, '.gen/queue')) ? readdirSync(join(sb.repo, '.gen/queue')) : []).toEqual(
+      [],
+    );
+  });
+});
+
 describe('mint --allow-hardlinks', () => {
   it('ships an input with a second hard link when asked to, and records its hash', async () => {
     const sb = await makeSandbox();
