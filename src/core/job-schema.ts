@@ -24,7 +24,7 @@ export const JobSchema = z.strictObject({
   instruction: z.string().check(
     z.minLength(1),
     z.refine((s) => s.length === 0 || instructionProblem(s) === null, {
-      message: `must be at most ${MAX_INSTRUCTION_BYTES} bytes of UTF-8 (a generator gets it in its environment)`,
+      message: `must be at most ${MAX_INSTRUCTION_BYTES} bytes of UTF-8 with no NUL (a generator gets it in its environment)`,
     }),
   ),
   inputs: z

@@ -106,9 +106,15 @@ export function buildJob(
   return job;
 }
 
-/** Why `instruction` cannot be a job's (empty, or longer than a generator can be given), or null. */
+/**
+ * Why `instruction` cannot be a job's, or null: empty, holding a NUL (no environment variable can carry
+ * one: a file saved as UTF-16 has one in every other byte), or longer than a generator can be given.
+ */
 export function instructionProblem(instruction: string): string | null {
   if (instruction.length === 0) return 'the instruction is empty';
+  const nul = instruction.indexOf('\0');
+  if (nul !== -1)
+    return `the instruction holds a NUL character (character ${nul + 1}), which a generator's environment cannot carry: save it as UTF-8 text`;
   // a string's UTF-8 bytes are at most three per UTF-16 code unit: most instructions are decided unmeasured
   if (instruction.length * 3 <= MAX_INSTRUCTION_BYTES) return null;
   const bytes = Buffer.byteLength(instruction, 'utf8');

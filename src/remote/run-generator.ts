@@ -69,6 +69,18 @@ export async function runGenerator(opts: {
     readOnly: opts.readOnly,
     jobEnv: { ...opts.env, GENJOB_USAGE_FILE: opts.usageFile },
   });
+  // an argument or variable Node refuses before any process starts (a NUL in it): no run at all
+  const refused = refusedArguments([confined.file, ...confined.args, ...Object.values(confined.env)]);
+  if (refused !== null)
+    return {
+      exitCode: null,
+      signal: null,
+      timedOut: false,
+      cancelled: false,
+      startError: refused,
+      stderrTail: '',
+      ms: 0,
+    };
   const child = execa(confined.file, confined.args, {
     cwd: confined.cwd,
     env: confined.env,
@@ -131,6 +143,11 @@ export async function runGenerator(opts: {
   const usage = await readUsage(opts.usageFile);
   if (usage) run.usage = usage;
   return run;
+}
+
+/** Why Node would refuse to start a process with these strings (a NUL in one), or null. */
+function refusedArguments(strings: readonly string[]): string | null {
+  return strings.some((s) => s.includes('\0')) ? 'an argument or variable holds a NUL character' : null;
 }
 
 /** What kept a process from starting, when none did: it has neither an exit status nor a signal. */

@@ -15,7 +15,14 @@ export const RequestSchema = z.strictObject({
   job_digest: z.string().check(z.regex(SHA256_HEX)),
   epoch: z.number().check(z.int(), z.positive()),
   worker_id: z.string().check(z.maxLength(256)),
-  generator: z.nullable(z.string().check(z.minLength(1), z.maxLength(4096))),
+  // no NUL: no process can be started with one in its command line
+  generator: z.nullable(
+    z.string().check(
+      z.minLength(1),
+      z.maxLength(4096),
+      z.refine((s) => !s.includes('\0'), 'holds a NUL'),
+    ),
+  ),
   timeout_ms: z.number().check(z.int(), z.positive(), z.maximum(7 * 24 * 3600 * 1000)),
   /** Generate again instead of answering with a cached *aborted* result (`work --retry-aborted`). */
   retry_aborted: z.optional(z.boolean()),

@@ -201,6 +201,9 @@ describe('the job document, byte for byte', () => {
       'the instruction is 131,053 bytes of UTF-8, more than the 131,052 a generator can be given (it gets the instruction in its environment, as GENJOB_INSTRUCTION): put the long part in a file and pass it with --read FILE',
     );
     expect(instructionProblem('')).toBe('the instruction is empty');
+    expect(instructionProblem('f\0i\0x\0')).toBe(
+      "the instruction holds a NUL character (character 2), which a generator's environment cannot carry: save it as UTF-8 text",
+    );
     expect(() => buildJob('€'.repeat(43_685), [{ path: 'a.txt', sha256: A }])).toThrow(
       expect.objectContaining({ code: 'EGJ_BAD_INPUT', message: expect.stringMatching(/131,055 bytes/) }),
     );
@@ -224,11 +227,12 @@ describe('the job document, byte for byte', () => {
 
   it('refuses to read a job file whose instruction no generator could be given', () => {
     const job = buildJob('x', [{ path: 'a.txt', sha256: A }]);
-    const instruction = 'é'.repeat(MAX_INSTRUCTION_BYTES / 2 + 1);
-    const long = { ...job, instruction, key: workOrderKey(instruction, job.inputs) };
-    expect(() => parseJob(Buffer.from(JSON.stringify(long)), 'queue/long.json')).toThrow(
-      /queue\/long\.json: .*instruction: must be at most 131052 bytes of UTF-8/,
-    );
+    for (const instruction of ['é'.repeat(MAX_INSTRUCTION_BYTES / 2 + 1), 'fix\0it']) {
+      const bad = { ...job, instruction, key: workOrderKey(instruction, job.inputs) };
+      expect(() => parseJob(Buffer.from(JSON.stringify(bad)), 'queue/bad.json')).toThrow(
+        /queue\/bad\.json: .*instruction: must be at most 131052 bytes of UTF-8 with no NUL/,
+      );
+    }
   });
 
   it('sorts inputs by path in code-unit order whatever order they come in', () => {

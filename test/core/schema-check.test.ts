@@ -235,6 +235,8 @@ describe('a failed schema check reads as it always has', () => {
     expect(issue({ ...request, epoch: 0 })).toBe('Too small: expected number to be >0');
     expect(issue({ ...request, type: 'push' })).toBe('Invalid option: expected one of "run"|"fetch"');
     expect(issue({ ...request, hello: 1 })).toBe('Unrecognized key: "hello"');
+    // a command no process could be started with: refused before it is recorded as started
+    expect(issue({ ...request, generator: 'true\0--bind / /' })).toBe('holds a NUL');
   });
 });
 

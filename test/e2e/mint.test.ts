@@ -187,7 +187,7 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
 });
 
 describe('an instruction no generator could be given', () => {
-  it('is refused from a file, naming it, and for the one path of --each that makes it too long, minting none', async () => {
+  it('is refused from a file, naming it (too long, or saved as UTF-16), and for the one path of --each that makes it too long, minting none', async () => {
     const sb = await makeSandbox();
     const file = join(sb.base, 'long.md');
     writeFileSync(file, 'x'.repeat(200_000));
@@ -198,6 +198,13 @@ describe('an instruction no generator could be given', () => {
       new RegExp(
         `^genjob: EGJ_BAD_INPUT: ${file}: the instruction is 200,000 bytes of UTF-8, more than the 131,052`,
       ),
+    );
+    // saved as UTF-16: a NUL in every other byte, which no environment variable can carry
+    writeFileSync(file, Buffer.from('\ufeffFix the bug', 'utf16le'));
+    const utf16 = await sb.genjob(['mint', '-f', file, 'src/user.py']);
+    expect(utf16.exitCode).toBe(2);
+    expect(utf16.stderr).toBe(
+      `genjob: EGJ_BAD_INPUT: ${file}: the instruction holds a NUL character (character 4), which a generator's environment cannot carry: save it as UTF-8 text\n`,
     );
     // 131,046 bytes with {path}: src/user.py fits (131,051), tests/run_tests.py, the first path of 18 characters, does not (131,058)
     writeFileSync(file, `${'x'.repeat(131_040)}{path}`);

@@ -152,6 +152,22 @@ describe('runGenerator', () => {
     });
   }
 
+  for (const policy of [BWRAP, NONE]) {
+    it(`(${policy.kind}) a variable holding a NUL starts no process and is said so, not thrown`, async () => {
+      const run = await runGenerator({
+        ...base(policy),
+        env: { GENJOB_INSTRUCTION: 'a\0b' },
+        command: 'touch ran',
+      });
+      expect(run).toMatchObject({
+        exitCode: null,
+        signal: null,
+        startError: 'an argument or variable holds a NUL character',
+      });
+      expect(existsSync(join(ws, 'ran'))).toBe(false);
+    });
+  }
+
   it('a generator that ran has no start error, whatever its exit', async () => {
     expect((await runGenerator({ ...base(), command: 'exit 3' })).startError).toBeNull();
   });
