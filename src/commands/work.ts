@@ -12,6 +12,7 @@ import { EXIT } from '../core/exit-codes.js';
 import { pathExists } from '../core/path-exists.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
 import { userSecret } from '../remote/cache-mac.js';
+import { generatorCommandProblem } from '../remote/generator-check.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { wasCancelled } from '../store/cancel-job.js';
@@ -224,6 +225,9 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
     o = { ...o, drain: true }; // `work KEY…` works those jobs
   else if (modes !== 1) throw new UsageError('EGJ_USAGE', 'choose exactly one of --once, --drain or --watch');
   if (chosen.length > 0 && o.watch) throw new UsageError('EGJ_USAGE', 'name jobs or --watch, not both');
+  // a command no host would take is a usage error before anything is claimed or any host is reached
+  const refused = o.generator === undefined ? null : generatorCommandProblem(o.generator);
+  if (refused !== null) throw new UsageError('EGJ_USAGE', refused);
   const store = openStore(o);
   // the sandbox flags travel to serve as arguments; a local serve is checked here, before any claim
   const serveArgs = serveArgsOf(o);

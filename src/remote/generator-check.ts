@@ -10,6 +10,18 @@ import { generatorFile, generatorFileProblem } from './generator-file.js';
 /** Generators genjob runs itself (no command): `builtin:<name>`. */
 export const BUILTIN_PREFIX = 'builtin:';
 
+/** The longest generator command a request may name (a longer one belongs in a script the command names). */
+export const MAX_GENERATOR_CHARS = 4096;
+
+/** Why a generator command cannot travel in a request or start a process, or null. */
+export function generatorCommandProblem(command: string): string | null {
+  if (command.length > MAX_GENERATOR_CHARS)
+    return `the generator command is ${command.length.toLocaleString('en')} characters, more than the ${MAX_GENERATOR_CHARS.toLocaleString('en')} a host takes: put it in a script and name that (--generator ./gen.sh)`;
+  if (command.includes('\0'))
+    return 'the generator command holds a NUL character, which no process can be started with';
+  return null;
+}
+
 export type GeneratorChoice =
   | { ok: true; generator: string; pinned: boolean }
   | { ok: false; code: `EGJ_${string}`; message: string };
@@ -22,6 +34,8 @@ export function chooseGenerator(pinned: string | null, requested: string | null)
       message: `this host runs only its pinned generator, not ${JSON.stringify(requested)}`,
     };
   }
+  const refused = requested === null ? null : generatorCommandProblem(requested);
+  if (refused !== null) return { ok: false, code: 'EGJ_GENERATOR_CONFIG', message: refused };
   const generator = pinned ?? requested;
   if (generator === null) {
     return {

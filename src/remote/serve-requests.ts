@@ -8,6 +8,7 @@ import * as z from 'zod/mini';
 import { PLANE } from '../core/plane.js';
 import { type Checked, checkSchema } from '../core/schema-check.js';
 import { SHA256_HEX } from '../core/sha256.js';
+import { generatorCommandProblem, MAX_GENERATOR_CHARS } from './generator-check.js';
 
 export const RequestSchema = z.strictObject({
   type: z.enum(['run', 'fetch']),
@@ -19,8 +20,9 @@ export const RequestSchema = z.strictObject({
   generator: z.nullable(
     z.string().check(
       z.minLength(1),
-      z.maxLength(4096),
-      z.refine((s) => !s.includes('\0'), 'holds a NUL'),
+      z.refine((s) => generatorCommandProblem(s) === null, {
+        message: `must be at most ${MAX_GENERATOR_CHARS} characters with no NUL`,
+      }),
     ),
   ),
   timeout_ms: z.number().check(z.int(), z.positive(), z.maximum(7 * 24 * 3600 * 1000)),

@@ -51,6 +51,20 @@ describe('usage', () => {
     });
   }
 
+  it('work with a generator command no host takes says so before claiming, not after spending every attempt', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Add a timeout', ['src/user.py']);
+    const generator = `true ${'#'.repeat(5000)}`;
+    const r = await sb.genjob(['work', '--drain', '--generator', generator]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toBe(
+      'genjob: EGJ_USAGE: the generator command is 5,005 characters, more than the 4,096 a host takes: put it in a script and name that (--generator ./gen.sh)\n',
+    );
+    // still queued, no attempt spent
+    const jobs = JSON.parse((await sb.genjob(['status', '--json'])).stdout).jobs;
+    expect(jobs).toMatchObject([{ key, state: 'queue', epoch: 0 }]);
+  });
+
   it('apply or verify without a key names the received jobs it could mean', async () => {
     const sb = await makeSandbox();
     const keys = [

@@ -4,7 +4,13 @@
 import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { checkGenerator, generatorConfigProblem } from '../../src/remote/generator-check.js';
+import {
+  checkGenerator,
+  generatorCommandProblem,
+  generatorConfigProblem,
+  MAX_GENERATOR_CHARS,
+} from '../../src/remote/generator-check.js';
+import { checkRequest } from '../../src/remote/serve-requests.js';
 import type { SandboxPolicy } from '../../src/sandbox/policy.js';
 import { tempDir } from '../helpers/temp-store.js';
 
@@ -63,4 +69,29 @@ describe('generatorConfigProblem for a command', () => {
       pinned: false,
     });
   });
+
+  it('refuses a requested command no request can carry (past 4,096 characters, or a NUL), as the request schema does', async () => {
+    const longest = `true ${'#'.repeat(MAX_GENERATOR_CHARS - 5)}`;
+    expect(await checkGenerator(null, longest, {}, policy)).toMatchObject({ ok: true });
+    expect(checkRequest({ ...REQUEST, generator: longest }).ok).toBe(true);
+    for (const command of [`${longest}#`, 'true\0x']) {
+      expect(await checkGenerator(null, command, {}, policy)).toEqual({
+        ok: false,
+        code: 'EGJ_GENERATOR_CONFIG',
+        message: generatorCommandProblem(command),
+      });
+      expect(checkRequest({ ...REQUEST, generator: command }).ok).toBe(false);
+    }
+    expect(generatorCommandProblem(`${longest}#`)).toMatch(/^the generator command is 4,097 characters/);
+  });
 });
+
+const REQUEST = {
+  type: 'run',
+  key: 'a'.repeat(64),
+  job_digest: 'b'.repeat(64),
+  epoch: 1,
+  worker_id: 'w',
+  generator: 'true',
+  timeout_ms: 1000,
+};
