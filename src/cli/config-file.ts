@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import * as z from 'zod/mini';
 import { errnoOf, UsageError } from '../core/errors.js';
 import { checkSchema } from '../core/schema-check.js';
+import { MAX_GENERATOR_SECONDS } from '../remote/generator-check.js';
 import { nodeFs } from '../store/fs-port.js';
 import { consentDigest, requireConsent } from './config-consent.js';
 import { CONFIG_FILE } from './config-name.js';
@@ -37,7 +38,8 @@ const ConfigSchema = z.strictObject({
   /** A pool, as repeated --host: each `[N/][user@]host`. */
   hosts: z.optional(z.array(text).check(z.minLength(1))),
   concurrency: z.optional(count),
-  timeout: z.optional(seconds),
+  // what a host takes (--timeout is held to the same)
+  timeout: z.optional(z.number().check(z.positive(), z.maximum(MAX_GENERATOR_SECONDS))),
   ssh: z.optional(
     z.strictObject({
       port: z.optional(z.number().check(z.int(), z.positive(), z.maximum(65535))),

@@ -2,6 +2,7 @@
 // `genjob --version` and `genjob status` do not pay for execa, tar or the ssh code.
 import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { MAX_GENERATOR_SECONDS } from '../remote/generator-check.js';
 import { VERSION } from '../version.js';
 import { emit, jsonLine } from './main.js';
 import { packageRoot } from './package-root.js';
@@ -208,7 +209,12 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     .option('--watch', 'keep working as jobs arrive, until SIGINT/SIGTERM')
     .option('--generator <command>', 'shell command run in the workspace (or builtin:openai)')
     .option('--concurrency <n>', 'jobs in flight at once (per host)', positiveInt('--concurrency'), 1)
-    .option('--timeout <seconds>', 'generator time limit per job', seconds, 600)
+    .option(
+      '--timeout <seconds>',
+      'generator time limit per job (at most a week)',
+      secondsUpTo(MAX_GENERATOR_SECONDS),
+      600,
+    )
     .option('--lease-ttl <seconds>', 'a lease whose heartbeat is older than this is reaped', seconds, 60)
     .option(
       '--max-attempts <n>',

@@ -288,7 +288,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       mode,
       pool,
       generator: o.generator ?? null,
-      timeoutMs: Math.round(o.timeout * 1000),
+      // a request's limit is a whole number of ms above 0
+      timeoutMs: Math.max(1, Math.round(o.timeout * 1000)),
       retryAborted: o.retryAborted === true,
       serveArgs,
       leaseTtlS: o.leaseTtl,

@@ -8,7 +8,7 @@ import * as z from 'zod/mini';
 import { PLANE } from '../core/plane.js';
 import { type Checked, checkSchema } from '../core/schema-check.js';
 import { SHA256_HEX } from '../core/sha256.js';
-import { generatorCommandProblem, MAX_GENERATOR_CHARS } from './generator-check.js';
+import { generatorCommandProblem, MAX_GENERATOR_CHARS, MAX_GENERATOR_SECONDS } from './generator-check.js';
 
 export const RequestSchema = z.strictObject({
   type: z.enum(['run', 'fetch']),
@@ -25,7 +25,7 @@ export const RequestSchema = z.strictObject({
       }),
     ),
   ),
-  timeout_ms: z.number().check(z.int(), z.positive(), z.maximum(7 * 24 * 3600 * 1000)),
+  timeout_ms: z.number().check(z.int(), z.positive(), z.maximum(MAX_GENERATOR_SECONDS * 1000)),
   /** Generate again instead of answering with a cached *aborted* result (`work --retry-aborted`). */
   retry_aborted: z.optional(z.boolean()),
   /** The plane the answer is for (default live); the cache keeps each plane's results apart. */

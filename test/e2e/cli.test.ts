@@ -24,6 +24,12 @@ describe('usage', () => {
     },
     { name: 'a non-numeric --timeout', args: ['work', '--once', '--timeout', 'soon'], stderr: null },
     {
+      name: 'a --timeout past the week a host takes',
+      args: ['work', '--once', '--timeout', '900000'],
+      stderr:
+        "genjob: error: option '--timeout <seconds>' argument '900000' is invalid. takes a number of seconds above 0, at most 604800\n",
+    },
+    {
       name: 'work without a mode',
       args: ['work', '--generator', 'true'],
       stderr: 'genjob: EGJ_USAGE: choose exactly one of --once, --drain or --watch\n',

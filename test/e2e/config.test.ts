@@ -51,6 +51,12 @@ describe('genjob.config.json', () => {
     { name: 'an unknown key', body: { generatr: 'x' }, rule: 'unknown key "generatr"' },
     { name: 'an unknown ssh key', body: { ssh: { prot: 22 } }, rule: 'unknown key "ssh.prot"' },
     { name: 'a wrong type', body: { concurrency: 'four' }, rule: '"concurrency": ' },
+    // what no host takes: every request would be refused, and the job tried again and again
+    {
+      name: 'a timeout past a week',
+      body: { timeout: 900_000 },
+      rule: '"timeout": Too big: expected number to be <=604800',
+    },
   ];
   for (const c of bad) {
     it(`refuses ${c.name} (exit 2), claiming nothing`, async () => {
