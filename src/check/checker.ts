@@ -60,9 +60,18 @@ export interface JudgeChecker {
 
 export type Checker = CommandChecker | JudgeChecker;
 
+/** The longest a check may run, however it is spelt: a week, as for a generator. */
+const MAX_CHECK_SECONDS = 7 * 86_400;
 const seconds = z.union([
-  z.number().check(z.positive(), z.maximum(86_400)),
-  z.string().check(z.regex(/^\d{1,6}[smh]$/)),
+  z.number().check(z.positive(), z.maximum(MAX_CHECK_SECONDS)),
+  // spelt with a unit, held to the same: "0s" timed every run out at once, and past ~24 days Node's timer
+  // overflowed to 1 ms and did the same, each run recorded as a failure of the change
+  z.string().check(
+    z.regex(/^\d{1,6}[smh]$/),
+    z.refine((v) => toSeconds(v, 0) > 0 && toSeconds(v, 0) <= MAX_CHECK_SECONDS, {
+      message: `must be above 0s and at most ${MAX_CHECK_SECONDS}s (168h)`,
+    }),
+  ),
 ]);
 const repoPath = z
   .string()

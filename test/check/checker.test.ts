@@ -51,6 +51,9 @@ describe('parseChecker', () => {
     expect(parseChecker('t', { run: 'x', timeout: '90s' }, F)).toMatchObject({ timeout_s: 90 });
     expect(parseChecker('t', { run: 'x', timeout: '1h' }, F)).toMatchObject({ timeout_s: 3600 });
     expect(parseChecker('t', { run: 'x', timeout: 2.5 }, F)).toMatchObject({ timeout_s: 2.5 });
+    // the longest, spelt either way: a week
+    expect(parseChecker('t', { run: 'x', timeout: '168h' }, F)).toMatchObject({ timeout_s: 604_800 });
+    expect(parseChecker('t', { run: 'x', timeout: 604_800 }, F)).toMatchObject({ timeout_s: 604_800 });
   });
 
   it('fills a judge’s defaults (3 samples, quorum 2)', () => {
@@ -91,6 +94,20 @@ describe('parseChecker', () => {
       checker: 't',
       raw: { run: 'x', timeout: '10' },
       error: /"checkers.t.timeout"/,
+    },
+    // "0s" timed every run out at once; past ~24 days Node's timer overflowed to 1 ms and did the same,
+    // each run recorded as the change failing its check
+    ...['0s', '169h', '99999h', '604801s'].map((timeout) => ({
+      name: `a timeout of ${timeout}, outside above 0 to a week`,
+      checker: 't',
+      raw: { run: 'x', timeout },
+      error: /"checkers.t.timeout": must be above 0s and at most 604800s \(168h\)/,
+    })),
+    {
+      name: 'a judge timeout past a week',
+      checker: 'r',
+      raw: { judge: 'builtin:openai', model: 'm', rubric: 'r', timeout: '200h' },
+      error: /"checkers.r.timeout": must be above 0s/,
     },
     {
       name: 'a pin outside the repository',
