@@ -5,6 +5,7 @@
 import { join } from 'node:path';
 import * as z from 'zod/mini';
 import { CONFIG_FILE, loadConfig } from '../cli/config-file.js';
+import { MAX_WAIT_SECONDS } from '../core/duration.js';
 import { UsageError } from '../core/errors.js';
 import { pathProblem } from '../core/paths.js';
 import { checkSchema } from '../core/schema-check.js';
@@ -61,7 +62,7 @@ export interface JudgeChecker {
 export type Checker = CommandChecker | JudgeChecker;
 
 /** The longest a check may run, however it is spelt: a week, as for a generator. */
-const MAX_CHECK_SECONDS = 7 * 86_400;
+const MAX_CHECK_SECONDS = MAX_WAIT_SECONDS;
 const seconds = z.union([
   z.number().check(z.positive(), z.maximum(MAX_CHECK_SECONDS)),
   // spelt with a unit, held to the same: "0s" timed every run out at once, and past ~24 days Node's timer

@@ -6,9 +6,9 @@
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import * as z from 'zod/mini';
+import { MAX_WAIT_SECONDS } from '../core/duration.js';
 import { errnoOf, UsageError } from '../core/errors.js';
 import { checkSchema } from '../core/schema-check.js';
-import { MAX_GENERATOR_SECONDS } from '../remote/generator-check.js';
 import { nodeFs } from '../store/fs-port.js';
 import { consentDigest, requireConsent } from './config-consent.js';
 import { CONFIG_FILE } from './config-name.js';
@@ -19,7 +19,8 @@ export { CONFIG_FILE, userConfigFile };
 
 const text = z.string().check(z.minLength(1));
 const names = z.array(text);
-const seconds = z.number().check(z.positive());
+// every wait: above 0, at most a week (as the flags; a longer one no host or timer takes)
+const seconds = z.number().check(z.positive(), z.maximum(MAX_WAIT_SECONDS));
 const count = z.number().check(z.int(), z.positive());
 
 /** How generators are confined: the same keys for `work` (top level) and `serve` (its section). */
@@ -38,8 +39,7 @@ const ConfigSchema = z.strictObject({
   /** A pool, as repeated --host: each `[N/][user@]host`. */
   hosts: z.optional(z.array(text).check(z.minLength(1))),
   concurrency: z.optional(count),
-  // what a host takes (--timeout is held to the same)
-  timeout: z.optional(z.number().check(z.positive(), z.maximum(MAX_GENERATOR_SECONDS))),
+  timeout: z.optional(seconds),
   ssh: z.optional(
     z.strictObject({
       port: z.optional(z.number().check(z.int(), z.positive(), z.maximum(65535))),

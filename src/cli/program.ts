@@ -2,7 +2,7 @@
 // `genjob --version` and `genjob status` do not pay for execa, tar or the ssh code.
 import { join } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { MAX_GENERATOR_SECONDS } from '../remote/generator-check.js';
+import { MAX_WAIT_SECONDS } from '../core/duration.js';
 import { VERSION } from '../version.js';
 import { emit, jsonLine } from './main.js';
 import { packageRoot } from './package-root.js';
@@ -18,9 +18,11 @@ function positiveInt(name: string) {
   };
 }
 
+/** A number of seconds above 0 and at most a week (MAX_WAIT_SECONDS): every wait an option sets. */
 function seconds(value: string): number {
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('takes a number of seconds above 0');
+  if (!Number.isFinite(n) || n <= 0 || n > MAX_WAIT_SECONDS)
+    throw new InvalidArgumentError(`takes a number of seconds above 0, at most ${MAX_WAIT_SECONDS} (a week)`);
   return n;
 }
 
@@ -209,12 +211,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     .option('--watch', 'keep working as jobs arrive, until SIGINT/SIGTERM')
     .option('--generator <command>', 'shell command run in the workspace (or builtin:openai)')
     .option('--concurrency <n>', 'jobs in flight at once (per host)', positiveInt('--concurrency'), 1)
-    .option(
-      '--timeout <seconds>',
-      'generator time limit per job (at most a week)',
-      secondsUpTo(MAX_GENERATOR_SECONDS),
-      600,
-    )
+    .option('--timeout <seconds>', 'generator time limit per job (at most a week)', seconds, 600)
     .option('--lease-ttl <seconds>', 'a lease whose heartbeat is older than this is reaped', seconds, 60)
     .option(
       '--max-attempts <n>',

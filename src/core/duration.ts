@@ -4,6 +4,12 @@ import { UsageError } from './errors.js';
 /** The window gc and cache prune use when none is given. */
 export const DEFAULT_RETENTION = '30d';
 
+/**
+ * The longest wait any option takes in seconds (a generator's or a check's time limit, a lease, a grace
+ * period): a week. Node's timers hold ~24.8 days; past that one fires after 1 ms.
+ */
+export const MAX_WAIT_SECONDS = 7 * 24 * 3600;
+
 const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
 
 export function parseDuration(text: string, flag = '--older-than'): number {

@@ -13,9 +13,6 @@ export const BUILTIN_PREFIX = 'builtin:';
 /** The longest generator command a request may name (a longer one belongs in a script the command names). */
 export const MAX_GENERATOR_CHARS = 4096;
 
-/** The longest a request may let its generator run: a week (a longer `--timeout` is refused). */
-export const MAX_GENERATOR_SECONDS = 7 * 24 * 3600;
-
 /** Why a generator command cannot travel in a request or start a process, or null. */
 export function generatorCommandProblem(command: string): string | null {
   if (command.length > MAX_GENERATOR_CHARS)

@@ -5,10 +5,11 @@
 //         the generator and the run's own answer follows (aborted, never cached); no answer of its own
 // A run or fetch may name a `fresh` generation (a promoted or retried job): it has a cache entry of its own.
 import * as z from 'zod/mini';
+import { MAX_WAIT_SECONDS } from '../core/duration.js';
 import { PLANE } from '../core/plane.js';
 import { type Checked, checkSchema } from '../core/schema-check.js';
 import { SHA256_HEX } from '../core/sha256.js';
-import { generatorCommandProblem, MAX_GENERATOR_CHARS, MAX_GENERATOR_SECONDS } from './generator-check.js';
+import { generatorCommandProblem, MAX_GENERATOR_CHARS } from './generator-check.js';
 
 export const RequestSchema = z.strictObject({
   type: z.enum(['run', 'fetch']),
@@ -25,7 +26,7 @@ export const RequestSchema = z.strictObject({
       }),
     ),
   ),
-  timeout_ms: z.number().check(z.int(), z.positive(), z.maximum(MAX_GENERATOR_SECONDS * 1000)),
+  timeout_ms: z.number().check(z.int(), z.positive(), z.maximum(MAX_WAIT_SECONDS * 1000)),
   /** Generate again instead of answering with a cached *aborted* result (`work --retry-aborted`). */
   retry_aborted: z.optional(z.boolean()),
   /** The plane the answer is for (default live); the cache keeps each plane's results apart. */

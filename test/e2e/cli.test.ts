@@ -23,12 +23,17 @@ describe('usage', () => {
       stderr: "genjob: error: unknown command 'shw'\n(Did you mean show?)\n",
     },
     { name: 'a non-numeric --timeout', args: ['work', '--once', '--timeout', 'soon'], stderr: null },
-    {
-      name: 'a --timeout past the week a host takes',
-      args: ['work', '--once', '--timeout', '900000'],
-      stderr:
-        "genjob: error: option '--timeout <seconds>' argument '900000' is invalid. takes a number of seconds above 0, at most 604800\n",
-    },
+    // a wait past a week: no host takes such a time limit, and past ~24.8 days Node's timers fire at once
+    // (a --grace that cut the jobs in flight at the first signal, a lease beaten every millisecond)
+    ...[
+      ['--timeout', '900000'],
+      ['--grace', '9999999'],
+      ['--lease-ttl', '604801'],
+    ].map(([flag, value]) => ({
+      name: `a ${flag} past a week`,
+      args: ['work', '--watch', flag!, value!],
+      stderr: `genjob: error: option '${flag} <seconds>' argument '${value}' is invalid. takes a number of seconds above 0, at most 604800 (a week)\n`,
+    })),
     {
       name: 'work without a mode',
       args: ['work', '--generator', 'true'],

@@ -51,12 +51,13 @@ describe('genjob.config.json', () => {
     { name: 'an unknown key', body: { generatr: 'x' }, rule: 'unknown key "generatr"' },
     { name: 'an unknown ssh key', body: { ssh: { prot: 22 } }, rule: 'unknown key "ssh.prot"' },
     { name: 'a wrong type', body: { concurrency: 'four' }, rule: '"concurrency": ' },
-    // what no host takes: every request would be refused, and the job tried again and again
-    {
-      name: 'a timeout past a week',
-      body: { timeout: 900_000 },
-      rule: '"timeout": Too big: expected number to be <=604800',
-    },
+    // what no host takes: every request would be refused, and the job tried again and again; past ~24.8
+    // days Node's timers fire at once
+    ...['timeout', 'grace', 'lease_ttl', 'in_doubt_after'].map((key) => ({
+      name: `a ${key} past a week`,
+      body: { [key]: 604_801 },
+      rule: `"${key}": Too big: expected number to be <=604800`,
+    })),
   ];
   for (const c of bad) {
     it(`refuses ${c.name} (exit 2), claiming nothing`, async () => {
