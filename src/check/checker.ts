@@ -4,7 +4,7 @@
 // normalised form is what the binding digest covers: two spellings of one checker bind alike.
 import { join } from 'node:path';
 import * as z from 'zod/mini';
-import { CONFIG_FILE, loadConfig } from '../cli/config-file.js';
+import { CONFIG_FILE, configText, loadConfig } from '../cli/config-file.js';
 import { MAX_WAIT_SECONDS } from '../core/duration.js';
 import { UsageError } from '../core/errors.js';
 import { pathProblem } from '../core/paths.js';
@@ -79,8 +79,8 @@ const repoPath = z
   .check(z.refine((p) => pathProblem(p) === null, 'not a relative path inside the repository'));
 
 const CommandSchema = z.strictObject({
-  run: z.string().check(z.minLength(1)),
-  setup: z.optional(z.string().check(z.minLength(1))),
+  run: configText,
+  setup: z.optional(configText),
   timeout: z.optional(seconds),
   attempts: z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(MAX_ATTEMPTS))),
   network: z.optional(z.boolean()),

@@ -17,7 +17,12 @@ import { userConfigFile } from './user-config-path.js';
 
 export { CONFIG_FILE, userConfigFile };
 
-const text = z.string().check(z.minLength(1));
+/** A config string: not empty, and no NUL (a command, a host, a path: none can be given to a process with one). */
+export const configText = z.string().check(
+  z.minLength(1),
+  z.refine((s) => !s.includes('\0'), 'holds a NUL character'),
+);
+const text = configText;
 const names = z.array(text);
 // every wait: above 0, at most a week (as the flags; a longer one no host or timer takes)
 const seconds = z.number().check(z.positive(), z.maximum(MAX_WAIT_SECONDS));

@@ -109,6 +109,19 @@ describe('parseChecker', () => {
       raw: { judge: 'builtin:openai', model: 'm', rubric: 'r', timeout: '200h' },
       error: /"checkers.r.timeout": must be above 0s/,
     },
+    // no process can be started with a NUL in its command line: it was an internal error at check time
+    {
+      name: 'a run holding a NUL',
+      checker: 't',
+      raw: { run: 'true\0x' },
+      error: /"checkers.t.run": holds a NUL/,
+    },
+    {
+      name: 'a setup holding a NUL',
+      checker: 't',
+      raw: { run: 'true', setup: 'make\0x' },
+      error: /"checkers.t.setup": holds a NUL/,
+    },
     {
       name: 'a pin outside the repository',
       checker: 't',

@@ -53,6 +53,8 @@ describe('genjob.config.json', () => {
     { name: 'a wrong type', body: { concurrency: 'four' }, rule: '"concurrency": ' },
     // what no host takes: every request would be refused, and the job tried again and again; past ~24.8
     // days Node's timers fire at once
+    // no process can be started with it (ssh's argv): it was an internal error
+    { name: 'a host holding a NUL', body: { host: 'a\0b' }, rule: '"host": holds a NUL character' },
     ...['timeout', 'grace', 'lease_ttl', 'in_doubt_after'].map((key) => ({
       name: `a ${key} past a week`,
       body: { [key]: 604_801 },
