@@ -54,6 +54,17 @@ describe('genjob report', () => {
     });
   });
 
+  it('refuses an empty --out, which would have named the current directory', async () => {
+    const { root } = fixtureRepo(1);
+    const r = await runCli(['report', '--out', ''], {
+      cwd: root,
+      env: { XDG_CACHE_HOME: join(root, '..', 'cache') },
+    });
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toBe('genjob: EGJ_USAGE: --out: give a directory (an empty path names none)\n');
+    expect(existsSync(join(root, 'index.html'))).toBe(false);
+  });
+
   it('opens the index with $BROWSER when asked', async () => {
     const { root } = fixtureRepo(1);
     const seen = join(tempDir('genjob-report-browser-'), 'seen');
