@@ -10,6 +10,12 @@ import type { CommandResult } from './result.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+/** A path option's value: not empty (an empty path names the current directory, or nothing). */
+function path(value: string): string {
+  if (value === '') throw new InvalidArgumentError('takes a path, not an empty one');
+  return value;
+}
+
 function positiveInt(name: string) {
   return (value: string) => {
     if (!/^\d+$/.test(value) || Number(value) <= 0)
@@ -49,7 +55,7 @@ function helpHintAfterErrors(cmd: Command, name: string): void {
 /** The options every command shares. */
 function common(cmd: Command): Command {
   return cmd
-    .option('--root <dir>', 'repository root (default: nearest directory above with .gen/ or .git/)')
+    .option('--root <dir>', 'repository root (default: nearest directory above with .gen/ or .git/)', path)
     .option('--json', 'print one machine-readable JSON result on stdout')
     .option('--debug', 'print stack traces for internal errors');
 }
@@ -252,10 +258,10 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
       1,
     )
     .option('--port <port>', 'ssh port', positiveInt('--port'))
-    .option('--identity <file>', 'ssh private key')
+    .option('--identity <file>', 'ssh private key', path)
     .option('--remote-cmd <command>', 'how to start serve on the host', 'genjob serve --session')
     .option('--ssh-option <KEY=VALUE>', 'extra ssh -o option; repeatable', collect)
-    .option('--ssh-config <file>', 'ssh client config file (default: ~/.ssh/config)')
+    .option('--ssh-config <file>', 'ssh client config file (default: ~/.ssh/config)', path)
     .option('--quiet', 'no progress lines, no generator output')
     .option(
       '--grace <seconds>',
@@ -321,8 +327,8 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     .description('answer bundles on stdin/stdout (run by `work`, locally or on the generator host over ssh)')
     .option('--session', 'answer requests until stdin closes (the default; accepted for clarity)')
     .option('--generator <command>', 'pin the generator this host runs (requests naming another are refused)')
-    .option('--cache-dir <dir>', 'where results are kept by key (default: $XDG_CACHE_HOME/genjob)')
-    .option('--sign-key <file>', 'sign every receipt with this ed25519 key (see genjob keygen)')
+    .option('--cache-dir <dir>', 'where results are kept by key (default: $XDG_CACHE_HOME/genjob)', path)
+    .option('--sign-key <file>', 'sign every receipt with this ed25519 key (see genjob keygen)', path)
     .option(
       '--gc-older-than <duration>',
       'on start, prune cache entries older than this (as genjob cache prune)',
@@ -416,7 +422,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     )
     .option('--concurrency <n>', 'checks run at once', positiveInt('--concurrency'), 1)
     .option('--list', 'print every declared checker with its binding digest at HEAD; run nothing')
-    .option('--sign-key <file>', 'sign each record with this ed25519 key (default: $GENJOB_SIGN_KEY)')
+    .option('--sign-key <file>', 'sign each record with this ed25519 key (default: $GENJOB_SIGN_KEY)', path)
     .option(
       '--no-sandbox',
       'run checker commands unconfined (no bubblewrap); records say sandbox kind "none"',
@@ -565,7 +571,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     )
     .option('--older-than <duration>', 'retention window: a number and s, m, h, d or w', '30d')
     .option('--dry-run', 'print what would be pruned; remove nothing')
-    .option('--cache-dir <dir>', 'the cache (default: $XDG_CACHE_HOME/genjob)')
+    .option('--cache-dir <dir>', 'the cache (default: $XDG_CACHE_HOME/genjob)', path)
     .option('--json', 'print one machine-readable JSON result on stdout')
     .action(async (opts) => {
       await run(async () => (await import('../commands/cache-prune.js')).cachePrune(opts), !!opts.json);
@@ -639,7 +645,11 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     .option('--allow-flaky', 'count a flaky check record as a pass')
     .option('--wait', 'evaluate again every second until the gate closes')
     .option('--timeout <duration>', 'with --wait: stop waiting after this long (30s, 30m, 2h), still exit 75')
-    .option('--sign-key <file>', 'sign the gate record with this ed25519 key (default: $GENJOB_SIGN_KEY)')
+    .option(
+      '--sign-key <file>',
+      'sign the gate record with this ed25519 key (default: $GENJOB_SIGN_KEY)',
+      path,
+    )
     .addHelpText(
       'after',
       [
@@ -707,7 +717,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     )
     .argument('[keys...]', 'only these jobs (keys or prefixes; default: every job)')
     .option('--run <name>', "only the run's intended jobs, with its gate")
-    .option('--out <dir>', 'the directory to write (default: .gen/report/)')
+    .option('--out <dir>', 'the directory to write (default: .gen/report/)', path)
     .option('--open', 'open the index in a browser ($BROWSER, else xdg-open) when written')
     .addHelpText(
       'after',
@@ -736,7 +746,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
 
   common(program.command('keygen'))
     .description('make an ed25519 signing key for a generator host; prints its public key')
-    .requiredOption('--out <file>', 'where to write the private key (mode 0600; never overwritten)')
+    .requiredOption('--out <file>', 'where to write the private key (mode 0600; never overwritten)', path)
     .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(

@@ -63,8 +63,6 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
   // none (no writable cache directory): the report is made without a cache, as right and slower
   const secret = await userSecret();
   const run = o.run === undefined ? undefined : await runOf(store, o.run, secret);
-  // an empty --out would resolve to the current directory: never a report's by accident
-  if (o.out === '') throw new UsageError('EGJ_USAGE', '--out: give a directory (an empty path names none)');
   const dir = o.out === undefined ? join(store.layout.gen, DEFAULT_REPORT_DIR) : resolve(o.out);
   // the default directory lies in .gen/, which a branch can commit into: never through a link there
   if (o.out === undefined) refuseLinkedDir(dir);

@@ -51,6 +51,19 @@ describe('usage', () => {
       stderr: 'genjob: EGJ_USAGE: give a key or --all, not both\n',
     },
   ];
+  // an empty path names the current directory (or nothing): a report written into the repository's root
+  for (const args of [
+    ['report', '--out', ''],
+    ['status', '--root', ''],
+    ['keygen', '--out', ''],
+    ['cache', 'prune', '--cache-dir', ''],
+    ['work', '--once', '--host', 'h', '--ssh-config', ''],
+  ])
+    bad.push({
+      name: `an empty path: ${args.join(' ')}''`,
+      args,
+      stderr: `genjob: error: option '${args.at(-2)} <${args.at(-2) === '--ssh-config' || args[0] === 'keygen' ? 'file' : 'dir'}>' argument '' is invalid. takes a path, not an empty one\n`,
+    });
   for (const c of bad) {
     it(`exits 2 for ${c.name}`, async () => {
       const sb = await makeSandbox();
