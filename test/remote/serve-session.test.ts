@@ -249,6 +249,23 @@ describe('genjob serve session', () => {
     await client.close();
   });
 
+  it('hostile: a request naming a generator no process can start (a NUL) is refused before anything is recorded, so the job is not left in doubt', async () => {
+    const client = await ServeClient.open(inProcess(new ResultCache(join(tmp, 'cache'))), [], {
+      maxAnswerBytes: 1 << 30,
+      helloTimeoutMs: LIMIT_MS,
+    });
+    // before, the request was taken, the generation recorded as started, and Node's refusal to start the
+    // process left it in doubt: every later request for the job was refused until someone consented
+    const refused = await run(client, 'true\0--bind / /');
+    expect(refused).toMatchObject({ type: 'error', code: 'EGJ_BAD_REQUEST' });
+    expect((refused as { message: string }).message).toMatch(
+      /^bad request: must be at most 4096 characters with no NUL/,
+    );
+    const good = await take(await run(client, 'echo changed > src/a.py'));
+    expect(good.receipt.status).toBe('ok');
+    await client.close();
+  });
+
   it('refuses a request for another generator than the pinned one', async () => {
     const client = await ServeClient.open(inProcess(new ResultCache(join(tmp, 'cache')), 'true'), [], {
       maxAnswerBytes: 1 << 30,
