@@ -225,7 +225,7 @@ describe('the job document, byte for byte', () => {
     );
   });
 
-  it('refuses to read a job file whose instruction no generator could be given', () => {
+  it('tamper: a job file (from a branch, a pull, an older genjob) whose instruction no generator could be given is not a valid job', () => {
     const job = buildJob('x', [{ path: 'a.txt', sha256: A }]);
     for (const instruction of ['é'.repeat(MAX_INSTRUCTION_BYTES / 2 + 1), 'fix\0it']) {
       const bad = { ...job, instruction, key: workOrderKey(instruction, job.inputs) };
