@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as z from 'zod/mini';
+import { MAX_WAIT_SECONDS } from '../../core/duration.js';
 import { errnoOf } from '../../core/errors.js';
 import { readText } from '../../core/read-text.js';
 import { checkSchema, issueText } from '../../core/schema-check.js';
@@ -26,12 +27,14 @@ export type ConfigResult = { ok: true; config: OpenAiConfig } | { ok: false; pro
 export const DEFAULT_MAX_RETRIES = 3;
 export const DEFAULT_RETRY_BASE_MS = 500;
 const MAX_RETRIES_LIMIT = 100;
+/** A request's time limit, at most a week: past ~24.8 days Node's timers (and AbortSignal.timeout) fire at once. */
+const MAX_TIMEOUT_MS = MAX_WAIT_SECONDS * 1000;
 
 const FileSchema = z.strictObject({
   base_url: z.optional(z.string()),
   api_key: z.optional(z.string()),
   model: z.optional(z.string()),
-  timeout_ms: z.optional(z.number().check(z.int(), z.positive())),
+  timeout_ms: z.optional(z.number().check(z.int(), z.positive(), z.maximum(MAX_TIMEOUT_MS))),
   max_retries: z.optional(z.number().check(z.int(), z.nonnegative(), z.maximum(MAX_RETRIES_LIMIT))),
   retry_base_ms: z.optional(z.number().check(z.int(), z.nonnegative())),
   structured: z.optional(z.enum(['on', 'off', 'auto'])),
@@ -71,7 +74,7 @@ export function readOpenAiConfig(env: NodeJS.ProcessEnv): ConfigResult {
     };
   }
 
-  const timeout = intSetting(env, 'GENJOB_OPENAI_TIMEOUT_MS', 1, Number.MAX_SAFE_INTEGER);
+  const timeout = intSetting(env, 'GENJOB_OPENAI_TIMEOUT_MS', 1, MAX_TIMEOUT_MS);
   if (!timeout.ok) return timeout;
   const retries = intSetting(env, 'GENJOB_OPENAI_MAX_RETRIES', 0, MAX_RETRIES_LIMIT);
   if (!retries.ok) return retries;

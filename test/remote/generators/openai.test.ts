@@ -492,6 +492,19 @@ describe('readOpenAiConfig', () => {
       env: { GENJOB_OPENAI_STRUCTURED: 'yes' },
       problem: /on, off or auto/,
     },
+    // past ~24.8 days Node's timers fire at once: every request (a batch's, say) would time out at once
+    {
+      name: 'a request timeout past a week',
+      file: null,
+      env: { GENJOB_OPENAI_TIMEOUT_MS: '3000000000' },
+      problem: /GENJOB_OPENAI_TIMEOUT_MS must be a whole number from 1 to 604800000, got "3000000000"/,
+    },
+    {
+      name: 'a request timeout past a week in the file',
+      file: '{"timeout_ms":3000000000}',
+      env: {},
+      problem: /openai\.json: .*timeout_ms/,
+    },
     {
       name: 'a non-http base URL',
       file: null,
