@@ -300,7 +300,9 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     .option('--run <name>', "work run NAME's queued jobs (as --drain of their keys)")
     .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
-      if (o.shadow) {
+      // given at all, even empty (`--shadow "$PLANE"` with PLANE unset): a shadow run, never live work;
+      // shadowWork refuses the empty name
+      if (o.shadow !== undefined) {
         // the config file's host, ssh and launch settings hold for a shadow run as for live work
         await run(async () => {
           const { withWorkConfig } = await import('./config-file.js');

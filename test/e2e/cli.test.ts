@@ -89,6 +89,16 @@ describe('usage', () => {
     expect(jobs).toMatchObject([{ key, state: 'queue', epoch: 0 }]);
   });
 
+  it("work --shadow with an empty name (a script's unset variable) is refused, never run as live work", async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Add a timeout', ['src/user.py']);
+    const r = await sb.genjob(['work', '--drain', '--shadow', '', '--generator', 'true']);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toMatch(/^genjob: EGJ_BAD_SHADOW_NAME: "": a shadow plane name is/);
+    const jobs = JSON.parse((await sb.genjob(['status', '--json'])).stdout).jobs;
+    expect(jobs).toMatchObject([{ key, state: 'queue', epoch: 0 }]);
+  });
+
   it('apply or verify without a key names the received jobs it could mean', async () => {
     const sb = await makeSandbox();
     const keys = [
