@@ -15,6 +15,7 @@ export const MAX_GENERATOR_CHARS = 4096;
 
 /** Why a generator command cannot travel in a request or start a process, or null. */
 export function generatorCommandProblem(command: string): string | null {
+  if (command.trim() === '') return 'the generator command is empty';
   if (command.length > MAX_GENERATOR_CHARS)
     return `the generator command is ${command.length.toLocaleString('en')} characters, more than the ${MAX_GENERATOR_CHARS.toLocaleString('en')} a host takes: put it in a script and name that (--generator ./gen.sh)`;
   if (command.includes('\0'))

@@ -22,7 +22,7 @@ export const RequestSchema = z.strictObject({
     z.string().check(
       z.minLength(1),
       z.refine((s) => generatorCommandProblem(s) === null, {
-        message: `must be at most ${MAX_GENERATOR_CHARS} characters with no NUL`,
+        message: `must be a command of at most ${MAX_GENERATOR_CHARS} characters, not blank, with no NUL`,
       }),
     ),
   ),

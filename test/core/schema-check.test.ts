@@ -237,7 +237,7 @@ describe('a failed schema check reads as it always has', () => {
     expect(issue({ ...request, hello: 1 })).toBe('Unrecognized key: "hello"');
     // a command no process could be started with: refused before it is recorded as started
     expect(issue({ ...request, generator: 'true\0--bind / /' })).toBe(
-      'must be at most 4096 characters with no NUL',
+      'must be a command of at most 4096 characters, not blank, with no NUL',
     );
   });
 });

@@ -35,6 +35,12 @@ describe('usage', () => {
       stderr: `genjob: error: option '${flag} <seconds>' argument '${value}' is invalid. takes a number of seconds above 0, at most 604800 (a week)\n`,
     })),
     {
+      // a script's `--generator "$GEN"` with GEN unset: refused by the host per request before
+      name: 'an empty --generator',
+      args: ['work', '--once', '--generator', ' '],
+      stderr: 'genjob: EGJ_USAGE: the generator command is empty\n',
+    },
+    {
       name: 'work without a mode',
       args: ['work', '--generator', 'true'],
       stderr: 'genjob: EGJ_USAGE: choose exactly one of --once, --drain or --watch\n',

@@ -259,7 +259,7 @@ describe('genjob serve session', () => {
     const refused = await run(client, 'true\0--bind / /');
     expect(refused).toMatchObject({ type: 'error', code: 'EGJ_BAD_REQUEST' });
     expect((refused as { message: string }).message).toMatch(
-      /^bad request: must be at most 4096 characters with no NUL/,
+      /^bad request: must be a command of at most 4096 characters, not blank, with no NUL/,
     );
     const good = await take(await run(client, 'echo changed > src/a.py'));
     expect(good.receipt.status).toBe('ok');
