@@ -23,7 +23,13 @@ export function parseSlots(
   defaultSlots: number,
   flag: string,
 ): { slots: number; spec: string } {
-  const m = /^(\d+)\/(.+)$/s.exec(spec);
+  const m = /^(\d+)\/(.*)$/s.exec(spec);
+  // nothing after the count (`2/`), or nothing at all (a script's unset variable)
+  if ((m === null ? spec : m[2]!).trim() === '')
+    throw new UsageError(
+      'EGJ_USAGE',
+      `${flag} ${JSON.stringify(spec)}: names no ${flag === '--launch' ? 'command' : 'host'}`,
+    );
   if (m === null) return { slots: defaultSlots, spec };
   const slots = Number(m[1]);
   if (!Number.isSafeInteger(slots) || slots < 1 || slots > 1024)

@@ -143,7 +143,21 @@ describe('parseSlots', () => {
     });
     expect(parseSlots('2/a/b', 1, '--launch')).toEqual({ slots: 2, spec: 'a/b' });
     expect(parseSlots('x2/box', 1, '--host')).toEqual({ slots: 1, spec: 'x2/box' });
-    expect(parseSlots('2/', 1, '--host')).toEqual({ slots: 1, spec: '2/' });
+  });
+
+  it.each([
+    ['', '--host', 'host'],
+    ['2/', '--host', 'host'],
+    ['  ', '--launch', 'command'],
+    ['3/ ', '--launch', 'command'],
+  ])("refuses %j for %s: it names no %s (a script's unset variable; exit 2)", (spec, flag, what) => {
+    expect(() => parseSlots(spec, 1, flag)).toThrow(
+      expect.objectContaining({
+        code: 'EGJ_USAGE',
+        exitCode: 2,
+        message: `${flag} ${JSON.stringify(spec)}: names no ${what}`,
+      }),
+    );
   });
 
   it.each(['0/box', '1025/box', '99999999999999999999/box'])(
