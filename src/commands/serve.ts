@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { defaultCacheDir } from '../core/cache-dir.js';
 import { canonicalBytes } from '../core/canonical-json.js';
+import { UsageError } from '../core/errors.js';
 import type { Receipt } from '../core/receipt.js';
 import { ResultCache } from '../remote/result-cache.js';
 import { serveSession } from '../remote/serve-session.js';
@@ -66,7 +67,7 @@ export async function serve(o: ServeOptions): Promise<void> {
   try {
     await serveSession(process.stdin, process.stdout, {
       cache,
-      pinnedGenerator: o.generator ?? process.env.GENJOB_GENERATOR ?? null,
+      pinnedGenerator: pinnedGenerator(o.generator, process.env.GENJOB_GENERATOR),
       encodeReceipt,
       policy,
       ...(o.checkGenerator === undefined
@@ -83,4 +84,15 @@ export async function serve(o: ServeOptions): Promise<void> {
     // worker sees its stdout close at once; an open stdin would keep serve alive until the request deadline
     process.stdin.destroy();
   }
+}
+
+/**
+ * The generator this host runs whatever a request names: --generator, else GENJOB_GENERATOR (set but empty
+ * reads as unset, as an environment file's `GENJOB_GENERATOR=` means). A blank --generator is refused:
+ * every job would run an empty command and come back ok with nothing changed.
+ */
+function pinnedGenerator(flag: string | undefined, env: string | undefined): string | null {
+  if (flag !== undefined && flag.trim() === '')
+    throw new UsageError('EGJ_USAGE', '--generator: the generator command is empty');
+  return flag ?? (env?.trim() ? env : null);
 }

@@ -2,7 +2,7 @@
 // node-tar: most of its start-up), and loads that code right after, while the worker claims and spools;
 // push, which only sends bytes, loads no schema library at all. A trace of the bundle's module inits
 // (module-trace.ts) says which modules and packages run, in order with the command's own output.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -60,5 +60,22 @@ describe('genjob serve start-up', () => {
       ).toString('utf8');
     expect(hello({ XDG_CONFIG_HOME: join(dir, 'config') })).toContain('gen-from-config');
     expect(hello({ XDG_CONFIG_HOME: join(dir, 'none') })).toContain('EGJ_NO_GENERATOR');
+  });
+
+  it('pins no empty generator: GENJOB_GENERATOR set empty reads as unset, a blank --generator is refused', () => {
+    const dir = tempDir('gj-serve-pin-');
+    const serve = (args: string[], env: NodeJS.ProcessEnv) =>
+      spawnSync(process.execPath, [CLI, 'serve', '--session', '--cache-dir', join(dir, 'c'), ...args], {
+        input: '',
+        env: { ...process.env, XDG_CONFIG_HOME: join(dir, 'none'), ...env },
+      });
+    // before, "" was pinned: the hello said ok, and every job ran an empty command and came back ok, unchanged
+    const unset = serve(['--check-generator'], { GENJOB_GENERATOR: '' });
+    expect(unset.stdout.toString('utf8')).toContain('EGJ_NO_GENERATOR');
+    const blank = serve(['--generator', ' '], {});
+    expect(blank.status).toBe(2);
+    expect(blank.stderr.toString('utf8')).toBe(
+      'genjob: EGJ_USAGE: --generator: the generator command is empty\n',
+    );
   });
 });
