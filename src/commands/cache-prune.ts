@@ -3,7 +3,7 @@
 
 import { formatBytes } from '../cli/format-bytes.js';
 import type { CommandResult } from '../cli/result.js';
-import { defaultCacheDir } from '../core/cache-dir.js';
+import { resultCacheDir } from '../core/cache-dir.js';
 import { DEFAULT_RETENTION, parseDuration } from '../core/duration.js';
 import { pruneCache } from '../remote/cache-prune.js';
 import { ResultCache } from '../remote/result-cache.js';
@@ -14,7 +14,7 @@ export async function cachePrune(o: {
   cacheDir?: string;
 }): Promise<CommandResult> {
   const windowMs = parseDuration(o.olderThan ?? DEFAULT_RETENTION);
-  const cache = new ResultCache(o.cacheDir ?? process.env.GENJOB_CACHE_DIR ?? defaultCacheDir());
+  const cache = new ResultCache(resultCacheDir(o.cacheDir));
   const r = await pruneCache(cache, windowMs, { dryRun: o.dryRun === true });
   const verb = o.dryRun ? 'would prune' : 'pruned';
   const lines = [

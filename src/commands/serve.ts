@@ -4,7 +4,7 @@
 // and cached, and the worker's next attempt fetches it instead of generating again.
 // The sandbox policy is serve's own: its flags and environment decide on this host.
 import { resolve } from 'node:path';
-import { defaultCacheDir } from '../core/cache-dir.js';
+import { defaultCacheDir, resultCacheDir } from '../core/cache-dir.js';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { UsageError } from '../core/errors.js';
 import type { Receipt } from '../core/receipt.js';
@@ -44,7 +44,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     const keyid = keyIdOf(key);
     encodeReceipt = (r) => signReceipt(r, key, keyid);
   }
-  const cache = new ResultCache(o.cacheDir ?? process.env.GENJOB_CACHE_DIR ?? defaultCacheDir());
+  const cache = new ResultCache(resultCacheDir(o.cacheDir));
   // the key is a secret, not only hidden: no exposed path may even hold it (see sandbox/exposure.ts)
   const policy = {
     ...sandboxPolicy(

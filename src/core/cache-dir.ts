@@ -7,3 +7,12 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_CACHE_HOME?.startsWith('/') ? env.XDG_CACHE_HOME : join(homedir(), '.cache');
   return join(base, 'genjob');
 }
+
+/**
+ * The result cache `serve` and `cache prune` use: --cache-dir, else GENJOB_CACHE_DIR, else the default. A
+ * GENJOB_CACHE_DIR set but empty reads as unset: as a path it named the current directory (for a local
+ * serve, the worker's repository), and the cache, its secret included, was made there.
+ */
+export function resultCacheDir(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  return flag ?? (env.GENJOB_CACHE_DIR?.trim() ? env.GENJOB_CACHE_DIR : defaultCacheDir(env));
+}

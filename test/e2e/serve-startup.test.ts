@@ -3,7 +3,7 @@
 // push, which only sends bytes, loads no schema library at all. A trace of the bundle's module inits
 // (module-trace.ts) says which modules and packages run, in order with the command's own output.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { packagesIn, traced } from '../helpers/module-trace.js';
@@ -60,6 +60,19 @@ describe('genjob serve start-up', () => {
       ).toString('utf8');
     expect(hello({ XDG_CONFIG_HOME: join(dir, 'config') })).toContain('gen-from-config');
     expect(hello({ XDG_CONFIG_HOME: join(dir, 'none') })).toContain('EGJ_NO_GENERATOR');
+  });
+
+  it('takes GENJOB_CACHE_DIR set but empty as unset: no cache (nor its secret) in the current directory', () => {
+    const dir = tempDir('gj-serve-cache-');
+    mkdirSync(join(dir, 'cwd'));
+    const r = spawnSync(process.execPath, [CLI, 'serve', '--session'], {
+      cwd: join(dir, 'cwd'),
+      input: '',
+      env: { ...process.env, GENJOB_CACHE_DIR: '', XDG_CACHE_HOME: join(dir, 'xdg') },
+    });
+    expect(r.stdout.toString('utf8')).toMatch(/^GJ1 \{"type":"hello"/);
+    expect(readdirSync(join(dir, 'cwd'))).toEqual([]);
+    expect(readdirSync(join(dir, 'xdg', 'genjob'))).toContain('results');
   });
 
   it('pins no empty generator: GENJOB_GENERATOR set empty reads as unset, a blank --generator is refused', () => {
