@@ -43,8 +43,9 @@ type FileConfig = z.infer<typeof FileSchema>;
 
 /** The config file builtin:openai reads on this host. */
 export function openAiConfigPath(env: NodeJS.ProcessEnv): string {
-  const xdg = nonEmpty(env['XDG_CONFIG_HOME']);
-  const base = xdg ?? join(nonEmpty(env['HOME']) ?? homedir(), '.config');
+  // a relative XDG_CONFIG_HOME is ignored, as the XDG spec says and genjob's own config file does
+  const xdg = env['XDG_CONFIG_HOME'];
+  const base = xdg?.startsWith('/') ? xdg : join(nonEmpty(env['HOME']) ?? homedir(), '.config');
   return join(base, 'genjob', 'openai.json');
 }
 

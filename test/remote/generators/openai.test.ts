@@ -441,6 +441,12 @@ describe('readOpenAiConfig', () => {
       ok: true,
       config: { model: 'm' },
     });
+    // and when it is set empty or relative (the XDG spec: ignored), as genjob's own config file is found
+    for (const XDG_CONFIG_HOME of ['', 'rel/config'])
+      expect(readOpenAiConfig({ HOME: join(root, 'home'), XDG_CONFIG_HOME })).toMatchObject({
+        ok: true,
+        config: { model: 'm' },
+      });
   });
 
   it.each([
