@@ -7,7 +7,7 @@
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { findRoot } from '../cli/root.js';
 import { KEY_REFS, PULLED_REFS } from '../git/material-refs.js';
-import { defaultRemote } from '../git/push-material.js';
+import { checkRemote, defaultRemote } from '../git/push-material.js';
 import { fetchKeyRefs, type PulledRef, readPulled } from '../git/read-material.js';
 
 export interface PullOptions extends CommonOptions {
@@ -16,7 +16,7 @@ export interface PullOptions extends CommonOptions {
 
 export async function pull(o: PullOptions): Promise<CommandResult> {
   const root = findRoot(o.root);
-  const remote = o.remote ?? (await defaultRemote(root));
+  const remote = checkRemote(o.remote ?? (await defaultRemote(root)));
   const refs = await fetchKeyRefs(root, remote);
   const refused: Array<{ ref: string; rule: string }> = [];
   const named: Array<PulledRef & { key: string }> = [];

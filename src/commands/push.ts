@@ -26,6 +26,7 @@ import {
 } from '../git/local-material.js';
 import { KEY_REFS, keyRef, materialSubject } from '../git/material-refs.js';
 import {
+  checkRemote,
   defaultRemote,
   localKeyRefs,
   lsRemote,
@@ -103,7 +104,8 @@ export async function push(o: PushOptions): Promise<CommandResult> {
   // the remote's key refs are asked for first: git answers while this process stats the receipts (a
   // remote given by name is asked at once; a `.then` would wait until the stats below are done)
   const wanted = all ? [`${KEY_REFS}*`] : only.map(keyRef);
-  const remoteName = o.remote === undefined ? defaultRemote(root) : Promise.resolve(o.remote);
+  const remoteName =
+    o.remote === undefined ? defaultRemote(root).then(checkRemote) : Promise.resolve(checkRemote(o.remote));
   const there =
     o.remote === undefined
       ? remoteName.then((r) => lsRemote(root, r, wanted))

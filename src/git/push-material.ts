@@ -4,7 +4,7 @@
 // conflict. A refusal that was a race with a pusher of the same material is told apart by reading the
 // remote's value afterwards: the same commit landed, so nothing is lost.
 
-import { GitFailedError } from '../core/errors.js';
+import { GitFailedError, UsageError } from '../core/errors.js';
 import { KEY_REFS, keyOfRef, keyRef } from './material-refs.js';
 import { git } from './run-git.js';
 
@@ -113,6 +113,19 @@ export async function lsRemote(
     if (oid && ref) out.set(ref, oid);
   }
   return out;
+}
+
+/**
+ * A remote as git is given it: a name or URL, never an option. git reads an argument starting with "-" as
+ * one wherever it stands, and `--upload-pack=CMD` runs CMD on this machine.
+ */
+export function checkRemote(remote: string): string {
+  if (remote.startsWith('-') || remote.trim() === '')
+    throw new UsageError(
+      'EGJ_USAGE',
+      `remote ${JSON.stringify(remote)}: give a remote's name or URL (one starting with "-" would be an option to git)`,
+    );
+  return remote;
 }
 
 /** The remote a command talks to by default: the current branch's remote, else origin. */

@@ -2,6 +2,7 @@
 // and help shows examples.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { DEMO_GENERATOR, makeSandbox, mintKey, PKG } from './helpers.js';
 
@@ -103,6 +104,33 @@ describe('usage', () => {
     expect(r.stderr).toMatch(/^genjob: EGJ_BAD_SHADOW_NAME: "": a shadow plane name is/);
     const jobs = JSON.parse((await sb.genjob(['status', '--json'])).stdout).jobs;
     expect(jobs).toMatchObject([{ key, state: 'queue', epoch: 0 }]);
+  });
+
+  it('inject: a remote that git would read as an option (--upload-pack=CMD) runs nothing: push and pull refuse it, typed or from the git config', async () => {
+    const sb = await makeSandbox();
+    const marker = join(sb.base, 'pwned');
+    const evil = `--upload-pack=touch ${marker};`;
+    for (const command of ['push', 'pull']) {
+      const r = await sb.genjob([command, '--', evil]);
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr).toBe(
+        `genjob: EGJ_USAGE: remote ${JSON.stringify(evil)}: give a remote's name or URL (one starting with "-" would be an option to git)\n`,
+      );
+    }
+    // the branch's remote, read from git's config when none is named
+    await execa('git', ['commit', '-q', '--allow-empty', '-m', 'x'], {
+      cwd: sb.repo,
+      env: {
+        GIT_AUTHOR_NAME: 'a',
+        GIT_AUTHOR_EMAIL: 'a@a',
+        GIT_COMMITTER_NAME: 'a',
+        GIT_COMMITTER_EMAIL: 'a@a',
+      },
+    });
+    const branch = (await execa('git', ['symbolic-ref', '--short', 'HEAD'], { cwd: sb.repo })).stdout;
+    await execa('git', ['config', `branch.${branch}.remote`, evil], { cwd: sb.repo });
+    for (const command of ['push', 'pull']) expect((await sb.genjob([command])).exitCode).toBe(2);
+    expect(existsSync(marker)).toBe(false);
   });
 
   it('apply or verify without a key names the received jobs it could mean', async () => {
