@@ -61,17 +61,22 @@ export interface JudgeChecker {
 
 export type Checker = CommandChecker | JudgeChecker;
 
-/** The longest a check may run, however it is spelt: a week, as for a generator. */
-const MAX_CHECK_SECONDS = MAX_WAIT_SECONDS;
+/** A check's time limit: above 0, at most a week (MAX_WAIT_SECONDS) as a generator's, however it is spelt. */
 const seconds = z.union([
-  z.number().check(z.positive(), z.maximum(MAX_CHECK_SECONDS)),
+  z.number().check(z.positive(), z.maximum(MAX_WAIT_SECONDS)),
   // spelt with a unit, held to the same: "0s" timed every run out at once, and past ~24 days Node's timer
   // overflowed to 1 ms and did the same, each run recorded as a failure of the change
   z.string().check(
     z.regex(/^\d{1,6}[smh]$/),
-    z.refine((v) => toSeconds(v, 0) > 0 && toSeconds(v, 0) <= MAX_CHECK_SECONDS, {
-      message: `must be above 0s and at most ${MAX_CHECK_SECONDS}s (168h)`,
-    }),
+    z.refine(
+      (v) => {
+        const n = toSeconds(v, 0);
+        return n > 0 && n <= MAX_WAIT_SECONDS;
+      },
+      {
+        message: `must be above 0s and at most ${MAX_WAIT_SECONDS}s (${MAX_WAIT_SECONDS / 3600}h)`,
+      },
+    ),
   ),
 ]);
 const repoPath = z

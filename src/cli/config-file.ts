@@ -22,8 +22,7 @@ export const configText = z.string().check(
   z.minLength(1),
   z.refine((s) => !s.includes('\0'), 'holds a NUL character'),
 );
-const text = configText;
-const names = z.array(text);
+const names = z.array(configText);
 // every wait: above 0, at most a week (as the flags; a longer one no host or timer takes)
 const seconds = z.number().check(z.positive(), z.maximum(MAX_WAIT_SECONDS));
 const count = z.number().check(z.int(), z.positive());
@@ -39,19 +38,19 @@ const sandboxKeys = {
 
 const ConfigSchema = z.strictObject({
   $schema: z.optional(z.string()),
-  generator: z.optional(text),
-  host: z.optional(text),
+  generator: z.optional(configText),
+  host: z.optional(configText),
   /** A pool, as repeated --host: each `[N/][user@]host`. */
-  hosts: z.optional(z.array(text).check(z.minLength(1))),
+  hosts: z.optional(z.array(configText).check(z.minLength(1))),
   concurrency: z.optional(count),
   timeout: z.optional(seconds),
   ssh: z.optional(
     z.strictObject({
       port: z.optional(z.number().check(z.int(), z.positive(), z.maximum(65535))),
-      identity: z.optional(text),
+      identity: z.optional(configText),
       options: z.optional(names),
-      config: z.optional(text),
-      remote_cmd: z.optional(text),
+      config: z.optional(configText),
+      remote_cmd: z.optional(configText),
     }),
   ),
   /** Checkers by name, read in detail by src/check/checker.ts. */
@@ -69,10 +68,10 @@ const ConfigSchema = z.strictObject({
   /** `genjob serve` on this machine: read from the user's own file only. */
   serve: z.optional(
     z.strictObject({
-      generator: z.optional(text),
-      cache_dir: z.optional(text),
-      sign_key: z.optional(text),
-      gc_older_than: z.optional(text),
+      generator: z.optional(configText),
+      cache_dir: z.optional(configText),
+      sign_key: z.optional(configText),
+      gc_older_than: z.optional(configText),
       ...sandboxKeys,
     }),
   ),

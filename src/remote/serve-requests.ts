@@ -17,7 +17,7 @@ export const RequestSchema = z.strictObject({
   job_digest: z.string().check(z.regex(SHA256_HEX)),
   epoch: z.number().check(z.int(), z.positive()),
   worker_id: z.string().check(z.maxLength(256)),
-  // no NUL: no process can be started with one in its command line
+  // a command a process can be started with (generator-check.ts: not blank, not too long, no NUL)
   generator: z.nullable(
     z.string().check(
       z.minLength(1),
