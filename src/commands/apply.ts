@@ -22,7 +22,7 @@ import { loadTrustPolicy } from '../trust/trust-file.js';
 import { requireSandbox } from '../verify/require-sandbox.js';
 import { applyBacking, verifyKey } from '../verify/verify-key.js';
 import { assertHeadHoldsInputs, type CheckTrailer, commitApplied, commitVerified } from './apply-commit.js';
-import { selectKeys } from './verify.js';
+import { assertOneSelection, selectKeys } from './verify.js';
 
 export interface ApplyOptions extends CommonOptions {
   key?: string;
@@ -72,6 +72,8 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
       `${o.stopOnFirst ? '--stop-on-first' : '--remint-stale'} goes with --all or --run NAME`,
     );
   if (o.gated && o.run === undefined) throw new UsageError('EGJ_USAGE', '--gated goes with --run NAME');
+  // --gated takes its keys from the gate record, not selectKeys: a key beside --run is refused here
+  assertOneSelection(o);
   if (o.commit && o.dryRun)
     throw new UsageError('EGJ_USAGE', '--commit writes a commit; it cannot go with --dry-run');
   if (o.allowFlaky && !o.requireCheck?.length)

@@ -179,7 +179,7 @@ function closedResult(
   const failed = d.results.filter((r) => !r.pass);
   const rel = stored.file.slice(store.root.length + 1);
   const lines = [
-    `gate ${id}: ${d.met ? 'met' : 'NOT met'}: ${rateText(d.passed, d.total)} passed (${policyText(policy)}; ${failed.length} failed)`,
+    `gate ${id}: ${d.met ? 'met' : 'NOT met'}: ${rateText(d.passed, d.total, policy)} passed (${policyText(policy)}; ${failed.length} failed)`,
   ];
   for (const f of failed.slice(0, SHOWN)) lines.push(`  ${f.key.slice(0, 12)}  ${f.why}`);
   if (failed.length > SHOWN) lines.push(`  … and ${failed.length - SHOWN} more (--json lists every one)`);
@@ -196,7 +196,7 @@ function closedResult(
       verdict: d.met ? 'met' : 'not-met',
       passed: d.passed,
       total: d.total,
-      rate: rateText(d.passed, d.total),
+      rate: rateText(d.passed, d.total, policy),
       failed,
       record: {
         seq: stored.seq,

@@ -47,6 +47,18 @@ function waitingHint(store: Store, state: 'received'): string {
  * The keys a verify/apply invocation names: one key (or prefix), --all of a state, or the jobs of a run
  * (--run NAME, with or without --all) that are in one of `runStates`; `skipped` counts the run's others.
  */
+/** One way of choosing jobs per command: a key, --all or --run NAME; two of them were read as one. */
+export function assertOneSelection(o: { key?: string; all?: boolean; run?: string }): void {
+  const given = [o.key ? 'a key' : '', o.all ? '--all' : '', o.run !== undefined ? '--run' : ''].filter(
+    (g) => g !== '',
+  );
+  if (given.length > 1)
+    throw new UsageError(
+      'EGJ_USAGE',
+      `give ${given.join(' or ')}, ${given.length === 2 ? 'not both' : 'only one'}`,
+    );
+}
+
 export function selectKeys(
   store: Store,
   o: { key?: string; all?: boolean; run?: string },
@@ -55,8 +67,7 @@ export function selectKeys(
   /** The run's keys as the caller resolved them already (apply's: the user's sealed run). */
   runCurrent?: readonly string[],
 ): { keys: string[]; skipped: number } {
-  if ((o.all || o.run !== undefined) && o.key)
-    throw new UsageError('EGJ_USAGE', `give a key or ${o.run !== undefined ? '--run' : '--all'}, not both`);
+  assertOneSelection(o);
   if (o.run !== undefined) {
     const keys = runCurrent ?? runKeys(store, o.run).current;
     const chosen = keys.filter((k) => runStates.includes(findJob(store, k)?.state as JobState));

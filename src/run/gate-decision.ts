@@ -112,21 +112,35 @@ export function decideGate(records: readonly KeyRecords[], policy: GatePolicy): 
   return { state: 'closed', met, passed, total, results };
 }
 
-/** `57/60 = 95.0%`: the rate cut (never rounded up) to one decimal, so a rate shown as met is met. */
-export function rateText(passed: number, total: number): string {
-  return `${passed}/${total} = ${percentText(passed, total)}`;
+/**
+ * `57/60 = 95.0%`: the rate cut (never rounded up) to the decimals the policy's minimum needs (at least
+ * one), so a rate shown as met is met and one shown as missed is below the minimum as shown.
+ */
+export function rateText(passed: number, total: number, policy?: GatePolicy): string {
+  return `${passed}/${total} = ${percentText(passed, total, policy === undefined ? 1 : exactDecimals(policy.minPass))}`;
 }
 
-/** `95.0%`: num/den as a percentage cut to one decimal. */
-function percentText(num: number, den: number): string {
-  const tenths = den === 0 ? 0 : Math.floor((num * 1000) / den);
-  return `${Math.floor(tenths / 10)}.${tenths % 10}%`;
+/** The decimals that write num/den as a percentage exactly (at least one): `66.67%` needs two. */
+function exactDecimals(p: { num: number; den: number }): number {
+  let d = 1;
+  // parseMinPass's den is 10^k or 10^k × 100, so six decimals always suffice for what it parses
+  while (d < 6 && (BigInt(p.num) * 100n * 10n ** BigInt(d)) % BigInt(p.den) !== 0n) d++;
+  return d;
+}
+
+/** `95.0%`: num/den as a percentage to `decimals` places, cut (a rate) or rounded up (a minimum). */
+function percentText(num: number, den: number, decimals: number, up = false): string {
+  const scale = 10n ** BigInt(decimals);
+  const n = BigInt(num) * 100n * scale;
+  const d = BigInt(den === 0 ? 1 : den);
+  const units = num === 0 ? 0n : (n + (up ? d - 1n : 0n)) / d;
+  return `${units / scale}.${String(units % scale).padStart(decimals, '0')}%`;
 }
 
 /** A policy in words (`min 95.0%, max fail 2, checks tests`), as `genjob gate` and a report say it. */
 export function policyText(p: GatePolicy): string {
   return [
-    `min ${percentText(p.minPass.num, p.minPass.den)}`,
+    `min ${percentText(p.minPass.num, p.minPass.den, exactDecimals(p.minPass), true)}`,
     ...(p.maxFail === null ? [] : [`max fail ${p.maxFail}`]),
     ...(p.requireChecks.length > 0
       ? [`checks ${p.requireChecks.join(', ')}${p.allowFlaky ? ' (flaky allowed)' : ''}`]

@@ -127,7 +127,7 @@ export function buildGateRecord(
     verdict: decision.met ? 'met' : 'not-met',
     passed: decision.passed,
     total: decision.total,
-    rate: rateText(decision.passed, decision.total),
+    rate: rateText(decision.passed, decision.total, policy),
     keys: evidence.map((e, i) => {
       const r = decision.results[i]!;
       return { ...e, pass: r.pass, ...(r.pass ? {} : { why: r.why }) };

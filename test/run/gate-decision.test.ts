@@ -180,10 +180,27 @@ describe('the policy in words', () => {
     { policy: { ...TESTS, requireChecks: ['tests', 'judge'] }, text: 'min 100.0%, checks tests, judge' },
     {
       policy: { ...TESTS, minPass: { num: 2, den: 3 }, maxFail: 2, allowFlaky: true },
-      text: 'min 66.6%, max fail 2, checks tests (flaky allowed)',
+      text: 'min 66.666667%, max fail 2, checks tests (flaky allowed)',
     },
+    { policy: { ...ALL, minPass: { num: 6667, den: 10000 } }, text: 'min 66.67%' },
+    { policy: { ...ALL, minPass: { num: 123456, den: 100000000 } }, text: 'min 0.123456%' },
   ])('$text', ({ policy, text }) => {
     expect(policyText(policy)).toBe(text);
+  });
+
+  // the minimum as given, the rate cut to as many places: `NOT met: 2/3 = 66.6% (min 66.6%)` read as met
+  it.each([
+    { min: '66.67%', passed: 2, total: 3, rate: '2/3 = 66.66%', shown: 'min 66.67%', met: false },
+    { min: '66.66%', passed: 2, total: 3, rate: '2/3 = 66.66%', shown: 'min 66.66%', met: true },
+    { min: '0.6667', passed: 2, total: 3, rate: '2/3 = 66.66%', shown: 'min 66.67%', met: false },
+    { min: '95%', passed: 57, total: 60, rate: '57/60 = 95.0%', shown: 'min 95.0%', met: true },
+  ])('--min-pass $min with $passed of $total: $rate, $shown', ({ min, passed, total, rate, shown, met }) => {
+    const policy = { ...ALL, minPass: parseMinPass(min)! };
+    expect(rateText(passed, total, policy)).toBe(rate);
+    expect(policyText(policy)).toBe(shown);
+    const aborted: Outcome = { ...ok, status: 'aborted' };
+    const records = Array.from({ length: total }, (_, i) => rec(`k${i}`, i < passed ? ok : aborted));
+    expect(decideGate(records, policy)).toMatchObject({ state: 'closed', met });
   });
 });
 
