@@ -18,6 +18,7 @@ import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { wasCancelled } from '../store/cancel-job.js';
 import { findJob, keysIn, resolveKey } from '../store/job-states.js';
 import { anyPromotedGenerator } from '../store/promotion.js';
+import { type Reaped, reapStale } from '../store/reap.js';
 import type { Store } from '../store/store.js';
 import { checkLaunchEnvName } from '../transport/launch-env.js';
 import type { ServeLauncher } from '../transport/launcher.js';
@@ -203,18 +204,27 @@ function progressLine(mode: 'once' | 'drain' | 'watch', total: number): (done: n
 }
 
 export async function work(o: WorkCliOptions): Promise<CommandResult> {
+  let reapedFirst: Reaped[] = [];
   if (o.run !== undefined) {
     if ((o.keys ?? []).length > 0 || o.watch || o.batch || o.batchPoll)
       throw new UsageError(
         'EGJ_USAGE',
         "--run NAME works the run's queued jobs: not with keys, --watch or --batch",
       );
-    // the run's jobs waiting in the queue (successors of reminted ones included), worked as named jobs
+    // the run's jobs waiting in the queue (successors of reminted ones included), worked as named jobs;
+    // a dead worker's jobs are reaped first, as any work does, so they are listed as queued too
     const { runKeys } = await import('../run/run-keys.js');
     const s = openStore(o);
+    reapedFirst = await reapStale(s, o.leaseTtl);
     const queued = runKeys(s, o.run).current.filter((k) => findJob(s, k)?.state === 'queue');
-    if (queued.length === 0)
-      return { human: `nothing queued in run ${o.run}`, json: { ok: true, run: o.run, outcomes: [] } };
+    if (queued.length === 0) {
+      const reapedLine =
+        reapedFirst.length > 0 ? `\n${reapedFirst.length} stale lease(s) reaped back to the queue` : '';
+      return {
+        human: `nothing queued in run ${o.run}${reapedLine}`,
+        json: { ok: true, run: o.run, outcomes: [], reaped: reapedFirst },
+      };
+    }
     o = { ...o, keys: queued };
   }
   // batch generation: submitting to and polling a provider's batch endpoint (see work-batch.ts)
@@ -349,7 +359,8 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       for (const x of why) notice(describe(x));
     }
     const lines = outcomes.length === 0 ? ['queue empty'] : [`${outcomes.length} job(s) taken`];
-    if (summary.reaped.length) lines.push(`${summary.reaped.length} stale lease(s) reaped back to the queue`);
+    const reaped = [...reapedFirst, ...summary.reaped];
+    if (reaped.length) lines.push(`${reaped.length} stale lease(s) reaped back to the queue`);
     if (summary.cutAtShutdown.length)
       lines.push(
         `${summary.cutAtShutdown.length} job(s) still in flight when the grace period ended: requeued`,
@@ -381,7 +392,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       json: {
         ok: exitCode === EXIT.OK,
         outcomes,
-        reaped: summary.reaped,
+        reaped,
         tokens: summary.tokens,
         budget_spent: summary.budgetSpent,
         queue_empty: outcomes.length === 0,

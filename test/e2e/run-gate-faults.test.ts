@@ -159,6 +159,38 @@ describe('the run gate under worker faults', () => {
     );
   });
 
+  it("work --run alone takes back a killed worker's jobs and works them, with no reap before it", async () => {
+    const sb = await runBox(2);
+    await mintRun(sb, 'w');
+    sb.setGen({ block: ['m00', 'm01'] });
+    const a = worker(sb, 'a', 'w', ['--concurrency', '2']);
+    await until(
+      'the worker to be generating both jobs',
+      () => started(sb).length === 2,
+      () => where(sb),
+    );
+    process.kill(a.pid!, 'SIGKILL');
+    await a;
+    expect(readdirSync(join(sb.repo, '.gen', 'running'))).toHaveLength(2);
+    // their holder is gone: the run's next worker reaps them as it starts and works them (it said
+    // "nothing queued in run w" and left the gate open for good)
+    sb.setGen({});
+    const next = await sb.genjob(['work', '--run', 'w', '--quiet', '--json', ...sb.gen], {
+      env: { XDG_CACHE_HOME: join(sb.base, 'cache-b') },
+    });
+    expect(next.exitCode, next.stderr).toBe(0);
+    const done = json<{ outcomes: Array<{ outcome: string }>; reaped: unknown[] }>(next);
+    expect(done.reaped).toHaveLength(2);
+    expect(done.outcomes.map((x) => x.outcome)).toEqual(['received', 'received']);
+    expect((await sb.genjob(['gate', '--run', 'w'])).exitCode).toBe(0);
+    writeFileSync(join(sb.base, 'release'), '');
+    await until(
+      'the serves the killed worker left to end',
+      () => orphans(sb.base) === 0,
+      () => where(sb),
+    );
+  });
+
   it('is not changed by a frozen worker that wakes after its lease was reaped and the gate closed', async () => {
     const sb = await runBox(2);
     const jobs = await mintRun(sb, 'f');
