@@ -297,7 +297,10 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
       'run existing jobs again in shadow plane NAME (results under .gen/shadow/NAME/)',
     )
     .option('--all', 'with --shadow: every queued, received and applied job')
-    .option('--run <name>', "work run NAME's queued jobs (as --drain of their keys)")
+    .option(
+      '--run <name>',
+      "work run NAME's queued jobs (as --drain of their keys); with --shadow: run NAME's jobs that are not running",
+    )
     .action(async (keys: string[], _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       // given at all, even empty (`--shadow "$PLANE"` with PLANE unset): a shadow run, never live work;

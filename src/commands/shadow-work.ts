@@ -1,4 +1,4 @@
-// genjob work --shadow NAME --generator CMD [KEY… | --all]: run existing jobs again in shadow plane
+// genjob work --shadow NAME --generator CMD [KEY… | --all | --run RUN]: run existing jobs again in shadow plane
 // NAME (read only for the live plane: nothing is claimed, leased, moved or requeued) and keep the
 // answers under .gen/shadow/NAME/. Exit 0 when every job was run or skipped with a reason; 3 when a
 // host answer was refused or in doubt (the live plane is untouched either way).
@@ -13,7 +13,7 @@ import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { runShadow, type ShadowOutcome } from '../shadow/shadow-run.js';
 import { checkShadowName } from '../shadow/shadow-store.js';
-import { FLOW, keysIn, resolveKey } from '../store/job-states.js';
+import { FLOW, findJob, keysIn, resolveKey } from '../store/job-states.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { newWorker } from '../worker/work-loop.js';
 import { destinationsOf, servesLocally, type WorkCliOptions } from './work.js';
@@ -44,15 +44,23 @@ export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
       '--shadow runs its jobs through a serve session; --batch and --batch-poll are for live work',
     );
   const keys = o.keys ?? [];
-  if (Boolean(o.all) === keys.length > 0)
+  // exactly one way of choosing: --run beside --all was dropped, and every job of the store was sent
+  if ([keys.length > 0, o.all === true, o.run !== undefined].filter(Boolean).length !== 1)
     throw new UsageError(
       'EGJ_USAGE',
-      'with --shadow, name the jobs to run again (KEY…) or pass --all, not both',
+      'with --shadow, name the jobs to run again (KEY…), or pass --all or --run NAME: exactly one of them',
     );
   const store = openStore(o);
+  // as with --all: the run's jobs in the flow, not those a worker holds now
+  const notRunning = (key: string) => {
+    const state = findJob(store, key)?.state;
+    return state !== undefined && state !== 'running';
+  };
   const selected = o.all
     ? [...new Set(FLOW.filter((s) => s !== 'running').flatMap((s) => keysIn(store, s)))].sort()
-    : [...new Set(keys.map((k) => resolveKey(store, k)))];
+    : o.run !== undefined
+      ? (await import('../run/run-keys.js')).runKeys(store, o.run).current.filter(notRunning)
+      : [...new Set(keys.map((k) => resolveKey(store, k)))];
   // every transport option of live work holds here too (the same code builds the destinations);
   // the jobs run one at a time, so a shadow run takes one destination
   const destinations = await destinationsOf(o, store.layout.gen);

@@ -1,8 +1,9 @@
 // Shadow planes end to end: work --shadow runs existing jobs again without touching live state;
 // a shadow receipt copied by hand into the live directories is refused by verify and apply
 // (EGJ_SHADOW); compare reports per job; promote goes through the live path.
-import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { readJournal } from '../../src/store/journal.js';
 import { Store } from '../../src/store/store.js';
@@ -121,11 +122,37 @@ describe('genjob work --shadow', () => {
       ['work', '--shadow', 'b'],
       ['work', '--shadow', '../x', '--all'],
       ['work', '--drain', '--all'],
+      ['work', '--shadow', 'b', '--all', '--run', 'r'],
+      ['work', '--shadow', 'b', '--run', 'r', 'abcd'],
     ]) {
       const r = await sb.genjob([...args, '--generator', 'true']);
       expect(r.exitCode).toBe(2);
       expect(r.stderr).toMatch(/^genjob: EGJ_(USAGE|BAD_SHADOW_NAME): /);
     }
+  });
+
+  it("--run NAME sends the run's jobs only, never another job's files (--run was ignored beside --all)", async () => {
+    const sb = await makeSandbox();
+    await execa('git', ['add', '-A'], { cwd: sb.repo }); // --each takes the files git tracks
+    const minted = await sb.genjob([
+      'mint',
+      '--each',
+      'src/user.py',
+      '-m',
+      'Edit {path}',
+      '--run',
+      'r',
+      '--json',
+    ]);
+    expect(minted.exitCode, minted.stderr).toBe(0);
+    const keys = JSON.parse(minted.stdout).jobs.map((j: { key: string }) => j.key);
+    const other = await mintKey(sb, 'unrelated', ['README.md']);
+    const gen = appender(sb, 'g', '# p');
+    const r = await sb.genjob(['work', '--shadow', 'p', '--run', 'r', '--json', '--generator', gen]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    const results = readdirSync(join(sb.repo, '.gen', 'shadow', 'p', 'results'));
+    expect(results).toEqual(keys);
+    expect(results).not.toContain(other);
   });
 });
 
