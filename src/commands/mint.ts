@@ -275,15 +275,28 @@ async function mintEach(
   // the same command again: the run is sealed as the user's with exactly these jobs, so nothing is written
   if (manifest && sealedAlready(store, manifest, ctx.run!.secret))
     return alreadySealed(store, ctx.run!, jobs);
-  const warnings = overlaps(store, jobs);
-  const outcomes: MintOutcome[] = jobs.map((job) => mintJob(store, job));
+  // two paths can expand to one job (an --also template that names the same files for both): it is one
+  // job, minted once and counted once by the run, and the later path says which it is the same as
+  const firstPath = new Map<string, string>();
+  for (const [i, e] of expanded.entries())
+    if (!firstPath.has(jobs[i]!.key)) firstPath.set(jobs[i]!.key, e.path);
+  const sameAs = expanded.map((e, i) => {
+    const first = firstPath.get(jobs[i]!.key)!;
+    return first === e.path ? undefined : first;
+  });
+  const distinct = jobs.filter((_, i) => sameAs[i] === undefined);
+  const warnings = overlaps(store, distinct);
+  const minted = new Map(distinct.map((job) => [job.key, mintJob(store, job)]));
+  const outcomes: MintOutcome[] = jobs.map((job) => minted.get(job.key)!);
   const sealing = manifest && sealManifest(store, manifest, ctx.run!.secret);
-  const fresh = outcomes.filter((m) => m.minted).length;
+  const fresh = [...minted.values()].filter((m) => m.minted).length;
   const lines = expanded.map(
-    (e, i) => `${jobs[i]!.key}  ${e.path}${outcomes[i]!.minted ? '' : ` (already ${outcomes[i]!.state})`}`,
+    (e, i) =>
+      `${jobs[i]!.key}  ${e.path}${sameAs[i] !== undefined ? ` (the same job as ${sameAs[i]})` : outcomes[i]!.minted ? '' : ` (already ${outcomes[i]!.state})`}`,
   );
+  const collapsed = jobs.length - distinct.length;
   lines.push(
-    `minted ${fresh} of ${jobs.length} job(s) (${jobs.length - fresh} already minted)${ctx.run ? `; ${runLine(ctx.run, sealing!)}` : ''}`,
+    `minted ${fresh} of ${distinct.length} job(s) (${distinct.length - fresh} already minted${collapsed > 0 ? `; ${collapsed} path(s) gave a job another path gave` : ''})${ctx.run ? `; ${runLine(ctx.run, sealing!)}` : ''}`,
   );
   return {
     human: lines.join('\n'),
@@ -298,8 +311,9 @@ async function mintEach(
         path: e.path,
         key: jobs[i]!.key,
         digest: outcomes[i]!.digest,
-        minted: outcomes[i]!.minted,
+        minted: sameAs[i] === undefined && outcomes[i]!.minted,
         state: outcomes[i]!.state,
+        ...(sameAs[i] === undefined ? {} : { same_as: sameAs[i] }),
       })),
       ...(warnings.length > 0 ? { warnings } : {}),
     },

@@ -47,16 +47,10 @@ function waitingHint(store: Store, state: 'received'): string {
  * The keys a verify/apply invocation names: one key (or prefix), --all of a state, or the jobs of a run
  * (--run NAME, with or without --all) that are in one of `runStates`; `skipped` counts the run's others.
  */
-/** One way of choosing jobs per command: a key, --all or --run NAME; two of them were read as one. */
+/** A key names one job: beside --all or --run NAME it was read as one of them (apply --gated dropped it). */
 export function assertOneSelection(o: { key?: string; all?: boolean; run?: string }): void {
-  const given = [o.key ? 'a key' : '', o.all ? '--all' : '', o.run !== undefined ? '--run' : ''].filter(
-    (g) => g !== '',
-  );
-  if (given.length > 1)
-    throw new UsageError(
-      'EGJ_USAGE',
-      `give ${given.join(' or ')}, ${given.length === 2 ? 'not both' : 'only one'}`,
-    );
+  if ((o.all || o.run !== undefined) && o.key)
+    throw new UsageError('EGJ_USAGE', `give a key or ${o.run !== undefined ? '--run' : '--all'}, not both`);
 }
 
 export function selectKeys(

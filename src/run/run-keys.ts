@@ -8,7 +8,7 @@ import { readRecord } from '../store/durable.js';
 import { keysIn, PRECEDENCE } from '../store/job-states.js';
 import { Store } from '../store/store.js';
 import { currentKey, deadIndex } from '../store/supersede.js';
-import { parseManifest, type RunManifest } from './run-manifest.js';
+import { distinctKeys, parseManifest, type RunManifest } from './run-manifest.js';
 import { manifestFile, type RunRef, resolveRun } from './run-name.js';
 import { runSealed } from './run-seal.js';
 
@@ -33,7 +33,7 @@ export function runIntent(store: Store, typed: string): RunIntent {
   const file = manifestFile(store, ref);
   const bytes = readRecord(store, file)!;
   const manifest = parseManifest(bytes, file);
-  return { ref, manifest, manifestSha256: sha256Hex(bytes), intended: manifest.keys };
+  return { ref, manifest, manifestSha256: sha256Hex(bytes), intended: distinctKeys(manifest.keys) };
 }
 
 /**

@@ -58,9 +58,14 @@ export function buildManifest(
     template,
     template_digest: templateDigest(template),
     expansion: [...expansion],
-    keys: expansion.map((e) => e.key),
+    keys: distinctKeys(expansion.map((e) => e.key)),
     created_at: new Date().toISOString(),
   };
+}
+
+/** Each key once, where it first appears: two paths that expanded to one job are one intended job. */
+export function distinctKeys(keys: readonly string[]): string[] {
+  return [...new Set(keys)];
 }
 
 /** What a manifest seals: two manifests with the same seal are the same run. */
@@ -85,12 +90,14 @@ export function parseManifest(bytes: Buffer, file: string): RunManifest {
   } catch (err) {
     throw new UsageError('EGJ_RUN_INVALID', `${file}: not a run manifest: ${(err as Error).message}`);
   }
+  // the keys are the expansion's, each once (a manifest written before listed a repeated key again)
+  const expanded = Array.isArray(doc?.expansion) ? doc.expansion.map((e) => e?.key) : [];
   const keysOk =
     Array.isArray(doc?.keys) &&
     Array.isArray(doc.expansion) &&
-    doc.keys.length === doc.expansion.length &&
-    doc.keys.every(
-      (k, i) => typeof k === 'string' && /^[0-9a-f]{64}$/.test(k) && doc.expansion[i]?.key === k,
+    expanded.every((k) => typeof k === 'string' && /^[0-9a-f]{64}$/.test(k)) &&
+    [expanded, distinctKeys(expanded)].some(
+      (want) => doc.keys.length === want.length && doc.keys.every((k, i) => k === want[i]),
     );
   // the digest stands for the template only when it is the template's: a run is the same run by its digest
   const templateOk =

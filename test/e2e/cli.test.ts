@@ -63,17 +63,6 @@ describe('usage', () => {
       args: ['apply', 'abcd', '--run', 'r', '--gated'],
       stderr: 'genjob: EGJ_USAGE: give a key or --run, not both\n',
     },
-    // --all was dropped for --run without a word
-    {
-      name: 'apply with --all and --run',
-      args: ['apply', '--all', '--run', 'r'],
-      stderr: 'genjob: EGJ_USAGE: give --all or --run, not both\n',
-    },
-    {
-      name: 'verify with --all and --run',
-      args: ['verify', '--all', '--run', 'r'],
-      stderr: 'genjob: EGJ_USAGE: give --all or --run, not both\n',
-    },
   ];
   // an empty path names the current directory (or nothing): a report written into the repository's root
   for (const args of [

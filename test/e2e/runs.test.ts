@@ -221,6 +221,36 @@ describe('the rate of a run', () => {
   });
 });
 
+describe('two paths that expand to one job', () => {
+  it('make one job of the run: minted once, counted once by the gate, applied once', async () => {
+    const sb = await runBox(2);
+    // both modules name the pair: mod/m00.py and mod/m01.py give the same work order, types.py another
+    const list = join(sb.base, 'pair.txt');
+    writeFileSync(list, 'mod/m00.py\nmod/m01.py\ntypes.py\n');
+    const mint = ['mint', '--each-file', list, '-m', 'Pair edit in {dir}', '--run', 'pair'];
+    const also = ['--also', 'mod/m00.py', '--also', 'mod/m01.py'];
+    const r = await sb.genjob([...mint, ...also, '--json']);
+    const minted = json<Minted & { jobs: Array<{ same_as?: string }> }>(r);
+    const [first, second, third] = minted.jobs;
+    expect(second!.key).toBe(first!.key);
+    expect(second).toMatchObject({ minted: false, same_as: first!.path });
+    expect(third!.key).not.toBe(first!.key);
+    const manifest = readJson(join(sb.repo, '.gen', 'runs', 'pair.json')) as { keys: string[] };
+    expect(manifest.keys).toEqual([first!.key, third!.key]);
+    // the same command again: the run is sealed with exactly these jobs
+    expect((await sb.genjob([...mint, ...also])).stdout).toContain('already sealed');
+    // the pair's job fails, the other passes: 1 of 2 jobs (it was 1 of 3, the pair counted twice)
+    sb.setGen({ fail: ['in mod'] });
+    expect((await sb.genjob(['work', '--run', 'pair', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    const gate = await sb.genjob(['gate', '--run', 'pair', '--min-pass', '0.5', '--json']);
+    expect(gate.exitCode, gate.stdout).toBe(0);
+    expect(JSON.parse(gate.stdout)).toMatchObject({ passed: 1, total: 2, rate: '1/2 = 50.0%' });
+    const applied = await sb.genjob(['apply', '--run', 'pair', '--gated']);
+    expect(applied.exitCode, applied.stderr).toBe(0);
+    expect(readFileSync(join(sb.repo, 'types.py'), 'utf8')).toContain('# done: Pair edit in .');
+  });
+});
+
 describe('two workers of one run', () => {
   it('share it: a job the other takes between listing the run and the first claim is skipped, not an error', async () => {
     const sb = await runBox(3);

@@ -81,6 +81,33 @@ describe('the sealed manifest', () => {
     expect(m.template_digest).toBe(templateDigest(template));
   });
 
+  it('lists a job two paths expanded to once: the run intends distinct jobs', () => {
+    const store = tempStore('genjob-run-');
+    const expansion = [
+      { path: 'src/a.py', key: K('a') },
+      { path: 'src/b.py', key: K('a') },
+      { path: 'src/c.py', key: K('c') },
+    ];
+    const m = buildManifest(ref('pair'), template, expansion);
+    expect([m.expansion, m.keys]).toEqual([expansion, [K('a'), K('c')]]);
+    sealManifest(store, m, SECRET);
+    expect(sealedRunKeys(store, 'pair', SECRET, 'nothing').intended).toEqual([K('a'), K('c')]);
+    // a manifest written before listed the repeated key again: read, and its job counted once
+    const file = manifestFile(store, ref('old'));
+    const old = { ...m, name: 'old', keys: expansion.map((e) => e.key) };
+    writeFileSync(file, JSON.stringify(old));
+    expect(parseManifest(readFileSync(file), file).keys).toEqual([K('a'), K('a'), K('c')]);
+    sealManifest(store, { ...old, created_at: 'x' }, SECRET);
+    expect(sealedRunKeys(store, 'old', SECRET, 'nothing').intended).toEqual([K('a'), K('c')]);
+    // keys in another order, or one left out, are not the expansion's
+    for (const keys of [[K('c'), K('a')], [K('a')], [K('a'), K('c'), K('c')]]) {
+      writeFileSync(file, JSON.stringify({ ...old, keys }));
+      expect((thrown(() => parseManifest(readFileSync(file), file)) as GenjobError).code).toBe(
+        'EGJ_RUN_INVALID',
+      );
+    }
+  });
+
   it('refuses another expansion under a sealed name, naming the next revision (exit 4)', () => {
     const store = tempStore('genjob-run-');
     sealManifest(store, buildManifest(ref('hints'), template, [{ path: 'src/a.py', key: K('a') }]), SECRET);
