@@ -1,4 +1,12 @@
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -132,6 +140,36 @@ describe('gatherRun', () => {
     const records = await gather();
     expect(problemOf(records, victim)).toMatch(new RegExp(`^${code}: `));
     for (const job of jobs.filter((j) => j !== victim)) expect(problemOf(records, job)).toBeNull();
+  });
+
+  it('finds a job that moves between two state directories while they are listed, never its old dead letter', async () => {
+    // the victim was cancelled once (its dead letter stays) and retried; now it is running, and its
+    // worker commits it (running → received) right after received/ was listed, before running/
+    const { deadLetterBytes } = await import('../../src/store/dead-letter.js');
+    deadLetterBytes(store, `${victim.key}.job`, jobFileBytes(victim), {
+      key: victim.key,
+      code: 'EGJ_CANCELLED',
+      reason: 'cancelled',
+    });
+    const received = store.layout.jobFile('received', victim.key);
+    const running = store.layout.jobFile('running', victim.key);
+    renameSync(received, running);
+    let moved = false;
+    const racing: FsPort = {
+      ...nodeFs,
+      readdirSync: ((path: string, o?: unknown) => {
+        const names = nodeFs.readdirSync(path, o as never);
+        if (!moved && path === store.layout.dir('received')) {
+          moved = true;
+          renameSync(running, received);
+        }
+        return names;
+      }) as FsPort['readdirSync'],
+    };
+    const records = await gather(new Store(root, racing));
+    expect(moved).toBe(true);
+    const outcome = records.find((r) => r.key === victim.key)!.outcome;
+    expect(outcome).toMatchObject({ kind: 'receipt', status: 'ok', problem: null });
   });
 
   it('reads each job file and receipt once per key', async () => {
