@@ -19,7 +19,7 @@ import {
   rateText,
 } from '../run/gate-decision.js';
 import { type CheckReader, gatherRun } from '../run/gate-gather.js';
-import { buildGateRecord, newestGate, type Signer, writeGate } from '../run/gate-record.js';
+import { buildGateRecord, newestGate, newestSealedGate, type Signer, writeGate } from '../run/gate-record.js';
 import { sealedRunIntent } from '../run/run-keys.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
@@ -116,11 +116,13 @@ export async function gate(o: GateOptions): Promise<CommandResult> {
     const run = sealedRunIntent(store, o.run, secret, 'nothing was decided');
     // read again at each evaluation: HEAD, a checker's definition or its records may have moved
     const readChecks = await checkReader(store.root, policy.requireChecks);
+    const prior = newestSealedGate(store, run.ref, secret);
     const records = await gatherRun(store, run.intended, {
       checkers: policy.requireChecks,
       ...(readChecks ? { readChecks } : {}),
       trust,
       sealedBy: secret,
+      ...(prior ? { prior } : {}),
     });
     const decision = decideGate(records, policy);
     if (decision.state === 'closed') {

@@ -13,6 +13,7 @@ import {
   buildGateRecord,
   gatesDir,
   newestGate,
+  newestSealedGate,
   recordPolicy,
   type StoredGate,
   sameGate,
@@ -46,11 +47,14 @@ export async function gateStanding(
   if (gate === undefined) return { run: followRun(store, intent, sealedBy), gate, current: false };
   const checkers = gate.record.policy.require_checks;
   const readChecks = await readerFor(store.root, checkers);
+  // keys gc pruned keep the judgement of the user's newest sealed record (none without the secret)
+  const prior = sealedBy ? newestSealedGate(store, intent.ref, sealedBy) : undefined;
   const records = await gatherRun(store, intent.intended, {
     checkers,
     ...(readChecks ? { readChecks } : {}),
     trust: loadTrustPolicy(store.root),
     ...(sealedBy ? { sealedBy } : {}),
+    ...(prior ? { prior } : {}),
   });
   // the keys as the gather followed them: the same evidence the decision below is made of
   const run = { ...intent, current: records.map((r) => r.current) };

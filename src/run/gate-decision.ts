@@ -22,7 +22,24 @@ export type Outcome =
   | { kind: 'pending'; state: 'queue' | 'running' | 'received' | 'unknown' }
   /** `problem` is why an ok receipt does not verify (null when it does; not asked for other statuses). */
   | { kind: 'receipt'; status: string; receiptDigest: string | null; problem: string | null }
-  | { kind: 'dead'; name: string; code: string; reason: string };
+  | { kind: 'dead'; name: string; code: string; reason: string }
+  /** Its material pruned by `genjob gc` (its tombstone's state, date and receipt digest). */
+  | { kind: 'pruned'; state: string; prunedOn: string; receiptDigest: string | null };
+
+/**
+ * How the user's newest gate record of the run judged a key whose material gc has pruned since: the
+ * evidence is gone, so that judgement stands (its evidence as recorded, so the record stays current).
+ */
+export interface Carried {
+  pass: boolean;
+  why: string;
+  evidence: {
+    receipt: string | null;
+    dead: string | null;
+    verifies: boolean | null;
+    checks: Array<{ checker: string; current: boolean; record: string | null; verdict: string }>;
+  };
+}
 
 export interface KeyRecords {
   /** The intended key (as sealed in the run). */
@@ -34,6 +51,8 @@ export interface KeyRecords {
   liveLease: boolean;
   /** The required checkers' states for this key's receipt (only read for an ok receipt that verifies). */
   checks: readonly CheckView[];
+  /** For a pruned key: the judgement of the user's newest gate record, when it judged this very job. */
+  carried?: Carried;
 }
 
 export interface GatePolicy {
@@ -84,6 +103,11 @@ function checkFor(r: KeyRecords, checker: string): CheckJudged {
 function judge(r: KeyRecords, policy: GatePolicy): Judged {
   const o = r.outcome;
   if (o.kind === 'pending') return { wait: PENDING[o.state] };
+  if (o.kind === 'pruned') {
+    if (r.carried !== undefined) return r.carried.pass ? { pass: true } : { fail: r.carried.why };
+    // no decision of the user's judged it before its evidence went: it cannot pass now
+    return { fail: `${o.state}, then pruned by genjob gc on ${o.prunedOn} before a gate judged it` };
+  }
   if (o.kind === 'dead')
     return r.liveLease ? { wait: 'an attempt still holds a live lease' } : { fail: `dead: ${o.code}` };
   if (o.status !== 'ok') return { fail: `receipt ${o.status}` };

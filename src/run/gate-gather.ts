@@ -16,8 +16,10 @@ import { leaseAgeMs, readLease } from '../store/lease.js';
 import { ownerGone } from '../store/process-identity.js';
 import type { Store } from '../store/store.js';
 import { currentKey, deadIndex } from '../store/supersede.js';
+import { prunedOn, readTombstone } from '../store/tombstone.js';
 import { verifyKey } from '../verify/verify-key.js';
-import type { CheckView, KeyRecords, Outcome } from './gate-decision.js';
+import type { Carried, CheckView, KeyRecords, Outcome } from './gate-decision.js';
+import type { GateRecord } from './gate-record.js';
 
 /** The checks plane's reader: each named checker's state for the key's current receipt. */
 export type CheckReader = (
@@ -35,6 +37,11 @@ export interface GatherOptions {
   now?: number;
   /** Follow only remint links this secret (the user's) sealed (store/supersede.ts). */
   sealedBy?: Buffer;
+  /**
+   * The user's newest gate record of the run (its seal checked by the caller): a key whose material gc
+   * pruned since keeps the judgement this record gave that very job.
+   */
+  prior?: GateRecord;
 }
 
 /** One listing per state, one after another (applied/ wins over a leftover). */
@@ -86,7 +93,13 @@ async function outcomeOf(
   if (state === 'queue' || state === 'running') return { kind: 'pending', state };
   if (state === undefined) {
     const name = dead.get(key);
-    if (name === undefined) return { kind: 'pending', state: 'unknown' };
+    if (name === undefined) {
+      // gc left a tombstone where it pruned the key's material (applied, or dead and out of the flow)
+      const tomb = readTombstone(store, key);
+      return tomb === undefined
+        ? { kind: 'pending', state: 'unknown' }
+        : { kind: 'pruned', state: tomb.state, prunedOn: prunedOn(tomb), receiptDigest: tomb.receipt_sha256 };
+    }
     const why = deadReason(store, name);
     return { kind: 'dead', name, code: why?.code ?? '(none)', reason: why?.reason ?? '(no reason recorded)' };
   }
@@ -106,6 +119,26 @@ async function outcomeOf(
     if (!(err instanceof GenjobError) || err.exitCode === EXIT.IO) throw err;
     return { kind: 'receipt', status, receiptDigest, problem: `${err.code}: ${err.message}` };
   }
+}
+
+/**
+ * How `prior` judged the job that stands for `key` now, when it judged this very job: the same current key,
+ * and for an applied one the receipt its tombstone names.
+ */
+function carriedFrom(
+  prior: GateRecord | undefined,
+  key: string,
+  current: string,
+  pruned: Extract<Outcome, { kind: 'pruned' }>,
+): Carried | undefined {
+  const k = prior?.keys.find((e) => e.key === key && e.current === current);
+  if (k === undefined || !Array.isArray(k.checks)) return undefined;
+  if (pruned.receiptDigest !== null && k.receipt !== pruned.receiptDigest) return undefined;
+  return {
+    pass: k.pass,
+    why: k.why ?? '',
+    evidence: { receipt: k.receipt, dead: k.dead, verifies: k.verifies, checks: k.checks },
+  };
 }
 
 /** The records of every intended key, in the run's order. */
@@ -132,7 +165,8 @@ export async function gatherRun(
         checked && o.checkers.length > 0 ? await o.readChecks!(store.root, current, o.checkers) : [];
       // a lease matters only where no receipt stands (a job with a receipt has released it)
       const liveLease = outcome.kind !== 'receipt' && leaseLive(store, current, now);
-      out[i] = { key, current, outcome, liveLease, checks };
+      const carried = outcome.kind === 'pruned' ? carriedFrom(o.prior, key, current, outcome) : undefined;
+      out[i] = { key, current, outcome, liveLease, checks, ...(carried ? { carried } : {}) };
     }
   });
   await Promise.all(workers);

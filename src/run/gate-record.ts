@@ -17,7 +17,7 @@ import { sha256Hex } from '../core/sha256.js';
 import { publishExclusive, readdirOrEmpty, readRecord } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import { type GateDecision, type GatePolicy, type KeyRecords, rateText } from './gate-decision.js';
-import { sealGate } from './gate-seal.js';
+import { gateSealed, sealGate } from './gate-seal.js';
 import { type RunRef, runsDir } from './run-name.js';
 
 export const GATE_SCHEMA = 'genjob/gate@1';
@@ -70,7 +70,27 @@ export interface StoredGate {
 // its JSON.stringify is its canonical form (RFC 8785 serialises them as JSON.stringify does); for 10,000
 // keys that is ten times faster than canonicalising (a test holds the two equal).
 export function evidenceOf(records: readonly KeyRecords[]): KeyEvidence[] {
-  return records.map((r) => ({
+  return records.map((r) =>
+    r.carried === undefined
+      ? gathered(r)
+      : {
+          checks: r.carried.evidence.checks.map((c) => ({
+            checker: c.checker,
+            current: c.current,
+            record: c.record,
+            verdict: c.verdict,
+          })),
+          current: r.current,
+          dead: r.carried.evidence.dead,
+          key: r.key,
+          receipt: r.carried.evidence.receipt,
+          verifies: r.carried.evidence.verifies,
+        },
+  );
+}
+
+function gathered(r: KeyRecords): KeyEvidence {
+  return {
     checks: r.checks.map((c) => ({
       checker: c.checker,
       current: c.current,
@@ -80,9 +100,9 @@ export function evidenceOf(records: readonly KeyRecords[]): KeyEvidence[] {
     current: r.current,
     dead: r.outcome.kind === 'dead' ? `dead/${r.outcome.name}` : null,
     key: r.key,
-    receipt: r.outcome.kind === 'receipt' ? r.outcome.receiptDigest : null,
+    receipt: r.outcome.kind === 'receipt' || r.outcome.kind === 'pruned' ? r.outcome.receiptDigest : null,
     verifies: r.outcome.kind === 'receipt' && r.outcome.status === 'ok' ? r.outcome.problem === null : null,
-  }));
+  };
 }
 
 export function evidenceDigest(evidence: readonly KeyEvidence[]): string {
@@ -205,6 +225,30 @@ export function newestGate(store: Store, ref: Pick<RunRef, 'id'>): StoredGate | 
   const file = join(dir, `${seq}.json`);
   const bytes = readRecord(store, file)!;
   return { seq, file, sha256: sha256Hex(bytes), ...parseGateRecord(bytes, file) };
+}
+
+/**
+ * The newest gate record of the run that the user's own gate sealed (a record a branch adds carries no
+ * seal and is passed over): the decision whose judgements stand for keys gc pruned since.
+ */
+export function newestSealedGate(
+  store: Store,
+  ref: Pick<RunRef, 'id'>,
+  secret: Buffer,
+): GateRecord | undefined {
+  const dir = gatesDir(store, ref);
+  const seqs = readdirOrEmpty(store, dir)
+    .map((n) => /^([1-9][0-9]*)\.json$/.exec(n)?.[1])
+    .filter((n): n is string => n !== undefined)
+    .map(Number)
+    .sort((a, b) => b - a);
+  for (const seq of seqs) {
+    const file = join(dir, `${seq}.json`);
+    const bytes = readRecord(store, file);
+    if (bytes !== undefined && gateSealed(store, ref, { seq, file, sha256: sha256Hex(bytes) }, secret))
+      return parseGateRecord(bytes, file).record;
+  }
+  return undefined;
 }
 
 /** A key's evidence as evidenceOf builds it (same keys, same order), from what a record says of it. */

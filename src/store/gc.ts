@@ -11,6 +11,7 @@ import { compactJournal } from './journal-compact.js';
 import { SEGMENT_DIR } from './journal-segments.js';
 import { assertRealDirs } from './real-dirs.js';
 import type { Store } from './store.js';
+import { SUPERSEDED } from './supersede.js';
 import {
   type PrunedItem,
   readTombstone,
@@ -50,6 +51,8 @@ interface AppliedLoose {
 }
 
 const KEY_PREFIX = /^([0-9a-f]{64})\./;
+/** A job file in dead/ (dead-jobs.ts names them so), whose reason may hold a remint's link. */
+const SUPERSEDED_JOB = /^[0-9a-f]{64}\.job\.\d+-[0-9a-f]+$/;
 
 function parse<T>(bytes: Buffer | undefined): T | undefined {
   if (!bytes) return undefined;
@@ -205,6 +208,9 @@ export function planGc(store: Store, olderThanMs: number, now = Date.now()): GcP
     }
     if (live.has(key) || (applied.includes(key) && !pruneApplied.has(key))) continue;
     const why = parse<{ code?: string; at?: string }>(readIfExists(store, whyPath));
+    // a remint's link (the superseded job file and its reason, a few KB) is how a run finds the job that
+    // stands for the key now: pruned, the run lost its successor and its gate opened again for good
+    if (why?.code === SUPERSEDED && SUPERSEDED_JOB.test(n)) continue;
     let plan = keys.get(key);
     if (!plan) {
       const t = readTombstone(store, key);

@@ -287,6 +287,59 @@ describe('two workers of one run', () => {
   });
 });
 
+describe('a run whose material gc pruned', () => {
+  it('keeps its decided gate: applied jobs pruned and a reminted one followed still decide met, unchanged', async () => {
+    const sb = await runBox(3);
+    const jobs = await mintRun(sb, 'kept');
+    expect((await sb.genjob(['work', '--run', 'kept', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    // m02 changed in the tree: its job is stale, and its successor stands for it in the run
+    writeFileSync(join(sb.repo, mod(2)), '# module 2, edited\n');
+    expect((await sb.genjob(['remint', jobs[2]!.key])).exitCode).toBe(0);
+    expect((await sb.genjob(['work', '--run', 'kept', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    const met = await sb.genjob(['gate', '--run', 'kept']);
+    expect(met.exitCode, met.stdout).toBe(0);
+    expect((await sb.genjob(['apply', '--run', 'kept', '--gated'])).exitCode).toBe(0);
+    expect((await sb.genjob(['gc', '--older-than', '0s'])).exitCode).toBe(0);
+    expect(existsSync(join(sb.repo, '.gen', 'applied', `${jobs[0]!.key}.json`))).toBe(false);
+    // the evidence is gone; the user's record judged these very jobs, and it stands (it said 75 for good:
+    // every pruned job "not in the store", the remint's link pruned with the old job's dead letter)
+    const again = await sb.genjob(['gate', '--run', 'kept']);
+    expect(again.exitCode, again.stdout).toBe(0);
+    expect(again.stdout).toMatch(/^gate kept: met: 3\/3 = 100\.0% passed/);
+    expect(again.stdout).toContain('gate record 1: ');
+    expect(again.stdout).toContain('unchanged since it was written');
+    expect((await sb.genjob(['status', '--run', 'kept'])).stdout).not.toContain(jobs[2]!.key.slice(0, 12));
+  });
+
+  it('keeps a NOT met gate NOT met once a dropped job is pruned; forged: a record no gate of the user sealed is not taken', async () => {
+    const sb = await runBox(2);
+    const jobs = await mintRun(sb, 'lost');
+    expect((await sb.genjob(['drop', jobs[1]!.key])).exitCode).toBe(0);
+    expect((await sb.genjob(['work', '--run', 'lost', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    expect((await sb.genjob(['gate', '--run', 'lost'])).exitCode).toBe(3);
+    expect((await sb.genjob(['gc', '--older-than', '0s'])).exitCode).toBe(0);
+    expect(existsSync(join(sb.repo, '.gen', 'tombstones', `${jobs[1]!.key}.json`))).toBe(true);
+    const after = await sb.genjob(['gate', '--run', 'lost']);
+    expect(after.exitCode, after.stdout).toBe(3);
+    expect(after.stdout).toMatch(/^gate lost: NOT met: 1\/2 = 50\.0% passed/);
+    expect(after.stdout).toContain('unchanged since it was written');
+    // a branch adds record 2, unsealed, judging the pruned job passed: the gate takes none of it
+    const gates = join(sb.repo, '.gen', 'runs', 'lost.gates');
+    const record = readJson(join(gates, '1.json')) as { keys: Array<{ pass: boolean; why?: string }> };
+    for (const k of record.keys) {
+      k.pass = true;
+      delete k.why;
+    }
+    writeFileSync(
+      join(gates, '2.json'),
+      JSON.stringify({ ...record, verdict: 'met', passed: 2, rate: '2/2 = 100.0%' }),
+    );
+    const forged = await sb.genjob(['gate', '--run', 'lost', '--json']);
+    expect(forged.exitCode, forged.stdout).toBe(3);
+    expect(JSON.parse(forged.stdout)).toMatchObject({ verdict: 'not-met', passed: 1, total: 2 });
+  });
+});
+
 describe('acting on a run', () => {
   it('applies every job of a run but an aborted one, exits 3 naming it, and retries only that one', async () => {
     const sb = await runBox(3);
