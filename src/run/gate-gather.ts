@@ -10,7 +10,7 @@ import { peekReceipt } from '../core/receipt-peek.js';
 import { sha256Hex } from '../core/sha256.js';
 import { deadReason } from '../store/dead-jobs.js';
 import { readRecord } from '../store/durable.js';
-import { keysIn, PRECEDENCE } from '../store/job-states.js';
+import { liveStates } from '../store/job-states.js';
 import type { JobState } from '../store/layout.js';
 import { leaseAgeMs, readLease } from '../store/lease.js';
 import { ownerGone } from '../store/process-identity.js';
@@ -42,29 +42,6 @@ export interface GatherOptions {
    * pruned since keeps the judgement this record gave that very job.
    */
   prior?: GateRecord;
-}
-
-/** One listing per state, one after another (applied/ wins over a leftover). */
-function listStates(store: Store): Map<string, JobState> {
-  const where = new Map<string, JobState>();
-  for (const state of PRECEDENCE)
-    for (const key of keysIn(store, state)) if (!where.has(key)) where.set(key, state);
-  return where;
-}
-
-/**
- * Where each key of the live states is. A job that moves while the directories are listed one after
- * another (running → received after received/ was listed, before running/) is in none of them, and
- * the gate fell back to a dead letter its cancel left before a retry and closed NOT met with the job
- * still in flight. So the states are listed twice: a move between two directories is seen by one of
- * the passes (the first lists its old directory before it, or the second its new one after it); the
- * second pass's place wins, being the later.
- */
-export function liveStates(store: Store): Map<string, JobState> {
-  const first = listStates(store);
-  const where = listStates(store);
-  for (const [key, state] of first) if (!where.has(key)) where.set(key, state);
-  return where;
 }
 
 function receiptStatus(payload: Record<string, unknown> | null): string {

@@ -5,7 +5,7 @@
 import { RejectedError } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
 import { readRecord } from '../store/durable.js';
-import { keysIn, PRECEDENCE } from '../store/job-states.js';
+import { liveStates } from '../store/job-states.js';
 import { Store } from '../store/store.js';
 import { currentKey, deadIndex } from '../store/supersede.js';
 import { distinctKeys, parseManifest, type RunManifest } from './run-manifest.js';
@@ -41,8 +41,7 @@ export function runIntent(store: Store, typed: string): RunIntent {
  * (store/supersede.ts).
  */
 export function followRun(store: Store, run: RunIntent, sealedBy?: Buffer): RunKeys {
-  const live = new Set<string>();
-  for (const state of PRECEDENCE) for (const k of keysIn(store, state)) live.add(k);
+  const live = new Set(liveStates(store).keys());
   const dead = deadIndex(store);
   return {
     ...run,

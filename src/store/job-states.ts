@@ -32,6 +32,29 @@ export function keysIn(store: Store, state: JobState): string[] {
   return listNames(store, store.layout.dir(state));
 }
 
+/** One listing per state, one after another (applied/ wins over a leftover). */
+function listStates(store: Store): Map<string, JobState> {
+  const where = new Map<string, JobState>();
+  for (const state of PRECEDENCE)
+    for (const key of keysIn(store, state)) if (!where.has(key)) where.set(key, state);
+  return where;
+}
+
+/**
+ * Where each key of the live states is. A job that moves while the directories are listed one after
+ * another (running → received after received/ was listed, before running/) is in none of them, and
+ * the run gate fell back to a dead letter its cancel left before a retry and closed NOT met with the
+ * job still in flight. So the states are listed twice: a move between two directories is seen by one of
+ * the passes (the first lists its old directory before it, or the second its new one after it); the
+ * second pass's place wins, being the later.
+ */
+export function liveStates(store: Store): Map<string, JobState> {
+  const first = listStates(store);
+  const where = listStates(store);
+  for (const [key, state] of first) if (!where.has(key)) where.set(key, state);
+  return where;
+}
+
 /**
  * Resolve a full key or a unique prefix of at least 4 hex characters, in either case (as git does).
  * With `dead`, keys that are only in dead/ (dropped, cancelled, dead-lettered) count too.
