@@ -15,6 +15,14 @@ import { thisProcess } from '../store/process-identity.js';
 import { openRegularFile } from '../store/read-record.js';
 import { FINGERPRINT_PREFIX, fingerprintLine } from './page.js';
 
+/**
+ * What a page's temp file is named by: `--out` may name a directory of the user's own, so the sweep of a
+ * dead report's temps removes only names no one else would choose.
+ */
+export const PAGE_TEMP_PREFIX = '.genjob-report-tmp-';
+/** A page's temp name: the pid and start time of its writer as groups (sweepStaleTemps reads them). */
+export const PAGE_TEMP = /^\.genjob-report-tmp-(\d+)-(\d+)-[0-9a-f]+$/;
+
 const LINE_BYTES = Buffer.byteLength(fingerprintLine('0'.repeat(64)));
 
 /** The digest a page's last line names; null when it names none (not one of ours, torn); undefined: no page. */
@@ -61,9 +69,9 @@ export async function writePage(file: string, dir: string, text: string, exists:
       // made meanwhile (another report): replace it as any existing page
     }
   }
-  // named as durable.ts names its temps (pid, start time), so sweepStaleTemps knows a dead writer's
+  // pid and start time, so the sweep knows a dead writer's; a prefix of genjob's own, so it knows its own
   const { pid, start } = thisProcess();
-  const tmp = join(dir, `.tmp-${pid}-${start}-0-${randomBytes(6).toString('hex')}`);
+  const tmp = join(dir, `${PAGE_TEMP_PREFIX}${pid}-${start}-${randomBytes(6).toString('hex')}`);
   try {
     await writeFile(tmp, text, { flag: 'wx', mode: 0o644 });
     await rename(tmp, file);

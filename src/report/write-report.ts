@@ -13,7 +13,7 @@ import type { Assets } from './assets.js';
 import { ReportBytes } from './bytes.js';
 import { jobPageBytes } from './job-bytes.js';
 import type { ReportModel } from './model.js';
-import { pageFingerprint, WriteQueue, writePage } from './page-file.js';
+import { PAGE_TEMP, pageFingerprint, WriteQueue, writePage } from './page-file.js';
 import { renderIndex } from './render-index.js';
 import { renderJob } from './render-job.js';
 import { renderLog } from './render-log.js';
@@ -117,8 +117,8 @@ export async function writeReport(
   refuseLinkedDir(logsDir);
   makeDir(jobsDir);
   makeDir(logsDir);
-  // temp files a report that died left (never a live one's)
-  sweepStaleTemps(store, undefined, undefined, [dir, jobsDir, logsDir]);
+  // temp files a report that died left (never a live one's, never a name genjob's pages do not use)
+  sweepStaleTemps(store, undefined, undefined, [dir, jobsDir, logsDir], PAGE_TEMP);
   const written: string[] = [];
   let unchanged = 0;
   const queue = new WriteQueue();

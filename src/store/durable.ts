@@ -250,22 +250,27 @@ export function moveState(store: Store, from: string, to: string): void {
   if (dirname(from) !== dirname(to)) fsyncDir(store, dirname(from));
 }
 
+/** A temp file's name as publish/replace make it: `.tmp-<pid>-[<start>-<n>-]…`. */
+const TEMP_NAME = /^\.tmp-(\d+)-(?:(\d+)-\d+-)?/;
+
 /**
  * Remove `.tmp-<pid>-*` files a crash left inside publish/replace (in .gen/tmp, leases/, objects/): those of
  * a process that no longer exists (pid gone, or reused: the start time in the name differs), or older than
  * `maxAgeMs`. Returns how many were removed. apply and reap run it; see also sweep-staging.ts for work.
+ * `names`: the temp names to sweep (pid, then start time, as its groups), for a writer with names of its own.
  */
 export function sweepStaleTemps(
   store: Store,
   maxAgeMs = 3_600_000,
   now = Date.now(),
   dirs: readonly string[] = [store.layout.tmp, store.layout.dir('leases'), store.layout.dir('objects')],
+  names: RegExp = TEMP_NAME,
 ): number {
   let removed = 0;
   for (const dir of dirs) {
     let here = 0;
     for (const name of readdirOrEmpty(store, dir)) {
-      const m = /^\.tmp-(\d+)-(?:(\d+)-\d+-)?/.exec(name);
+      const m = names.exec(name);
       const pid = Number(m?.[1]);
       if (!pid) continue;
       const start = Number(m?.[2] ?? 0);

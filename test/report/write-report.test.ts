@@ -2,13 +2,14 @@
 // from changed (its job, its checks, the renderer) as the report's cache knows it, the same inputs give the
 // same bytes, pages of jobs no longer shown go, a torn page is rewritten, and a directory genjob did not
 // write is refused.
-import { cpSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { GenjobError } from '../../src/core/errors.js';
 import { assetDir, loadAssets } from '../../src/report/assets.js';
 import { NO_CHECKS } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
+import { PAGE_TEMP_PREFIX } from '../../src/report/page-file.js';
 import { CACHE_FILE, ReportCache } from '../../src/report/report-cache.js';
 import { writeReport } from '../../src/report/write-report.js';
 import type { Store } from '../../src/store/store.js';
@@ -88,13 +89,26 @@ describe('writeReport', () => {
     const dir = join(tempDir('genjob-report-out-'), 'r');
     await reportOf(store, dir);
     // pid 2^22 + 1 is above Linux's pid_max: that writer is gone
-    writeFileSync(join(dir, 'jobs', '.tmp-4194305-1-0-abcdef'), 'half a page');
+    writeFileSync(join(dir, 'jobs', `${PAGE_TEMP_PREFIX}4194305-1-abcdef`), 'half a page');
     writeFileSync(join(dir, 'notes.txt'), 'mine');
     writeFileSync(join(dir, 'jobs', 'README'), 'mine too');
     await reportOf(store, dir);
-    expect(readdirSync(join(dir, 'jobs')).filter((n) => n.startsWith('.tmp-'))).toEqual([]);
+    expect(readdirSync(join(dir, 'jobs')).filter((n) => n.startsWith(PAGE_TEMP_PREFIX))).toEqual([]);
     expect(readdirSync(join(dir, 'jobs'))).toContain('README');
     expect(readFileSync(join(dir, 'notes.txt'), 'utf8')).toBe('mine');
+  });
+
+  it("keeps the user's files in --out that are named like another writer's temps, old or of a dead pid", async () => {
+    const { store } = fixtureRepo(1);
+    const dir = tempDir('genjob-report-out-');
+    const mine = ['.tmp-1-notes.txt', '.tmp-4194305-draft', '.tmp-4194305-1-0-abcdef'];
+    for (const name of mine) {
+      writeFileSync(join(dir, name), 'mine');
+      const hoursAgo = new Date(Date.now() - 2 * 3_600_000);
+      utimesSync(join(dir, name), hoursAgo, hoursAgo);
+    }
+    await reportOf(store, dir);
+    for (const name of mine) expect(readFileSync(join(dir, name), 'utf8')).toBe('mine');
   });
 
   it('writes a torn page again: without its last line it matches nothing', async () => {
