@@ -79,9 +79,13 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
     written.index,
     `${model.jobs.length} job(s): ${written.written.length} page(s) written, ${written.unchanged} unchanged, ${written.removed.length} removed`,
   ];
+  const notes = model.skipped.map(
+    (f) => `report: ${join(store.layout.gen, f)}: not named by a key, so not shown\n`,
+  );
+  if (openProblem) notes.push(`${openProblem}\n`);
   return {
     human: lines.join('\n'),
-    stderr: openProblem ? `${openProblem}\n` : undefined,
+    stderr: notes.length > 0 ? notes.join('') : undefined,
     json: {
       ok: true,
       dir: written.dir,
@@ -90,6 +94,7 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
       written: written.written,
       unchanged: written.unchanged,
       removed: written.removed,
+      skipped: model.skipped,
       opened: o.open === true && openProblem === null,
     },
   };

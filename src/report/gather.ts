@@ -53,14 +53,23 @@ interface Where {
   deadName?: string;
 }
 
-/** Every key's state and job file: one listing per state directory (a crash leftover counts where it wins). */
-function locate(store: Store): Map<string, Where> {
+/** A job's key: what a page is named by. */
+const KEY = /^[0-9a-f]{64}$/;
+
+/**
+ * Every key's state and job file: one listing per state directory (a crash leftover counts where it wins).
+ * A job file not named by a key (a branch can commit `.gen/queue/EVIL.json`) is no job genjob minted: it
+ * is left out, and named in `skipped` (`queue/EVIL.json`).
+ */
+function locate(store: Store, skipped: string[]): Map<string, Where> {
   const where = new Map<string, Where>();
   for (const state of PRECEDENCE) {
     // the job file as layout.jobFile names it (a listed name has no separator): no path.join per key
     const dir = store.layout.dir(state);
-    for (const key of keysIn(store, state))
-      if (!where.has(key)) where.set(key, { state, file: `${dir}${sep}${key}.json` });
+    for (const key of keysIn(store, state)) {
+      if (!KEY.test(key)) skipped.push(`${state}/${key}.json`);
+      else if (!where.has(key)) where.set(key, { state, file: `${dir}${sep}${key}.json` });
+    }
   }
   for (const d of deadJobs(store))
     if (!where.has(d.key))
@@ -318,7 +327,8 @@ function spendOf(jobs: readonly ReportJob[], env: NodeJS.ProcessEnv): SpendRow[]
 }
 
 export async function gatherReport(store: Store, o: GatherOptions): Promise<ReportModel> {
-  const where = locate(store);
+  const skipped: string[] = [];
+  const where = locate(store, skipped);
   const typed = o.keys ?? [];
   const keys = o.run
     ? [...new Set(o.run.keys)]
@@ -349,5 +359,6 @@ export async function gatherReport(store: Store, o: GatherOptions): Promise<Repo
     planes: planes.map((p) => `shadow:${p}`),
     jobs,
     spend: spendOf(jobs, o.env ?? process.env),
+    skipped,
   };
 }

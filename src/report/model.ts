@@ -156,4 +156,6 @@ export interface ReportModel {
   planes: string[];
   jobs: ReportJob[];
   spend: SpendRow[];
+  /** Job files left out because their names are not keys (`queue/EVIL.json`): no job genjob minted. */
+  skipped: string[];
 }

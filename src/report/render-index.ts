@@ -105,6 +105,14 @@ ${job.shadows.map((s) => html`<td class="shadow" data-v="${s.verdict}">${badge('
 </tr>`;
 }
 
+/** Job files the report left out, named so a reviewer knows they are there. */
+function skipped(model: ReportModel): Html | '' {
+  const n = model.skipped.length;
+  if (n === 0) return '';
+  const shown = model.skipped.slice(0, MAX_PATHS);
+  return html`<p class="note bad" id="skipped">${n} job file(s) not shown: not named by a key, so no job genjob minted: ${shown.map((f, i) => html`${i > 0 ? ', ' : ''}<span class="mono">${f}</span>`)}${n > MAX_PATHS ? ` and ${n - MAX_PATHS} more` : ''}</p>`;
+}
+
 function select(id: string, label: string, values: readonly string[]): Html {
   return html`<label>${label}<select id="${id}"><option value="">all</option>${values.map((v) => html`<option value="${v}">${v}</option>`)}</select></label>`;
 }
@@ -128,6 +136,7 @@ ${counts(model)}
 <section class="p-time"><h2>Time per job</h2>${histogram(times)}</section>
 </div>
 <h2>Jobs</h2>
+${skipped(model)}
 <div class="filters">${select('f-state', 'state', states)}${select('f-status', 'status', statuses)}${verdicts.length ? select('f-verdict', 'check verdict', verdicts) : ''}${hidden ? select('f-hidden', 'hidden characters', ['added', 'none']) : ''}<span class="muted"><span id="shown">${model.jobs.length}</span> of ${model.jobs.length} shown</span></div>
 <div class="jobs-wrap"><table class="jobs" id="jobs">
 <thead><tr>${column('key')}${column('state', 'num', false)}${column('status')}${column('paths')}${column('generator')}${column('epoch', 'num')}${column('host')}${column('signer')}${column('sandbox')}${column('tokens', 'num')}${column('time', 'num')}${model.checkers.map((c) => column(c))}${model.planes.map((p) => column(p))}</tr></thead>

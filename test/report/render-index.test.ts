@@ -17,6 +17,7 @@ const model = (jobs: ReportJob[], more: Partial<ReportModel> = {}): ReportModel 
   planes: [],
   jobs,
   spend: [],
+  skipped: [],
   ...more,
 });
 

@@ -165,6 +165,20 @@ describe('genjob report', () => {
     expect(existsSync(join(root, '.gen', 'report'))).toBe(false);
   });
 
+  it('forged: skips a job file not named by a key (a branch can commit one), says so, and writes no page for it', async () => {
+    const { root, jobs } = fixtureRepo(1);
+    writeFileSync(join(root, '.gen', 'queue', 'EVIL.json'), '{}');
+    writeFileSync(join(root, '.gen', 'queue', 'zz.json'), '{"instruction":"<fake job>","inputs":[]}');
+    const r = await cli(root, ['report', '--json']);
+    expect(r.exitCode).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ jobs: 1, skipped: ['queue/EVIL.json', 'queue/zz.json'] });
+    expect(r.stderr).toContain(`${join(root, '.gen', 'queue', 'zz.json')}: not named by a key, so not shown`);
+    expect(readdirSync(join(root, '.gen', 'report', 'jobs'))).toEqual([`${jobs[0]!.key}.html`]);
+    const index = readFileSync(join(root, '.gen', 'report', 'index.html'), 'utf8');
+    expect(index).toContain('2 job file(s) not shown: not named by a key');
+    expect(index).not.toContain('fake job');
+  });
+
   it('refuses a repository without .gen/ with exit 2, creating nothing', async () => {
     const root = join(tempDir('genjob-report-none-'), 'repo');
     mkdirSync(join(root, '.git'), { recursive: true });
