@@ -1,11 +1,13 @@
 // A file's change drawn two ways, syntax-neutral: side by side (old | new, a removed run paired row by
 // row with the added run after it, changed words marked) and unified (one column, - and + lines).
 // jsdiff computes the hunks (3 lines of context); an edit script longer than MAX_EDIT gives up with a
-// note instead of a page that takes minutes to build. Pure: two byte strings in, markup out.
+// note instead of a page that takes minutes to build. A line's ending is part of it, as `apply --diff`
+// shows: a CR is marked (escape.ts), a last line without its newline says so. Pure: two byte strings in,
+// markup out.
 import { diffWordsWithSpace, structuredPatch } from 'diff';
-import { countHidden } from '../core/hidden-chars.js';
 import { utf8Text } from '../core/utf8-text.js';
 import { type Html, html } from './escape.js';
+import { countMarked } from './marked-chars.js';
 
 const MAX_EDIT = 20_000;
 /** Word marks only on lines shorter than this: beyond it the line is marked whole. */
@@ -18,7 +20,7 @@ export type DiffView =
       unified: Html;
       added: number;
       removed: number;
-      /** Hidden characters (hidden-chars.ts) on the added lines: what this change brings in. */
+      /** Hidden characters and controls (marked-chars.ts) on the added lines: what this change brings in. */
       hidden: number;
     }
   | { kind: 'note'; note: string };
@@ -28,6 +30,8 @@ interface Row {
   new: number | null;
   sign: ' ' | '-' | '+';
   text: string;
+  /** The file ends with this line, and it has no newline. */
+  noEol?: true;
 }
 
 interface Hunk {
@@ -45,7 +49,10 @@ function hunksOf(before: string, after: string): Hunk[] | undefined {
     for (const line of h.lines) {
       const sign = line[0];
       const text = line.slice(1);
-      if (sign === '\\') continue; // "\ No newline at end of file"
+      if (sign === '\\') {
+        rows[rows.length - 1]!.noEol = true; // "\ No newline at end of file": said of the line before
+        continue;
+      }
       if (sign === '-') rows.push({ old: oldLine++, new: null, sign: '-', text });
       else if (sign === '+') rows.push({ old: null, new: newLine++, sign: '+', text });
       else rows.push({ old: oldLine++, new: newLine++, sign: ' ', text });
@@ -65,11 +72,14 @@ function wordMarks(oldText: string, newText: string): { old: Html; new: Html } {
   };
 }
 
+const NO_EOL = '\\ No newline at end of file';
+
 function cell(side: 'old' | 'new', row: Row | undefined, marked?: Html): Html {
   if (!row) return html`<td class="ln empty"></td><td class="empty"></td>`;
   const n = side === 'old' ? row.old : row.new;
   const cls = row.sign === '-' ? 'del' : row.sign === '+' ? 'add' : 'ctx';
-  return html`<td class="ln ${cls}">${n}</td><td class="${cls}">${marked ?? row.text}</td>`;
+  const eol = row.noEol ? html` <span class="no-eol">${NO_EOL}</span>` : '';
+  return html`<td class="ln ${cls}">${n}</td><td class="${cls}">${marked ?? row.text}${eol}</td>`;
 }
 
 function splitRows(rows: readonly Row[]): Html[] {
@@ -99,7 +109,10 @@ function splitRows(rows: readonly Row[]): Html[] {
 function unifiedRows(rows: readonly Row[]): Html[] {
   return rows.map((row) => {
     const cls = row.sign === '-' ? 'del' : row.sign === '+' ? 'add' : 'ctx';
-    return html`<tr><td class="ln ${cls}">${row.old}</td><td class="ln ${cls}">${row.new}</td><td class="sign ${cls}">${row.sign}</td><td class="${cls}">${row.text}</td></tr>`;
+    const eol = row.noEol
+      ? html`<tr><td class="ln"></td><td class="ln"></td><td class="sign"></td><td class="no-eol">${NO_EOL}</td></tr>`
+      : '';
+    return html`<tr><td class="ln ${cls}">${row.old}</td><td class="ln ${cls}">${row.new}</td><td class="sign ${cls}">${row.sign}</td><td class="${cls}">${row.text}</td></tr>${eol}`;
   });
 }
 
@@ -126,7 +139,7 @@ export function diffView(before: Uint8Array | null, after: Uint8Array | null): D
     (h) => html`<tr class="hunk"><td colspan="4">${h.header}</td></tr>${unifiedRows(h.rows)}`,
   )}</tbody></table>`;
   const hidden = hunks.reduce(
-    (n, h) => n + h.rows.reduce((m, r) => m + (r.sign === '+' ? countHidden(r.text) : 0), 0),
+    (n, h) => n + h.rows.reduce((m, r) => m + (r.sign === '+' ? countMarked(r.text) : 0), 0),
     0,
   );
   return { kind: 'text', split, unified, added: count('+'), removed: count('-'), hidden };

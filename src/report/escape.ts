@@ -6,8 +6,10 @@
 // code point, never drawn: in text as a marked `U+202E`, where only text may stand (an attribute, a
 // <title>) as `[U+202E]`, so what a reviewer reads is what a compiler reads. A run of tag characters
 // (U+E0020–U+E007E, an invisible copy of ASCII that can smuggle a sentence to a model) is one mark that
-// spells out what it says.
-import { codePointLabel, HIDDEN_CLASS, TAG_RUNS, tagText } from '../core/hidden-chars.js';
+// spells out what it says. The controls a browser would draw as nothing or as a space (marked-chars.ts)
+// are marked the same way; a CR is a mark of its own (␍), so a CRLF line never reads as an LF one.
+import { codePointLabel, TAG_RUNS, tagText } from '../core/hidden-chars.js';
+import { MARKED_CLASS } from './marked-chars.js';
 
 /** Markup made by `html` (or `raw` for genjob's own constants); nothing else can pose as one. */
 class Markup {
@@ -39,11 +41,13 @@ const ENTITY: Record<string, string> = {
 };
 
 // Stryker disable next-line StringLiteral: the fast path's test (escapeText); a wider one changes no output
-const SPECIAL = new RegExp(`[&<>"'${HIDDEN_CLASS}]`, 'u');
+const SPECIAL = new RegExp(`[&<>"'\\r${MARKED_CLASS}]`, 'u');
 const SPECIALS = /[&<>"']/g;
-/** Hidden characters, a run of two or more printable tag characters matched as one. */
+/** Hidden characters and CRs, a run of two or more printable tag characters matched as one. */
 // Stryker disable next-line StringLiteral: without its flags the pattern does not compile, so the module fails to load
-const HIDDEN_RUNS = new RegExp(`${TAG_RUNS.source}|[${HIDDEN_CLASS}]`, 'gu');
+const HIDDEN_RUNS = new RegExp(`${TAG_RUNS.source}|[\\r${MARKED_CLASS}]`, 'gu');
+/** A CR, as an entity (one character beyond Latin-1 would make V8 hold a whole page as UTF-16). */
+const CR_MARK = '&#9229;';
 
 /**
  * Where a value stands: 'text', between tags, where a marked code point may go; 'plain', where only
@@ -67,9 +71,11 @@ export function escapeText(text: string, where: Where = 'plain'): string {
   // Stryker disable next-line ConditionalExpression: a fast path; the replaces below change nothing either
   if (!SPECIAL.test(text)) return text;
   const escaped = text.replace(SPECIALS, (c) => ENTITY[c]!);
-  return escaped.replace(HIDDEN_RUNS, (c) =>
-    where === 'text' ? `<span class="hidden-char">${hiddenLabel(c)}</span>` : `[${hiddenLabel(c)}]`,
-  );
+  return escaped.replace(HIDDEN_RUNS, (c) => {
+    if (c === '\r')
+      return where === 'text' ? `<span class="cr-char" title="carriage return">${CR_MARK}</span>` : CR_MARK;
+    return where === 'text' ? `<span class="hidden-char">${hiddenLabel(c)}</span>` : `[${hiddenLabel(c)}]`;
+  });
 }
 
 /**

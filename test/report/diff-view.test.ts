@@ -45,6 +45,29 @@ describe('diffView', () => {
     expect(plain.kind === 'text' && plain.hidden).toBe(0);
   });
 
+  it('hostile: counts the line separators and controls the added lines bring in, and draws none', () => {
+    const v = diffView(
+      b('hello\nworld\n'),
+      b('hello\n// note\u2028evil()\nif (r === "admin\u007f") grant()\nworld\n'),
+    );
+    if (v.kind !== 'text') throw new Error(v.note);
+    expect(v.hidden).toBe(2);
+    expect(v.split.markup).not.toMatch(/[\u007f\u2028]/u);
+    expect(v.unified.markup).toContain('// note<span class="hidden-char">U+2028</span>evil()');
+  });
+
+  it('hostile: draws a CRLF line and a missing newline at the end, which read as unchanged otherwise', () => {
+    const v = diffView(b('hello\nworld\n'), b('hello\r\nworld'));
+    if (v.kind !== 'text') throw new Error(v.note);
+    expect([v.added, v.removed, v.hidden]).toEqual([2, 2, 0]);
+    const cr = '<span class="cr-char" title="carriage return">&#9229;</span>';
+    expect(cells(v.unified.markup, 'add')).toEqual([`hello${cr}`, 'world']);
+    expect(v.unified.markup).toContain(
+      '<td class="add">world</td></tr><tr><td class="ln"></td><td class="ln"></td><td class="sign"></td><td class="no-eol">\\ No newline at end of file</td></tr>',
+    );
+    expect(v.split.markup).toContain('world <span class="no-eol">\\ No newline at end of file</span></td>');
+  });
+
   it('escapes the lines it draws', () => {
     const v = diffView(b('<b>\n'), b('<script>x()</script>\n'));
     if (v.kind !== 'text') throw new Error(v.note);

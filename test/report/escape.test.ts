@@ -108,6 +108,32 @@ describe('hidden characters (Trojan Source, zero-width and tag characters)', () 
     );
   });
 
+  it.each([
+    {
+      name: 'a line separator (drawn as a space: `// note` then code that runs)',
+      text: '// note\u2028evil()',
+      shown: 'U+2028',
+    },
+    { name: 'a paragraph separator', text: 'a\u2029b', shown: 'U+2029' },
+    { name: 'DEL', text: '"admin\u007f"', shown: 'U+007F' },
+    { name: 'ESC', text: '\u001b[2J', shown: 'U+001B' },
+    { name: 'NUL', text: 'a\u0000b', shown: 'U+0000' },
+    { name: 'a C1 control (NEL)', text: 'a\u0085b', shown: 'U+0085' },
+    { name: 'a form feed', text: 'a\u000cb', shown: 'U+000C' },
+  ])('hostile: shows $name as its code point, never drawn', ({ text, shown }) => {
+    const out = html`<pre>${text}</pre>`.markup;
+    expect(out).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/u);
+    expect(out).toContain(`<span class="hidden-char">${shown}</span>`);
+    expect(html`<p title="${text}">`.markup).toContain(`[${shown}]`);
+  });
+
+  it('marks a CR as a line ending of its own, and leaves tab and newline as they are', () => {
+    expect(html`<pre>${'a\r\n\tb'}</pre>`.markup).toBe(
+      '<pre>a<span class="cr-char" title="carriage return">&#9229;</span>\n\tb</pre>',
+    );
+    expect(html`<title>${'a\rb'}</title>`.markup).toBe('<title>a&#9229;b</title>');
+  });
+
   it('leaves plain Unicode as it is', () => {
     expect(html`<td>${'café → ✓ 日本 عربى'}</td>`.markup).toBe('<td>café → ✓ 日本 عربى</td>');
   });
