@@ -23,7 +23,8 @@ export type DiffView =
       /** Hidden characters and controls (marked-chars.ts) on the added lines: what this change brings in. */
       hidden: number;
     }
-  | { kind: 'note'; note: string };
+  /** `hidden`: what the lines it does not draw bring in (all of the new side's, when no diff was made). */
+  | { kind: 'note'; note: string; hidden?: number };
 
 interface Row {
   old: number | null;
@@ -116,6 +117,28 @@ function unifiedRows(rows: readonly Row[]): Html[] {
   });
 }
 
+/** Hidden characters and controls on the added lines of `hunks`. */
+function addedIn(hunks: readonly Hunk[]): number {
+  return hunks.reduce(
+    (n, h) => n + h.rows.reduce((m, r) => m + (r.sign === '+' ? countMarked(r.text) : 0), 0),
+    0,
+  );
+}
+
+/**
+ * How many hidden characters and controls the change from `before` to `after` brings in, counted as its
+ * page counts them (diffView's `hidden`): on its added lines, not as the difference of two totals, which
+ * a file that loses some as it gains others would cancel out. Most files hold none: no diff is made.
+ */
+export function hiddenAddedBy(before: Uint8Array | null, after: Uint8Array): number {
+  const afterText = utf8Text(after);
+  if (afterText === undefined || countMarked(afterText) === 0) return 0;
+  const beforeText = before === null ? '' : utf8Text(before);
+  if (beforeText === undefined) return 0; // drawn as a binary file: nothing of it reads as text
+  const hunks = hunksOf(beforeText, afterText);
+  return hunks ? addedIn(hunks) : countMarked(afterText);
+}
+
 /** The change from `before` to `after` (null: the file does not exist on that side). */
 export function diffView(before: Uint8Array | null, after: Uint8Array | null): DiffView {
   const size = (b: Uint8Array | null) => (b === null ? 'absent' : `${b.length} bytes`);
@@ -129,6 +152,7 @@ export function diffView(before: Uint8Array | null, after: Uint8Array | null): D
     return {
       kind: 'note',
       note: `over ${MAX_EDIT} lines changed: too large to draw (${size(before)} \u2192 ${size(after)})`,
+      hidden: countMarked(afterText),
     };
   if (hunks.length === 0) return { kind: 'note', note: 'no change: the bytes are identical' };
   const count = (sign: string) => hunks.reduce((n, h) => n + h.rows.filter((r) => r.sign === sign).length, 0);
@@ -138,9 +162,5 @@ export function diffView(before: Uint8Array | null, after: Uint8Array | null): D
   const unified = html`<table class="diff unified"><colgroup><col class="ln"><col class="ln"><col class="sign"><col></colgroup><tbody>${hunks.map(
     (h) => html`<tr class="hunk"><td colspan="4">${h.header}</td></tr>${unifiedRows(h.rows)}`,
   )}</tbody></table>`;
-  const hidden = hunks.reduce(
-    (n, h) => n + h.rows.reduce((m, r) => m + (r.sign === '+' ? countMarked(r.text) : 0), 0),
-    0,
-  );
-  return { kind: 'text', split, unified, added: count('+'), removed: count('-'), hidden };
+  return { kind: 'text', split, unified, added: count('+'), removed: count('-'), hidden: addedIn(hunks) };
 }

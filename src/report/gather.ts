@@ -5,7 +5,6 @@
 // that cannot be parsed shows as such on its row instead of failing the report.
 import { join, sep } from 'node:path';
 import { spendOfReceipts } from '../commands/status-spend.js';
-import { hiddenAdded } from '../core/hidden-chars.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
 import { sha256Hex } from '../core/sha256.js';
@@ -19,6 +18,7 @@ import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { ReportBytes, type Seen } from './bytes.js';
 import type { CheckSource } from './check-source.js';
+import { hiddenAddedBy } from './diff-view.js';
 import type {
   ReportCheck,
   ReportFile,
@@ -138,10 +138,9 @@ function gatherJob(
       bytes: output.kind,
       input,
       inputFound: before === null || before.kind === 'ok',
+      // as the page counts them: the input drawn against only when its bytes are at hand (job-bytes.ts)
       hiddenAdded:
-        output.kind === 'ok'
-          ? hiddenAdded(before?.kind === 'ok' ? before.bytes : null, output.bytes).count
-          : 0,
+        output.kind === 'ok' ? hiddenAddedBy(before?.kind === 'ok' ? before.bytes : null, output.bytes) : 0,
     };
   });
   return {

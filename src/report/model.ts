@@ -68,8 +68,8 @@ export interface ReportFile {
   /** Whether bytes hashing to `input` are still at hand (objects/ or the working tree). */
   inputFound: boolean;
   /**
-   * How many more hidden characters (bidi controls, invisible code points) the output holds than its input
-   * did; 0 when it holds no more, or when its bytes are not at hand. The job's page marks each one.
+   * How many hidden characters (bidi controls, invisible code points, controls: marked-chars.ts) the lines
+   * the output adds to its input hold, counted as its page counts them; 0 when its bytes are not at hand.
    */
   hiddenAdded: number;
 }

@@ -65,7 +65,7 @@ function spend(model: ReportModel): Html {
   )}${priced ? html`<tr><th colspan="5">total</th><td class="num"><b>${total.toFixed(4)}</b></td></tr>` : ''}</tbody></table>${priced ? '' : html`<p class="muted">Set GENJOB_PRICE_IN and GENJOB_PRICE_OUT (per million tokens) to see costs.</p>`}`;
 }
 
-/** The hidden characters a job's outputs hold beyond their inputs' (its flag, and its filter word). */
+/** The hidden characters a job's added lines bring in, as its page counts them (its flag, and its filter word). */
 function jobHiddenAdded(job: ReportJob): number {
   return job.files.reduce((n, f) => n + f.hiddenAdded, 0);
 }

@@ -51,7 +51,7 @@ function output(f: ReportFile, v: DiffView | undefined, n: number): Html {
       : '';
   return html`<div class="file" id="file-${n}"><div class="file-head"><span class="mono">${f.path}</span>${counts} <span class="muted mono">${f.input === null ? 'created' : `from sha256:${f.input.slice(0, 12)}`} \u2192 sha256:${f.sha256.slice(0, 12)}</span></div>
 ${note ? html`<p class="note bad">${note}</p>` : !f.inputFound ? html`<p class="note">the input's bytes (sha256:${f.input?.slice(0, 12)}) are no longer at hand: the file changed since mint and was never applied; drawn as a new file</p>` : ''}
-${!note && v?.kind === 'text' && v.hidden > 0 ? hiddenNote(v.hidden, 'These lines add') : ''}
+${!note && v?.hidden ? hiddenNote(v.hidden, v.kind === 'text' ? 'These lines add' : 'This file, not drawn, holds') : ''}
 ${note ? '' : html`<div class="file-body">${view(v)}</div>`}</div>`;
 }
 
@@ -141,7 +141,7 @@ ${s.files
 export function renderJob(job: ReportJob, bytes: JobPageBytes, assets: Assets, fingerprint: string): string {
   const r = job.receipt;
   let hidden = 0;
-  for (const v of bytes.diffs.values()) if (v.kind === 'text') hidden += v.hidden;
+  for (const v of bytes.diffs.values()) hidden += v.hidden ?? 0;
   const body = html`<nav class="top"><a href="${href('../index.html')}">\u2190 all jobs</a></nav>
 <h1>job <span class="mono">${shortKey(job.key)}</span> ${badge('s', job.state)} ${badge('s', statusOf(job))}</h1>
 ${facts([

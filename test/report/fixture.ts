@@ -25,16 +25,19 @@ export function fixtureRepo(
   o: {
     receipt?: (i: number) => Record<string, unknown>;
     instruction?: (i: number) => string;
+    /** Job i's input (inputText(i) unless given). */
+    before?: (i: number) => string;
     after?: (i: number) => string;
   } = {},
 ): { root: string; store: Store; jobs: FixtureJob[] } {
   const files: Record<string, string> = {};
-  for (let i = 0; i < n; i++) files[`src/m${i}.txt`] = inputText(i);
+  const inputOf = (i: number) => o.before?.(i) ?? inputText(i);
+  for (let i = 0; i < n; i++) files[`src/m${i}.txt`] = inputOf(i);
   const { root, store } = tempRepo('genjob-report-', files);
   const jobs: FixtureJob[] = [];
   for (let i = 0; i < n; i++) {
     const path = `src/m${i}.txt`;
-    const before = inputText(i);
+    const before = inputOf(i);
     const after = o.after?.(i) ?? before.replace(`line 4 of module ${i}`, `line 4 of module ${i}, changed`);
     const made = makeJob(o.instruction?.(i) ?? `Change line 4 of module ${i}`, [
       { path, sha256: sha256(before) },

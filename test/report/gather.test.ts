@@ -20,6 +20,20 @@ import { addTrustedKey } from '../../src/trust/trust-file.js';
 import { check, fixtureRepo, inputText, patchReceipt, tableChecks } from './fixture.js';
 
 describe('gatherReport', () => {
+  it('hostile: flags the hidden characters added lines bring in when the input loses as many elsewhere', async () => {
+    // four variation selectors go, four bidi controls come: a count of the file's totals says none added
+    const before = 'notes = "\u26a0\ufe0f \u26a0\ufe0f \u26a0\ufe0f \u26a0\ufe0f"\nok\n';
+    const after = 'notes = "warnings"\nif (role != "user\u202e \u2066// admin only\u2069 \u2066") {\nok\n';
+    const { store, jobs } = fixtureRepo(1, { before: () => before, after: () => after });
+    const model = await gatherReport(store, { checks: NO_CHECKS });
+    expect(model.jobs[0]!.files[0]!.hiddenAdded).toBe(4);
+    const page = jobPageBytes(new ReportBytes(store), model.jobs[0]!).diffs.get(jobs[0]!.path);
+    expect(page?.hidden).toBe(4);
+    const index = renderIndex(model, loadAssets(), '0'.repeat(64));
+    expect(index).toContain('<span class="hidden-added">adds 4 hidden character(s)</span>');
+    expect(index).toContain('data-hidden="added"');
+  });
+
   it('counts the hidden characters an output holds beyond its input, and the index flags that job', async () => {
     const { store, jobs } = fixtureRepo(3, {
       after: (i) =>
