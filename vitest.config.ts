@@ -9,6 +9,8 @@ const PROCESS_STATE = [
   'test/cli/config-file.test.ts',
   // mocks the canonicalize package, which a shared module graph has already loaded unmocked
   'test/core/canonical-json-walk.test.ts',
+  // mocks render-job.ts (a page that cannot be drawn), which a shared module graph has already loaded
+  'test/report/write-report-undrawn.test.ts',
 ];
 
 /** The files that spawn the built CLI and the processes around it, and those that run for long. */

@@ -82,6 +82,8 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
   const notes = model.skipped.map(
     (f) => `report: ${join(store.layout.gen, f)}: not named by a key, so not shown\n`,
   );
+  for (const u of written.undrawn)
+    notes.push(`report: ${join(dir, u.page)}: could not be drawn (${u.why}); a note stands in its place\n`);
   if (openProblem) notes.push(`${openProblem}\n`);
   return {
     human: lines.join('\n'),
@@ -95,6 +97,7 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
       unchanged: written.unchanged,
       removed: written.removed,
       skipped: model.skipped,
+      undrawn: written.undrawn,
       opened: o.open === true && openProblem === null,
     },
   };

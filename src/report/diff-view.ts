@@ -1,15 +1,21 @@
 // A file's change drawn two ways, syntax-neutral: side by side (old | new, a removed run paired row by
 // row with the added run after it, changed words marked) and unified (one column, - and + lines).
 // jsdiff computes the hunks (3 lines of context); an edit script longer than MAX_EDIT gives up with a
-// note instead of a page that takes minutes to build. A line's ending is part of it, as `apply --diff`
+// note instead of a page that takes minutes to build, and one whose markup would pass the budget a page
+// has left gives a note instead of a page of hundreds of megabytes (a file of 4 MiB of soft hyphens is
+// some 160 MiB of markup in both views). A line's ending is part of it, as `apply --diff`
 // shows: a CR is marked (escape.ts), a last line without its newline says so. Pure: two byte strings in,
 // markup out.
 import { diffWordsWithSpace, structuredPatch } from 'diff';
 import { utf8Text } from '../core/utf8-text.js';
-import { type Html, html } from './escape.js';
+import { type Html, html, markupLength } from './escape.js';
 import { countMarked } from './marked-chars.js';
 
 const MAX_EDIT = 20_000;
+/** Markup a page may hold in its diffs (characters): beyond it a file is summarised, never drawn. */
+export const PAGE_DIFF_MARKUP = 8 * 1024 * 1024;
+/** Markup a row costs in both views beyond its text's: cells, line numbers, classes, word marks. */
+const ROW_MARKUP = 400;
 /** Word marks only on lines shorter than this: beyond it the line is marked whole. */
 const MAX_WORD_LINE = 1_000;
 
@@ -23,8 +29,11 @@ export type DiffView =
       /** Hidden characters and controls (marked-chars.ts) on the added lines: what this change brings in. */
       hidden: number;
     }
-  /** `hidden`: what the lines it does not draw bring in (all of the new side's, when no diff was made). */
-  | { kind: 'note'; note: string; hidden?: number };
+  /**
+   * `hidden`: what the lines it does not draw bring in (all of the new side's, when no diff was made);
+   * `large`: the diff was made but is too large to draw on a page (`apply --dry-run --diff` shows it).
+   */
+  | { kind: 'note'; note: string; hidden?: number; large?: true };
 
 interface Row {
   old: number | null;
@@ -117,6 +126,8 @@ function unifiedRows(rows: readonly Row[]): Html[] {
   });
 }
 
+const mib = (n: number) => `${(n / (1024 * 1024)).toFixed(1)} MiB`;
+
 /** Hidden characters and controls on the added lines of `hunks`. */
 function addedIn(hunks: readonly Hunk[]): number {
   return hunks.reduce(
@@ -139,8 +150,22 @@ export function hiddenAddedBy(before: Uint8Array | null, after: Uint8Array): num
   return hunks ? addedIn(hunks) : countMarked(afterText);
 }
 
-/** The change from `before` to `after` (null: the file does not exist on that side). */
-export function diffView(before: Uint8Array | null, after: Uint8Array | null): DiffView {
+/** The markup both views of `hunks` would hold, counted before drawing them. */
+function markupOf(hunks: readonly Hunk[]): number {
+  let n = 0;
+  for (const h of hunks) for (const r of h.rows) n += 2 * markupLength(r.text) + ROW_MARKUP;
+  return n;
+}
+
+/**
+ * The change from `before` to `after` (null: the file does not exist on that side), drawn only when its
+ * markup fits in `budget` characters.
+ */
+export function diffView(
+  before: Uint8Array | null,
+  after: Uint8Array | null,
+  budget = PAGE_DIFF_MARKUP,
+): DiffView {
   const size = (b: Uint8Array | null) => (b === null ? 'absent' : `${b.length} bytes`);
   // each side decoded once: the same decode says whether it is text
   const beforeText = before === null ? '' : utf8Text(before);
@@ -155,6 +180,14 @@ export function diffView(before: Uint8Array | null, after: Uint8Array | null): D
       hidden: countMarked(afterText),
     };
   if (hunks.length === 0) return { kind: 'note', note: 'no change: the bytes are identical' };
+  const markup = markupOf(hunks);
+  if (markup > budget)
+    return {
+      kind: 'note',
+      note: `too large to show here: its diff would be ${mib(markup)} of markup, more than this page has left (${size(before)} \u2192 ${size(after)})`,
+      hidden: addedIn(hunks),
+      large: true,
+    };
   const count = (sign: string) => hunks.reduce((n, h) => n + h.rows.filter((r) => r.sign === sign).length, 0);
   const split = html`<table class="diff split"><colgroup><col class="ln"><col><col class="ln"><col></colgroup><tbody>${hunks.map(
     (h) => html`<tr class="hunk"><td colspan="4">${h.header}</td></tr>${splitRows(h.rows)}`,

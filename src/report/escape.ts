@@ -71,11 +71,25 @@ export function escapeText(text: string, where: Where = 'plain'): string {
   // Stryker disable next-line ConditionalExpression: a fast path; the replaces below change nothing either
   if (!SPECIAL.test(text)) return text;
   const escaped = text.replace(SPECIALS, (c) => ENTITY[c]!);
-  return escaped.replace(HIDDEN_RUNS, (c) => {
-    if (c === '\r')
-      return where === 'text' ? `<span class="cr-char" title="carriage return">${CR_MARK}</span>` : CR_MARK;
-    return where === 'text' ? `<span class="hidden-char">${hiddenLabel(c)}</span>` : `[${hiddenLabel(c)}]`;
-  });
+  return escaped.replace(HIDDEN_RUNS, (c) => markOf(c, where));
+}
+
+/**
+ * How long `escapeText(text, 'text')` is, without making it: a page counts what it will hold before
+ * drawing it (a file of soft hyphens grows some forty times as markup).
+ */
+export function markupLength(text: string): number {
+  let n = text.length;
+  for (const [c] of text.matchAll(SPECIALS)) n += ENTITY[c]!.length - 1;
+  for (const [c] of text.matchAll(HIDDEN_RUNS)) n += markOf(c, 'text').length - c.length;
+  return n;
+}
+
+/** The mark standing for a hidden character, a run of tag characters or a CR. */
+function markOf(c: string, where: Where): string {
+  if (c === '\r')
+    return where === 'text' ? `<span class="cr-char" title="carriage return">${CR_MARK}</span>` : CR_MARK;
+  return where === 'text' ? `<span class="hidden-char">${hiddenLabel(c)}</span>` : `[${hiddenLabel(c)}]`;
 }
 
 /**

@@ -3,7 +3,7 @@
 // from. The policy allows no load at all (default-src 'none'), no other script, no inline handler, no
 // form, no <base>: were escaping ever to fail, the browser would still run nothing but genjob's script.
 import type { Assets } from './assets.js';
-import { type Html, html, raw } from './escape.js';
+import { type Html, href, html, raw } from './escape.js';
 
 /** The page's last line; the writer reads it back to skip a page whose inputs did not change. */
 export const FINGERPRINT_PREFIX = '<!-- genjob report inputs sha256:';
@@ -47,4 +47,20 @@ ${o.script ? html`<script>${raw(o.assets.js)}</script>` : ''}
 </html>
 `;
   return page.markup + fingerprintLine(o.fingerprint);
+}
+
+/**
+ * The page written in place of one that could not be drawn (a bug, or more markup than a string holds):
+ * what went wrong, said on the page and on its row, so one job never sinks the whole report.
+ */
+export function renderUndrawn(o: {
+  title: string;
+  why: string;
+  assets: Assets;
+  fingerprint: string;
+}): string {
+  const body = html`<nav class="top"><a href="${href('../index.html')}">\u2190 all jobs</a></nav>
+<h1>${o.title}</h1>
+<p class="note bad">This page could not be drawn: ${o.why}. <code>genjob show</code> and <code>genjob apply KEY --dry-run --diff</code> show the job in a terminal.</p>`;
+  return renderPage({ title: o.title, body, assets: o.assets, script: false, fingerprint: o.fingerprint });
 }

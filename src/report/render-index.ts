@@ -76,7 +76,7 @@ function paths(job: ReportJob, hidden: number): Html {
   return html`${shown.map((p, i) => html`${i > 0 ? html`<br>` : ''}<span class="mono">${p}</span>`)}${all.length > MAX_PATHS ? html`<br><span class="muted">+${all.length - MAX_PATHS} more</span>` : ''}${hidden > 0 ? html`<br><span class="hidden-added">adds ${hidden} hidden character(s)</span>` : ''}`;
 }
 
-function row(job: ReportJob, model: ReportModel): Html {
+function row(job: ReportJob, model: ReportModel, undrawn: string | undefined): Html {
   const r = job.receipt;
   const status = statusOf(job);
   const tokens = tokensOf(job);
@@ -86,7 +86,7 @@ function row(job: ReportJob, model: ReportModel): Html {
   const instruction = firstLine.length > 90 ? html`${firstLine.slice(0, 89)}&hellip;` : firstLine;
   const hidden = jobHiddenAdded(job);
   return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}" data-hidden="${hidden > 0 ? 'added' : 'none'}">
-<td data-v="${job.key}"><a class="mono" href="${href(`jobs/${job.key}.html`)}">${shortKey(job.key)}</a><br><span class="muted">${instruction}</span></td>
+<td data-v="${job.key}"><a class="mono" href="${href(`jobs/${job.key}.html`)}">${shortKey(job.key)}</a><br><span class="muted">${instruction}</span>${undrawn ? html`<br><span class="row-problem">page not drawn: ${undrawn}</span>` : ''}</td>
 <td data-v="${STATE_ORDER.indexOf(job.state)}">${badge('s', job.state)}</td>
 <td data-v="${status}">${badge('s', status)}</td>
 <td class="paths" data-v="${job.inputs[0]?.path ?? ''}">${paths(job, hidden)}</td>
@@ -117,7 +117,13 @@ function select(id: string, label: string, values: readonly string[]): Html {
   return html`<label>${label}<select id="${id}"><option value="">all</option>${values.map((v) => html`<option value="${v}">${v}</option>`)}</select></label>`;
 }
 
-export function renderIndex(model: ReportModel, assets: Assets, fingerprint: string): string {
+/** `undrawn`: the jobs whose pages could not be drawn, and why (their rows say so). */
+export function renderIndex(
+  model: ReportModel,
+  assets: Assets,
+  fingerprint: string,
+  undrawn: ReadonlyMap<string, string> = new Map(),
+): string {
   const states = STATE_ORDER.filter((s) => model.jobs.some((j) => j.state === s));
   const statuses = [...new Set(model.jobs.map(statusOf))].sort();
   const verdicts = model.checkers.length > 0 ? [...CHECK_VERDICTS, 'stale'] : [];
@@ -141,7 +147,7 @@ ${skipped(model)}
 <div class="jobs-wrap"><table class="jobs" id="jobs">
 <thead><tr>${column('key')}${column('state', 'num', false)}${column('status')}${column('paths')}${column('generator')}${column('epoch', 'num')}${column('host')}${column('signer')}${column('sandbox')}${column('tokens', 'num')}${column('time', 'num')}${model.checkers.map((c) => column(c))}${model.planes.map((p) => column(p))}</tr></thead>
 <tbody>
-${model.jobs.map((j) => row(j, model))}
+${model.jobs.map((j) => row(j, model, undrawn.get(j.key)))}
 </tbody>
 </table></div>`;
   return renderPage({ title: `genjob report: ${model.title}`, body, assets, script: true, fingerprint });

@@ -24,9 +24,11 @@ export interface JobPageBytes {
 const facts = (rows: ReadonlyArray<readonly [string, Html | string | number | null]>) =>
   html`<table class="facts">${rows.map(([k, v]) => html`<tr><th>${k}</th><td>${v ?? html`<span class="muted">\u2014</span>`}</td></tr>`)}</table>`;
 
-function view(v: DiffView | undefined): Html {
+/** `apply`: the command that shows a diff too large for the page, when there is one. */
+function view(v: DiffView | undefined, apply?: string): Html {
   if (!v) return html`<p class="note">no diff drawn</p>`;
-  if (v.kind === 'note') return html`<p class="note">${v.note}</p>`;
+  if (v.kind === 'note')
+    return html`<p class="note">${v.note}${v.large && apply ? html`; see <code>${apply}</code>` : ''}</p>`;
   return html`<details open><summary>side by side</summary>${v.split}</details><details><summary>unified</summary>${v.unified}</details>`;
 }
 
@@ -43,7 +45,7 @@ function hiddenNote(count: number, where: string): Html {
   return html`<p class="note bad hidden-warning">${where} ${count} hidden character(s): bidirectional controls or invisible code points, which can make code read differently from how it runs. Each is shown as its code point, marked like <span class="hidden-char">U+202E</span>.</p>`;
 }
 
-function output(f: ReportFile, v: DiffView | undefined, n: number): Html {
+function output(f: ReportFile, v: DiffView | undefined, n: number, key: string): Html {
   const note = FILE_NOTES[f.bytes];
   const counts =
     v?.kind === 'text'
@@ -51,8 +53,8 @@ function output(f: ReportFile, v: DiffView | undefined, n: number): Html {
       : '';
   return html`<div class="file" id="file-${n}"><div class="file-head"><span class="mono">${f.path}</span>${counts} <span class="muted mono">${f.input === null ? 'created' : `from sha256:${f.input.slice(0, 12)}`} \u2192 sha256:${f.sha256.slice(0, 12)}</span></div>
 ${note ? html`<p class="note bad">${note}</p>` : !f.inputFound ? html`<p class="note">the input's bytes (sha256:${f.input?.slice(0, 12)}) are no longer at hand: the file changed since mint and was never applied; drawn as a new file</p>` : ''}
-${!note && v?.hidden ? hiddenNote(v.hidden, v.kind === 'text' ? 'These lines add' : 'This file, not drawn, holds') : ''}
-${note ? '' : html`<div class="file-body">${view(v)}</div>`}</div>`;
+${!note && v?.hidden ? hiddenNote(v.hidden, v.kind === 'text' ? 'These lines add' : v.large ? 'Its added lines, not drawn, hold' : 'This file, not drawn, holds') : ''}
+${note ? '' : html`<div class="file-body">${view(v, `genjob apply ${key} --dry-run --diff`)}</div>`}</div>`;
 }
 
 function receiptFacts(r: ReportReceipt, problem: string | null): Html {
@@ -159,7 +161,7 @@ ${facts([
 <pre class="instruction">${job.instruction}</pre>
 <h2>Outputs</h2>
 ${hidden > 0 ? hiddenNote(hidden, 'This change adds') : ''}
-${job.files.length === 0 ? html`<p class="muted">${r ? 'The receipt names no output.' : 'No receipt yet.'}</p>` : job.files.map((f, n) => output(f, bytes.diffs.get(f.path), n))}
+${job.files.length === 0 ? html`<p class="muted">${r ? 'The receipt names no output.' : 'No receipt yet.'}</p>` : job.files.map((f, n) => output(f, bytes.diffs.get(f.path), n, job.key))}
 <h2>Receipt</h2>
 ${r ? receiptFacts(r, job.receiptProblem) : html`<p class="muted">${job.receiptProblem ?? 'No receipt yet.'}</p>`}
 ${job.checks.length ? html`<h2>Checks</h2>${job.checks.map((c) => check(c, bytes))}` : ''}

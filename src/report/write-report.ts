@@ -13,6 +13,7 @@ import type { Assets } from './assets.js';
 import { ReportBytes } from './bytes.js';
 import { jobPageBytes } from './job-bytes.js';
 import type { ReportModel } from './model.js';
+import { renderUndrawn } from './page.js';
 import { PAGE_TEMP, pageFingerprint, WriteQueue, writePage } from './page-file.js';
 import { renderIndex } from './render-index.js';
 import { renderJob } from './render-job.js';
@@ -27,6 +28,8 @@ export interface WriteResult {
   unchanged: number;
   /** Pages removed because their job or log is no longer in the report. */
   removed: string[];
+  /** Pages that could not be drawn (relative to dir) and why; each was written as a note saying so. */
+  undrawn: Array<{ page: string; why: string }>;
 }
 
 const PAGE = /^[0-9a-f]{64}\.html$/;
@@ -121,6 +124,7 @@ export async function writeReport(
   sweepStaleTemps(store, undefined, undefined, [dir, jobsDir, logsDir], PAGE_TEMP);
   const written: string[] = [];
   let unchanged = 0;
+  const undrawn = new Map<string, string>();
   const queue = new WriteQueue();
   const page = async (file: string, inDir: string, name: string, fp: string, render: () => string) => {
     const stamp = stampOf(file);
@@ -134,11 +138,22 @@ export async function writeReport(
       cache?.setPage(name, stamp, fp);
       return;
     }
-    const text = render();
+    let text: string;
+    try {
+      text = render();
+    } catch (err) {
+      if (err instanceof IoError) throw err; // a disk that fails decides nothing: the report ends (EGJ_IO)
+      // one page that cannot be drawn never sinks the others: a note in its place, its row says why
+      const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+      undrawn.set(name, why);
+      text = renderUndrawn({ title: `genjob ${name}`, why, assets, fingerprint: fp });
+    }
     written.push(name);
     await queue.add(async () => {
       await writePage(file, inDir, text, now !== undefined);
-      cache?.setPage(name, stampOf(file), fp);
+      // a note in place of a page is drawn again by the next report: no cache entry vouches for it
+      if (undrawn.has(name)) cache?.dropPage(name);
+      else cache?.setPage(name, stampOf(file), fp);
     });
   };
 
@@ -172,8 +187,20 @@ export async function writeReport(
   prune(logsDir, new Set([...logs].map((l) => `${l}.html`)), 'logs', removed, cache);
   const index = join(dir, 'index.html');
   // the index shows a part of each job: the job pages' digests stand for the jobs
-  const fp = fingerprint(assets, 'index', { ...model, jobs: jobPrints });
-  await page(index, dir, 'index.html', fp, () => renderIndex(model, assets, fp));
+  const undrawnJobs = new Map<string, string>();
+  for (const [name, why] of undrawn) {
+    const key = /^jobs\/([0-9a-f]{64})\.html$/.exec(name)?.[1];
+    if (key) undrawnJobs.set(key, why);
+  }
+  const fp = fingerprint(assets, 'index', { ...model, jobs: jobPrints, undrawn: [...undrawnJobs] });
+  await page(index, dir, 'index.html', fp, () => renderIndex(model, assets, fp, undrawnJobs));
   await queue.drain();
-  return { dir, index, written, unchanged, removed };
+  return {
+    dir,
+    index,
+    written,
+    unchanged,
+    removed,
+    undrawn: [...undrawn].map(([page, why]) => ({ page, why })),
+  };
 }

@@ -68,6 +68,16 @@ describe('diffView', () => {
     expect(v.split.markup).toContain('world <span class="no-eol">\\ No newline at end of file</span></td>');
   });
 
+  it('hostile: summarises a diff whose markup would pass the budget, and counts what its added lines bring in', () => {
+    const soft = b(`${'\u00ad'.repeat(999)}\n`.repeat(20));
+    const v = diffView(null, soft, 100_000);
+    expect(v).toMatchObject({ kind: 'note', hidden: 999 * 20, large: true });
+    expect(v.kind === 'note' && v.note).toMatch(
+      /^too large to show here: its diff would be 1\.\d MiB of markup/,
+    );
+    expect(diffView(null, soft, 10_000_000).kind).toBe('text');
+  });
+
   it('escapes the lines it draws', () => {
     const v = diffView(b('<b>\n'), b('<script>x()</script>\n'));
     if (v.kind !== 'text') throw new Error(v.note);

@@ -1,7 +1,7 @@
 // The one escaping place: every value put into `html` is text, whatever it holds; only markup `html`
 // itself made passes through; a link target is only ever one of the report's own page names.
 import { describe, expect, it } from 'vitest';
-import { escapeText, href, html, raw } from '../../src/report/escape.js';
+import { escapeText, href, html, markupLength, raw } from '../../src/report/escape.js';
 import { tagChars } from '../helpers/tag-chars.js';
 
 describe('html``', () => {
@@ -132,6 +132,18 @@ describe('hidden characters (Trojan Source, zero-width and tag characters)', () 
       '<pre>a<span class="cr-char" title="carriage return">&#9229;</span>\n\tb</pre>',
     );
     expect(html`<title>${'a\rb'}</title>`.markup).toBe('<title>a&#9229;b</title>');
+  });
+
+  it('counts the markup a text becomes without making it', () => {
+    for (const text of [
+      'plain',
+      `a <b> & "c" 'd'`,
+      TROJAN,
+      'soft\u00adhyphen\r\n\u2028\u007f',
+      `x${tagChars('<hi>')}\u{e0001}y`,
+      '',
+    ])
+      expect(markupLength(text)).toBe(escapeText(text, 'text').length);
   });
 
   it('leaves plain Unicode as it is', () => {

@@ -9,7 +9,9 @@ import { GenjobError } from '../../src/core/errors.js';
 import { assetDir, loadAssets } from '../../src/report/assets.js';
 import { NO_CHECKS } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
+import { LOG_TAIL_CHARS, logTail } from '../../src/report/job-bytes.js';
 import { PAGE_TEMP_PREFIX } from '../../src/report/page-file.js';
+import { LOG_PAGE_MARKUP, renderLog } from '../../src/report/render-log.js';
 import { CACHE_FILE, ReportCache } from '../../src/report/report-cache.js';
 import { writeReport } from '../../src/report/write-report.js';
 import type { Store } from '../../src/store/store.js';
@@ -64,6 +66,30 @@ describe('writeReport', () => {
     table.set(jobs[0]!.key, [check('tests', 'pass', { current: false, stale: 'binding' })]);
     const again = await reportOf(store, dir, { checks: tableChecks(['tests'], table) });
     expect(again.written).toEqual([`jobs/${jobs[0]!.key}.html`, 'index.html']);
+  });
+
+  it('hostile: a generated file of 4 MB of soft hyphens gives a page of bounded size that says where to see it', async () => {
+    const soft = `${'\u00ad'.repeat(999)}\n`.repeat(2090);
+    const { store, jobs } = fixtureRepo(1, { after: () => soft });
+    const dir = join(tempDir('genjob-report-out-'), 'r');
+    const out = await reportOf(store, dir);
+    expect(out.undrawn).toEqual([]);
+    const page = readFileSync(join(dir, 'jobs', `${jobs[0]!.key}.html`), 'utf8');
+    expect(page.length).toBeLessThan(1024 * 1024);
+    expect(page).toContain('too large to show here');
+    expect(page).toContain(`genjob apply ${jobs[0]!.key} --dry-run --diff`);
+    expect(page).toContain(`holds ${999 * 2090} hidden character(s)`.replace('holds', 'hold'));
+  });
+
+  it('hostile: a log of megabytes of soft hyphens is shown up to a bound, on its page and as a tail', () => {
+    const log = Buffer.from(`${'\u00ad'.repeat(999)}\n`.repeat(2090));
+    const page = renderLog('d'.repeat(64), { kind: 'ok', bytes: log }, loadAssets(), '0'.repeat(64));
+    expect(page.length).toBeLessThan(LOG_PAGE_MARKUP + 64 * 1024 * 40);
+    expect(page).toContain('too large to show here');
+    const tail = logTail(log);
+    expect(tail.length).toBeLessThanOrEqual(LOG_TAIL_CHARS + 1);
+    expect(tail.startsWith('\u2026')).toBe(true);
+    expect(logTail(Buffer.from('a\nb\n'))).toBe('a\nb');
   });
 
   it('writes the same bytes for the same inputs, in any directory', async () => {
