@@ -50,9 +50,13 @@ export function tokensOf(job: ReportJob): number | null {
   return u ? u.prompt + u.completion : null;
 }
 
-/** The status word of a row: the receipt's status, a dead job's code, or `none` before a receipt. */
+/**
+ * The status word of a row: the receipt's status, `unreadable` for a receipt file that is not one, a dead
+ * job's code, or `none` before a receipt.
+ */
 export function statusOf(job: ReportJob): string {
   if (job.receipt) return job.receipt.status;
+  if (job.receiptProblem) return 'unreadable';
   if (job.state === 'dead') return 'dead';
   return 'none';
 }

@@ -18,6 +18,7 @@ function counts(model: ReportModel): Html {
   for (const j of model.jobs) {
     add(j.state);
     if (j.state === 'received' && j.receipt) add(`received ${j.receipt.status}`);
+    if (j.receiptProblem) add('undecodable');
   }
   const n = (word: string) => tally.get(word) ?? 0;
   const card = (label: string, value: number | string, detail?: Html) =>
@@ -32,7 +33,7 @@ function counts(model: ReportModel): Html {
         ? html`ok ${received('ok')} &middot; aborted ${received('aborted')} &middot; rejected ${received('rejected')}`
         : undefined,
     ),
-  )}</div>`;
+  )}${n('undecodable') > 0 ? card('receipts that do not decode', n('undecodable'), html`what they claim is not vouched for`) : ''}</div>`;
 }
 
 function gate(model: ReportModel): Html {
@@ -88,7 +89,7 @@ function row(job: ReportJob, model: ReportModel, undrawn: string | undefined): H
   return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}" data-hidden="${hidden > 0 ? 'added' : 'none'}">
 <td data-v="${job.key}"><a class="mono" href="${href(`jobs/${job.key}.html`)}">${shortKey(job.key)}</a><br><span class="muted">${instruction}</span>${undrawn ? html`<br><span class="row-problem">page not drawn: ${undrawn}</span>` : ''}</td>
 <td data-v="${STATE_ORDER.indexOf(job.state)}">${badge('s', job.state)}</td>
-<td data-v="${status}">${badge('s', status)}</td>
+<td data-v="${status}">${badge('s', status)}${job.receiptProblem ? html`<br><span class="row-problem" title="${job.receiptProblem}">${job.receipt ? 'does not decode' : 'unreadable'}</span>` : ''}</td>
 <td class="paths" data-v="${job.inputs[0]?.path ?? ''}">${paths(job, hidden)}</td>
 <td class="gen mono">${r?.generator ?? ''}</td>
 <td class="num" data-v="${job.epoch}">${job.epoch}</td>

@@ -27,6 +27,25 @@ const rows = (page: string) =>
   );
 
 describe('renderIndex', () => {
+  it('forged: marks a row whose receipt does not decode, or is unreadable, and counts them', () => {
+    const page = renderIndex(
+      model([
+        job('a', { receipt: modelReceipt(), receiptProblem: 'bad epoch' }),
+        job('b', { receiptProblem: 'not a readable receipt (bad JSON)' }),
+        job('c', { receipt: modelReceipt() }),
+      ]),
+      loadAssets(),
+      '0'.repeat(64),
+    );
+    const row = (k: string) => page.slice(page.indexOf(`jobs/${k.repeat(64)}.html`)).split('</tr>')[0]!;
+    expect(row('a')).toContain('<span class="row-problem" title="bad epoch">does not decode</span>');
+    expect(row('b')).toContain('data-v="unreadable"><span class="state s-unreadable">unreadable</span>');
+    expect(row('c')).not.toContain('row-problem');
+    expect(page).toContain(
+      '<div class="n">2</div><div class="l">receipts that do not decode<br>what they claim is not vouched for</div>',
+    );
+  });
+
   it('gives each row the words its filters match', () => {
     const page = renderIndex(
       model([
