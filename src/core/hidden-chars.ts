@@ -38,11 +38,13 @@ export function countHidden(text: string): number {
 }
 
 /**
- * What a change brings in that no one sees: how many more hidden characters a file holds after it than
- * before (none for bytes that are not text; `before` null or undefined: the file is new), and the text of
- * each run of tag characters it holds that the file before did not. What a reviewer is warned of: a file
- * that had some and keeps them adds none; one whose smuggled sentence was swapped for another as long
- * adds the new one's characters (the count is at least those of the new runs).
+ * What a change brings in that no one sees: the hidden characters on the lines the file holds after it
+ * that it did not hold before (none for bytes that are not text; `before` null or undefined: the file is
+ * new), and the text of each run of tag characters it holds that the file before did not. Counted on new
+ * lines, not as the difference of two totals: a change that drops some elsewhere (emoji variation
+ * selectors) cancelled as many bidi controls it added. A line kept, or only moved, adds none; a line
+ * edited is a new line and counts every one it holds; a smuggled sentence swapped for another as long
+ * adds the new one's characters.
  */
 export function hiddenAdded(
   before: Uint8Array | null | undefined,
@@ -55,7 +57,21 @@ export function hiddenAdded(
   const had = new Set(tagTexts(beforeText));
   const tags = tagTexts(afterText).filter((t) => !had.has(t));
   const newTags = tags.reduce((n, t) => n + t.length, 0);
-  return { count: Math.max(countHidden(afterText) - countHidden(beforeText), newTags), tags };
+  return { count: Math.max(hiddenOnNewLines(beforeText, afterText), newTags), tags };
+}
+
+/** The hidden characters on the lines of `after` that `before` does not hold (as many times over). */
+function hiddenOnNewLines(beforeText: string, afterText: string): number {
+  if (countHidden(afterText) === 0) return 0; // most files: no line to compare
+  const had = new Map<string, number>();
+  for (const line of beforeText.split('\n')) had.set(line, (had.get(line) ?? 0) + 1);
+  let n = 0;
+  for (const line of afterText.split('\n')) {
+    const left = had.get(line) ?? 0;
+    if (left > 0) had.set(line, left - 1);
+    else n += countHidden(line);
+  }
+  return n;
 }
 
 /** The text of each run of tag characters in `text`, in order. */

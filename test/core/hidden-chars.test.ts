@@ -32,12 +32,20 @@ describe('hidden characters', () => {
   const b = (s: string) => Buffer.from(s);
   it.each([
     { name: 'a new file, all it holds', before: null, after: b('a\u202eb\u200b'), n: 2 },
-    { name: 'a file that had them and keeps them', before: b('\u202e\n'), after: b('x\u202e\n'), n: 0 },
+    { name: 'a file that had them and keeps them', before: b('\u202e\n'), after: b('x\n\u202e\n'), n: 0 },
+    { name: 'every one on a line edited (a new line)', before: b('\u202e\n'), after: b('x\u202e\n'), n: 1 },
     {
-      name: 'the more a file holds than before',
-      before: b('\u200b'),
-      after: b('\u200b\u200b\u{e0041}'),
+      name: 'those on the new lines',
+      before: b('\u200b\n'),
+      after: b('\u200b\n\u200b\u{e0041}\n'),
       n: 2,
+    },
+    // totals would cancel: four emoji variation selectors dropped, four bidi controls added
+    {
+      name: 'those added where others were dropped',
+      before: b('notes = "\u26a0\ufe0f \u26a0\ufe0f \u26a0\ufe0f \u26a0\ufe0f"\nok\n'),
+      after: b('notes = "warnings"\nif (role != "user\u202e \u2066// admin only\u2069 \u2066") {\nok\n'),
+      n: 4,
     },
     { name: 'none for a file that loses some', before: b('\u200b\u200b'), after: b('x'), n: 0 },
     {
