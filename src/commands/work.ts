@@ -7,10 +7,12 @@ import { dirname } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { lineRelay, notice } from '../cli/stderr-lines.js';
-import { UsageError } from '../core/errors.js';
+import { RejectedError, UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { pathExists } from '../core/path-exists.js';
+import type { Receipt } from '../core/receipt.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
+import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { userSecret } from '../remote/cache-mac.js';
 import { generatorCommandProblem } from '../remote/generator-check.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
@@ -25,6 +27,7 @@ import type { ServeLauncher } from '../transport/launcher.js';
 import { localLauncher } from '../transport/local-launcher.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { BACKOFF_BASE_MS, DEFAULT_IN_DOUBT_AFTER_S, Pool, PoolHost, parseSlots } from '../worker/pool.js';
+import { requireLocalSigner, SIGNING_HINT } from '../worker/signing-host.js';
 import { watchQueue } from '../worker/watch-queue.js';
 import { preflight, runWork } from '../worker/work-loop.js';
 import type { JobOutcome } from '../worker/work-one.js';
@@ -154,6 +157,17 @@ async function makePool(o: WorkCliOptions, genDir: string): Promise<Pool> {
   return new Pool(hosts, Math.round((o.inDoubtAfter ?? DEFAULT_IN_DOUBT_AFTER_S) * 1000));
 }
 
+/** A receipt under the trust policy; an unsigned one refused says how the host comes to sign. */
+function decodeSigned(bytes: Buffer, file: string, policy: ReceiptTrustPolicy): Receipt {
+  try {
+    return decodeReceiptWithPolicy(bytes, file, policy).receipt;
+  } catch (err) {
+    if (err instanceof RejectedError && err.code === 'EGJ_SIGNATURE_MISSING')
+      throw new RejectedError(err.code, `${err.message}; ${SIGNING_HINT}`, err.file);
+    throw err;
+  }
+}
+
 function describe(o: JobOutcome, ms?: number): string {
   const k = o.key.slice(0, 12);
   const t = ms === undefined ? '' : ` (${(ms / 1000).toFixed(1)} s)`;
@@ -247,8 +261,10 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   // claimed); a run's keys were listed as queued, and one another worker of the run claims meanwhile is
   // simply not ours to take: claimChosen skips it
   const keys = o.run !== undefined ? chosen : chosen.length > 0 ? queuedKeys(store, chosen) : undefined;
-  const pool = await makePool(o, store.layout.gen);
   const policy = loadTrustPolicy(store.root);
+  // a local serve without a key would have every answer refused under pinned keys
+  if (servesLocally(o)) requireLocalSigner(store.root, policy);
+  const pool = await makePool(o, store.layout.gen);
   // a promotion pin is followed only when sealed under it (store/promotion.ts)
   const secret = await userSecret();
   const tty = process.stderr.isTTY === true && !o.quiet;
@@ -304,7 +320,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       serveArgs,
       leaseTtlS: o.leaseTtl,
       maxAttempts: o.maxAttempts,
-      decodeReceipt: (bytes, file) => decodeReceiptWithPolicy(bytes, file, policy).receipt,
+      decodeReceipt: (bytes, file) => decodeSigned(bytes, file, policy),
       userSecret: secret,
       notice,
       signal: controller.signal,

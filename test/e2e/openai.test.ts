@@ -209,13 +209,18 @@ describe('the spend ledger', () => {
   it('genjob show lists each attempt with its epoch, status and usage, from receipts/ and dead/', async () => {
     const { repo, fake } = await setup([good()]);
     const key = await mint(repo);
-    // attempt 1: the answer is unsigned while a key is trusted, so the worker dead-letters its receipt
+    // attempt 1: the answer is signed by a key other than the one trusted, so the worker dead-letters its receipt
     const keyFile = join(repo.outside, 'host.key');
+    const otherKey = join(repo.outside, 'other.key');
     expect((await gj(repo, ['keygen', '--out', keyFile])).exitCode).toBe(0);
+    expect((await gj(repo, ['keygen', '--out', otherKey])).exitCode).toBe(0);
     expect((await gj(repo, ['trust', 'add', 'free-box', publicKeyOfFile(keyFile).publicKey])).exitCode).toBe(
       0,
     );
-    expect((await work(repo)).exitCode).toBe(3);
+    const signedByOther = await gj(repo, ['work', '--once', '--generator', 'builtin:openai'], {
+      env: { GENJOB_SIGN_KEY: otherKey },
+    });
+    expect(signedByOther.exitCode).toBe(3);
     // attempt 2: trust removed; the host answers from its cache, no second request
     expect((await gj(repo, ['trust', 'remove', 'free-box'])).exitCode).toBe(0);
     expect((await work(repo)).exitCode).toBe(0);

@@ -2,10 +2,11 @@
 // whose serve child signs (GENJOB_SIGN_KEY) → verify names the signer → apply. Then every way a
 // receipt can fail the trust check — unsigned, signed by an impostor claiming the trusted key id,
 // one payload byte changed, unsigned under --require-signature — is exit 3 with the repository untouched.
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  BIN,
   errorLine,
   genDir,
   gj,
@@ -18,6 +19,11 @@ import {
 } from './trust-helpers.js';
 
 const GENERATOR = `printf 'hello world\\n' > a.txt`;
+
+/** A --launch command starting this build's serve with no signing key, its cache in the repository's. */
+function unsignedServe(repo: Repo): string {
+  return `env XDG_CACHE_HOME=${repo.cache} ${process.execPath} ${BIN} serve`;
+}
 
 async function keygen(repo: Repo, name: string): Promise<{ file: string; publicKey: string; keyid: string }> {
   const file = join(repo.outside, name);
@@ -218,15 +224,41 @@ describe('a receipt that fails the trust check', () => {
     expect(JSON.parse(String(v.stdout)).verified[0].signer).toBeNull();
   });
 
+  it('a worker that trusts a key and would start a local serve with none to sign with claims nothing: exit 2', async () => {
+    const repo = makeRepo({ 'a.txt': 'hello\n' });
+    const k = await keygen(repo, 'host.key');
+    expect((await gj(repo, ['trust', 'add', 'free-box', k.publicKey])).exitCode).toBe(0);
+    const key = mintedKey(await gj(repo, ['mint', '-m', 'say hello to the world', 'a.txt']));
+    const before = snapshot(join(repo.root, '.gen'));
+    const w = await gj(repo, ['work', '--drain', '--generator', GENERATOR]);
+    expect(w.exitCode).toBe(2);
+    expect(errorLine(w)).toBe(
+      `genjob: EGJ_UNSIGNED_HOST: ${join(repo.root, 'genjob-trust.json')} pins 1 key(s), so every receipt must be signed, and the local serve has no key to sign with: set GENJOB_SIGN_KEY=FILE for this work (FILE: the private key genjob keygen wrote for a pinned key), or serve.sign_key in ${join(repo.config, 'genjob', 'config.json')} (docs/trust.md); nothing was claimed`,
+    );
+    expect(snapshot(join(repo.root, '.gen'))).toEqual(before);
+    expect(genDir(repo, 'queue')).toEqual([`${key}.json`]);
+    // the user's config file names the key the local serve signs with: the job is received
+    mkdirSync(join(repo.config, 'genjob'));
+    writeFileSync(
+      join(repo.config, 'genjob', 'config.json'),
+      JSON.stringify({ serve: { sign_key: k.file } }),
+    );
+    const signed = await gj(repo, ['work', '--drain', '--generator', GENERATOR]);
+    expect(signed.stderr).toContain('received ok');
+    expect(signed.exitCode).toBe(0);
+  });
+
   it('a worker that trusts a key refuses an unsigned answer: no receipt stored, the raw answer kept in dead/, exit 3', async () => {
     const repo = makeRepo({ 'a.txt': 'hello\n' });
     const k = await keygen(repo, 'host.key');
     expect((await gj(repo, ['trust', 'add', 'free-box', k.publicKey])).exitCode).toBe(0);
     const key = mintedKey(await gj(repo, ['mint', '-m', 'say hello to the world', 'a.txt']));
-    const w = await gj(repo, ['work', '--once', '--generator', GENERATOR]);
+    // a host whose key cannot be checked before the claim: its serve signs nothing
+    const w = await gj(repo, ['work', '--once', '--generator', GENERATOR, '--launch', unsignedServe(repo)]);
     expect(w.exitCode).toBe(3);
+    expect(w.stderr).toContain('back in the queue: receipt from launch:env XDG_CACHE_HOME=');
     expect(w.stderr).toContain(
-      'back in the queue: receipt from local: receipt is not signed, but 1 key(s) are trusted',
+      'receipt is not signed, but 1 key(s) are trusted (see genjob-trust.json); the host must sign its receipts: run its serve with --sign-key FILE or GENJOB_SIGN_KEY=FILE in its environment',
     );
     expect(genDir(repo, 'receipts')).toEqual([]);
     expect(genDir(repo, 'queue')).toEqual([`${key}.json`]);
