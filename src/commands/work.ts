@@ -374,7 +374,9 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       const why = superseded ? stoodDown : [...last.values(), ...(o.failOnError ? failed : [])];
       for (const x of why) notice(describe(x));
     }
-    const lines = outcomes.length === 0 ? ['queue empty'] : [`${outcomes.length} job(s) taken`];
+    // a job requeued and taken again has several outcomes: count it once
+    const taken = new Set(outcomes.map((x) => x.key)).size;
+    const lines = outcomes.length === 0 ? ['queue empty'] : [`${taken} job(s) taken`];
     const reaped = [...reapedFirst, ...summary.reaped];
     if (reaped.length) lines.push(`${reaped.length} stale lease(s) reaped back to the queue`);
     if (summary.cutAtShutdown.length)

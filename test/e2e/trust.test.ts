@@ -274,4 +274,14 @@ describe('a receipt that fails the trust check', () => {
     expect(genDir(repo, 'dead')).toContain(why[0]!.slice(0, -'.why.json'.length));
     expect(readFileSync(join(repo.root, 'a.txt'), 'utf8')).toBe('hello\n');
   });
+
+  it('counts a job requeued and taken again once: "1 job(s) taken" after its attempts ran out', async () => {
+    const repo = makeRepo({ 'a.txt': 'hello\n' });
+    const k = await keygen(repo, 'host.key');
+    expect((await gj(repo, ['trust', 'add', 'free-box', k.publicKey])).exitCode).toBe(0);
+    const key = mintedKey(await gj(repo, ['mint', '-m', 'say hello to the world', 'a.txt']));
+    const w = await gj(repo, ['work', '--drain', '--generator', GENERATOR, '--launch', unsignedServe(repo)]);
+    expect(w.stderr).toContain(`${key.slice(0, 12)} dead-lettered: no usable answer after 3 attempts`);
+    expect(String(w.stdout).split('\n')[0]).toBe('1 job(s) taken');
+  });
 });
