@@ -118,8 +118,13 @@ async function generateIn(ws: HeldWorkspace, g: GenerateInput): Promise<CachedRe
       status = 'aborted';
       reason = `generator timed out after ${Math.round(g.timeoutMs / 1000)} s and was killed`;
     } else if (run.exitCode === 126 || run.exitCode === 127) {
+      // the usual cause: a program the user's shell finds, installed where the sandbox shows nothing
+      const confined =
+        g.policy.kind === 'bwrap'
+          ? "; the generator runs confined, where only the system directories (/usr, /bin, /opt, …) and the job's files are visible: a program installed elsewhere needs its directory exposed with --generator-bind DIR"
+          : '';
       throw new GeneratorNotStartedError(
-        `generator could not be started (exit ${run.exitCode}: ${tellingLine(run.stderrTail) || 'no message'}); nothing was cached: fix the command and run again`,
+        `generator could not be started (exit ${run.exitCode}: ${tellingLine(run.stderrTail) || 'no message'}); nothing was cached: fix the command and run again${confined}`,
       );
     } else if (run.exitCode !== 0) {
       status = 'aborted';

@@ -115,7 +115,7 @@ describe('a generator the shell cannot start', () => {
         `${key.slice(0, 12)} back in the queue: the host refused: EGJ_GENERATOR_CONFIG: generator could not be started (exit 127: `,
       );
       expect(String(first.stderr)).toMatch(
-        /no-such-coding-cli: not found\); nothing was cached: fix the command and run again/,
+        /no-such-coding-cli: not found\); nothing was cached: fix the command and run again; the generator runs confined, where only the system directories \(\/usr, \/bin, \/opt, …\) and the job's files are visible: a program installed elsewhere needs its directory exposed with --generator-bind DIR/,
       );
       expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
       expect(journal(sb, key).filter((e) => e.event === 'requeued')).toMatchObject([
