@@ -337,8 +337,13 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
       },
       onHostDown: (destination, reason, ms, retired) => {
         if (o.quiet) return;
-        const then = retired ? 'no more jobs go there this run' : `retrying in ${Math.round(ms / 1000)} s`;
-        notice(`${destination} is down (${reason.split('\n')[0]}); ${then}`);
+        // --once ends after its job: no retry follows to announce
+        const then = retired
+          ? '; no more jobs go there this run'
+          : mode === 'once'
+            ? ''
+            : `; retrying in ${Math.round(ms / 1000)} s`;
+        notice(`${destination} is down (${reason.split('\n')[0]})${then}`);
       },
       onOutcome: (outcome, ms) => {
         done += 1;

@@ -117,6 +117,8 @@ describe('a generator the shell cannot start', () => {
       expect(String(first.stderr)).toMatch(
         /no-such-coding-cli: not found\); nothing was cached: fix the command and run again; the generator runs confined, where only the system directories \(\/usr, \/bin, \/opt, …\) and the job's files are visible: a program installed elsewhere needs its directory exposed with --generator-bind DIR/,
       );
+      // --once ends after its one job: the host's failure announces no retry
+      expect(String(first.stderr)).not.toContain('retrying in');
       expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
       expect(journal(sb, key).filter((e) => e.event === 'requeued')).toMatchObject([
         { attempt_spent: false },
