@@ -12,7 +12,7 @@ import { ConflictError } from '../core/errors.js';
 import { buildJob, type Job, type JobInput, type JobRead } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import { requireUserSecret } from '../remote/cache-mac.js';
-import { deadJobs, deadReason } from '../store/dead-jobs.js';
+import { deadJobs, deadReason, INPUT_CHANGED } from '../store/dead-jobs.js';
 import { readIfExists } from '../store/durable.js';
 import { refuseInterruptedApply } from '../store/interrupted-apply.js';
 import { loadJob } from '../store/job-files.js';
@@ -37,9 +37,6 @@ export interface Reminted {
   minted: boolean;
   dead: string[];
 }
-
-/** The code work records on a job whose input changed before it was shipped. */
-const INPUT_CHANGED = 'EGJ_INPUT_CHANGED';
 
 /** The job a key names, where remint may take it from, or why it may not. */
 function remintable(store: Store, key: string): { job: Job; state: string } {

@@ -3,15 +3,13 @@
 // lease is removed. Its worker sees the lease gone at its next heartbeat, asks the host on its
 // session to kill the generator, and stands down; nothing it brings back is ever committed.
 import { ConflictError } from '../core/errors.js';
-import { deadJobs, deadReason } from './dead-jobs.js';
+import { CANCELLED, deadJobs, deadReason } from './dead-jobs.js';
 import { deadLetterFile } from './dead-letter.js';
 import { findJob } from './job-states.js';
 import { journal } from './journal.js';
 import { withKeyLock } from './key-lock.js';
 import type { Store } from './store.js';
 import { prunedState, readTombstone } from './tombstone.js';
-
-export const CANCELLED = 'EGJ_CANCELLED';
 
 export async function cancelJob(
   store: Store,

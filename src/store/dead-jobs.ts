@@ -5,6 +5,26 @@ import { join } from 'node:path';
 import { readdirOrEmpty, readIfExists } from './durable.js';
 import type { Store } from './store.js';
 
+/** The code on the job file of a job stopped with `genjob cancel`. */
+export const CANCELLED = 'EGJ_CANCELLED';
+/** The code work records on a job whose input changed before it was shipped: `genjob remint` takes it. */
+export const INPUT_CHANGED = 'EGJ_INPUT_CHANGED';
+
+/** Why a job in dead/ may be retried: its job file is sound, only its run went wrong (or was stopped). */
+export const RETRYABLE_DEAD: ReadonlyMap<string, string> = new Map([
+  [CANCELLED, 'cancelled'],
+  ['EGJ_ATTEMPTS_EXHAUSTED', 'out of attempts'],
+  ['EGJ_GENERATION_IN_DOUBT', 'in doubt on its host'],
+]);
+
+/** What brings a dead job back, by the code that sent it to dead/: the one command that takes it. */
+export function deadAdvice(key: string, code: string | undefined): string {
+  const k = key.slice(0, 12);
+  if (code !== undefined && RETRYABLE_DEAD.has(code)) return `genjob retry ${k} generates it again`;
+  if (code === INPUT_CHANGED) return `genjob remint ${k} mints its successor from the current tree`;
+  return `genjob show ${k} says what became of it`;
+}
+
 export interface DeadJob {
   key: string;
   /** The newest `dead/<key>.job.<stamp>` of the key. */

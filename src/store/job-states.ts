@@ -2,6 +2,7 @@
 // (applied/ wins if a crash left a received/ or reverted/ copy behind). Listing and lookup only — no parsing,
 // so commands that only look (mint, status, claim) never load the job schema (see job-files.ts).
 import { UsageError } from '../core/errors.js';
+import { deadAdvice, deadJobs, deadReason } from './dead-jobs.js';
 import { listNames, readdirOrEmpty, readRecord } from './durable.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
@@ -77,8 +78,7 @@ export function resolveKey(store: Store, typed: string, opts: { dead?: boolean }
       const k = /^([0-9a-f]{64})\./.exec(name)?.[1];
       if (k?.startsWith(prefix)) matches.add(k);
     }
-  if (matches.size === 0)
-    throw new UsageError('EGJ_UNKNOWN_KEY', `${prefix}: no job with this key in ${store.layout.gen}`);
+  if (matches.size === 0) throw unknownKey(store, prefix);
   if (matches.size > 1) {
     throw new UsageError(
       'EGJ_AMBIGUOUS_KEY',
@@ -86,4 +86,23 @@ export function resolveKey(store: Store, typed: string, opts: { dead?: boolean }
     );
   }
   return [...matches][0]!;
+}
+
+/**
+ * No job a command without dead jobs takes has this prefix. A job only in dead/ is named with its reason
+ * and the command that brings it back (status and show list it: "no job" would contradict them).
+ */
+function unknownKey(store: Store, prefix: string): UsageError {
+  const dead = deadJobs(store).filter((d) => d.key.startsWith(prefix));
+  if (dead.length === 1) {
+    const { key, name } = dead[0]!;
+    const why = deadReason(store, name);
+    const reason = why ? `${why.code}: ${why.reason.split('\n')[0]}` : 'no reason recorded';
+    const advice = deadAdvice(key, why?.code);
+    // work's reason for a stale job already ends with it
+    const then = reason.endsWith(advice) ? '' : `; ${advice}`;
+    return new UsageError('EGJ_UNKNOWN_KEY', `${prefix}: job ${key.slice(0, 12)} is dead, ${reason}${then}`);
+  }
+  const also = dead.length > 1 ? ` (${dead.length} dead jobs match it: genjob status --state dead)` : '';
+  return new UsageError('EGJ_UNKNOWN_KEY', `${prefix}: no job with this key in ${store.layout.gen}${also}`);
 }

@@ -15,8 +15,7 @@ import { join } from 'node:path';
 import { ConflictError } from '../core/errors.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { currentEpoch, markMinted } from './attempts.js';
-import { CANCELLED } from './cancel-job.js';
-import { deadJobs, deadReason } from './dead-jobs.js';
+import { deadJobs, deadReason, RETRYABLE_DEAD } from './dead-jobs.js';
 import { deadLetterFile } from './dead-letter.js';
 import { exists, moveState, publishExclusive, readIfExists, replaceFile } from './durable.js';
 import { refuseInterruptedApply } from './interrupted-apply.js';
@@ -34,13 +33,6 @@ function receiptStatus(bytes: Buffer): string {
   }
 }
 
-/** Why a job in dead/ may be retried: its job file is sound, only its run went wrong (or was stopped). */
-const RETRYABLE_DEAD: ReadonlyMap<string, string> = new Map([
-  [CANCELLED, 'cancelled'],
-  ['EGJ_ATTEMPTS_EXHAUSTED', 'out of attempts'],
-  ['EGJ_GENERATION_IN_DOUBT', 'in doubt on its host'],
-]);
-
 /** The key's newest job file in dead/ and what a retry says it was, when its reason allows a retry. */
 export function retryableDead(store: Store, key: string): { name: string; status: string } | undefined {
   const dead = deadJobs(store).find((d) => d.key === key);
@@ -57,9 +49,10 @@ export async function retryJob(store: Store, key: string): Promise<{ epoch: numb
     const bytes = readIfExists(store, receiptFile);
     const status = bytes ? receiptStatus(bytes) : 'none';
     if (found?.state !== 'received') {
+      const deadJob = deadJobs(store).find((d) => d.key === key);
       const state =
         found?.state ??
-        (deadJobs(store).some((d) => d.key === key)
+        (deadJob
           ? 'dead for another reason (see genjob show)'
           : (prunedState(readTombstone(store, key)) ?? 'unknown'));
       throw new ConflictError(

@@ -5,7 +5,8 @@ import { HostDownError, SandboxUnavailableError, UsageError } from '../core/erro
 import type { Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
 import { type LeaseRecord, markUnspent, type Worker } from '../store/attempts.js';
-import { CANCELLED, wasCancelled } from '../store/cancel-job.js';
+import { wasCancelled } from '../store/cancel-job.js';
+import { CANCELLED } from '../store/dead-jobs.js';
 import { deadLetterBytes } from '../store/dead-letter.js';
 import { recordInDoubt } from '../store/in-doubt.js';
 import { journal } from '../store/journal.js';

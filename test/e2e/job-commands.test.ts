@@ -179,6 +179,22 @@ describe('genjob cancel KEY', () => {
   // a running job: test/e2e/cancel-running.test.ts (local and over ssh)
 });
 
+describe('a dead job named to a command that takes none', () => {
+  it('says the job is dead, with its code, and the command that brings it back; exit 2 as for an unknown key', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Never mind', ['README.md']);
+    const k = key.slice(0, 12);
+    expect((await sb.genjob(['cancel', key])).exitCode).toBe(0);
+    for (const args of [['verify'], ['apply'], ['revert'], ['drop'], ['promote', '--shadow', 'p']]) {
+      const r = await sb.genjob([args[0]!, key.slice(0, 8), ...args.slice(1)]);
+      expect(r.exitCode, args[0]).toBe(2);
+      expect(r.stderr).toBe(
+        `genjob: EGJ_UNKNOWN_KEY: ${key.slice(0, 8)}: job ${k} is dead, EGJ_CANCELLED: cancelled by the user; genjob retry ${k} generates it again\n`,
+      );
+    }
+  });
+});
+
 describe('mint -f -', () => {
   it('reads the instruction from stdin', async () => {
     const sb = await makeSandbox();
