@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { ConflictError } from '../core/errors.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { currentEpoch, markMinted } from './attempts.js';
-import { deadJobs, deadReason, RETRYABLE_DEAD } from './dead-jobs.js';
+import { deadAdvice, deadJobs, deadReason, RETRYABLE_DEAD } from './dead-jobs.js';
 import { deadLetterFile } from './dead-letter.js';
 import { exists, moveState, publishExclusive, readIfExists, replaceFile } from './durable.js';
 import { refuseInterruptedApply } from './interrupted-apply.js';
@@ -53,7 +53,7 @@ export async function retryJob(store: Store, key: string): Promise<{ epoch: numb
       const state =
         found?.state ??
         (deadJob
-          ? 'dead for another reason (see genjob show)'
+          ? `dead for another reason: ${deadAdvice(key, deadReason(store, deadJob.name)?.code)}`
           : (prunedState(readTombstone(store, key)) ?? 'unknown'));
       throw new ConflictError(
         'EGJ_NOT_RETRYABLE',

@@ -47,7 +47,7 @@ export class InputChangedError extends ConflictError {
     readonly file: string,
     rule: string,
   ) {
-    super('EGJ_INPUT_CHANGED', `${file}: ${rule}; the input changed under the job, re-mint it or retry`);
+    super('EGJ_INPUT_CHANGED', `${file}: ${rule}; the input changed under the job`);
   }
   override details(): Record<string, unknown> {
     return { file: this.file };

@@ -6,7 +6,7 @@ import type { Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
 import { type LeaseRecord, markUnspent, type Worker } from '../store/attempts.js';
 import { wasCancelled } from '../store/cancel-job.js';
-import { CANCELLED } from '../store/dead-jobs.js';
+import { CANCELLED, deadAdvice, INPUT_CHANGED } from '../store/dead-jobs.js';
 import { deadLetterBytes } from '../store/dead-letter.js';
 import { recordInDoubt } from '../store/in-doubt.js';
 import { journal } from '../store/journal.js';
@@ -285,7 +285,8 @@ async function attempt(
   }
   if (standing.cancelled) return standDownCancelled(ctx, session!, key, epoch, answer, budget);
   if (inputChanged) {
-    const reason = `${inputChanged.message}; the job is stale, mint it again`;
+    // the one command that brings it back: remint takes a changed input, not a file that is no longer regular
+    const reason = `${inputChanged.message}; the job is stale: ${inputChanged.code === INPUT_CHANGED ? deadAdvice(key, INPUT_CHANGED) : 'mint it again once it is a regular file'}`;
     if (!(await release(store, key, epoch, 'dead', { code: inputChanged.code, reason }))) {
       return { key, outcome: 'superseded', reason: `lease of epoch ${epoch} was lost` };
     }

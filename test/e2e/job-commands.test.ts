@@ -193,6 +193,32 @@ describe('a dead job named to a command that takes none', () => {
       );
     }
   });
+
+  it('a job whose input changed: its dead letter, verify and retry all name genjob remint, which takes it', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Add a line', ['README.md']);
+    const k = key.slice(0, 12);
+    writeFileSync(join(sb.repo, 'README.md'), 'edited under the job\n');
+    const gen = sb.script('gen.sh', 'echo x >> README.md');
+    const w = await sb.genjob(['work', '--once', '--generator', gen]);
+    const remint = `the job is stale: genjob remint ${k} mints its successor from the current tree`;
+    expect(w.stderr).toContain(`the input changed under the job; ${remint}\n`);
+    expect(deadWhy(sb, key)).toMatchObject({ code: 'EGJ_INPUT_CHANGED' });
+    expect(String(deadWhy(sb, key).reason)).toMatch(
+      new RegExp(`the input changed under the job; ${remint}$`),
+    );
+    const v = await sb.genjob(['verify', key]);
+    expect(v.exitCode).toBe(2);
+    expect(v.stderr).toMatch(
+      new RegExp(`^genjob: EGJ_UNKNOWN_KEY: ${key}: job ${k} is dead, EGJ_INPUT_CHANGED: .*; ${remint}\n$`),
+    );
+    const r = await sb.genjob(['retry', key]);
+    expect(r.exitCode).toBe(4);
+    expect(r.stderr).toContain(
+      `(this one is dead for another reason: genjob remint ${k} mints its successor from the current tree)`,
+    );
+    expect((await sb.genjob(['remint', key])).exitCode).toBe(0);
+  });
 });
 
 describe('mint -f -', () => {
