@@ -78,6 +78,13 @@ export async function apply(o: ApplyOptions): Promise<CommandResult> {
     throw new UsageError('EGJ_USAGE', '--commit writes a commit; it cannot go with --dry-run');
   if (o.allowFlaky && !o.requireCheck?.length)
     throw new UsageError('EGJ_USAGE', '--allow-flaky goes with --require-check NAME');
+  // a checker the config does not declare can never pass: bad usage, not a missing record to go and make
+  if (o.requireCheck?.length)
+    await (await import('../check/declared-checkers.js')).refuseUndeclared(
+      lookStore(o),
+      '--require-check',
+      o.requireCheck,
+    );
   // refused before anything is written: outside a git work tree apply used to write, then fail to commit
   if (o.commit) await (await import('../git/commit-preflight.js')).assertCanCommit(lookStore(o).root);
   const store = openStore(o);

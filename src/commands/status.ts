@@ -165,6 +165,13 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     throw new UsageError('EGJ_USAGE', `--state ${o.state}: one of ${ROW_STATES.join(', ')}`);
   const filters = checkFilters(o.check);
   const store = lookStore(o);
+  // a filter on a checker the config does not declare would match nothing, silently
+  if (filters.length > 0)
+    await (await import('../check/declared-checkers.js')).refuseUndeclared(
+      store,
+      '--check',
+      filters.map((f) => f.name),
+    );
   const now = Date.now();
   // --run: only the run's jobs are counted and listed
   const run = o.run === undefined ? undefined : (await import('../run/run-keys.js')).runKeys(store, o.run);

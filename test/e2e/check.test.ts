@@ -337,6 +337,23 @@ describe('genjob check: usage', () => {
     );
   });
 
+  it('apply --require-check and status --check of a checker the config does not declare: exit 2 up front, nothing written', async () => {
+    const r = await checkRepo();
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const before = readFileSync(join(r.repo, 'calc.py'), 'utf8');
+    const apply = await r.genjob(['apply', key, '--require-check', 'test']);
+    expect(apply.exitCode).toBe(2);
+    expect(apply.stderr).toBe(
+      'genjob: EGJ_CHECKER_UNKNOWN: --require-check test: genjob.config.json declares no such checker (it declares tests)\n',
+    );
+    expect(readFileSync(join(r.repo, 'calc.py'), 'utf8')).toBe(before);
+    const status = await r.genjob(['status', '--check', 'test=pass']);
+    expect(status.exitCode).toBe(2);
+    expect(status.stderr).toBe(
+      'genjob: EGJ_CHECKER_UNKNOWN: --check test: genjob.config.json declares no such checker (it declares tests)\n',
+    );
+  });
+
   it('--concurrency 2: two checkers of two jobs at once, each on its own copy of its own tree', async () => {
     const r = await checkRepo({
       tests: { run: UNITTEST },
