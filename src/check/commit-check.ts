@@ -47,7 +47,10 @@ async function checkersAt(root: string, source: PolicySource, names: readonly st
     if (!c)
       throw new UsageError(
         'EGJ_CHECKER_UNKNOWN',
-        `--require-check ${n}: the range's base ${where} declares no such checker`,
+        // the label names the commit already (`the range's base 1a2b…`); say whether the file is there at all
+        file === undefined
+          ? `--require-check ${n}: ${source.label} has no ${CONFIG_FILE}, so it declares no checker (the gate reads checkers from there, never from the branch)`
+          : `--require-check ${n}: ${where} (${source.label}) declares no such checker (${declared.length > 0 ? `it declares ${declared.map((d) => d.name).join(', ')}` : 'it declares none'})`,
       );
     return c;
   });

@@ -241,6 +241,31 @@ describe('verify --commits --require-check in a second clone', () => {
     expect((await gate(dir)).exitCode).toBe(0);
   });
 
+  it('refuses a checker the range’s base does not declare, saying whether its genjob.config.json is there at all (exit 2)', async () => {
+    const { dir } = await secondClone(w.bare, 'c-undeclared');
+    await git(dir, ['checkout', '-q', '-b', 'lint-only', 'origin/main'], w.env);
+    writeFileSync(
+      join(dir, 'genjob.config.json'),
+      `${JSON.stringify({ checkers: { lint: { run: 'true' } } })}\n`,
+    );
+    await git(dir, ['commit', '-qam', 'lint only'], w.env);
+    const lintOnly = (await git(dir, ['rev-parse', 'HEAD'], w.env)).slice(0, 12);
+    await git(dir, ['rm', '-q', 'genjob.config.json'], w.env);
+    await git(dir, ['commit', '-qm', 'no config'], w.env);
+    const none = (await git(dir, ['rev-parse', 'HEAD'], w.env)).slice(0, 12);
+    await git(dir, ['checkout', '-q', 'feature'], w.env);
+    const declared = await gate(dir, `${lintOnly}`);
+    expect(declared.exitCode).toBe(2);
+    expect(declared.stderr).toBe(
+      `genjob: EGJ_CHECKER_UNKNOWN: --require-check tests: ${lintOnly}:genjob.config.json (the range's base ${lintOnly}) declares no such checker (it declares lint)\n`,
+    );
+    const missing = await gate(dir, `${none}`);
+    expect(missing.exitCode).toBe(2);
+    expect(missing.stderr).toBe(
+      `genjob: EGJ_CHECKER_UNKNOWN: --require-check tests: the range's base ${none} has no genjob.config.json, so it declares no checker (the gate reads checkers from there, never from the branch)\n`,
+    );
+  });
+
   it('fails for another tree: the generated commit rebased onto a new base', async () => {
     const { dir } = await secondClone(w.bare, 'c-rebased');
     await git(dir, ['checkout', '-q', '-b', 'moved', 'origin/main'], w.env);
