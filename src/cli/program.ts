@@ -390,16 +390,12 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     )
     .addHelpText(
       'after',
-      "\nExamples:\n  genjob verify --all\n  genjob pull && genjob verify --commits origin/main..HEAD --require-genjob src/\n  genjob verify --commits 'HEAD --not --remotes=origin' --trust-ref origin/main",
+      "\nExamples:\n  genjob verify 3f2a9c1b\n  genjob verify --all                 every received job, a summary of each failure\n  genjob verify --run hints --stop-on-first\n  genjob pull && genjob verify --commits origin/main..HEAD --require-genjob src/\n  genjob verify --commits 'HEAD --not --remotes=origin' --trust-ref origin/main",
     )
     .action(async (key: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/verify.js')).verify({ ...o, key }), !!o.json);
-    })
-    .addHelpText(
-      'after',
-      '\nExamples:\n  genjob verify 3f2a9c1b\n  genjob verify --all                 every received job, a summary of each failure\n  genjob verify --run hints --stop-on-first\n  genjob verify --commits origin/main..HEAD',
-    );
+    });
 
   common(program.command('check'))
     .description(

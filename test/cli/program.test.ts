@@ -33,4 +33,13 @@ describe('buildProgram', () => {
       expect(alone[0]!.helpInformation()).toBe(whole.helpInformation());
     }
   });
+
+  it('prints at most one Examples section in any command’s help', () => {
+    for (const cmd of buildProgram().commands) {
+      let text = '';
+      cmd.configureOutput({ writeOut: (s) => (text += s), writeErr: (s) => (text += s) });
+      cmd.outputHelp();
+      expect(text.match(/^Examples:/gm)?.length ?? 0, cmd.name()).toBeLessThanOrEqual(1);
+    }
+  });
 });
