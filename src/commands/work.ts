@@ -275,10 +275,13 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   const cutNow = new AbortController();
   const graceS = mode === 'watch' ? (o.grace ?? 30) : undefined;
   let stoppedBy: 'SIGINT' | 'SIGTERM' | undefined;
+  /** The signal that cut the jobs in flight, when one did (else the grace period ended, --watch only). */
+  let cutBy: 'SIGINT' | 'SIGTERM' | undefined;
   const onSignal = (sig: 'SIGINT' | 'SIGTERM') => {
     if (cutNow.signal.aborted) return;
     if (controller.signal.aborted) {
       notice(`${sig} again: stopping now; jobs in flight go back to the queue`);
+      cutBy = sig;
       cutNow.abort();
       return;
     }
@@ -386,7 +389,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
     if (reaped.length) lines.push(`${reaped.length} stale lease(s) reaped back to the queue`);
     if (summary.cutAtShutdown.length)
       lines.push(
-        `${summary.cutAtShutdown.length} job(s) still in flight when the grace period ended: requeued`,
+        `${summary.cutAtShutdown.length} job(s) still in flight when ${cutBy === undefined ? 'the grace period ended' : `a second ${cutBy} stopped the run`}: requeued`,
       );
     if (summary.budgetSpent)
       lines.push(`token budget spent (${summary.tokens} ≥ ${o.maxTokens}): stopped claiming`);

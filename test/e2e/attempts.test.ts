@@ -202,4 +202,30 @@ describe('attempts spent only on delivered bundles', () => {
     ).toMatchObject({ epoch: 1, destination: 'local' });
     await writeFile(path.join(sb.dir, 'never'), '');
   });
+
+  it('work --once cut by a second Ctrl-C says so, not that a grace period ended (it has none)', async () => {
+    const { sb, key } = await box();
+    const started = path.join(sb.dir, 'started');
+    const gen = await writeGenerator(sb.dir, {
+      counter: path.join(sb.dir, 'runs'),
+      target: 'src/a.txt',
+      text: 'late\n',
+      startedMarker: started,
+      releaseFile: path.join(sb.dir, 'never'),
+    });
+    const work = genjob(sb, ['work', '--once', '--generator', gen, '--timeout', '60']);
+    await waitFor('the generator to start', () => existsSync(started));
+    work.kill('SIGINT');
+    // two signals sent at once may be delivered as one
+    await new Promise((r) => setTimeout(r, 500));
+    work.kill('SIGINT');
+    const w = await work;
+    expect(w.exitCode).toBe(130);
+    expect(String(w.stdout)).toContain(
+      '1 job(s) still in flight when a second SIGINT stopped the run: requeued',
+    );
+    expect(String(w.stdout)).not.toContain('grace period');
+    expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
+    await writeFile(path.join(sb.dir, 'never'), '');
+  });
 });
