@@ -216,6 +216,13 @@ describe('genjob compare', () => {
     const one = d.jobs.find((j: { key: string }) => j.key === k1);
     expect(one).toMatchObject({ verdict: 'differs', added: 2, removed: 1 });
 
+    // a plane never worked (a typo) is refused, naming the planes there are
+    const typo = await sb.genjob(['compare', '--shadow', 'same', '--shadow', 'othre']);
+    expect(typo.exitCode).toBe(2);
+    expect(typo.stderr).toBe(
+      `genjob: EGJ_USAGE: --shadow othre: no such shadow plane in ${join(sb.repo, '.gen')}/shadow/ (there are: other, same)\n`,
+    );
+
     const human = await sb.genjob(['compare', '--shadow', 'other', k1!.slice(0, 10)]);
     expect(human.exitCode).toBe(0);
     expect(human.stdout).toContain('1 job(s): 0 identical, 1 differ');
