@@ -80,18 +80,6 @@ export async function checkReader(
     });
 }
 
-/** A --require-check that genjob.config.json does not declare: the gate would wait for its records forever. */
-async function refuseUnknownCheckers(root: string, names: readonly string[]): Promise<void> {
-  if (names.length === 0) return;
-  const declared = (await import('../check/checker.js')).loadCheckers(root).map((c) => c.name);
-  const unknown = names.find((n) => !declared.includes(n));
-  if (unknown !== undefined)
-    throw new UsageError(
-      'EGJ_CHECKER_UNKNOWN',
-      `--require-check ${unknown}: genjob.config.json declares no such checker (${declared.length > 0 ? `it declares ${declared.join(', ')}` : 'it declares none'})`,
-    );
-}
-
 async function signer(o: GateOptions): Promise<Signer | undefined> {
   const file = o.signKey ?? (process.env.GENJOB_SIGN_KEY || undefined);
   if (file === undefined) return undefined;
@@ -110,7 +98,12 @@ export async function gate(o: GateOptions): Promise<CommandResult> {
   // the run must be one the user minted, and the record is sealed as the user's decision (apply --gated)
   const secret = await requireUserSecret();
   const trust = loadTrustPolicy(store.root);
-  await refuseUnknownCheckers(store.root, policy.requireChecks);
+  // a --require-check no checker is declared for: the gate would wait for its records forever
+  await (await import('../check/declared-checkers.js')).refuseUndeclared(
+    store,
+    '--require-check',
+    policy.requireChecks,
+  );
   const started = Date.now();
   for (;;) {
     const run = sealedRunIntent(store, o.run, secret, 'nothing was decided');
