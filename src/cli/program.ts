@@ -138,7 +138,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
         '  genjob gate --run hints --min-pass 0.95                     decide the run (75 while open)',
         '',
         EXIT_CODES_HELP,
-        'Every command takes --json (one JSON result on stdout) and --root DIR.',
+        'Every command but serve and cache takes --json (one JSON result on stdout) and --root DIR.',
       ].join('\n'),
     )
     // where the docs are, as an absolute path: after a global install "docs/ in the package" is hard to find
@@ -531,7 +531,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
       "make a shadow plane's answer the live one: requeue the job live with that plane's generator",
     )
     .argument('<key>', 'a key or a unique prefix')
-    .requiredOption('--shadow <name>', 'the shadow plane whose answer to promote')
+    .requiredOption('--shadow <name>', 'the shadow plane whose answer to promote (required)')
     .addHelpText(
       'after',
       [
@@ -585,7 +585,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     .argument('[keys...]', 'keys or unique prefixes (several: each is tried, the exit code is the worst)')
     .option(
       '--run <name>',
-      'every job of run NAME whose receipt is aborted or rejected, and its cancelled ones',
+      'every job of run NAME whose receipt is not ok, and its jobs dead/ holds as cancelled, out of attempts or in doubt',
     )
     .addHelpText(
       'after',
@@ -632,7 +632,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     .description(
       'decide a run: open (exit 75) until every job has a receipt or a dead letter; then its pass rate over all intended jobs, met (0) or not (3)',
     )
-    .requiredOption('--run <name>', 'the run (NAME: its newest revision; NAME@N: that one)')
+    .requiredOption('--run <name>', 'the run (NAME: its newest revision; NAME@N: that one) (required)')
     .option(
       '--require-check <name>',
       'a key passes only with a current pass record of this checker of genjob.config.json (see genjob check); the gate waits for one per ok receipt; repeatable',
@@ -747,7 +747,11 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
 
   common(program.command('keygen'))
     .description('make an ed25519 signing key for a generator host; prints its public key')
-    .requiredOption('--out <file>', 'where to write the private key (mode 0600; never overwritten)', path)
+    .requiredOption(
+      '--out <file>',
+      'where to write the private key (mode 0600; never overwritten) (required)',
+      path,
+    )
     .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(
