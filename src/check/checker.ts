@@ -61,24 +61,21 @@ export interface JudgeChecker {
 
 export type Checker = CommandChecker | JudgeChecker;
 
-/** A check's time limit: above 0, at most a week (MAX_WAIT_SECONDS) as a generator's, however it is spelt. */
-const seconds = z.union([
-  z.number().check(z.positive(), z.maximum(MAX_WAIT_SECONDS)),
-  // spelt with a unit, held to the same: "0s" timed every run out at once, and past ~24 days Node's timer
-  // overflowed to 1 ms and did the same, each run recorded as a failure of the change
-  z.string().check(
-    z.regex(/^\d{1,6}[smh]$/),
-    z.refine(
-      (v) => {
-        const n = toSeconds(v, 0);
-        return n > 0 && n <= MAX_WAIT_SECONDS;
-      },
-      {
-        message: `must be above 0s and at most ${MAX_WAIT_SECONDS}s (${MAX_WAIT_SECONDS / 3600}h)`,
-      },
-    ),
+/** A check's time limit: at least 1 s, at most a week (MAX_WAIT_SECONDS) as a generator's, however it is spelt. */
+const MIN_TIMEOUT_S = 1;
+// one rule for a number and a unit: a number of 0.0001 timed every run out as "0s" did, and past ~24
+// days Node's timer overflowed to 1 ms and did the same, each run recorded as a failure of the change
+const seconds = z.union([z.number(), z.string().check(z.regex(/^\d{1,6}[smh]$/))]).check(
+  z.refine(
+    (v) => {
+      const n = toSeconds(v, 0);
+      return n >= MIN_TIMEOUT_S && n <= MAX_WAIT_SECONDS;
+    },
+    {
+      message: `must be at least ${MIN_TIMEOUT_S}s and at most ${MAX_WAIT_SECONDS}s (${MAX_WAIT_SECONDS / 3600}h)`,
+    },
   ),
-]);
+);
 const repoPath = z
   .string()
   .check(z.refine((p) => pathProblem(p) === null, 'not a relative path inside the repository'));

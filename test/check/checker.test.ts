@@ -51,7 +51,9 @@ describe('parseChecker', () => {
     expect(parseChecker('t', { run: 'x', timeout: '90s' }, F)).toMatchObject({ timeout_s: 90 });
     expect(parseChecker('t', { run: 'x', timeout: '1h' }, F)).toMatchObject({ timeout_s: 3600 });
     expect(parseChecker('t', { run: 'x', timeout: 2.5 }, F)).toMatchObject({ timeout_s: 2.5 });
-    // the longest, spelt either way: a week
+    // the shortest and the longest, spelt either way: a second, a week
+    expect(parseChecker('t', { run: 'x', timeout: '1s' }, F)).toMatchObject({ timeout_s: 1 });
+    expect(parseChecker('t', { run: 'x', timeout: 1 }, F)).toMatchObject({ timeout_s: 1 });
     expect(parseChecker('t', { run: 'x', timeout: '168h' }, F)).toMatchObject({ timeout_s: 604_800 });
     expect(parseChecker('t', { run: 'x', timeout: 604_800 }, F)).toMatchObject({ timeout_s: 604_800 });
   });
@@ -95,19 +97,25 @@ describe('parseChecker', () => {
       raw: { run: 'x', timeout: '10' },
       error: /"checkers.t.timeout"/,
     },
-    // "0s" timed every run out at once; past ~24 days Node's timer overflowed to 1 ms and did the same,
-    // each run recorded as the change failing its check
-    ...['0s', '169h', '99999h', '604801s'].map((timeout) => ({
-      name: `a timeout of ${timeout}, outside above 0 to a week`,
+    // "0s" (or 0.0001) timed every run out at once; past ~24 days Node's timer overflowed to 1 ms and
+    // did the same, each run recorded as the change failing its check: a number and a unit, one rule
+    ...['0s', '169h', '99999h', '604801s', 0, 0.0001, 0.999, -5, 604_801].map((timeout) => ({
+      name: `a timeout of ${timeout}, outside 1 s to a week`,
       checker: 't',
       raw: { run: 'x', timeout },
-      error: /"checkers.t.timeout": must be above 0s and at most 604800s \(168h\)/,
+      error: /"checkers.t.timeout": must be at least 1s and at most 604800s \(168h\)/,
     })),
     {
       name: 'a judge timeout past a week',
       checker: 'r',
       raw: { judge: 'builtin:openai', model: 'm', rubric: 'r', timeout: '200h' },
-      error: /"checkers.r.timeout": must be above 0s/,
+      error: /"checkers.r.timeout": must be at least 1s/,
+    },
+    {
+      name: 'a judge timeout under a second',
+      checker: 'r',
+      raw: { judge: 'builtin:openai', model: 'm', rubric: 'r', timeout: 0.5 },
+      error: /"checkers.r.timeout": must be at least 1s/,
     },
     // no process can be started with a NUL in its command line: it was an internal error at check time
     {
