@@ -1,11 +1,13 @@
 // A checker's binding digest: sha256 over the canonical JSON of its normalised definition, the
 // sha256 of each file it depends on as a given tree holds it (pinned lockfiles; a judge's rubric)
-// and, for a judge, the version of genjob's prompt template. A record made under one binding is
-// never current under another: editing the command, a lockfile, the rubric or the model shows.
+// and, for a judge, the version of genjob's prompt template and the endpoint it asks on this machine
+// (judge-endpoint.ts). A record made under one binding is never current under another: editing the
+// command, a lockfile, the rubric or the model, or pointing the judge at another server, shows.
 import { canonicalBytes } from '../core/canonical-json.js';
 import { sha256Hex } from '../core/sha256.js';
 import { catFile } from '../git/cat-file.js';
 import { type Checker, DEFAULT_PINS } from './checker.js';
+import { judgeEndpoint } from './judge-endpoint.js';
 import { JUDGE_PROMPT_VERSION } from './judge-prompt.js';
 
 export const BINDING_SCHEMA = 'genjob/checker-binding@1';
@@ -16,15 +18,24 @@ export interface BoundFile {
   sha256: string | null;
 }
 
-/** The binding digest of `checker` given the digests of the files it depends on. Pure. */
-export function bindingDigest(checker: Checker, files: readonly BoundFile[]): string {
+/**
+ * The binding digest of `checker` given the digests of the files it depends on; a judge's also covers
+ * the endpoint `env` (and builtin:openai's config file) point it at.
+ */
+export function bindingDigest(
+  checker: Checker,
+  files: readonly BoundFile[],
+  env: NodeJS.ProcessEnv = process.env,
+): string {
   const sorted = [...files].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return sha256Hex(
     canonicalBytes({
       schema: BINDING_SCHEMA,
       definition: checker,
       files: sorted,
-      ...(checker.kind === 'judge' ? { prompt_version: JUDGE_PROMPT_VERSION } : {}),
+      ...(checker.kind === 'judge'
+        ? { prompt_version: JUDGE_PROMPT_VERSION, endpoint: judgeEndpoint(checker, env) }
+        : {}),
     }),
   );
 }
@@ -71,7 +82,8 @@ export async function bindingsAt(
   root: string,
   tree: string,
   checkers: readonly Checker[],
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<Map<string, string>> {
   const files = await boundFilesOfEach(root, tree, checkers);
-  return new Map(checkers.map((c, i) => [c.name, bindingDigest(c, files[i]!)]));
+  return new Map(checkers.map((c, i) => [c.name, bindingDigest(c, files[i]!, env)]));
 }

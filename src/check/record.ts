@@ -92,6 +92,8 @@ const FactsSchema = z.object({
   judge: z.nullable(
     z.object({
       model: text(200),
+      /** The base URL asked (judge-endpoint.ts); absent in records made before it was recorded. */
+      endpoint: z.optional(z.nullable(text(2048))),
       samples: z.number().check(z.int(), z.positive()),
       quorum: z.number().check(z.int(), z.positive()),
       agreement: text(32),

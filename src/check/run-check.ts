@@ -22,6 +22,7 @@ import { boundFiles, dependedFiles } from './binding.js';
 import type { CheckContext } from './check-state.js';
 import type { Checker, CommandChecker, JudgeChecker } from './checker.js';
 import { judgeRound } from './judge.js';
+import { judgeEndpoint } from './judge-endpoint.js';
 import {
   type AttemptRecord,
   buildStatement,
@@ -422,6 +423,8 @@ async function runJudge(
     setup: null,
     judge: {
       model: checker.model,
+      // the server asked, as the binding covers it: another endpoint's verdict is not this one's
+      endpoint: judgeEndpoint(checker, o.env),
       samples: checker.samples,
       quorum: checker.quorum,
       agreement: agreementOf((last?.samples ?? []).map((s) => s.vote)),

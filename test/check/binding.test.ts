@@ -2,7 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { bindingDigest, bindingsAt, boundFiles } from '../../src/check/binding.js';
-import { parseChecker } from '../../src/check/checker.js';
+import { type JudgeChecker, parseChecker } from '../../src/check/checker.js';
+import { judgeEndpoint } from '../../src/check/judge-endpoint.js';
 import { commitAll } from '../helpers/commit-all.js';
 import { tempDir } from '../helpers/temp-store.js';
 
@@ -32,6 +33,28 @@ describe('bindingDigest', () => {
       ),
     ).not.toBe(j);
     expect(bindingDigest(judge, [file('docs/r.md', null)])).not.toBe(j);
+  });
+
+  it("forged: a judge's binding changes with the endpoint it asks, never with the credentials in its URL", () => {
+    // no openai.json of the user's: only the variables below say where the judge asks
+    const env = (base?: string) => ({
+      XDG_CONFIG_HOME: tempDir('genjob-binding-xdg-'),
+      ...(base === undefined ? {} : { GENJOB_OPENAI_BASE_URL: base }),
+    });
+    const files = [file('docs/r.md', 'a')];
+    const real = bindingDigest(judge, files, env('https://api.openai.com/v1'));
+    expect(bindingDigest(judge, files, env('https://api.openai.com/v1/'))).toBe(real);
+    expect(bindingDigest(judge, files, env('http://127.0.0.1:18790/v1'))).not.toBe(real);
+    expect(bindingDigest(judge, files, env('https://api.openai.com/v2'))).not.toBe(real);
+    expect(bindingDigest(judge, files, env())).not.toBe(real);
+    expect(bindingDigest(judge, files, env('https://u:secret@api.openai.com/v1?key=secret'))).toBe(real);
+    expect(judgeEndpoint(judge as JudgeChecker, env('https://u:secret@api.openai.com/v1?key=secret'))).toBe(
+      'https://api.openai.com/v1',
+    );
+    // a command's binding names no endpoint
+    expect(bindingDigest(cmd, files, env('http://127.0.0.1:18790/v1'))).toBe(
+      bindingDigest(cmd, files, env()),
+    );
   });
 
   it('does not depend on how the files are ordered or how the definition was spelled', () => {

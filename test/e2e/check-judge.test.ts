@@ -70,6 +70,7 @@ describe('the model judge (builtin:openai)', () => {
     const facts = factsOf(r.repo, key, 'review', records(r.repo, key, 'review')[0]!);
     expect(facts.judge).toEqual({
       model: 'judge-m1',
+      endpoint: fake!.url,
       samples: 3,
       quorum: 2,
       agreement: '2/3',
@@ -183,6 +184,25 @@ describe('the model judge (builtin:openai)', () => {
     expect(JSON.parse(show.stdout).checks[0].ignored).toBeUndefined();
     const gate = await r.genjob(['apply', key, '--require-check', 'review', '--dry-run']);
     expect(gate.exitCode).toBe(3);
+  });
+
+  it('forged: a pass one endpoint gave is not current at another; the record names the endpoint it asked', async () => {
+    // a local stand-in that says pass to anything
+    const { r, key } = await judgeRepo([vote(true), vote(true), vote(true)]);
+    const standIn = fake!.url;
+    expect((await r.genjob(['check', key])).exitCode).toBe(0);
+    const [first] = records(r.repo, key, 'review');
+    expect((factsOf(r.repo, key, 'review', first!).judge as { endpoint: unknown }).endpoint).toBe(standIn);
+    await fake!.close();
+    // the endpoint the user means to be judged by, which says fail
+    fake = await startFakeOpenAi([vote(false), vote(false), vote(false)]);
+    r.env.GENJOB_OPENAI_BASE_URL = fake.url;
+    const state = async () => JSON.parse((await r.genjob(['show', '--json', key])).stdout).checks[0];
+    expect(await state()).toMatchObject({ verdict: 'pass', current: false, stale: 'binding' });
+    expect((await r.genjob(['apply', key, '--require-check', 'review'])).stderr).toMatch(/EGJ_CHECK_STALE/);
+    const again = await r.genjob(['check', '--json', key]);
+    expect(checkResults(again)[0], again.stdout).toMatchObject({ verdict: 'fail', ran: true });
+    expect(fake.requests).toHaveLength(3);
   });
 
   it('an endpoint that refuses every connection: the check could not run (error), never a fail', async () => {
