@@ -250,7 +250,9 @@ async function runCommand(
   // seals the setup cache: without one (no writable cache directory), setup runs for every check
   let secret: Buffer | null = null;
   if (checker.setup !== null) {
-    setupDigestHex = setupDigest(checker, await boundFiles(root, scratch.resultTree, checker), o.sandbox);
+    // HEAD's tree with the pinned outputs: exactly the tree setup runs on (setupCopy)
+    const pinned = await boundFiles(root, scratch.resultTree, checker);
+    setupDigestHex = setupDigest(checker, scratch.baseTree, pinned, o.sandbox);
     secret = await userSecret();
   }
 

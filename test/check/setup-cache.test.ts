@@ -50,15 +50,20 @@ describe('createdPaths', () => {
 
 describe('setupDigest', () => {
   const base = { setup: 'npm ci', network: false, env: [] as string[] };
-  it('changes with the command, the network, the env names, the sandbox and a pinned file', () => {
+  const head = 'c'.repeat(40);
+  it('changes with the command, the network, the env names, the sandbox, HEAD’s tree and a pinned file', () => {
     const files = [{ path: 'package-lock.json', sha256: 'a'.repeat(64) }];
-    const d = setupDigest(base, files, 'bwrap');
-    expect(setupDigest({ ...base, setup: 'npm install' }, files, 'bwrap')).not.toBe(d);
-    expect(setupDigest({ ...base, network: true }, files, 'bwrap')).not.toBe(d);
-    expect(setupDigest({ ...base, env: ['NPM_TOKEN'] }, files, 'bwrap')).not.toBe(d);
-    expect(setupDigest(base, files, 'none')).not.toBe(d);
-    expect(setupDigest(base, [{ path: 'package-lock.json', sha256: 'b'.repeat(64) }], 'bwrap')).not.toBe(d);
-    expect(setupDigest(base, [...files], 'bwrap')).toBe(d);
+    const d = setupDigest(base, head, files, 'bwrap');
+    expect(setupDigest({ ...base, setup: 'npm install' }, head, files, 'bwrap')).not.toBe(d);
+    expect(setupDigest({ ...base, network: true }, head, files, 'bwrap')).not.toBe(d);
+    expect(setupDigest({ ...base, env: ['NPM_TOKEN'] }, head, files, 'bwrap')).not.toBe(d);
+    expect(setupDigest(base, head, files, 'none')).not.toBe(d);
+    // any tracked file setup may run (a script no pin names) changes HEAD's tree
+    expect(setupDigest(base, 'd'.repeat(40), files, 'bwrap')).not.toBe(d);
+    expect(
+      setupDigest(base, head, [{ path: 'package-lock.json', sha256: 'b'.repeat(64) }], 'bwrap'),
+    ).not.toBe(d);
+    expect(setupDigest(base, head, [...files], 'bwrap')).toBe(d);
   });
 });
 

@@ -1,7 +1,8 @@
 // A checker's setup result is shared: every job whose setup digest matches runs against it. These tests
 // attack that sharing: a job whose generated files shape the setup of every other job, a commit that turns
-// a directory the setup result is linked into into a symbolic link out of the scratch tree, and a branch
-// that commits a forged entry under the predictable digest. None may turn a failing change into a pass or
+// a directory the setup result is linked into into a symbolic link out of the scratch tree, a forged
+// entry left under the predictable digest, and a branch whose change to a script setup runs (no pin
+// names it) would shape the result another branch reuses. None may turn a failing change into a pass or
 // write outside the scratch tree.
 import { existsSync, lstatSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,6 +55,32 @@ describe('a shared setup result under attack', () => {
     );
   });
 
+  it('forged: a branch changing an unpinned script that setup runs never shapes the setup another commit reuses', async () => {
+    const r = await checkRepo(
+      { tests: { run: 'grep -q good build/ver', setup: 'sh mk.sh' } },
+      { 'mk.sh': 'mkdir -p build; echo bad > build/ver\n' },
+    );
+    await r.git(['checkout', '-qb', 'pr']);
+    r.write('mk.sh', 'mkdir -p build; echo good > build/ver\n');
+    await r.git(['commit', '-qam', 'the PR changes mk.sh only']);
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    // reviewing the PR: its setup runs and its result is cached
+    const onPr = await r.genjob(['check', '--json', key]);
+    expect(checkResults(onPr)[0], onPr.stdout).toMatchObject({ verdict: 'pass' });
+    await r.git(['checkout', '-q', 'main']);
+    const onMain = await r.genjob(['check', '--json', key]);
+    expect(checkResults(onMain)[0], onMain.stdout).toMatchObject({ verdict: 'fail' });
+    // newest first: main's own setup ran, and a recheck on the same commit reuses what it made
+    const bySequence = () =>
+      records(r.repo, key, 'tests')
+        .map((n) => factsOf(r.repo, key, 'tests', n))
+        .sort((a, b) => (b.sequence as number) - (a.sequence as number));
+    expect((bySequence()[0]!.setup as { cached: boolean }).cached).toBe(false);
+    const again = await r.genjob(['check', '--json', '--recheck', key]);
+    expect(checkResults(again)[0], again.stdout).toMatchObject({ verdict: 'fail' });
+    expect((bySequence()[0]!.setup as { cached: boolean }).cached).toBe(true);
+  });
+
   it('links the cached setup result only through real directories: a tracked symbolic link is not followed', async () => {
     const r = await checkRepo(
       { tests: { run: UNITTEST, setup: 'mkdir -p vendor/cache && echo dep > vendor/cache/dep.txt' } },
@@ -71,19 +98,18 @@ describe('a shared setup result under attack', () => {
     expect(readdirSync(r.outside)).toEqual([]);
   });
 
-  it('never trusts a setup entry a branch committed under the predictable digest: setup runs again and the change fails', async () => {
+  it('never trusts a setup entry left under the predictable digest (as a checkout of a branch leaves it): setup runs again and the change fails', async () => {
     const r = await checkRepo({ tests: { run: UNITTEST, setup: 'true' } });
     const key = await r.generate('Break add', { 'calc.py': CALC_BAD });
-    // the digest this checker's setup has in this tree (no lockfile), as anyone can compute it
-    const digest = setupDigest({ setup: 'true', network: false, env: [] }, [], 'bwrap');
+    // the digest this checker's setup has on this commit (no lockfile), as anyone can compute it
+    const head = (await r.git(['rev-parse', 'HEAD^{tree}'])).trim();
+    const digest = setupDigest({ setup: 'true', network: false, env: [] }, head, [], 'bwrap');
     const entry = join(r.repo, '.gen', 'check-setup', digest);
     mkdirSync(join(entry, 'tree', 'unittest'), { recursive: true });
     // a `unittest` package in the tree's root shadows the standard library's for `python3 -m unittest`
     writeFileSync(join(entry, 'tree', 'unittest', '__init__.py'), '');
     writeFileSync(join(entry, 'tree', 'unittest', '__main__.py'), "print('forged: OK')\n");
     writeFileSync(join(entry, 'manifest.json'), JSON.stringify({ paths: ['unittest'] }));
-    await r.git(['add', '-f', '.gen/check-setup']);
-    await r.git(['commit', '-qm', 'a branch carrying .gen/check-setup']);
     const run = await r.genjob(['check', '--json', key]);
     expect(checkResults(run)[0], run.stdout).toMatchObject({ verdict: 'fail' });
     const facts = factsOf(r.repo, key, 'tests', records(r.repo, key, 'tests')[0]!);
