@@ -8,11 +8,18 @@
 // that descriptor (/proc/self/fd/N/…), never by its path again: a directory swapped for a link to
 // elsewhere between its listing and its emptying is unlinked as the link it has become, not followed.
 // A failure names the entry by the path it was reached from, never by its descriptor's /proc name.
+// The checked code may leave directories its owner cannot list, enter or change (`chmod 000 d`): as
+// the owner, we give each directory of the tree back its owner's bits (rwx) before emptying it, through
+// its descriptor (never a path that could be a link by then), so no such tree outlives its check; a
+// directory that cannot even be opened to read is reached by an O_PATH descriptor for that.
 import {
+  chmodSync,
   closeSync,
   constants,
   type Dirent,
   existsSync,
+  fchmodSync,
+  fstatSync,
   lstatSync,
   openSync,
   readdirSync,
@@ -24,6 +31,11 @@ import { errnoOf, ioErrorAt } from '../core/errors.js';
 /** Where a directory's descriptor can be named; without /proc, directories are walked by path. */
 const FD_DIR = existsSync('/proc/self/fd') ? '/proc/self/fd' : undefined;
 const OPEN_DIR = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+/** Linux's O_PATH (Node names no constant for it): a descriptor of the directory itself, no read needed. */
+const O_PATH = 0o10000000;
+const OPEN_DIR_PATH = O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW;
+/** The owner's bits a directory needs for its entries to be listed and removed. */
+const OWNER_RWX = 0o700;
 
 /** Gone already is fine; any other failure is EGJ_IO naming `shown` (the entry's path, not its /proc name). */
 function ignoreGone(err: unknown, shown: string): void {
@@ -82,6 +94,43 @@ function closeQuietly(fd: number): void {
   }
 }
 
+/**
+ * Open the directory `path` to list it, never through a link. One its owner may not read (mode 000) is
+ * given back its owner's bits first, through an O_PATH descriptor of the directory itself, then opened.
+ */
+function openDir(path: string, shown: string): number {
+  try {
+    return openSync(path, OPEN_DIR);
+  } catch (err) {
+    if (errnoOf(err) !== 'EACCES') throw err;
+  }
+  let at: number;
+  try {
+    at = openSync(path, OPEN_DIR_PATH);
+  } catch (err) {
+    throw ioErrorAt(shown, err);
+  }
+  try {
+    // chmod of the descriptor's /proc name changes the directory it holds, whatever its path is now
+    chmodSync(`${FD_DIR}/${at}`, OWNER_RWX);
+  } catch (err) {
+    throw ioErrorAt(shown, err);
+  } finally {
+    closeQuietly(at);
+  }
+  return openSync(path, OPEN_DIR);
+}
+
+/** Give the directory open as `fd` its owner's bits when it lacks any: its entries can then be removed. */
+function ownerMayEmpty(fd: number, shown: string): void {
+  try {
+    const { mode } = fstatSync(fd);
+    if ((mode & OWNER_RWX) !== OWNER_RWX) fchmodSync(fd, (mode & 0o777) | OWNER_RWX);
+  } catch (err) {
+    throw ioErrorAt(shown, err);
+  }
+}
+
 /** Remove the directory `path` and what is in it; when it is no longer a directory, the name alone. */
 function removeDir(path: string, shown: string): void {
   // Stryker disable next-line ConditionalExpression: Linux always has /proc; the path walk is for systems without it
@@ -89,7 +138,7 @@ function removeDir(path: string, shown: string): void {
   else {
     let fd: number;
     try {
-      fd = openSync(path, OPEN_DIR);
+      fd = openDir(path, shown);
     } catch (err) {
       const code = errnoOf(err);
       // a link (ELOOP) or a file (ENOTDIR) now stands there: it goes as a name
@@ -99,6 +148,7 @@ function removeDir(path: string, shown: string): void {
       return;
     }
     try {
+      ownerMayEmpty(fd, shown);
       emptyDir(`${FD_DIR}/${fd}`, shown);
     } catch (err) {
       closeQuietly(fd); // the first failure is the one told

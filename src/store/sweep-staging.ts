@@ -3,11 +3,14 @@
 // (an older genjob) only once it is older than `maxAgeMs`. `work` and `reap` run it before they start;
 // `check` runs it for its scratch trees (`.check-<pid>-<start>-*`). A .gen/ or staging/ that is a link
 // (a clone can commit one) is refused before anything is listed: the sweep removes nothing through it.
+// Each directory goes by removeTree: never through a link, and a directory the checked code left
+// without its owner's bits (`chmod 000 d`) is given them back first, so it does not stop every later check.
 import { join } from 'node:path';
 import { STAGING_PREFIX } from '../transport/staging-writer.js';
 import { readdirOrEmpty } from './durable.js';
 import { ownerGone, thisProcess } from './process-identity.js';
 import { assertRealDirs } from './real-dirs.js';
+import { removeTree } from './remove-tree.js';
 import type { Store } from './store.js';
 
 export function sweepDeadStaging(
@@ -35,7 +38,7 @@ export function sweepDeadStaging(
       }
     }
     if (!gone) continue;
-    store.fs.rmSync(path, { recursive: true, force: true });
+    removeTree(path);
     removed.push(path);
   }
   return removed;

@@ -1,8 +1,12 @@
 // removeTree: a tree the checked code wrote into is removed as names, never through a link: links to
 // directories and files outside stay untouched (the tree's own and the top path's), FIFOs and sockets
 // go, a missing path is fine, and an entry gone meanwhile is fine. A failure names the entry by its path.
-import { execFileSync } from 'node:child_process';
+// Directories the checked code took its owner's bits from (`chmod 000 d`) go too: that is tested as an
+// unprivileged user (root's permission checks never refuse), removeTree bundled and run under setpriv.
+import { execFileSync, spawnSync } from 'node:child_process';
 import {
+  chmodSync,
+  chownSync,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -11,7 +15,8 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { buildSync } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { IoError } from '../../src/core/errors.js';
 import { removeTree } from '../../src/store/remove-tree.js';
@@ -111,4 +116,62 @@ describe('removeTree', () => {
       immutable(file, false);
     }
   });
+
+  // only root can become another user here
+  const asNobody = process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
+  it.skipIf(!asNobody)(
+    'hostile: directories their owner may not read, enter or change (000, 100, 400, 500) are removed by that owner, through no link',
+    () => {
+      const base = tempDir('genjob-rmtree-nobody-');
+      const out = outside(base);
+      const before = listing(out.dir);
+      const tree = join(base, 'tree');
+      const modes = { m000: 0o000, m100: 0o100, m400: 0o400, m500: 0o500 };
+      for (const name of Object.keys(modes)) {
+        mkdirSync(join(tree, name, 'e', 'deeper'), { recursive: true });
+        writeFileSync(join(tree, name, 'e', 'f.txt'), 'x');
+        symlinkSync(out.dir, join(tree, name, 'to-dir'));
+      }
+      // a locked directory inside a locked one
+      mkdirSync(join(tree, 'm000', 'e', 'locked'));
+      // removeTree as its own bundle, run as nobody, who then owns the tree (as a checker's run does)
+      const bundle = join(base, 'remove-tree.mjs');
+      buildSync({
+        entryPoints: [resolve(import.meta.dirname, '../../src/store/remove-tree.ts')],
+        outfile: bundle,
+        bundle: true,
+        format: 'esm',
+        platform: 'node',
+        logLevel: 'silent',
+      });
+      const own = (p: string) => {
+        chownSync(p, 65534, 65534);
+        if (lstatSync(p).isDirectory()) for (const n of readdirSync(p)) own(join(p, n));
+      };
+      chownSync(base, 65534, 65534);
+      own(tree);
+      own(out.dir); // nobody's too: a chmod or unlink that followed a link would succeed there
+      chownSync(bundle, 65534, 65534);
+      chmodSync(join(tree, 'm000', 'e', 'locked'), 0);
+      for (const [name, mode] of Object.entries(modes)) chmodSync(join(tree, name), mode);
+      const r = spawnSync(
+        'setpriv',
+        [
+          '--reuid=65534',
+          '--regid=65534',
+          '--clear-groups',
+          process.execPath,
+          '--input-type=module',
+          '-e',
+          `const { removeTree } = await import(${JSON.stringify(bundle)}); removeTree(${JSON.stringify(tree)});`,
+        ],
+        { encoding: 'utf8' },
+      );
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      expect(existsSync(tree)).toBe(false);
+      expect(listing(out.dir)).toEqual(before);
+      expect(lstatSync(out.dir).mode & 0o777).toBe(0o755);
+    },
+  );
 });

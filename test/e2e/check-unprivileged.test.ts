@@ -1,0 +1,68 @@
+// `check` as an unprivileged user, whose permission checks root never meets: the checked code takes its
+// owner's bits from a directory it made (`chmod 000 d`). The check still records what the code did (a
+// fail), and nothing it left stops the next check: the scratch tree, and a dead check's staging the
+// sweep finds, are removed whatever their modes. Run as nobody through setpriv (only root can).
+import { spawnSync } from 'node:child_process';
+import { chownSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { CALC_GOOD, checkRepo, checkResults, records } from './check-helpers.js';
+import { CLI } from './helpers.js';
+
+const NOBODY = 65534;
+const canSetpriv = process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
+
+/** Give `path` and everything under it to nobody. */
+function own(path: string): void {
+  chownSync(path, NOBODY, NOBODY);
+  if (lstatSync(path).isDirectory()) for (const n of readdirSync(path)) own(join(path, n));
+}
+
+describe.skipIf(!canSetpriv)('check as an unprivileged user', () => {
+  it('hostile: a checker that locks a directory it made (chmod 000) fails its check, and the next check runs', async () => {
+    const r = await checkRepo({ tests: { run: 'mkdir -p d/e && chmod 000 d; exit 1' } });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    own(r.base);
+    const env = { ...r.env, HOME: join(r.base, 'home') };
+    const asNobody = async (args: string[]) => {
+      const p = await execa(
+        'setpriv',
+        [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', process.execPath, CLI, ...args],
+        { cwd: r.repo, env, reject: false },
+      );
+      return { exitCode: p.exitCode, stdout: String(p.stdout), stderr: String(p.stderr) };
+    };
+    const staging = join(r.repo, '.gen', 'staging');
+    const first = await asNobody(['check', '--json', key]);
+    expect(first.exitCode, first.stderr).toBe(3);
+    expect(checkResults(first)[0]).toMatchObject({ verdict: 'fail' });
+    expect(records(r.repo, key, 'tests')).toHaveLength(1);
+    expect(readdirSync(staging).filter((n) => n.startsWith('.check-'))).toEqual([]);
+    // what a check killed midway leaves: a dead process's staging holding a locked directory
+    const dead = join(staging, '.check-999999-1-abcdef', 'checkers', 'tests', 'run-1', 'tree');
+    const locked = await execa(
+      'setpriv',
+      [
+        `--reuid=${NOBODY}`,
+        `--regid=${NOBODY}`,
+        '--clear-groups',
+        'sh',
+        '-c',
+        'mkdir -p "$1/d/e" && chmod 000 "$1/d"',
+        'sh',
+        dead,
+      ],
+      { reject: false },
+    );
+    expect(locked.exitCode, String(locked.stderr)).toBe(0);
+    mkdirSync(join(r.base, 'home'), { recursive: true });
+    own(join(r.base, 'home'));
+    r.checkers({ tests: { run: 'true' } });
+    own(join(r.repo, 'genjob.config.json'));
+    const next = await asNobody(['check', '--json', key]);
+    expect(next.exitCode, next.stderr).toBe(0);
+    expect(checkResults(next)[0]).toMatchObject({ verdict: 'pass' });
+    expect(readdirSync(staging).filter((n) => n.startsWith('.check-'))).toEqual([]);
+  });
+});
