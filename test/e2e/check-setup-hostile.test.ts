@@ -4,6 +4,8 @@
 // entry left under the predictable digest, and a branch whose change to a script setup runs (no pin
 // names it) would shape the result another branch reuses. None may turn a failing change into a pass or
 // write outside the scratch tree.
+
+import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -79,6 +81,45 @@ describe('a shared setup result under attack', () => {
     const again = await r.genjob(['check', '--json', '--recheck', key]);
     expect(checkResults(again)[0], again.stdout).toMatchObject({ verdict: 'fail' });
     expect((bySequence()[0]!.setup as { cached: boolean }).cached).toBe(true);
+  });
+
+  it('escape: a setup that leaves a setuid shell, a setgid directory and a FIFO publishes none of them as such', async () => {
+    const setup = [
+      'mkdir -p node_modules/d',
+      'cp /bin/sh node_modules/rootsh',
+      'chmod 4755 node_modules/rootsh',
+      'cp /bin/sh node_modules/groupsh',
+      'chmod 2755 node_modules/groupsh',
+      'chmod 3777 node_modules/d',
+      'mkfifo node_modules/fifo',
+      'ln -s rootsh node_modules/link',
+    ].join(' && ');
+    const r = await checkRepo({ tests: { run: UNITTEST, setup } });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const run = await r.genjob(['check', '--json', key]);
+    expect(checkResults(run)[0], run.stdout).toMatchObject({ verdict: 'pass' });
+    const [entry] = readdirSync(join(r.repo, '.gen', 'check-setup'));
+    const nm = join(r.repo, '.gen', 'check-setup', entry!, 'tree', 'node_modules');
+    const mode = (name: string) => lstatSync(join(nm, name)).mode & 0o7777;
+    expect(mode('rootsh')).toBe(0o755);
+    expect(mode('groupsh')).toBe(0o755);
+    expect(mode('d')).toBe(0o777);
+    expect(present(join(nm, 'fifo'))).toBe(false);
+    expect(lstatSync(join(nm, 'link')).isSymbolicLink()).toBe(true);
+    if (process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0) {
+      // run by another user, the shell setup made as root is that user's shell, not root's
+      const id = spawnSync(
+        'setpriv',
+        ['--reuid=65534', '--regid=65534', '--clear-groups', join(nm, 'rootsh'), '-p', '-c', 'id -u; id -g'],
+        { encoding: 'utf8', cwd: '/' },
+      );
+      expect(id.stdout).toBe('65534\n65534\n');
+    }
+    // the entry, plain, is sealed and serves again
+    const again = await r.genjob(['check', '--json', '--recheck', key]);
+    expect(checkResults(again)[0], again.stdout).toMatchObject({ verdict: 'pass' });
+    const facts = records(r.repo, key, 'tests').map((n) => factsOf(r.repo, key, 'tests', n));
+    expect(facts.map((f) => (f.setup as { cached: boolean }).cached).sort()).toEqual([false, true]);
   });
 
   it('links the cached setup result only through real directories: a tracked symbolic link is not followed', async () => {
