@@ -35,6 +35,7 @@ import {
   type Usage,
 } from './record.js';
 import { listRecords, writeRecord } from './record-store.js';
+import { repositoryDirs } from './repository-dirs.js';
 import { runConfined } from './run-confined.js';
 import {
   checkoutCopy,
@@ -226,6 +227,7 @@ async function runCommand(
   // each checker of the job has its own part of the job's scratch directory (checks may run at once)
   const own = join('checkers', checker.name);
   const logs = scratchDirs(scratch.dir, `${own}/logs`);
+  const repository = await repositoryDirs(root);
   const policy = (binds: string[]): SandboxPolicy => ({
     kind: o.sandbox,
     network: checker.network,
@@ -235,8 +237,9 @@ async function runCommand(
     // the signing key and the user's cache directory (its secret seals the setup and report caches)
     hidden: [defaultCacheDir(o.env), ...(o.signKeyFile === undefined ? [] : [resolve(o.signKeyFile)])],
     // the repository itself shows only as the checker's copy: not its .gen/, .git/ or untracked files
-    // (.env), which a system directory shows when it lives under /opt or /usr/src
-    masked: [root],
+    // (.env), which a system directory shows when it lives under /opt or /usr/src; from a linked
+    // worktree, neither the main checkout's nor the common git directory (repository-dirs.ts)
+    masked: repository,
   });
   const jobEnv = (n: number | 'setup') => ({
     GENJOB_KEY: key,

@@ -3,12 +3,15 @@
 // secrets and a connection to a server on loopback all fail inside the sandbox, and nothing outside
 // changes (the repository, the directory beside it, .gen/ but for the records). Record files that were
 // tampered with, forged or copied from another job are never taken for a pass. A log full of terminal
-// escapes is printed inert.
+// escapes is printed inert. From a linked worktree whose main checkout lives under /opt (which the
+// sandbox shows), the main checkout's .git/, .gen/ and untracked files stay hidden too.
 
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/temp-store.js';
 import { snapshot } from '../helpers/tree-snapshot.js';
 import { CALC_GOOD, checkRepo, checkResults, factsOf, records, UNITTEST } from './check-helpers.js';
 
@@ -233,4 +236,50 @@ describe('hostile checks (escape attempts)', () => {
     expect(run.stdout).not.toMatch(/\x1b/);
     expect(run.stdout).toContain('| \\x1b]0;owned\\x07\\x1b[2J\\x1b[31mred');
   });
+});
+
+/** A directory of this test's own under /opt (a system directory the sandbox shows), when one can be made. */
+const OPT = `/opt/genjob-test-${process.pid}-${randomBytes(4).toString('hex')}`;
+let canOpt = false;
+try {
+  accessSync('/opt', constants.W_OK);
+  canOpt = true;
+} catch {
+  // not root: no repository under /opt
+}
+afterAll(() => {
+  if (canOpt) rmSync(OPT, { recursive: true, force: true });
+});
+
+describe.skipIf(!canOpt)('a linked worktree of a repository under /opt', () => {
+  for (const where of ['beside it (in /tmp)', 'inside the main checkout'] as const)
+    it(`escape: a checker in a worktree ${where} reads nothing of the main checkout (.env, .git/, .gen/)`, async () => {
+      mkdirSync(OPT, { recursive: true });
+      const main = tempDir('main-', OPT);
+      const r = await checkRepo({ tests: { run: 'true' } }, {}, main);
+      writeFileSync(join(r.repo, '.env'), 'API_TOKEN=topsecret\n'); // untracked, the main checkout's own
+      mkdirSync(join(r.repo, '.gen', 'checks'), { recursive: true });
+      const wt =
+        where === 'inside the main checkout' ? join(r.repo, 'wt') : join(tempDir('genjob-wt-'), 'wt');
+      await r.git(['worktree', 'add', '-q', wt, '-b', 'feature']);
+      // a pass says nothing was read: the log says what was
+      const probe = ['.env', '.git/HEAD', '.git/config', '.gen'].map((p) => `${r.repo}/${p}`);
+      r.checkers({
+        tests: {
+          run: `for p in ${probe.join(' ')}; do if ls -d "$p"; then cat "$p"; exit 1; fi; done; exit 0`,
+        },
+      });
+      writeFileSync(join(wt, 'genjob.config.json'), readFileSync(join(r.repo, 'genjob.config.json')));
+      const mint = await r.genjob(['mint', '--json', '-m', 'Document add', 'calc.py'], { cwd: wt });
+      expect(mint.exitCode, mint.stderr).toBe(0);
+      const key = (JSON.parse(mint.stdout) as { key: string }).key;
+      const work = await r.genjob(
+        ['work', '--once', '--quiet', '--generator', `sh -c 'printf "# documented\\n" >> calc.py'`],
+        { cwd: wt },
+      );
+      expect(work.exitCode, work.stderr).toBe(0);
+      const run = await r.genjob(['check', '--json', key], { cwd: wt });
+      expect(run.exitCode, run.stdout + run.stderr).toBe(0);
+      expect(checkResults(run)[0]).toMatchObject({ verdict: 'pass' });
+    });
 });

@@ -1,0 +1,19 @@
+// What of the repository a checker must not see beside its own copy: the work tree `check` runs in and,
+// from a linked worktree (`git worktree add`), the repository's common git directory and its main work
+// tree. Those hold the other checkout's .git/ (every branch, the config), .gen/ (records, setup cache)
+// and untracked files (.env), and a system directory shows them when they live under /opt or /usr/src.
+// Masking a directory covers whatever lies inside it (a worktree made inside the main checkout too);
+// the checker's own copy and the setup entry, bound later, still show on top.
+import { basename, dirname, resolve } from 'node:path';
+import { gitText } from '../git/run-git.js';
+
+/** `root`, and, for a linked worktree, the common git directory and the main work tree it belongs to. */
+export async function repositoryDirs(root: string): Promise<string[]> {
+  const common = resolve(
+    root,
+    await gitText(root, ['rev-parse', '--path-format=absolute', '--git-common-dir']),
+  );
+  // a non-bare repository's common directory is its main work tree's .git; a bare one has no work tree
+  const main = basename(common) === '.git' ? [dirname(common)] : [];
+  return [...new Set([resolve(root), common, ...main])];
+}
