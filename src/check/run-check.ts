@@ -12,6 +12,7 @@ import { unifiedDiff } from '../apply/unified-diff.js';
 import { defaultCacheDir } from '../core/cache-dir.js';
 import { sha256Hex } from '../core/sha256.js';
 import { catFile } from '../git/cat-file.js';
+import { repositoryDirs } from '../git/repository-dirs.js';
 import { userSecret } from '../remote/cache-mac.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
 import { publishExclusive, readIfExists } from '../store/durable.js';
@@ -35,7 +36,6 @@ import {
   type Usage,
 } from './record.js';
 import { listRecords, writeRecord } from './record-store.js';
-import { repositoryDirs } from './repository-dirs.js';
 import { runConfined } from './run-confined.js';
 import {
   checkoutCopy,

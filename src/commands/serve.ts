@@ -30,6 +30,15 @@ export interface ServeOptions {
   checkGenerator?: string | true;
 }
 
+/** The worker's repository as a generator must not see it (a directory git does not know: itself). */
+async function workerRepoDirs(root: string): Promise<string[]> {
+  try {
+    return await (await import('../git/repository-dirs.js')).repositoryDirs(root);
+  } catch {
+    return [resolve(root)];
+  }
+}
+
 export async function serve(o: ServeOptions): Promise<void> {
   process.on('SIGHUP', () => {});
   process.stdout.on('error', () => {}); // the worker went away; answers are lost, the cache is not
@@ -55,8 +64,9 @@ export async function serve(o: ServeOptions): Promise<void> {
       signKey ? [resolve(signKey)] : [],
     ),
     // a repository under /opt or /usr/src would show through the system directories: its .gen/ (other
-    // jobs' outputs, receipts), files mint refused to ship (.env), .git/
-    masked: o.workerRepo === undefined ? [] : [resolve(o.workerRepo)],
+    // jobs' outputs, receipts), files mint refused to ship (.env), .git/; from a linked worktree, the
+    // main checkout and the common git directory too
+    masked: o.workerRepo === undefined ? [] : await workerRepoDirs(o.workerRepo),
   };
   if (o.gcOlderThan) {
     // retention: prune before serving; an entry another session is generating is skipped

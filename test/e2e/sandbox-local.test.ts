@@ -114,6 +114,43 @@ describe('a confined generator run by a local serve', () => {
     },
   );
 
+  it.skipIf(process.getuid?.() !== 0)(
+    'escape: from a linked worktree, does not show the main checkout under /opt nor the shared .git/',
+    async () => {
+      const sb = await makeSandbox({ parent: '/opt' });
+      writeFileSync(join(sb.repo, '.env'), 'DB_PASSWORD=never-shipped\n');
+      const git = (args: string[], cwd = sb.repo) => execa('git', args, { cwd });
+      await git(['add', '-A']);
+      await git(['-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-qm', 'base']);
+      const wt = join(mkdtempSync(join(tmpdir(), 'genjob-wt-')), 'wt');
+      await git(['worktree', 'add', '-q', wt]);
+      const common = (await git(['rev-parse', '--path-format=absolute', '--git-common-dir'], wt)).stdout;
+      expect(common).toBe(join(sb.repo, '.git'));
+      const probe = (what: string, cmd: string) =>
+        `if ${cmd} >/dev/null 2>&1; then echo "${what}: SHOWN"; else echo "${what}: hidden"; fi`;
+      const gen = join(wt, 'gen.sh');
+      writeFileSync(
+        gen,
+        `#!/bin/sh\n{ ${probe('env', `cat ${sb.repo}/.env`)}; ${probe('git', `ls ${common}`)}; ${probe('main', `cat ${sb.repo}/README.md`)}; } > src/user.py\n`,
+        { mode: 0o755 },
+      );
+      const minted = await sb.genjob(['mint', '--json', '-m', 'Look around', 'src/user.py'], { cwd: wt });
+      expect(minted.exitCode, minted.stderr).toBe(0);
+      const { key } = JSON.parse(minted.stdout) as { key: string };
+      const w = await sb.genjob(['work', '--once', '--generator', './gen.sh'], {
+        cwd: wt,
+        env: { GENJOB_GENERATOR_BIND_RW: '', GENJOB_CACHE_DIR: join(wt, '..', 'host-cache') },
+      });
+      expect(w.exitCode, w.stderr).toBe(0);
+      expect(readFileSync(join(wt, '.gen/out', key, 'src/user.py'), 'utf8').split('\n')).toEqual([
+        'env: hidden',
+        'git: hidden',
+        'main: hidden',
+        '',
+      ]);
+    },
+  );
+
   it('ends a setpgid child of a generator that outlives --timeout', async () => {
     const sb = await makeSandbox();
     const marker = `300.${process.pid}1`;

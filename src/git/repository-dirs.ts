@@ -1,9 +1,9 @@
-// What of the repository a checker must not see beside its own copy: the work tree `check` runs in and,
-// from a linked worktree (`git worktree add`), the repository's common git directory and its main work
-// tree. Those hold the other checkout's .git/ (every branch, the config), .gen/ (records, setup cache)
-// and untracked files (.env), and a system directory shows them when they live under /opt or /usr/src.
-// Masking a directory covers whatever lies inside it (a worktree made inside the main checkout too);
-// the checker's own copy and the setup entry, bound later, still show on top.
+// What of the repository confined code (a checker, a generator run by a local serve) must not see beside
+// what it is given: the work tree and, from a linked worktree (`git worktree add`), the repository's
+// common git directory and its main work tree. Those hold the other checkout's .git/ (every branch, the
+// config), .gen/ (records, outputs, setup cache) and untracked files (.env), and a system directory shows
+// them when they live under /opt or /usr/src. Masking a directory covers whatever lies inside it (a
+// worktree made inside the main checkout too); what is bound on purpose (a checker's copy) still shows on top.
 import { basename, dirname, resolve } from 'node:path';
 import { gitText } from '../git/run-git.js';
 
