@@ -157,7 +157,10 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
 
   common(program.command('mint'))
     .description('mint a job: an instruction plus the files the generator may change (prints its key)')
-    .argument('[paths...]', 'files the generator may change (they must exist; see --create)')
+    .argument(
+      '[paths...]',
+      'files the generator may change, relative to the current directory (they must exist; see --create)',
+    )
     .option('-m, --message <text>', 'the instruction')
     .option(
       '-f, --file <path>',

@@ -29,7 +29,11 @@ export function toContractPath(root: string, typed: string, flag: string, base?:
     const abs = resolve(process.cwd(), typed);
     const rel = relative(root, abs);
     if (rel === '' || rel.startsWith(`..${sep}`) || rel === '..' || isAbsolute(rel)) {
-      throw new UsageError('EGJ_BAD_PATH', `${typed}: ${flag} must be inside the repository root ${root}`);
+      // paths are taken from the working directory, not the root: the resolved path says where it looked
+      throw new UsageError(
+        'EGJ_BAD_PATH',
+        `${typed}: ${flag} must be inside the repository root ${root} (it names ${abs}: paths are relative to the current directory)`,
+      );
     }
     p = rel.split(sep).join('/');
   }
@@ -161,7 +165,7 @@ export class InputReader {
     if (st === null)
       throw new UsageError(
         'EGJ_BAD_PATH',
-        `${input.typed}: no such file (use --create for a file the generator should create)`,
+        `${input.typed}: no such file (${abs}; paths are relative to the current directory; use --create for a file the generator should create)`,
       );
     if (st.isSymbolicLink())
       throw new UsageError('EGJ_BAD_PATH', `${input.typed}: is a symlink; genjob only ships regular files`);

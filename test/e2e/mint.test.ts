@@ -23,19 +23,19 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       name: 'an absolute path outside the root',
       args: ['-m', 'x', '/etc/passwd'],
       code: 'EGJ_BAD_PATH',
-      rule: '/etc/passwd: a path must be inside the repository root {root}',
+      rule: '/etc/passwd: a path must be inside the repository root {root} (it names /etc/passwd: paths are relative to the current directory)',
     },
     {
       name: 'a .. path leaving the root',
       args: ['-m', 'x', '../outside.txt'],
       code: 'EGJ_BAD_PATH',
-      rule: '../outside.txt: a path must be inside the repository root {root}',
+      rule: '../outside.txt: a path must be inside the repository root {root} (it names {base}/outside.txt: paths are relative to the current directory)',
     },
     {
       name: 'a .. path in the middle',
       args: ['-m', 'x', 'src/../../outside.txt'],
       code: 'EGJ_BAD_PATH',
-      rule: 'src/../../outside.txt: a path must be inside the repository root {root}',
+      rule: 'src/../../outside.txt: a path must be inside the repository root {root} (it names {base}/outside.txt: paths are relative to the current directory)',
     },
     {
       name: 'a symlink',
@@ -95,7 +95,7 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       name: 'a missing file without --create',
       args: ['-m', 'x', 'src/missing.py'],
       code: 'EGJ_BAD_PATH',
-      rule: 'src/missing.py: no such file (use --create for a file the generator should create)',
+      rule: 'src/missing.py: no such file ({root}/src/missing.py; paths are relative to the current directory; use --create for a file the generator should create)',
     },
     {
       name: '--create of an existing file',
@@ -165,7 +165,8 @@ describe('mint refuses bad input with exit 2, naming the path and the rule', () 
       const before = snapshot(sb.repo, ['.git']);
       const r = await sb.genjob(['mint', ...c.args]);
       expect(r.exitCode).toBe(2);
-      const line = `genjob: ${c.code}: ${c.rule.replace('{root}', sb.repo)}`;
+      const rule = c.rule.replaceAll('{root}', sb.repo).replaceAll('{base}', dirname(sb.repo));
+      const line = `genjob: ${c.code}: ${rule}`;
       if (c.code === 'EGJ_SECRET') expect(r.stderr.startsWith(line)).toBe(true);
       else expect(r.stderr).toBe(`${line}\n`);
       expect(r.stdout).toBe('');
