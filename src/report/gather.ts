@@ -5,6 +5,8 @@
 // that cannot be parsed shows as such on its row instead of failing the report.
 import { join, sep } from 'node:path';
 import { spendOfReceipts } from '../commands/status-spend.js';
+import { GenjobError } from '../core/errors.js';
+import { EXIT } from '../core/exit-codes.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
 import { sha256Hex } from '../core/sha256.js';
@@ -215,16 +217,34 @@ function checksFor(
   return source.context().then((context) => (context === known.context ? take(known.list) : ask()));
 }
 
+/** `read()`, or `instead()` when what it read is no record genjob could have written (any error but EGJ_IO). */
+function unlessUnreadable<T>(read: () => T, instead: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (!(err instanceof GenjobError) || err.exitCode === EXIT.IO) throw err;
+    return instead();
+  }
+}
+
 /** A shadow plane's answer for each key, beside the live one. */
 function shadowsOf(store: Store, planes: readonly string[], jobs: readonly ReportJob[]): void {
   const keys = jobs.map((j) => j.key);
   for (const name of planes) {
     const plane = new ShadowStore(store, name);
+    // a plane's file that is not a record (a link, a FIFO: a branch may commit .gen/shadow/) shows on its
+    // job's row as unreadable; it failed the whole report. A disk that fails still ends it (EGJ_IO).
     const verdicts = new Map<string, ShadowVerdict>(
-      compareSides(liveSide(store), shadowSide(store, name), keys).jobs.map((c) => [c.key, c.verdict]),
+      unlessUnreadable(
+        () => compareSides(liveSide(store), shadowSide(store, name), keys).jobs,
+        () => [],
+      ).map((c) => [c.key, c.verdict]),
     );
     for (const job of jobs) {
-      const bytes = plane.receipt(job.key);
+      const bytes = unlessUnreadable(
+        () => plane.receipt(job.key),
+        () => Buffer.from('{"status":"unreadable"}'),
+      );
       let doc: Record<string, unknown> = {};
       try {
         if (bytes) doc = splitEnvelope(JSON.parse(bytes.toString('utf8')) as Record<string, unknown>).payload;

@@ -179,6 +179,19 @@ describe('genjob report', () => {
     expect(index).not.toContain('fake job');
   });
 
+  it("hostile: a shadow plane's receipt that is a link (a branch can commit .gen/shadow/) shows on its row, the report is written", async () => {
+    const { root, jobs } = fixtureRepo(2);
+    const dir = join(root, '.gen', 'shadow', 'p', 'results', jobs[0]!.key);
+    mkdirSync(dir, { recursive: true });
+    symlinkSync('/etc/passwd', join(dir, 'receipt.json'));
+    const r = await cli(root, ['report', '--json']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ jobs: 2 });
+    const page = readFileSync(join(root, '.gen', 'report', 'jobs', `${jobs[0]!.key}.html`), 'utf8');
+    expect(page).toContain('unreadable');
+    expect(page).not.toContain('root:x:0');
+  });
+
   it('refuses a repository without .gen/ with exit 2, creating nothing', async () => {
     const root = join(tempDir('genjob-report-none-'), 'repo');
     mkdirSync(join(root, '.git'), { recursive: true });
