@@ -117,6 +117,18 @@ describe('usage and configuration errors, found before anything is claimed', () 
   });
 });
 
+/** A generator that writes `started` once it runs, then waits for a release that never comes. */
+async function neverEnding(sb: { dir: string }): Promise<{ started: string; gen: string }> {
+  const started = path.join(sb.dir, 'started');
+  const gen = await writeGenerator(sb.dir, {
+    counter: path.join(sb.dir, 'runs'),
+    target: 'src/a.txt',
+    text: 'late\n',
+    startedMarker: started,
+    releaseFile: path.join(sb.dir, 'never'),
+  });
+  return { started, gen };
+}
 describe('attempts spent only on delivered bundles', () => {
   it('a host that refuses to run puts the job back unspent: never dead-lettered, the journal says so', async () => {
     const { sb, key } = await box();
@@ -179,14 +191,7 @@ describe('attempts spent only on delivered bundles', () => {
 
   it('a job cut at the end of the SIGINT grace period goes back without spending an attempt', async () => {
     const { sb, key } = await box();
-    const started = path.join(sb.dir, 'started');
-    const gen = await writeGenerator(sb.dir, {
-      counter: path.join(sb.dir, 'runs'),
-      target: 'src/a.txt',
-      text: 'late\n',
-      startedMarker: started,
-      releaseFile: path.join(sb.dir, 'never'),
-    });
+    const { started, gen } = await neverEnding(sb);
     const work = genjob(sb, ['work', '--watch', '--grace', '0.2', '--generator', gen, '--timeout', '60']);
     await waitFor('the generator to start', () => existsSync(started));
     work.kill('SIGINT');
@@ -205,14 +210,7 @@ describe('attempts spent only on delivered bundles', () => {
 
   it('work --once cut by a second Ctrl-C says so, not that a grace period ended (it has none)', async () => {
     const { sb, key } = await box();
-    const started = path.join(sb.dir, 'started');
-    const gen = await writeGenerator(sb.dir, {
-      counter: path.join(sb.dir, 'runs'),
-      target: 'src/a.txt',
-      text: 'late\n',
-      startedMarker: started,
-      releaseFile: path.join(sb.dir, 'never'),
-    });
+    const { started, gen } = await neverEnding(sb);
     const work = genjob(sb, ['work', '--once', '--generator', gen, '--timeout', '60']);
     await waitFor('the generator to start', () => existsSync(started));
     work.kill('SIGINT');
