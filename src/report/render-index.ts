@@ -81,8 +81,10 @@ function row(job: ReportJob, model: ReportModel, undrawn: string | undefined): H
   const r = job.receipt;
   const status = statusOf(job);
   const tokens = tokensOf(job);
-  const end = job.instruction.indexOf('\n');
-  const firstLine = end < 0 ? job.instruction : job.instruction.slice(0, end);
+  // its first line with text: an instruction starting with a newline showed an empty cell
+  const text = job.instruction.replace(/^\s+/, '');
+  const end = text.indexOf('\n');
+  const firstLine = end < 0 ? text : text.slice(0, end);
   // an entity, not the character: one character beyond Latin-1 makes V8 hold the whole page as UTF-16
   const instruction = firstLine.length > 90 ? html`${firstLine.slice(0, 89)}&hellip;` : firstLine;
   const hidden = jobHiddenAdded(job);

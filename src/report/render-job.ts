@@ -64,7 +64,7 @@ function receiptFacts(r: ReportReceipt, problem: string | null): Html {
   return html`${problem ? html`<p class="note bad">does not decode under this repository's trust policy: ${problem}</p>` : ''}${facts(
     [
       ['status', badge('s', r.status)],
-      ['reason', r.reason === null ? null : html`<pre class="reason">${r.reason}</pre>`],
+      ['reason', r.reason === null ? null : html`<pre class="reason">\n${r.reason}</pre>`],
       ['epoch', r.epoch],
       [
         'generator',
@@ -94,7 +94,7 @@ function check(c: ReportCheck, bytes: JobPageBytes): Html {
     const tail = log ? bytes.logTails.get(log) : undefined;
     return html`<tr><td class="num">${i + 1}</td><td class="num">${a.exit ?? ''}</td><td class="num">${a.ms === null ? '' : formatMs(a.ms)}</td><td>${
       log
-        ? html`${tail === undefined ? html`<span class="muted">log not at hand</span>` : html`<pre class="log">${tail}</pre>`}<a href="${href(`../logs/${log}.html`)}">full log</a>`
+        ? html`${tail === undefined ? html`<span class="muted">log not at hand</span>` : html`<pre class="log">\n${tail}</pre>`}<a href="${href(`../logs/${log}.html`)}">full log</a>`
         : html`<span class="muted">no log</span>`
     }</td></tr>`;
   });
@@ -105,7 +105,7 @@ ${
   c.judge.length
     ? html`<table class="judge"><thead><tr><th>sample</th><th>answer</th><th>score</th><th>reason</th></tr></thead><tbody>${c.judge.map(
         (s, i) =>
-          html`<tr><td class="num">${i + 1}</td><td>${s.pass === null ? badge('v', 'error') : badge('v', s.pass ? 'pass' : 'fail')}</td><td class="num">${s.score ?? ''}</td><td><pre class="reason">${s.reason}</pre></td></tr>`,
+          html`<tr><td class="num">${i + 1}</td><td>${s.pass === null ? badge('v', 'error') : badge('v', s.pass ? 'pass' : 'fail')}</td><td class="num">${s.score ?? ''}</td><td><pre class="reason">\n${s.reason}</pre></td></tr>`,
       )}</tbody></table>`
     : ''
 }</section>`;
@@ -122,7 +122,7 @@ function side(
     ['status', status === null ? 'no answer' : badge('s', status)],
     ['generator', generator === null ? null : html`<span class="mono">${generator}</span>`],
     ['tokens', tokens],
-    ['reason', reason === null ? null : html`<pre class="reason">${reason}</pre>`],
+    ['reason', reason === null ? null : html`<pre class="reason">\n${reason}</pre>`],
   ])}</div>`;
 }
 
@@ -158,7 +158,7 @@ ${facts([
   ],
 ])}
 <h2>Instruction</h2>
-<pre class="instruction">${job.instruction}</pre>
+<pre class="instruction">\n${job.instruction}</pre>
 <h2>Outputs</h2>
 ${hidden > 0 ? hiddenNote(hidden, 'This change adds') : ''}
 ${job.files.length === 0 ? html`<p class="muted">${r ? 'The receipt names no output.' : 'No receipt yet.'}</p>` : job.files.map((f, n) => output(f, bytes.diffs.get(f.path), n, job.key))}

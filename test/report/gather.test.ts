@@ -15,6 +15,7 @@ import { NO_CHECKS } from '../../src/report/check-source.js';
 import { gatherReport } from '../../src/report/gather.js';
 import { jobPageBytes } from '../../src/report/job-bytes.js';
 import { renderIndex } from '../../src/report/render-index.js';
+import { renderJob } from '../../src/report/render-job.js';
 import { keyIdOf, publicKeyString } from '../../src/trust/keys.js';
 import { addTrustedKey } from '../../src/trust/trust-file.js';
 import { check, fixtureRepo, inputText, patchReceipt, tableChecks } from './fixture.js';
@@ -32,6 +33,21 @@ describe('gatherReport', () => {
     const index = renderIndex(model, loadAssets(), '0'.repeat(64));
     expect(index).toContain('<span class="hidden-added">adds 4 hidden character(s)</span>');
     expect(index).toContain('data-hidden="added"');
+  });
+
+  it('shows an instruction that starts with a newline whole: its first line with text on the index, every line on its page', async () => {
+    const { store, jobs } = fixtureRepo(1, { instruction: () => '\n\nFix the parser\nsecond line' });
+    const model = await gatherReport(store, { checks: NO_CHECKS });
+    const index = renderIndex(model, loadAssets(), '0'.repeat(64));
+    expect(index).toContain(`${jobs[0]!.key.slice(0, 12)}</a><br><span class="muted">Fix the parser</span>`);
+    const page = renderJob(
+      model.jobs[0]!,
+      jobPageBytes(new ReportBytes(store), model.jobs[0]!),
+      loadAssets(),
+      '0'.repeat(64),
+    );
+    // a browser drops the one newline right after <pre>: the page puts its own there, so the instruction's stay
+    expect(page).toContain('<pre class="instruction">\n\n\nFix the parser\nsecond line</pre>');
   });
 
   it('counts the hidden characters an output holds beyond its input, and the index flags that job', async () => {

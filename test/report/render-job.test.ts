@@ -62,7 +62,7 @@ describe('renderJob', () => {
     expect(page).not.toContain('passwd');
     expect(page.match(/href="\.\.\/logs\//g)).toHaveLength(1);
     expect(page).toContain(`<a href="../logs/${'d'.repeat(64)}.html">full log</a>`);
-    expect(page).toContain('<pre class="log">last line</pre>');
+    expect(page).toContain('<pre class="log">\nlast line</pre>');
     expect(page).toContain('<span class="verdict v-error">error</span>');
     expect(page).not.toContain('<script');
   });

@@ -92,6 +92,16 @@ describe('writeReport', () => {
     expect(logTail(Buffer.from('a\nb\n'))).toBe('a\nb');
   });
 
+  it('a log page links back to the index, as a job page does', () => {
+    const page = renderLog(
+      'd'.repeat(64),
+      { kind: 'ok', bytes: Buffer.from('ok\n') },
+      loadAssets(),
+      '0'.repeat(64),
+    );
+    expect(page).toContain('<nav class="top"><a href="../index.html">\u2190 all jobs</a></nav>');
+  });
+
   it('writes the same bytes for the same inputs, in any directory', async () => {
     const { store } = fixtureRepo(4);
     const base = tempDir('genjob-report-out-');
