@@ -4,6 +4,7 @@
 // Reads .gen/ and never changes it, apart from the default report directory inside it. What the last
 // report found is kept in DIR's cache file, sealed under the user's secret in $XDG_CACHE_HOME/genjob.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
@@ -40,8 +41,11 @@ async function runOf(store: Store, name: string, secret: Buffer | null) {
 /** Ask the desktop to show `file` ($BROWSER, else xdg-open or open); a failure is said, never fatal. */
 function openInBrowser(file: string): Promise<string | null> {
   const command = process.env.BROWSER || (process.platform === 'darwin' ? 'open' : 'xdg-open');
+  // `BROWSER='firefox --new-window'` is a program and its arguments (split at spaces, as such variables
+  // are), unless the whole value names a file (a path with a space in it)
+  const [program, ...args] = existsSync(command) ? [command] : command.trim().split(/\s+/);
   return new Promise((done) => {
-    const child = spawn(command, [file], { detached: true, stdio: 'ignore' });
+    const child = spawn(program!, [...args, file], { detached: true, stdio: 'ignore' });
     child.once('error', (err) => done(`could not start ${command} (${err.message}); open ${file} yourself`));
     child.once('spawn', () => {
       child.unref();

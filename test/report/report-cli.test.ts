@@ -80,6 +80,21 @@ describe('genjob report', () => {
       .toBe(join(root, '.gen', 'report', 'index.html'));
   });
 
+  it('takes $BROWSER with arguments as a program and its arguments, as such variables are', async () => {
+    const { root } = fixtureRepo(1);
+    const seen = join(tempDir('genjob-report-browser-'), 'seen');
+    const browser = join(root, '..', 'fake-browser.sh');
+    writeFileSync(browser, `#!/bin/sh\nprintf '%s|%s' "$1" "$2" > ${JSON.stringify(seen)}\n`, {
+      mode: 0o755,
+    });
+    const r = await cli(root, ['report', '--open', '--json'], { BROWSER: `${browser} --new-window` });
+    expect(r.exitCode).toBe(0);
+    expect(JSON.parse(r.stdout).opened).toBe(true);
+    await expect
+      .poll(() => (existsSync(seen) ? readFileSync(seen, 'utf8') : ''))
+      .toBe(`--new-window|${join(root, '.gen', 'report', 'index.html')}`);
+  });
+
   it('says when no browser can be started, and still succeeds', async () => {
     const { root } = fixtureRepo(1);
     const r = await cli(root, ['report', '--open'], { BROWSER: join(root, 'no-such-browser') });
