@@ -25,6 +25,11 @@ export function deadAdvice(key: string, code: string | undefined): string {
   return `genjob show ${k} says what became of it`;
 }
 
+/** The reason a job whose input `what` changed before it was sent goes to dead/ with (INPUT_CHANGED). */
+export function inputChangedReason(what: string, key: string): string {
+  return `${what}: changed since the job was minted; the job is stale: ${deadAdvice(key, INPUT_CHANGED)}`;
+}
+
 export interface DeadJob {
   key: string;
   /** The newest `dead/<key>.job.<stamp>` of the key. */
@@ -33,13 +38,14 @@ export interface DeadJob {
   at: number;
 }
 
-const JOB_NAME = /^([0-9a-f]{64})\.job\.(\d+)-[0-9a-f]+$/;
+/** A job file's name in dead/: `<key>.job.<stamp>-<hex>` (its key, then its stamp, as groups). */
+export const DEAD_JOB_NAME = /^([0-9a-f]{64})\.job\.(\d+)-[0-9a-f]+$/;
 
 /** One entry per key with a job file in dead/ (its newest), from the names alone. */
 export function deadJobs(store: Store, names = readdirOrEmpty(store, store.layout.dir('dead'))): DeadJob[] {
   const byKey = new Map<string, DeadJob>();
   for (const name of names) {
-    const m = JOB_NAME.exec(name);
+    const m = DEAD_JOB_NAME.exec(name);
     if (!m) continue;
     const at = Number(m[2]);
     const had = byKey.get(m[1]!);

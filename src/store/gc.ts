@@ -6,6 +6,7 @@
 // tombstone (usually both), never neither. Queued, running and received jobs are never touched.
 import { join, relative } from 'node:path';
 import { errnoOf } from '../core/errors.js';
+import { DEAD_JOB_NAME } from './dead-jobs.js';
 import { fsyncDir, readdirOrEmpty, readIfExists } from './durable.js';
 import { compactJournal } from './journal-compact.js';
 import { SEGMENT_DIR } from './journal-segments.js';
@@ -51,8 +52,6 @@ interface AppliedLoose {
 }
 
 const KEY_PREFIX = /^([0-9a-f]{64})\./;
-/** A job file in dead/ (dead-jobs.ts names them so), whose reason may hold a remint's link. */
-const SUPERSEDED_JOB = /^[0-9a-f]{64}\.job\.\d+-[0-9a-f]+$/;
 
 function parse<T>(bytes: Buffer | undefined): T | undefined {
   if (!bytes) return undefined;
@@ -210,7 +209,7 @@ export function planGc(store: Store, olderThanMs: number, now = Date.now()): GcP
     const why = parse<{ code?: string; at?: string }>(readIfExists(store, whyPath));
     // a remint's link (the superseded job file and its reason, a few KB) is how a run finds the job that
     // stands for the key now: pruned, the run lost its successor and its gate opened again for good
-    if (why?.code === SUPERSEDED && SUPERSEDED_JOB.test(n)) continue;
+    if (why?.code === SUPERSEDED && DEAD_JOB_NAME.test(n)) continue;
     let plan = keys.get(key);
     if (!plan) {
       const t = readTombstone(store, key);

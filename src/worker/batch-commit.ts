@@ -26,7 +26,7 @@ import { type AnswerTarget, OPENAI_GENERATOR_NAME } from '../remote/generators/o
 import type { SandboxPolicy } from '../sandbox/policy.js';
 import { currentEpoch } from '../store/attempts.js';
 import type { BatchJobEntry } from '../store/batch-outbox.js';
-import { deadAdvice, INPUT_CHANGED } from '../store/dead-jobs.js';
+import { INPUT_CHANGED, inputChangedReason } from '../store/dead-jobs.js';
 import { exists, moveState, readIfExists } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import { withKeyLock } from '../store/key-lock.js';
@@ -96,7 +96,7 @@ export async function commitAnswer(
     const ws = join(scratch, 'ws');
     const changed = copyInputs(store.root, job, ws);
     if (changed !== null) {
-      const reason = `${changed}: changed since the job was minted; the job is stale: ${deadAdvice(key, INPUT_CHANGED)}`;
+      const reason = inputChangedReason(changed, key);
       if (!(await release(store, key, e.epoch, 'dead', { code: INPUT_CHANGED, reason })))
         return { key, outcome: 'superseded', reason: `lease of epoch ${e.epoch} was lost` };
       return { key, outcome: 'dead', reason };

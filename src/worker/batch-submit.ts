@@ -16,7 +16,7 @@ import {
   sealIntent,
 } from '../store/batch-outbox.js';
 import { claimNext } from '../store/claim.js';
-import { deadAdvice, INPUT_CHANGED } from '../store/dead-jobs.js';
+import { INPUT_CHANGED, inputChangedReason } from '../store/dead-jobs.js';
 import { journal } from '../store/journal.js';
 import { beat } from '../store/lease.js';
 import { startAttempt } from './admit-job.js';
@@ -146,7 +146,7 @@ async function prepare(
   const entry: BatchJobEntry = { key, epoch: lease.epoch, job_digest: digest, format };
   const built = batchLine(ctx.config, job, store.root, format);
   if ('changed' in built) {
-    const reason = `${built.changed}: changed since the job was minted; the job is stale: ${deadAdvice(key, INPUT_CHANGED)}`;
+    const reason = inputChangedReason(built.changed, key);
     if (!(await release(store, key, lease.epoch, 'dead', { code: INPUT_CHANGED, reason })))
       return { key, outcome: 'superseded', reason: `lease of epoch ${lease.epoch} was lost` };
     return { key, outcome: 'dead', reason };
