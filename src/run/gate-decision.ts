@@ -5,6 +5,7 @@
 // rate is over the N intended keys: a key passes when its receipt is ok, verifies and has a current pass
 // (or, allowed, flaky) record per required checker; anything else counts against it. No clock is read
 // here, so wall time can never close a gate, and the same records always give the same verdict.
+import type { GateRecord } from './gate-record.js';
 
 /** A checker's verdict on one receipt, as the checks plane reports it (src/check/check-state.ts). */
 export type CheckVerdict = 'pass' | 'fail' | 'flaky' | 'uncertain' | 'error';
@@ -26,21 +27,6 @@ export type Outcome =
   /** Its material pruned by `genjob gc` (its tombstone's state, date and receipt digest). */
   | { kind: 'pruned'; state: string; prunedOn: string; receiptDigest: string | null };
 
-/**
- * How the user's newest gate record of the run judged a key whose material gc has pruned since: the
- * evidence is gone, so that judgement stands (its evidence as recorded, so the record stays current).
- */
-export interface Carried {
-  pass: boolean;
-  why: string;
-  evidence: {
-    receipt: string | null;
-    dead: string | null;
-    verifies: boolean | null;
-    checks: Array<{ checker: string; current: boolean; record: string | null; verdict: string }>;
-  };
-}
-
 export interface KeyRecords {
   /** The intended key (as sealed in the run). */
   key: string;
@@ -51,8 +37,11 @@ export interface KeyRecords {
   liveLease: boolean;
   /** The required checkers' states for this key's receipt (only read for an ok receipt that verifies). */
   checks: readonly CheckView[];
-  /** For a pruned key: the judgement of the user's newest gate record, when it judged this very job. */
-  carried?: Carried;
+  /**
+   * For a key whose material gc pruned: the user's newest gate record's entry for this very job. The
+   * evidence is gone, so that judgement stands, its evidence as recorded (the record stays current).
+   */
+  carried?: GateRecord['keys'][number];
 }
 
 export interface GatePolicy {
@@ -104,7 +93,7 @@ function judge(r: KeyRecords, policy: GatePolicy): Judged {
   const o = r.outcome;
   if (o.kind === 'pending') return { wait: PENDING[o.state] };
   if (o.kind === 'pruned') {
-    if (r.carried !== undefined) return r.carried.pass ? { pass: true } : { fail: r.carried.why };
+    if (r.carried !== undefined) return r.carried.pass ? { pass: true } : { fail: r.carried.why ?? '' };
     // no decision of the user's judged it before its evidence went: it cannot pass now
     return { fail: `${o.state}, then pruned by genjob gc on ${o.prunedOn} before a gate judged it` };
   }

@@ -18,7 +18,7 @@ import type { Store } from '../store/store.js';
 import { currentKey, deadIndex } from '../store/supersede.js';
 import { prunedOn, readTombstone } from '../store/tombstone.js';
 import { verifyKey } from '../verify/verify-key.js';
-import type { Carried, CheckView, KeyRecords, Outcome } from './gate-decision.js';
+import type { CheckView, KeyRecords, Outcome } from './gate-decision.js';
 import type { GateRecord } from './gate-record.js';
 
 /** The checks plane's reader: each named checker's state for the key's current receipt. */
@@ -99,23 +99,18 @@ async function outcomeOf(
 }
 
 /**
- * How `prior` judged the job that stands for `key` now, when it judged this very job: the same current key,
- * and for an applied one the receipt its tombstone names.
+ * `prior`'s entry for the job that stands for `key` now, when it judged this very job: the same current
+ * key, and for an applied one the receipt its tombstone names.
  */
 function carriedFrom(
   prior: GateRecord | undefined,
   key: string,
   current: string,
   pruned: Extract<Outcome, { kind: 'pruned' }>,
-): Carried | undefined {
+): GateRecord['keys'][number] | undefined {
   const k = prior?.keys.find((e) => e.key === key && e.current === current);
   if (k === undefined || !Array.isArray(k.checks)) return undefined;
-  if (pruned.receiptDigest !== null && k.receipt !== pruned.receiptDigest) return undefined;
-  return {
-    pass: k.pass,
-    why: k.why ?? '',
-    evidence: { receipt: k.receipt, dead: k.dead, verifies: k.verifies, checks: k.checks },
-  };
+  return pruned.receiptDigest !== null && k.receipt !== pruned.receiptDigest ? undefined : k;
 }
 
 /** The records of every intended key, in the run's order. */

@@ -70,23 +70,8 @@ export interface StoredGate {
 // its JSON.stringify is its canonical form (RFC 8785 serialises them as JSON.stringify does); for 10,000
 // keys that is ten times faster than canonicalising (a test holds the two equal).
 export function evidenceOf(records: readonly KeyRecords[]): KeyEvidence[] {
-  return records.map((r) =>
-    r.carried === undefined
-      ? gathered(r)
-      : {
-          checks: r.carried.evidence.checks.map((c) => ({
-            checker: c.checker,
-            current: c.current,
-            record: c.record,
-            verdict: c.verdict,
-          })),
-          current: r.current,
-          dead: r.carried.evidence.dead,
-          key: r.key,
-          receipt: r.carried.evidence.receipt,
-          verifies: r.carried.evidence.verifies,
-        },
-  );
+  // a pruned key's evidence is what the record that judged it holds, read as sameGate reads a record
+  return records.map((r) => (r.carried === undefined ? gathered(r) : keyEvidence(r.carried)));
 }
 
 function gathered(r: KeyRecords): KeyEvidence {
@@ -213,15 +198,20 @@ export function parseGateRecord(bytes: Buffer, file: string): { record: GateReco
   return { record, signed };
 }
 
+/** The numbers of the run's gate records (`<n>.json`), newest first. */
+function gateSeqs(store: Store, dir: string): number[] {
+  return readdirOrEmpty(store, dir)
+    .map((n) => /^([1-9][0-9]*)\.json$/.exec(n)?.[1])
+    .filter((n): n is string => n !== undefined)
+    .map(Number)
+    .sort((a, b) => b - a);
+}
+
 /** The newest gate record of a run, or undefined when none was written. */
 export function newestGate(store: Store, ref: Pick<RunRef, 'id'>): StoredGate | undefined {
   const dir = gatesDir(store, ref);
-  const seqs = readdirOrEmpty(store, dir)
-    .map((n) => /^([1-9][0-9]*)\.json$/.exec(n)?.[1])
-    .filter((n): n is string => n !== undefined)
-    .map(Number);
-  if (seqs.length === 0) return undefined;
-  const seq = Math.max(...seqs);
+  const seq = gateSeqs(store, dir)[0];
+  if (seq === undefined) return undefined;
   const file = join(dir, `${seq}.json`);
   const bytes = readRecord(store, file)!;
   return { seq, file, sha256: sha256Hex(bytes), ...parseGateRecord(bytes, file) };
@@ -237,12 +227,7 @@ export function newestSealedGate(
   secret: Buffer,
 ): GateRecord | undefined {
   const dir = gatesDir(store, ref);
-  const seqs = readdirOrEmpty(store, dir)
-    .map((n) => /^([1-9][0-9]*)\.json$/.exec(n)?.[1])
-    .filter((n): n is string => n !== undefined)
-    .map(Number)
-    .sort((a, b) => b - a);
-  for (const seq of seqs) {
+  for (const seq of gateSeqs(store, dir)) {
     const file = join(dir, `${seq}.json`);
     const bytes = readRecord(store, file);
     if (bytes !== undefined && gateSealed(store, ref, { seq, file, sha256: sha256Hex(bytes) }, secret))
