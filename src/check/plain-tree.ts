@@ -11,7 +11,6 @@ import {
   chmodSync,
   closeSync,
   constants,
-  existsSync,
   fstatSync,
   lstatSync,
   openSync,
@@ -20,12 +19,9 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { ioErrorAt } from '../core/errors.js';
+import { FD_DIR, O_PATH, OWNER_RWX } from '../store/proc-fd.js';
 
-/** Where a descriptor can be named; without /proc, a name is lstat'ed and changed by its path. */
-const FD_DIR = existsSync('/proc/self/fd') ? '/proc/self/fd' : undefined;
-/** Linux's O_PATH (Node names no constant for it): a descriptor of the name itself, no read needed. */
-const O_PATH = 0o10000000;
-const OWNER_RWX = 0o700;
+// without /proc (FD_DIR undefined), a name is lstat'ed and changed by its path
 const { S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } = constants;
 
 /** Make `path` plain (see the header); true when it is a directory to walk. */

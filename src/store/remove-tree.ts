@@ -17,7 +17,6 @@ import {
   closeSync,
   constants,
   type Dirent,
-  existsSync,
   fchmodSync,
   fstatSync,
   lstatSync,
@@ -27,15 +26,11 @@ import {
   unlinkSync,
 } from 'node:fs';
 import { errnoOf, ioErrorAt } from '../core/errors.js';
+import { FD_DIR, O_PATH, OWNER_RWX } from './proc-fd.js';
 
-/** Where a directory's descriptor can be named; without /proc, directories are walked by path. */
-const FD_DIR = existsSync('/proc/self/fd') ? '/proc/self/fd' : undefined;
+// without /proc (FD_DIR undefined), directories are walked by path
 const OPEN_DIR = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
-/** Linux's O_PATH (Node names no constant for it): a descriptor of the directory itself, no read needed. */
-const O_PATH = 0o10000000;
 const OPEN_DIR_PATH = O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW;
-/** The owner's bits a directory needs for its entries to be listed and removed. */
-const OWNER_RWX = 0o700;
 
 /** Gone already is fine; any other failure is EGJ_IO naming `shown` (the entry's path, not its /proc name). */
 function ignoreGone(err: unknown, shown: string): void {
