@@ -5,10 +5,23 @@
 // them when they live under /opt or /usr/src. Masking a directory covers whatever lies inside it (a
 // worktree made inside the main checkout too); what is bound on purpose (a checker's copy) still shows on top.
 import { basename, dirname, resolve } from 'node:path';
-import { gitText } from '../git/run-git.js';
+import { gitText } from './run-git.js';
+
+/** Asked once per repository and process: `check --all` runs a checker per job, each under this mask. */
+const asked = new Map<string, Promise<string[]>>();
 
 /** `root`, and, for a linked worktree, the common git directory and the main work tree it belongs to. */
-export async function repositoryDirs(root: string): Promise<string[]> {
+export function repositoryDirs(root: string): Promise<string[]> {
+  let dirs = asked.get(root);
+  if (dirs === undefined) {
+    dirs = ask(root);
+    asked.set(root, dirs);
+    dirs.catch(() => asked.delete(root)); // a failure is not kept: the next caller asks git again
+  }
+  return dirs;
+}
+
+async function ask(root: string): Promise<string[]> {
   const common = resolve(
     root,
     await gitText(root, ['rev-parse', '--path-format=absolute', '--git-common-dir']),
