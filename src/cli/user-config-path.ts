@@ -3,8 +3,17 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
+/**
+ * genjob's directory of user config files: $XDG_CONFIG_HOME/genjob, else ~/.config/genjob. A relative
+ * XDG_CONFIG_HOME is ignored, as the XDG spec says; a blank HOME reads as unset.
+ */
+export function userConfigDir(env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env.XDG_CONFIG_HOME;
+  const home = env.HOME?.trim() ? env.HOME : homedir();
+  return join(xdg?.startsWith('/') ? xdg : join(home, '.config'), 'genjob');
+}
+
 /** The user's own config file: $XDG_CONFIG_HOME/genjob/config.json, else ~/.config/genjob/config.json. */
 export function userConfigFile(env: NodeJS.ProcessEnv = process.env): string {
-  const xdg = env.XDG_CONFIG_HOME;
-  return join(xdg?.startsWith('/') ? xdg : join(env.HOME || homedir(), '.config'), 'genjob', 'config.json');
+  return join(userConfigDir(env), 'config.json');
 }

@@ -1,6 +1,6 @@
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import * as z from 'zod/mini';
+import { userConfigDir } from '../../cli/user-config-path.js';
 import { MAX_WAIT_SECONDS } from '../../core/duration.js';
 import { errnoOf } from '../../core/errors.js';
 import { readText } from '../../core/read-text.js';
@@ -43,10 +43,8 @@ type FileConfig = z.infer<typeof FileSchema>;
 
 /** The config file builtin:openai reads on this host. */
 export function openAiConfigPath(env: NodeJS.ProcessEnv): string {
-  // a relative XDG_CONFIG_HOME is ignored, as the XDG spec says and genjob's own config file does
-  const xdg = env['XDG_CONFIG_HOME'];
-  const base = xdg?.startsWith('/') ? xdg : join(nonEmpty(env['HOME']) ?? homedir(), '.config');
-  return join(base, 'genjob', 'openai.json');
+  // beside genjob's own config file, found by the same rule
+  return join(userConfigDir(env), 'openai.json');
 }
 
 /** Read the endpoint settings from `env` (the serve process's own) and the host's config file. */
