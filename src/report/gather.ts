@@ -9,7 +9,7 @@ import { GenjobError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
-import { sha256Hex } from '../core/sha256.js';
+import { SHA256_HEX, sha256Hex } from '../core/sha256.js';
 import { compareSides, liveSide, shadowSide } from '../shadow/compare.js';
 import { ShadowStore } from '../shadow/shadow-store.js';
 import { currentEpoch, readAttempt } from '../store/attempts.js';
@@ -55,9 +55,6 @@ interface Where {
   deadName?: string;
 }
 
-/** A job's key: what a page is named by. */
-const KEY = /^[0-9a-f]{64}$/;
-
 /**
  * Every key's state and job file: one listing per state directory (a crash leftover counts where it wins).
  * A job file not named by a key (a branch can commit `.gen/queue/EVIL.json`) is no job genjob minted: it
@@ -69,7 +66,7 @@ function locate(store: Store, skipped: string[]): Map<string, Where> {
     // the job file as layout.jobFile names it (a listed name has no separator): no path.join per key
     const dir = store.layout.dir(state);
     for (const key of keysIn(store, state)) {
-      if (!KEY.test(key)) skipped.push(`${state}/${key}.json`);
+      if (!SHA256_HEX.test(key)) skipped.push(`${state}/${key}.json`);
       else if (!where.has(key)) where.set(key, { state, file: `${dir}${sep}${key}.json` });
     }
   }

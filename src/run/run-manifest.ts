@@ -8,7 +8,7 @@
 import { basename } from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { ConflictError, UsageError } from '../core/errors.js';
-import { sha256Hex } from '../core/sha256.js';
+import { SHA256_HEX, sha256Hex } from '../core/sha256.js';
 import { publishExclusive, readRecord } from '../store/durable.js';
 import type { Store } from '../store/store.js';
 import { manifestFile, type RunRef, revisionsOf, runId, runsDir } from './run-name.js';
@@ -95,7 +95,7 @@ export function parseManifest(bytes: Buffer, file: string): RunManifest {
   const keysOk =
     Array.isArray(doc?.keys) &&
     Array.isArray(doc.expansion) &&
-    expanded.every((k) => typeof k === 'string' && /^[0-9a-f]{64}$/.test(k)) &&
+    expanded.every((k) => typeof k === 'string' && SHA256_HEX.test(k)) &&
     [expanded, distinctKeys(expanded)].some(
       (want) => doc.keys.length === want.length && doc.keys.every((k, i) => k === want[i]),
     );
