@@ -20,7 +20,7 @@ import { currentEpoch, readAttempt } from '../store/attempts.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
 import { exists, peekRecord, readdirOrEmpty } from '../store/durable.js';
 import { planGc, sizeOf } from '../store/gc.js';
-import { FLOW, keysIn, PRECEDENCE } from '../store/job-states.js';
+import { FLOW, jobKeysIn, PRECEDENCE } from '../store/job-states.js';
 import { recentKeyTimes } from '../store/journal-read.js';
 import type { JobState } from '../store/layout.js';
 import { inputsChanged } from '../store/stale-inputs.js';
@@ -179,8 +179,9 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
   // 1. counts: one listing per state directory; a key in two (a crash leftover) counts where it wins
   const listed = new Map<RowState, string[]>();
   const seen = new Set<string>();
+  const notJobs: string[] = [];
   for (const [i, state] of PRECEDENCE.entries()) {
-    const keys = keysIn(store, state).filter((k) => !seen.has(k) && (inRun?.has(k) ?? true));
+    const keys = jobKeysIn(store, state, notJobs).filter((k) => !seen.has(k) && (inRun?.has(k) ?? true));
     listed.set(state, keys);
     // the last state (queue, the deep one) is never looked up again: no set of its keys
     if (i < PRECEDENCE.length - 1) for (const k of keys) seen.add(k);
@@ -307,6 +308,15 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     lines.push(
       `dead/ also keeps ${kept} item(s) of jobs that are not dead: receipts and outputs of retried or superseded attempts, refused material (ls ${store.layout.dir('dead')})`,
     );
+  if (notJobs.length > 0)
+    lines.push(
+      `${notJobs.length} job file(s) not named by a key, so no job genjob minted, not counted: ${notJobs
+        .slice(0, 5)
+        .map((f) => terminalText(f))
+        .join(
+          ', ',
+        )}${notJobs.length > 5 ? ` and ${notJobs.length - 5} more` : ''} (genjob work sets them aside in dead/)`,
+    );
   if (usage.requests + usage.prompt_tokens + usage.completion_tokens > 0) {
     lines.push(
       `tokens: ${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion in ${usage.requests} request(s)`,
@@ -362,6 +372,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
       ...(run ? { run: run.ref.id, keys: run.current } : {}),
       counts,
       dead_kept: kept,
+      not_jobs: notJobs,
       received,
       usage,
       spend,

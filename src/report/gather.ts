@@ -9,13 +9,13 @@ import { GenjobError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
-import { SHA256_HEX, sha256Hex } from '../core/sha256.js';
+import { sha256Hex } from '../core/sha256.js';
 import { compareSides, liveSide, shadowSide } from '../shadow/compare.js';
 import { ShadowStore } from '../shadow/shadow-store.js';
 import { currentEpoch, readAttempt } from '../store/attempts.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
 import { peekRecord } from '../store/durable.js';
-import { keysIn, PRECEDENCE, resolveKey } from '../store/job-states.js';
+import { jobKeysIn, PRECEDENCE, resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
 import { ReportBytes, type Seen } from './bytes.js';
@@ -65,10 +65,8 @@ function locate(store: Store, skipped: string[]): Map<string, Where> {
   for (const state of PRECEDENCE) {
     // the job file as layout.jobFile names it (a listed name has no separator): no path.join per key
     const dir = store.layout.dir(state);
-    for (const key of keysIn(store, state)) {
-      if (!SHA256_HEX.test(key)) skipped.push(`${state}/${key}.json`);
-      else if (!where.has(key)) where.set(key, { state, file: `${dir}${sep}${key}.json` });
-    }
+    for (const key of jobKeysIn(store, state, skipped))
+      if (!where.has(key)) where.set(key, { state, file: `${dir}${sep}${key}.json` });
   }
   for (const d of deadJobs(store))
     if (!where.has(d.key))

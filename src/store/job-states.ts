@@ -2,6 +2,7 @@
 // (applied/ wins if a crash left a received/ or reverted/ copy behind). Listing and lookup only — no parsing,
 // so commands that only look (mint, status, claim) never load the job schema (see job-files.ts).
 import { UsageError } from '../core/errors.js';
+import { SHA256_HEX } from '../core/sha256.js';
 import { deadAdvice, deadJobs, deadReason } from './dead-jobs.js';
 import { listNames, readdirOrEmpty, readRecord } from './durable.js';
 import type { JobState } from './layout.js';
@@ -31,6 +32,18 @@ export function findJob(store: Store, key: string): StoredJob | undefined {
 
 export function keysIn(store: Store, state: JobState): string[] {
   return listNames(store, store.layout.dir(state));
+}
+
+/**
+ * The keys in a state directory. A job file not named by a key (a branch can commit `.gen/queue/EVIL.json`)
+ * is no job genjob minted: it is left out and its name pushed onto `notJobs` (`queue/EVIL.json`).
+ */
+export function jobKeysIn(store: Store, state: JobState, notJobs: string[]): string[] {
+  const keys: string[] = [];
+  for (const name of keysIn(store, state))
+    if (SHA256_HEX.test(name)) keys.push(name);
+    else notJobs.push(`${state}/${name}.json`);
+  return keys;
 }
 
 /** One listing per state, one after another (applied/ wins over a leftover). */

@@ -2,7 +2,7 @@
 // dead jobs one row each with their reason, --state, --limit/--all, colour only when asked or on a terminal, and on a deep
 // queue only the rows it shows are read.
 import { execFileSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RANK_BUDGET } from '../../src/commands/status.js';
@@ -182,6 +182,24 @@ describe('status after retry and in order', () => {
     );
     const json = JSON.parse((await sb.genjob(['status', '--json'])).stdout);
     expect(json).toMatchObject({ counts: { queue: 1, dead: 0 }, dead_kept: 2 });
+  });
+
+  it('forged: does not count or list job files not named by a key, and names them', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'The real one', ['README.md']);
+    const bytes = readFileSync(join(sb.repo, '.gen', 'queue', `${key}.json`));
+    // what a branch can commit: a copy of a real job under a name that is no key, one with a terminal escape
+    writeFileSync(join(sb.repo, '.gen', 'queue', 'EVIL.json'), bytes);
+    writeFileSync(join(sb.repo, '.gen', 'queue', 'x\u001b[2J.json'), bytes);
+    const json = JSON.parse((await sb.genjob(['status', '--json'])).stdout);
+    expect(json.counts.queue).toBe(1);
+    expect(json.jobs.map((j: { key: string }) => j.key)).toEqual([key]);
+    expect([...json.not_jobs].sort()).toEqual(['queue/EVIL.json', 'queue/x\u001b[2J.json']);
+    const human = (await sb.genjob(['status'])).stdout;
+    expect(human).toMatch(/^queue 1 /);
+    expect(human).toContain('2 job file(s) not named by a key, so no job genjob minted, not counted: ');
+    expect(human).toContain('queue/EVIL.json');
+    expect(human).not.toContain('\u001b');
   });
 
   it('does not count as dead a job cancelled and then retried (it is queued)', async () => {
