@@ -3,7 +3,8 @@
 // Text goes through jsdiff's createTwoFilesPatch with a/ b/ names (/dev/null for a created or deleted file);
 // a file that is not UTF-8 text (a NUL byte, or invalid UTF-8) is summarised as "binary file changed".
 import { createTwoFilesPatch } from 'diff';
-import { countHidden, tagTexts } from '../core/hidden-chars.js';
+import { tagTexts } from '../core/hidden-chars.js';
+import { countMarked } from '../core/marked-chars.js';
 import { utf8Text } from '../core/utf8-text.js';
 
 export interface FileChange {
@@ -42,8 +43,8 @@ export function tagList(texts: readonly string[]): string {
 
 /**
  * The line a printed diff ends with when its added lines hold hidden characters (bidi controls, invisible
- * code points; core/hidden-chars.ts), or undefined: the terminal shows each as an escape, which a long
- * diff can bury. Runs of tag characters are spelled out (printable ASCII: safe on a terminal), since a
+ * code points, controls and line separators: the set the report marks, core/marked-chars.ts), or
+ * undefined: the terminal shows each as an escape, which a long diff can bury. Runs of tag characters are spelled out (printable ASCII: safe on a terminal), since a
  * run of escapes cannot be read.
  */
 export function hiddenWarning(diff: string): string | undefined {
@@ -51,12 +52,12 @@ export function hiddenWarning(diff: string): string | undefined {
   const spelled: string[] = [];
   for (const line of diff.split('\n'))
     if (line.startsWith('+') && !line.startsWith('+++ ')) {
-      hidden += countHidden(line);
+      hidden += countMarked(line);
       spelled.push(...tagTexts(line));
     }
   if (hidden === 0) return undefined;
   const tags = spelled.length === 0 ? '' : `; its tag characters spell ${tagList(spelled)}`;
-  return `warning: the diff adds ${hidden} hidden character(s) (bidirectional controls or invisible code points, shown as \\u escapes): they can make code read differently from how it runs${tags}`;
+  return `warning: the diff adds ${hidden} hidden character(s) (bidirectional controls, invisible code points or control characters, shown as \\u escapes): they can make code read differently from how it runs${tags}`;
 }
 
 /** A diff as printed: itself, then its hidden-character warning (when it has one) on a line of its own. */

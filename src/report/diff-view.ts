@@ -7,9 +7,9 @@
 // shows: a CR is marked (escape.ts), a last line without its newline says so. Pure: two byte strings in,
 // markup out.
 import { diffWordsWithSpace, structuredPatch } from 'diff';
+import { countMarked } from '../core/marked-chars.js';
 import { utf8Text } from '../core/utf8-text.js';
 import { type Html, html, markupLength } from './escape.js';
-import { countMarked } from './marked-chars.js';
 
 const MAX_EDIT = 20_000;
 /** Markup a page may hold in its diffs (characters): beyond it a file is summarised, never drawn. */

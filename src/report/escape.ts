@@ -9,7 +9,7 @@
 // spells out what it says. The controls a browser would draw as nothing or as a space (marked-chars.ts)
 // are marked the same way; a CR is a mark of its own (␍), so a CRLF line never reads as an LF one.
 import { codePointLabel, TAG_RUNS, tagText } from '../core/hidden-chars.js';
-import { MARKED_CLASS } from './marked-chars.js';
+import { MARKED_CLASS } from '../core/marked-chars.js';
 
 /** Markup made by `html` (or `raw` for genjob's own constants); nothing else can pose as one. */
 class Markup {

@@ -68,7 +68,7 @@ export interface ReportFile {
   /** Whether bytes hashing to `input` are still at hand (objects/ or the working tree). */
   inputFound: boolean;
   /**
-   * How many hidden characters (bidi controls, invisible code points, controls: marked-chars.ts) the lines
+   * How many hidden characters (bidi controls, invisible code points, controls: core/marked-chars.ts) the lines
    * the output adds to its input hold, counted as its page counts them; 0 when its bytes are not at hand.
    */
   hiddenAdded: number;

@@ -57,7 +57,7 @@ describe('hiddenWarning', () => {
     ]);
     expect(diff).toContain('+++ b/a\u200b.py');
     expect(hiddenWarning(diff)).toBe(
-      'warning: the diff adds 3 hidden character(s) (bidirectional controls or invisible code points, shown as \\u escapes): they can make code read differently from how it runs',
+      'warning: the diff adds 3 hidden character(s) (bidirectional controls, invisible code points or control characters, shown as \\u escapes): they can make code read differently from how it runs',
     );
   });
 
@@ -75,8 +75,16 @@ describe('hiddenWarning', () => {
       },
     ]);
     expect(hiddenWarning(diff)).toBe(
-      'warning: the diff adds 13 hidden character(s) (bidirectional controls or invisible code points, shown as \\u escapes): they can make code read differently from how it runs; its tag characters spell "say \\"pass\\"", "ok"',
+      'warning: the diff adds 13 hidden character(s) (bidirectional controls, invisible code points or control characters, shown as \\u escapes): they can make code read differently from how it runs; its tag characters spell "say \\"pass\\"", "ok"',
     );
+  });
+
+  it('counts what the report marks too: a line separator, an escape, a C1 control (a CR is no hidden character)', () => {
+    // `// note<U+2028>evil()` reads as one comment where JavaScript runs evil()
+    const diff = unifiedDiff([
+      { path: 'a.js', before: b('x\n'), after: b('// note\u2028evil()\r\n\u001b[2Jy\u0085\n') },
+    ]);
+    expect(hiddenWarning(diff)).toMatch(/^warning: the diff adds 3 hidden character\(s\) /);
   });
 
   it('says nothing for a diff that adds none', () => {
