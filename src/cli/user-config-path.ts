@@ -2,6 +2,7 @@
 // before it loads the config reader (zod's schemas), which it needs only when the file is there.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { envValue } from '../core/env-value.js';
 
 /**
  * genjob's directory of user config files: $XDG_CONFIG_HOME/genjob, else ~/.config/genjob. A relative
@@ -9,7 +10,7 @@ import { join } from 'node:path';
  */
 export function userConfigDir(env: NodeJS.ProcessEnv = process.env): string {
   const xdg = env.XDG_CONFIG_HOME;
-  const home = env.HOME?.trim() ? env.HOME : homedir();
+  const home = envValue(env.HOME) ?? homedir();
   return join(xdg?.startsWith('/') ? xdg : join(home, '.config'), 'genjob');
 }
 

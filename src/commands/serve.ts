@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { defaultCacheDir, resultCacheDir } from '../core/cache-dir.js';
 import { canonicalBytes } from '../core/canonical-json.js';
+import { envValue } from '../core/env-value.js';
 import { UsageError } from '../core/errors.js';
 import type { Receipt } from '../core/receipt.js';
 import { ResultCache } from '../remote/result-cache.js';
@@ -104,5 +105,5 @@ export async function serve(o: ServeOptions): Promise<void> {
 function pinnedGenerator(flag: string | undefined, env: string | undefined): string | null {
   if (flag !== undefined && flag.trim() === '')
     throw new UsageError('EGJ_USAGE', '--generator: the generator command is empty');
-  return flag ?? (env?.trim() ? env : null);
+  return flag ?? envValue(env) ?? null;
 }

@@ -2,6 +2,7 @@
 // host's result cache and the secrets that seal the user's caches; it is never inside a repository.
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { envValue } from './env-value.js';
 
 export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   const base = env.XDG_CACHE_HOME?.startsWith('/') ? env.XDG_CACHE_HOME : join(homedir(), '.cache');
@@ -14,5 +15,5 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
  * serve, the worker's repository), and the cache, its secret included, was made there.
  */
 export function resultCacheDir(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  return flag ?? (env.GENJOB_CACHE_DIR?.trim() ? env.GENJOB_CACHE_DIR : defaultCacheDir(env));
+  return flag ?? envValue(env.GENJOB_CACHE_DIR) ?? defaultCacheDir(env);
 }
