@@ -2,7 +2,7 @@
 // all capabilities dropped and no nested user namespace, so root inside owns no inherited mount (they
 // are locked) and can neither unmount a mask nor remount anything writable. Mount order matters
 // (later mounts cover earlier ones): the system read-only, the worker's repository masked in it →
-// private /tmp, /proc, /dev → exposed paths → every hidden path masked wherever a view shows it, by
+// private /tmp, /proc (read-only), /dev → exposed paths → every hidden path masked wherever a view shows it, by
 // real path (cache, workspaces root, key, /etc secrets) → this run's scratch writable, its workspace
 // bound onto itself (a mount point cannot be renamed or removed, so the generator cannot swap it for a
 // link) → its read-only files → the sandbox's root read-only.
@@ -130,7 +130,21 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
   }
   // before anything is exposed, which then shows on top
   a.push(...masks(views, policy.masked ?? []));
-  a.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--dir', SANDBOX_HOME);
+  // /proc read-only: root inside is the host's uid 0 (no capability, but the kernel lets uid 0 write
+  // /proc/sys by its file modes alone, and bwrap leaves /proc/sys writable then): core_pattern would run a
+  // program of the generator's as real root, outside every namespace
+  a.push(
+    '--proc',
+    '/proc',
+    '--remount-ro',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--tmpfs',
+    '/tmp',
+    '--dir',
+    SANDBOX_HOME,
+  );
   for (const [paths, flag, writable] of [
     [policy.binds, '--ro-bind', false],
     [policy.bindsRw, '--bind', true],

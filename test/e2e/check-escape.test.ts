@@ -54,6 +54,9 @@ describe('hostile checks (escape attempts)', () => {
       'write-repo': `echo pwned > ${r.repo}/calc.py`,
       // keyctl(KEYCTL_GET_KEYRING_ID, @s): the kernel keyring is not namespaced (x86_64 number)
       keyring: `perl -e 'exit(syscall(250, 0, -3, 0) < 0 ? 1 : 0)'`,
+      // as root, /proc/sys is writable by file modes alone (a core_pattern of its own runs as real root):
+      // the current value written back, harmless if this ever succeeds
+      sysctl: 'p=$(cat /proc/sys/kernel/core_pattern) && printf %s "$p" > /proc/sys/kernel/core_pattern',
     };
     r.checkers({
       tests: { run: UNITTEST },
@@ -69,6 +72,7 @@ describe('hostile checks (escape attempts)', () => {
       keyring: process.arch === 'x64' ? 'fail' : verdicts.keyring,
       network: 'fail',
       'read-secret': 'fail',
+      sysctl: 'fail',
       tests: 'pass',
       'write-outside': 'fail',
       'write-repo': 'pass',

@@ -97,6 +97,11 @@ describe.skipIf(!asRoot)('root inside the sandbox (serve run as root)', () => {
       'write-bind': `touch ${outside[3]}`,
       'write-root': `touch ${outside[4]}`,
       'nested-userns': 'unshare -Ur true',
+      // uid 0 writes /proc/sys by its file modes, no capability needed; a core_pattern of its own would
+      // run as real root. The current value is written back: harmless if this ever succeeds
+      'write-sysctl':
+        'p=$(cat /proc/sys/kernel/core_pattern) && printf %s "$p" > /proc/sys/kernel/core_pattern',
+      'write-proc': 'echo 0 > /proc/self/oom_score_adj',
     };
     const gen = script(sb, 'root.sh', `{ id -u; ${attempts(tries)}; } > README.md`);
     const k = await mintJob(sb, ['-m', 'try every way out', 'README.md']);

@@ -154,11 +154,13 @@ describe('bwrapArgv', () => {
     expect(argv[7 + sys.length]).toBe('--proc');
   });
 
-  it('then a private /proc, /dev and /tmp with the sandbox HOME, the exposed paths that exist, every secret masked where they show it, the scratch writable, its workspace bound onto itself and its job file read-only', () => {
+  it('then a private /proc (read-only), /dev and /tmp with the sandbox HOME, the exposed paths that exist, every secret masked where they show it, the scratch writable, its workspace bound onto itself and its job file read-only', () => {
     const argv = bwrapArgv(policy, run);
     const rest = argv.slice(argv.indexOf('--proc'));
     expect(rest).toEqual([
       '--proc',
+      '/proc',
+      '--remount-ro',
       '/proc',
       '--dev',
       '/dev',
