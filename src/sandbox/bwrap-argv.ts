@@ -2,15 +2,17 @@
 // all capabilities dropped and no nested user namespace, so root inside owns no inherited mount (they
 // are locked) and can neither unmount a mask nor remount anything writable. Mount order matters
 // (later mounts cover earlier ones): the system read-only, the worker's repository masked in it →
-// private /tmp, /proc (read-only), /dev → exposed paths → every hidden path masked wherever a view shows it, by
-// real path (cache, workspaces root, key, /etc secrets) → this run's scratch writable, its workspace
-// bound onto itself (a mount point cannot be renamed or removed, so the generator cannot swap it for a
-// link) → its read-only files → the sandbox's root read-only.
+// private /tmp, /proc (read-only), /dev → exposed paths → every hidden path masked wherever a view
+// shows it, by real path (cache, workspaces root, key, /etc secrets, and as root what only root may read
+// in /etc) → this run's scratch writable, its workspace bound onto itself (a mount point cannot be
+// renamed or removed, so the generator cannot swap it for a link) → its read-only files → the
+// sandbox's root read-only.
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ETC_SECRETS } from './exposure.js';
 import type { SandboxPolicy } from './policy.js';
 import { realPath, rebase, within } from './real-path.js';
+import { rootOnlyPaths } from './root-only.js';
 
 export { ETC_SECRETS } from './exposure.js';
 
@@ -155,7 +157,9 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
       views.push({ at: p, real: realPath(p), writable });
     }
   }
-  a.push(...masks(views, [...ETC_SECRETS, ...policy.hidden]));
+  // served as root, what under /etc only root may read too (root-only.ts): root inside matches its owner
+  const rootOnly = process.geteuid?.() === 0 ? rootOnlyPaths() : [];
+  a.push(...masks(views, [...ETC_SECRETS, ...rootOnly, ...policy.hidden]));
   a.push('--bind', run.scratch, run.scratch);
   a.push('--bind', run.workspace, run.workspace);
   for (const f of run.readOnly) if (existsSync(f)) a.push('--ro-bind', f, f);

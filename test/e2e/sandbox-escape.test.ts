@@ -82,6 +82,15 @@ describe.skipIf(!asRoot)('root inside the sandbox (serve run as root)', () => {
     const mark = `gj-escape-${process.pid}`;
     const outside = ['/usr', '/etc', '/opt', ro, ''].map((d) => `${d}/${mark}`);
     strays.push(...outside);
+    // what only root may read under /etc (a token, a directory of rules): root inside is the host's uid 0
+    const token = `/etc/${mark}-token`;
+    const rules = `/etc/${mark}-rules.d`;
+    const shown = `/etc/${mark}-shown`;
+    strays.push(token, rules, shown);
+    writeFileSync(token, 'TOKEN\n', { mode: 0o600 });
+    mkdirSync(rules, { mode: 0o700 });
+    writeFileSync(path.join(rules, 'a.rules'), 'RULE\n', { mode: 0o644 });
+    writeFileSync(shown, 'PUBLIC\n', { mode: 0o644 });
     const tries = {
       'umount-key': `umount ${key}`,
       'read-key': `grep -q PRIVATE ${key}`,
@@ -102,8 +111,10 @@ describe.skipIf(!asRoot)('root inside the sandbox (serve run as root)', () => {
       'write-sysctl':
         'p=$(cat /proc/sys/kernel/core_pattern) && printf %s "$p" > /proc/sys/kernel/core_pattern',
       'write-proc': 'echo 0 > /proc/self/oom_score_adj',
+      'read-root-only': `grep -q TOKEN ${token}`,
+      'read-root-only-dir': `grep -q RULE ${rules}/a.rules`,
     };
-    const gen = script(sb, 'root.sh', `{ id -u; ${attempts(tries)}; } > README.md`);
+    const gen = script(sb, 'root.sh', `{ id -u; cat ${shown}; ${attempts(tries)}; } > README.md`);
     const k = await mintJob(sb, ['-m', 'try every way out', 'README.md']);
     const w = await genjob(
       sb,
@@ -120,7 +131,7 @@ describe.skipIf(!asRoot)('root inside the sandbox (serve run as root)', () => {
     const report = readFileSync(path.join(sb.repo, '.gen/out', k, 'README.md'), 'utf8')
       .trim()
       .split('\n');
-    expect(report).toEqual(['0', ...Object.keys(tries).map((n) => `${n}: refused`)]);
+    expect(report).toEqual(['0', 'PUBLIC', ...Object.keys(tries).map((n) => `${n}: refused`)]);
     for (const f of outside) expect(existsSync(f), f).toBe(false);
   });
 

@@ -79,13 +79,58 @@ function systemPart(): string[] {
   return out;
 }
 
-/** The masks of the /etc secrets that exist on this machine, as the /etc view shows them. */
+/**
+ * What under /etc only root may read, by find(1): directories others may not list or search (not
+ * entered), files others may not read.
+ */
+function rootOnlyByFind(): string[] {
+  const r = spawnSync(
+    'find',
+    [
+      '/etc',
+      '-xdev',
+      '(',
+      '-type',
+      'd',
+      '!',
+      '-perm',
+      '-o=rx',
+      '-print',
+      '-prune',
+      ')',
+      '-o',
+      '(',
+      '-type',
+      'f',
+      '!',
+      '-perm',
+      '-o=r',
+      '-print',
+      ')',
+    ],
+    { encoding: 'utf8' },
+  );
+  return r.stdout
+    .split('\n')
+    .filter((p) => p !== '')
+    .sort();
+}
+
+/**
+ * The masks of the /etc secrets that exist on this machine, as the /etc view shows them; served as root,
+ * then what only root may read there, but what a secret's mask covers already.
+ */
 function etcMasks(): string[] {
   const out: string[] = [];
-  for (const secret of ETC_SECRETS) {
-    const st = lstatSync(secret, { throwIfNoEntry: false });
-    if (st?.isDirectory()) out.push('--tmpfs', secret);
-    else if (st?.isFile()) out.push('--ro-bind', '/dev/null', secret);
+  const masked: string[] = [];
+  const asRoot = process.geteuid?.() === 0;
+  for (const path of [...ETC_SECRETS, ...(asRoot ? rootOnlyByFind() : [])]) {
+    if (masked.some((m) => path === m || path.startsWith(`${m}/`))) continue;
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    if (st?.isDirectory()) out.push('--tmpfs', path);
+    else if (st?.isFile()) out.push('--ro-bind', '/dev/null', path);
+    else continue;
+    masked.push(path);
   }
   return out;
 }
