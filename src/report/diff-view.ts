@@ -1,5 +1,8 @@
 // A file's change drawn two ways, syntax-neutral: side by side (old | new, a removed run paired row by
 // row with the added run after it, changed words marked) and unified (one column, - and + lines).
+// Both views say what a line is without colour (WCAG 1.4.1): a - or + column on each side, with the
+// words "removed" and "added" for a screen reader, and each table is captioned with the file's path and
+// headed by what its sides are, so a reader who lands in one knows which file it shows.
 // jsdiff computes the hunks (3 lines of context); an edit script longer than MAX_EDIT gives up with a
 // note instead of a page that takes minutes to build, and one whose markup would pass the budget a page
 // has left gives a note instead of a page of hundreds of megabytes (a file of 4 MiB of soft hyphens is
@@ -14,8 +17,10 @@ import { type Html, html, markupLength } from './escape.js';
 const MAX_EDIT = 20_000;
 /** Markup a page may hold in its diffs (characters): beyond it a file is summarised, never drawn. */
 export const PAGE_DIFF_MARKUP = 8 * 1024 * 1024;
-/** Markup a row costs in both views beyond its text's: cells, line numbers, classes, word marks. */
+/** Markup a row costs in both views beyond its text's: cells, line numbers, signs, classes, word marks. */
 const ROW_MARKUP = 400;
+/** Markup the two tables cost beyond their rows and labels: captions, column headers, colgroups. */
+const TABLE_MARKUP = 1_000;
 /** Word marks only on lines shorter than this: beyond it the line is marked whole. */
 const MAX_WORD_LINE = 1_000;
 
@@ -84,12 +89,33 @@ function wordMarks(oldText: string, newText: string): { old: Html; new: Html } {
 
 const NO_EOL = '\\ No newline at end of file';
 
+/** What the two sides of a diff are, and the file it is of: its tables' caption and column headers. */
+export interface DiffLabels {
+  path: string;
+  /** The left (old) side: `before` for an output against its input, `live` for a shadow answer. */
+  old: string;
+  /** The right (new) side: `after`, or the shadow plane's name. */
+  new: string;
+}
+
+const classOf = (sign: Row['sign']) => (sign === '-' ? 'del' : sign === '+' ? 'add' : 'ctx');
+
+/**
+ * A line's sign as a cell of its own: the - or + a reader sees (colour is not the only mark of a change,
+ * and the page reads the same with its stylesheet off), and the word a screen reader says instead.
+ */
+function signCell(sign: Row['sign']): Html {
+  if (sign === ' ') return html`<td class="sign ctx"></td>`;
+  const [cls, word] = sign === '-' ? ['del', 'removed'] : ['add', 'added'];
+  return html`<td class="sign ${cls}"><span aria-hidden="true">${sign}</span><span class="vh">${word}</span></td>`;
+}
+
 function cell(side: 'old' | 'new', row: Row | undefined, marked?: Html): Html {
-  if (!row) return html`<td class="ln empty"></td><td class="empty"></td>`;
+  if (!row) return html`<td class="ln empty"></td><td class="sign empty"></td><td class="empty"></td>`;
   const n = side === 'old' ? row.old : row.new;
-  const cls = row.sign === '-' ? 'del' : row.sign === '+' ? 'add' : 'ctx';
+  const cls = classOf(row.sign);
   const eol = row.noEol ? html` <span class="no-eol">${NO_EOL}</span>` : '';
-  return html`<td class="ln ${cls}">${n}</td><td class="${cls}">${marked ?? row.text}${eol}</td>`;
+  return html`<td class="ln ${cls}">${n}</td>${signCell(row.sign)}<td class="${cls}">${marked ?? row.text}${eol}</td>`;
 }
 
 function splitRows(rows: readonly Row[]): Html[] {
@@ -118,11 +144,11 @@ function splitRows(rows: readonly Row[]): Html[] {
 
 function unifiedRows(rows: readonly Row[]): Html[] {
   return rows.map((row) => {
-    const cls = row.sign === '-' ? 'del' : row.sign === '+' ? 'add' : 'ctx';
+    const cls = classOf(row.sign);
     const eol = row.noEol
       ? html`<tr><td class="ln"></td><td class="ln"></td><td class="sign"></td><td class="no-eol">${NO_EOL}</td></tr>`
       : '';
-    return html`<tr><td class="ln ${cls}">${row.old}</td><td class="ln ${cls}">${row.new}</td><td class="sign ${cls}">${row.sign}</td><td class="${cls}">${row.text}</td></tr>${eol}`;
+    return html`<tr><td class="ln ${cls}">${row.old}</td><td class="ln ${cls}">${row.new}</td>${signCell(row.sign)}<td class="${cls}">${row.text}</td></tr>${eol}`;
   });
 }
 
@@ -151,8 +177,10 @@ export function hiddenAddedBy(before: Uint8Array | null, after: Uint8Array): num
 }
 
 /** The markup both views of `hunks` would hold, counted before drawing them. */
-function markupOf(hunks: readonly Hunk[]): number {
-  let n = 0;
+function markupOf(hunks: readonly Hunk[], labels: DiffLabels): number {
+  // each table's caption names the path and both sides, its header both sides again
+  let n =
+    TABLE_MARKUP + 2 * markupLength(labels.path) + 4 * (markupLength(labels.old) + markupLength(labels.new));
   for (const h of hunks) for (const r of h.rows) n += 2 * markupLength(r.text) + ROW_MARKUP;
   return n;
 }
@@ -164,6 +192,7 @@ function markupOf(hunks: readonly Hunk[]): number {
 export function diffView(
   before: Uint8Array | null,
   after: Uint8Array | null,
+  labels: DiffLabels,
   budget = PAGE_DIFF_MARKUP,
 ): DiffView {
   const size = (b: Uint8Array | null) => (b === null ? 'absent' : `${b.length} bytes`);
@@ -180,7 +209,7 @@ export function diffView(
       hidden: countMarked(afterText),
     };
   if (hunks.length === 0) return { kind: 'note', note: 'no change: the bytes are identical' };
-  const markup = markupOf(hunks);
+  const markup = markupOf(hunks, labels);
   if (markup > budget)
     return {
       kind: 'note',
@@ -189,10 +218,11 @@ export function diffView(
       large: true,
     };
   const count = (sign: string) => hunks.reduce((n, h) => n + h.rows.filter((r) => r.sign === sign).length, 0);
-  const split = html`<table class="diff split"><colgroup><col class="ln"><col><col class="ln"><col></colgroup><tbody>${hunks.map(
-    (h) => html`<tr class="hunk"><td colspan="4">${h.header}</td></tr>${splitRows(h.rows)}`,
+  const { path, old, new: now } = labels;
+  const split = html`<table class="diff split"><caption class="vh">${path}: ${old} (left) and ${now} (right), side by side</caption><colgroup><col class="ln"><col class="sign"><col><col class="ln"><col class="sign"><col></colgroup><thead><tr><th scope="col" colspan="3">${old}</th><th scope="col" colspan="3">${now}</th></tr></thead><tbody>${hunks.map(
+    (h) => html`<tr class="hunk"><td colspan="6">${h.header}</td></tr>${splitRows(h.rows)}`,
   )}</tbody></table>`;
-  const unified = html`<table class="diff unified"><colgroup><col class="ln"><col class="ln"><col class="sign"><col></colgroup><tbody>${hunks.map(
+  const unified = html`<table class="diff unified"><caption class="vh">${path}: ${old} to ${now}, unified</caption><colgroup><col class="ln"><col class="ln"><col class="sign"><col></colgroup><thead><tr><th scope="col">${old}</th><th scope="col">${now}</th><th scope="col"><span class="vh">change</span></th><th scope="col"><span class="vh">line</span></th></tr></thead><tbody>${hunks.map(
     (h) => html`<tr class="hunk"><td colspan="4">${h.header}</td></tr>${unifiedRows(h.rows)}`,
   )}</tbody></table>`;
   return { kind: 'text', split, unified, added: count('+'), removed: count('-'), hidden: addedIn(hunks) };

@@ -5,7 +5,7 @@
 import { SHA256_HEX } from '../core/sha256.js';
 import { ShadowStore } from '../shadow/shadow-store.js';
 import type { ReportBytes } from './bytes.js';
-import { type DiffView, diffView, PAGE_DIFF_MARKUP } from './diff-view.js';
+import { type DiffLabels, type DiffView, diffView, PAGE_DIFF_MARKUP } from './diff-view.js';
 import type { ReportJob } from './model.js';
 import type { JobPageBytes } from './render-job.js';
 
@@ -33,8 +33,8 @@ export function jobPageBytes(bytes: ReportBytes, job: ReportJob): JobPageBytes {
   const diffs = new Map<string, DiffView>();
   const outputs = new Map<string, Buffer>();
   let left = PAGE_DIFF_MARKUP;
-  const draw = (before: Uint8Array | null, after: Uint8Array | null): DiffView => {
-    const v = diffView(before, after, left);
+  const draw = (before: Uint8Array | null, after: Uint8Array | null, labels: DiffLabels): DiffView => {
+    const v = diffView(before, after, labels, left);
     if (v.kind === 'text') left -= v.split.markup.length + v.unified.markup.length;
     return v;
   };
@@ -43,7 +43,14 @@ export function jobPageBytes(bytes: ReportBytes, job: ReportJob): JobPageBytes {
     if (out.kind !== 'ok') continue;
     outputs.set(f.path, out.bytes);
     const input = f.input === null ? null : bytes.input(f.path, f.input);
-    diffs.set(f.path, draw(input?.kind === 'ok' ? input.bytes : null, out.bytes));
+    diffs.set(
+      f.path,
+      draw(input?.kind === 'ok' ? input.bytes : null, out.bytes, {
+        path: f.path,
+        old: 'before',
+        new: 'after',
+      }),
+    );
   }
   const logTails = new Map<string, string>();
   for (const c of job.checks)
@@ -62,7 +69,11 @@ export function jobPageBytes(bytes: ReportBytes, job: ReportJob): JobPageBytes {
       const other = f.shadow === null ? null : bytes.shadowOutput(plane.filesDir(job.key), f.path, f.shadow);
       if (live === undefined || (other !== null && other.kind !== 'ok'))
         views.set(f.path, { kind: 'note', note: 'the bytes of one side are not at hand: not drawn' });
-      else views.set(f.path, draw(live, other === null ? null : other.bytes));
+      else
+        views.set(
+          f.path,
+          draw(live, other === null ? null : other.bytes, { path: f.path, old: 'live', new: s.plane }),
+        );
     }
     shadowDiffs.set(s.plane, views);
   }
