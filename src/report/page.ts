@@ -2,6 +2,7 @@
 // its script), both pinned by sha256, and a last line naming the digest of what the page was rendered
 // from. The policy allows no load at all (default-src 'none'), no other script, no inline handler, no
 // form, no <base>: were escaping ever to fail, the browser would still run nothing but genjob's script.
+// Its landmarks: a page's way back (<nav>, on job and log pages) and its content (<main>).
 import type { Assets } from './assets.js';
 import { type Html, href, html, raw } from './escape.js';
 
@@ -22,8 +23,15 @@ export function fingerprintLine(fingerprint: string): string {
   return `${FINGERPRINT_PREFIX}${fingerprint} -->\n`;
 }
 
+/** The link a job's or a log's page leads with: back to the index (the arrow is not read out). */
+export function backToIndex(): Html {
+  return html`<nav class="top"><a href="${href('../index.html')}"><span aria-hidden="true">\u2190 </span>all jobs</a></nav>`;
+}
+
 export function renderPage(o: {
   title: string;
+  /** Before the page's <main>: its <nav>, when it has one. */
+  nav?: Html;
   body: Html;
   assets: Assets;
   /** The index's sorting and filtering script; job and log pages run none. */
@@ -41,7 +49,10 @@ export function renderPage(o: {
 <style>${raw(o.assets.css)}</style>
 </head>
 <body>
+${o.nav ?? ''}
+<main>
 ${o.body}
+</main>
 ${o.script ? html`<script>${raw(o.assets.js)}</script>` : ''}
 </body>
 </html>
@@ -59,8 +70,14 @@ export function renderUndrawn(o: {
   assets: Assets;
   fingerprint: string;
 }): string {
-  const body = html`<nav class="top"><a href="${href('../index.html')}">\u2190 all jobs</a></nav>
-<h1>${o.title}</h1>
+  const body = html`<h1>${o.title}</h1>
 <p class="note bad">This page could not be drawn: ${o.why}. <code>genjob show</code> and <code>genjob apply KEY --dry-run --diff</code> show the job in a terminal.</p>`;
-  return renderPage({ title: o.title, body, assets: o.assets, script: false, fingerprint: o.fingerprint });
+  return renderPage({
+    title: o.title,
+    nav: backToIndex(),
+    body,
+    assets: o.assets,
+    script: false,
+    fingerprint: o.fingerprint,
+  });
 }

@@ -48,11 +48,11 @@ function gate(model: ReportModel): Html {
     return html`<p>Run <b>${run.name}</b>: ${run.keys.length} intended job(s); no gate record yet (<code>genjob gate --run ${run.name}</code> writes one when the gate closes).${foreign}</p>`;
   const word = g.met ? 'closed: met' : 'closed: not met';
   return html`<table class="facts">
-<tr><th>run</th><td>${run.name} (${run.keys.length} intended job(s))${foreign}</td></tr>
-<tr><th>gate</th><td><b class="${g.met ? 'gate-closed' : 'gate-notmet'}" id="gate-state">${word}</b>${g.stale ? html` <span class="stale">stale: its evidence changed since</span>` : ''}${g.sealed ? '' : html` <span class="stale" id="gate-unsealed">not decided by your genjob gate: its policy is the record's own, and apply --gated refuses it</span>`}</td></tr>
-<tr><th>passed</th><td>${g.rate}</td></tr>
-<tr><th>policy</th><td>${g.policy}</td></tr>
-<tr><th>gate record</th><td class="mono">${g.file}${g.signed ? ' (signed)' : ''}<br>sha256:${g.recordDigest}</td></tr>
+<tr><th scope="row">run</th><td>${run.name} (${run.keys.length} intended job(s))${foreign}</td></tr>
+<tr><th scope="row">gate</th><td><b class="${g.met ? 'gate-closed' : 'gate-notmet'}" id="gate-state">${word}</b>${g.stale ? html` <span class="stale">stale: its evidence changed since</span>` : ''}${g.sealed ? '' : html` <span class="stale" id="gate-unsealed">not decided by your genjob gate: its policy is the record's own, and apply --gated refuses it</span>`}</td></tr>
+<tr><th scope="row">passed</th><td>${g.rate}</td></tr>
+<tr><th scope="row">policy</th><td>${g.policy}</td></tr>
+<tr><th scope="row">gate record</th><td class="mono">${g.file}${g.signed ? ' (signed)' : ''}<br>sha256:${g.recordDigest}</td></tr>
 </table>`;
 }
 
@@ -60,10 +60,10 @@ function spend(model: ReportModel): Html {
   if (model.spend.length === 0) return html`<p class="muted">No receipt reports token usage.</p>`;
   const priced = model.spend.some((r) => r.cost !== null);
   const total = model.spend.reduce((s, r) => s + (r.cost ?? 0), 0);
-  return html`<table class="spend"><thead><tr><th>generator</th><th>mode</th><th class="num">prompt</th><th class="num">completion</th><th class="num">requests</th>${priced ? html`<th class="num">cost</th>` : ''}</tr></thead><tbody>${model.spend.map(
+  return html`<table class="spend"><thead><tr><th scope="col">generator</th><th scope="col">mode</th><th scope="col" class="num">prompt</th><th scope="col" class="num">completion</th><th scope="col" class="num">requests</th>${priced ? html`<th scope="col" class="num">cost</th>` : ''}</tr></thead><tbody>${model.spend.map(
     (r) =>
       html`<tr><td class="gen mono">${r.generator}</td><td>${r.mode}</td><td class="num">${r.prompt}</td><td class="num">${r.completion}</td><td class="num">${r.requests}</td>${priced ? html`<td class="num">${r.cost === null ? '' : r.cost.toFixed(4)}</td>` : ''}</tr>`,
-  )}${priced ? html`<tr><th colspan="5">total</th><td class="num"><b>${total.toFixed(4)}</b></td></tr>` : ''}</tbody></table>${priced ? '' : html`<p class="muted">Set GENJOB_PRICE_IN and GENJOB_PRICE_OUT (per million tokens) to see costs.</p>`}`;
+  )}${priced ? html`<tr><th scope="row" colspan="5">total</th><td class="num"><b>${total.toFixed(4)}</b></td></tr>` : ''}</tbody></table>${priced ? '' : html`<p class="muted">Set GENJOB_PRICE_IN and GENJOB_PRICE_OUT (per million tokens) to see costs.</p>`}`;
 }
 
 /** The hidden characters a job's added lines bring in, as its page counts them (its flag, and its filter word). */
@@ -89,7 +89,7 @@ function row(job: ReportJob, model: ReportModel, undrawn: string | undefined): H
   const instruction = firstLine.length > 90 ? html`${firstLine.slice(0, 89)}&hellip;` : firstLine;
   const hidden = jobHiddenAdded(job);
   return html`<tr data-state="${job.state}" data-status="${status}" data-verdicts="${verdictWords(job, model.checkers)}" data-hidden="${hidden > 0 ? 'added' : 'none'}">
-<td data-v="${job.key}"><a class="mono" href="${href(`jobs/${job.key}.html`)}">${shortKey(job.key)}</a><br><span class="muted">${instruction}</span>${undrawn ? html`<br><span class="row-problem">page not drawn: ${undrawn}</span>` : ''}</td>
+<td data-v="${job.key}"><a class="mono" href="${href(`jobs/${job.key}.html`)}" aria-label="job ${shortKey(job.key)}">${shortKey(job.key)}</a><br><span class="muted">${instruction}</span>${undrawn ? html`<br><span class="row-problem">page not drawn: ${undrawn}</span>` : ''}</td>
 <td data-v="${STATE_ORDER.indexOf(job.state)}">${badge('s', job.state)}</td>
 <td data-v="${status}">${badge('s', status)}${job.receiptProblem ? html`<br><span class="row-problem" title="${job.receiptProblem}">${job.receipt ? 'does not decode' : 'unreadable'}</span>` : ''}</td>
 <td class="paths" data-v="${job.inputs[0]?.path ?? ''}">${paths(job, hidden)}</td>
@@ -135,7 +135,7 @@ export function renderIndex(
   const times = model.jobs.flatMap((j) => (j.receipt?.generateMs == null ? [] : [j.receipt.generateMs]));
   // a numeric column sorts by number; it is right-aligned unless its numbers are only an order (state)
   const column = (label: string, type: 'num' | 'text' = 'text', right = type === 'num') =>
-    html`<th data-type="${type}"${right ? html` class="num"` : ''}><button type="button">${label}</button></th>`;
+    html`<th scope="col" data-type="${type}"${right ? html` class="num"` : ''}><button type="button">${label}</button></th>`;
   const body = html`<h1>genjob report: ${model.title}</h1>
 <p class="sub">${model.jobs.length} job(s)${model.checkers.length ? html` &middot; checkers: ${model.checkers.join(', ')}` : ''}${model.planes.length ? html` &middot; shadow planes: ${model.planes.join(', ')}` : ''}</p>
 ${counts(model)}
@@ -146,7 +146,7 @@ ${counts(model)}
 </div>
 <h2>Jobs</h2>
 ${skipped(model)}
-<div class="filters">${select('f-state', 'state', states)}${select('f-status', 'status', statuses)}${verdicts.length ? select('f-verdict', 'check verdict', verdicts) : ''}${hidden ? select('f-hidden', 'hidden characters', ['added', 'none']) : ''}<span class="muted"><span id="shown">${model.jobs.length}</span> of ${model.jobs.length} shown</span></div>
+<div class="filters">${select('f-state', 'state', states)}${select('f-status', 'status', statuses)}${verdicts.length ? select('f-verdict', 'check verdict', verdicts) : ''}${hidden ? select('f-hidden', 'hidden characters', ['added', 'none']) : ''}<span class="muted" role="status"><span id="shown">${model.jobs.length}</span> of ${model.jobs.length} shown</span></div>
 <div class="jobs-wrap"><table class="jobs" id="jobs">
 <thead><tr>${column('key')}${column('state', 'num', false)}${column('status')}${column('paths')}${column('generator')}${column('epoch', 'num')}${column('host')}${column('signer')}${column('sandbox')}${column('tokens', 'num')}${column('time', 'num')}${model.checkers.map((c) => column(c))}${model.planes.map((p) => column(p))}</tr></thead>
 <tbody>

@@ -9,7 +9,7 @@ import type { DiffView } from './diff-view.js';
 import { type Html, href, html } from './escape.js';
 import { formatMs } from './histogram.js';
 import type { ReportCheck, ReportFile, ReportJob, ReportReceipt, ReportShadow } from './model.js';
-import { renderPage } from './page.js';
+import { backToIndex, renderPage } from './page.js';
 
 /** What the page shows that is drawn from bytes rather than from the model. */
 export interface JobPageBytes {
@@ -22,14 +22,19 @@ export interface JobPageBytes {
 }
 
 const facts = (rows: ReadonlyArray<readonly [string, Html | string | number | null]>) =>
-  html`<table class="facts">${rows.map(([k, v]) => html`<tr><th>${k}</th><td>${v ?? html`<span class="muted">\u2014</span>`}</td></tr>`)}</table>`;
+  html`<table class="facts">${rows.map(([k, v]) => html`<tr><th scope="row">${k}</th><td>${v ?? html`<span class="muted">\u2014</span>`}</td></tr>`)}</table>`;
 
-/** `apply`: the command that shows a diff too large for the page, when there is one. */
-function view(v: DiffView | undefined, apply?: string): Html {
+/**
+ * A file's diff in both views, each a <details> its <summary> opens and closes (a button a keyboard
+ * reaches, named by the view and, for a screen reader, the file). `apply`: the command that shows a diff
+ * too large for the page, when there is one.
+ */
+function view(v: DiffView | undefined, path: string, apply?: string): Html {
   if (!v) return html`<p class="note">no diff drawn</p>`;
   if (v.kind === 'note')
     return html`<p class="note">${v.note}${v.large && apply ? html`; see <code>${apply}</code>` : ''}</p>`;
-  return html`<details open><summary>side by side</summary>${v.split}</details><details><summary>unified</summary>${v.unified}</details>`;
+  const of = html`<span class="vh"> diff of ${path}</span>`;
+  return html`<details open><summary>side by side${of}</summary>${v.split}</details><details><summary>unified${of}</summary>${v.unified}</details>`;
 }
 
 const FILE_NOTES: Record<ReportFile['bytes'], string | null> = {
@@ -51,10 +56,10 @@ function output(f: ReportFile, v: DiffView | undefined, n: number, key: string):
     v?.kind === 'text'
       ? html` <span class="v-pass">+${v.added}</span> <span class="v-fail">\u2212${v.removed}</span>`
       : '';
-  return html`<div class="file" id="file-${n}"><div class="file-head"><span class="mono">${f.path}</span>${counts} <span class="muted mono">${f.input === null ? 'created' : `from sha256:${f.input.slice(0, 12)}`} \u2192 sha256:${f.sha256.slice(0, 12)}</span></div>
+  return html`<section class="file" id="file-${n}"><h3 class="file-head"><span class="mono">${f.path}</span>${counts} <span class="muted mono">${f.input === null ? 'created' : `from sha256:${f.input.slice(0, 12)}`} \u2192 sha256:${f.sha256.slice(0, 12)}</span></h3>
 ${note ? html`<p class="note bad">${note}</p>` : !f.inputFound ? html`<p class="note">the input's bytes (sha256:${f.input?.slice(0, 12)}) are no longer at hand: the file changed since mint and was never applied; drawn as a new file</p>` : ''}
 ${!note && v?.hidden ? hiddenNote(v.hidden, v.kind === 'text' ? 'These lines add' : v.large ? 'Its added lines, not drawn, hold' : 'This file, not drawn, holds') : ''}
-${note ? '' : html`<div class="file-body">${view(v, `genjob apply ${key} --dry-run --diff`)}</div>`}</div>`;
+${note ? '' : html`<div class="file-body">${view(v, f.path, `genjob apply ${key} --dry-run --diff`)}</div>`}</section>`;
 }
 
 function receiptFacts(r: ReportReceipt, problem: string | null): Html {
@@ -94,16 +99,16 @@ function check(c: ReportCheck, bytes: JobPageBytes): Html {
     const tail = log ? bytes.logTails.get(log) : undefined;
     return html`<tr><td class="num">${i + 1}</td><td class="num">${a.exit ?? ''}</td><td class="num">${a.ms === null ? '' : formatMs(a.ms)}</td><td>${
       log
-        ? html`${tail === undefined ? html`<span class="muted">log not at hand</span>` : html`<pre class="log">\n${tail}</pre>`}<a href="${href(`../logs/${log}.html`)}">full log</a>`
+        ? html`${tail === undefined ? html`<span class="muted">log not at hand</span>` : html`<pre class="log" tabindex="0" role="region" aria-label="${c.checker}, attempt ${i + 1}: the last lines of its log">\n${tail}</pre>`}<a href="${href(`../logs/${log}.html`)}">full log<span class="vh"> of ${c.checker}, attempt ${i + 1}</span></a>`
         : html`<span class="muted">no log</span>`
     }</td></tr>`;
   });
   return html`<section class="check" data-checker="${c.checker}"><h3>${c.checker} ${checkCell(c)}</h3>
 ${c.recordDigest ? html`<p class="muted mono">record sha256:${c.recordDigest}</p>` : ''}
-${c.attempts.length ? html`<table class="attempts"><thead><tr><th>#</th><th>exit</th><th>time</th><th>log (last lines)</th></tr></thead><tbody>${attempts}</tbody></table>` : ''}
+${c.attempts.length ? html`<table class="attempts"><thead><tr><th scope="col">#<span class="vh"> attempt</span></th><th scope="col">exit</th><th scope="col">time</th><th scope="col">log (last lines)</th></tr></thead><tbody>${attempts}</tbody></table>` : ''}
 ${
   c.judge.length
-    ? html`<table class="judge"><thead><tr><th>sample</th><th>answer</th><th>score</th><th>reason</th></tr></thead><tbody>${c.judge.map(
+    ? html`<table class="judge"><thead><tr><th scope="col">sample</th><th scope="col">answer</th><th scope="col">score</th><th scope="col">reason</th></tr></thead><tbody>${c.judge.map(
         (s, i) =>
           html`<tr><td class="num">${i + 1}</td><td>${s.pass === null ? badge('v', 'error') : badge('v', s.pass ? 'pass' : 'fail')}</td><td class="num">${s.score ?? ''}</td><td><pre class="reason">\n${s.reason}</pre></td></tr>`,
       )}</tbody></table>`
@@ -118,7 +123,7 @@ function side(
   tokens: number | null,
   reason: string | null,
 ): Html {
-  return html`<div><h3>${title}</h3>${facts([
+  return html`<div><h4>${title}</h4>${facts([
     ['status', status === null ? 'no answer' : badge('s', status)],
     ['generator', generator === null ? null : html`<span class="mono">${generator}</span>`],
     ['tokens', tokens],
@@ -136,7 +141,7 @@ ${s.files
   .filter((f) => f.live !== f.shadow)
   .map(
     (f) =>
-      html`<div class="file"><div class="file-head"><span class="mono">${f.path}</span> <span class="muted">live (left) vs ${s.plane} (right)</span></div><div class="file-body">${view(diffs?.get(f.path))}</div></div>`,
+      html`<section class="file"><h4 class="file-head"><span class="mono">${f.path}</span> <span class="muted">live (left) vs ${s.plane} (right)</span></h4><div class="file-body">${view(diffs?.get(f.path), f.path)}</div></section>`,
   )}`;
 }
 
@@ -144,8 +149,7 @@ export function renderJob(job: ReportJob, bytes: JobPageBytes, assets: Assets, f
   const r = job.receipt;
   let hidden = 0;
   for (const v of bytes.diffs.values()) hidden += v.hidden ?? 0;
-  const body = html`<nav class="top"><a href="${href('../index.html')}">\u2190 all jobs</a></nav>
-<h1>job <span class="mono">${shortKey(job.key)}</span> ${badge('s', job.state)} ${badge('s', statusOf(job))}</h1>
+  const body = html`<h1>job <span class="mono">${shortKey(job.key)}</span> ${badge('s', job.state)} ${badge('s', statusOf(job))}</h1>
 ${facts([
   ['key', html`<span class="mono">${job.key}</span>`],
   ['state', job.state],
@@ -166,5 +170,12 @@ ${job.files.length === 0 ? html`<p class="muted">${r ? 'The receipt names no out
 ${r ? receiptFacts(r, job.receiptProblem) : html`<p class="muted">${job.receiptProblem ?? 'No receipt yet.'}</p>`}
 ${job.checks.length ? html`<h2>Checks</h2>${job.checks.map((c) => check(c, bytes))}` : ''}
 ${job.shadows.length ? html`<h2>Shadow answers</h2>${job.shadows.map((s) => shadow(s, job, bytes))}` : ''}`;
-  return renderPage({ title: `genjob job ${shortKey(job.key)}`, body, assets, script: false, fingerprint });
+  return renderPage({
+    title: `genjob job ${shortKey(job.key)}`,
+    nav: backToIndex(),
+    body,
+    assets,
+    script: false,
+    fingerprint,
+  });
 }

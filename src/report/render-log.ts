@@ -4,8 +4,8 @@
 // LOG_PAGE_MARKUP is shown up to it, and says where the rest is. Pure.
 import type { Assets } from './assets.js';
 import type { Found } from './bytes.js';
-import { href, html, markupLength } from './escape.js';
-import { renderPage } from './page.js';
+import { html, markupLength } from './escape.js';
+import { backToIndex, renderPage } from './page.js';
 
 /** Markup a log's page may hold (characters): a 4 MiB log of soft hyphens would be some 160 MiB. */
 export const LOG_PAGE_MARKUP = 8 * 1024 * 1024;
@@ -40,14 +40,21 @@ function shown(bytes: Buffer, sha256: string) {
     start.length < text.length
       ? html`<p class="note bad">The rest of this log (${text.length - start.length} more characters) is too large to show here; it is the file .gen/objects/ holds under sha256:${sha256}.</p>`
       : '';
-  return html`<pre class="log">\n${start}</pre>${rest}`;
+  // the whole log, in the page's own flow (no box of its own to scroll)
+  return html`<pre class="log whole">\n${start}</pre>${rest}`;
 }
 
 export function renderLog(sha256: string, log: Found, assets: Assets, fingerprint: string): string {
   // a log is shared by every check that printed it: back to the index, where each job links its own
-  const body = html`<nav class="top"><a href="${href('../index.html')}">\u2190 all jobs</a></nav>
-<h1>check log</h1>
+  const body = html`<h1>check log</h1>
 <p class="sub mono">sha256:${sha256}</p>
 ${log.kind === 'ok' ? shown(log.bytes, sha256) : html`<p class="note bad">${WHY[log.kind]}</p>`}`;
-  return renderPage({ title: `genjob log ${sha256.slice(0, 12)}`, body, assets, script: false, fingerprint });
+  return renderPage({
+    title: `genjob log ${sha256.slice(0, 12)}`,
+    nav: backToIndex(),
+    body,
+    assets,
+    script: false,
+    fingerprint,
+  });
 }

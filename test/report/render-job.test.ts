@@ -61,8 +61,12 @@ describe('renderJob', () => {
     );
     expect(page).not.toContain('passwd');
     expect(page.match(/href="\.\.\/logs\//g)).toHaveLength(1);
-    expect(page).toContain(`<a href="../logs/${'d'.repeat(64)}.html">full log</a>`);
-    expect(page).toContain('<pre class="log">\nlast line</pre>');
+    expect(page).toContain(
+      `<a href="../logs/${'d'.repeat(64)}.html">full log<span class="vh"> of tests, attempt 2</span></a>`,
+    );
+    expect(page).toContain(
+      '<pre class="log" tabindex="0" role="region" aria-label="tests, attempt 2: the last lines of its log">\nlast line</pre>',
+    );
     expect(page).toContain('<span class="verdict v-error">error</span>');
     expect(page).not.toContain('<script');
   });

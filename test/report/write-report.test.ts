@@ -99,7 +99,9 @@ describe('writeReport', () => {
       loadAssets(),
       '0'.repeat(64),
     );
-    expect(page).toContain('<nav class="top"><a href="../index.html">\u2190 all jobs</a></nav>');
+    expect(page).toContain(
+      '<nav class="top"><a href="../index.html"><span aria-hidden="true">\u2190 </span>all jobs</a></nav>',
+    );
   });
 
   it('writes the same bytes for the same inputs, in any directory', async () => {
