@@ -2,7 +2,10 @@
 // the right check cells, the gate and the spend; filtering by a verdict leaves exactly its rows and the
 // columns sort in place; a job page shows the lines its output changed; nothing logs an error, fails
 // to load or reaches off the disk. Screenshots of the index and a job page are kept for a reviewer
-// (their paths are printed).
+// (their paths are printed). For a keyboard and a screen reader: each diff table is named by its
+// caption, each view's toggle is reached and worked by keys with its focus drawn, every text drawn
+// reads at 4.5:1 on what is under it, and with the stylesheet off the side-by-side view still says which
+// lines were removed and added.
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,8 +23,9 @@ import { readRun } from '../../src/report/run-source.js';
 import { writeReport } from '../../src/report/write-report.js';
 import { checkRecords } from '../helpers/check-record.js';
 import { commitAll } from '../helpers/commit-all.js';
-import { CLEAN, clean, launchChromium, open, watchedPage } from './browser.js';
-import { type FixtureJob, fixtureRepo } from './fixture.js';
+import { CLEAN, clean, launchChromium, open, type Watched, watchedPage } from './browser.js';
+import { contrast } from './contrast-ratio.js';
+import { type FixtureJob, fixtureRepo, inputText } from './fixture.js';
 import { closeGate, sealRun } from './run-files.js';
 
 let ctx: BrowserContext;
@@ -50,6 +54,10 @@ const LINT: Array<[ReportCheck['verdict'], Outcome[]]> = [
 beforeAll(async () => {
   const made = fixtureRepo(6, {
     instruction: (i) => `Add type hints to src/m${i}.txt; keep behaviour`,
+    // job 2 drops a line's CR as it changes it: a marked CR inside a removed word (the colour test's pair)
+    before: (i) =>
+      i === 2 ? inputText(2).replace('line 4 of module 2\n', 'line 4 of module 2\r\n') : inputText(i),
+    after: (i) => inputText(i).replace(`line 4 of module ${i}`, `line 4 of module ${i}, changed`),
     receipt: (i) => ({
       generator: { command: i % 2 === 0 ? 'builtin:openai' : './gen.sh', version: null },
       worker: { id: `worker-${i % 3}`, host: i % 2 === 0 ? 'gpu-a.lan' : 'gpu-b.lan' },
@@ -198,6 +206,113 @@ describe('the report in chromium', () => {
     expect(await w.page.locator('h2', { hasText: 'Checks' }).count()).toBe(1);
     await w.page.screenshot({ path: join(shots, 'job.png'), fullPage: true });
     process.stdout.write(`report screenshots: ${join(shots, 'index.png')} ${join(shots, 'job.png')}\n`);
+    expect(clean(w)).toEqual(CLEAN);
+    await w.page.close();
+  });
+
+  it('names each diff table by its caption, and a keyboard reaches and works each view’s toggle, its focus drawn', async () => {
+    const w = await watchedPage(ctx);
+    const j = jobs[1]!;
+    await open(w, join(suiteDir, 'report', 'jobs', `${j.key}.html`));
+    const page = w.page;
+    // the names a screen reader hears, as chromium's accessibility tree computes them
+    const split = page.getByRole('table', {
+      name: `${j.path}: before (left) and after (right), side by side`,
+    });
+    expect(await split.count()).toBe(1);
+    expect(await split.getByRole('columnheader', { name: 'after' }).count()).toBe(1);
+    expect(await page.getByRole('main').count()).toBe(1);
+    expect(await page.getByRole('navigation').getByRole('link', { name: 'all jobs' }).count()).toBe(1);
+    expect(await page.getByRole('heading', { level: 3, name: new RegExp(`^${j.path}`) }).count()).toBe(1);
+    // Tab to the unified view's toggle, then open it with Enter
+    const toggle = page.locator('summary', { hasText: 'unified' }).first();
+    expect(await toggle.textContent()).toBe(`unified diff of ${j.path}`);
+    let tabs = 0;
+    while (!(await toggle.evaluate((el) => el === el.ownerDocument.activeElement))) {
+      await page.keyboard.press('Tab');
+      expect(++tabs).toBeLessThan(50);
+    }
+    const ring = await toggle.evaluate((el) => {
+      const s = el.ownerDocument.defaultView!.getComputedStyle(el);
+      return { style: s.outlineStyle, width: s.outlineWidth };
+    });
+    expect(ring).toEqual({ style: 'solid', width: '2px' });
+    const unified = page.getByRole('table', { name: `${j.path}: before to after, unified` });
+    expect(await unified.isVisible()).toBe(false);
+    await page.keyboard.press('Enter');
+    await expect.poll(() => unified.isVisible()).toBe(true);
+    expect(clean(w)).toEqual(CLEAN);
+    await page.close();
+  });
+
+  /**
+   * Each element's text that is drawn, its colour and the colour under it (the nearest opaque background).
+   * Run in the page as a string: this project's types hold no DOM.
+   */
+  const DRAWN_COLOURS = `(() => {
+    const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+    const out = [];
+    for (const el of document.body.querySelectorAll('*')) {
+      if (el instanceof SVGElement) continue; // the histogram's text is filled, not coloured (contrast.test.ts)
+      const own = [...el.childNodes].some((n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim());
+      if (!own || !el.checkVisibility()) continue;
+      let bg = [255, 255, 255];
+      for (let under = el; under; under = under.parentElement) {
+        const c = rgb(getComputedStyle(under).backgroundColor);
+        if (c.length === 3 || c[3] > 0) {
+          bg = c.slice(0, 3);
+          break;
+        }
+      }
+      const what = el.tagName.toLowerCase() + '.' + el.className + ': ' + el.textContent.slice(0, 40);
+      out.push({ what, fg: rgb(getComputedStyle(el).color).slice(0, 3), bg });
+    }
+    return out;
+  })()`;
+  type Drawn = { what: string; fg: [number, number, number]; bg: [number, number, number] };
+  const drawnColours = (w: Watched) => w.page.evaluate<Drawn[]>(DRAWN_COLOURS);
+
+  it('draws every text at 4.5:1 or more against what is under it, on the index and on a job page with both views open', async () => {
+    const w = await watchedPage(ctx);
+    await open(w, index);
+    const drawn = await drawnColours(w);
+    for (const j of [jobs[1]!, jobs[2]!]) {
+      await w.page.goto(`file://${join(suiteDir, 'report', 'jobs', `${j.key}.html`)}`);
+      await w.page.locator('summary', { hasText: 'unified' }).first().click();
+      drawn.push(...(await drawnColours(w)));
+    }
+    // job 2's removed CR is drawn, marked, inside the removed word
+    expect(drawn.filter((d) => d.what.startsWith('span.cr-char')).length).toBeGreaterThan(0);
+    expect(drawn.length).toBeGreaterThan(100);
+    const low = drawn.flatMap((d) => {
+      const r = contrast(d.fg, d.bg);
+      return r < 4.5 ? [`${d.what} (${r.toFixed(2)})`] : [];
+    });
+    expect(low).toEqual([]);
+    expect(clean(w)).toEqual(CLEAN);
+    await w.page.close();
+  });
+
+  it('with its stylesheet off, a job page still says which lines were removed and which added', async () => {
+    const w = await watchedPage(ctx);
+    const j = jobs[1]!;
+    await open(w, join(suiteDir, 'report', 'jobs', `${j.key}.html`));
+    await w.page.locator('style').evaluateAll((styles) => {
+      for (const style of styles) style.remove();
+    });
+    // the rows as a reader sees them: no colour, no hidden text, only what is drawn
+    const rows = (await w.page.locator('table.diff.split tbody tr').allInnerTexts()).map((r) =>
+      r.replace(/\s+/g, ' ').trim(),
+    );
+    const removed = rows.filter((r) => r.includes('line 4 of module 1') && !r.includes('changed'));
+    expect(removed).toHaveLength(0); // the removed line is paired with the one that replaced it
+    const pair = rows.find((r) => r.includes('line 4 of module 1, changed'))!;
+    expect(pair).toMatch(/^4 -\s?removed line 4 of module 1 4 \+\s?added line 4 of module 1, changed$/);
+    const context = rows.find((r) => r.startsWith('3 '))!;
+    expect(context).not.toMatch(/removed|added/);
+    expect((await w.page.locator('table.diff.split caption').allInnerTexts())[0]).toBe(
+      `${j.path}: before (left) and after (right), side by side`,
+    );
     expect(clean(w)).toEqual(CLEAN);
     await w.page.close();
   });
