@@ -19,15 +19,33 @@ export async function catFile(
   opts: { contents: boolean; maxOutput?: number },
 ): Promise<Array<GitObject | null>> {
   if (specs.length === 0) return [];
-  for (const s of specs)
-    if (/[\n]/.test(s)) throw new TypeError(`object name with a newline: ${JSON.stringify(s)}`);
   const r = await git(root, ['cat-file', opts.contents ? '--batch' : '--batch-check'], {
-    input: `${specs.join('\n')}\n`,
+    input: batchInput(specs),
     maxOutput: opts.maxOutput,
   });
-  const out = r.stdout;
+  return parseBatch(r.stdout, specs, opts.contents).objects;
+}
+
+/** cat-file --batch's stdin for `specs`: one a line (a spec holding a newline is refused). */
+export function batchInput(specs: readonly string[]): string {
+  for (const s of specs)
+    if (/[\n]/.test(s)) throw new TypeError(`object name with a newline: ${JSON.stringify(s)}`);
+  return `${specs.join('\n')}\n`;
+}
+
+/**
+ * Parse what `cat-file --batch` (`contents`) or `--batch-check` printed for `specs`, from offset `from`
+ * of `out` (its output may follow another command's in one stream: run-git.ts gitSteps); returns each
+ * spec's object (null when missing) and the offset just past the last.
+ */
+export function parseBatch(
+  out: Buffer,
+  specs: readonly string[],
+  contents: boolean,
+  from = 0,
+): { objects: Array<GitObject | null>; end: number } {
   const objects: Array<GitObject | null> = [];
-  let at = 0;
+  let at = from;
   for (const spec of specs) {
     const eol = out.indexOf(0x0a, at);
     if (eol < 0) throw new Error(`git cat-file: output ended early at ${JSON.stringify(spec)}`);
@@ -41,13 +59,15 @@ export async function catFile(
     if (!m) throw new Error(`git cat-file: unexpected header ${JSON.stringify(header)}`);
     const size = Number(m[3]);
     const obj: GitObject = { spec, oid: m[1]!, type: m[2]!, size };
-    if (opts.contents) {
+    if (contents) {
+      if (at + size + 1 > out.length)
+        throw new Error(`git cat-file: output ended early in ${JSON.stringify(spec)}`);
       obj.content = out.subarray(at, at + size);
       at += size + 1;
     }
     objects.push(obj);
   }
-  return objects;
+  return { objects, end: at };
 }
 
 export interface TreeEntry {

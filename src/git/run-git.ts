@@ -64,31 +64,40 @@ export function git(cwd: string, args: readonly string[], opts: GitOptions = {})
   return runChild('git', argv, () => args, opts);
 }
 
+/** One step of gitSteps: git's arguments, and optionally a file its stdin is read from instead of the sh's. */
+export type GitStep = readonly string[] | { readonly args: readonly string[]; readonly stdinFile: string };
+
+const stepArgs = (step: GitStep | undefined): readonly string[] =>
+  step === undefined ? [] : 'args' in step ? step.args : step;
+
 /**
  * Run git commands one after another, each as `git -C cwd -c core.hooksPath=/dev/null STEP`, stopping at
  * the first that fails, in one `sh` (one child of this process instead of one per command). Every step
- * sees the same environment and stdin (give `input` only to steps of which one reads it), and their stdout
- * is one stream, in order. The arguments reach git as they are: the script names them only as positional
- * parameters, never as text. A failure is reported with the failing step's arguments and exit code.
+ * sees the same environment and stdin (give `input` only to steps of which one reads it; a step given a
+ * `stdinFile` reads that file instead), and their stdout is one stream, in order. The arguments (and a
+ * step's stdin file) reach git as they are: the script names them only as positional parameters, never as
+ * text. A failure is reported with the failing step's arguments and exit code.
  */
 export function gitSteps(
   cwd: string,
-  steps: ReadonlyArray<readonly string[]>,
+  steps: ReadonlyArray<GitStep>,
   opts: Omit<GitOptions, 'userHooksPath' | 'okCodes'> = {},
 ): Promise<GitResult> {
   const params: string[] = [cwd];
+  const ref = (arg: string) => {
+    params.push(arg);
+    return `"\${${params.length}}"`;
+  };
   const lines = steps.map((step, i) => {
-    const refs = step.map((arg) => {
-      params.push(arg);
-      return `"\${${params.length}}"`;
-    });
+    const refs = stepArgs(step).map(ref);
+    const from = 'stdinFile' in step ? ` < ${ref(step.stdinFile)}` : '';
     // the failing step's number goes out on fd 3, so the error names that step, not the script
-    return `git -C "$1" -c core.hooksPath=/dev/null ${refs.join(' ')} || { s=$?; echo ${i} >&3; exit $s; }`;
+    return `git -C "$1" -c core.hooksPath=/dev/null ${refs.join(' ')}${from} || { s=$?; echo ${i} >&3; exit $s; }`;
   });
   return runChild(
     'sh',
     ['-c', lines.join('\n'), 'sh', ...params],
-    (failed) => steps[failed ?? 0] ?? [],
+    (failed) => stepArgs(steps[failed ?? 0]),
     opts,
     true,
   );

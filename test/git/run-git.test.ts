@@ -1,7 +1,7 @@
 // gitSteps runs several git commands in one sh: what each step is given must reach git exactly as git()
 // would give it (the script only names positional parameters), a failing step stops the rest and is the
 // one the error names, and stdin, the environment and the output cap hold as for one command.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -118,6 +118,28 @@ describe('gitSteps', () => {
     expect(oid).toBe(repo.git(['hash-object', '--stdin'], 'piped\n'));
     // ls-files read the private index read-tree wrote, not the repository's own
     expect(listed).toEqual([`100644 ${repo.git(['rev-parse', `${head}:a.txt`])} 0\ta.txt`]);
+  });
+
+  it("inject: a step's stdin file is read as named, its name only ever an argument; the others keep the sh's stdin", async () => {
+    const { repo } = fresh();
+    const parent = tempDir('run-git-stdin');
+    const named = join(parent, 'in";exit 7;"`exit 8`$(exit 9) $HOME');
+    writeFileSync(named, 'from the file\n');
+    const r = await gitSteps(
+      repo.root,
+      [['hash-object', '--stdin'], { args: ['hash-object', '--stdin'], stdinFile: named }, echo(['after'])],
+      { input: 'piped\n' },
+    );
+    expect(r.stdout.toString('utf8')).toBe(
+      `${repo.git(['hash-object', '--stdin'], 'piped\n')}\n${repo.git(['hash-object', '--stdin'], 'from the file\n')}\n 'after'\n`,
+    );
+    // a stdin file that cannot be opened fails its step, which the error names
+    const err = await gitSteps(repo.root, [
+      echo(['x']),
+      { args: ['hash-object', '--stdin'], stdinFile: join(parent, 'missing') },
+    ]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GitFailedError);
+    expect((err as GitFailedError).args).toEqual(['hash-object', '--stdin']);
   });
 
   it('refuses output past the cap, as one git does', async () => {
