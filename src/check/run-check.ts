@@ -68,8 +68,11 @@ export interface RunCheckOptions {
 
 export interface CheckJob {
   v: Verified;
-  /** The job's scratch index, built once and shared by its checkers. */
-  scratch: () => Promise<Scratch>;
+  /**
+   * The job's scratch index, built once and shared by its checkers; `spare`: with a first copy checked out
+   * for a run to take (the first caller decides).
+   */
+  scratch: (o: { spare: boolean }) => Promise<Scratch>;
 }
 
 export interface CheckOutcome {
@@ -133,7 +136,7 @@ export async function runCheck(
         ms: 0,
         tail: [],
       };
-    const scratch = await job.scratch();
+    const scratch = await job.scratch({ spare: checker.kind === 'command' });
     const carried = current?.attempts ?? [];
     const startedAt = new Date(started).toISOString();
     const run =

@@ -3,20 +3,22 @@
 // .gen/staging/.check-<pid>-<start>-*/ is read from HEAD, the outputs' blobs are put in it (their
 // bytes as verified, mode kept from HEAD), and write-tree names the result: `base_tree` is HEAD's
 // tree and `result_tree` this one, both git tree ids. Each run gets its own fresh copy
-// (checkout-index), so what one attempt leaves behind never reaches the next; a setup's copy holds HEAD
+// (checkout-index; the first one checked out by the same sh that wrote the tree, and taken by one run
+// alone), so what one attempt leaves behind never reaches the next; a setup's copy holds HEAD
 // and only the outputs its digest pins (setupCopy), as its result is shared. The index and the new
 // objects (the outputs' blobs, the result tree) stay in that private directory, outside every copy and
 // outside the repository's own object store (read through it as an alternate): the checked code cannot
 // change what the next copy is made from, and checking leaves the repository as it was.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConflictError, errnoOf, GitFailedError, ioErrorAt, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { pathExists } from '../core/path-exists.js';
 import type { ReceiptOutput } from '../core/receipt.js';
 import { sha256Hex } from '../core/sha256.js';
-import { catFile } from '../git/cat-file.js';
+import { batchInput, catFile, type GitObject, parseBatch } from '../git/cat-file.js';
+import { knownCommonDir } from '../git/repository-dirs.js';
 import { git, gitSteps } from '../git/run-git.js';
 import { thisProcess } from '../store/process-identity.js';
 import { removeTree } from '../store/remove-tree.js';
@@ -34,6 +36,8 @@ export interface Scratch {
   resultTree: string;
   /** Every tracked path of the result tree. */
   tracked: string[];
+  /** A copy of the result tree no run has taken yet (checkoutCopy), or null. */
+  spare: string | null;
 }
 
 /** Quote a path for update-index --index-info (paths passed pathProblem: no control characters). */
@@ -54,7 +58,10 @@ export interface HeadIds {
   objects: string;
 }
 
-/** HEAD's commit and tree ids and the repository's object directory, from one rev-parse. */
+/**
+ * HEAD's commit and tree ids and the repository's object directory, from one rev-parse, which also names
+ * the common git directory for the checkers' masks (repository-dirs.ts: one git less per check).
+ */
 export async function headIds(root: string): Promise<HeadIds> {
   // the trailing `--` says both arguments are revisions; rev-parse echoes it, which marks the output whole
   const args = [
@@ -62,6 +69,7 @@ export async function headIds(root: string): Promise<HeadIds> {
     '--path-format=absolute',
     '--git-path',
     'objects',
+    '--git-common-dir',
     'HEAD^{commit}',
     'HEAD^{tree}',
     '--',
@@ -70,7 +78,7 @@ export async function headIds(root: string): Promise<HeadIds> {
   // git's failure for any other reason than a HEAD without a commit (a disk that failed under it) is its own
   if (r.code !== 0 && !/bad revision|unknown revision/.test(r.stderr))
     throw new GitFailedError(args, r.code, r.stderr);
-  // from the end: the object directory's path is the only line that may itself hold a newline
+  // from the end: the two directories' paths are the only lines that may themselves hold a newline
   const lines = r.stdout.toString('utf8').split('\n');
   const [tree, head] = [lines.at(-3), lines.at(-4)];
   if (r.code !== 0 || lines.at(-2) !== '--' || !head || !tree)
@@ -78,16 +86,37 @@ export async function headIds(root: string): Promise<HeadIds> {
       'EGJ_CHECK_NO_HEAD',
       `${root}: no commit at HEAD; a check runs on HEAD's tracked files, so commit first`,
     );
-  return { head, baseTree: tree, objects: lines.slice(0, -4).join('\n') };
+  const { objects, common } = objectsAndCommon(args, lines.slice(0, -4).join('\n'));
+  knownCommonDir(root, common);
+  return { head, baseTree: tree, objects };
+}
+
+/**
+ * Split `<objects>\n<common>` as rev-parse printed them. The object directory is the common directory's
+ * objects/ (git is given no GIT_OBJECT_DIRECTORY: run-git.ts), which tells where the first path ends
+ * even when a path holds a newline.
+ */
+function objectsAndCommon(args: readonly string[], text: string): { objects: string; common: string } {
+  const half = (text.length - '/objects\n'.length) / 2;
+  const common = text.slice(text.length - half);
+  if (!Number.isInteger(half) || half <= 0 || text !== `${common}/objects\n${common}`)
+    throw new GitFailedError(args, 0, `unexpected object and common directories: ${JSON.stringify(text)}`);
+  return { objects: `${common}/objects`, common };
 }
 
 /** Exit 4 unless HEAD holds every input of the job with the digest it was minted with (or lacks it). */
 export async function requireInputsAtHead(root: string, head: string, job: Job): Promise<void> {
-  const objects = await catFile(
-    root,
-    job.inputs.map((i) => `${head}:${i.path}`),
-    { contents: true },
-  );
+  const specs = inputSpecs(head, job);
+  inputsHeld(job, await catFile(root, specs, { contents: true }));
+}
+
+/** The object names of the job's inputs at `head`, in the job's order. */
+function inputSpecs(head: string, job: Job): string[] {
+  return job.inputs.map((i) => `${head}:${i.path}`);
+}
+
+/** EGJ_STALE unless `objects` (cat-file of inputSpecs) hold every input with the digest it was minted with. */
+function inputsHeld(job: Job, objects: ReadonlyArray<GitObject | null>): void {
   for (const [i, input] of job.inputs.entries()) {
     const o = objects[i];
     const now =
@@ -108,26 +137,29 @@ export async function requireInputsAtHead(root: string, head: string, job: Job):
   }
 }
 
+/** The spare copy's place in a scratch directory, before a run takes it (checkoutCopy). */
+const SPARE = 'spare';
+
 /**
  * Build the private index of `at` (HEAD as read once for the whole command: every job of one `check` is
- * checked on the same commit, the one its records' digests name) plus the outputs; the tree ids;
- * nothing checked out yet.
+ * checked on the same commit, the one its records' digests name) plus the outputs, and the tree ids.
+ * With `spare`, the first copy a run will take (checkoutCopy) is checked out of it too, by the same git
+ * that wrote the tree; without, nothing is checked out yet (a judge reads no copy).
  */
 export async function prepareScratch(
   store: Store,
   at: HeadIds,
   job: Job,
   outputs: readonly ReceiptOutput[],
+  opts: { spare?: boolean } = {},
 ): Promise<Scratch> {
   const root = store.root;
   const { head, baseTree, objects } = at;
-  // the inputs are checked at HEAD while the private index is built: a stale job throws before the
-  // index is used, and its scratch directory is removed
   // where each output's verified bytes are, looked up before anything starts: a disk that fails here
   // leaves nothing running that would outlive the scratch directory
   const outputFiles = outputs.map((o) => outputFile(store, job.key, o));
-  const inputsAtHead = requireInputsAtHead(root, head, job);
-  inputsAtHead.catch(() => {}); // awaited below
+  const specs = inputSpecs(head, job);
+  const input = batchInput(specs);
   const { pid, start } = thisProcess();
   mkdirSync(store.layout.staging, { recursive: true });
   const dir = join(
@@ -143,49 +175,67 @@ export async function prepareScratch(
       GIT_OBJECT_DIRECTORY: own,
       GIT_ALTERNATE_OBJECT_DIRECTORIES: objects,
     };
-    // HEAD's tracked files with their modes (an output keeps its file's mode, and is tracked after it),
-    // and the outputs' blobs, written into the private object directory, in one sh: hash-object's one
-    // line per output, then ls-files' entries; the inputs are checked at HEAD meanwhile. Every step ends
-    // before the directory may be removed, and a stale input is the error to tell.
-    const [stale, listed] = await Promise.allSettled([
-      inputsAtHead,
-      gitSteps(
-        root,
-        [
-          ['read-tree', head],
-          ...(outputs.length === 0 ? [] : [['hash-object', '-w', '--no-filters', '--stdin-paths']]),
-          ['ls-files', '-s', '-z'],
-        ],
-        { env, input: outputs.length === 0 ? '' : `${outputFiles.join('\n')}\n` },
-      ).then((r) => blobsThenModes(r.stdout, outputs.length)),
-    ]);
-    for (const step of [stale, listed]) if (step.status === 'rejected') throw step.reason;
-    const { oids, modes } = (listed as PromiseFulfilledResult<ReturnType<typeof blobsThenModes>>).value;
+    const paths = join(dir, 'outputs');
+    if (outputs.length > 0) writeFileSync(paths, `${outputFiles.join('\n')}\n`, { mode: 0o600 });
+    // in one sh: the inputs as HEAD holds them (cat-file, reading the sh's stdin), HEAD's tracked files
+    // with their modes (an output keeps its file's mode, and is tracked after it), and the outputs' blobs,
+    // written into the private object directory (hash-object, reading the list of their files): cat-file's
+    // objects, then hash-object's one line per output, then ls-files' entries. Every step ends before the
+    // directory may be removed, and a stale input is the first thing told.
+    const listed = await gitSteps(
+      root,
+      [
+        ...(specs.length === 0 ? [] : [['cat-file', '--batch']]),
+        ['read-tree', head],
+        ...(outputs.length === 0
+          ? []
+          : [{ args: ['hash-object', '-w', '--no-filters', '--stdin-paths'], stdinFile: paths }]),
+        ['ls-files', '-s', '-z'],
+      ],
+      { env, input: specs.length === 0 ? '' : input },
+    );
+    const held = parseBatch(listed.stdout, specs, true);
+    inputsHeld(job, held.objects);
+    const { oids, modes } = blobsThenModes(listed.stdout, held.end, outputs.length);
     const entries = outputs
       .map((o, i) => `${modes.get(o.path) === '100755' ? '100755' : '100644'} ${oids[i]}\t${quote(o.path)}\n`)
       .join('');
-    // the outputs into the index and the result tree named, in one sh again
+    // the outputs into the index, the result tree named and, when asked, the spare copy checked out, in
+    // one sh again
+    const spare = opts.spare ? scratchDirs(dir, `${SPARE}/tree`) : null;
     const written = await gitSteps(
       root,
-      [...(outputs.length === 0 ? [] : [['update-index', '--index-info']]), ['write-tree']],
+      [
+        ...(outputs.length === 0 ? [] : [['update-index', '--index-info']]),
+        ['write-tree'],
+        ...(spare === null ? [] : [checkoutAll(spare)]),
+      ],
       { env, input: entries },
     );
     const resultTree = written.stdout.toString('utf8').replace(/\n$/, '');
     const tracked = [...new Set([...modes.keys(), ...outputs.map((o) => o.path)])];
-    return { dir, env, head, baseTree, resultTree, tracked };
+    return { dir, env, head, baseTree, resultTree, tracked, spare };
   } catch (err) {
     removeScratch(dir);
     throw err;
   }
 }
 
+/** checkout-index of the whole private index into `tree`. */
+const checkoutAll = (tree: string) => ['checkout-index', '-a', '-f', `--prefix=${tree}/`];
+
 /**
- * hash-object's `count` lines (one blob id per output) followed by `ls-files -s -z` of the private index
- * (HEAD's paths with their modes, the outputs not yet written in), as one sh printed them.
+ * `count` lines of hash-object (one blob id per output) from offset `at` of `stdout`, followed by
+ * `ls-files -s -z` of the private index (HEAD's paths with their modes, the outputs not yet written in),
+ * as one sh printed them.
  */
-function blobsThenModes(stdout: Buffer, count: number): { oids: string[]; modes: Map<string, string> } {
+function blobsThenModes(
+  stdout: Buffer,
+  from: number,
+  count: number,
+): { oids: string[]; modes: Map<string, string> } {
   const oids: string[] = [];
-  let at = 0;
+  let at = from;
   for (let i = 0; i < count; i++) {
     const end = stdout.indexOf(10, at);
     const oid = end < 0 ? '' : stdout.toString('latin1', at, end);
@@ -220,15 +270,31 @@ export function scratchDirs(dir: string, rel: string): string {
   return at;
 }
 
-/** A fresh copy of the result tree in `dir`/`name`/tree; returns the run directory and the tree. */
+/**
+ * A fresh copy of the result tree in `dir`/`name`/tree; returns the run directory and the tree. The
+ * scratch's spare copy (checked out when the tree was written, and never run in) is taken when it is still
+ * there, by one rename; otherwise the private index is checked out again.
+ */
 export async function checkoutCopy(
   root: string,
   scratch: Scratch,
   name: string,
 ): Promise<{ runDir: string; tree: string }> {
   const runDir = join(scratch.dir, name);
+  const spare = scratch.spare;
+  if (spare !== null) {
+    scratch.spare = null; // taken by this run alone, whatever runs beside it
+    scratchDirs(scratch.dir, name);
+    const tree = join(runDir, 'tree');
+    try {
+      renameSync(spare, tree);
+    } catch (err) {
+      throw ioErrorAt(tree, err);
+    }
+    return { runDir, tree };
+  }
   const tree = scratchDirs(scratch.dir, `${name}/tree`);
-  await git(root, ['checkout-index', '-a', '-f', `--prefix=${tree}/`], { env: scratch.env });
+  await git(root, checkoutAll(tree), { env: scratch.env });
   return { runDir, tree };
 }
 

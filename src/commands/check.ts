@@ -192,11 +192,11 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
     outcomes.push(
       ...(await inPool(pairs, o.concurrency ?? 1, async ({ v, c }) => {
         const key = v.job.key;
-        const scratch = () => {
+        const scratch = ({ spare }: { spare: boolean }) => {
           if (!scratches.has(key))
             scratches.set(
               key,
-              head.then((at) => prepareScratch(store, at, v.job, v.receipt.outputs)),
+              head.then((at) => prepareScratch(store, at, v.job, v.receipt.outputs, { spare })),
             );
           return scratches.get(key)!;
         };

@@ -21,11 +21,21 @@ export function repositoryDirs(root: string): Promise<string[]> {
   return dirs;
 }
 
+/**
+ * Record what git said `root`'s common git directory is (`rev-parse --path-format=absolute
+ * --git-common-dir`), asked together with other things (check's one rev-parse of HEAD), so that
+ * repositoryDirs starts no git of its own for it.
+ */
+export function knownCommonDir(root: string, commonDir: string): void {
+  if (!asked.has(root)) asked.set(root, Promise.resolve(dirsOf(root, commonDir)));
+}
+
 async function ask(root: string): Promise<string[]> {
-  const common = resolve(
-    root,
-    await gitText(root, ['rev-parse', '--path-format=absolute', '--git-common-dir']),
-  );
+  return dirsOf(root, await gitText(root, ['rev-parse', '--path-format=absolute', '--git-common-dir']));
+}
+
+function dirsOf(root: string, commonDir: string): string[] {
+  const common = resolve(root, commonDir);
   // a non-bare repository's common directory is its main work tree's .git; a bare one has no work tree
   const main = basename(common) === '.git' ? [dirname(common)] : [];
   return [...new Set([resolve(root), common, ...main])];
