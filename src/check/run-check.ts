@@ -5,15 +5,14 @@
 // pass, and publish one new record holding every attempt the verdict covers (those of the current
 // record it extends, then these). Only logs (objects/) and a setup's cached result are kept before the
 // record: a run killed midway leaves no record, and the next `check` takes back its scratch and lock.
+// What only a judge or a setup needs (the judge's HTTP client, the diff, the user's secret) loads when one runs.
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
-import { unifiedDiff } from '../apply/unified-diff.js';
 import { defaultCacheDir } from '../core/cache-dir.js';
 import { sha256Hex } from '../core/sha256.js';
 import { catFile } from '../git/cat-file.js';
 import { repositoryDirs } from '../git/repository-dirs.js';
-import { userSecret } from '../remote/cache-mac.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
 import { publishExclusive, readIfExists } from '../store/durable.js';
 import { lockNamed } from '../store/key-lock.js';
@@ -22,7 +21,6 @@ import type { Verified } from '../verify/verify-key.js';
 import { boundFiles, dependedFiles } from './binding.js';
 import type { CheckContext } from './check-state.js';
 import type { Checker, CommandChecker, JudgeChecker } from './checker.js';
-import { judgeRound } from './judge.js';
 import { judgeEndpoint } from './judge-endpoint.js';
 import {
   type AttemptRecord,
@@ -259,7 +257,7 @@ async function runCommand(
     // HEAD's tree with the pinned outputs: exactly the tree setup runs on (setupCopy)
     const pinned = await boundFiles(root, scratch.resultTree, checker);
     setupDigestHex = setupDigest(checker, scratch.baseTree, pinned, o.sandbox);
-    secret = await userSecret();
+    secret = await (await import('../remote/cache-mac.js')).userSecret();
   }
 
   /** One confined run of `command` in a fresh copy of the tree, its log kept; the attempt it makes. */
@@ -376,6 +374,7 @@ async function judgeData(
     const after = readFileSync(outputFile(store, job.v.job.key, x));
     return { path: x.path, before: before?.type === 'blob' ? (before.content ?? null) : null, after };
   });
+  const { unifiedDiff } = await import('../apply/unified-diff.js');
   const diff = unifiedDiff(changes);
   if (Buffer.byteLength(diff) > MAX_JUDGE_DIFF_BYTES)
     return `the diff is ${Buffer.byteLength(diff)} bytes, more than a judge is sent (${MAX_JUDGE_DIFF_BYTES})`;
@@ -391,6 +390,8 @@ async function runJudge(
   o: RunCheckOptions,
 ): Promise<RunPart> {
   const data = await judgeData(ctx.store, scratch, job, checker);
+  // a judge's modules (its HTTP client among them) load only when a judge runs: a command checker's check needs none
+  const { judgeRound } = await import('./judge.js');
   const spent: Usage = { prompt_tokens: 0, completion_tokens: 0, requests: 0 };
   let asked = carried.reduce((n, a) => n + (a.samples?.length ?? 0), 0);
   let tail: string[] = [];
