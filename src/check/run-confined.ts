@@ -3,10 +3,14 @@
 // the checker asks for it), its stdout and stderr together into a log file capped at MAX_LOG_BYTES.
 // The run ends when its first process does, or at the deadline: then every process it started is
 // killed (bwrap's PID namespace; without a sandbox, the tagged sweep). What it proves is decided by
-// verdict.ts from the facts returned here.
+// verdict.ts from the facts returned here. bubblewrap is not probed before the run (a bwrap of its own
+// for `true`, and a child of this process, at every check): the run's own bwrap either confines the
+// command or does not start it, and only a run that could not start asks the probe whether bubblewrap
+// can start a sandbox here at all, which refuses the whole check when it cannot (EGJ_SANDBOX_UNAVAILABLE).
 import { spawn } from 'node:child_process';
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { ioErrorAt } from '../core/errors.js';
+import { requireBwrap } from '../sandbox/bwrap-probe.js';
 import { confine } from '../sandbox/confine.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
 import { sendFilter } from '../sandbox/seccomp.js';
@@ -45,13 +49,17 @@ function sandboxFailure(log: string): string | null {
 
 export async function runConfined(r: ConfinedRun): Promise<RunResult> {
   const started = Date.now();
-  const confined = await confine(r.policy, {
-    command: r.command,
-    scratch: r.runDir,
-    workspace: r.workspace,
-    readOnly: [],
-    jobEnv: r.jobEnv,
-  });
+  const confined = await confine(
+    r.policy,
+    {
+      command: r.command,
+      scratch: r.runDir,
+      workspace: r.workspace,
+      readOnly: [],
+      jobEnv: r.jobEnv,
+    },
+    { probeFirst: false },
+  );
   const fd = openSync(r.log, 'w', 0o600);
   let logBytes = 0;
   let dropped = 0;
@@ -144,6 +152,9 @@ export async function runConfined(r: ConfinedRun): Promise<RunResult> {
     }
     closeLog();
     const failed = facts.exitCode === 1 && r.policy.kind === 'bwrap' ? sandboxFailure(r.log) : null;
+    // bwrap missing, or refusing to start a sandbox: the probe says whether any sandbox can start here
+    if (r.policy.kind === 'bwrap' && (failed !== null || facts.startFailed !== null))
+      await requireBwrap('genjob check');
     return { ...facts, ...(failed ? { startFailed: failed } : {}), ms: Date.now() - started, logBytes };
   } catch (err) {
     try {

@@ -27,9 +27,9 @@ import {
 import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore, openStore } from '../cli/root.js';
-import { UsageError } from '../core/errors.js';
+import { SandboxUnavailableError, UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
-import { requireBwrap } from '../sandbox/bwrap-probe.js';
+import { requireBwrapOnPath } from '../sandbox/bwrap-probe.js';
 import { readRecord } from '../store/durable.js';
 import { keysIn, resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
@@ -156,13 +156,10 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
   else if (o.keys.length > 0) keys = [...new Set(o.keys.map((k) => resolveKey(store, k)))];
   else throw new UsageError('EGJ_USAGE', 'name a key (or a unique prefix of 4+ characters), or pass --all');
   const sandbox = o.sandbox === false ? 'none' : 'bwrap';
-  // bubblewrap's probe (a sandbox started for `true`) runs while HEAD is read and the receipts verified:
-  // nothing of either writes, and no checker starts before the probe said yes
-  const sandboxReady =
-    sandbox === 'bwrap' && checkers.some((c) => c.kind === 'command')
-      ? requireBwrap('genjob check')
-      : Promise.resolve();
-  sandboxReady.catch(() => {}); // awaited below; until then a refusal is not an unhandled rejection
+  // bubblewrap is probed only when a checker's run could not start (run-confined.ts), not before every
+  // check: a host where it cannot start a sandbox is refused then, the whole command with it (below);
+  // one without it at all is refused now, before anything is built
+  if (sandbox === 'bwrap' && checkers.some((c) => c.kind === 'command')) requireBwrapOnPath('genjob check');
   const signing = signingOf(o);
   // HEAD is read once: every job is checked on this commit, and its records name this tree and the
   // checkers' bindings in it, whatever commits land while the checks run. Without one, a job that needs
@@ -184,13 +181,15 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
       failures.push({ ...failureOf(key, err), checker: null });
     }
   }
-  await sandboxReady;
   const scratches = new Map<string, Promise<Scratch>>();
   const pairs = [...verified.values()].flatMap((v) => checkers.map((c) => ({ v, c })));
   const outcomes: Array<CheckOutcome | undefined> = [];
+  // no sandbox can start here (the probe said so after a run could not start): the whole check is refused
+  let unavailable: SandboxUnavailableError | undefined;
   try {
     outcomes.push(
       ...(await inPool(pairs, o.concurrency ?? 1, async ({ v, c }) => {
+        if (unavailable) return undefined;
         const key = v.job.key;
         const scratch = ({ spare }: { spare: boolean }) => {
           if (!scratches.has(key))
@@ -210,11 +209,13 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
             env: process.env,
           });
         } catch (err) {
-          failures.push({ ...failureOf(key, err), checker: c.name });
+          if (err instanceof SandboxUnavailableError) unavailable ??= err;
+          else failures.push({ ...failureOf(key, err), checker: c.name });
           return undefined;
         }
       })),
     );
+    if (unavailable) throw unavailable;
   } finally {
     for (const s of scratches.values()) await s.then((x) => removeScratch(x.dir)).catch(() => {});
   }

@@ -4,6 +4,8 @@
 // the filter is refused here with one line, not by every run failing. A missing or broken bwrap is refused naming the Debian package, unless
 // the host chose --no-sandbox.
 import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
 import { SandboxUnavailableError } from '../core/errors.js';
 import { NAMESPACE_FLAGS } from './bwrap-argv.js';
 import { FILTER_FD, keyringFilter, sendFilter } from './seccomp.js';
@@ -45,4 +47,22 @@ export async function requireBwrap(where: string): Promise<void> {
   const why = await probeBwrap();
   if (why !== null)
     throw new SandboxUnavailableError(where, why, /namespace/i.test(why) ? NO_NAMESPACES : undefined);
+}
+
+/**
+ * Throw EGJ_SANDBOX_UNAVAILABLE, as requireBwrap does, when no directory of PATH holds an executable
+ * `bwrap`: what a caller that probes only after a failed run (check) tells before it builds anything.
+ * Looking costs a few stats, where the probe starts a sandbox.
+ */
+export function requireBwrapOnPath(where: string, path = process.env.PATH ?? ''): void {
+  for (const dir of path.split(delimiter)) {
+    const file = join(dir || '.', 'bwrap');
+    try {
+      accessSync(file, constants.X_OK);
+      if (statSync(file).isFile()) return;
+    } catch {
+      // not here
+    }
+  }
+  throw new SandboxUnavailableError(where, 'bwrap is not installed');
 }

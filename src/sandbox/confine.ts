@@ -37,9 +37,18 @@ export interface Confined {
   filter?: Buffer;
 }
 
-export async function confine(policy: SandboxPolicy, run: ConfineRun): Promise<Confined> {
+/**
+ * `probeFirst: false` starts bubblewrap without asking the probe first (bwrap-probe.ts): the caller asks it
+ * only when the run could not start (check: run-confined.ts). Either way bubblewrap runs the command confined
+ * or not at all.
+ */
+export async function confine(
+  policy: SandboxPolicy,
+  run: ConfineRun,
+  opts: { probeFirst?: boolean } = {},
+): Promise<Confined> {
   if (policy.kind === 'bwrap') {
-    await requireBwrap('genjob serve');
+    if (opts.probeFirst !== false) await requireBwrap('genjob serve');
     if (!keyringFilterCovers())
       throw new SandboxUnavailableError(
         'genjob serve',

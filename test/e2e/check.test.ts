@@ -4,7 +4,15 @@
 // lockfile makes the record stale, so does a retry (a new receipt), a command that fails then passes
 // ends flaky and is refused, setup runs once and is reused read-only, and kill -9 mid-check leaves no
 // record behind.
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
@@ -445,6 +453,29 @@ describe('genjob check: usage', () => {
     );
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
     expect(records(r.repo, key, 'tests')).toEqual([]);
+  });
+
+  it('a bubblewrap that cannot start a sandbox: EGJ_SANDBOX_UNAVAILABLE (exit 2) once its run failed, no record, nothing left', async () => {
+    const r = await checkRepo({ tests: { run: 'touch ran-unconfined' } });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    // bwrap is found on the PATH (the probe is not asked first), but refuses to make its namespaces, as in
+    // a container that forbids them: the run does not start, the probe is asked then, and says why
+    const bin = join(r.base, 'no-userns');
+    mkdirSync(bin);
+    writeFileSync(
+      join(bin, 'bwrap'),
+      '#!/bin/sh\necho "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces." >&2\nexit 1\n',
+    );
+    chmodSync(join(bin, 'bwrap'), 0o755);
+    const run = await r.genjob(['check', key], { env: { PATH: `${bin}:${process.env.PATH}` } });
+    expect(run.exitCode, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(
+      /^genjob: EGJ_SANDBOX_UNAVAILABLE: genjob check: bwrap cannot start a sandbox \(exit 1: bwrap: No permissions to create new namespace.*may not create the user namespace/,
+    );
+    expect(run.stderr.trim().split('\n')).toHaveLength(1);
+    expect(records(r.repo, key, 'tests')).toEqual([]);
+    expect(readdirSync(join(r.repo, '.gen', 'staging')).filter((n) => n.startsWith('.check-'))).toEqual([]);
+    expect(existsSync(join(r.repo, 'ran-unconfined'))).toBe(false);
   });
 
   it('a branch without a commit yet is EGJ_CHECK_NO_HEAD (exit 2), nothing run', async () => {
