@@ -385,6 +385,25 @@ describe('genjob check: usage', () => {
     ]);
   });
 
+  it('each attempt and each checker of a job gets a fresh copy: what one leaves (in the first copy, checked out with the tree) never reaches the next', async () => {
+    // exit 7 when a file left by an earlier run is there; otherwise leave one and fail (exit 1)
+    const leave =
+      '[ -e leftover ] && exit 7; [ -e calc.py ] || exit 8; echo left > leftover; rm calc.py; exit 1';
+    const r = await checkRepo({ first: { run: leave }, second: { run: leave } });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    const run = await r.genjob(['check', '--json', '--attempts', '2', key]);
+    expect(run.exitCode, run.stderr).toBe(3);
+    for (const c of ['first', 'second']) {
+      const facts = factsOf(r.repo, key, c, records(r.repo, key, c)[0]!);
+      const attempts = facts.attempts as Array<{ exit_code: number | null }>;
+      expect(
+        attempts.map((a) => a.exit_code),
+        c,
+      ).toEqual([1, 1]);
+    }
+    expect(readdirSync(join(r.repo, '.gen', 'staging')).filter((n) => n.startsWith('.check-'))).toEqual([]);
+  });
+
   it('--no-sandbox runs the checker unconfined and the record says so', async () => {
     const r = await checkRepo({ tests: { run: 'test -d "$HOME"' } });
     const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
