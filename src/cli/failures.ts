@@ -37,9 +37,12 @@ export function worstExit(codes: readonly ExitCode[]): ExitCode {
   return codes.reduce<ExitCode>((a, b) => (RANK.indexOf(b) > RANK.indexOf(a) ? b : a), EXIT.OK);
 }
 
-/** One stderr line per failure, as main.ts prints a single error. */
+/**
+ * One stderr line per failure, as main.ts prints a single error; a line told already is not told again
+ * (every checker of a job whose input went stale fails with the job's one error).
+ */
 export function failureLines(failures: readonly Failure[]): string {
-  return failures.map((f) => `genjob: ${f.code}: ${f.message}\n`).join('');
+  return [...new Set(failures.map((f) => `genjob: ${f.code}: ${f.message}\n`))].join('');
 }
 
 /** What a result over many jobs adds when some failed: the worst exit code and a stderr line each. */

@@ -508,16 +508,18 @@ describe('genjob check: usage', () => {
     expect(records(r.repo, key, 'tests')).toEqual([]);
   });
 
-  it('HEAD without the job’s inputs is exit 4 (stale against HEAD), nothing run', async () => {
+  it('HEAD without the job’s inputs is exit 4 (stale against HEAD), nothing run, told once for all its checkers', async () => {
     const r = await checkRepo();
+    r.checkers({ tests: { run: UNITTEST }, lint: { run: 'true' } });
     const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
     r.write('calc.py', 'def add(a, b):\n    return b + a\n');
     await r.git(['commit', '-qam', 'someone else changed calc.py']);
     const run = await r.genjob(['check', key]);
     expect(run.exitCode).toBe(4);
     expect(run.stderr).toMatch(
-      /EGJ_STALE: calc.py: HEAD holds sha256 [0-9a-f]{12}, the job [0-9a-f]{12} was minted on sha256 [0-9a-f]{12}; check it on the commit it was minted on, or mint it again from HEAD/,
+      /^genjob: EGJ_STALE: calc.py: HEAD holds sha256 [0-9a-f]{12}, the job [0-9a-f]{12} was minted on sha256 [0-9a-f]{12}; check it on the commit it was minted on, or mint it again from HEAD\n$/,
     );
+    expect(run.stdout).toContain('2 of 2 check(s) did not pass');
     expect(records(r.repo, key, 'tests')).toEqual([]);
   });
 });
