@@ -90,12 +90,19 @@ export function readAttempt(store: Store, key: string, epoch: number): LeaseReco
  * the newest epoch at that mint, and only later epochs count against --max-attempts.
  */
 export function attemptsSinceMint(store: Store, key: string): number {
+  const base = mintedAfter(store, key);
+  return epochsOf(store, key).filter((e) => e > base && !unspent(store, key, e)).length;
+}
+
+/**
+ * The newest epoch when the key was last minted afresh (`attempts/<key>/minted-after`), 0 when it never
+ * was (or the marker is not an epoch): the attempts up to it belong to a job given up before.
+ */
+export function mintedAfter(store: Store, key: string): number {
   const base = Number(
     readRecord(store, join(store.layout.attemptsDir(key), 'minted-after'))?.toString('utf8') ?? 0,
   );
-  return epochsOf(store, key).filter(
-    (e) => e > (Number.isSafeInteger(base) ? base : 0) && !unspent(store, key, e),
-  ).length;
+  return Number.isSafeInteger(base) ? base : 0;
 }
 
 /** An attempt that never reached a model (its batch expired or was cancelled unanswered) is not counted. */

@@ -1,5 +1,6 @@
 // Admitting a claimed job: a job file that is not a job goes to dead/, but a disk that fails while
 // it is read is the environment's fault, not the job's: EGJ_IO, and the job stays to be put back.
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { IoError } from '../../src/core/errors.js';
@@ -52,3 +53,61 @@ describe('admitClaimed', () => {
     expect(fs.readdirSync(store.layout.dir('dead'))).toEqual([]);
   });
 });
+
+// A receipt and outputs left in place with the job in running/ are recovered (the job moved to received/)
+// only when the receipt is the current attempt's: a given-up attempt's (dropped, cancelled, retried,
+// superseded, whose receipt a crash left behind) goes to dead/ and the job is admitted to generate again.
+describe('admitClaimed with a receipt in place', () => {
+  const digest = jobFileDigest();
+  function landed(epoch: number, marks: Record<string, string> = {}, jobDigest = digest): Store {
+    const store = claimed(jobFileBytes(job));
+    fs.mkdirSync(store.layout.attemptsDir(job.key), { recursive: true });
+    for (let e = 1; e <= epoch; e++) fs.writeFileSync(store.layout.attempt(job.key, e), '{}');
+    for (const [name, value] of Object.entries(marks))
+      fs.writeFileSync(`${store.layout.attemptsDir(job.key)}/${name}`, value);
+    fs.writeFileSync(store.layout.receipt(job.key), JSON.stringify({ epoch, job_digest: jobDigest }));
+    fs.mkdirSync(store.layout.outDir(job.key), { recursive: true });
+    return store;
+  }
+  const deadNames = (store: Store) =>
+    fs.readdirSync(store.layout.dir('dead')).filter((n) => !n.endsWith('.why.json'));
+
+  it("recovers the current attempt's receipt", () => {
+    const store = landed(2, { 'minted-after': '1', 'retry-after': '1' });
+    expect(admitClaimed(store, job.key, 3)).toEqual({ key: job.key, outcome: 'recovered' });
+    expect(fs.existsSync(store.layout.jobFile('received', job.key))).toBe(true);
+  });
+
+  for (const [what, marks] of [
+    ['minted again after it was given up', { 'minted-after': '2' }],
+    ['retried after it', { 'retry-after': '2' }],
+  ] as const)
+    it(`refuses a receipt of an attempt the key was ${what}`, () => {
+      const store = landed(2, marks);
+      expect(admitClaimed(store, job.key, 3)).toMatchObject({ job: { key: job.key } });
+      expect(fs.existsSync(store.layout.receipt(job.key))).toBe(false);
+      expect(fs.existsSync(store.layout.outDir(job.key))).toBe(false);
+      expect(
+        deadNames(store)
+          .map((n) => n.replace(/\.\d+-[0-9a-f]+$/, ''))
+          .sort(),
+      ).toEqual([`${job.key}.out`, `${job.key}.receipt.e2`]);
+    });
+
+  it('refuses a receipt of an older epoch than the newest, or of another job digest', () => {
+    const older = landed(2);
+    fs.writeFileSync(older.layout.receipt(job.key), JSON.stringify({ epoch: 1, job_digest: digest }));
+    expect(admitClaimed(older, job.key, 3)).toMatchObject({ job: { key: job.key } });
+    expect(fs.existsSync(older.layout.receipt(job.key))).toBe(false);
+    const other = landed(1, {}, 'e'.repeat(64));
+    expect(admitClaimed(other, job.key, 3)).toMatchObject({ job: { key: job.key } });
+    expect(fs.existsSync(other.layout.receipt(job.key))).toBe(false);
+  });
+});
+
+function jobFileDigest(): string {
+  const bytes = jobFileBytes(job);
+  return createHash('sha256')
+    .update(bytes.subarray(0, bytes.length - 1))
+    .digest('hex');
+}
