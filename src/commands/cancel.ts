@@ -8,7 +8,7 @@ import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { ConflictError } from '../core/errors.js';
 import { openRecords, readRecord } from '../store/batch-outbox.js';
-import { cancelJob, wasCancelled } from '../store/cancel-job.js';
+import { cancelJob, finishCancel, wasCancelled } from '../store/cancel-job.js';
 import { deadJobs, deadReason } from '../store/dead-jobs.js';
 import { findJob } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
@@ -24,12 +24,24 @@ export async function cancel(o: CommonOptions & KeysChoice & { reason?: string }
     'cancelled',
     async (key) => {
       const gone = findJob(store, key) === undefined ? deadJobs(store).find((d) => d.key === key) : undefined;
-      if (gone && wasCancelled(store, key))
+      if (gone && wasCancelled(store, key)) {
+        // a cancel killed after the job file moved left its lease, or (an older genjob) its receipt and outputs
+        const finished = await finishCancel(store, key);
+        const note = finished === undefined ? '' : '; an interrupted cancel finished';
+        const dead = [gone.name, ...(finished ?? [])];
         return {
           key,
-          line: `${key.slice(0, 12)} already cancelled: dead/${gone.name} (genjob retry ${key.slice(0, 12)} queues it again)`,
-          json: { ok: true, key, was: 'cancelled', already: true, dead: [gone.name] },
+          line: `${key.slice(0, 12)} already cancelled: ${dead.map((n) => `dead/${n}`).join(', ')}${note} (genjob retry ${key.slice(0, 12)} queues it again)`,
+          json: {
+            ok: true,
+            key,
+            was: 'cancelled',
+            already: true,
+            dead,
+            ...(finished ? { finished: true } : {}),
+          },
         };
+      }
       if (gone) {
         const why = deadReason(store, gone.name);
         throw new ConflictError(
@@ -37,7 +49,7 @@ export async function cancel(o: CommonOptions & KeysChoice & { reason?: string }
           `${store.layout.dir('dead')}/${gone.name}: the job is already in dead/${why ? ` (${why.code}: ${why.reason})` : ''}; only queued or running jobs can be cancelled`,
         );
       }
-      const { state, dead } = await cancelJob(store, key, o.reason);
+      const { state, dead, result } = await cancelJob(store, key, o.reason);
       const ended = state === 'running' ? await endIntentOf(store, key) : undefined;
       const note =
         state === 'running'
@@ -47,13 +59,13 @@ export async function cancel(o: CommonOptions & KeysChoice & { reason?: string }
           : '';
       return {
         key,
-        line: `${key.slice(0, 12)} cancelled (was ${state}): dead/${dead}${note}`,
+        line: `${key.slice(0, 12)} cancelled (was ${state}): ${[dead, ...result].map((n) => `dead/${n}`).join(', ')}${note}`,
         json: {
           ok: true,
           key,
           was: state,
           already: false,
-          dead: [dead],
+          dead: [dead, ...result],
           ...(ended ? { batch_ended: { run: ended.run, requeued: ended.requeued } } : {}),
         },
       };

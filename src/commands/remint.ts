@@ -2,7 +2,8 @@
 // job applied, a hand edit): mint its successor from the current tree — same instruction, same allowed
 // paths and reads, each hashed (and secret-scanned) again, so a new key — then move the old job to dead/
 // as superseded by the new key, linked both ways in the journal (store/supersede.ts). The successor is
-// minted first: a crash in between leaves both alive, and remint again finishes it. Queued, received and
+// minted first: a crash in between leaves both alive, and remint again finishes it; so does a crash while
+// the old job's receipt, outputs and file move to dead/ (in that order, store/give-up.ts). Queued, received and
 // reverted jobs can be reminted, and jobs work dead-lettered because an input changed before shipping.
 import { join } from 'node:path';
 import { withApplyLock } from '../apply/apply-lock.js';
@@ -14,13 +15,14 @@ import { parseJob } from '../core/job-schema.js';
 import { requireUserSecret } from '../remote/cache-mac.js';
 import { deadJobs, deadReason, INPUT_CHANGED } from '../store/dead-jobs.js';
 import { readIfExists } from '../store/durable.js';
+import { hasResult } from '../store/give-up.js';
 import { refuseInterruptedApply } from '../store/interrupted-apply.js';
 import { loadJob } from '../store/job-files.js';
 import { findJob } from '../store/job-states.js';
 import { withKeyLock } from '../store/key-lock.js';
 import { mintJob } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
-import { supersede } from '../store/supersede.js';
+import { finishSuperseded, supersede } from '../store/supersede.js';
 import { chooseKeys, eachKey } from './each-key.js';
 import { InputReader } from './mint-inputs.js';
 
@@ -63,6 +65,13 @@ export async function remintKey(
   reader: InputReader,
   secret: Buffer,
 ): Promise<Reminted> {
+  // a remint killed after the job file moved, by a genjob that moved it before its receipt: finish it
+  if (findJob(store, key) === undefined && hasResult(store, key)) {
+    const done = await withApplyLock(store, { timeoutMs: 30_000 }, () =>
+      withKeyLock(store, key, () => finishSuperseded(store, key)),
+    );
+    if (done) return { key, successor: done.successor, minted: false, dead: done.dead };
+  }
   const { job } = remintable(store, key);
   const typed = (path: string) => ({ typed: path, path });
   for (const input of [...job.inputs, ...(job.reads ?? [])]) reader.check(typed(input.path));

@@ -48,6 +48,10 @@ function jobProblem(
   }
 }
 
+function isApplyRecord(doc: Record<string, unknown> | null): boolean {
+  return doc !== null && doc.schema === 'genjob/applied@1' && typeof doc.job === 'object';
+}
+
 interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
@@ -136,7 +140,10 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   const doc = parseLoose(
     found?.bytes ?? (died ? peekRecord(store, join(store.layout.dir('dead'), died.name)) : undefined),
   ) as Record<string, unknown> | null;
-  const record = found?.state === 'applied' || found?.state === 'reverted';
+  // a dead job file is the job document; an older genjob's drop of a reverted job moved its apply record
+  // there under the job's name, which embeds it
+  const record =
+    found?.state === 'applied' || found?.state === 'reverted' || (died !== undefined && isApplyRecord(doc));
   const jobFile = found?.file ?? (died ? join(store.layout.dir('dead'), died.name) : undefined);
   const invalid = jobFile === undefined ? undefined : jobProblem(doc, key, jobFile, record);
   const job = invalid

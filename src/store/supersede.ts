@@ -10,8 +10,9 @@
 import { join } from 'node:path';
 import { macHolds, macOf } from '../core/mac.js';
 import { deadJobs } from './dead-jobs.js';
-import { deadLetterBytes, deadLetterFile } from './dead-letter.js';
-import { exists, readIfExists } from './durable.js';
+import { deadLetterBytes } from './dead-letter.js';
+import { readIfExists } from './durable.js';
+import { deadLetterJob, finishGivenUp, setAsideResult } from './give-up.js';
 import type { StoredJob } from './job-states.js';
 import { journal } from './journal.js';
 import type { Store } from './store.js';
@@ -40,18 +41,36 @@ export function supersede(
     superseded_by: successor,
     link_seal: macOf(secret, LINK_DOMAIN, key, successor),
   };
-  const names: Array<string | null> = [];
+  const names: string[] = [];
   if ('dead' in from) names.push(deadLetterBytes(store, `${key}.job`, from.dead, why));
   else {
-    names.push(deadLetterFile(store, from.file, `${key}.job`, why));
-    if (exists(store, store.layout.receipt(key)))
-      names.push(deadLetterFile(store, store.layout.receipt(key), `${key}.receipt`, why));
-    if (exists(store, store.layout.outDir(key)))
-      names.push(deadLetterFile(store, store.layout.outDir(key), `${key}.out`, why));
+    // the receipt and outputs first (give-up.ts): a crash leaves the job live, and remint again finishes
+    const result = setAsideResult(store, key, why);
+    names.push(...deadLetterJob(store, key, from, why), ...result);
   }
+  journalLinks(store, key, successor);
+  return names;
+}
+
+function journalLinks(store: Store, key: string, successor: string): void {
   journal(store, { event: 'superseded', key, successor, reason: `superseded by ${successor}` });
   journal(store, { event: 'reminted', key: successor, predecessor: key, reason: `successor of ${key}` });
-  return names.filter((n): n is string => n !== null);
+}
+
+/**
+ * Finish a supersession a crash interrupted after the job file reached dead/ (a genjob that moved it
+ * first): the receipt and outputs still in place follow it, and the links are journalled. Returns the
+ * successor and where they went, or undefined when there is nothing to finish. Call under the key lock.
+ */
+export function finishSuperseded(
+  store: Store,
+  key: string,
+): { successor: string; dead: string[] } | undefined {
+  const finished = finishGivenUp(store, key, SUPERSEDED);
+  const successor = finished?.why.superseded_by;
+  if (finished === undefined || typeof successor !== 'string') return undefined;
+  journalLinks(store, key, successor);
+  return { successor, dead: finished.moved };
 }
 
 /**
