@@ -76,7 +76,7 @@ describe('a reverted job', () => {
     expect(genDir(sb, 'reverted')).toEqual([`${key}.json`]);
   });
 
-  it('can be dropped: its record, receipt and outputs go to dead/', async () => {
+  it('can be dropped: its job document, record, receipt and outputs go to dead/', async () => {
     const sb = await makeSandbox();
     const key = await appliedJob(sb);
     await sb.genjob(['revert', key]);
@@ -87,8 +87,12 @@ describe('a reverted job', () => {
       genDir(sb, 'dead')
         .filter((n) => !n.endsWith('.why.json'))
         .map((n) => n.split('.')[1]),
-    ).toEqual(['job', 'out', 'receipt']);
+    ).toEqual(['job', 'out', 'receipt', 'reverted']);
     expect(readFileSync(join(sb.repo, 'README.md'), 'utf8')).not.toMatch(/# noted/);
+    // the dead job file is the job, which show reads
+    const show = await sb.genjob(['show', key]);
+    expect(show.exitCode, show.stderr).toBe(0);
+    expect(show.stdout).not.toContain('unreadable');
   });
 });
 
