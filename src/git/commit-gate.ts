@@ -20,6 +20,7 @@ import { sha256Hex } from '../core/sha256.js';
 import { automaticMergeTree, changesPaths } from './automatic-merge.js';
 import { type JudgedMaterial, judgeMaterial, loadKeyMaterial } from './gate-material.js';
 import { POLICY_FILES, rangeArgs } from './gate-policy.js';
+import { pinRangeArgs } from './gate-revision.js';
 import { staleInput } from './minted-base.js';
 import type { ReadOutcome } from './read-material.js';
 import { git } from './run-git.js';
@@ -81,7 +82,8 @@ interface OwnChanges {
 
 /** Check the range, oldest first. Returns one entry per commit the rules had something to say about. */
 export async function checkCommits(root: string, o: GateOptions): Promise<CommitCheck[]> {
-  const revs = rangeArgs(o.range);
+  // every revision pinned to its commit id, as the policy's base was: the branch cannot re-point a name
+  const revs = await pinRangeArgs(root, rangeArgs(o.range));
   const log = await git(root, ['log', '-z', '--reverse', `--format=${TRAILER_FORMAT}`, ...revs, '--']);
   const commits = parseTrailerLog(log.stdout.toString('utf8'));
   const protect = o.requireGenjob ?? [];

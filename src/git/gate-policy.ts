@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import type { ReceiptTrustPolicy, TrustedKey } from '../core/receipt-envelope.js';
 import { parseTrust, TRUST_FILE, type TrustEntry, trustedFor, trustPolicyOf } from '../trust/trust-file.js';
+import { pinRevision } from './gate-revision.js';
 import { git, gitText } from './run-git.js';
 import { isRegularMode, treeEntries } from './tree-entries.js';
 
@@ -53,7 +54,9 @@ export interface PolicyFlags {
 }
 
 async function commitOf(root: string, rev: string, what: string): Promise<string> {
-  const r = await git(root, ['rev-parse', '-q', '--verify', '--end-of-options', `${rev}^{commit}`], {
+  // pinned first: a name the branch could make mean another commit (a tag named origin/main) is refused
+  const pinned = await pinRevision(root, rev, what);
+  const r = await git(root, ['rev-parse', '-q', '--verify', '--end-of-options', `${pinned}^{commit}`], {
     okCodes: [1],
   });
   const oid = r.stdout.toString('utf8').trim();

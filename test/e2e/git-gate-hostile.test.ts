@@ -269,6 +269,55 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
       );
     });
 
+    fileOnly(
+      'hostile: a tag named origin/main pushed with the branch, at its commit re-pinning ci-host, does not become the base: the short name is refused (EGJ_USAGE), the full name judges the forged commit (EGJ_SIGNATURE_INVALID)',
+      async () => {
+        const bare = copyRemote(w, 'tag-base');
+        const c = await clone(w, bare, 'c-tag-base');
+        await git(c, ['checkout', '-q', '-b', 'tagged'], w.env);
+        const { repin, forged } = await forge(w, c);
+        await git(c, ['push', '-q', 'origin', 'tagged'], w.env);
+        await ok(cli(w, c, ['push']));
+        // git reads refs/tags/origin/main before refs/remotes/origin/main, and a clone fetches tags
+        await git(c, ['tag', 'origin/main', repin], w.env);
+        await git(c, ['push', '-q', 'origin', 'refs/tags/origin/main'], w.env);
+        const b = await clone(w, bare, 'b-tag-base', { branch: 'tagged' });
+        expect(await git(b, ['rev-parse', '--verify', '-q', 'refs/tags/origin/main'], w.env)).toBe(repin);
+        const refused = {
+          exitCode: 2,
+          stdout: '',
+          stderr:
+            'genjob: EGJ_USAGE: --commits: "origin/main" is ambiguous here: it could mean refs/tags/origin/main or refs/remotes/origin/main; write the one you mean in full (refs/…), or give a full commit id\n',
+        };
+        expect(await ci(w, b)).toMatchObject(refused);
+        expect(await ci(w, b, PROTECT)).toMatchObject(refused);
+        expect(
+          await cli(w, b, [
+            'verify',
+            '--commits',
+            'HEAD --not refs/remotes/origin/main',
+            '--trust-ref',
+            'origin/main',
+          ]),
+        ).toMatchObject({ exitCode: 2, stderr: refused.stderr.replace('--commits', '--trust-ref') });
+        const full = await cli(w, b, ['verify', '--commits', 'refs/remotes/origin/main..HEAD']);
+        expect(full.exitCode).toBe(3);
+        expect(full.stderr).toMatch(
+          new RegExp(
+            `^genjob: EGJ_SIGNATURE_INVALID: commit ${short(forged)}: receipt of job [0-9a-f]{12}: `,
+          ),
+        );
+        // a clone of the branch alone has no refs/remotes/origin/main, only the tag (it points into the branch)
+        const single = join(w.base, `b-tag-single-${w.t.name.replace(/\W/g, '')}`);
+        await git(w.base, ['clone', '-q', '--single-branch', '-b', 'tagged', w.t.url(bare), single], w.env);
+        expect(await ci(w, single)).toMatchObject({
+          exitCode: 2,
+          stderr:
+            'genjob: EGJ_USAGE: --commits: "origin/main" means refs/tags/origin/main here, not a branch of the remote origin (refs/remotes/origin/main is missing: fetch it); write the one you mean in full (refs/…), or give a full commit id\n',
+        });
+      },
+    );
+
     it('the fork-PR shape: forged material committed under .gen/ with ci-host re-pinned is never read (EGJ_COMMIT_RECEIPT_MISSING, EGJ_COMMIT_GEN_DIR)', async () => {
       // a fork: the attacker pushes only a branch of its own repository; origin's refs/genjob/ is out of reach
       const fork = join(w.base, `fork-${w.t.name.replace(/\W/g, '')}.git`);
