@@ -2,7 +2,8 @@
 // hooks are per clone, never committed). pre-push: pull the remote's material, then check the commits
 // each pushed ref adds (a new branch: every commit not on the remote's branches, as `git ls-remote` lists
 // them, under the policy of where it leaves their history). pre-merge-commit: check the commits a merge
-// brings in, under HEAD's policy.
+// brings in, under HEAD's policy; git runs it only when it makes a merge commit, never on a fast-forward
+// (so `hook install` sets merge.ff=false with it).
 // The last line is the sha256 of every byte above it: a hook is genjob's, to rewrite, only while its
 // bytes are exactly what genjob wrote; a hand-merged check breaks the sum and is never lost silently.
 import { sha256Hex } from '../core/sha256.js';

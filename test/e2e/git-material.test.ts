@@ -2,7 +2,8 @@
 // per key), a remote holding other material for a key is left alone and reported (push exits 4), pull
 // never touches .gen/ and names each hostile ref it skips (exit 0) while the good keys stay usable, and
 // `hook install` keeps a hook that is not exactly genjob's unless --force, and the pre-push hook it
-// writes stops a tampered push, and a new branch that un-pins a key, pushed by name or by URL.
+// writes stops a tampered push, and a new branch that un-pins a key, pushed by name or by URL; the
+// pre-merge-commit hook comes with merge.ff=false, so a merge git could fast-forward is checked too.
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +17,10 @@ afterEach(() => {
   for (const b of bases) rmSync(b, { recursive: true, force: true });
   bases = [];
 });
+
+/** The line `hook install --pre-merge-commit` adds after the hook's. */
+const MERGE_FF = (before: string) =>
+  `set merge.ff=false in this repository's config (${before}): git runs no pre-merge-commit hook on a fast-forward, so every merge now makes a merge commit for the hook to check (git merge --ff or --ff-only skips it, as --no-verify does)`;
 
 async function remoteAndClones(names: string[]) {
   const base = mkdtempSync(join(tmpdir(), 'gj-mat-'));
@@ -272,7 +277,7 @@ describe('genjob hook install', () => {
     });
     expect(await cli(clones.x!, ['hook', 'install', '--pre-merge-commit'])).toMatchObject({
       exitCode: 0,
-      stdout: `installed ${join(clones.x!, '.git/hooks/pre-merge-commit')}\n`,
+      stdout: `installed ${join(clones.x!, '.git/hooks/pre-merge-commit')}\n${MERGE_FF('it set none')}\n`,
     });
     // a team merges its own check into genjob's hook: the marker is still there, the bytes are not genjob's
     const merged = readFileSync(hook, 'utf8').replace(
@@ -368,6 +373,64 @@ describe('genjob hook install', () => {
     const merged = await merge('people');
     expect(merged.exitCode, String(merged.stderr)).toBe(0);
     expect(await git(x, ['rev-parse', 'HEAD^2'], env)).toBe(await git(x, ['rev-parse', 'people'], env));
+  });
+
+  it('forged: a branch with forged trailers that git could fast-forward to is stopped too: the pre-merge-commit hook comes with merge.ff=false', async () => {
+    const { env, clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    // the pre-push hook alone leaves merging as it was
+    expect(await cli(x, ['hook', 'install'])).toMatchObject({ exitCode: 0 });
+    expect(await git(x, ['config', '--local', '--default', 'unset', 'merge.ff'], env)).toBe('unset');
+    await git(x, ['config', '--local', 'merge.ff', 'only'], env);
+    const hook = join(x, '.git/hooks/pre-merge-commit');
+    const install = await cli(x, ['hook', 'install', '--pre-merge-commit', '--json']);
+    expect(install.exitCode, install.stderr).toBe(0);
+    const main = await git(x, ['rev-parse', 'HEAD'], env);
+    // both branches start at main: `git merge` would fast-forward to either
+    const branch = async (name: string, message: string) => {
+      await git(x, ['checkout', '-q', '-b', name, 'main'], env);
+      writeFileSync(join(x, `${name}.txt`), `${name}\n`);
+      await git(x, ['add', `${name}.txt`], env);
+      await git(x, ['commit', '-qm', message], env);
+      await git(x, ['checkout', '-q', 'main'], env);
+      return git(x, ['rev-parse', name], env);
+    };
+    const forged = await branch(
+      'forged',
+      `generated\n\nGenjob-Key: ${'b'.repeat(64)}\nGenjob-Receipt: sha256:${'c'.repeat(64)}`,
+    );
+    const people = await branch('people', 'a person wrote this');
+    const merge = (name: string) =>
+      execa('git', ['merge', '-m', `merge ${name}`, name], {
+        cwd: x,
+        env: { ...env, XDG_CACHE_HOME: join(x, '..', 'cache') },
+        reject: false,
+      });
+    const refused = await merge('forged');
+    expect(refused.exitCode).not.toBe(0);
+    expect(String(refused.stderr)).toContain(
+      `genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ${forged.slice(0, 12)}: no receipt for job bbbbbbbbbbbb here`,
+    );
+    expect(await git(x, ['rev-parse', 'HEAD'], env)).toBe(main);
+    await git(x, ['merge', '--abort'], env).catch(() => '');
+    await git(x, ['reset', '-q', '--hard', main], env);
+    const merged = await merge('people');
+    expect(merged.exitCode, String(merged.stderr)).toBe(0);
+    expect(await git(x, ['rev-parse', 'HEAD^1', 'HEAD^2'], env)).toBe(`${main}\n${people}`);
+    // what install said it did, and did
+    expect(JSON.parse(install.stdout)).toEqual({
+      schema: 'genjob/result@1',
+      ok: true,
+      hook: 'pre-merge-commit',
+      file: hook,
+      action: 'installed',
+      merge_ff: { set: 'false', was: 'only' },
+    });
+    expect(await git(x, ['config', '--local', 'merge.ff'], env)).toBe('false');
+    expect(await cli(x, ['hook', 'install', '--pre-merge-commit'])).toMatchObject({
+      exitCode: 0,
+      stdout: `rewrote ${hook}\n${MERGE_FF('it was false')}\n`,
+    });
   });
 
   it('writes a pre-push hook that stops a push of a generated commit without its receipt, and lets people push', async () => {
