@@ -70,12 +70,10 @@ async function nameCommit(root: string, name: string, rev: string, what: string)
   // a character no ref name holds: nothing to look up (and no glob for for-each-ref)
   if (name === '' || /[\0- \x7f*?[\\]/.test(name)) throw noCommit(what, rev);
   if (name === 'HEAD' || name === '@') return (await commitId(root, 'HEAD')) ?? throwIt(noCommit(what, rev));
-  if (/^[0-9a-f]+$/.test(name) && name.length >= 40) {
-    const format = await gitText(root, ['rev-parse', '--show-object-format']);
-    // a full object id is one (git reads it so before any ref of that name)
-    if (name.length === (format === 'sha256' ? 64 : 40))
-      return (await commitId(root, name)) ?? throwIt(noCommit(what, rev));
-  }
+  // a full object id is one (git reads it so before any ref of that name): nothing to look up, which
+  // keeps a pre-push hook's `--not <id>…` of every branch of the remote cheap
+  if ((name.length === 40 || name.length === 64) && /^[0-9a-f]+$/.test(name))
+    if (name.length === ((await objectFormat(root)) === 'sha256' ? 64 : 40)) return name;
   if (name.startsWith('refs/')) {
     // only that ref: where it is missing, git would go on to refs/tags/refs/… and the like
     if ((await existingRefs(root, [name])).length === 0) throw noCommit(what, rev);
@@ -110,13 +108,26 @@ async function nameCommit(root: string, name: string, rev: string, what: string)
   return commit;
 }
 
+const formats = new Map<string, Promise<string>>();
+
+/** The hash the repository names its objects by (sha1, sha256), asked of git once per root. */
+function objectFormat(root: string): Promise<string> {
+  let f = formats.get(root);
+  if (f === undefined) {
+    f = gitText(root, ['rev-parse', '--show-object-format']);
+    formats.set(root, f);
+  }
+  return f;
+}
+
 function throwIt(err: Error): never {
   throw err;
 }
 
 /**
  * `rev` with its name pinned to the commit id it stands for (`<id>~2` for `origin/main~2`), for git to
- * read with nothing left to look up. EGJ_USAGE when the name is ambiguous or names no commit.
+ * read with nothing left to look up. EGJ_USAGE when the name is ambiguous or names no commit (a full
+ * object id is kept as it is: whoever reads the result finds out whether it is a commit).
  */
 export async function pinRevision(root: string, rev: string, what: string): Promise<string> {
   const { name, suffix } = splitRevision(rev, what);

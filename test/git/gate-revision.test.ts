@@ -128,6 +128,21 @@ describe('pinRevision', () => {
     });
     repo.git(['tag', base, tip]);
     expect(await pinRevision(repo.root, base, '--commits')).toBe(base);
+    expect(await gatePolicySource(repo.root, `${base}..HEAD`, {})).toMatchObject({ commit: base });
+  });
+
+  it('hostile: in a sha256 repository a 64-hex id is the object, a 40-hex prefix of it beside a tag so named is ambiguous', async () => {
+    const r = tempGitRepo('gj-revision-256-', { objectFormat: 'sha256' });
+    const c = r.commit('base', { 'a.txt': 'a\n' });
+    const d = r.commit('next', { 'a.txt': 'b\n' });
+    r.git(['tag', c, d]);
+    r.git(['tag', c.slice(0, 40), d]);
+    expect(await pinRevision(r.root, c, 'x')).toBe(c);
+    expect(await rejected(pinRevision(r.root, c.slice(0, 40), '--commits'))).toMatchObject({
+      message: expect.stringContaining(
+        `could mean refs/tags/${c.slice(0, 40)} or the object id starting with`,
+      ),
+    });
   });
 
   it('HEAD is the checkout’s, whatever refs named HEAD exist', async () => {
