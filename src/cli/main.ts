@@ -32,6 +32,10 @@ export function emit(result: CommandResult, json: boolean): void {
     else process.stdout.write(text);
   }
   if (result.stderr) process.stderr.write(terminalText(result.stderr, { lines: true }));
+  if (result.note && !json) {
+    const note = terminalText(result.note, { lines: true });
+    process.stderr.write(note.endsWith('\n') ? note : `${note}\n`);
+  }
   process.exitCode = outputFailed() ? EXIT.IO : (result.exitCode ?? EXIT.OK);
 }
 

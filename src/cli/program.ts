@@ -156,7 +156,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     });
 
   common(program.command('mint'))
-    .description('mint a job: an instruction plus the files the generator may change (prints its key)')
+    .description('mint a job: an instruction plus the files the generator may change (prints its key on stdout, one key per job with --each; what it did goes to stderr)')
     .argument(
       '[paths...]',
       'files the generator may change, relative to the current directory (they must exist; see --create)',

@@ -8,6 +8,11 @@ export interface CommandResult {
   json: Record<string, unknown>;
   /** Error lines for stderr (e.g. each failing job of verify --all), printed with or without --json. */
   stderr?: string;
+  /**
+   * Status lines for a person, printed on stderr only without --json, so stdout holds just what a script
+   * reads (mint: the keys).
+   */
+  note?: string;
   /** Long human output: shown through $PAGER when stdout is a terminal (see pager.ts). */
   page?: boolean;
   /** The human text is already made safe for a terminal (its colour codes are genjob's own). */

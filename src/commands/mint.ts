@@ -147,13 +147,14 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   const warnings = overlaps(store, [job]);
   const outcome = mintJob(store, job);
   const sealing = manifest && sealManifest(store, manifest, run!.secret);
-  const human = outcome.minted
-    ? `${job.key}\nminted: ${job.inputs.length} path(s)${reads.length > 0 ? ` and ${reads.length} read-only` : ''} → .gen/queue/${job.key}.json`
+  const status = outcome.minted
+    ? `minted: ${job.inputs.length} path(s)${reads.length > 0 ? ` and ${reads.length} read-only` : ''} → .gen/queue/${job.key}.json`
     : outcome.prunedOn
-      ? `${job.key}\nalready applied (pruned on ${outcome.prunedOn})`
-      : `${job.key}\nalready minted (${outcome.state})`;
+      ? `already applied (pruned on ${outcome.prunedOn})`
+      : `already minted (state: ${outcome.state})`;
   return {
-    human: run ? `${human}\n${runLine(run, sealing!)}` : human,
+    human: job.key,
+    note: run ? `${status}\n${runLine(run, sealing!)}` : status,
     ...stderrOf(store, warnings),
     json: {
       ok: true,
@@ -292,14 +293,15 @@ async function mintEach(
   const fresh = [...minted.values()].filter((m) => m.minted).length;
   const lines = expanded.map(
     (e, i) =>
-      `${jobs[i]!.key}  ${e.path}${sameAs[i] !== undefined ? ` (the same job as ${sameAs[i]})` : outcomes[i]!.minted ? '' : ` (already ${outcomes[i]!.state})`}`,
+      `${e.path}: ${jobs[i]!.key.slice(0, 12)}${sameAs[i] !== undefined ? ` (the same job as ${sameAs[i]})` : outcomes[i]!.minted ? '' : ` (already minted, state: ${outcomes[i]!.state})`}`,
   );
   const collapsed = jobs.length - distinct.length;
   lines.push(
     `minted ${fresh} of ${distinct.length} job(s) (${distinct.length - fresh} already minted${collapsed > 0 ? `; ${collapsed} path(s) gave a job another path gave` : ''})${ctx.run ? `; ${runLine(ctx.run, sealing!)}` : ''}`,
   );
   return {
-    human: lines.join('\n'),
+    human: distinct.map((job) => job.key).join('\n'),
+    note: lines.join('\n'),
     ...stderrOf(store, warnings),
     json: {
       ok: true,
@@ -330,7 +332,8 @@ function alsoPath(path: string, matched: string): Typed {
 
 function alreadySealed(store: Store, run: RunRef, jobs: readonly Job[]): CommandResult {
   return {
-    human: `${jobs.length === 1 ? `${jobs[0]!.key}\n` : ''}run ${run.id} is already sealed with ${jobs.length === 1 ? 'this job' : `these ${jobs.length} jobs`}: ${manifestFile(store, run)}; nothing was written`,
+    human: [...new Set(jobs.map((j) => j.key))].join('\n'),
+    note: `run ${run.id} is already sealed with ${jobs.length === 1 ? 'this job' : `these ${jobs.length} jobs`}: ${manifestFile(store, run)}; nothing was written`,
     json: {
       ok: true,
       run: run.id,

@@ -14,10 +14,12 @@ describe('.gen/ and .gitignore', () => {
     rmSync(join(sb.repo, '.gitignore'));
     writeFileSync(join(sb.repo, '.gitignore'), '*.pyc');
     const first = await sb.genjob(['mint', '-m', 'One', 'README.md']);
-    expect(first).toMatchObject({ exitCode: 0, stderr: NOTE });
+    expect(first.exitCode).toBe(0);
+    expect(first.stderr).toBe(`${NOTE}minted: 1 path(s) → .gen/queue/${first.stdout.trim()}.json\n`);
     // another file: a second job on README.md would be warned about (two live jobs allowing one file)
     const second = await sb.genjob(['mint', '-m', 'Two', 'src/user.py']);
-    expect(second).toMatchObject({ exitCode: 0, stderr: '' });
+    expect(second.exitCode).toBe(0);
+    expect(second.stderr).toBe(`minted: 1 path(s) → .gen/queue/${second.stdout.trim()}.json\n`);
 
     const init = await sb.genjob(['init']);
     expect(init.exitCode).toBe(0);

@@ -441,3 +441,31 @@ describe('key prefixes', () => {
     expect(genDir(sb, 'applied')).toEqual([]);
   });
 });
+
+describe('what mint prints', () => {
+  it('puts only the key on stdout, one per job with --each, and what it did on stderr', async () => {
+    const sb = await makeSandbox();
+    const first = await sb.genjob(['mint', '-m', 'x', 'README.md']);
+    expect(first.exitCode).toBe(0);
+    expect(first.stdout).toMatch(/^[0-9a-f]{64}\n$/);
+    const key = first.stdout.trim();
+    expect(first.stderr).toBe(`minted: 1 path(s) → .gen/queue/${key}.json\n`);
+    // the same mint again: the same key, nothing else, on stdout
+    const again = await sb.genjob(['mint', '-m', 'x', 'README.md']);
+    expect(again).toMatchObject({
+      exitCode: 0,
+      stdout: `${key}\n`,
+      stderr: 'already minted (state: queue)\n',
+    });
+    // a fan-out: one key a line, in the order of the matched files
+    await execa('git', ['add', '-A'], { cwd: sb.repo }); // --each takes tracked files
+    const each = await sb.genjob(['mint', '--each', '**/*.py', '-m', 'Type {path}']);
+    expect(each.exitCode, each.stderr).toBe(0);
+    const listed = JSON.parse(
+      (await sb.genjob(['mint', '--json', '--each', '**/*.py', '-m', 'Type {path}'])).stdout,
+    ) as { jobs: Array<{ path: string; key: string }> };
+    expect(each.stdout).toBe(listed.jobs.map((j) => `${j.key}\n`).join(''));
+    expect(each.stderr).toContain(`${listed.jobs[0]!.path}: ${listed.jobs[0]!.key.slice(0, 12)}\n`);
+    expect(each.stderr).toMatch(/minted \d+ of \d+ job\(s\)/);
+  });
+});

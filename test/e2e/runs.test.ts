@@ -50,7 +50,9 @@ describe('a run minted with --each', () => {
     const bytes = readFileSync(join(sb.repo, '.gen', 'runs', 'r40.json'));
     const again = await sb.genjob(mint);
     expect(again.exitCode, again.stderr).toBe(0);
-    expect(again.stdout).toBe(
+    // stdout: only the keys, one per job, for a script; what happened goes to stderr
+    expect(again.stdout).toBe(first.jobs.map((j) => `${j.key}\n`).join(''));
+    expect(again.stderr).toBe(
       `run r40 is already sealed with these 40 jobs: ${join(sb.repo, '.gen', 'runs', 'r40.json')}; nothing was written\n`,
     );
     expect(genDir(sb, 'queue')).toEqual(queued);
@@ -238,7 +240,10 @@ describe('two paths that expand to one job', () => {
     const manifest = readJson(join(sb.repo, '.gen', 'runs', 'pair.json')) as { keys: string[] };
     expect(manifest.keys).toEqual([first!.key, third!.key]);
     // the same command again: the run is sealed with exactly these jobs
-    expect((await sb.genjob([...mint, ...also])).stdout).toContain('already sealed');
+    const again = await sb.genjob([...mint, ...also]);
+    expect(again.stderr).toContain('already sealed');
+    // one key per job: the job two paths give is printed once
+    expect(again.stdout).toBe(`${first!.key}\n${third!.key}\n`);
     // the pair's job fails, the other passes: 1 of 2 jobs (it was 1 of 3, the pair counted twice)
     sb.setGen({ fail: ['in mod'] });
     expect((await sb.genjob(['work', '--run', 'pair', '--quiet', ...sb.gen])).exitCode).toBe(0);
@@ -446,7 +451,7 @@ describe('acting on a run', () => {
     const runSeal = join(sb.repo, '.gen', 'runs', 'b.seal');
     const mine = readFileSync(runSeal);
     expect(
-      (await otherCli(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'b'])).stdout,
+      (await otherCli(['mint', '--each', 'mod/*.py', '-m', 'Edit {stem}', '--run', 'b'])).stderr,
     ).toContain('run b sealed as yours (it was there without your seal)');
     const lax = await otherCli(['gate', '--run', 'b', '--min-pass', '0.5']);
     expect(lax.exitCode, lax.stderr).toBe(0);
