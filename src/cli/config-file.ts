@@ -195,6 +195,11 @@ interface Setting {
   get?: (c: GenjobConfig) => unknown;
   /** Options that, given on the command line, make this setting moot (--launch for the hosts). */
   unless?: string;
+  /**
+   * An option (resolved before this setting) without which a file's value is left out: the ssh settings
+   * apply when a host is used, from the command line or a file, and are silently unused by a local serve.
+   */
+  onlyWith?: string;
   value?: (v: unknown, file: string) => unknown;
 }
 
@@ -227,11 +232,22 @@ const WORK_SETTINGS: Setting[] = [
   { option: 'grace', key: 'grace' },
   { option: 'batchSize', key: 'batch_size' },
   { option: 'batchPollInterval', key: 'batch_poll_interval' },
-  { option: 'port', key: 'ssh.port' },
-  { option: 'identity', key: 'ssh.identity', value: (v, file) => fromFile(file, v as string) },
-  { option: 'sshOption', key: 'ssh.options' },
-  { option: 'sshConfig', key: 'ssh.config', value: (v, file) => fromFile(file, v as string) },
-  { option: 'remoteCmd', key: 'ssh.remote_cmd' },
+  // after 'host', whose value (given or from a file) decides whether they apply
+  { option: 'port', key: 'ssh.port', onlyWith: 'host' },
+  {
+    option: 'identity',
+    key: 'ssh.identity',
+    value: (v, file) => fromFile(file, v as string),
+    onlyWith: 'host',
+  },
+  { option: 'sshOption', key: 'ssh.options', onlyWith: 'host' },
+  {
+    option: 'sshConfig',
+    key: 'ssh.config',
+    value: (v, file) => fromFile(file, v as string),
+    onlyWith: 'host',
+  },
+  { option: 'remoteCmd', key: 'ssh.remote_cmd', onlyWith: 'host' },
   ...sandboxSettings(''),
 ];
 
@@ -249,6 +265,10 @@ interface Layer {
   repository: boolean;
 }
 
+function isSet(v: unknown): boolean {
+  return Array.isArray(v) ? v.length > 0 : v !== undefined && v !== false;
+}
+
 /** `o` with each setting's value from the first layer that has it, wherever the command line gave none. */
 function applySettings<T>(
   cmd: Command,
@@ -260,6 +280,7 @@ function applySettings<T>(
   for (const s of settings) {
     const given = (option: string) => cmd.getOptionValueSource(option) === 'cli';
     if (given(s.option) || (s.unless !== undefined && given(s.unless))) continue;
+    if (s.onlyWith !== undefined && !isSet(merged[s.onlyWith])) continue;
     for (const { loaded, repository } of layers) {
       const raw = s.get ? s.get(loaded.config) : valueAt(loaded.config, s.key);
       // false is "not set": the flags it stands for are off unless given

@@ -290,6 +290,29 @@ describe('a repository config needs consent for what runs commands here', () => 
     );
   });
 
+  it('leaves the ssh settings of a file unused by a local serve; only typed ssh flags need --host', async () => {
+    const sb = await makeSandbox();
+    const config = join(sb.base, 'config');
+    mkdirSync(join(config, 'genjob'), { recursive: true });
+    writeFileSync(
+      join(config, 'genjob', 'config.json'),
+      JSON.stringify({ ssh: { config: '/etc/ssh/ssh_config', port: 2222, options: ['BatchMode=yes'] } }),
+    );
+    const key = await mintKey(sb, 'One', ['README.md']);
+    const r = await sb.genjob(['work', '--once', '--generator', 'true'], {
+      env: { XDG_CONFIG_HOME: config },
+    });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).not.toContain('need --host');
+    expect(genDir(sb, 'received')).toEqual([`${key}.json`]);
+    // typed, they are a mistake the user can see
+    const typed = await sb.genjob(['work', '--once', '--generator', 'true', '--port', '2222'], {
+      env: { XDG_CONFIG_HOME: config },
+    });
+    expect(typed.exitCode).toBe(2);
+    expect(typed.stderr).toContain('--port, --identity, --ssh-option and --ssh-config need --host');
+  });
+
   it('refuses a "serve" section in a repository config (serve reads the user’s own file)', async () => {
     const sb = await makeSandbox();
     const file = join(sb.repo, 'genjob.config.json');
