@@ -6,6 +6,7 @@
 // named on stderr and skipped (exit 0): only a gate that needs that key fails, saying why.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { findRoot } from '../cli/root.js';
+import { GitFailedError } from '../core/errors.js';
 import { KEY_REFS, PULLED_REFS } from '../git/material-refs.js';
 import { checkRemote, defaultRemote } from '../git/push-material.js';
 import { fetchKeyRefs, type PulledRef, readPulled } from '../git/read-material.js';
@@ -17,7 +18,9 @@ export interface PullOptions extends CommonOptions {
 export async function pull(o: PullOptions): Promise<CommandResult> {
   const root = findRoot(o.root);
   const remote = checkRemote(o.remote ?? (await defaultRemote(root)));
-  const refs = await fetchKeyRefs(root, remote);
+  const refs = await fetchKeyRefs(root, remote).catch((err: unknown) => {
+    throw err instanceof GitFailedError ? err.within(`pull from ${remote}`) : err;
+  });
   const refused: Array<{ ref: string; rule: string }> = [];
   const named: Array<PulledRef & { key: string }> = [];
   // named as the remote names them: that is where someone would look

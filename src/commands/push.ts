@@ -8,7 +8,7 @@
 import type { Stats } from 'node:fs';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
-import { ConflictError } from '../core/errors.js';
+import { ConflictError, GitFailedError } from '../core/errors.js';
 import { buildMaterial } from '../git/build-material.js';
 import {
   type BuiltRecord,
@@ -97,6 +97,18 @@ async function buildAndPush(
 }
 
 export async function push(o: PushOptions): Promise<CommandResult> {
+  let remote: string | undefined;
+  try {
+    return await pushTo(o, (name) => {
+      remote = name;
+    });
+  } catch (err) {
+    // git's words name the remote only sometimes: the message says which one was pushed to
+    throw err instanceof GitFailedError && remote !== undefined ? err.within(`push to ${remote}`) : err;
+  }
+}
+
+async function pushTo(o: PushOptions, pushingTo: (remote: string) => void): Promise<CommandResult> {
   const store = openStore(o);
   const root = store.root;
   const only = o.key?.map((k) => resolveKey(store, k));
@@ -119,6 +131,7 @@ export async function push(o: PushOptions): Promise<CommandResult> {
   });
   const record = loadBuilt(store);
   const remote = await remoteName;
+  pushingTo(remote);
   // no keys: nothing to send, and no git push (it would only prune and push stale local refs)
   const { built, outcome } =
     keys.length === 0 || (await nothingNew(keys, record, there))

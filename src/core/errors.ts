@@ -136,13 +136,45 @@ export class GitFailedError extends GenjobError {
   constructor(
     readonly args: readonly string[],
     readonly status: number,
-    stderr: string,
+    readonly stderr: string,
     options?: ErrorOptions,
   ) {
-    const last = stderr.trim().split('\n').filter(Boolean).slice(-3).join(' | ');
-    super(`git ${args.slice(0, 2).join(' ')} failed (exit ${status}): ${last || 'no message'}`, options);
+    super(`git ${args.slice(0, 2).join(' ')} failed (exit ${status}): ${gitSaid(stderr)}`, options);
     this.exitCode = GIT_DISK_FAILED.test(stderr) ? EXIT.IO : EXIT.USAGE;
   }
+
+  /** The same failure, its message led by what genjob was doing (`pull from origin`). */
+  within(doing: string): GitFailedError {
+    const e = new GitFailedError(this.args, this.status, this.stderr, { cause: this.cause });
+    e.message = `${doing}: ${e.message}`;
+    return e;
+  }
+}
+
+/** Git's first `fatal:`/`error:` lines quoted at most, and each at most this long. */
+const GIT_FIRST_LINES = 2;
+const GIT_LINE_CHARS = 300;
+
+/**
+ * What git said, in one line: its first `fatal:` or `error:` lines (they say what failed: "'origin' does
+ * not appear to be a git repository") and its last three (the advice that follows), bounded.
+ */
+function gitSaid(stderr: string): string {
+  const lines = stderr
+    .trim()
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .map((l) => (l.length > GIT_LINE_CHARS ? `${l.slice(0, GIT_LINE_CHARS)}…` : l));
+  const tail = Math.max(0, lines.length - 3);
+  const first = lines
+    .slice(0, tail)
+    .map((line, i) => ({ line, i }))
+    .filter(({ line }) => /^(fatal|error):/i.test(line))
+    .slice(0, GIT_FIRST_LINES);
+  const skipped = first.length > 0 && first[first.length - 1]!.i < tail - 1;
+  const quoted = [...first.map((f) => f.line), ...(skipped ? ['…'] : []), ...lines.slice(tail)];
+  return quoted.join(' | ') || 'no message';
 }
 
 /** A file where genjob keeps a record (queue/, running/, receipts/, leases/, …) is not a readable regular file. */

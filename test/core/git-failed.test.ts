@@ -35,9 +35,26 @@ describe('GitFailedError', () => {
     });
 
   it('reads every line git printed, not only the three the message quotes', () => {
-    const stderr = ['error: unable to write file a', 'b', 'c', 'd', 'e'].join('\n');
+    const stderr = ['unable to write file a', 'b', 'c', 'd', 'e'].join('\n');
     const e = new GitFailedError(['checkout-index', '-a'], 1, stderr);
     expect(e.message).not.toContain('unable to write');
     expect(e.exitCode).toBe(5);
+  });
+
+  it("keeps git's first fatal line, which names what failed, with the last three", () => {
+    const stderr = [
+      "fatal: 'origin' does not appear to be a git repository",
+      'fatal: Could not read from remote repository.',
+      '',
+      'Please make sure you have the correct access rights',
+      'and the repository exists.',
+    ].join('\n');
+    const e = new GitFailedError(['fetch', '--quiet', 'origin'], 128, stderr);
+    expect(e.message).toBe(
+      "git fetch --quiet failed (exit 128): fatal: 'origin' does not appear to be a git repository | fatal: Could not read from remote repository. | Please make sure you have the correct access rights | and the repository exists.",
+    );
+    expect(e.within('pull from origin').message).toBe(`pull from origin: ${e.message}`);
+    const long = new GitFailedError(['x'], 1, [`error: ${'y'.repeat(1000)}`, 'a', 'b', 'c', 'd'].join('\n'));
+    expect(long.message).toBe(`git x failed (exit 1): error: ${'y'.repeat(293)}… | … | b | c | d`);
   });
 });

@@ -139,6 +139,24 @@ describe('usage', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  it("pull and push without the remote say which remote, with git's line naming what failed", async () => {
+    const sb = await makeSandbox();
+    await mintKey(sb, 'Add a line', ['README.md']);
+    expect((await sb.genjob(['work', '--once', '--generator', 'echo x >> README.md'])).exitCode).toBe(0);
+    for (const [command, doing] of [
+      ['pull', 'pull from origin'],
+      ['push', 'push to origin'],
+    ] as const) {
+      const r = await sb.genjob([command]);
+      expect(r.exitCode).toBe(2);
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^genjob: EGJ_GIT: ${doing}: git \\S+ \\S+ failed \\(exit 128\\): fatal: 'origin' does not appear to be a git repository \\| `,
+        ),
+      );
+    }
+  });
+
   it('apply or verify without a key names the received jobs it could mean', async () => {
     const sb = await makeSandbox();
     const keys = [
