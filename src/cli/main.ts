@@ -4,6 +4,7 @@
 // Results go to stdout (JSON with --json, exact), errors to stderr as one line naming the file and rule;
 // human text and error lines pass through terminalText(), since parts of them come from a host.
 
+import type { Command } from 'commander';
 import { asIoError, GenjobError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { terminalJson, terminalText } from '../core/terminal-text.js';
@@ -39,12 +40,37 @@ export function emit(result: CommandResult, json: boolean): void {
   process.exitCode = outputFailed() ? EXIT.IO : (result.exitCode ?? EXIT.OK);
 }
 
+/**
+ * A commander error's message for a JSON result: its own words without its `error: ` prefix, and for a
+ * command group given no subcommand (commander shows the group's help, its message only "(outputHelp)")
+ * which subcommands there are.
+ */
+function usageMessage(program: Command, argv: readonly string[], code: string, message = ''): string {
+  if (code === 'commander.help') {
+    const path: Command[] = [];
+    let at = program;
+    for (const word of argv.slice(2)) {
+      const sub = at.commands.find((c) => c.name() === word);
+      if (!sub) break;
+      path.push(sub);
+      at = sub;
+    }
+    const subs = at.commands.map((c) => c.name()).filter((n) => n !== 'help');
+    if (subs.length > 0) {
+      const name = path.map((c) => c.name()).join(' ') || 'genjob';
+      return `${name} needs a subcommand: ${subs.join(', ')} (genjob ${path.map((c) => c.name()).join(' ')}${path.length > 0 ? ' ' : ''}--help for usage)`;
+    }
+  }
+  return message.replace(/^error: /, '');
+}
+
 export async function main(argv: string[]): Promise<void> {
   const { buildProgram } = await import('./program.js');
   const json = wantsJson(argv);
   guardOutput();
+  const program = buildProgram({ json, argv });
   try {
-    await buildProgram({ json, argv }).parseAsync(argv);
+    await program.parseAsync(argv);
   } catch (caught) {
     const err = asIoError(caught);
     const e = err as { code?: string; exitCode?: number; message?: string };
@@ -53,7 +79,10 @@ export async function main(argv: string[]): Promise<void> {
       // other commander error, are bad usage
       const ok = e.exitCode === 0;
       process.exitCode = ok ? EXIT.OK : EXIT.USAGE;
-      if (!ok && json) process.stdout.write(jsonLine({ ok: false, code: 'EGJ_USAGE', message: e.message }));
+      if (!ok && json)
+        process.stdout.write(
+          jsonLine({ ok: false, code: 'EGJ_USAGE', message: usageMessage(program, argv, e.code, e.message) }),
+        );
       return;
     }
     if (err instanceof GenjobError) {

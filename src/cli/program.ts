@@ -60,6 +60,13 @@ function common(cmd: Command): Command {
     .option('--debug', 'print stack traces for internal errors');
 }
 
+/** The shared options of the host-side cache commands: as common(), but no --root (they read no repository). */
+function hostCommon(cmd: Command): Command {
+  return cmd
+    .option('--json', 'print one machine-readable JSON result on stdout')
+    .option('--debug', 'print stack traces for internal errors');
+}
+
 /** How generators are confined (work and serve): one block, shared by both commands. */
 function sandboxOptions(cmd: Command): Command {
   return cmd
@@ -138,7 +145,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
         '  genjob gate --run hints --min-pass 0.95                     decide the run (75 while open)',
         '',
         EXIT_CODES_HELP,
-        'Every command but serve and cache takes --json (one JSON result on stdout) and --root DIR.',
+        'Every command but serve takes --json (one JSON result on stdout); all but serve and cache, --root DIR.',
       ].join('\n'),
     )
     // where the docs are, as an absolute path: after a global install "docs/ in the package" is hard to find
@@ -156,7 +163,9 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     });
 
   common(program.command('mint'))
-    .description('mint a job: an instruction plus the files the generator may change (prints its key on stdout, one key per job with --each; what it did goes to stderr)')
+    .description(
+      'mint a job: an instruction plus the files the generator may change (prints its key on stdout, one key per job with --each; what it did goes to stderr)',
+    )
     .argument(
       '[paths...]',
       'files the generator may change, relative to the current directory (they must exist; see --create)',
@@ -567,16 +576,14 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
       await run(async () => (await import('../commands/gc.js')).gc(o), !!o.json);
     });
 
-  const cache = program.command('cache').description("the generator host's result cache");
-  cache
-    .command('prune')
+  const cache = hostCommon(program.command('cache')).description("the generator host's result cache");
+  hostCommon(cache.command('prune'))
     .description(
       'remove cache entries older than the window and leftovers of crashed requests (never one in use)',
     )
     .option('--older-than <duration>', 'retention window: a number and s, m, h, d or w', '30d')
     .option('--dry-run', 'print what would be pruned; remove nothing')
     .option('--cache-dir <dir>', 'the cache (default: $XDG_CACHE_HOME/genjob)', path)
-    .option('--json', 'print one machine-readable JSON result on stdout')
     .action(async (opts) => {
       await run(async () => (await import('../commands/cache-prune.js')).cachePrune(opts), !!opts.json);
     });

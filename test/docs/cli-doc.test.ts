@@ -14,6 +14,8 @@ const COMMON = ['--root', '--json', '--debug'];
 /** Commands that have no repository and no JSON result (see their sections). */
 // host-side commands (serve, cache) never read a repository, so they take no --root
 const WITHOUT_COMMON = new Set(['serve', 'cache', 'cache prune', 'help']);
+// the cache commands take the others, as the page says
+const WITHOUT_ROOT = new Set(['cache', 'cache prune']);
 
 function commands(c: Command, prefix = ''): Array<{ name: string; cmd: Command }> {
   return c.commands.flatMap((s) => {
@@ -98,6 +100,22 @@ describe('docs/cli.md', () => {
         ),
       );
     expect(problems).toEqual([]);
+  });
+
+  it('cache and cache prune take --json and --debug but no --root, as the page says', () => {
+    const problems = tree
+      .filter((c) => WITHOUT_ROOT.has(c.name))
+      .flatMap((c) => {
+        const has = (f: string) => c.cmd.options.some((o) => o.long === f);
+        return [
+          ...['--json', '--debug'].filter((f) => !has(f)).map((f) => `genjob ${c.name} lacks ${f}`),
+          ...(has('--root') ? [`genjob ${c.name} takes --root`] : []),
+        ];
+      });
+    expect(problems).toEqual([]);
+    expect(doc).toContain(
+      'Every command except `serve` and `help` takes these, but `cache` and `cache prune`, which run on a\ngenerator host and read no repository, take no `--root` (only `--json` and `--debug`):',
+    );
   });
 
   it('documents every environment variable src/ reads, and no other', () => {

@@ -198,6 +198,26 @@ describe('usage', () => {
     expect(existsSync(join(PKG, 'docs', 'cli.md'))).toBe(true);
   });
 
+  it('--json usage errors say what is wrong: the subcommands of a group given none, no "error: " prefix', async () => {
+    const sb = await makeSandbox();
+    for (const [args, message] of [
+      [['trust', '--json'], 'trust needs a subcommand: add, list, remove (genjob trust --help for usage)'],
+      [['hook', '--json'], 'hook needs a subcommand: install (genjob hook --help for usage)'],
+      [['config', '--json'], 'config needs a subcommand: allow (genjob config --help for usage)'],
+      [['cache', '--json'], 'cache needs a subcommand: prune (genjob cache --help for usage)'],
+      [['mint', '--bogus', '--json'], "unknown option '--bogus'"],
+    ] as const) {
+      const r = await sb.genjob([...args]);
+      expect(r.exitCode).toBe(2);
+      expect(JSON.parse(r.stdout)).toEqual({
+        schema: 'genjob/result@1',
+        ok: false,
+        code: 'EGJ_USAGE',
+        message,
+      });
+    }
+  });
+
   it('prints the version as a JSON result with --version --json, in either order', async () => {
     const sb = await makeSandbox();
     const version = JSON.parse(readFileSync(join(PKG, 'package.json'), 'utf8')).version;
