@@ -7,8 +7,9 @@ import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
 import { answerDiff, type Comparison, compareSides, liveSide, shadowSide } from '../shadow/compare.js';
-import { checkShadowName, ShadowStore } from '../shadow/shadow-store.js';
+import { ShadowStore } from '../shadow/shadow-store.js';
 import { resolveKey } from '../store/job-states.js';
+import { existingPlane } from './shadow-plane.js';
 
 export interface CompareOptions extends CommonOptions {
   shadow?: string[];
@@ -60,13 +61,7 @@ export async function compare(o: CompareOptions): Promise<CommandResult> {
     throw new UsageError('EGJ_USAGE', 'compare takes one --shadow (vs live) or two (A vs B)');
   // a plane never worked (a typo) would report every job missing on its side
   const planes = ShadowStore.planes(store);
-  for (const n of names) {
-    if (planes.includes(checkShadowName(n))) continue;
-    throw new UsageError(
-      'EGJ_USAGE',
-      `--shadow ${n}: no such shadow plane in ${store.layout.gen}/shadow/ (${planes.length > 0 ? `there are: ${planes.join(', ')}` : 'there is none yet: run genjob work --shadow NAME first'})`,
-    );
-  }
+  for (const n of names) existingPlane(store, n, planes);
   const [first, second] = names.map((n) => shadowSide(store, n));
   const a = second ? first! : liveSide(store);
   const b = second ?? first!;

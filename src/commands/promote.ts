@@ -7,9 +7,12 @@ import { openStore } from '../cli/root.js';
 import { requireUserSecret } from '../remote/cache-mac.js';
 import { promoteShadow } from '../shadow/promote.js';
 import { resolveKey } from '../store/job-states.js';
+import { existingPlane } from './shadow-plane.js';
 
 export async function promote(o: CommonOptions & { key: string; shadow: string }): Promise<CommandResult> {
   const store = openStore(o);
+  // a plane never worked (a typo) is bad usage, not a missing receipt
+  existingPlane(store, o.shadow);
   const key = resolveKey(store, o.key);
   // the pin is sealed under the user's secret: `work` follows no pin a branch committed
   const p = await promoteShadow(store, o.shadow, key, await requireUserSecret());

@@ -285,10 +285,39 @@ describe('genjob promote', () => {
   it('refuses to promote a plane without an answer for the key (exit 3) and leaves the live job alone', async () => {
     const sb = await makeSandbox();
     const key = await mintKey(sb, 'one', ['src/user.py']);
+    const other = await mintKey(sb, 'two', ['README.md']);
+    // plane b answered the other job only
+    const gen = appender(sb, 'b.sh', '# b');
+    expect((await sb.genjob(['work', '--shadow', 'b', other, '--generator', gen])).exitCode).toBe(0);
     const before = liveState(sb);
-    const r = await sb.genjob(['promote', '--shadow', 'nope', key]);
+    const r = await sb.genjob(['promote', '--shadow', 'b', key]);
     expect(r.exitCode).toBe(3);
     expect(r.stderr).toContain('EGJ_RECEIPT_MISSING');
+    expect(liveState(sb)).toEqual(before);
+  });
+
+  it('refuses a plane no work --shadow ran (a typo) as compare does: bad usage naming the planes there are', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'one', ['src/user.py']);
+    const none = await sb.genjob(['promote', '--shadow', 'nope', key]);
+    expect(none).toMatchObject({
+      exitCode: 2,
+      stderr: `genjob: EGJ_USAGE: --shadow nope: no such shadow plane in ${join(sb.repo, '.gen')}/shadow/ (there is none yet: run genjob work --shadow NAME first)\n`,
+    });
+    expect(
+      (await sb.genjob(['work', '--shadow', 'b', key, '--generator', appender(sb, 'b.sh', '# b')])).exitCode,
+    ).toBe(0);
+    const before = liveState(sb);
+    for (const command of [
+      ['promote', '--shadow', 'nope', key],
+      ['compare', '--shadow', 'nope'],
+    ]) {
+      const r = await sb.genjob(command);
+      expect(r).toMatchObject({
+        exitCode: 2,
+        stderr: `genjob: EGJ_USAGE: --shadow nope: no such shadow plane in ${join(sb.repo, '.gen')}/shadow/ (there are: b)\n`,
+      });
+    }
     expect(liveState(sb)).toEqual(before);
   });
 });
