@@ -135,6 +135,8 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
   const allowed = o.paths.map((typed) => ({ typed, path: contractPath(typed, 'a path') }));
   if (allowed.length + creates.length === 0)
     throw new UsageError('EGJ_USAGE', 'name at least one file the generator may change (or --create one)');
+  assertOnce([...allowed, ...creates]);
+  assertOnce(readTyped);
   await assertNoSecretInInstruction(instruction, where);
   for (const input of [...allowed, ...creates, ...readTyped]) reader.check(input);
   const inputs: JobInput[] = creates.map((c) => reader.create(c));
@@ -246,6 +248,8 @@ async function mintEach(
     { typed: e.path, path: e.path },
     ...e.also.map((path) => alsoPath(path, e.path)),
   ]);
+  for (const list of allowedOf) assertOnce(list);
+  assertOnce(ctx.readTyped);
   for (const list of allowedOf) for (const t of list) reader.check(t);
   await reader.readAll(allowedOf.flat().filter((t) => reader.exists(t.path)));
   const jobs: Job[] = [];
@@ -320,6 +324,23 @@ async function mintEach(
       ...(warnings.length > 0 ? { warnings } : {}),
     },
   };
+}
+
+/**
+ * A path given twice on the command line (`mint -m x a.py a.py`, or `./a.py` and `a.py`): mint sorts the
+ * paths, so only a repeat is a mistake, named as typed.
+ */
+function assertOnce(list: readonly Typed[]): void {
+  const seen = new Map<string, string>();
+  for (const { typed, path } of list) {
+    const first = seen.get(path);
+    if (first === undefined) {
+      seen.set(path, typed);
+      continue;
+    }
+    const as = first === typed ? '' : ` (as ${first} and ${typed})`;
+    throw new UsageError('EGJ_BAD_PATH', `${path} is given twice${as}; name each file once`);
+  }
 }
 
 /** An expanded --also path as a contract path (relative to the root), or why it is not one. */

@@ -20,6 +20,19 @@ import { DEMO_GENERATOR, genDir, makeSandbox, mintKey, snapshot, TIMEOUT_INSTRUC
 describe('mint refuses bad input with exit 2, naming the path and the rule', () => {
   const cases = [
     {
+      // mint sorts the paths: only a repeat is a mistake (not the job file's "not sorted" rule)
+      name: 'a path given twice',
+      args: ['-m', 'x', 'src/user.py', 'src/user.py'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'src/user.py is given twice; name each file once',
+    },
+    {
+      name: 'a path given twice, typed two ways',
+      args: ['-m', 'x', '--create', 'src/new.py', 'src/user.py', './src/new.py'],
+      code: 'EGJ_BAD_PATH',
+      rule: 'src/new.py is given twice (as ./src/new.py and src/new.py); name each file once',
+    },
+    {
       name: 'an absolute path outside the root',
       args: ['-m', 'x', '/etc/passwd'],
       code: 'EGJ_BAD_PATH',
