@@ -58,10 +58,18 @@ export function resolveRun(store: Store, typed: string): RunRef {
   const { name, revision } = parseRunName(typed);
   const revs = revisionsOf(store, name);
   const rev = revision ?? revs.at(-1);
-  if (rev === undefined || !revs.includes(rev))
+  if (rev === undefined || !revs.includes(rev)) {
+    const file = manifestFile(store, { id: runId(name, rev ?? 1) });
+    // the run is there under other revisions: minting the name again would only say it is sealed
+    if (revs.length > 0)
+      throw new UsageError(
+        'EGJ_UNKNOWN_RUN',
+        `${file}: no run ${JSON.stringify(typed)}: run ${name} has no revision ${rev} (its revisions: ${revs.map((r) => runId(name, r)).join(', ')}); name one of those, or mint revision ${rev} with genjob mint --each GLOB --run ${runId(name, rev!)}`,
+      );
     throw new UsageError(
       'EGJ_UNKNOWN_RUN',
-      `${manifestFile(store, { id: runId(name, rev ?? 1) })}: no run ${JSON.stringify(typed)}${revs.length > 0 ? ` (revisions: ${revs.map((r) => runId(name, r)).join(', ')})` : ''}; mint one with genjob mint --each GLOB --run ${name}`,
+      `${file}: no run ${JSON.stringify(typed)}; mint one with genjob mint --each GLOB --run ${name}`,
     );
+  }
   return { name, revision: rev, id: runId(name, rev) };
 }
