@@ -132,8 +132,17 @@ export function loadConfigFile(file: string): LoadedConfig | undefined {
   return { file, bytes, config: parsed.data };
 }
 
+/** Roots whose config a looking command (status, show, report) reads as absent, having warned it is unreadable. */
+const ignoredRoots = new Set<string>();
+
+/** Read the config of the repository at `root` as absent from now on, in this process (look-config.ts). */
+export function ignoreRepoConfig(root: string): void {
+  ignoredRoots.add(root);
+}
+
 /** The config file of the repository at `root`, or undefined when there is none. */
 export function loadConfig(root: string): GenjobConfig | undefined {
+  if (ignoredRoots.has(root)) return undefined;
   return loadConfigFile(join(root, CONFIG_FILE))?.config;
 }
 

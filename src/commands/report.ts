@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { configForLooking } from '../cli/look-config.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
@@ -59,6 +60,7 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
   if (o.run !== undefined && keys.length > 0)
     throw new UsageError('EGJ_USAGE', 'report takes --run NAME or keys, not both');
   const store = lookStore(o);
+  const configWarning = await configForLooking(store, 'report');
   if (!pathExists(store.layout.gen))
     throw new UsageError(
       'EGJ_USAGE',
@@ -83,8 +85,9 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
     written.index,
     `${model.jobs.length} job(s): ${written.written.length} page(s) written, ${written.unchanged} unchanged, ${written.removed.length} removed`,
   ];
-  const notes = model.skipped.map(
-    (f) => `report: ${join(store.layout.gen, f)}: not named by a key, so not shown\n`,
+  const notes = configWarning ? [configWarning] : [];
+  notes.push(
+    ...model.skipped.map((f) => `report: ${join(store.layout.gen, f)}: not named by a key, so not shown\n`),
   );
   for (const u of written.undrawn)
     notes.push(`report: ${join(dir, u.page)}: could not be drawn (${u.why}); a note stands in its place\n`);

@@ -5,6 +5,7 @@
 
 import { join } from 'node:path';
 import type { CheckState } from '../check/check-state.js';
+import { configForLooking } from '../cli/look-config.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
 import { JobInvalidError } from '../core/job.js';
@@ -130,6 +131,7 @@ function attemptRows(store: Store, key: string) {
 
 export async function show(o: CommonOptions & { key: string }): Promise<CommandResult> {
   const store = lookStore(o);
+  const configWarning = await configForLooking(store, 'show');
   const key = resolveKey(store, o.key, { dead: true });
   // the journal is the biggest read: it goes on (on the thread pool) while the rest is read here
   const journalRead = readKeyJournal(store, key);
@@ -218,8 +220,13 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
     page: true,
     // a job file that is not a job is bad input, as everywhere: show what else is known, and exit 2
     ...(invalid
-      ? { exitCode: invalid.exitCode, stderr: `genjob: ${invalid.code}: ${invalid.message}\n` }
-      : {}),
+      ? {
+          exitCode: invalid.exitCode,
+          stderr: `${configWarning}genjob: ${invalid.code}: ${invalid.message}\n`,
+        }
+      : configWarning
+        ? { stderr: configWarning }
+        : {}),
     json: {
       ...(invalid ? { ok: false, code: invalid.code, message: invalid.message } : { ok: true }),
       key,

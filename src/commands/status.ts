@@ -10,6 +10,7 @@ import { stateLabel, stateMatches } from '../check/check-state.js';
 import type { ColorMode } from '../cli/colour.js';
 import { painter, useColour } from '../cli/colour.js';
 import { formatBytes } from '../cli/format-bytes.js';
+import { configForLooking } from '../cli/look-config.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
 import { DEFAULT_RETENTION, parseDuration } from '../core/duration.js';
@@ -165,6 +166,8 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
     throw new UsageError('EGJ_USAGE', `--state ${o.state}: one of ${ROW_STATES.join(', ')}`);
   const filters = checkFilters(o.check);
   const store = lookStore(o);
+  // --check needs the checkers the file declares: without filters, an unreadable file only warns
+  const configWarning = filters.length > 0 ? '' : await configForLooking(store, 'status');
   // a filter on a checker the config does not declare would match nothing, silently
   if (filters.length > 0)
     await (await import('../check/declared-checkers.js')).refuseUndeclared(
@@ -367,6 +370,7 @@ export async function status(o: StatusOptions): Promise<CommandResult> {
   return {
     human: lines.join('\n'),
     terminalSafe: true,
+    ...(configWarning ? { stderr: configWarning } : {}),
     json: {
       ok: true,
       ...(run ? { run: run.ref.id, keys: run.current } : {}),

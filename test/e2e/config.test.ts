@@ -313,6 +313,30 @@ describe('a repository config needs consent for what runs commands here', () => 
     expect(typed.stderr).toContain('--port, --identity, --ssh-option and --ssh-config need --host');
   });
 
+  it('a malformed file: status, show and report look on with a warning naming it; check and work refuse it', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'One', ['README.md']);
+    const file = join(sb.repo, 'genjob.config.json');
+    writeFileSync(file, '{ "checkers": ');
+    const problem = `${file}: not JSON (Unexpected end of JSON input)`;
+    for (const command of [['status'], ['show', key], ['report']]) {
+      const r = await sb.genjob(command);
+      expect(r.exitCode, `${command[0]}: ${r.stderr}`).toBe(0);
+      expect(r.stderr).toContain(
+        `genjob: warning: ${problem}; ${command[0]} goes on without its checkers (work, check and gate refuse the file until it is fixed)\n`,
+      );
+    }
+    expect(JSON.parse((await sb.genjob(['status', '--json'])).stdout)).toMatchObject({ ok: true });
+    for (const command of [
+      ['check', '--all'],
+      ['work', '--once', '--generator', 'true'],
+    ]) {
+      const r = await sb.genjob(command);
+      expect(r).toMatchObject({ exitCode: 2, stderr: `genjob: EGJ_CONFIG: ${problem}\n` });
+    }
+    expect(genDir(sb, 'queue')).toEqual([`${key}.json`]);
+  });
+
   it('refuses a "serve" section in a repository config (serve reads the user’s own file)', async () => {
     const sb = await makeSandbox();
     const file = join(sb.repo, 'genjob.config.json');
