@@ -93,6 +93,17 @@ async function sshHost(o: WorkCliOptions, spec: string, genDir: string): Promise
   );
 }
 
+/**
+ * True when no job this run could take was left in queue/ as it stopped: none at all, or none of the
+ * named keys (or the run's) — so after --drain emptied the queue it is true, not only when nothing was taken.
+ */
+function queueEmpty(store: Store, keys: readonly string[] | undefined): boolean {
+  const queued = keysIn(store, 'queue');
+  if (keys === undefined) return queued.length === 0;
+  const left = new Set(queued);
+  return !keys.some((k) => left.has(k));
+}
+
 /** Usage errors found before anything is claimed: flags that cannot work together or name nothing. */
 function checkFlags(o: WorkCliOptions): void {
   const hosts = o.host ?? [];
@@ -421,7 +432,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
         reaped,
         tokens: summary.tokens,
         budget_spent: summary.budgetSpent,
-        queue_empty: outcomes.length === 0,
+        queue_empty: queueEmpty(store, keys),
         hosts,
         queue_listings: summary.queueListings,
       },

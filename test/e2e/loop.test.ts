@@ -188,3 +188,20 @@ describe('finding the repository root', () => {
     );
   });
 });
+
+describe('work --json queue_empty', () => {
+  it('says whether the queue was empty when work stopped: true after --drain emptied it, false with jobs left', async () => {
+    const sb = await makeSandbox();
+    await mintKey(sb, 'One', ['README.md']);
+    await mintKey(sb, 'Two', ['src/user.py']);
+    const once = await sb.genjob(['work', '--once', '--json', '--generator', 'true']);
+    expect(once.exitCode, once.stderr).toBe(0);
+    expect(JSON.parse(once.stdout)).toMatchObject({ ok: true, queue_empty: false });
+    const drained = await sb.genjob(['work', '--drain', '--json', '--generator', 'true']);
+    expect(drained.exitCode, drained.stderr).toBe(0);
+    expect(JSON.parse(drained.stdout)).toMatchObject({ ok: true, queue_empty: true });
+    expect(JSON.parse(drained.stdout).outcomes).toHaveLength(1);
+    const idle = await sb.genjob(['work', '--once', '--json', '--generator', 'true']);
+    expect(JSON.parse(idle.stdout)).toMatchObject({ ok: true, outcomes: [], queue_empty: true });
+  });
+});
