@@ -52,6 +52,19 @@ export function failureFields(failures: readonly Failure[]): { exitCode?: ExitCo
     : { exitCode: worstExit(failures.map((f) => f.exitCode)), stderr: failureLines(failures) };
 }
 
+/**
+ * The top-level `code` and `message` of a failed result over many entries (every failure is
+ * `{ ok: false, code, message }`): the code of the first entry with the worst exit code, and `summary`.
+ */
+export function worstFailure(
+  entries: ReadonlyArray<{ code: string; exitCode: ExitCode }>,
+  summary: string,
+): { code?: string; message?: string } {
+  const worst = worstExit(entries.map((e) => e.exitCode));
+  const first = entries.find((e) => e.exitCode === worst);
+  return first === undefined ? {} : { code: first.code, message: summary };
+}
+
 /** The closing line over many jobs: how many failed, and each by key and code (`2 of 5 job(s) not applied: …`). */
 export function failureSummary(failures: readonly Failure[], total: number, what: string): string {
   return `${failures.length} of ${total} job(s) ${what}: ${failures.map((f) => `${f.key.slice(0, 12)} (${f.code})`).join(', ')}`;

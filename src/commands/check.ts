@@ -24,7 +24,7 @@ import {
   loadConfigFile,
   requireRepoConsent,
 } from '../cli/config-file.js';
-import { type Failure, failureLines, failureOf, worstExit } from '../cli/failures.js';
+import { type Failure, failureLines, failureOf, worstExit, worstFailure } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore, openStore } from '../cli/root.js';
 import { SandboxUnavailableError, UsageError } from '../core/errors.js';
@@ -241,16 +241,22 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
     ...failures.map((f) => f.exitCode),
     ...(red.length > 0 ? [EXIT.REJECTED] : []),
   ]);
-  if (red.length > 0 || failures.length > 0)
-    lines.push(
-      `${red.length + failures.length} of ${pairs.length + failures.filter((f) => f.checker === null).length * checkers.length} check(s) did not pass`,
-    );
+  const summary = `${red.length + failures.length} of ${pairs.length + failures.filter((f) => f.checker === null).length * checkers.length} check(s) did not pass`;
+  if (red.length > 0 || failures.length > 0) lines.push(summary);
+  // a verdict other than pass is named by the code apply --require-check would refuse it with
+  const verdictCode = (v: string) =>
+    v === 'flaky' ? 'EGJ_CHECK_FLAKY' : v === 'error' ? 'EGJ_CHECK_MISSING' : 'EGJ_CHECK_FAILED';
+  const worst = worstFailure(
+    [...failures, ...red.map((r) => ({ code: verdictCode(r.verdict), exitCode: EXIT.REJECTED }))],
+    summary,
+  );
   return {
     human: lines.join('\n'),
     ...(exitCode === EXIT.OK ? {} : { exitCode }),
     ...(failures.length > 0 ? { stderr: failureLines(failures) } : {}),
     json: {
       ok: exitCode === EXIT.OK,
+      ...worst,
       results: results.map((r) => ({ ...r })),
       failed: failures.map(({ key, checker, code, message }) => ({ key, checker, code, message })),
     },

@@ -73,6 +73,12 @@ export async function verifyCommits(o: VerifyOptions & { commits: string }): Pro
     human,
     json: {
       ok: failures.length === 0,
+      ...(first
+        ? {
+            code: first.code,
+            message: `${failures.length} of ${checks.length} generated commit(s) failed the gate; the first, ${first.commit.slice(0, 12)}: ${first.message}`,
+          }
+        : {}),
       range: o.commits,
       trust_policy: where,
       commits: checks.map((c) => (records?.has(c.commit) ? { ...c, checks: records.get(c.commit) } : c)),

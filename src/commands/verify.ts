@@ -3,7 +3,7 @@
 // every job is checked and every failing one is reported (one stderr line each), like make -k; the
 // exit code is the worst seen. --stop-on-first stops at the first failure.
 
-import { type Failure, failureFields, failureOf, failureSummary } from '../cli/failures.js';
+import { type Failure, failureFields, failureOf, failureSummary, worstFailure } from '../cli/failures.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { lookStore } from '../cli/root.js';
 import { UsageError } from '../core/errors.js';
@@ -124,12 +124,14 @@ export async function verify(o: VerifyOptions): Promise<CommandResult> {
   }
   if (keys.length === 0) lines.push(`nothing to verify (no received jobs${o.run ? ` in run ${o.run}` : ''})`);
   if (skipped > 0) lines.push(`${skipped} job(s) of run ${o.run} have no receipt yet (not verified)`);
-  if (failures.length > 0) lines.push(failureSummary(failures, keys.length, 'failed verification'));
+  const summary = failureSummary(failures, keys.length, 'failed verification');
+  if (failures.length > 0) lines.push(summary);
   return {
     human: lines.join('\n'),
     ...failureFields(failures),
     json: {
       ok: failures.length === 0,
+      ...worstFailure(failures, summary),
       verified,
       failed: failures.map(({ key, code, message }) => ({ key, code, message })),
       ...(o.run !== undefined ? { run: o.run, skipped } : {}),

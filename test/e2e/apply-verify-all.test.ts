@@ -62,6 +62,11 @@ describe('verify --all', () => {
     expect(errs[1]).toMatch(new RegExp(`^genjob: EGJ_ARTIFACT_DRIFT: .*out/${c}/`));
     const json = JSON.parse((await sb.genjob(['verify', '--all', '--json'])).stdout);
     expect(json).toMatchObject({ ok: false, verified: [{ key: b }], failed: [{ key: a }, { key: c }] });
+    // a failure, like every failure: the worst entry's code and a summary at the top
+    expect(json).toMatchObject({
+      code: 'EGJ_ARTIFACT_DRIFT',
+      message: `2 of 3 job(s) failed verification: ${a!.slice(0, 12)} (EGJ_ARTIFACT_DRIFT), ${c!.slice(0, 12)} (EGJ_ARTIFACT_DRIFT)`,
+    });
   });
 });
 

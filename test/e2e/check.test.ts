@@ -231,10 +231,17 @@ describe('genjob check: flaky, setup, a killed check', () => {
     const first = await r.genjob(['check', '--json', key]);
     expect(first.exitCode).toBe(3);
     expect(checkResults(first)[0]).toMatchObject({ verdict: 'fail', marks: '✗' });
+    // a failure carries the code and message every failure has, besides each entry's
+    expect(JSON.parse(first.stdout)).toMatchObject({
+      ok: false,
+      code: 'EGJ_CHECK_FAILED',
+      message: '1 of 1 check(s) did not pass',
+    });
     // re-running until green: the new record holds both attempts, and green after red is flaky
     const recheck = await r.genjob(['check', '--json', '--recheck', key]);
     expect(recheck.exitCode).toBe(3);
     expect(checkResults(recheck)[0]).toMatchObject({ verdict: 'flaky', marks: '✗✓', attempts: 2, ran: true });
+    expect(JSON.parse(recheck.stdout)).toMatchObject({ code: 'EGJ_CHECK_FLAKY' });
     const refused = await r.genjob(['apply', key, '--require-check', 'tests']);
     expect(refused.exitCode).toBe(3);
     expect(refused.stderr).toMatch(

@@ -205,11 +205,22 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
     it('fails when a trailer points at a receipt the remote does not have (EGJ_COMMIT_RECEIPT_MISSING)', async () => {
       const bare = copyRemote(w, 'missing');
       await git(bare, ['update-ref', '-d', `refs/genjob/keys/${w.keys.timeout}`], w.env);
-      const { pull, verify } = await gate(w, bare, 'b-missing');
+      const { b, pull, verify } = await gate(w, bare, 'b-missing');
       expect(pull.stdout).toBe('1 key(s) of verification material from origin\n');
       expect(verify).toMatchObject({
         exitCode: 3,
         stderr: `genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ${w.commits[0]!.slice(0, 12)}: no receipt for job ${w.keys.timeout.slice(0, 12)} here (run genjob pull first)\n`,
+      });
+      // --json: the top-level code and message every failure has, besides each commit's
+      const json = await cli(w, b, ['verify', '--commits', 'origin/main..HEAD', '--json']);
+      expect(JSON.parse(json.stdout)).toMatchObject({
+        ok: false,
+        code: 'EGJ_COMMIT_RECEIPT_MISSING',
+        message: expect.stringMatching(
+          new RegExp(
+            `^1 of \\d+ generated commit\\(s\\) failed the gate; the first, ${w.commits[0]!.slice(0, 12)}: no receipt`,
+          ),
+        ),
       });
     });
 
