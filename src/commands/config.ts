@@ -17,7 +17,7 @@ export async function configAllow(o: CommonOptions): Promise<CommandResult> {
   const settings = consentSettingsIn(loaded.config);
   const what =
     settings.length > 0
-      ? `its ${settings.join(', ')} now apply`
+      ? `${settings.length === 1 ? 'its setting' : 'its settings'} ${settings.join(', ')} now ${settings.length === 1 ? 'applies' : 'apply'}`
       : 'it sets nothing that needs consent today; a later change that does needs a new allow';
   return {
     human: `allowed ${file} (sha256 ${sha256.slice(0, 12)}): ${what} until it changes`,

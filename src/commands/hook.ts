@@ -40,8 +40,12 @@ export async function hookInstall(o: HookOptions): Promise<CommandResult> {
       'EGJ_HOOK_EXISTS',
       `${file}: a ${name} hook genjob did not write (or one edited since) is there; merge the gate into it by hand or pass --force to replace it`,
     );
+  const script = hookScript(name, process.execPath, process.argv[1]!);
+  // the same hook already there: nothing to write, and nothing said to have changed
+  if (existing === script)
+    return { human: `unchanged ${file}`, json: { ok: true, hook: name, file, action: 'unchanged' } };
   mkdirSync(hooks, { recursive: true });
-  replaceFile({ fs: nodeFs }, file, Buffer.from(hookScript(name, process.execPath, process.argv[1]!)), 0o755);
+  replaceFile({ fs: nodeFs }, file, Buffer.from(script), 0o755);
   const replaced = existing === undefined ? 'installed' : ours ? 'rewrote' : 'replaced';
   const done = { ok: true, hook: name, file, action: replaced };
   if (name !== 'pre-merge-commit') return { human: `${replaced} ${file}`, json: done };

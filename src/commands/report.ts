@@ -91,7 +91,7 @@ export async function report(o: ReportOptions): Promise<CommandResult> {
   );
   for (const u of written.undrawn)
     notes.push(`report: ${join(dir, u.page)}: could not be drawn (${u.why}); a note stands in its place\n`);
-  if (openProblem) notes.push(`${openProblem}\n`);
+  if (openProblem) notes.push(`genjob: ${openProblem}\n`);
   return {
     human: lines.join('\n'),
     stderr: notes.length > 0 ? notes.join('') : undefined,

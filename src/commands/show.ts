@@ -195,9 +195,10 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
       .split('\n')
       .map((l) => `  ${l}`),
     '',
-    `receipt:   ${receipt ? JSON.stringify(receipt, null, 2).split('\n').join('\n  ') : 'none'}`,
+    // a block under its heading, indented as the instruction is
+    ...(receipt ? ['receipt:', ...indented(receipt)] : ['receipt:   none']),
   ];
-  if (applied) lines.push('', `applied:   ${JSON.stringify(applied, null, 2).split('\n').join('\n  ')}`);
+  if (applied) lines.push('', 'applied:', ...indented(applied));
   if (dead.length) lines.push('', 'dead-lettered:', ...dead.map((d) => `  dead/${d}`));
   if (tombstone) {
     lines.push(
@@ -244,6 +245,13 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
       checks,
     },
   };
+}
+
+/** A record as indented JSON lines, under its heading. */
+function indented(record: unknown): string[] {
+  return JSON.stringify(record, null, 2)
+    .split('\n')
+    .map((l) => `  ${l}`);
 }
 
 type ShownCheck = CheckState & { attempts?: unknown[]; recorded_at?: string };

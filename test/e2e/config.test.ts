@@ -195,7 +195,7 @@ describe('a repository config needs consent for what runs commands here', () => 
       expect(allow.exitCode, allow.stderr).toBe(0);
       expect(allow.stdout).toMatch(
         new RegExp(
-          `^allowed ${file} \\(sha256 [0-9a-f]{12}\\): its ssh.config, ssh.remote_cmd now apply until it changes$`,
+          `^allowed ${file} \\(sha256 [0-9a-f]{12}\\): its settings ssh.config, ssh.remote_cmd now apply until it changes$`,
         ),
       );
       const honoured = await genjob(sb, ['work', '--drain', '--no-sandbox'], env);

@@ -271,9 +271,13 @@ describe('genjob hook install', () => {
       exitCode: 0,
       stdout: `replaced ${hook}\n`,
     });
+    // the same hook again: nothing changed, and it says so
     expect(await cli(clones.x!, ['hook', 'install'])).toMatchObject({
       exitCode: 0,
-      stdout: `rewrote ${hook}\n`,
+      stdout: `unchanged ${hook}\n`,
+    });
+    expect(JSON.parse((await cli(clones.x!, ['hook', 'install', '--json'])).stdout)).toMatchObject({
+      action: 'unchanged',
     });
     expect(await cli(clones.x!, ['hook', 'install', '--pre-merge-commit'])).toMatchObject({
       exitCode: 0,

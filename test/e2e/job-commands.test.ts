@@ -72,6 +72,10 @@ describe('genjob retry KEY', () => {
       'state     received',
       'reason    aborted: generator exited with status 5: endpoint down',
     ]);
+    // the receipt is a block under its heading, every line of it indented alike
+    const at = shown.indexOf('receipt:');
+    expect(shown.slice(at, at + 3)).toEqual(['receipt:', '  {', expect.stringMatching(/^ {4}"/)]);
+    expect(shown.slice(at + 1).find((l) => l === '  }')).toBe('  }');
 
     writeFileSync(fixed, '');
     const r = await sb.genjob(['retry', key.slice(0, 10)]);

@@ -99,7 +99,7 @@ describe('genjob report', () => {
     const { root } = fixtureRepo(1);
     const r = await cli(root, ['report', '--open'], { BROWSER: join(root, 'no-such-browser') });
     expect(r.exitCode).toBe(0);
-    expect(r.stderr).toMatch(/could not start .*no-such-browser.*; open .*index\.html yourself/);
+    expect(r.stderr).toMatch(/^genjob: could not start .*no-such-browser.*; open .*index\.html yourself\n$/);
   });
 
   it('--run NAME: the run’s jobs only, each check cell from its record, and the gate as `genjob gate` closed it; run errors are the run plane’s', async () => {
