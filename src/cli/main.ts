@@ -29,14 +29,17 @@ export function emit(result: CommandResult, json: boolean): void {
     // Human output carries host-chosen text (receipt reasons, stderr tails): never raw to a terminal.
     const human = result.terminalSafe ? result.human : terminalText(result.human, { lines: true });
     const text = human.endsWith('\n') ? human : `${human}\n`;
+    const note = result.note && terminalText(result.note, { lines: true });
     if (result.page) writePaged(text);
+    // the note once stdout took the result: when it could not (a closed pipe, a full disk) the one
+    // line said is the failure's (output-errors.ts)
+    else if (note)
+      process.stdout.write(text, (err) => {
+        if (!err && !outputFailed()) process.stderr.write(note.endsWith('\n') ? note : `${note}\n`);
+      });
     else process.stdout.write(text);
   }
   if (result.stderr) process.stderr.write(terminalText(result.stderr, { lines: true }));
-  if (result.note && !json) {
-    const note = terminalText(result.note, { lines: true });
-    process.stderr.write(note.endsWith('\n') ? note : `${note}\n`);
-  }
   process.exitCode = outputFailed() ? EXIT.IO : (result.exitCode ?? EXIT.OK);
 }
 
