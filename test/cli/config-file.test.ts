@@ -181,6 +181,8 @@ describe('withWorkConfig', () => {
     const value = setting === 'generator_network' || setting === 'no_sandbox' ? true : ['x'];
     if (tail) body[head] = { [tail]: tail === 'options' ? ['A=b'] : 'x' };
     else body[head] = value;
+    // the ssh settings apply only when a host is used
+    if (head === 'ssh') body.host = 'h';
     repoConfig(body);
     expect(thrown(() => merged([]))).toMatchObject({
       code: 'EGJ_CONFIG_NOT_ALLOWED',
@@ -191,7 +193,7 @@ describe('withWorkConfig', () => {
   });
 
   it('needs no consent for the same settings from the user’s own file, nor for what a flag makes moot', () => {
-    userConfig({ no_sandbox: true, ssh: { config: 'ssh_config' } });
+    userConfig({ no_sandbox: true, host: 'h', ssh: { config: 'ssh_config' } });
     expect(merged([])).toMatchObject({
       sandbox: false,
       sshConfig: join(base, 'config', 'genjob', 'ssh_config'),
@@ -199,6 +201,12 @@ describe('withWorkConfig', () => {
     repoConfig({ ssh: { config: 'evil' } });
     expect(merged(['--ssh-config', '/mine']).sshConfig).toBe('/mine');
     expect(thrown(() => merged([]))).toMatchObject({ code: 'EGJ_CONFIG_NOT_ALLOWED' });
+  });
+
+  it('leaves a file’s ssh settings out, and asks no consent for them, when no host is used', () => {
+    repoConfig({ ssh: { config: 'evil', port: 2222, options: ['A=b'] } });
+    const o = merged([]);
+    expect([o.sshConfig, o.port, o.sshOption]).toEqual([undefined, undefined, undefined]);
   });
 
   it('does not ask consent for settings that run nothing here (generator, host, identity, port)', () => {
