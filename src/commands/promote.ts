@@ -11,9 +11,9 @@ import { existingPlane } from './shadow-plane.js';
 
 export async function promote(o: CommonOptions & { key: string; shadow: string }): Promise<CommandResult> {
   const store = openStore(o);
+  const key = resolveKey(store, o.key);
   // a plane never worked (a typo) is bad usage, not a missing receipt
   existingPlane(store, o.shadow);
-  const key = resolveKey(store, o.key);
   // the pin is sealed under the user's secret: `work` follows no pin a branch committed
   const p = await promoteShadow(store, o.shadow, key, await requireUserSecret());
   const lines = [
