@@ -275,9 +275,10 @@ describe('genjob show and the config', () => {
     expect(declared.exitCode).toBe(0);
     expect(declared.stdout).toContain('\nchecks    tests: no record\n');
     writeFileSync(config, '{"checkers": ');
+    // a malformed file does not keep anyone from looking at a job: a warning names it
     const broken = await sb.genjob(['show', key]);
-    expect(broken.exitCode).toBe(2);
-    expect(broken.stderr).toContain(`genjob: EGJ_CONFIG: ${config}: not JSON`);
+    expect(broken.exitCode).toBe(0);
+    expect(broken.stderr).toContain(`genjob: warning: ${config}: not JSON`);
   });
 });
 
