@@ -394,7 +394,7 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     )
     .option(
       '--trust-ref <ref>',
-      "with --commits: read the gate's policy (genjob-trust.json) from this commit, not the range's base",
+      "with --commits: read the gate's policy (genjob-trust.json) from this commit, not the range's base (an ambiguous short name is refused: in CI, refs/remotes/origin/main)",
     )
     .option(
       '--trust-file <path>',
@@ -840,7 +840,10 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     .description(
       'write a pre-push hook (or --pre-merge-commit) running `genjob pull` and `genjob verify --commits`',
     )
-    .option('--pre-merge-commit', 'install the pre-merge-commit hook instead of pre-push')
+    .option(
+      '--pre-merge-commit',
+      'install the pre-merge-commit hook instead of pre-push, and set merge.ff=false (git runs no such hook on a fast-forward)',
+    )
     .option('--force', 'replace a hook that is not exactly what genjob wrote')
     .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
