@@ -1,15 +1,25 @@
 // Apply one verified job to the repository: write-ahead, atomic per file, idempotent, recoverable.
 //   lock → applied/<key>.json? done → applying/<key>.json? finish it → stale check (rules 6, 4), staging
 //   objects/ (outputs and backups of the replaced bytes) as each file is read → link them, fsync objects/
-//   once → publish applying/<key>.json → per directory: temps, fsync each; per file re-check, rename; fsync
-//   the directory once → publish applied/<key>.json → unlink received/<key>.json → drop applying/.
+//   once → publish applying/<key>.json → every temp written and fsynced; the missing directories made;
+//   per file re-check, rename; fsync each directory once → publish applied/<key>.json → unlink
+//   received/<key>.json → drop applying/. A failure before the first rename (a full disk) leaves the tree
+//   as it was and takes applying/ back; one after it keeps applying/, and the next apply finishes it.
 // A crash at any point is finished by the next applyJob or recoverInterruptedApplies, only once the key
 // verifies again and the record is the apply of that receipt (applying/ can be committed on a branch); if
 // it leaves both applied/ and received/ (or applying/, or reverted/ for a job applied again after a
 // revert), applied/ wins and the leftovers are removed.
 import { dirname, join } from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
-import { ConflictError, errnoOf, GenjobError, IoError, RejectedError, UsageError } from '../core/errors.js';
+import {
+  ConflictError,
+  errnoOf,
+  GenjobError,
+  IoError,
+  RejectedError,
+  UsageError,
+  withNote,
+} from '../core/errors.js';
 import { type Job, jobDigest } from '../core/job.js';
 import { sha256Hex } from '../core/sha256.js';
 import { fsyncDir, listNames, publishExclusive, readIfExists } from '../store/durable.js';
@@ -183,7 +193,7 @@ function applyLocked(v: VerifiedApply, lock: ApplyLock): ApplyOutcome {
     objects.publish(); // one fsync of objects/, before the write-ahead record that relies on them
   } catch (err) {
     objects.discard();
-    throw err;
+    throw err instanceof IoError ? withNote(err, 'nothing was written') : err;
   }
 
   lock.assertHeld(`publishing ${store.layout.applying(key)}`);
@@ -198,7 +208,13 @@ function applyLocked(v: VerifiedApply, lock: ApplyLock): ApplyOutcome {
     writes,
     job,
   };
-  if (!publishExclusive(store, store.layout.applying(key), canonicalBytes(record))) {
+  let intent: boolean;
+  try {
+    intent = publishExclusive(store, store.layout.applying(key), canonicalBytes(record));
+  } catch (err) {
+    throw withNote(err, 'nothing was written');
+  }
+  if (!intent) {
     // Another process (a stale lock taken twice) published first: finish its intent instead of ours.
     const raced = readApplied(store, key);
     if (raced !== undefined) return { status: 'already-applied', writes: raced.writes };
@@ -227,7 +243,11 @@ function finishPending(v: VerifiedApply, pending: ApplyingRecord, lock: ApplyLoc
   return finishApply(v.store, pending, lock, true);
 }
 
-/** Bring the tree to the record's after-digests, then publish applied/ and clear the leftovers. */
+/**
+ * Bring the tree to the record's after-digests, then publish applied/ and clear the leftovers. A fresh
+ * apply that fails before it writes a file takes its write-ahead record back (the job is as it was); once
+ * a file is written, or when finishing an interrupted apply, the record stays for the next apply.
+ */
 function finishApply(
   store: Store,
   record: ApplyingRecord,
@@ -238,18 +258,17 @@ function finishApply(
   const applyingFile = store.layout.applying(key);
   const paths = record.writes.map((w) => w.path);
   if (recovered) sweepTornTemps(store, paths);
-  const kept =
-    `stopped with ${applyingFile} kept, so the next \`genjob apply\` finishes once the file holds ` +
-    'the expected bytes again (files already written stay written)';
+  const finishes = (stale: boolean) =>
+    `${applyingFile} is kept, so \`genjob apply\` finishes it${stale ? ' once the file holds the expected bytes again' : ''}`;
+  const untouched = (stale: boolean) =>
+    recovered ? `nothing more was written; ${finishes(stale)}` : withdraw(store, key, lock);
   const todo: Write[] = [];
   for (const w of record.writes) {
     const now = currentFile(store, w.path).sha256;
     if (now === w.after) continue;
     if (now !== w.before) {
-      const what = recovered
-        ? 'the tree changed while an apply was interrupted; nothing more was written, '
-        : '';
-      throw staleError(w.path, w.before, now, what + kept);
+      const what = recovered ? 'the tree changed while an apply was interrupted' : 'a concurrent edit';
+      throw staleError(w.path, w.before, now, `${what}; ${untouched(true)}`);
     }
     todo.push(w);
   }
@@ -261,12 +280,21 @@ function finishApply(
       mode: w.mode,
       bytes: () => readObject(store, w.after),
     })),
-    `a concurrent edit; ${kept}`,
+    {
+      untouched: (stale) => (stale ? `a concurrent edit; ${untouched(true)}` : untouched(false)),
+      partial: (stale) =>
+        `${stale ? 'a concurrent edit; ' : ''}the apply is partial (files already written stay written): ${finishes(stale)}`,
+    },
     (path) => lock.assertHeld(`writing ${path}`),
   );
   lock.assertHeld(`publishing ${store.layout.jobFile('applied', key)}`);
   const applied: AppliedRecord = { ...record, schema: APPLIED_SCHEMA, applied_at: new Date().toISOString() };
-  const published = publishExclusive(store, store.layout.jobFile('applied', key), canonicalBytes(applied));
+  let published: boolean;
+  try {
+    published = publishExclusive(store, store.layout.jobFile('applied', key), canonicalBytes(applied));
+  } catch (err) {
+    throw withNote(err, `every file is written but the apply is not recorded yet: ${finishes(false)}`);
+  }
   removeLeftovers(store, key);
   if (!published) {
     // someone else finished the same intent first; their record stands
@@ -279,6 +307,23 @@ function finishApply(
     ...(recovered ? { recovered: true } : {}),
   });
   return { status: 'applied', writes: record.writes, recovered };
+}
+
+/**
+ * Take back the write-ahead record of a fresh apply that wrote nothing, so the job is just as it was
+ * (drop and retry refuse a job applying/ names). Returns what to tell the user.
+ */
+function withdraw(store: Store, key: string, lock: ApplyLock): string {
+  const file = store.layout.applying(key);
+  try {
+    // a lock taken from us may be another apply's now, finishing this very record: it stays then
+    lock.assertHeld(`removing ${file}`);
+    store.fs.unlinkSync(file);
+    fsyncDir(store, dirname(file));
+    return 'nothing was written';
+  } catch (err) {
+    return `nothing was written, but ${file} could not be removed (${(err as Error).message}): the next \`genjob apply\` writes the job from it`;
+  }
 }
 
 /** After applied/<key>.json exists: unlink received/ (or reverted/, when applied again), then applying/ (applied/ wins). */

@@ -20,6 +20,8 @@ export interface RepoTarget {
   dir: string;
   /** lstat of the target when it is a regular file; null when it (or one of its ancestors) is absent. */
   file: Stats | null;
+  /** The deepest directory of the chain that exists (`dir` itself once every ancestor does). */
+  existing: string;
 }
 
 export class UnsafeRepoPathError extends ConflictError {
@@ -48,6 +50,8 @@ export interface ResolveOptions {
   create: boolean;
   /** With `create`: add each such parent here instead, for the caller to fsync once for a whole batch. */
   parentsToSync?: Set<string>;
+  /** With `create`: each directory this call made (not one found made) is appended here, shallowest first. */
+  made?: string[];
 }
 
 /** Check (and with `create`, make) every ancestor of `path`; then look at the target itself. */
@@ -56,13 +60,15 @@ export function resolveRepoPath(store: Store, path: string, opts: ResolveOptions
   if (problem) throw new UsageError('EGJ_BAD_PATH', `${JSON.stringify(path)}: ${problem}`);
   const abs = join(store.root, ...path.split('/'));
   const dir = dirname(abs);
+  let existing = store.root;
   for (const rel of ancestors(path)) {
     const at = join(store.root, ...rel.split('/'));
     let st = lstatOrNull(store, at);
     if (st === null) {
-      if (!opts.create) return { path, abs, dir, file: null };
+      if (!opts.create) return { path, abs, dir, file: null, existing };
       try {
         store.fs.mkdirSync(at, { mode: 0o755 });
+        opts.made?.push(at);
         if (opts.parentsToSync) opts.parentsToSync.add(dirname(at));
         else fsyncDir(store, dirname(at));
       } catch (err) {
@@ -75,10 +81,11 @@ export function resolveRepoPath(store: Store, path: string, opts: ResolveOptions
     if (st.isSymbolicLink()) throw new UnsafeRepoPathError(path, `its directory ${rel} is a symlink`);
     if (!st.isDirectory())
       throw new UnsafeRepoPathError(path, `${rel} is in its directory chain but is not a directory`);
+    existing = at;
   }
   const st = lstatOrNull(store, abs);
-  if (st === null) return { path, abs, dir, file: null };
+  if (st === null) return { path, abs, dir, file: null, existing };
   if (st.isSymbolicLink()) throw new UnsafeRepoPathError(path, 'the target is a symlink');
   if (!st.isFile()) throw new UnsafeRepoPathError(path, 'the target exists but is not a regular file');
-  return { path, abs, dir, file: st };
+  return { path, abs, dir, file: st, existing };
 }

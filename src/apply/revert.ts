@@ -4,7 +4,7 @@
 // written; each file is then re-checked right before its commit, so a user's later edit is never lost.
 // Last, the apply record is renamed applied/<key>.json → reverted/<key>.json: one rename, so a crash leaves
 // the job applied (run revert again to finish) or reverted, never neither. `apply` of it writes it again.
-import { UsageError } from '../core/errors.js';
+import { GenjobError, UsageError, withNote } from '../core/errors.js';
 import { moveState } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import type { Store } from '../store/store.js';
@@ -12,7 +12,7 @@ import { prunedOn, readTombstone, tombstoneFile } from '../store/tombstone.js';
 import { withApplyLock } from './apply-lock.js';
 import { staleError, type Write } from './apply-plan.js';
 import { type AppliedRecord, readApplied, readReverted } from './apply-records.js';
-import { commitTreeFile, currentFile, readObject, removeTreeFile, sweepTornTemps } from './tree-file.js';
+import { commitTreeFiles, currentFile, readObject, removeTreeFile, sweepTornTemps } from './tree-file.js';
 
 export async function revertApplied(
   store: Store,
@@ -54,15 +54,39 @@ export async function revertApplied(
       // the mode the apply replaced, never with a bit the file does not have now (a record's modes are its word)
       modes.set(w.path, (w.before_mode ?? w.mode) & now.mode!);
     }
-    const originals = new Map(
-      todo.flatMap((w) => (w.before === null ? [] : [[w.path, readObject(store, w.before)]])),
-    );
-    for (const w of todo) {
+    // the bytes put back first, all or nothing up to the first commit (a full disk fails before it), then
+    // the files the apply created are removed (an unlink needs no room)
+    const restores = todo.filter((w) => w.before !== null);
+    const removes = todo.filter((w) => w.before === null);
+    const finishes = `\`genjob revert ${key.slice(0, 12)}\` finishes it`;
+    const partial = (stale: boolean) =>
+      stale
+        ? `${changed}; stopped (files already reverted stay reverted)`
+        : `the revert is partial (files already reverted stay reverted): ${finishes}`;
+    const untouched = (stale: boolean) => (stale ? `${changed}; nothing was written` : 'nothing was written');
+    commitTreeFiles(
+      store,
+      restores.map((w) => ({
+        path: w.path,
+        expected: w.after,
+        mode: modes.get(w.path)!,
+        bytes: () => readObject(store, w.before!),
+      })),
+      { untouched, partial },
       // Stryker disable next-line StringLiteral: the lock callback runs synchronously, so a compromise (set by proper-lockfile's timer) is never seen here and the step text never shows
-      lock.assertHeld(`reverting ${w.path}`);
-      const context = `${changed}; stopped (files already reverted stay reverted)`;
-      if (w.before === null) removeTreeFile(store, w.path, w.after, context);
-      else commitTreeFile(store, w.path, w.after, originals.get(w.path)!, modes.get(w.path)!, context);
+      (path) => lock.assertHeld(`reverting ${path}`),
+    );
+    let written = restores.length;
+    for (const w of removes) {
+      const words = written > 0 ? partial : untouched;
+      try {
+        // Stryker disable next-line StringLiteral: the lock callback runs synchronously, so a compromise (set by proper-lockfile's timer) is never seen here and the step text never shows
+        lock.assertHeld(`reverting ${w.path}`);
+        removeTreeFile(store, w.path, w.after, words(true));
+      } catch (err) {
+        throw err instanceof GenjobError && err.code === 'EGJ_STALE' ? err : withNote(err, words(false));
+      }
+      written += 1;
     }
     // Stryker disable next-line StringLiteral: the lock callback runs synchronously, so a compromise (set by proper-lockfile's timer) is never seen here and the step text never shows
     lock.assertHeld(`moving ${store.layout.jobFile('applied', key)} to reverted/`);

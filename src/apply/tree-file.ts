@@ -1,12 +1,14 @@
 // Reading and replacing repository files through store.fs, never through a symlink.
-// Replace = temp file ".genjob-tmp-*" in the target's directory (O_CREAT|O_EXCL|O_NOFOLLOW) → write →
-// fchmod → fsync → re-check the target still holds `expected` → rename (or link, for a file that must
-// not exist yet, so a racing create is never clobbered) → fsync the directory. A batch does each step for
-// all the files of one directory, then fsyncs it once. A crash leaves every target whole (old or new bytes)
-// plus torn or unused temps, which sweepTornTemps() removes.
+// Replace = temp file ".genjob-tmp-*" (O_CREAT|O_EXCL|O_NOFOLLOW) → write → fchmod → fsync → re-check the
+// target still holds `expected` → rename (or link, for a file that must not exist yet, so a racing create
+// is never clobbered) → fsync the directory. A batch writes and fsyncs the temps of all its files before it
+// commits the first one, so a full disk fails with the tree untouched; a temp lives in its target's
+// directory, or in the deepest existing one above it until the directories still missing are made, last.
+// A crash leaves every target whole (old or new bytes) plus torn or unused temps, which sweepTornTemps()
+// removes.
 import { constants } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { errnoOf, IoError, RejectedError } from '../core/errors.js';
+import { asIoError, errnoOf, GenjobError, IoError, RejectedError, withNote } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
 import { fsyncDir, readdirOrEmpty, writeTempFile } from '../store/durable.js';
 import type { Store } from '../store/store.js';
@@ -90,12 +92,14 @@ export function readObject(store: Store, sha256: string): Buffer {
   return bytes;
 }
 
-function removeQuietly(store: Store, file: string): void {
+/** Remove a temp of ours; false when it could not be (a leftover carries the prefix, and recovery removes it). */
+function removeQuietly(store: Store, file: string): boolean {
   try {
     // Stryker disable next-line ObjectLiteral,BooleanLiteral: any error is swallowed below, so with or without force a missing temp is ignored alike
     store.fs.rmSync(file, { force: true });
+    return true;
   } catch {
-    // best effort: a leftover temp carries the prefix and the next recovery removes it
+    return false;
   }
 }
 
@@ -108,74 +112,94 @@ export interface TreeCommit {
   bytes: () => Uint8Array;
 }
 
-/**
- * Put `bytes` (mode `mode`) at `path`, provided the target still holds `expected` (null = absent) just
- * before the commit. A mismatch is EGJ_STALE with `context` appended; nothing is replaced.
- */
-export function commitTreeFile(
-  store: Store,
-  path: string,
-  expected: string | null,
-  bytes: Uint8Array,
-  mode: number,
-  context: string,
-): void {
-  commitTreeFiles(store, [{ path, expected, mode, bytes: () => bytes }], context);
+/** What a failed commitTreeFiles says after the error, by how far it got. */
+export interface CommitWords {
+  /**
+   * Nothing was committed, and the temps and the directories the batch made are gone again: the tree is
+   * as it was. Called once, after that clean-up (a caller may withdraw its own intent here).
+   */
+  untouched: (stale: boolean) => string;
+  /** A file was committed (or a temp or a directory could not be removed again); `stale`: a target changed. */
+  partial: (stale: boolean) => string;
+}
+
+/** A target found changed right before its commit: made an EGJ_STALE once the batch knows what to say. */
+class StaleTarget {
+  constructor(
+    readonly path: string,
+    readonly expected: string | null,
+    readonly found: string | null,
+  ) {}
+}
+
+interface Staged {
+  commit: TreeCommit;
+  /** The target and its directory. */
+  abs: string;
+  dir: string;
+  /** The fsynced temp holding its bytes until it is committed. */
+  tmp?: string;
 }
 
 /**
- * commitTreeFile for many files, one directory fsync per directory: per directory, a fsynced temp for each
- * file, then each target re-checked and the temp renamed (or linked) over it, then one fsync of the directory
- * (and of each parent a new directory was made in). `beforeCommit(path)` runs before each re-check. A stale
- * target throws EGJ_STALE with `context`; the files already committed are made durable first, and the
- * temps not yet committed are removed.
+ * commitTreeFile for many files, all or nothing up to the first commit:
+ *   1. a fsynced temp for every file, in the target's directory or, when that directory does not exist
+ *      yet, in the deepest one of its chain that does: a full disk fails here, before the tree changes;
+ *   2. the missing directories made, as late as can be, and each parent they were made in fsynced;
+ *   3. per file, the files to create first: `beforeCommit(path)`, the target re-checked, the temp linked
+ *      (a file that must not exist yet: a racing create is never clobbered) or renamed over it;
+ *   4. one fsync of each directory a commit changed.
+ * A failure before the first commit removes the temps and the directories made (rmdir: only while empty),
+ * then appends `words.untouched()`. One after it appends `words.partial()`: the files committed stay, the
+ * temps not yet committed are removed. A target found changed is EGJ_STALE.
  */
 export function commitTreeFiles(
   store: Store,
   commits: readonly TreeCommit[],
-  context: string,
+  words: CommitWords,
   beforeCommit: (path: string) => void = () => {},
 ): void {
-  const byDir = new Map<string, TreeCommit[]>();
-  for (const c of commits) {
-    const dir = dirname(join(store.root, ...c.path.split('/')));
-    const group = byDir.get(dir) ?? [];
-    if (group.length === 0) byDir.set(dir, group);
-    group.push(c);
-  }
-  for (const group of byDir.values()) commitDirectory(store, group, context, beforeCommit);
-}
-
-function commitDirectory(
-  store: Store,
-  group: readonly TreeCommit[],
-  context: string,
-  beforeCommit: (path: string) => void,
-): void {
-  const parentsToSync = new Set<string>();
-  const targets = group.map((c) => resolveRepoPath(store, c.path, { create: true, parentsToSync }));
-  // a directory made here is durable in its parent before any file in it is committed
-  for (const parent of parentsToSync) fsyncDir(store, parent);
-  const dir = targets[0]!.dir;
-  const temps: Array<string | undefined> = [];
+  const staged: Staged[] = [];
+  const made: string[] = [];
+  const changed = new Set<string>();
   let committed = 0;
   try {
-    for (const c of group) temps.push(writeTempFile(store, dir, c.bytes(), c.mode, TREE_TMP_PREFIX));
-    group.forEach((c, i) => {
-      const tmp = temps[i]!;
-      const abs = targets[i]!.abs;
+    for (const commit of commits) {
+      const target = resolveRepoPath(store, commit.path, { create: false });
+      const s: Staged = { commit, abs: target.abs, dir: target.dir };
+      staged.push(s);
+      s.tmp = writeTempFile(store, target.existing, commit.bytes(), commit.mode, TREE_TMP_PREFIX);
+    }
+    const parents = new Set<string>();
+    for (const s of staged)
+      if (dirname(s.tmp!) !== s.dir)
+        resolveRepoPath(store, s.commit.path, { create: true, parentsToSync: parents, made });
+    // a directory made here is durable in its parent before any file in it is committed
+    for (const parent of parents) fsyncDir(store, parent);
+    // the creates first: a link can still need room (tmpfs counts each link against its inodes), while a
+    // rename over an existing file needs none, so a full disk stops the batch before its first commit
+    const order = [
+      ...staged.filter((s) => s.commit.expected === null),
+      ...staged.filter((s) => s.commit.expected !== null),
+    ];
+    for (const s of order) {
+      const { commit: c, abs } = s;
+      const tmp = s.tmp!;
       beforeCommit(c.path);
       const now = currentFile(store, c.path).sha256;
-      if (now !== c.expected) throw staleError(c.path, c.expected, now, context);
+      if (now !== c.expected) throw new StaleTarget(c.path, c.expected, now);
       if (c.expected === null) {
         try {
           store.fs.linkSync(tmp, abs);
         } catch (err) {
           if (errnoOf(err) === 'EEXIST')
-            throw staleError(c.path, null, currentFile(store, c.path).sha256, context);
+            throw new StaleTarget(c.path, null, currentFile(store, c.path).sha256);
           throw IoError.wrap('link', abs, err);
         }
         committed += 1;
+        s.tmp = undefined;
+        changed.add(s.dir);
+        changed.add(dirname(tmp));
         store.fs.unlinkSync(tmp);
       } else {
         try {
@@ -184,13 +208,54 @@ function commitDirectory(
           throw IoError.wrap('rename', abs, err);
         }
         committed += 1;
+        s.tmp = undefined;
+        changed.add(s.dir);
       }
-      temps[i] = undefined;
-    });
-  } finally {
-    for (const tmp of temps) if (tmp !== undefined) removeQuietly(store, tmp);
-    if (committed > 0) fsyncDir(store, dir);
+    }
+    for (const dir of changed) fsyncDir(store, dir);
+  } catch (err) {
+    throw failed(store, err, { staged, made, changed, committed, words });
   }
+}
+
+/** The clean-up after a failed batch, and the error to throw: `err` with what became of the tree appended. */
+function failed(
+  store: Store,
+  err: unknown,
+  b: { staged: Staged[]; made: string[]; changed: Set<string>; committed: number; words: CommitWords },
+): unknown {
+  let clean = true;
+  for (const s of b.staged) if (s.tmp !== undefined && !removeQuietly(store, s.tmp)) clean = false;
+  if (b.committed === 0) clean = removeMadeDirs(store, b.made) && clean;
+  else
+    for (const dir of b.changed) {
+      try {
+        fsyncDir(store, dir); // best effort: the files committed so far made durable
+      } catch {
+        // the failure already being reported is the one to say
+      }
+    }
+  const stale = err instanceof StaleTarget;
+  // not an error of ours (a bug, a simulated crash): thrown as it is, and no caller's intent is withdrawn
+  if (!stale && !(asIoError(err) instanceof GenjobError)) return err;
+  const note = b.committed === 0 && clean ? b.words.untouched(stale) : b.words.partial(stale);
+  return err instanceof StaleTarget
+    ? staleError(err.path, err.expected, err.found, note)
+    : withNote(err, note);
+}
+
+/** rmdir the directories a failed batch made, deepest first; false when one could not be removed. */
+function removeMadeDirs(store: Store, made: readonly string[]): boolean {
+  let clean = true;
+  for (const dir of [...made].reverse()) {
+    try {
+      store.fs.rmdirSync(dir);
+      fsyncDir(store, dirname(dir));
+    } catch (err) {
+      if (errnoOf(err) !== 'ENOENT') clean = false;
+    }
+  }
+  return clean;
 }
 
 /** Delete `path`, provided it still holds `expected`. */
@@ -206,11 +271,21 @@ export function removeTreeFile(store: Store, path: string, expected: string, con
   fsyncDir(store, target.dir);
 }
 
-/** Remove torn ".genjob-tmp-*" files a crash left in the directories of `paths`. Returns the files removed. */
+/**
+ * Remove torn ".genjob-tmp-*" files a crash left next to `paths`: in their directories and in each
+ * directory above them (a file whose directory was still to be made had its temp in the deepest one that
+ * existed). Returns the files removed.
+ */
 export function sweepTornTemps(store: Store, paths: readonly string[]): string[] {
   const removed: string[] = [];
   // resolveRepoPath refuses a directory chain with a symlink in it, so we never list or delete outside the tree
-  const dirs = new Set(paths.map((p) => resolveRepoPath(store, p, { create: false }).dir));
+  const dirs = new Set<string>();
+  for (const p of paths) {
+    for (let d = resolveRepoPath(store, p, { create: false }).existing; !dirs.has(d); d = dirname(d)) {
+      dirs.add(d);
+      if (d === store.root) break;
+    }
+  }
   for (const dir of dirs) {
     const torn = readdirOrEmpty(store, dir).filter((n) => n.startsWith(TREE_TMP_PREFIX));
     for (const name of torn) {

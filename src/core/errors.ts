@@ -97,6 +97,16 @@ export function asIoError(err: unknown): unknown {
   return new IoError(syscall, file, err);
 }
 
+/**
+ * `err` (a system error as EGJ_IO) with `note` appended to its message, saying what the failure left
+ * behind; any other error (a bug) is returned as it is.
+ */
+export function withNote(err: unknown, note: string): unknown {
+  const e = asIoError(err);
+  if (e instanceof GenjobError) e.message = `${e.message}; ${note}`;
+  return e;
+}
+
 /** The errno name of `err` ('ENOENT'), also through an IoError; or the `code` of any other coded error. */
 export function errnoOf(err: unknown): string | undefined {
   if (err instanceof IoError) return err.errno;

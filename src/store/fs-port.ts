@@ -22,6 +22,7 @@ export type FsPort = Pick<
   | 'lstatSync'
   | 'statSync'
   | 'rmSync'
+  | 'rmdirSync'
   | 'utimesSync'
   | 'readSync'
   | 'fstatSync'
@@ -43,6 +44,7 @@ const OPS: Record<keyof FsPort, string> = {
   lstatSync: 'lstat',
   statSync: 'stat',
   rmSync: 'remove',
+  rmdirSync: 'rmdir',
   utimesSync: 'utimes',
   readSync: 'read',
   fstatSync: 'fstat',

@@ -42,6 +42,34 @@ function threeFiles() {
   });
 }
 
+/** An apply killed at its first rename in the tree: that call and every later change fail, as a dead process makes none. */
+function diesAtRename(): { fs: FsPort; renames: () => number } {
+  let n = 0;
+  const dead = () => {
+    if (n > 0) throw new Error('died');
+  };
+  const fs: FsPort = {
+    ...nodeFs,
+    renameSync() {
+      n += 1;
+      throw new Error('died');
+    },
+    rmSync(...a) {
+      dead();
+      nodeFs.rmSync(...a);
+    },
+    rmdirSync(...a) {
+      dead();
+      nodeFs.rmdirSync(...a);
+    },
+    unlinkSync(...a) {
+      dead();
+      nodeFs.unlinkSync(...a);
+    },
+  };
+  return { fs, renames: () => n };
+}
+
 async function expectConflict(p: Promise<unknown>, code: string): Promise<ConflictError> {
   const err = await p.then(
     () => undefined,
@@ -289,16 +317,9 @@ describe('applyJob', () => {
     const f = threeFiles();
     const { store, job } = f.v;
     // an apply that died after its write-ahead record, leaving half a temp file
-    let n = 0;
-    const dies: FsPort = {
-      ...nodeFs,
-      renameSync() {
-        n += 1;
-        throw new Error('died');
-      },
-    };
-    await expect(applyJob(f.withFs(dies), {})).rejects.toThrow('died');
-    expect(n).toBe(1);
+    const dies = diesAtRename();
+    await expect(applyJob(f.withFs(dies.fs), {})).rejects.toThrow('died');
+    expect(dies.renames()).toBe(1);
     writeFileSync(join(f.root, 'bin', `${TREE_TMP_PREFIX}999-1-torn`), '#!/bin/sh\nech');
     expect(await recoverInterruptedApplies(store, { vouch: async () => f.v })).toEqual([job.key]);
     expect(readdirSync(join(f.root, 'bin'))).toEqual(['run.sh']);
@@ -309,13 +330,7 @@ describe('applyJob', () => {
   it('finishes an interrupted apply only when the key verified now backs its record: its job, its receipt, each write', async () => {
     const f = threeFiles();
     const { store, job } = f.v;
-    const dies: FsPort = {
-      ...nodeFs,
-      renameSync() {
-        throw new Error('died');
-      },
-    };
-    await expect(applyJob(f.withFs(dies), {})).rejects.toThrow('died');
+    await expect(applyJob(f.withFs(diesAtRename().fs), {})).rejects.toThrow('died');
     const untouched = snapshot(f.root, ['.gen']);
     const refusedWith = async (vouch: () => Promise<typeof f.v>, why: RegExp) => {
       const err = await recoverInterruptedApplies(store, { vouch }).then(
@@ -437,9 +452,77 @@ describe('applyJob', () => {
     expect(snapshot(f.root)).toEqual(before);
     expect(out.writes).toHaveLength(3);
     const diff = out.status === 'dry-run' ? (out.diff ?? '') : '';
+    // the file created (creates go first) and the first rename were written before it died
     expect(diff).not.toContain('bin/run.sh');
+    expect(diff).not.toContain('src/new/b.ts');
     expect(diff).toContain('+++ b/src/a.ts');
-    expect(diff).toContain('+++ b/src/new/b.ts');
+  });
+});
+
+describe('applyJob on a full disk', () => {
+  /** A port whose write of a tree temp (not one in .gen/) fails with ENOSPC from the `nth` on. */
+  function fullAtTreeTemp(nth: number): FsPort {
+    let n = 0;
+    return {
+      ...nodeFs,
+      openSync: ((path: string, flags: number, mode?: number) => {
+        const p = String(path);
+        if (p.includes(TREE_TMP_PREFIX) && !p.includes('/.gen/') && ++n >= nth)
+          throw Object.assign(new Error('ENOSPC: no space left on device'), {
+            code: 'ENOSPC',
+            errno: -28,
+            syscall: 'open',
+            path: p,
+          });
+        return nodeFs.openSync(path, flags, mode);
+      }) as FsPort['openSync'],
+    };
+  }
+
+  it('writes nothing when the last temp does not fit: the tree as it was, applying/ taken back, the job received, and says so', async () => {
+    const f = threeFiles();
+    const { store, job } = f.v;
+    const tree = snapshot(f.root, ['.gen']);
+    const err = await applyJob(f.withFs(fullAtTreeTemp(3)), {}).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(err?.message).toMatch(/: open failed: no space left on device \(ENOSPC\); nothing was written$/);
+    expect(snapshot(f.root, ['.gen'])).toEqual(tree); // no file, no temp, no src/new/
+    expect(readdirSync(store.layout.dir('applying'))).toEqual([]);
+    expect(existsSync(store.layout.jobFile('received', job.key))).toBe(true);
+    expect(readdirSync(store.layout.dir('applied'))).toEqual([]);
+    // with room again it is a plain apply, not the end of an interrupted one
+    expect(await applyJob(f.v, {})).toMatchObject({ status: 'applied', recovered: false });
+    for (const [path, bytes] of f.expected) expect(readOrNull(f.root, path)).toEqual(bytes);
+  });
+
+  it('says the apply is partial, and that genjob apply finishes it, when a commit fails after the first', async () => {
+    const f = threeFiles();
+    const { store, job } = f.v;
+    let renames = 0;
+    const failing: FsPort = {
+      ...nodeFs,
+      renameSync(from, to) {
+        if (!String(to).includes('/.gen/') && ++renames === 2)
+          throw Object.assign(new Error('EIO: i/o error'), { code: 'EIO', errno: -5, syscall: 'rename' });
+        nodeFs.renameSync(from, to);
+      },
+    };
+    const err = await applyJob(f.withFs(failing), {}).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(err?.message).toMatch(
+      new RegExp(
+        `src/a\\.ts: rename failed: i/o error \\(EIO\\); the apply is partial \\(files already written stay written\\): ${store.layout.applying(job.key)} is kept, so \`genjob apply\` finishes it$`,
+      ),
+    );
+    expect(readOrNull(f.root, 'src/new/b.ts')).toEqual(f.expected.get('src/new/b.ts'));
+    expect(readOrNull(f.root, 'src/a.ts')).toEqual(f.original.get('src/a.ts'));
+    expect(existsSync(store.layout.applying(job.key))).toBe(true);
+    expect(await applyJob(f.v, {})).toMatchObject({ status: 'applied', recovered: true });
+    for (const [path, bytes] of f.expected) expect(readOrNull(f.root, path)).toEqual(bytes);
   });
 });
 
@@ -453,16 +536,24 @@ describe('applyJob under a lock taken from it', () => {
     const lockDir = applyLockFile(f.v.store);
     const theirRecord = '{"host":"elsewhere","pid":1,"start":1,"ino":1}\n';
     let taken = false;
+    const takeOver = (to: unknown) => {
+      if (!taken && !String(to).includes('/.gen/') && String(to).startsWith(f.root)) {
+        taken = true;
+        nodeFs.renameSync(lockDir, `${lockDir}.set-aside`);
+        mkdirSync(lockDir);
+        writeFileSync(`${lockDir}.owner`, theirRecord);
+      }
+    };
+    // the first tree commit: a create (link) or a replace (rename)
     const fs: FsPort = {
       ...nodeFs,
+      linkSync(from, to) {
+        nodeFs.linkSync(from, to);
+        takeOver(to);
+      },
       renameSync(from, to) {
         nodeFs.renameSync(from, to);
-        if (!taken && !String(to).includes('/.gen/') && String(to).startsWith(f.root)) {
-          taken = true;
-          nodeFs.renameSync(lockDir, `${lockDir}.set-aside`);
-          mkdirSync(lockDir);
-          writeFileSync(`${lockDir}.owner`, theirRecord);
-        }
+        takeOver(to);
       },
     };
     const err = await expectConflict(applyJob(f.withFs(fs), {}), 'EGJ_LOCK_LOST');

@@ -64,6 +64,27 @@ describe('revertApplied', () => {
     expect(snapshot(f.root, ['.gen'])).toEqual(before);
   });
 
+  it('writes nothing on a full disk: every restored file goes to a temp before the first is put back', async () => {
+    const f = applied();
+    await applyJob(f.v, {});
+    const tree = snapshot(f.root, ['.gen']);
+    let temps = 0;
+    const full = new Store(f.root, {
+      ...nodeFs,
+      openSync: ((path: string, flags: number, mode?: number) => {
+        if (String(path).includes(TREE_TMP_PREFIX) && ++temps === 2)
+          throw Object.assign(new Error('ENOSPC'), { code: 'ENOSPC', errno: -28, syscall: 'open', path });
+        return nodeFs.openSync(path, flags, mode);
+      }) as typeof nodeFs.openSync,
+    });
+    const err = (await revertApplied(full, f.v.job.key).catch((e: unknown) => e)) as Error;
+    expect(err.message).toMatch(/: open failed: no space left on device \(ENOSPC\); nothing was written$/);
+    expect(snapshot(f.root, ['.gen'])).toEqual(tree);
+    expect(existsSync(f.v.store.layout.jobFile('applied', f.v.job.key))).toBe(true);
+    await revertApplied(f.v.store, f.v.job.key);
+    for (const [path, bytes] of f.original) expect(readOrNull(f.root, path)).toEqual(bytes);
+  });
+
   it('refuses and writes nothing when a backup object is missing', async () => {
     const f = applied();
     const out = await applyJob(f.v, {});

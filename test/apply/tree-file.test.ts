@@ -15,7 +15,6 @@ import {
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  commitTreeFile,
   commitTreeFiles,
   currentFile,
   readObject,
@@ -30,7 +29,7 @@ import type { FsPort } from '../../src/store/fs-port.js';
 import { Store } from '../../src/store/store.js';
 import { type FsHook, hookedStore, sysError } from '../helpers/hooked-fs.js';
 import { thrown } from '../helpers/thrown.js';
-import { readOrNull, removeTempDirs, tempDir, writeTree } from './fixture.js';
+import { readOrNull, removeTempDirs, snapshot, tempDir, writeTree } from './fixture.js';
 
 afterEach(removeTempDirs);
 
@@ -62,6 +61,21 @@ function countingDirSyncs(store: Store): { store: Store; synced: string[] } {
     return proceed();
   });
   return { store: counted, synced };
+}
+
+/** One file through commitTreeFiles, `context` said of any failure. */
+function commitTreeFile(
+  store: Store,
+  path: string,
+  expected: string | null,
+  bytes: Buffer,
+  mode: number,
+  context: string,
+): void {
+  commitTreeFiles(store, [{ path, expected, mode, bytes: () => bytes }], {
+    untouched: () => context,
+    partial: () => context,
+  });
 }
 
 function temps(dir: string): string[] {
@@ -223,7 +237,7 @@ describe('replacing files', () => {
         { path: 'src/c.ts', expected: null, mode: 0o755, bytes: () => Buffer.from('c\n') },
         { path: 'lib/d.ts', expected: null, mode: 0o644, bytes: () => Buffer.from('d\n') },
       ],
-      'unused',
+      { untouched: () => 'unused', partial: () => 'unused' },
     );
     expect(readOrNull(store.root, 'src/a.ts')?.toString()).toBe('a = 2\n');
     expect(statSync(join(store.root, 'src/a.ts')).mode & 0o777).toBe(0o600);
@@ -232,8 +246,11 @@ describe('replacing files', () => {
     expect(readOrNull(store.root, 'lib/d.ts')?.toString()).toBe('d\n');
     expect(temps(join(store.root, 'src'))).toEqual([]);
     expect(temps(join(store.root, 'lib'))).toEqual([]);
-    // the new lib/ in the root, then src/ and lib/ after their files: each once
-    expect(synced.sort()).toEqual([store.root, join(store.root, 'lib'), join(store.root, 'src')].sort());
+    // the root for the new lib/ (before its file is linked) and again once lib/d.ts's temp has left it;
+    // then src/ and lib/ after their files: each once
+    expect(synced.sort()).toEqual(
+      [store.root, store.root, join(store.root, 'lib'), join(store.root, 'src')].sort(),
+    );
   });
 
   it('writes nothing, leaves no temp and fsyncs nothing when the first target is stale', () => {
@@ -284,10 +301,141 @@ describe('replacing files', () => {
         commitTreeFile(failing, path, expected, Buffer.from('new\n'), 0o644, 'ctx'),
       );
       expect(err).toBeInstanceOf(IoError);
-      expect(err.message).toBe(`${join(store.root, path)}: ${op} failed: i/o error (EIO)`);
+      expect(err.message).toBe(`${join(store.root, path)}: ${op} failed: i/o error (EIO); ctx`);
       expect(temps(join(store.root, 'src'))).toEqual([]);
     },
   );
+});
+
+describe('a batch that fails: all or nothing up to its first commit', () => {
+  /** Words that say which was said, in `said`. */
+  function sayer() {
+    const said: string[] = [];
+    const words = {
+      untouched: (stale: boolean) => {
+        said.push(`untouched ${stale}`);
+        return 'nothing was written';
+      },
+      partial: (stale: boolean) => {
+        said.push(`partial ${stale}`);
+        return 'the batch is partial';
+      },
+    };
+    return { said, words };
+  }
+  /** Three files in two directories, one of them (lib/deep/) still to be made; the words say which were said. */
+  function batch(hook: FsHook) {
+    const store = repo({ 'src/a.ts': 'a\n', 'src/b.ts': 'b\n' });
+    const { said, words } = sayer();
+    const commits = [
+      { path: 'lib/deep/new.ts', expected: null, mode: 0o644, bytes: () => Buffer.from('new\n') },
+      { path: 'src/a.ts', expected: sha('a\n'), mode: 0o644, bytes: () => Buffer.from('a2\n') },
+      { path: 'src/b.ts', expected: sha('b\n'), mode: 0o644, bytes: () => Buffer.from('b2\n') },
+    ];
+    const before = snapshot(store.root, ['.gen']);
+    const run = () => thrown<GenjobError>(() => commitTreeFiles(hookedStore(store, hook), commits, words));
+    return { store, said, before, run };
+  }
+  const allTemps = (root: string) =>
+    [...snapshot(root, ['.gen']).keys()].filter((p) => p.split('/').pop()!.startsWith(TREE_TMP_PREFIX));
+
+  it('writes every temp before it commits anything: a full disk at the last temp leaves the tree byte for byte as it was', () => {
+    let temps = 0;
+    const b = batch((call, args, proceed) => {
+      if (call === 'openSync' && String(args[0]).includes(TREE_TMP_PREFIX) && ++temps === 3)
+        throw sysError('ENOSPC', -28, 'open', String(args[0]));
+      return proceed();
+    });
+    const err = b.run();
+    expect(err).toBeInstanceOf(IoError);
+    expect(err.message).toMatch(/: open failed: no space left on device \(ENOSPC\); nothing was written$/);
+    expect(snapshot(b.store.root, ['.gen'])).toEqual(b.before);
+    expect(b.said).toEqual(['untouched false']);
+  });
+
+  it('makes the missing directories only after the temps, and removes the ones it made when one cannot be made', () => {
+    const events: string[] = [];
+    const b = batch((call, args, proceed) => {
+      if (call === 'mkdirSync' && String(args[0]).endsWith('/deep')) throw sysError('ENOSPC', -28, 'mkdir');
+      if (call === 'mkdirSync' || (call === 'openSync' && String(args[0]).includes(TREE_TMP_PREFIX)))
+        events.push(
+          `${call} ${String(args[0])
+            .slice(b.store.root.length + 1)
+            .replace(/\.genjob-tmp-.*/, 'tmp')}`,
+        );
+      return proceed();
+    });
+    const err = b.run();
+    expect(err.message).toMatch(
+      /lib\/deep: mkdir failed: no space left on device \(ENOSPC\); nothing was written$/,
+    );
+    // the temp of lib/deep/new.ts waited in the repository root, the deepest directory there was
+    expect(events).toEqual(['openSync tmp', 'openSync src/tmp', 'openSync src/tmp', 'mkdirSync lib']);
+    expect(existsSync(join(b.store.root, 'lib'))).toBe(false);
+    expect(snapshot(b.store.root, ['.gen'])).toEqual(b.before);
+    expect(b.said).toEqual(['untouched false']);
+  });
+
+  it('commits the files to create first, and says the batch is partial when a commit fails after one', () => {
+    const b = batch((call, args, proceed) => {
+      if (call === 'renameSync' && String(args[1]).endsWith('/src/b.ts')) throw sysError('EIO', -5, 'rename');
+      return proceed();
+    });
+    const err = b.run();
+    expect(err.message).toMatch(/\/src\/b\.ts: rename failed: i\/o error \(EIO\); the batch is partial$/);
+    expect(readOrNull(b.store.root, 'lib/deep/new.ts')?.toString()).toBe('new\n');
+    expect(readOrNull(b.store.root, 'src/a.ts')?.toString()).toBe('a2\n');
+    expect(readOrNull(b.store.root, 'src/b.ts')?.toString()).toBe('b\n');
+    expect(allTemps(b.store.root)).toEqual([]);
+    expect(b.said).toEqual(['partial false']);
+  });
+
+  it('says a target found changed before the first commit left the tree untouched, and after it, partial', () => {
+    let edit = 'src/a.ts';
+    const hook: FsHook = (call, args, proceed) => {
+      if (call === 'linkSync' && String(args[1]).endsWith('/lib/deep/new.ts'))
+        writeFileSync(join(String(args[1]), '../../../', edit), 'theirs\n');
+      return proceed();
+    };
+    const b = batch(hook);
+    const err = b.run();
+    expect(err.code).toBe('EGJ_STALE');
+    expect(err.message).toMatch(/^src\/a\.ts: .*; the batch is partial$/);
+    expect(b.said).toEqual(['partial true']);
+    expect(allTemps(b.store.root)).toEqual([]);
+
+    edit = 'lib/deep/new.ts'; // the create itself races: nothing committed, but lib/deep/ now holds their file
+    const c = batch(hook);
+    expect(c.run().message).toMatch(
+      /^lib\/deep\/new\.ts: .*\(expected absent, found sha256 \w+\); the batch is partial$/,
+    );
+    expect(c.said).toEqual(['partial true']);
+    expect(readOrNull(c.store.root, 'lib/deep/new.ts')?.toString()).toBe('theirs\n');
+    expect(readOrNull(c.store.root, 'src/a.ts')?.toString()).toBe('a\n');
+
+    // in a directory that was there: nothing committed, nothing left
+    const store = repo({ 'src/a.ts': 'a\n' });
+    const { said, words } = sayer();
+    const racing = hookedStore(store, (call, args, proceed) => {
+      if (call === 'linkSync' && String(args[1]).endsWith('/src/new.ts'))
+        writeFileSync(String(args[1]), 'theirs\n');
+      return proceed();
+    });
+    const err3 = thrown<GenjobError>(() =>
+      commitTreeFiles(
+        racing,
+        [
+          { path: 'src/a.ts', expected: sha('a\n'), mode: 0o644, bytes: () => Buffer.from('a2\n') },
+          { path: 'src/new.ts', expected: null, mode: 0o644, bytes: () => Buffer.from('ours\n') },
+        ],
+        words,
+      ),
+    );
+    expect(err3.message).toMatch(/^src\/new\.ts: .*; nothing was written$/);
+    expect(said).toEqual(['untouched true']);
+    expect(readOrNull(store.root, 'src/a.ts')?.toString()).toBe('a\n');
+    expect(allTemps(store.root)).toEqual([]);
+  });
 });
 
 describe('removing a created file', () => {

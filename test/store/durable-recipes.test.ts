@@ -80,6 +80,7 @@ const OPS: Record<keyof FsPort, true> = {
   lstatSync: true,
   statSync: true,
   rmSync: true,
+  rmdirSync: true,
   utimesSync: true,
   readSync: true,
   fstatSync: true,

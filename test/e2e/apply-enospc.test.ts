@@ -1,0 +1,178 @@
+// apply on a really full disk, with a job that writes in two directories and creates one of them: the
+// repository on a 2 MiB tmpfs with few inodes, filled so that only 0 to 12 pages or 0 to 12 inodes are left,
+// then `apply KEY`. The tree is never left half-written: a failure leaves it byte for byte as it was (no
+// temp, no directory made), says "nothing was written" and keeps no applying/ record, so the job is just
+// received; or, once every file is written (the apply record could not be), it says that the apply is
+// pending and that `genjob apply` finishes it. After the disk is freed, one apply finishes the job.
+// Needs root to mount (skipped with the reason otherwise).
+import { execFileSync } from 'node:child_process';
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/temp-store.js';
+import { leftovers } from './fault-sweep.js';
+import { runCli, snapshot } from './helpers.js';
+
+const mnt = tempDir('genjob-apply-enospc-', tmpdir(), 'file');
+const host = tempDir('genjob-apply-enospc-host-', tmpdir(), 'file');
+
+function tryMount(): string | undefined {
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m,nr_inodes=400', 'tmpfs', mnt], { stdio: 'pipe' });
+    return undefined;
+  } catch (err) {
+    return String((err as { stderr?: Buffer }).stderr ?? err).trim();
+  }
+}
+const mountProblem = tryMount();
+if (mountProblem) console.log(`apply-enospc test skipped: cannot mount a tmpfs here (${mountProblem})`);
+
+afterAll(() => {
+  if (!mountProblem) execFileSync('umount', [mnt]);
+});
+
+const filler = () => join(mnt, 'filler');
+const unfill = () => rmSync(filler(), { recursive: true, force: true });
+
+/** Fill the disk so that only `pages` pages or `inodes` inodes stay free. */
+function fill(level: { pages?: number; inodes?: number }): void {
+  mkdirSync(filler(), { recursive: true });
+  if (level.inodes !== undefined) {
+    const reserve = Array.from({ length: level.inodes }, (_, i) => join(filler(), `r${i}`));
+    for (const r of reserve) writeFileSync(r, '');
+    for (let i = 0; ; i++) {
+      try {
+        writeFileSync(join(filler(), `i${i}`), '');
+      } catch {
+        break;
+      }
+    }
+    for (const r of reserve) unlinkSync(r);
+    return;
+  }
+  const reserve = join(filler(), 'reserve');
+  writeFileSync(reserve, Buffer.alloc((level.pages ?? 0) * 4096));
+  const fd = openSync(join(filler(), 'bytes'), 'w');
+  const chunk = Buffer.alloc(4096);
+  try {
+    for (;;) writeSync(fd, chunk);
+  } catch {
+    // full
+  } finally {
+    closeSync(fd);
+  }
+  unlinkSync(reserve);
+}
+
+const env = { XDG_CACHE_HOME: join(host, 'cache') };
+const base = join(mnt, 'base');
+const ls = (repo: string, d: string) => {
+  try {
+    return readdirSync(join(repo, '.gen', d));
+  } catch {
+    return [];
+  }
+};
+
+describe.skipIf(mountProblem !== undefined)('apply on a full disk (tmpfs)', () => {
+  let key: string;
+  let before: ReturnType<typeof snapshot>;
+  let after: ReturnType<typeof snapshot>;
+
+  beforeAll(async () => {
+    mkdirSync(join(base, 'src'), { recursive: true });
+    writeFileSync(join(base, 'src/user.py'), 'v1\n');
+    await execa('git', ['init', '-q'], { cwd: base });
+    rmSync(join(base, '.git', 'hooks'), { recursive: true, force: true }); // inodes are scarce here
+    const gen = join(host, 'gen.sh');
+    writeFileSync(gen, '#!/bin/sh\necho v2 > src/user.py\nmkdir -p a\necho new > a/x.md\n', { mode: 0o755 });
+    const ok = async (args: readonly string[]) => {
+      const r = await runCli(args, { cwd: base, env });
+      if (r.exitCode !== 0) throw new Error(`genjob ${args.join(' ')} exited ${r.exitCode}: ${r.stderr}`);
+      return r.stdout;
+    };
+    await ok(['init']);
+    key = JSON.parse(await ok(['mint', '--json', '-m', 'x', 'src/user.py', '--create', 'a/x.md'])).key;
+    await ok(['work', '--once', '--no-sandbox', '--lease-ttl', '3600', '--generator', gen]);
+    before = snapshot(base);
+    const probe = join(mnt, 'probe');
+    await execa('cp', ['-a', base, probe]);
+    await ok(['apply', key, '--root', probe]);
+    after = snapshot(probe);
+    rmSync(probe, { recursive: true, force: true });
+    expect([...after.keys()]).toEqual(expect.arrayContaining(['a/', 'a/x.md', 'src/user.py']));
+    expect([...before.keys()]).not.toContain('a/');
+  });
+
+  const LEVELS = [
+    ...Array.from({ length: 13 }, (_, pages) => ({ pages })),
+    ...Array.from({ length: 13 }, (_, inodes) => ({ inodes })),
+  ];
+
+  it('leaves the tree as it was and says nothing was written, or says the apply is pending; one apply later finishes it', async () => {
+    const seen: string[] = [];
+    for (const level of LEVELS) {
+      const repo = join(mnt, 'try');
+      rmSync(repo, { recursive: true, force: true });
+      unfill();
+      await execa('cp', ['-a', base, repo]);
+      fill(level);
+      const r = await runCli(['apply', key], { cwd: repo, env });
+      unfill();
+      const now = snapshot(repo);
+      const context = `${JSON.stringify(level)}: exit ${r.exitCode}\n${r.stderr}`;
+      expect(r.stderr, context).not.toMatch(/internal error|\n\s+at /);
+      expect(
+        leftovers(repo).filter((f) => !f.startsWith('.gen/')),
+        context,
+      ).toEqual([]);
+      if (r.exitCode === 0) {
+        expect(now, context).toEqual(after);
+        seen.push(`${JSON.stringify(level)}→0`);
+      } else {
+        expect(r.exitCode, context).toBe(5);
+        expect(r.stderr, context).toMatch(
+          /^genjob: EGJ_IO: \/.*: [\w ()]+ failed: no space left on device \(ENOSPC\)/,
+        );
+        if (ls(repo, 'applying').length === 0) {
+          // nothing of it happened: the tree byte for byte as it was and the job received; a failure in
+          // the tree (a temp, a directory) or in the apply's own records says so
+          expect(now, context).toEqual(before);
+          expect(ls(repo, 'received'), context).toEqual([`${key}.json`]);
+          const inTree = !r.stderr.startsWith(`genjob: EGJ_IO: ${repo}/.gen/`);
+          if (inTree || r.stderr.includes('/.gen/objects/'))
+            expect(r.stderr, context).toMatch(/; nothing was written\n$/);
+          seen.push(`${JSON.stringify(level)}→${inTree ? 'nothing (tree)' : 'nothing'}`);
+        } else {
+          // never half of it: every file written, and the error says the apply is pending and how it ends
+          expect(now, context).toEqual(after);
+          expect(r.stderr, context).toContain(
+            `.gen/applying/${key}.json is kept, so \`genjob apply\` finishes it`,
+          );
+          seen.push(`${JSON.stringify(level)}→pending`);
+        }
+      }
+      const again = await runCli(['apply', key], { cwd: repo, env });
+      expect(again.exitCode, `${context}\nthen: ${again.stderr}`).toBe(0);
+      expect(snapshot(repo), context).toEqual(after);
+      expect(ls(repo, 'applying'), context).toEqual([]);
+      expect(ls(repo, 'applied'), context).toEqual([`${key}.json`]);
+      expect(ls(repo, 'received'), context).toEqual([]);
+      expect(leftovers(repo), context).toEqual([]);
+    }
+    console.log(`apply on a full disk: ${seen.join(' ')}`);
+    // the levels reach the tree writes: some fail there, with nothing written
+    expect(seen.filter((s) => s.endsWith('→nothing (tree)')).length).toBeGreaterThan(0);
+  });
+});
