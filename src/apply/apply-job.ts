@@ -21,6 +21,7 @@ import {
   withNote,
 } from '../core/errors.js';
 import { type Job, jobDigest } from '../core/job.js';
+import { ancestors } from '../core/paths.js';
 import { sha256Hex } from '../core/sha256.js';
 import { fsyncDir, listNames, publishExclusive, readIfExists } from '../store/durable.js';
 import { findJob } from '../store/job-states.js';
@@ -37,6 +38,7 @@ import {
   readApplying,
 } from './apply-records.js';
 import { ObjectBatch } from './object-batch.js';
+import { resolveRepoPath } from './repo-path.js';
 import {
   commitTreeFiles,
   currentFile,
@@ -199,6 +201,7 @@ function applyLocked(v: VerifiedApply, lock: ApplyLock): ApplyOutcome {
   lock.assertHeld(`publishing ${store.layout.applying(key)}`);
   const finished = readApplied(store, key);
   if (finished !== undefined) return { status: 'already-applied', writes: finished.writes };
+  const made = dirsToMake(store, writes);
   const record: ApplyingRecord = {
     schema: APPLYING_SCHEMA,
     key,
@@ -206,6 +209,7 @@ function applyLocked(v: VerifiedApply, lock: ApplyLock): ApplyOutcome {
     receipt_sha256: v.receiptSha256,
     epoch: v.epoch,
     writes,
+    ...(made.length > 0 ? { created_dirs: made } : {}),
     job,
   };
   let intent: boolean;
@@ -324,6 +328,19 @@ function withdraw(store: Store, key: string, lock: ApplyLock): string {
   } catch (err) {
     return `nothing was written, but ${file} could not be removed (${(err as Error).message}): the next \`genjob apply\` writes the job from it`;
   }
+}
+
+/** The directories the files `writes` creates need and the tree lacks now, sorted (a parent before its children). */
+function dirsToMake(store: Store, writes: readonly Write[]): string[] {
+  const dirs = new Set<string>();
+  for (const w of writes) {
+    if (w.before !== null) continue;
+    const { existing } = resolveRepoPath(store, w.path, { create: false });
+    const chain = ancestors(w.path);
+    const there = chain.findIndex((rel) => join(store.root, ...rel.split('/')) === existing);
+    for (const rel of chain.slice(there + 1)) dirs.add(rel);
+  }
+  return [...dirs].sort();
 }
 
 /** After applied/<key>.json exists: unlink received/ (or reverted/, when applied again), then applying/ (applied/ wins). */

@@ -6,7 +6,7 @@ import * as z from 'zod/mini';
 import { UsageError } from '../core/errors.js';
 import { type Job, jobDigest, workOrderKey } from '../core/job.js';
 import { JobSchema } from '../core/job-schema.js';
-import { pathProblem } from '../core/paths.js';
+import { ancestors, pathProblem } from '../core/paths.js';
 import { checkSchema, issueText } from '../core/schema-check.js';
 import { SHA256_HEX } from '../core/sha256.js';
 import { readIfExists } from '../store/durable.js';
@@ -30,6 +30,7 @@ const common = {
   receipt_sha256: sha,
   epoch: z.number().check(z.int(), z.nonnegative()),
   writes: z.array(WriteSchema),
+  created_dirs: z.optional(z.array(z.string())),
   job: JobSchema,
 };
 const ApplyingSchema = z.object({ schema: z.literal(APPLYING_SCHEMA), ...common });
@@ -42,6 +43,11 @@ export interface ApplyingRecord {
   receipt_sha256: string;
   epoch: number;
   writes: Write[];
+  /**
+   * The directories the apply makes for the files it creates (absent when it was planned), shallowest
+   * first; revert removes each again while it is empty. Omitted when there are none.
+   */
+  created_dirs?: string[];
   job: Job;
 }
 export interface AppliedRecord extends Omit<ApplyingRecord, 'schema'> {
@@ -91,6 +97,15 @@ function read<T extends ApplyingRecord | AppliedRecord>(
       throw invalid(file, `${at}: "before" is not the digest its job was minted with`);
     if (w.before_mode !== undefined && withExecutableBits(w.before_mode) !== w.mode)
       throw invalid(file, `${at}: "before_mode" differs from "mode" in more than the executable bits`);
+  }
+  // revert removes these (only while empty): each must be a directory of a file the apply creates
+  const made = new Set(record.writes.flatMap((w) => (w.before === null ? ancestors(w.path) : [])));
+  const dirs = new Set<string>();
+  for (const d of record.created_dirs ?? []) {
+    const at = `created directory ${JSON.stringify(d)}`;
+    if (!made.has(d)) throw invalid(file, `${at}: not a directory of a file its job creates`);
+    if (dirs.has(d)) throw invalid(file, `${at}: listed twice`);
+    dirs.add(d);
   }
   return record;
 }

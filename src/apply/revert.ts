@@ -1,5 +1,5 @@
 // Revert an applied key: put back the bytes the apply replaced (kept in objects/<before>) and delete the
-// files it created. All or nothing up front: every target must still hold the apply's `after` (or already
+// files it created, then the directories it made for them (each only while empty). All or nothing up front: every target must still hold the apply's `after` (or already
 // its `before`, from a revert a crash interrupted), and every backup must be present, before anything is
 // written; each file is then re-checked right before its commit, so a user's later edit is never lost.
 // Last, the apply record is renamed applied/<key>.json → reverted/<key>.json: one rename, so a crash leaves
@@ -12,7 +12,14 @@ import { prunedOn, readTombstone, tombstoneFile } from '../store/tombstone.js';
 import { withApplyLock } from './apply-lock.js';
 import { staleError, type Write } from './apply-plan.js';
 import { type AppliedRecord, readApplied, readReverted } from './apply-records.js';
-import { commitTreeFiles, currentFile, readObject, removeTreeFile, sweepTornTemps } from './tree-file.js';
+import {
+  commitTreeFiles,
+  currentFile,
+  readObject,
+  removeEmptyDirs,
+  removeTreeFile,
+  sweepTornTemps,
+} from './tree-file.js';
 
 export async function revertApplied(
   store: Store,
@@ -87,6 +94,15 @@ export async function revertApplied(
         throw err instanceof GenjobError && err.code === 'EGJ_STALE' ? err : withNote(err, words(false));
       }
       written += 1;
+    }
+    // then the directories the apply made, each while it is empty (a file put in one since keeps it)
+    try {
+      removeEmptyDirs(store, record.created_dirs ?? []);
+    } catch (err) {
+      throw withNote(
+        err,
+        `the files are reverted, the directories the apply made not all removed: ${finishes}`,
+      );
     }
     // Stryker disable next-line StringLiteral: the lock callback runs synchronously, so a compromise (set by proper-lockfile's timer) is never seen here and the step text never shows
     lock.assertHeld(`moving ${store.layout.jobFile('applied', key)} to reverted/`);

@@ -272,6 +272,37 @@ export function removeTreeFile(store: Store, path: string, expected: string, con
 }
 
 /**
+ * rmdir each directory of `dirs` (contract paths) that is still there and empty, deepest first, and fsync
+ * its parent. Never recursive: one that holds anything, or that is a symlink now, stays. Returns the ones
+ * removed.
+ */
+export function removeEmptyDirs(store: Store, dirs: readonly string[]): string[] {
+  const removed: string[] = [];
+  const depth = (p: string) => p.split('/').length;
+  const deepestFirst = [...dirs].sort((a, b) => depth(b) - depth(a) || (a < b ? 1 : -1));
+  for (const rel of deepestFirst) {
+    const abs = join(store.root, ...rel.split('/'));
+    try {
+      // a real directory at the end of a chain of real directories, or not ours to remove
+      if (resolveRepoPath(store, `${rel}/x`, { create: false }).existing !== abs) continue;
+    } catch (err) {
+      if (err instanceof UnsafeRepoPathError) continue;
+      throw err;
+    }
+    try {
+      store.fs.rmdirSync(abs);
+    } catch (err) {
+      const errno = errnoOf(err);
+      if (errno === 'ENOTEMPTY' || errno === 'EEXIST' || errno === 'ENOENT') continue;
+      throw IoError.wrap('rmdir', abs, err);
+    }
+    fsyncDir(store, dirname(abs));
+    removed.push(rel);
+  }
+  return removed;
+}
+
+/**
  * Remove torn ".genjob-tmp-*" files a crash left next to `paths`: in their directories and in each
  * directory above them (a file whose directory was still to be made had its temp in the deepest one that
  * existed). Returns the files removed.

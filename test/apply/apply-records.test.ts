@@ -117,6 +117,22 @@ describe('readApplied and readApplying', () => {
     );
   });
 
+  it('reads created_dirs only of directories of the files the job creates, each once: revert removes them', async () => {
+    const { f, file, record, key } = await appliedFixture(); // src/a.ts replaced, src/b.ts created
+    writeFileSync(file, JSON.stringify({ ...record, created_dirs: ['src'] }));
+    expect(readApplied(f.v.store, key)?.created_dirs).toEqual(['src']);
+    for (const [dirs, why] of [
+      [['elsewhere'], 'created directory "elsewhere": not a directory of a file its job creates'],
+      [['..'], 'created directory "..": not a directory of a file its job creates'],
+      [['src', 'src'], 'created directory "src": listed twice'],
+    ] as const) {
+      writeFileSync(file, JSON.stringify({ ...record, created_dirs: dirs }));
+      expect(invalidOf(() => readApplied(f.v.store, key)).message).toBe(
+        `${file}: not a valid apply record: ${why}`,
+      );
+    }
+  });
+
   it("refuses a record whose job's key is not the sha256 of its work order (another job under this key)", async () => {
     const { f, file, record, key } = await appliedFixture();
     const job = { ...(record.job as Record<string, unknown>), instruction: 'another instruction' };

@@ -1,6 +1,7 @@
 import {
   copyFileSync,
   existsSync,
+  mkdirSync,
   readdirSync,
   readFileSync,
   renameSync,
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyJob } from '../../src/apply/apply-job.js';
 import { acquireApplyLock } from '../../src/apply/apply-lock.js';
+import { readApplied } from '../../src/apply/apply-records.js';
 import { revertApplied } from '../../src/apply/revert.js';
 import { TREE_TMP_PREFIX } from '../../src/apply/tree-file.js';
 import { ConflictError, type GenjobError } from '../../src/core/errors.js';
@@ -45,11 +47,43 @@ describe('revertApplied', () => {
     for (const [path, bytes] of f.original) expect(readOrNull(f.root, path)).toEqual(bytes);
     expect(statSync(join(f.root, 'src/a.ts')).mode & 0o777).toBe(0o600);
     expect(statSync(join(f.root, 'bin/run.sh')).mode & 0o777).toBe(0o755);
-    // the directory the apply created stays (empty); everything else is as before the apply
-    const after = snapshot(f.root, ['.gen']);
-    after.delete('src/new');
-    expect(after).toEqual(beforeApply);
+    // the directory the apply made for src/new/b.ts is gone too: everything is as before the apply
+    expect(snapshot(f.root, ['.gen'])).toEqual(beforeApply);
     expect(readJournal(f.v.store, f.v.job.key).map((e) => e.event)).toEqual(['applied', 'reverted']);
+  });
+
+  it('removes only the directories the apply made, and only while empty: an empty one that was there, and one holding a file put in it since, stay', async () => {
+    const f = makeFixture({
+      files: { 'a.txt': 'a\n' },
+      inputs: ['docs/deep/x.md', 'keep/y.md', 'full/deeper/z.md'],
+      outputs: { 'docs/deep/x.md': 'x\n', 'keep/y.md': 'y\n', 'full/deeper/z.md': 'z\n' },
+    });
+    mkdirSync(join(f.root, 'keep')); // the user's own empty directory
+    const beforeApply = snapshot(f.root, ['.gen']);
+    await applyJob(f.v, {});
+    const record = readApplied(f.v.store, f.v.job.key)!;
+    expect(record.created_dirs).toEqual(['docs', 'docs/deep', 'full', 'full/deeper']);
+    writeFileSync(join(f.root, 'full/mine.txt'), 'mine\n'); // a file of someone else's in one of them
+    await revertApplied(f.v.store, f.v.job.key);
+    const after = snapshot(f.root, ['.gen']);
+    expect(readOrNull(f.root, 'full/mine.txt')?.toString()).toBe('mine\n');
+    expect(existsSync(join(f.root, 'full/deeper'))).toBe(false);
+    expect(existsSync(join(f.root, 'keep'))).toBe(true);
+    for (const key of after.keys())
+      if (!key.startsWith('full')) expect(after.get(key)).toEqual(beforeApply.get(key));
+    expect([...after.keys()].filter((k) => !k.startsWith('full')).sort()).toEqual(
+      [...beforeApply.keys()].sort(),
+    );
+  });
+
+  it('writes no created_dirs into the record of an apply that makes no directory', async () => {
+    const f = makeFixture({
+      files: { 'src/a.ts': 'a\n' },
+      inputs: ['src/a.ts', 'src/b.ts'],
+      outputs: { 'src/a.ts': 'a2\n', 'src/b.ts': 'b\n' },
+    });
+    await applyJob(f.v, {});
+    expect(readApplied(f.v.store, f.v.job.key)).not.toHaveProperty('created_dirs');
   });
 
   it('refuses with a conflict and writes nothing when a target was edited after the apply', async () => {
@@ -135,7 +169,7 @@ describe('revertApplied', () => {
     writeFileSync(join(f.root, 'src/new', `${TREE_TMP_PREFIX}torn`), 'half');
     writeFileSync(join(f.root, 'bin', `${TREE_TMP_PREFIX}torn`), 'half');
     await revertApplied(f.v.store, f.v.job.key);
-    expect(readdirSync(join(f.root, 'src/new'))).toEqual([]);
+    expect(existsSync(join(f.root, 'src/new'))).toBe(false); // swept, then removed as the apply made it
     expect(readdirSync(join(f.root, 'bin'))).toEqual(['run.sh']);
   });
 

@@ -1,7 +1,7 @@
 // Revert is a visible state: after `revert` the job is in reverted/ and status and show say so;
 // `apply` writes it again (after verify and the stale check), `revert` again says it already is,
 // and `drop` takes it to dead/.
-import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { jobDigest } from '../../src/core/job.js';
@@ -49,6 +49,33 @@ describe('a reverted job', () => {
     expect(genDir(sb, 'applied')).toEqual([`${key}.json`]);
     expect(genDir(sb, 'reverted')).toEqual([]);
     expect((await sb.genjob(['apply', key])).stdout).toMatch(/already applied/);
+  });
+
+  it('removes the directories the apply made for the files it created, and keeps an empty one that was there', async () => {
+    const sb = await makeSandbox();
+    mkdirSync(join(sb.repo, 'keep')); // the user's own empty directory
+    const original = snapshot(sb.repo);
+    const gen = sb.script(
+      'deep.sh',
+      'mkdir -p docs/deep keep && echo new > docs/deep/x.md && echo y > keep/y.md',
+    );
+    const key = await mintKey(
+      sb,
+      'Write the docs',
+      [],
+      ['--create', 'docs/deep/x.md', '--create', 'keep/y.md'],
+    );
+    expect((await sb.genjob(['work', '--once', '--generator', gen])).exitCode).toBe(0);
+    expect((await sb.genjob(['apply', key])).exitCode).toBe(0);
+    expect(readFileSync(join(sb.repo, 'docs/deep/x.md'), 'utf8')).toBe('new\n');
+    const r = await sb.genjob(['revert', key]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(snapshot(sb.repo)).toEqual(original); // no docs/ nor docs/deep/ left, keep/ kept
+    expect(existsSync(join(sb.repo, 'keep'))).toBe(true);
+    // applied again, it makes them again, and a second revert removes them again
+    expect((await sb.genjob(['apply', key])).exitCode).toBe(0);
+    expect((await sb.genjob(['revert', key])).exitCode).toBe(0);
+    expect(snapshot(sb.repo)).toEqual(original);
   });
 
   it('puts back the mode an executable output replaced, not only the bytes', async () => {
