@@ -2,8 +2,8 @@
 //   lock → applied/<key>.json? done → applying/<key>.json? finish it → stale check (rules 6, 4), staging
 //   objects/ (outputs and backups of the replaced bytes) as each file is read → link them, fsync objects/
 //   once → publish applying/<key>.json → every temp written and fsynced; the missing directories made;
-//   per file re-check, rename; fsync each directory once → publish applied/<key>.json → unlink
-//   received/<key>.json → drop applying/. A failure before the first rename (a full disk) leaves the tree
+//   per file re-check, rename; fsync each directory once → publish applied/<key>.json → journal it →
+//   unlink received/<key>.json → drop applying/. A failure before the first rename (a full disk) leaves the tree
 //   as it was and takes applying/ back; one after it keeps applying/, and the next apply finishes it.
 // A crash at any point is finished by the next applyJob or recoverInterruptedApplies, only once the key
 // verifies again and the record is the apply of that receipt (applying/ can be committed on a branch); if
@@ -23,9 +23,9 @@ import {
 import { type Job, jobDigest } from '../core/job.js';
 import { ancestors } from '../core/paths.js';
 import { sha256Hex } from '../core/sha256.js';
-import { fsyncDir, listNames, publishExclusive, readIfExists } from '../store/durable.js';
+import { exists, fsyncDir, listNames, publishExclusive, readIfExists } from '../store/durable.js';
 import { findJob } from '../store/job-states.js';
-import { journal } from '../store/journal.js';
+import { journal, readJournal } from '../store/journal.js';
 import type { Store } from '../store/store.js';
 import { type ApplyLock, withApplyLock } from './apply-lock.js';
 import { type CurrentFile, expectPlan, planApply, staleError, type Write } from './apply-plan.js';
@@ -152,8 +152,9 @@ export async function recoverInterruptedApplies(
     const finished: string[] = [];
     // re-list under the lock: another process may have finished some meanwhile
     for (const key of listNames(store, store.layout.dir('applying'))) {
-      if (readApplied(store, key) !== undefined) {
-        removeLeftovers(store, key);
+      const done = readApplied(store, key);
+      if (done !== undefined) {
+        settleApplied(store, done);
       } else {
         const record = readApplying(store, key);
         if (record === undefined) continue;
@@ -174,7 +175,7 @@ function applyLocked(v: VerifiedApply, lock: ApplyLock): ApplyOutcome {
   const key = job.key;
   const done = readApplied(store, key);
   if (done !== undefined) {
-    removeLeftovers(store, key);
+    settleApplied(store, done);
     return { status: 'already-applied', writes: done.writes };
   }
   const pending = readApplying(store, key);
@@ -299,18 +300,50 @@ function finishApply(
   } catch (err) {
     throw withNote(err, `every file is written but the apply is not recorded yet: ${finishes(false)}`);
   }
-  removeLeftovers(store, key);
   if (!published) {
-    // someone else finished the same intent first; their record stands
+    // someone else finished the same intent first; their record (and journal line) stands
+    removeLeftovers(store, key);
     return { status: 'already-applied', writes: readApplied(store, key)?.writes ?? record.writes };
   }
-  journal(store, {
-    event: 'applied',
-    key,
-    writes: record.writes.length,
-    ...(recovered ? { recovered: true } : {}),
-  });
+  // journalled before applying/ goes: a crash or a failure in between leaves applying/ next to applied/,
+  // and whoever next finds them (settleApplied) writes the line if it is missing
+  try {
+    journal(store, appliedEvent(applied, recovered));
+  } catch (err) {
+    throw withNote(
+      err,
+      `the job is applied, its journal line not written: the next \`genjob apply\` writes it`,
+    );
+  }
+  removeLeftovers(store, key);
   return { status: 'applied', writes: record.writes, recovered };
+}
+
+/** The journal line of an apply: `applied_at` tells it from another apply of the same key (after a revert). */
+function appliedEvent(applied: AppliedRecord, recovered: boolean) {
+  return {
+    event: 'applied',
+    key: applied.key,
+    writes: applied.writes.length,
+    applied_at: applied.applied_at,
+    ...(recovered ? { recovered: true } : {}),
+  };
+}
+
+/**
+ * An applied key found with its leftovers: when applying/ still stands, the apply may have stopped
+ * between publishing applied/ and its journal line (it journals before it removes applying/), so the
+ * line is written now unless the journal has it; then the leftovers go.
+ */
+function settleApplied(store: Store, done: AppliedRecord): void {
+  const key = done.key;
+  if (exists(store, store.layout.applying(key))) {
+    const journalled = () =>
+      readJournal(store, key).some((e) => e.event === 'applied' && e.applied_at === done.applied_at);
+    // twice at most: a line the crash tore, with no newline, makes the first append after it unreadable
+    for (let tries = 0; tries < 2 && !journalled(); tries++) journal(store, appliedEvent(done, true));
+  }
+  removeLeftovers(store, key);
 }
 
 /**

@@ -5,7 +5,9 @@ import { constants, existsSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyJob, recoverInterruptedApplies } from '../../src/apply/apply-job.js';
+import { readApplied } from '../../src/apply/apply-records.js';
 import { type FsPort, nodeFs } from '../../src/store/fs-port.js';
+import { readJournal } from '../../src/store/journal.js';
 import { crashingFs, isCrash } from '../helpers/crashing-fs.js';
 import { makeFixture, readOrNull, removeTempDirs, snapshot } from './fixture.js';
 
@@ -63,6 +65,10 @@ describe('applyJob under crashes', () => {
       expect(readdirSync(store.layout.dir('applying')), where).toEqual([]);
       expect(existsSync(store.layout.jobFile('received', job.key)), where).toBe(false);
       expect(await applyJob(f.v, {}), where).toMatchObject({ status: 'already-applied' });
+      // the apply journalled once, whether the crash came before its line, in it, or after it
+      const lines = readJournal(store, job.key).filter((e) => e.event === 'applied');
+      expect(lines, where).toHaveLength(1);
+      expect(lines[0]!.applied_at, where).toBe(readApplied(store, job.key)!.applied_at);
       removeTempDirs();
     }
   });

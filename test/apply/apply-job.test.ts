@@ -4,6 +4,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   renameSync,
   rmSync,
   statSync,
@@ -15,6 +16,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { applyJob, recoverInterruptedApplies } from '../../src/apply/apply-job.js';
 import { applyLockFile } from '../../src/apply/apply-lock.js';
+import { readApplied } from '../../src/apply/apply-records.js';
 import { TREE_TMP_PREFIX } from '../../src/apply/tree-file.js';
 import { ConflictError, RejectedError, type UsageError } from '../../src/core/errors.js';
 import { sha256Hex } from '../../src/core/sha256.js';
@@ -523,6 +525,56 @@ describe('applyJob on a full disk', () => {
     expect(existsSync(store.layout.applying(job.key))).toBe(true);
     expect(await applyJob(f.v, {})).toMatchObject({ status: 'applied', recovered: true });
     for (const [path, bytes] of f.expected) expect(readOrNull(f.root, path)).toEqual(bytes);
+  });
+});
+
+describe('the journal line of an apply', () => {
+  const appliedLines = (f: ReturnType<typeof threeFiles>) =>
+    readJournal(f.v.store, f.v.job.key).filter((e) => e.event === 'applied');
+
+  it('is written by the next apply when the apply stopped between applied/ and its line (killed, or the journal full)', async () => {
+    for (const next of ['apply', 'recover'] as const) {
+      const f = threeFiles();
+      const { store, job } = f.v;
+      const full: FsPort = {
+        ...nodeFs,
+        writeSync: ((fd: number, ...rest: unknown[]) => {
+          // a write to this process's journal segment (the fd's path, as Linux shows it)
+          if (readlinkSync(`/proc/self/fd/${fd}`).includes('/journal.d/'))
+            throw Object.assign(new Error('ENOSPC'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
+          return (nodeFs.writeSync as (...a: unknown[]) => number)(fd, ...rest);
+        }) as FsPort['writeSync'],
+      };
+      const err = (await applyJob(f.withFs(full), {}).catch((e: unknown) => e)) as Error;
+      expect(err.message).toMatch(
+        /: append failed: no space left on device \(ENOSPC\); the job is applied, its journal line not written: the next `genjob apply` writes it$/,
+      );
+      expect(existsSync(store.layout.jobFile('applied', job.key))).toBe(true);
+      expect(existsSync(store.layout.applying(job.key))).toBe(true); // the mark that the line may be missing
+      expect(appliedLines(f)).toEqual([]);
+
+      if (next === 'apply') expect(await applyJob(f.v, {})).toMatchObject({ status: 'already-applied' });
+      else expect(await recoverInterruptedApplies(store, { vouch: async () => f.v })).toEqual([job.key]);
+      const lines = appliedLines(f);
+      expect(lines).toMatchObject([{ key: job.key, writes: 3, recovered: true }]);
+      expect(lines[0]!.applied_at).toBe(readApplied(store, job.key)!.applied_at);
+      expect(readdirSync(store.layout.dir('applying'))).toEqual([]);
+      expect(existsSync(store.layout.jobFile('received', job.key))).toBe(false);
+      await applyJob(f.v, {});
+      expect(appliedLines(f)).toHaveLength(1);
+    }
+  });
+
+  it('is not written twice when the apply stopped after its line, before applying/ was removed', async () => {
+    const f = threeFiles();
+    const { store, job } = f.v;
+    await applyJob(f.v, {});
+    // as a kill right after the journal line leaves it: applying/ back beside applied/
+    const { applied_at: _, ...rest } = readApplied(store, job.key)!;
+    writeFileSync(store.layout.applying(job.key), JSON.stringify({ ...rest, schema: 'genjob/applying@1' }));
+    expect(await applyJob(f.v, {})).toMatchObject({ status: 'already-applied' });
+    expect(appliedLines(f)).toHaveLength(1);
+    expect(readdirSync(store.layout.dir('applying'))).toEqual([]);
   });
 });
 
