@@ -340,8 +340,8 @@ function settleApplied(store: Store, done: AppliedRecord): void {
   if (exists(store, store.layout.applying(key))) {
     const journalled = () =>
       readJournal(store, key).some((e) => e.event === 'applied' && e.applied_at === done.applied_at);
-    // twice at most: a line the crash tore, with no newline, makes the first append after it unreadable
-    for (let tries = 0; tries < 2 && !journalled(); tries++) journal(store, appliedEvent(done, true));
+    // a line the crash tore is ended by the segment's taker (journal-segments.ts): one append is whole
+    if (!journalled()) journal(store, appliedEvent(done, true));
   }
   removeLeftovers(store, key);
 }

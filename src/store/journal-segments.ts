@@ -43,6 +43,32 @@ function tryTakeOver(store: Store, dir: string, to: string): boolean {
   return false;
 }
 
+/**
+ * A segment taken over from a process that died mid-append may end in half a line: a newline ends it
+ * there (readers skip it as torn), or the first line appended after it would join it and be lost too.
+ */
+function endTornLine(store: Store, path: string): void {
+  const { fs } = store;
+  let fd: number;
+  try {
+    fd = fs.openSync(path, constants.O_RDWR | constants.O_APPEND);
+  } catch (err) {
+    throw IoError.wrap('open', path, err);
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    const last = Buffer.alloc(1);
+    if (size > 0 && fs.readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a) {
+      fs.writeSync(fd, '\n');
+      fs.fsyncSync(fd);
+    }
+  } catch (err) {
+    throw IoError.wrap('append', path, err);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /** This process's segment file, created (or taken over) on first use; open it with openSegment. */
 function segmentPath(store: Store): { path: string; fresh: boolean } {
   const known = mine.get(store.layout.gen);
@@ -57,6 +83,7 @@ function segmentPath(store: Store): { path: string; fresh: boolean } {
   const base = `${segmentHost()}-${pid}-${start}`;
   const first = join(dir, `${base}.jsonl`);
   if (tryTakeOver(store, dir, first)) {
+    endTornLine(store, first);
     mine.set(store.layout.gen, first);
     return { path: first, fresh: false };
   }

@@ -14,11 +14,16 @@ export interface JournalEvent {
 
 export { readJournal, readKeyJournal } from './journal-read.js';
 
+/**
+ * Segments this process failed to append to: the failed write may have left half a line, which the
+ * next line would join (and be lost with). The next append starts on a line of its own; a process that
+ * died mid-append leaves its segment to a taker that does the same (journal-segments.ts).
+ */
+const mayEndTorn = new Set<string>();
+
 export function journal(store: Store, event: JournalEvent): void {
   const { fs } = store;
-  const line = Buffer.from(
-    `${JSON.stringify({ at: new Date().toISOString(), pid: process.pid, ...event })}\n`,
-  );
+  const text = `${JSON.stringify({ at: new Date().toISOString(), pid: process.pid, ...event })}\n`;
   let opened: { fd: number; path: string };
   try {
     opened = openSegment(store);
@@ -26,9 +31,12 @@ export function journal(store: Store, event: JournalEvent): void {
     throw IoError.wrap('append', store.layout.dir('journal.d'), err);
   }
   try {
-    fs.writeSync(opened.fd, line);
+    // an empty line, when the failed write left none, is skipped by readers as any torn one is
+    fs.writeSync(opened.fd, Buffer.from(mayEndTorn.has(opened.path) ? `\n${text}` : text));
     fs.fsyncSync(opened.fd);
+    mayEndTorn.delete(opened.path);
   } catch (err) {
+    mayEndTorn.add(opened.path);
     throw IoError.wrap('append', opened.path, err);
   } finally {
     fs.closeSync(opened.fd);

@@ -99,6 +99,24 @@ describe('journal segments', () => {
     );
     expect(readJournal(store, K1).map((e) => e.event)).toEqual(['minted', 'claimed', 'shipped', 'received']);
   });
+
+  it('ends the half line a killed process left in the segment it takes over, so its own first line is whole', () => {
+    const store = tempStore('genjob-journal-');
+    const dir = store.layout.dir('journal.d');
+    const host = hostname().replace(/[^A-Za-z0-9._]/g, '_');
+    mkdirSync(dir);
+    const gone = `${host}-${deadPid()}-123.jsonl`;
+    const torn = '{"at":"2026-01-01T00:00:01.000Z","event":"appl'; // killed mid-append
+    writeFileSync(
+      join(dir, gone),
+      `${line({ at: '2026-01-01T00:00:00.000Z', event: 'minted', key: K1 })}${torn}`,
+    );
+    journal(store, { event: 'received', key: K1 });
+    const { pid, start } = thisProcess();
+    const taken = readFileSync(join(dir, `${host}-${pid}-${start}.jsonl`), 'utf8');
+    expect(taken).toMatch(new RegExp(`^.*"minted".*\n${torn}\n{.*"received".*}\n$`));
+    expect(readJournal(store, K1).map((e) => e.event)).toEqual(['minted', 'received']);
+  });
 });
 
 // readKeyJournal (show's reader: the next chunk read while this one is searched) must find what
