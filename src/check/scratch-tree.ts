@@ -176,7 +176,11 @@ export async function prepareScratch(
       GIT_ALTERNATE_OBJECT_DIRECTORIES: objects,
     };
     const paths = join(dir, 'outputs');
-    if (outputs.length > 0) writeFileSync(paths, `${outputFiles.join('\n')}\n`, { mode: 0o600 });
+    try {
+      if (outputs.length > 0) writeFileSync(paths, `${outputFiles.join('\n')}\n`, { mode: 0o600 });
+    } catch (err) {
+      throw ioErrorAt(paths, err); // a write that fails names no file of its own
+    }
     // in one sh: the inputs as HEAD holds them (cat-file, reading the sh's stdin), HEAD's tracked files
     // with their modes (an output keeps its file's mode, and is tracked after it), and the outputs' blobs,
     // written into the private object directory (hash-object, reading the list of their files): cat-file's
