@@ -1,81 +1,23 @@
-// apply on a really full disk, with a job that writes in two directories and creates one of them: the
-// repository on a 2 MiB tmpfs with few inodes, filled so that only 0 to 12 pages or 0 to 12 inodes are left,
-// then `apply KEY`. The tree is never left half-written: a failure leaves it byte for byte as it was (no
-// temp, no directory made), says "nothing was written" and keeps no applying/ record, so the job is just
-// received; or, once every file is written (the apply record or its journal line could not be), it says
-// what is pending and that `genjob apply` finishes it. After the disk is freed, one apply finishes the
-// job, journalled once.
-// Needs root to mount (skipped with the reason otherwise).
-import { execFileSync } from 'node:child_process';
-import {
-  closeSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { smallDisk } from '../helpers/small-disk.js';
 import { tempDir } from '../helpers/temp-store.js';
 import { leftovers } from './fault-sweep.js';
 import { runCli, snapshot } from './helpers.js';
 
-const mnt = tempDir('genjob-apply-enospc-', tmpdir(), 'file');
+const disk = smallDisk('genjob-apply-enospc-', 'apply-enospc test');
+const { mnt, unfill } = disk;
+const mountProblem = disk.problem;
 const host = tempDir('genjob-apply-enospc-host-', tmpdir(), 'file');
-
-function tryMount(): string | undefined {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m,nr_inodes=400', 'tmpfs', mnt], { stdio: 'pipe' });
-    return undefined;
-  } catch (err) {
-    return String((err as { stderr?: Buffer }).stderr ?? err).trim();
-  }
-}
-const mountProblem = tryMount();
-if (mountProblem) console.log(`apply-enospc test skipped: cannot mount a tmpfs here (${mountProblem})`);
-
-afterAll(() => {
-  if (!mountProblem) execFileSync('umount', [mnt]);
-});
-
-const filler = () => join(mnt, 'filler');
-const unfill = () => rmSync(filler(), { recursive: true, force: true });
-
 /** Fill the disk so that only `pages` pages or `inodes` inodes stay free. */
-function fill(level: { pages?: number; inodes?: number }): void {
-  mkdirSync(filler(), { recursive: true });
-  if (level.inodes !== undefined) {
-    const reserve = Array.from({ length: level.inodes }, (_, i) => join(filler(), `r${i}`));
-    for (const r of reserve) writeFileSync(r, '');
-    for (let i = 0; ; i++) {
-      try {
-        writeFileSync(join(filler(), `i${i}`), '');
-      } catch {
-        break;
-      }
-    }
-    for (const r of reserve) unlinkSync(r);
-    return;
-  }
-  const reserve = join(filler(), 'reserve');
-  writeFileSync(reserve, Buffer.alloc((level.pages ?? 0) * 4096));
-  const fd = openSync(join(filler(), 'bytes'), 'w');
-  const chunk = Buffer.alloc(4096);
-  try {
-    for (;;) writeSync(fd, chunk);
-  } catch {
-    // full
-  } finally {
-    closeSync(fd);
-  }
-  unlinkSync(reserve);
-}
+const fill = (level: { pages?: number; inodes?: number }) =>
+  disk.fill({
+    bytes: (level.pages ?? 0) * 4096,
+    ...(level.inodes === undefined ? {} : { inodes: level.inodes }),
+  });
 
 const env = { XDG_CACHE_HOME: join(host, 'cache') };
 

@@ -1,84 +1,20 @@
-// A really full disk: the repository on a 2 MiB tmpfs with few inodes, filled so that only a little
-// space (bytes) or a few inodes are left, then mint, work, apply and check run on it. Each run either
-// succeeds, printing no failure, or exits 5 with one EGJ_IO line naming ENOSPC and the file (for check,
-// or git's own words for the disk it could not write) (no "internal error", no stack); nothing is
-// left in running/; after the disk is freed a clean re-run finishes the job exactly once, with no temp or
-// staging file left and the generator run at most once. Needs root to mount (skipped with the reason
-// otherwise).
-import { execFileSync } from 'node:child_process';
-import {
-  closeSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  unlinkSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { smallDisk } from '../helpers/small-disk.js';
 import { tempDir } from '../helpers/temp-store.js';
 import { leftovers } from './fault-sweep.js';
 import { DEMO_GENERATOR, FIXTURE, runCli, snapshot, TIMEOUT_INSTRUCTION } from './helpers.js';
 
 const PATHS = ['src/user.py', 'tests/test_user.py'];
-// temp directories of the file's life, not of one test's: a mount point is busy until the end, and the
-// generator hosts' files beside it are kept for every test (removed after the afterAll below unmounts)
-const mnt = tempDir('genjob-fulldisk-', tmpdir(), 'file');
+// the disk and the generator hosts' files beside it are the file's, not one test's: a mount point is busy
+// until the end, and the hosts' files are kept for every test
+const disk = smallDisk('genjob-fulldisk-', 'full-disk test');
+const { mnt, fill, unfill } = disk;
+const mountProblem = disk.problem;
 const outside = tempDir('genjob-fulldisk-host-', tmpdir(), 'file');
-
-function tryMount(): string | undefined {
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m,nr_inodes=400', 'tmpfs', mnt], { stdio: 'pipe' });
-    return undefined;
-  } catch (err) {
-    return String((err as { stderr?: Buffer }).stderr ?? err).trim();
-  }
-}
-const mountProblem = tryMount();
-if (mountProblem) console.log(`full-disk test skipped: cannot mount a tmpfs here (${mountProblem})`);
-
-afterAll(() => {
-  if (!mountProblem) execFileSync('umount', [mnt]);
-});
-
-const filler = () => join(mnt, 'filler');
-
-/** Fill the disk so that only `bytes` bytes (rounded to pages) or `inodes` inodes stay free. */
-function fill(level: { bytes?: number; inodes?: number }): void {
-  mkdirSync(filler(), { recursive: true });
-  if (level.inodes !== undefined) {
-    const reserve = Array.from({ length: level.inodes }, (_, i) => join(filler(), `r${i}`));
-    for (const r of reserve) writeFileSync(r, '');
-    for (let i = 0; ; i++) {
-      try {
-        writeFileSync(join(filler(), `i${i}`), '');
-      } catch {
-        break;
-      }
-    }
-    for (const r of reserve) unlinkSync(r);
-    return;
-  }
-  const reserve = join(filler(), 'reserve');
-  writeFileSync(reserve, Buffer.alloc(level.bytes ?? 0));
-  const fd = openSync(join(filler(), 'bytes'), 'w');
-  const chunk = Buffer.alloc(4096);
-  try {
-    for (;;) writeSync(fd, chunk);
-  } catch {
-    // full
-  } finally {
-    closeSync(fd);
-  }
-  unlinkSync(reserve);
-}
-
-const unfill = () => rmSync(filler(), { recursive: true, force: true });
 
 interface Box {
   repo: string;
