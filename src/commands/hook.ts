@@ -41,12 +41,14 @@ export async function hookInstall(o: HookOptions): Promise<CommandResult> {
       `${file}: a ${name} hook genjob did not write (or one edited since) is there; merge the gate into it by hand or pass --force to replace it`,
     );
   const script = hookScript(name, process.execPath, process.argv[1]!);
-  // the same hook already there: nothing to write, and nothing said to have changed
-  if (existing === script)
-    return { human: `unchanged ${file}`, json: { ok: true, hook: name, file, action: 'unchanged' } };
-  mkdirSync(hooks, { recursive: true });
-  replaceFile({ fs: nodeFs }, file, Buffer.from(script), 0o755);
-  const replaced = existing === undefined ? 'installed' : ours ? 'rewrote' : 'replaced';
+  // the same hook already there: nothing to write, and nothing said to have changed (merge.ff is still
+  // set below: it may have been unset since)
+  const replaced =
+    existing === script ? 'unchanged' : existing === undefined ? 'installed' : ours ? 'rewrote' : 'replaced';
+  if (replaced !== 'unchanged') {
+    mkdirSync(hooks, { recursive: true });
+    replaceFile({ fs: nodeFs }, file, Buffer.from(script), 0o755);
+  }
   const done = { ok: true, hook: name, file, action: replaced };
   if (name !== 'pre-merge-commit') return { human: `${replaced} ${file}`, json: done };
   const was = await noFastForward(root);

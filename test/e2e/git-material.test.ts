@@ -433,7 +433,13 @@ describe('genjob hook install', () => {
     expect(await git(x, ['config', '--local', 'merge.ff'], env)).toBe('false');
     expect(await cli(x, ['hook', 'install', '--pre-merge-commit'])).toMatchObject({
       exitCode: 0,
-      stdout: `rewrote ${hook}\n${MERGE_FF('it was false')}\n`,
+      stdout: `unchanged ${hook}\n${MERGE_FF('it was false')}\n`,
+    });
+    // merge.ff unset since (by hand): installing the same hook again sets it again
+    await git(x, ['config', '--local', '--unset', 'merge.ff'], env);
+    expect(await cli(x, ['hook', 'install', '--pre-merge-commit'])).toMatchObject({
+      exitCode: 0,
+      stdout: `unchanged ${hook}\n${MERGE_FF('it set none')}\n`,
     });
   });
 
