@@ -584,8 +584,10 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     .option('--older-than <duration>', 'retention window: a number and s, m, h, d or w', '30d')
     .option('--dry-run', 'print what would be pruned; remove nothing')
     .option('--cache-dir <dir>', 'the cache (default: $XDG_CACHE_HOME/genjob)', path)
-    .action(async (opts) => {
-      await run(async () => (await import('../commands/cache-prune.js')).cachePrune(opts), !!opts.json);
+    .action(async (_opts, cmd: Command) => {
+      // --json and --debug may be given before or after `prune` (the group takes them too)
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/cache-prune.js')).cachePrune(o), !!o.json);
     });
 
   common(program.command('retry'))
