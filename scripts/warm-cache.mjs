@@ -31,11 +31,16 @@ try {
   mkdirSync(root);
   process.chdir(root);
   const argv = ['init', 'mint', '-m', 'warm the code cache', '--create', 'new.txt'];
+  // what the commands say (mint's note on stderr) is theirs, not the build's: kept, and shown on a failure
   const apart = (...args) =>
-    execFileSync(process.execPath, [
-      '-e',
-      `require(${JSON.stringify(LOADER)}).loadBundle(${JSON.stringify(bundle)}).main(${JSON.stringify(['node', 'genjob', ...args])})`,
-    ]);
+    execFileSync(
+      process.execPath,
+      [
+        '-e',
+        `require(${JSON.stringify(LOADER)}).loadBundle(${JSON.stringify(bundle)}).main(${JSON.stringify(['node', 'genjob', ...args])})`,
+      ],
+      { stdio: 'pipe' },
+    );
   // init names its root: under a temp dir that is itself inside a repository (or below a stray .gen/),
   // it would find that one above and the warm-up would write there; every later command finds root/.gen
   apart(argv[0], '--root', root);
