@@ -12,6 +12,7 @@ const SHADOW_COMMANDS = [
   'commands/shadow-work.ts',
   'commands/compare.ts',
   'commands/promote.ts',
+  'commands/shadow-plane.ts', // the planes a shadow command may name: compare's and promote's one check
   'cli/program.ts',
 ];
 
