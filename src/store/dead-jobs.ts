@@ -56,12 +56,22 @@ export function deadJobs(store: Store, names = readdirOrEmpty(store, store.layou
 
 /** The why.json of a dead item ({code, reason, ...}), or null when there is none (an older genjob wrote the item first). */
 export function deadReason(store: Store, name: string): { code: string; reason: string } | null {
+  const why = deadWhy(store, name);
+  return why === null ? null : { code: String(why.code ?? ''), reason: String(why.reason ?? '') };
+}
+
+/**
+ * The whole reason published beside a dead item (`<name>.why.json`), as written; null when it is missing,
+ * not JSON, or JSON null ({} for another value that is no object: it has no fields).
+ */
+export function deadWhy(store: Store, name: string): Record<string, unknown> | null {
   const bytes = readIfExists(store, join(store.layout.dir('dead'), `${name}.why.json`));
   if (!bytes) return null;
+  let why: unknown;
   try {
-    const why = JSON.parse(bytes.toString('utf8')) as { code?: unknown; reason?: unknown };
-    return { code: String(why.code ?? ''), reason: String(why.reason ?? '') };
+    why = JSON.parse(bytes.toString('utf8'));
   } catch {
     return null;
   }
+  return why === null ? null : typeof why === 'object' ? (why as Record<string, unknown>) : {};
 }

@@ -1,16 +1,6 @@
-// Giving up a job (drop, cancel, remint) moves its receipt and outputs to dead/ BEFORE its job file. The
-// other order let a crash between the moves leave receipts/<key>.json and out/<key>/ with no job: the
-// replay was refused (the key was in no state), and once the key was minted again, `work` took the
-// given-up receipt for one a crash had kept from moving to received/ and "recovered" it. In this order a
-// crash leaves the job in its state with less beside it, and the replay moves the rest.
-//
-// A store a genjob of the older order left that way is finished by the replay too (finishGivenUp): the
-// key in no live state, its newest job file in dead/ put there with the code the command gives, and a
-// receipt or outputs still in place; they follow the job file with its reason.
-import { join } from 'node:path';
-import { deadJobs } from './dead-jobs.js';
+import { deadJobs, deadWhy } from './dead-jobs.js';
 import { type DeadReason, deadLetterBytes, deadLetterFile } from './dead-letter.js';
-import { exists, readIfExists } from './durable.js';
+import { exists } from './durable.js';
 import { parseJobFile } from './job-files.js';
 import { findJob, RECORD_STATES, type StoredJob } from './job-states.js';
 import { jobFileBytes } from './mint-job.js';
@@ -80,12 +70,6 @@ export function finishGivenUp(store: Store, key: string, code: string): Finished
 
 /** The whole reason published beside a dead item, without its `at`, or undefined when unreadable. */
 function reasonOf(store: Store, name: string): DeadReason | undefined {
-  const bytes = readIfExists(store, join(store.layout.dir('dead'), `${name}.why.json`));
-  if (bytes === undefined) return undefined;
-  try {
-    const { at: _at, ...why } = JSON.parse(bytes.toString('utf8')) as DeadReason;
-    return typeof why.code === 'string' && typeof why.reason === 'string' ? why : undefined;
-  } catch {
-    return undefined;
-  }
+  const { at: _at, ...why } = deadWhy(store, name) ?? {};
+  return typeof why.code === 'string' && typeof why.reason === 'string' ? (why as DeadReason) : undefined;
 }
