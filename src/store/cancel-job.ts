@@ -1,7 +1,8 @@
 // Cancel a queued or running job: under the key lock its receipt and outputs, if a crash left any
 // (give-up.ts), then its file move to dead/ with code EGJ_CANCELLED (a rename: the job is in its state
-// or in dead/, never both), and a running job's lease is removed. Its worker sees the lease gone at its next heartbeat, asks the host on its
-// session to kill the generator, and stands down; nothing it brings back is ever committed.
+// or in dead/, never both), and a running job's lease is removed. Its worker sees the lease gone at its
+// next heartbeat, asks the host on its session to kill the generator, and stands down; nothing it brings
+// back is ever committed.
 import { ConflictError } from '../core/errors.js';
 import { CANCELLED, deadJobs, deadReason } from './dead-jobs.js';
 import { deadLetterFile } from './dead-letter.js';
