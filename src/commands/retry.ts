@@ -27,15 +27,23 @@ export async function retry(o: CommonOptions & KeysChoice): Promise<CommandResul
     'retried',
     async (key) => {
       // under the apply lock, so no apply begins between retryJob's look and its move
-      const { epoch, status } = await withApplyLock(store, { timeoutMs: 30_000 }, () => retryJob(store, key));
+      const { epoch, status, finished } = await withApplyLock(store, { timeoutMs: 30_000 }, () =>
+        retryJob(store, key),
+      );
       const kept =
         status === 'ok' || status === 'aborted' || status === 'rejected'
           ? `its ${status} receipt of epoch ${epoch} is kept in dead/`
           : `it was ${status}; that record stays in dead/`;
       return {
         key,
-        line: `${key.slice(0, 12)} back in the queue (${kept}); the next worker generates it again`,
-        json: { ok: true, key, previous_epoch: epoch, previous_status: status },
+        line: `${key.slice(0, 12)} back in the queue (${kept}${finished ? '; an interrupted retry finished' : ''}); the next worker generates it again`,
+        json: {
+          ok: true,
+          key,
+          previous_epoch: epoch,
+          previous_status: status,
+          ...(finished ? { finished } : {}),
+        },
       };
     },
     o.run,

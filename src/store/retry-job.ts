@@ -8,7 +8,9 @@
 // host to generate again (the consent) instead of answering with the
 // result it keeps for the key, until one of them delivered its bundle (`regenerated`): an attempt
 // that never reached a generator (host down, a cut send) does not use up the retry.
-// A crash before the rename leaves a received job without a receipt: `retry` again finishes it. A job
+// A crash before the rename leaves a received job without a receipt: `retry` again finishes it; one after
+// it, before the journal line, leaves the job queued with no attempt since its retry-after: `retry` again
+// writes the line and answers as the first would have. A job
 // whose apply was interrupted is refused (interrupted-apply.ts); commands/retry.ts calls this under the
 // apply lock.
 import { join } from 'node:path';
@@ -20,7 +22,7 @@ import { deadLetterFile } from './dead-letter.js';
 import { exists, moveState, publishExclusive, readIfExists, replaceFile } from './durable.js';
 import { refuseInterruptedApply } from './interrupted-apply.js';
 import { findJob } from './job-states.js';
-import { journal } from './journal.js';
+import { journal, readJournal } from './journal.js';
 import { withKeyLock } from './key-lock.js';
 import type { Store } from './store.js';
 import { prunedState, readTombstone } from './tombstone.js';
@@ -40,11 +42,22 @@ export function retryableDead(store: Store, key: string): { name: string; status
   return dead && status ? { name: dead.name, status } : undefined;
 }
 
-export async function retryJob(store: Store, key: string): Promise<{ epoch: number; status: string }> {
+export interface Retried {
+  /** The newest epoch before the retry: attempts after it generate again. */
+  epoch: number;
+  /** What the attempt given up was (its receipt's status, or why its job was in dead/). */
+  status: string;
+  /** Set when this finished a retry a crash interrupted after its move to queue/. */
+  finished?: true;
+}
+
+export async function retryJob(store: Store, key: string): Promise<Retried> {
   return withKeyLock(store, key, () => {
     const found = findJob(store, key);
     const dead = found === undefined ? retryableDead(store, key) : undefined;
     if (dead) return requeueDead(store, key, dead);
+    const interrupted = found?.state === 'queue' ? interruptedRetry(store, key) : undefined;
+    if (interrupted) return interrupted;
     const receiptFile = store.layout.receipt(key);
     const bytes = readIfExists(store, receiptFile);
     const status = bytes ? receiptStatus(bytes) : 'none';
@@ -71,6 +84,34 @@ export async function retryJob(store: Store, key: string): Promise<{ epoch: numb
     journal(store, { event: 'retried', key, epoch, status });
     return { epoch, status };
   });
+}
+
+/**
+ * The replay of a retry killed after its move to queue/ and before its journal line: the job waits in the
+ * queue, no attempt began since its retry-after mark, and the journal has no `retried` line of that epoch.
+ * The line is written and the retry answers as it would have. (With the line there, the job is simply
+ * queued, and a retry of it is refused as before.)
+ */
+function interruptedRetry(store: Store, key: string): Retried | undefined {
+  const epoch = retriedAfter(store, key);
+  if (epoch === undefined || epoch !== currentEpoch(store, key)) return undefined;
+  if (readJournal(store, key).some((e) => e.event === 'retried' && e.epoch === epoch)) return undefined;
+  const status = retriedStatus(store, key, epoch);
+  journal(store, { event: 'retried', key, epoch, status });
+  return { epoch, status, finished: true };
+}
+
+/** What the attempt a retry of `epoch` gave up was: its receipt's status in dead/, or the dead job's. */
+function retriedStatus(store: Store, key: string, epoch: number): string {
+  const receipt = store.fs
+    .readdirSync(store.layout.dir('dead'))
+    .filter((n) => n.startsWith(`${key}.receipt.e${epoch}.`) && !n.endsWith('.why.json'))
+    .sort()
+    .at(-1);
+  const bytes = receipt && readIfExists(store, join(store.layout.dir('dead'), receipt));
+  if (bytes) return receiptStatus(bytes);
+  const dead = deadJobs(store).find((d) => d.key === key);
+  return RETRYABLE_DEAD.get((dead && deadReason(store, dead.name)?.code) ?? '') ?? 'unknown';
 }
 
 /** Record the retry: attempts after the key's newest epoch generate again. Returns that epoch. */

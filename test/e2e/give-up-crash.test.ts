@@ -343,3 +343,58 @@ describe('remint, killed at each move into dead/', () => {
     expect(moves).toBe(3);
   });
 });
+
+describe('retry, killed after its move to the queue and before its journal line', () => {
+  /** Kill `retry` right after the job reaches queue/ (a rename from received/, a link of a dead job's copy). */
+  const intoQueue = (call: 'renameSync' | 'linkSync') => ({
+    call,
+    match: '/\\.gen/queue/',
+    arg: 1,
+    when: 'after',
+    nth: 1,
+  });
+  const retriedLines = (b: Box) => readJournal(b.store, b.key).filter((e) => e.event === 'retried');
+
+  /**
+   * Replay the killed retry: it writes the line and says so; a retry after that is refused as of any queued
+   * job, the line written once; work then generates again.
+   */
+  async function replays(b: Box, status: string, givenUp: string) {
+    expect(b.ls('queue')).toEqual([`${b.key}.json`]);
+    expect(retriedLines(b)).toHaveLength(0);
+    const again = await b.genjob(['retry', b.key, '--json']);
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({
+      ok: true,
+      key: b.key,
+      previous_status: status,
+      finished: true,
+    });
+    expect(retriedLines(b)).toEqual([expect.objectContaining({ key: b.key, status, epoch: 1 })]);
+    const twice = await b.genjob(['retry', b.key]);
+    expect(twice.exitCode).toBe(4);
+    expect(twice.stderr).toMatch(/EGJ_NOT_RETRYABLE: .*\(this one is queue\)/);
+    expect(retriedLines(b)).toHaveLength(1);
+    await generatesAgain(b, givenUp, { runs: 1, epoch: 1 });
+  }
+
+  it('of a received job: retry again writes the line once and the job is generated again', async () => {
+    const b = await box();
+    b.mint();
+    await b.work();
+    const retried = b.outBytes();
+    const killed = await b.genjob(['retry', b.key], intoQueue('renameSync'));
+    expect(killed.signal).toBe('SIGKILL');
+    await replays(b, 'ok', retried);
+  });
+
+  it('of a job cancelled in dead/ after its receipt landed: the same', async () => {
+    const b = await box();
+    await landedRunning(b);
+    const cancelled = b.outBytes();
+    expect((await b.genjob(['cancel', b.key])).exitCode).toBe(0);
+    const killed = await b.genjob(['retry', b.key], intoQueue('linkSync'));
+    expect(killed.signal).toBe('SIGKILL');
+    await replays(b, 'cancelled', cancelled);
+  });
+});
