@@ -111,6 +111,8 @@ export async function promoteShadow(
     };
     // the pin first: a crash after it and before the requeue is finished by promoting again
     writePromotion(store, secret, pin);
+    // the promoted run's attempts count afresh against --max-attempts: marked before the job is queued
+    markMinted(store, key);
     const replaced: string[] = [];
     if (found.state === 'received') {
       const why = {
@@ -128,7 +130,6 @@ export async function promoteShadow(
       }
       moveState(store, found.file, store.layout.jobFile('queue', key));
     }
-    markMinted(store, key); // the promoted run's attempts count afresh against --max-attempts
     journal(store, {
       event: 'promoted',
       key,

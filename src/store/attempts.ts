@@ -114,9 +114,12 @@ function unspent(store: Store, key: string, epoch: number): boolean {
   return readRecord(store, join(store.layout.attemptsDir(key), `${epoch}.unspent`)) !== undefined;
 }
 
-/** On a fresh mint of a key that was attempted before (dropped, dead-lettered), restart the count. */
-export function markMinted(store: Store, key: string): void {
-  const newest = currentEpoch(store, key);
+/**
+ * On a fresh mint of a key that was attempted before (dropped, dead-lettered), restart the count: the
+ * attempts up to `newest` (the key's newest epoch, read before the job is there to claim) are its earlier
+ * life's.
+ */
+export function markMinted(store: Store, key: string, newest = currentEpoch(store, key)): void {
   if (newest > 0)
     replaceFile(store, join(store.layout.attemptsDir(key), 'minted-after'), Buffer.from(String(newest)));
 }

@@ -5,7 +5,7 @@ import { canonicalBytes, canonicalJson } from '../core/canonical-json.js';
 import { ConflictError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { sha256Hex } from '../core/sha256.js';
-import { markMinted } from './attempts.js';
+import { currentEpoch, markMinted } from './attempts.js';
 import { publishExclusive } from './durable.js';
 import { findJob, RECORD_STATES } from './job-states.js';
 import { journal } from './journal.js';
@@ -72,12 +72,16 @@ export function mintJob(store: Store, job: Job): MintOutcome {
     }
     return { key: job.key, digest, minted: false, state: 'applied', prunedOn: prunedOn(tomb) };
   }
+  // the key's newest epoch before anything else: once the job is published a worker may begin an attempt
+  const newest = currentEpoch(store, job.key);
   const before = sameOrConflict(store, job, digest);
   if (before) return before;
+  // the count restarts before the job can be claimed: a crash between the two leaves a mark with no job
+  // (minting again marks again), never a queued job counting its earlier life's attempts
+  markMinted(store, job.key, newest);
   const created = publishExclusive(store, store.layout.jobFile('queue', job.key), bytes);
   if (!created)
     return sameOrConflict(store, job, digest) ?? { key: job.key, digest, minted: false, state: 'queue' };
-  markMinted(store, job.key);
   journal(store, { event: 'minted', key: job.key, digest, inputs: job.inputs.length });
   return { key: job.key, digest, minted: true, state: 'queue' };
 }

@@ -398,3 +398,31 @@ describe('retry, killed after its move to the queue and before its journal line'
     await replays(b, 'cancelled', cancelled);
   });
 });
+
+describe('mint of a job given up before, killed right after its queue file', () => {
+  it('restarts the count of attempts all the same: the earlier life is not counted against --max-attempts', async () => {
+    const b = await box();
+    b.mint();
+    await b.work();
+    const dropped = b.outBytes();
+    expect((await b.genjob(['drop', b.key])).exitCode).toBe(0);
+    const mintArgs = ['mint', '-m', PATH, PATH];
+    const killed = await b.genjob(mintArgs, {
+      call: 'linkSync',
+      match: '/\\.gen/queue/',
+      arg: 1,
+      when: 'after',
+    });
+    expect(killed.signal).toBe('SIGKILL');
+    expect(b.ls('queue')).toEqual([`${b.key}.json`]);
+    const again = await b.genjob(mintArgs);
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(again.stdout.trim()).toBe(b.key);
+    expect(readFileSync(join(b.store.layout.attemptsDir(b.key), 'minted-after'), 'utf8')).toBe('1');
+    rmSync(join(b.base, 'cache'), { recursive: true, force: true });
+    const r = await b.genjob(['work', '--drain', '--quiet', '--max-attempts', '1', ...b.generator]);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(b.runs()).toBe(2);
+    expect(b.outBytes()).not.toBe(dropped);
+  });
+});
