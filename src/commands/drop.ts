@@ -9,7 +9,7 @@ import { withApplyLock } from '../apply/apply-lock.js';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { openStore } from '../cli/root.js';
 import { ConflictError } from '../core/errors.js';
-import { deadLetterJob, finishGivenUp, setAsideResult } from '../store/give-up.js';
+import { deadLetterJob, finishGivenUp, givenUpUnfinished, setAsideResult } from '../store/give-up.js';
 import { refuseInterruptedApply } from '../store/interrupted-apply.js';
 import { findJob } from '../store/job-states.js';
 import { journal } from '../store/journal.js';
@@ -24,8 +24,9 @@ async function dropOne(store: Store, key: string, reason: string): Promise<Done>
   const { moved, finished } = await withApplyLock(store, { timeoutMs: 30_000 }, () =>
     withKeyLock(store, key, () => {
       const found = findJob(store, key);
-      // a drop killed after the job file moved, by a genjob that moved it first: finish it
-      const finished = found ? undefined : finishGivenUp(store, key, DROPPED);
+      // a drop killed after the job file moved (before its journal line, or by a genjob that moved the job
+      // file first): finish it
+      const finished = found ? undefined : finishGivenUp(store, key, DROPPED, 'dropped');
       if (finished) return { moved: finished.moved, finished: finished.why.reason };
       if (!found || found.state === 'running' || found.state === 'applied') {
         throw new ConflictError(
@@ -53,7 +54,10 @@ async function dropOne(store: Store, key: string, reason: string): Promise<Done>
 
 export async function drop(o: CommonOptions & KeysChoice & { reason?: string }): Promise<CommandResult> {
   const store = openStore(o);
-  const chosen = chooseKeys(store, o, ['queue', 'received', 'reverted']);
+  // a dead key only when a drop killed after its last move left it to finish
+  const chosen = chooseKeys(store, o, ['queue', 'received', 'reverted'], {
+    dead: (key) => givenUpUnfinished(store, key, DROPPED, 'dropped') !== undefined,
+  });
   const reason = `dropped by the user${o.reason ? `: ${o.reason}` : ''}`;
   return eachKey(chosen, 'dropped', (key) => dropOne(store, key, reason), o.run);
 }

@@ -31,10 +31,25 @@ export function chooseKeys(
   store: Store,
   o: KeysChoice,
   runStates: ReadonlyArray<JobState | null>,
-  opts: { dead?: boolean; take?: (key: string, state: JobState | null) => boolean } = {},
+  opts: {
+    /** Take keys only dead/ holds; a function takes those it accepts, any other is refused as unknown. */
+    dead?: boolean | ((key: string) => boolean);
+    take?: (key: string, state: JobState | null) => boolean;
+  } = {},
 ): Chosen {
   const typed = o.keys ?? [];
-  const dead = opts.dead === true;
+  const accept = opts.dead;
+  const resolve = (t: string) => {
+    if (typeof accept !== 'function') return resolveKey(store, t, { dead: accept === true });
+    // as a command without dead keys resolves; a dead key only when accepted, else that error stands
+    try {
+      return resolveKey(store, t);
+    } catch (err) {
+      const key = resolveDeadOrUndefined(store, t);
+      if (key !== undefined && accept(key)) return key;
+      throw err;
+    }
+  };
   if (o.run !== undefined && typed.length > 0)
     throw new UsageError('EGJ_USAGE', 'give keys or --run NAME, not both');
   if (o.run !== undefined) {
@@ -48,10 +63,18 @@ export function chooseKeys(
   if (typed.length === 0)
     throw new UsageError('EGJ_USAGE', 'name one or more keys (or unique prefixes), or --run NAME');
   return {
-    keys: [...new Set(typed.map((t) => resolveKey(store, t, { dead })))],
+    keys: [...new Set(typed.map(resolve))],
     skipped: 0,
     many: typed.length > 1,
   };
+}
+
+function resolveDeadOrUndefined(store: Store, typed: string): string | undefined {
+  try {
+    return resolveKey(store, typed, { dead: true });
+  } catch {
+    return undefined;
+  }
 }
 
 export interface Done {

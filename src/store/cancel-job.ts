@@ -43,8 +43,9 @@ export async function cancelJob(
 
 /**
  * Finish a cancel a crash interrupted after the job file reached dead/: the lease it had not removed yet,
- * and the receipt and outputs a genjob that moved the job file first left in place (moved to dead/ with
- * the cancel's reason). The cancel is journalled when there was anything to finish. Returns where the
+ * the receipt and outputs a genjob that moved the job file first left in place (moved to dead/ with the
+ * cancel's reason), and the journal line it had not written. The cancel is journalled when there was
+ * anything to finish. Returns where the
  * receipt and outputs went, or undefined when there was nothing to finish. Call for a key in no state
  * whose newest job file in dead/ was put there by cancel.
  */
@@ -54,7 +55,7 @@ export async function finishCancel(store: Store, key: string): Promise<string[] 
     const lease = exists(store, store.layout.lease(key));
     // the key is in no state: no attempt owns a lease, and its worker stands down once it is gone
     if (lease) store.fs.rmSync(store.layout.lease(key), { force: true });
-    const finished = finishGivenUp(store, key, CANCELLED);
+    const finished = finishGivenUp(store, key, CANCELLED, 'cancelled');
     if (!lease && finished === undefined) return undefined;
     const reason = finished?.why.reason ?? cancelledReason(store, key);
     journal(store, { event: 'cancelled', key, reason, finished: true });

@@ -3,6 +3,7 @@ import { type DeadReason, deadLetterBytes, deadLetterFile } from './dead-letter.
 import { exists } from './durable.js';
 import { parseJobFile } from './job-files.js';
 import { findJob, RECORD_STATES, type StoredJob } from './job-states.js';
+import { readJournal } from './journal.js';
 import { jobFileBytes } from './mint-job.js';
 import type { Store } from './store.js';
 
@@ -55,21 +56,43 @@ export interface FinishedGiveUp {
 
 /**
  * Finish a give-up a crash interrupted after the job file reached dead/: when the key is in no live
- * state, its newest job file in dead/ has a reason with `code`, and its receipt or outputs are still in
- * place, move them to dead/ with that reason. Undefined when there is nothing of the kind to finish.
- * Call under the key's lock.
+ * state and its newest job file in dead/ has a reason with `code`, move its receipt and outputs still in
+ * place to dead/ with that reason. With `event`, a give-up killed after its last move and before its
+ * journal line is finished too: nothing to move, but no `event` line of the key since the reason was
+ * written. Undefined when there is nothing of the kind to finish; the caller journals `event`. Call under
+ * the key's lock.
  */
-export function finishGivenUp(store: Store, key: string, code: string): FinishedGiveUp | undefined {
-  if (findJob(store, key) !== undefined || !hasResult(store, key)) return undefined;
-  const dead = deadJobs(store).find((d) => d.key === key);
-  if (dead === undefined) return undefined;
-  const why = reasonOf(store, dead.name);
-  if (why?.code !== code) return undefined;
-  return { job: dead.name, why, moved: setAsideResult(store, key, why) };
+export function finishGivenUp(
+  store: Store,
+  key: string,
+  code: string,
+  event?: string,
+): FinishedGiveUp | undefined {
+  const left = givenUpUnfinished(store, key, code, event);
+  return left && { ...left, moved: setAsideResult(store, key, left.why) };
 }
 
-/** The whole reason published beside a dead item, without its `at`, or undefined when unreadable. */
-function reasonOf(store: Store, name: string): DeadReason | undefined {
-  const { at: _at, ...why } = deadWhy(store, name) ?? {};
-  return typeof why.code === 'string' && typeof why.reason === 'string' ? (why as DeadReason) : undefined;
+/** What finishGivenUp would finish (the dead job file and its reason), without moving anything. */
+export function givenUpUnfinished(
+  store: Store,
+  key: string,
+  code: string,
+  event?: string,
+): Omit<FinishedGiveUp, 'moved'> | undefined {
+  if (findJob(store, key) !== undefined) return undefined;
+  const result = hasResult(store, key);
+  if (!result && event === undefined) return undefined;
+  const dead = deadJobs(store).find((d) => d.key === key);
+  if (dead === undefined) return undefined;
+  const { at, ...why } = deadWhy(store, dead.name) ?? {};
+  if (why.code !== code || typeof why.reason !== 'string') return undefined;
+  // the line comes after the moves, so after the reason's time: one from before is an earlier give-up's
+  const since = typeof at === 'string' ? at : '';
+  if (!result && journalledSince(store, key, event!, since)) return undefined;
+  return { job: dead.name, why: why as DeadReason };
+}
+
+/** Whether the journal holds an `event` line of the key at or after `since` (an ISO time). */
+function journalledSince(store: Store, key: string, event: string, since: string): boolean {
+  return readJournal(store, key).some((e) => e.event === event && typeof e.at === 'string' && e.at >= since);
 }

@@ -145,19 +145,44 @@ describe('drop, killed at each move into dead/', () => {
       },
       (b) => ['drop', b.key, '--reason', 'wrong approach'],
       async (b, n) => {
-        const done = findJob(b.store, b.key) === undefined;
         const again = await b.genjob(['drop', b.key]);
-        // killed after the job file, the last move: the drop is done, and drop again says the job is dead
-        if (done) expect(again.stderr, `replay after move ${n}`).toContain('is dead, EGJ_DROPPED');
-        else expect(again.exitCode, `replay after move ${n}: ${again.stderr}`).toBe(0);
+        // killed after the job file too, the last move, before the journal line: drop again writes it
+        expect(again.exitCode, `replay after move ${n}: ${again.stderr}`).toBe(0);
         expect(findJob(b.store, b.key)).toBeUndefined();
         expect(b.result()).toEqual({ receipt: false, out: false });
-        expect(readJournal(b.store, b.key).filter((e) => e.event === 'dropped')).toHaveLength(done ? 0 : 1);
+        expect(readJournal(b.store, b.key).filter((e) => e.event === 'dropped')).toEqual([
+          expect.objectContaining({ reason: expect.stringMatching(/^dropped by the user/) }),
+        ]);
+        // once journalled, a drop of the dead job is refused as before
+        const twice = await b.genjob(['drop', b.key.slice(0, 8)]);
+        expect(twice.exitCode).toBe(2);
+        expect(twice.stderr).toContain(
+          `${b.key.slice(0, 8)}: job ${b.key.slice(0, 12)} is dead, EGJ_DROPPED`,
+        );
+        expect(readJournal(b.store, b.key).filter((e) => e.event === 'dropped')).toHaveLength(1);
         expect(b.mint().minted).toBe(true);
         await generatesAgain(b, dropped, { runs: 1, epoch: 1 });
       },
     );
     expect(moves).toBe(3); // the receipt, the outputs, the job file
+  });
+
+  it("a second life's drop killed after its last move is finished, though the first life's line is there", async () => {
+    const b = await box();
+    b.mint();
+    await b.work();
+    expect((await b.genjob(['drop', b.key])).exitCode).toBe(0);
+    expect(b.mint().minted).toBe(true);
+    rmSync(join(b.base, 'cache'), { recursive: true, force: true });
+    await b.work();
+    const dropped = () => readJournal(b.store, b.key).filter((e) => e.event === 'dropped');
+    expect(dropped()).toHaveLength(1);
+    expect((await b.genjob(['drop', b.key], intoDead(3))).signal).toBe('SIGKILL');
+    expect(findJob(b.store, b.key)).toBeUndefined();
+    const again = await b.genjob(['drop', b.key]);
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(again.stdout).toContain('an interrupted drop finished');
+    expect(dropped()).toHaveLength(2);
   });
 
   it('of a reverted job leaves the job document as the dead job file, which show reads', async () => {
@@ -282,6 +307,31 @@ describe('cancel of a running job whose receipt had landed, killed at each move 
       },
     );
     expect(moves).toBe(3);
+  });
+
+  it('killed after the lease was removed, before its journal line: cancel again writes the line once', async () => {
+    const b = await box();
+    await landedRunning(b);
+    const killed = await b.genjob(['cancel', b.key], {
+      call: 'rmSync',
+      match: '/\\.gen/leases/',
+      arg: 0,
+      when: 'after',
+    });
+    expect(killed.signal).toBe('SIGKILL');
+    expect(existsSync(b.store.layout.lease(b.key))).toBe(false);
+    const cancelled = () => readJournal(b.store, b.key).filter((e) => e.event === 'cancelled');
+    expect(cancelled()).toHaveLength(0);
+    const again = await b.genjob(['cancel', b.key]);
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(again.stdout).toContain('an interrupted cancel finished');
+    expect(cancelled()).toEqual([
+      expect.objectContaining({ reason: 'cancelled by the user', finished: true }),
+    ]);
+    const twice = await b.genjob(['cancel', b.key]);
+    expect(twice.exitCode, twice.stderr).toBe(0);
+    expect(twice.stdout).not.toContain('interrupted');
+    expect(cancelled()).toHaveLength(1);
   });
 
   it('cancel, then the job minted again: work generates again', async () => {
