@@ -15,7 +15,6 @@ import { parseJob } from '../core/job-schema.js';
 import { requireUserSecret } from '../remote/cache-mac.js';
 import { deadJobs, deadReason, INPUT_CHANGED } from '../store/dead-jobs.js';
 import { readIfExists } from '../store/durable.js';
-import { hasResult } from '../store/give-up.js';
 import { refuseInterruptedApply } from '../store/interrupted-apply.js';
 import { loadJob } from '../store/job-files.js';
 import { findJob } from '../store/job-states.js';
@@ -65,8 +64,9 @@ export async function remintKey(
   reader: InputReader,
   secret: Buffer,
 ): Promise<Reminted> {
-  // a remint killed after the job file moved, by a genjob that moved it before its receipt: finish it
-  if (findJob(store, key) === undefined && hasResult(store, key)) {
+  // a remint killed after the job file moved (before its links were journalled, or by a genjob that moved
+  // it before its receipt): finish it
+  if (findJob(store, key) === undefined) {
     const done = await withApplyLock(store, { timeoutMs: 30_000 }, () =>
       withKeyLock(store, key, () => finishSuperseded(store, key)),
     );

@@ -16,6 +16,7 @@ import { deadLetterJob, finishGivenUp, setAsideResult } from './give-up.js';
 import type { StoredJob } from './job-states.js';
 import { journal } from './journal.js';
 import type { Store } from './store.js';
+import { readTombstone } from './tombstone.js';
 
 export const SUPERSEDED = 'EGJ_SUPERSEDED';
 /** Links followed at most from one key: more is a loop someone made by hand. */
@@ -58,15 +59,19 @@ function journalLinks(store: Store, key: string, successor: string): void {
 }
 
 /**
- * Finish a supersession a crash interrupted after the job file reached dead/ (a genjob that moved it
- * first): the receipt and outputs still in place follow it, and the links are journalled. Returns the
- * successor and where they went, or undefined when there is nothing to finish. Call under the key lock.
+ * Finish a supersession a crash interrupted after the job file reached dead/: the receipt and outputs
+ * still in place (a genjob that moved the job file first) follow it, and the links are journalled, also
+ * when the job file was the last move and the links were not written yet. Returns the successor and where
+ * they went, or undefined when there is nothing to finish. Call under the key lock.
  */
 export function finishSuperseded(
   store: Store,
   key: string,
 ): { successor: string; dead: string[] } | undefined {
-  const finished = finishGivenUp(store, key, SUPERSEDED);
+  // gc keeps a superseded job file for good but drops a pruned key's old journal lines: after gc (the
+  // key's tombstone), missing links are not a crash's
+  const event = readTombstone(store, key) === undefined ? 'superseded' : undefined;
+  const finished = finishGivenUp(store, key, SUPERSEDED, event);
   const successor = finished?.why.superseded_by;
   if (finished === undefined || typeof successor !== 'string') return undefined;
   journalLinks(store, key, successor);

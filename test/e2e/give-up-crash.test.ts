@@ -22,6 +22,7 @@ import { sha256Hex } from '../../src/core/sha256.js';
 import { findJob } from '../../src/store/job-states.js';
 import { readJournal } from '../../src/store/journal.js';
 import { jobFileBytes, mintJob } from '../../src/store/mint-job.js';
+import { TOMBSTONE_SCHEMA, writeTombstone } from '../../src/store/tombstone.js';
 import { spawnCli, workerRepo } from './worker-helpers.js';
 
 const PRELOAD = join(import.meta.dirname, '../helpers/crash-preload.mjs');
@@ -371,16 +372,17 @@ describe('remint, killed at each move into dead/', () => {
       },
       (b) => ['remint', b.key],
       async (b, n) => {
-        const done = findJob(b.store, b.key) === undefined;
         const again = await b.genjob(['remint', b.key]);
-        // killed after the job file, the last move: the remint is done, and remint again says the job is dead
-        if (done) expect(again.stderr, `replay after move ${n}`).toContain('EGJ_NOT_REMINTABLE');
-        else expect(again.exitCode, `replay after move ${n}: ${again.stderr}`).toBe(0);
+        // killed after the job file too, the last move, before the links: remint again journals them
+        expect(again.exitCode, `replay after move ${n}: ${again.stderr}`).toBe(0);
         expect(findJob(b.store, b.key)).toBeUndefined();
         expect(b.result()).toEqual({ receipt: false, out: false });
-        expect(readJournal(b.store, b.key).filter((e) => e.event === 'superseded')).toHaveLength(
-          done ? 0 : 1,
-        );
+        const links = () => readJournal(b.store, b.key).filter((e) => e.event === 'superseded');
+        expect(links()).toHaveLength(1);
+        // once journalled, remint of the superseded job is refused, and writes no second link
+        const twice = await b.genjob(['remint', b.key]);
+        expect(twice.stderr).toContain('EGJ_NOT_REMINTABLE');
+        expect(links()).toHaveLength(1);
         // the successor (minted first, queued) is not what is looked at here
         const successor = b.ls('queue')[0]!.replace(/\.json$/, '');
         expect((await b.genjob(['drop', successor])).exitCode).toBe(0);
@@ -391,6 +393,27 @@ describe('remint, killed at each move into dead/', () => {
       },
     );
     expect(moves).toBe(3);
+  });
+
+  it('after gc pruned the key (its tombstone), missing links are not finished: remint is refused', async () => {
+    const b = await box();
+    b.mint();
+    await b.work();
+    writeFileSync(join(b.root, PATH), 'changed\n');
+    expect((await b.genjob(['remint', b.key], intoDead(3))).signal).toBe('SIGKILL');
+    writeTombstone(b.store, {
+      schema: TOMBSTONE_SCHEMA,
+      key: b.key,
+      state: 'dead',
+      finished_at: null,
+      job_digest: null,
+      receipt_sha256: null,
+      pruned: [],
+      pruned_at: new Date().toISOString(),
+    });
+    const again = await b.genjob(['remint', b.key]);
+    expect(again.stderr).toContain('EGJ_NOT_REMINTABLE');
+    expect(readJournal(b.store, b.key).filter((e) => e.event === 'superseded')).toHaveLength(0);
   });
 });
 
