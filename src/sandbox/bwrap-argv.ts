@@ -2,17 +2,18 @@
 // all capabilities dropped and no nested user namespace, so root inside owns no inherited mount (they
 // are locked) and can neither unmount a mask nor remount anything writable. Mount order matters
 // (later mounts cover earlier ones): the system read-only, the worker's repository masked in it →
-// private /tmp, /proc (read-only), /dev → exposed paths → every hidden path masked wherever a view
-// shows it, by real path (cache, workspaces root, key, /etc secrets, and as root what only root may read
-// in /etc) → this run's scratch writable, its workspace bound onto itself (a mount point cannot be
-// renamed or removed, so the generator cannot swap it for a link) → its read-only files → the
-// sandbox's root read-only.
+// /proc (read-only), /dev (read-only, its /dev/shm bounded), a bounded private /tmp → exposed paths →
+// every hidden path masked wherever a view shows it, by real path (cache, workspaces root, key, /etc
+// secrets, and as root what only root may read in /etc) → this run's scratch writable, its workspace
+// bound onto itself (a mount point cannot be renamed or removed, so the generator cannot swap it for a
+// link) → its read-only files → every mask's tmpfs and the sandbox's root read-only.
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ETC_SECRETS } from './exposure.js';
 import type { SandboxPolicy } from './policy.js';
 import { realPath, rebase, within } from './real-path.js';
 import { rootOnlyPaths } from './root-only.js';
+import { SHM_BYTES, tmpBytes } from './tmpfs-limits.js';
 
 export { ETC_SECRETS } from './exposure.js';
 
@@ -114,6 +115,11 @@ function masks(views: readonly View[], hidden: readonly string[]): string[] {
   return out;
 }
 
+/** Where `args` (masks) mount a tmpfs. */
+function tmpfsTargets(args: readonly string[]): string[] {
+  return args.flatMap((arg, i) => (arg === '--tmpfs' ? [args[i + 1]!] : []));
+}
+
 export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
   const a = [...NAMESPACE_FLAGS];
   if (policy.network) a.push('--share-net');
@@ -131,22 +137,16 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
     views.push({ at: d, real: realPath(d), writable: false });
   }
   // before anything is exposed, which then shows on top
-  a.push(...masks(views, policy.masked ?? []));
+  const early = masks(views, policy.masked ?? []);
+  a.push(...early);
   // /proc read-only: root inside is the host's uid 0 (no capability, but the kernel lets uid 0 write
   // /proc/sys by its file modes alone, and bwrap leaves /proc/sys writable then): core_pattern would run a
   // program of the generator's as real root, outside every namespace
-  a.push(
-    '--proc',
-    '/proc',
-    '--remount-ro',
-    '/proc',
-    '--dev',
-    '/dev',
-    '--tmpfs',
-    '/tmp',
-    '--dir',
-    SANDBOX_HOME,
-  );
+  a.push('--proc', '/proc', '--remount-ro', '/proc');
+  // a tmpfs is the host's memory: /dev/shm and /tmp bounded, /dev itself read-only (tmpfs-limits.ts)
+  a.push('--dev', '/dev', '--size', String(SHM_BYTES), '--tmpfs', '/dev/shm', '--remount-ro', '/dev');
+  a.push('--size', String(tmpBytes()), '--tmpfs', '/tmp', '--dir', SANDBOX_HOME);
+  const systemViews = views.length;
   for (const [paths, flag, writable] of [
     [policy.binds, '--ro-bind', false],
     [policy.bindsRw, '--bind', true],
@@ -159,10 +159,17 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
   }
   // served as root, what under /etc only root may read too (root-only.ts): root inside matches its owner
   const rootOnly = process.geteuid?.() === 0 ? rootOnlyPaths() : [];
-  a.push(...masks(views, [...ETC_SECRETS, ...rootOnly, ...policy.hidden]));
+  const hiding = masks(views, [...ETC_SECRETS, ...rootOnly, ...policy.hidden]);
+  a.push(...hiding);
   a.push('--bind', run.scratch, run.scratch);
   a.push('--bind', run.workspace, run.workspace);
   for (const f of run.readOnly) if (existsSync(f)) a.push('--ro-bind', f, f);
+  // each mask that is a tmpfs read-only, last (a later mount point may lie in one): an empty directory
+  // to hide a path, not the host's memory to fill (tmpfs-limits.ts). A mask of the worker's repository
+  // that an exposed path covers is out of sight already, and no longer a mount point there.
+  const exposed = views.slice(systemViews);
+  const shown = tmpfsTargets(early).filter((at) => !exposed.some((v) => within(at, v.at)));
+  for (const at of [...shown, ...tmpfsTargets(hiding)]) a.push('--remount-ro', at);
   // the sandbox's own root (a tmpfs holding the mount points) read-only: nothing to write beside them
   a.push('--remount-ro', '/', '--chdir', run.workspace, '--clearenv');
   for (const [k, v] of Object.entries(run.env)) a.push('--setenv', k, v);

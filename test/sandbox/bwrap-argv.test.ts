@@ -27,6 +27,7 @@ import {
   SYSTEM_DIRS,
 } from '../../src/sandbox/bwrap-argv.js';
 import type { SandboxPolicy } from '../../src/sandbox/policy.js';
+import { SHM_BYTES, TMP_MAX_BYTES, tmpBytes } from '../../src/sandbox/tmpfs-limits.js';
 
 let dir: string;
 let run: BwrapRun;
@@ -135,6 +136,11 @@ function etcMasks(): string[] {
   return out;
 }
 
+/** Each tmpfs mask of `masks` remounted read-only, as the argv ends them. */
+function sealed(masks: string[]): string[] {
+  return masks.flatMap((arg, i) => (arg === '--tmpfs' ? ['--remount-ro', masks[i + 1]!] : []));
+}
+
 /** The argv from the first exposed path's bind up to (not including) the scratch's bind. */
 function exposedPart(argv: string[]): string[] {
   const from = argv.indexOf('/tmp/home') + 1;
@@ -209,6 +215,14 @@ describe('bwrapArgv', () => {
       '/proc',
       '--dev',
       '/dev',
+      '--size',
+      String(SHM_BYTES),
+      '--tmpfs',
+      '/dev/shm',
+      '--remount-ro',
+      '/dev',
+      '--size',
+      String(tmpBytes()),
       '--tmpfs',
       '/tmp',
       '--dir',
@@ -240,6 +254,9 @@ describe('bwrapArgv', () => {
       '--ro-bind',
       join(dir, 'scratch/job.json'),
       join(dir, 'scratch/job.json'),
+      ...sealed(etcMasks()),
+      '--remount-ro',
+      join(dir, 'exposed/cache'),
       '--remount-ro',
       '/',
       '--chdir',
@@ -532,5 +549,47 @@ describe('bwrapArgv under the real bubblewrap, escape attempts (as root in CI an
     expect(readFileSync(join(exposed, 'key'), 'utf8')).toBe('SECRET KEY');
     expect(lstatSync(join(dir, 'scratch/files')).isDirectory()).toBe(true);
     expect(readFileSync(join(rw, 'sub/cache/secret'), 'utf8')).toBe('cache secret');
+  });
+});
+
+describe('a hostile generator filling the host memory under the real bubblewrap', () => {
+  it('hostile: finds /tmp and /dev/shm bounded, and /dev and every mask read-only, not tmpfs for it to fill', () => {
+    const mb = 1024 * 1024;
+    const tries = {
+      'fill-mask': `head -c ${mb} /dev/zero > ${dir}/exposed/cache/fill`,
+      'fill-dev': `head -c ${mb} /dev/zero > /dev/fill`,
+      'fill-shm-past-its-size': `head -c ${SHM_BYTES + mb} /dev/zero > /dev/shm/fill`,
+    };
+    run.command = [
+      // what a generator may still use: a file in /tmp, its HOME, /dev/shm, the devices
+      'echo ok > /tmp/home/a && echo ok > /dev/shm/a && echo ok > /dev/null && cat /tmp/home/a /dev/shm/a',
+      "stat -f -c 'tmp=%b*%S' /tmp",
+      "stat -f -c 'shm=%b*%S' /dev/shm",
+      ...Object.entries(tries).map(
+        ([name, cmd]) =>
+          `if (${cmd}) 2>/dev/null; then echo "${name}: DONE"; else echo "${name}: refused"; fi`,
+      ),
+    ].join('\n');
+    const r = spawnSync('bwrap', bwrapArgv(policy, run), {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH },
+    });
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim().split('\n')).toEqual([
+      'ok',
+      'ok',
+      `tmp=${tmpBytes() / 4096}*4096`,
+      `shm=${SHM_BYTES / 4096}*4096`,
+      ...Object.keys(tries).map((n) => `${n}: refused`),
+    ]);
+  });
+
+  it('sizes /tmp at a quarter of the host memory, in whole pages, at most 2 GiB', () => {
+    expect(TMP_MAX_BYTES).toBe(2 * 1024 ** 3);
+    expect(SHM_BYTES).toBe(64 * 1024 ** 2);
+    expect(tmpBytes(24 * 1024 ** 3)).toBe(TMP_MAX_BYTES);
+    expect(tmpBytes(4 * 1024 ** 3)).toBe(1024 ** 3);
+    expect(tmpBytes(4 * 1024 ** 3 + 3)).toBe(1024 ** 3);
+    expect(tmpBytes(1000)).toBe(4096); // never 0, which a tmpfs takes for "no limit"
   });
 });
