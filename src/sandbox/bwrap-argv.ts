@@ -19,6 +19,12 @@ export { ETC_SECRETS } from './exposure.js';
 
 /** System directories bound read-only when they exist (a symlink is recreated as one, e.g. /bin → usr/bin). */
 export const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
+/**
+ * Files of the sandbox's /proc that show what is not its own, masked by /dev/null (unreadable on a nodev mount). /proc/keys lists every key
+ * of serve's user and login session (type, owner, description): the keyring the seccomp filter keeps
+ * out of reach, named key by key (Docker masks it too).
+ */
+export const PROC_MASKED = ['/proc/keys'];
 /** HOME inside the sandbox: an empty directory in its private /tmp. */
 export const SANDBOX_HOME = '/tmp/home';
 /**
@@ -143,6 +149,7 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
   // /proc/sys by its file modes alone, and bwrap leaves /proc/sys writable then): core_pattern would run a
   // program of the generator's as real root, outside every namespace
   a.push('--proc', '/proc', '--remount-ro', '/proc');
+  for (const f of PROC_MASKED) if (existsSync(f)) a.push('--ro-bind', '/dev/null', f);
   // a tmpfs is the host's memory: /dev/shm and /tmp bounded, /dev itself read-only (tmpfs-limits.ts)
   a.push('--dev', '/dev', '--size', String(SHM_BYTES), '--tmpfs', '/dev/shm', '--remount-ro', '/dev');
   a.push('--size', String(tmpBytes()), '--tmpfs', '/tmp', '--dir', SANDBOX_HOME);

@@ -76,6 +76,39 @@ describe('a confined generator run by a local serve', () => {
     },
   );
 
+  it.skipIf(process.arch !== 'x64')(
+    'escape: cannot list the keys of the login serve runs in through /proc/keys either',
+    async () => {
+      const sb = await makeSandbox();
+      const key = await mintKey(sb, 'List keys', ['src/user.py']);
+      const gen = sb.script(
+        'proc-keys.sh',
+        'cat /proc/keys > src/user.py 2>&1; echo "exit $?" >> src/user.py',
+      );
+      // a login's session keyring holding a key whose description names the host's account
+      const login = join(sb.base, 'login.py');
+      writeFileSync(
+        login,
+        [
+          'import ctypes, os, sys',
+          'libc = ctypes.CDLL(None, use_errno=True)',
+          'assert libc.syscall(250, 1, None) >= 0',
+          'assert libc.syscall(248, b"user", b"deploy-token:alice@host", b"x", 1, ctypes.c_int(-3)) > 0',
+          'os.execvp(sys.argv[1], sys.argv[1:])',
+        ].join('\n'),
+      );
+      const w = await execa('python3', [login, process.execPath, CLI, 'work', '--once', '--generator', gen], {
+        cwd: sb.repo,
+        env: { XDG_CACHE_HOME: sb.cache },
+        reject: false,
+      });
+      expect(w.exitCode, w.stderr).toBe(0);
+      const out = readFileSync(join(sb.repo, '.gen/out', key, 'src/user.py'), 'utf8');
+      expect(out).not.toContain('deploy-token');
+      expect(out).toMatch(/exit 1\n$/);
+    },
+  );
+
   // /opt is a system directory the sandbox shows read-only; writing a repository there needs root
   it.skipIf(process.getuid?.() !== 0)(
     'does not show the worker repository that lives under /opt: not its .gen/, .git/ or unshipped files; a generator kept in it still runs',

@@ -5,6 +5,7 @@
 // generator sees.
 import { spawnSync } from 'node:child_process';
 import {
+  existsSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
@@ -23,6 +24,7 @@ import {
   bwrapArgv,
   ETC_SECRETS,
   NAMESPACE_FLAGS,
+  PROC_MASKED,
   SANDBOX_HOME,
   SYSTEM_DIRS,
 } from '../../src/sandbox/bwrap-argv.js';
@@ -163,6 +165,10 @@ describe('the confinement policy', () => {
     ]);
   });
 
+  it('reads exactly these /proc files as empty', () => {
+    expect(PROC_MASKED).toEqual(['/proc/keys']);
+  });
+
   it('masks exactly these secrets under /etc', () => {
     const names = [
       'ssh',
@@ -213,6 +219,7 @@ describe('bwrapArgv', () => {
       '/proc',
       '--remount-ro',
       '/proc',
+      ...(existsSync('/proc/keys') ? ['--ro-bind', '/dev/null', '/proc/keys'] : []),
       '--dev',
       '/dev',
       '--size',
