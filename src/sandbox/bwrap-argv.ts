@@ -20,9 +20,9 @@ export { ETC_SECRETS } from './exposure.js';
 /** System directories bound read-only when they exist (a symlink is recreated as one, e.g. /bin → usr/bin). */
 export const SYSTEM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/etc', '/opt'];
 /**
- * Files of the sandbox's /proc that show what is not its own, masked by /dev/null (unreadable on a nodev mount). /proc/keys lists every key
- * of serve's user and login session (type, owner, description): the keyring the seccomp filter keeps
- * out of reach, named key by key (Docker masks it too).
+ * Files of the sandbox's /proc that show what is not its own, masked by /dev/null (unreadable on a
+ * nodev mount). /proc/keys lists every key of serve's user and login session (type, owner,
+ * description): the keyring the seccomp filter keeps out of reach, named key by key (Docker masks it too).
  */
 export const PROC_MASKED = ['/proc/keys'];
 /** HOME inside the sandbox: an empty directory in its private /tmp. */
