@@ -8,7 +8,8 @@
 // bound onto itself (a mount point cannot be renamed or removed, so the generator cannot swap it for a
 // link) → its read-only files → every mask's tmpfs and the sandbox's root read-only.
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
+import { DEVICES } from './device-nodes.js';
 import { ETC_SECRETS } from './exposure.js';
 import type { SandboxPolicy } from './policy.js';
 import { realPath, rebase, within } from './real-path.js';
@@ -49,6 +50,8 @@ export interface BwrapRun {
   workspace: string;
   /** Files the generator may read but not change (the job file; the generator's own script). */
   readOnly: readonly string[];
+  /** Served as root: the run's own device nodes (device-nodes.ts), bound over the host's. */
+  devices?: string;
   env: Record<string, string>;
   command: string;
 }
@@ -151,7 +154,10 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
   a.push('--proc', '/proc', '--remount-ro', '/proc');
   for (const f of PROC_MASKED) if (existsSync(f)) a.push('--ro-bind', '/dev/null', f);
   // a tmpfs is the host's memory: /dev/shm and /tmp bounded, /dev itself read-only (tmpfs-limits.ts)
-  a.push('--dev', '/dev', '--size', String(SHM_BYTES), '--tmpfs', '/dev/shm', '--remount-ro', '/dev');
+  a.push('--dev', '/dev');
+  // served as root, the run's own device nodes over the host's, which root inside owns (device-nodes.ts)
+  if (run.devices) for (const [n] of DEVICES) a.push('--dev-bind', join(run.devices, n), `/dev/${n}`);
+  a.push('--size', String(SHM_BYTES), '--tmpfs', '/dev/shm', '--remount-ro', '/dev');
   a.push('--size', String(tmpBytes()), '--tmpfs', '/tmp', '--dir', SANDBOX_HOME);
   const systemViews = views.length;
   for (const [paths, flag, writable] of [

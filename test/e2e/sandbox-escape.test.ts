@@ -69,7 +69,7 @@ function attempts(tries: Record<string, string>): string {
 }
 
 describe.skipIf(!asRoot)('root inside the sandbox (serve run as root)', () => {
-  it('escape: can unmount no mask, remount nothing writable, write nothing outside its workspace, nest no user namespace', async () => {
+  it('escape: can unmount no mask, remount nothing writable, write nothing outside its workspace, chmod no host device, nest no user namespace', async () => {
     const sb = await box();
     // the signing key under /opt, which the sandbox shows read-only: its mask is what root would unmount
     const keyDir = path.join('/opt', `genjob-escape-${process.pid}`);
@@ -113,8 +113,14 @@ describe.skipIf(!asRoot)('root inside the sandbox (serve run as root)', () => {
       'write-proc': 'echo 0 > /proc/self/oom_score_adj',
       'read-root-only': `grep -q TOKEN ${token}`,
       'read-root-only-dir': `grep -q RULE ${rules}/a.rules`,
+      // bwrap's /dev binds the host's device inodes, whose owner root inside is: a chmod 0 would take
+      // them from every user of the host. The mode written is theirs already: harmless if this succeeds
+      'chmod-dev-null': 'chmod 666 /dev/null',
+      'chmod-dev-urandom': 'chmod 666 /dev/urandom',
+      'chmod-dev-tty': 'chmod 666 /dev/tty',
     };
-    const gen = script(sb, 'root.sh', `{ id -u; cat ${shown}; ${attempts(tries)}; } > README.md`);
+    const devices = 'echo x > /dev/null && head -c 4 /dev/urandom | wc -c';
+    const gen = script(sb, 'root.sh', `{ id -u; cat ${shown}; ${devices}; ${attempts(tries)}; } > README.md`);
     const k = await mintJob(sb, ['-m', 'try every way out', 'README.md']);
     const w = await genjob(
       sb,
@@ -131,7 +137,7 @@ describe.skipIf(!asRoot)('root inside the sandbox (serve run as root)', () => {
     const report = readFileSync(path.join(sb.repo, '.gen/out', k, 'README.md'), 'utf8')
       .trim()
       .split('\n');
-    expect(report).toEqual(['0', 'PUBLIC', ...Object.keys(tries).map((n) => `${n}: refused`)]);
+    expect(report).toEqual(['0', 'PUBLIC', '4', ...Object.keys(tries).map((n) => `${n}: refused`)]);
     for (const f of outside) expect(existsSync(f), f).toBe(false);
   });
 
