@@ -570,8 +570,9 @@ describe('a hostile generator filling the host memory under the real bubblewrap'
     run.command = [
       // what a generator may still use: a file in /tmp, its HOME, /dev/shm, the devices
       'echo ok > /tmp/home/a && echo ok > /dev/shm/a && echo ok > /dev/null && cat /tmp/home/a /dev/shm/a',
-      "stat -f -c 'tmp=%b*%S' /tmp",
-      "stat -f -c 'shm=%b*%S' /dev/shm",
+      // bytes, whatever the page size: blocks × block size
+      "echo tmp=$(( $(stat -f -c '%b*%S' /tmp) ))",
+      "echo shm=$(( $(stat -f -c '%b*%S' /dev/shm) ))",
       ...Object.entries(tries).map(
         ([name, cmd]) =>
           `if (${cmd}) 2>/dev/null; then echo "${name}: DONE"; else echo "${name}: refused"; fi`,
@@ -585,8 +586,8 @@ describe('a hostile generator filling the host memory under the real bubblewrap'
     expect(r.stdout.trim().split('\n')).toEqual([
       'ok',
       'ok',
-      `tmp=${tmpBytes() / 4096}*4096`,
-      `shm=${SHM_BYTES / 4096}*4096`,
+      `tmp=${tmpBytes()}`,
+      `shm=${SHM_BYTES}`,
       ...Object.keys(tries).map((n) => `${n}: refused`),
     ]);
   });
