@@ -2,7 +2,8 @@
 // Writes aimed outside the scratch tree, reads of a secret beside the repository, the environment's
 // secrets and a connection to a server on loopback all fail inside the sandbox, and nothing outside
 // changes (the repository, the directory beside it, .gen/ but for the records). Record files that were
-// tampered with, forged or copied from another job are never taken for a pass. A log full of terminal
+// tampered with, forged or copied from another job are never taken for a pass. As root it can change no
+// host device, fill no tmpfs but its bounded /tmp, and list no key of the login it runs in. A log full of terminal
 // escapes is printed inert. From a linked worktree whose main checkout lives under /opt (which the
 // sandbox shows), the main checkout's .git/, .gen/ and untracked files stay hidden too.
 
@@ -57,6 +58,12 @@ describe('hostile checks (escape attempts)', () => {
       // as root, /proc/sys is writable by file modes alone (a core_pattern of its own runs as real root):
       // the current value written back, harmless if this ever succeeds
       sysctl: 'p=$(cat /proc/sys/kernel/core_pattern) && printf %s "$p" > /proc/sys/kernel/core_pattern',
+      // as root, the host's device inodes are root's to chmod: the mode they have, harmless if this succeeds
+      'chmod-dev': 'chmod 666 /dev/null',
+      // a tmpfs is the host's memory: /dev and the masks are not there to fill
+      'fill-dev': 'head -c 1048576 /dev/zero > /dev/fill',
+      // every key of the user's login session, by type and description
+      'proc-keys': 'cat /proc/keys',
     };
     r.checkers({
       tests: { run: UNITTEST },
@@ -67,10 +74,13 @@ describe('hostile checks (escape attempts)', () => {
     expect(run.exitCode).toBe(3);
     const verdicts = Object.fromEntries(checkResults(run).map((x) => [x.checker, x.verdict]));
     expect(verdicts).toEqual({
+      'chmod-dev': 'fail',
       'env-secret': 'fail',
+      'fill-dev': 'fail',
       'forge-record': 'fail',
       keyring: process.arch === 'x64' ? 'fail' : verdicts.keyring,
       network: 'fail',
+      'proc-keys': 'fail',
       'read-secret': 'fail',
       sysctl: 'fail',
       tests: 'pass',
