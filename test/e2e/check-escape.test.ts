@@ -2,9 +2,9 @@
 // Writes aimed outside the scratch tree, reads of a secret beside the repository, the environment's
 // secrets and a connection to a server on loopback all fail inside the sandbox, and nothing outside
 // changes (the repository, the directory beside it, .gen/ but for the records). Record files that were
-// tampered with, forged or copied from another job are never taken for a pass. As root it can change no
-// host device, fill no tmpfs but its bounded /tmp, and list no key of the login it runs in. A log full of terminal
-// escapes is printed inert. From a linked worktree whose main checkout lives under /opt (which the
+// tampered with, forged or copied from another job are never taken for a pass. A checker changes no host
+// device (served as root, their owner), fills no tmpfs but its bounded /tmp and /dev/shm, and lists no
+// key of the login it runs in. A log full of terminal escapes is printed inert. From a linked worktree whose main checkout lives under /opt (which the
 // sandbox shows), the main checkout's .git/, .gen/ and untracked files stay hidden too.
 
 import { randomBytes } from 'node:crypto';
