@@ -1,6 +1,6 @@
 // What the sandbox's own filesystems may hold. Every tmpfs lives in the host's memory, and one mounted
-// without a size may grow to half of it: a generator (or checker) that filled /tmp, /dev/shm, /dev and a
-// mask or two took all of the host's memory, and the kernel's OOM killer then ended the host's processes
+// without a size may grow to half of it: a generator (or checker) filling /tmp, /dev/shm, /dev and a mask
+// or two could take all of the host's memory, and the kernel's OOM killer would end the host's processes
 // (sshd, serve, other runs), never the tmpfs, which no process holds. So /tmp and /dev/shm are bounded,
 // and every other tmpfs (/dev, each mask) is read-only (bwrap-argv.ts).
 import { totalmem } from 'node:os';
