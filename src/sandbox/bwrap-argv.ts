@@ -50,7 +50,7 @@ export interface BwrapRun {
   workspace: string;
   /** Files the generator may read but not change (the job file; the generator's own script). */
   readOnly: readonly string[];
-  /** Served as root: the run's own device nodes (device-nodes.ts), bound over the host's. */
+  /** Served as root: device nodes of genjob's own (device-nodes.ts), bound over the host's. */
   devices?: string;
   env: Record<string, string>;
   command: string;
@@ -155,7 +155,7 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
   for (const f of PROC_MASKED) if (existsSync(f)) a.push('--ro-bind', '/dev/null', f);
   // a tmpfs is the host's memory: /dev/shm and /tmp bounded, /dev itself read-only (tmpfs-limits.ts)
   a.push('--dev', '/dev');
-  // served as root, the run's own device nodes over the host's, which root inside owns (device-nodes.ts)
+  // served as root, device nodes of genjob's own over the host's, which root inside owns (device-nodes.ts)
   if (run.devices) for (const [n] of DEVICES) a.push('--dev-bind', join(run.devices, n), `/dev/${n}`);
   a.push('--size', String(SHM_BYTES), '--tmpfs', '/dev/shm', '--remount-ro', '/dev');
   a.push('--size', String(tmpBytes()), '--tmpfs', '/tmp', '--dir', SANDBOX_HOME);

@@ -10,7 +10,7 @@ import { SandboxUnavailableError } from '../core/errors.js';
 import { nodeFs } from '../store/fs-port.js';
 import { bwrapArgv, SANDBOX_HOME } from './bwrap-argv.js';
 import { requireBwrap } from './bwrap-probe.js';
-import { privateDevices } from './device-nodes.js';
+import { keptDevices } from './device-nodes.js';
 import { generatorEnv } from './env-allowlist.js';
 import type { SandboxPolicy } from './policy.js';
 import { FILTER_FD, keyringFilter, keyringFilterCovers } from './seccomp.js';
@@ -57,7 +57,7 @@ export async function confine(
         'run serve on x86_64 or aarch64, or pass --no-sandbox to run generators unconfined',
       );
     const env = generatorEnv(process.env, policy.envNames, run.jobEnv, SANDBOX_HOME);
-    const devices = process.geteuid?.() === 0 ? privateDevices(run.scratch) : undefined;
+    const devices = process.geteuid?.() === 0 ? keptDevices() : undefined;
     return {
       file: 'bwrap',
       args: ['--seccomp', String(FILTER_FD), ...bwrapArgv(policy, { ...run, env, devices })],

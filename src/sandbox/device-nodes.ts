@@ -2,13 +2,16 @@
 // (/dev/null, /dev/urandom…), and root inside is the host's uid 0, their owner: an owner changes a
 // file's mode with no capability, so `chmod 0 /dev/null` in a generator took /dev/null from every other
 // user of the host, long after the run. A bind cannot be read-only and keep its devices (bwrap's
-// --remount-ro adds nodev). So serve, as root, makes each run nodes of its own for the same devices,
-// owned by nobody, in the run directory (gone with it), and binds them over the host's: root inside is
-// not their owner and has no CAP_FOWNER, so their mode stays as made. Where the run directory's
-// filesystem forbids devices (nodev), the host's nodes stay bound (docs/trust.md says so).
+// --remount-ro adds nodev). So serve (and check), as root, bind nodes of their own for the same devices,
+// owned by nobody, over the host's: root inside is not their owner and has no CAP_FOWNER, so their mode
+// stays as made. Node has no mknod, and a shell with seven children costs a run more than its
+// generator: the nodes are made once, kept in genjob's cache directory (which every sandbox hides), and
+// checked before each run (one lstat each). Where that directory's filesystem forbids devices (nodev), the
+// host's nodes stay bound (docs/trust.md says so).
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { defaultCacheDir } from '../core/cache-dir.js';
 
 /** The devices bwrap's --dev binds from the host, with their numbers (major, minor). */
 export const DEVICES: ReadonlyArray<readonly [name: string, major: number, minor: number]> = [
@@ -21,26 +24,44 @@ export const DEVICES: ReadonlyArray<readonly [name: string, major: number, minor
 ];
 /** The owner of the nodes: nobody, never a uid the sandbox runs as. */
 export const NOBODY = 65534;
-/** The prefix of their directory in the run directory (a fresh one per run: mkdtemp). */
-export const DEVICES_PREFIX = '.dev-';
+/** The kept nodes' directory, in genjob's cache directory. */
+export const DEVICES_DIR = 'sandbox-devices';
 
-/** Make the run's own device nodes in `runDir`; their directory, or undefined where none can be used. */
-export function privateDevices(runDir: string): string | undefined {
+/** Whether `dir` (root's own directory, no link) holds exactly the nodes made for it, untouched. */
+export function devicesHold(dir: string): boolean {
+  try {
+    const d = lstatSync(dir);
+    if (!d.isDirectory() || d.uid !== 0 || (d.mode & 0o022) !== 0) return false;
+    return DEVICES.every(([n, major, minor]) => {
+      const st = lstatSync(join(dir, n));
+      return (
+        st.isCharacterDevice() &&
+        st.rdev === major * 256 + minor &&
+        st.uid === NOBODY &&
+        st.gid === NOBODY &&
+        (st.mode & 0o7777) === 0o666
+      );
+    });
+  } catch {
+    return false;
+  }
+}
+
+/** Make the nodes in a fresh directory under `parent`; its path, or undefined where they cannot work. */
+function makeDevices(parent: string): string | undefined {
   let dir: string;
   try {
-    dir = mkdtempSync(join(runDir, DEVICES_PREFIX));
+    mkdirSync(parent, { recursive: true, mode: 0o700 });
+    dir = mkdtempSync(join(parent, `.${DEVICES_DIR}-`));
   } catch {
     return undefined;
   }
-  // Node has no mknod: one shell makes them all (names and numbers are the constants above)
   const make = DEVICES.map(([n, major, minor]) => `mknod -m 666 ${n} c ${major} ${minor}`).join(' && ');
   const names = DEVICES.map(([n]) => n).join(' ');
   const r = spawnSync(
     'sh',
     ['-c', `cd "$1" && umask 0 && ${make} && chown ${NOBODY}:${NOBODY} ${names}`, 'sh', dir],
-    {
-      stdio: 'ignore',
-    },
+    { stdio: 'ignore' },
   );
   try {
     if (r.status !== 0) throw new Error('mknod failed');
@@ -51,4 +72,22 @@ export function privateDevices(runDir: string): string | undefined {
     rmSync(dir, { recursive: true, force: true });
     return undefined;
   }
+}
+
+/**
+ * The device nodes a run served as root binds: `home` when it holds them untouched, else made again
+ * there (aside, then renamed into place: a racing maker's set stands when it holds). Undefined where none
+ * can be made.
+ */
+export function keptDevices(home = join(defaultCacheDir(), DEVICES_DIR)): string | undefined {
+  if (devicesHold(home)) return home;
+  const made = makeDevices(join(home, '..'));
+  if (made === undefined) return undefined;
+  try {
+    rmSync(home, { recursive: true, force: true });
+    renameSync(made, home);
+  } catch {
+    rmSync(made, { recursive: true, force: true });
+  }
+  return devicesHold(home) ? home : undefined;
 }
