@@ -12,7 +12,7 @@ import type { KeyObject } from 'node:crypto';
 import { join } from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { signEnvelope, strictBase64 } from '../core/dsse.js';
-import { UsageError } from '../core/errors.js';
+import { RecordUnreadableError, UsageError } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
 import { publishExclusive, readdirOrEmpty, readRecord } from '../store/durable.js';
 import type { Store } from '../store/store.js';
@@ -198,10 +198,14 @@ export function parseGateRecord(bytes: Buffer, file: string): { record: GateReco
   return { record, signed };
 }
 
-/** The numbers of the run's gate records (`<n>.json`), newest first. */
+/**
+ * The numbers of the run's gate records (`<n>.json`), newest first. At most 15 digits: a number past 2^53
+ * reads back as another (1e20 + 1 is 1e20), so a name a branch commits there would leave the next number
+ * taken forever, or name no file. No gate closes 10^15 times: a longer name is no record of genjob's.
+ */
 function gateSeqs(store: Store, dir: string): number[] {
   return readdirOrEmpty(store, dir)
-    .map((n) => /^([1-9][0-9]*)\.json$/.exec(n)?.[1])
+    .map((n) => /^([1-9][0-9]{0,14})\.json$/.exec(n)?.[1])
     .filter((n): n is string => n !== undefined)
     .map(Number)
     .sort((a, b) => b - a);
@@ -303,9 +307,47 @@ export function writeGate(
   signer?: Signer,
   secret?: Buffer | null,
 ): StoredGate & { fresh: boolean } {
-  const stored = publishGate(store, ref, record, signer);
+  const stored = publishGate(store, ref, record, signer, secret ?? null);
   if (secret) sealGate(store, ref, stored, secret);
   return stored;
+}
+
+/**
+ * The newest record as the decision already written, when it is one: it reads as a gate record, says
+ * exactly what `record` says and, with the user's secret, carries the user's seal. A newest file that is no
+ * record, or that the user's gate did not write (a branch's copy, an envelope whose signature nobody here
+ * checked), is never adopted and sealed as the user's: the next number is written instead.
+ */
+function writtenAlready(
+  store: Store,
+  ref: Pick<RunRef, 'id'>,
+  newest: { seq: number; file: string },
+  record: GateRecord,
+  secret: Buffer | null,
+): StoredGate | undefined {
+  const bytes = readRecordOrNone(store, newest.file);
+  if (bytes === undefined) return undefined;
+  const sha256 = sha256Hex(bytes);
+  let parsed: ReturnType<typeof parseGateRecord>;
+  try {
+    parsed = parseGateRecord(bytes, newest.file);
+  } catch (err) {
+    if (err instanceof UsageError) return undefined;
+    throw err;
+  }
+  if (!sameGate(parsed.record, record)) return undefined;
+  if (secret && !gateSealed(store, ref, { ...newest, sha256 }, secret)) return undefined;
+  return { ...newest, sha256, ...parsed };
+}
+
+/** The file's bytes; undefined where it is gone or is no regular file (a directory, a FIFO a branch made). */
+function readRecordOrNone(store: Store, file: string): Buffer | undefined {
+  try {
+    return readRecord(store, file);
+  } catch (err) {
+    if (err instanceof RecordUnreadableError) return undefined;
+    throw err;
+  }
 }
 
 function publishGate(
@@ -313,13 +355,16 @@ function publishGate(
   ref: Pick<RunRef, 'id'>,
   record: GateRecord,
   signer: Signer | undefined,
+  secret: Buffer | null,
 ): StoredGate & { fresh: boolean } {
   const dir = gatesDir(store, ref);
   store.fs.mkdirSync(dir, { recursive: true });
   let bytes: Buffer | undefined; // made only when a record is written
   for (;;) {
-    const newest = newestGate(store, ref);
-    if (newest && sameGate(newest.record, record)) return { ...newest, fresh: false };
+    const top = gateSeqs(store, dir)[0];
+    const newest = top === undefined ? undefined : { seq: top, file: join(dir, `${top}.json`) };
+    const same = newest && writtenAlready(store, ref, newest, record, secret);
+    if (same) return { ...same, fresh: false };
     bytes ??= recordBytes(record, signer);
     const seq = (newest?.seq ?? 0) + 1;
     const file = join(dir, `${seq}.json`);

@@ -2,8 +2,8 @@
 // written once per distinct decision (same evidence and policy: nothing new; a new receipt or check
 // record, or a receipt that stopped verifying: the next number), a signed record is a DSSE envelope a public key verifies, and a record that
 // is not one (wrong schema, payload type, tampered payload) is refused.
-import { generateKeyPairSync } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
@@ -22,6 +22,7 @@ import {
   sameGate,
   writeGate,
 } from '../../src/run/gate-record.js';
+import { gateSealed } from '../../src/run/gate-seal.js';
 import { tempStore } from '../helpers/temp-store.js';
 import { thrown } from '../helpers/thrown.js';
 
@@ -330,5 +331,69 @@ describe('a stored gate record against the decision made again', () => {
     const written = writeGate(store, RUN, decided);
     expect(written).toMatchObject({ seq: 8, fresh: true, record: { verdict: 'not-met' } });
     expect(writeGate(store, RUN, decided)).toMatchObject({ seq: 8, fresh: false });
+  });
+
+  it('forged: a record name past 2^53 that a branch commits is no record: the gate takes the next real number', () => {
+    const store = tempStore('genjob-gate-');
+    writeGate(store, RUN, closed([ok('k1', 'r1', 'c1')]));
+    const dir = gatesDir(store, RUN);
+    const first = readFileSync(join(dir, '1.json'));
+    // 10^20 + 1 reads back as 10^20: once taken, that next name would be taken forever (a gate that spins)
+    writeFileSync(join(dir, '100000000000000000000.json'), first);
+    // 10^20 - 1 reads back as 10^20: a name that is no file (an internal error)
+    writeFileSync(join(dir, '99999999999999999999.json'), first);
+    expect(newestGate(store, RUN)?.seq).toBe(1);
+    expect(writeGate(store, RUN, closed([ok('k1', 'r2', 'c1')]))).toMatchObject({ seq: 2, fresh: true });
+    expect(newestGate(store, RUN)?.seq).toBe(2);
+  });
+
+  it.each([
+    ['junk', (file: string) => writeFileSync(file, 'junk\n')],
+    ['a directory', (file: string) => mkdirSync(file)],
+  ])(
+    'forged: a newest gate record that is %s does not stop the gate: the next number is written',
+    (_, make) => {
+      const store = tempStore('genjob-gate-');
+      writeGate(store, RUN, closed([ok('k1', 'r1', 'c1')]));
+      make(join(gatesDir(store, RUN), '7.json'));
+      const secret = randomBytes(32);
+      const written = writeGate(store, RUN, closed([ok('k1', 'r1', 'c1')]), undefined, secret);
+      expect(written).toMatchObject({ seq: 8, fresh: true });
+      expect(gateSealed(store, RUN, written, secret)).toBe(true);
+    },
+  );
+
+  it("forged: a record deciding exactly as the gate does is not sealed as the user's unless the user's gate wrote it", () => {
+    const store = tempStore('genjob-gate-');
+    const secret = randomBytes(32);
+    const own = writeGate(store, RUN, closed([ok('k1', 'r1', 'c1')]), undefined, secret);
+    expect(writeGate(store, RUN, closed([ok('k1', 'r1', 'c1')]), undefined, secret)).toMatchObject({
+      seq: 1,
+      fresh: false,
+    });
+    // the same decision as a branch commits it: an envelope whose signature no one here can check
+    const record = closed([ok('k1', 'r1', 'c1')]);
+    const envelope = {
+      payload: canonicalBytes(record).toString('base64'),
+      payloadType: GATE_PAYLOAD_TYPE,
+      signatures: [{ keyid: 'ci', sig: 'AAAA' }],
+    };
+    writeFileSync(join(gatesDir(store, RUN), '2.json'), JSON.stringify(envelope));
+    const written = writeGate(store, RUN, record, undefined, secret);
+    expect(written).toMatchObject({ seq: 3, fresh: true, signed: false });
+    expect(gateSealed(store, RUN, written, secret)).toBe(true);
+    expect(
+      gateSealed(
+        store,
+        RUN,
+        {
+          seq: 2,
+          file: join(gatesDir(store, RUN), '2.json'),
+          sha256: sha256Hex(readFileSync(join(gatesDir(store, RUN), '2.json'))),
+        },
+        secret,
+      ),
+    ).toBe(false);
+    expect(own.seq).toBe(1);
   });
 });
