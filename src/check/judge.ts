@@ -34,8 +34,22 @@ export interface JudgeAsk {
 
 type Vote = Omit<SampleRecord, 'index'>;
 
-/** A chat completion's answer read as a vote. */
+/**
+ * Text of the answer's as a record can hold it: a lone UTF-16 surrogate (JSON's `"\ud800"`, or a pair cut
+ * in two by a length cap) becomes U+FFFD. Canonical JSON has no form for one, so a single such character
+ * from the endpoint made the record unwritable, and the check an internal error with its spend lost.
+ */
+function wellFormed(text: string): string {
+  return text.replace(/\p{Cs}/gu, '\uFFFD');
+}
+
+/** A chat completion's answer read as a vote, its text well-formed. */
 function voteOf(text: string): Vote {
+  const v = readVote(text);
+  return { ...v, reason: wellFormed(v.reason), model: v.model === null ? null : wellFormed(v.model) };
+}
+
+function readVote(text: string): Vote {
   let doc: unknown;
   try {
     doc = JSON.parse(text);

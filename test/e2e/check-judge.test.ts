@@ -205,6 +205,48 @@ describe('the model judge (builtin:openai)', () => {
     expect(fake.requests).toHaveLength(3);
   });
 
+  it('hostile answers carrying lone UTF-16 surrogates (in the reason, the model, a key, the excerpt) are recorded, shown as U+FFFD', async () => {
+    const lone = '\\ud800'; // a JSON escape: JSON.parse makes it a lone surrogate, which no record can hold
+    const { r, key } = await judgeRepo([
+      answer(`{"pass": true, "score": 1, "reason": "fine ${lone}"}`),
+      {
+        body: chatCompletion(JSON.stringify({ pass: true, score: 1, reason: 'ok' }), {
+          model: `${'m'.repeat(199)}\u{1F600}`,
+          usage: USAGE,
+        }),
+      },
+      answer(`{"pass": true, "score": 1, "reason": "ok", "k${lone}": 1}`),
+      // a lone surrogate itself: the body's JSON escapes it
+      answer('not json \ud800'),
+      vote(true),
+      vote(true),
+    ]);
+    const run = await r.genjob(['check', '--json', key]);
+    expect(run.stderr).toBe('');
+    expect(checkResults(run)[0]).toMatchObject({ verdict: 'pass', ran: true });
+    const facts = factsOf(r.repo, key, 'review', records(r.repo, key, 'review')[0]!);
+    const samples = (facts.attempts as Array<{ samples: Array<Record<string, unknown>> }>)[0]!.samples;
+    expect(samples.map((s) => [s.vote, s.reason, s.model])).toEqual([
+      ['pass', 'fine \ufffd', 'judge-m1'],
+      ['pass', 'ok', `${'m'.repeat(199)}\ufffd`],
+      ['invalid', expect.stringMatching(/^the answer has keys outside the schema \(k\ufffd\): /), 'judge-m1'],
+    ]);
+    // an answer that is no JSON at all is quoted in its vote's reason: as well-formed text too
+    const again = await r.genjob(['check', '--json', '--recheck', key]);
+    expect(again.stderr).toBe('');
+    expect(checkResults(again)[0]).toMatchObject({ verdict: 'pass', marks: '✓✓', ran: true });
+    const all = records(r.repo, key, 'review').flatMap((f) =>
+      (
+        factsOf(r.repo, key, 'review', f).attempts as Array<{
+          samples: Array<{ index: number; reason: string }>;
+        }>
+      ).flatMap((a) => a.samples),
+    );
+    expect(all.find((x) => x.index === 3)?.reason).toMatch(
+      /^the answer is not one JSON object: not json \ufffd/,
+    );
+  });
+
   it('an endpoint that refuses every connection: the check could not run (error), never a fail', async () => {
     const { r, key } = await judgeRepo([]);
     const port = fake!.port;
