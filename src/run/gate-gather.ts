@@ -46,10 +46,27 @@ export interface GatherOptions {
 
 function receiptStatus(payload: Record<string, unknown> | null): string {
   try {
-    return payload === null ? 'unreadable' : String(payload.status);
+    return payload === null ? 'unreadable' : fileText(String(payload.status));
   } catch {
     return 'unreadable';
   }
+}
+
+/** Characters of a file's own text (a receipt's status, a dead letter's code) a gate record repeats. */
+const MAX_FILE_TEXT = 200;
+
+/**
+ * Text read from a file anyone can write (a dead letter a branch commits, a forged receipt), as the gate
+ * record can hold it: a lone UTF-16 surrogate (JSON's `"\ud800"`) becomes U+FFFD and the text is cut.
+ * Canonical JSON has no form for a lone surrogate: one in a dead letter's code stopped every `gate`.
+ */
+function fileText(text: string): string {
+  const chars = Array.from(text);
+  return wellFormed(chars.length > MAX_FILE_TEXT ? `${chars.slice(0, MAX_FILE_TEXT).join('')}…` : text);
+}
+
+function wellFormed(text: string): string {
+  return text.replace(/\p{Cs}/gu, '\uFFFD');
 }
 
 /** A lease within its TTL whose holder is not a process of this host known to be gone. */
@@ -78,7 +95,12 @@ async function outcomeOf(
         : { kind: 'pruned', state: tomb.state, prunedOn: prunedOn(tomb), receiptDigest: tomb.receipt_sha256 };
     }
     const why = deadReason(store, name);
-    return { kind: 'dead', name, code: why?.code ?? '(none)', reason: why?.reason ?? '(no reason recorded)' };
+    return {
+      kind: 'dead',
+      name,
+      code: fileText(why?.code ?? '(none)'),
+      reason: fileText(why?.reason ?? '(no reason recorded)'),
+    };
   }
   const bytes = readRecord(store, store.layout.receipt(key));
   // a retry sets the receipt aside before it requeues the job: received without one is on its way back
@@ -94,7 +116,7 @@ async function outcomeOf(
   } catch (err) {
     // a receipt that does not verify fails its key; a disk that failed while verifying it decides nothing
     if (!(err instanceof GenjobError) || err.exitCode === EXIT.IO) throw err;
-    return { kind: 'receipt', status, receiptDigest, problem: `${err.code}: ${err.message}` };
+    return { kind: 'receipt', status, receiptDigest, problem: wellFormed(`${err.code}: ${err.message}`) };
   }
 }
 

@@ -10,11 +10,14 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { canonicalBytes } from '../../src/core/canonical-json.js';
 import { buildJob, type Job } from '../../src/core/job.js';
 import type { Receipt } from '../../src/core/receipt.js';
 import { NO_TRUST } from '../../src/core/receipt-envelope.js';
 import { sha256Hex } from '../../src/core/sha256.js';
+import { decideGate } from '../../src/run/gate-decision.js';
 import { gatherRun } from '../../src/run/gate-gather.js';
+import { buildGateRecord } from '../../src/run/gate-record.js';
 import { beginAttempt } from '../../src/store/attempts.js';
 import { publishExclusive, replaceFile } from '../../src/store/durable.js';
 import type { FsPort } from '../../src/store/fs-port.js';
@@ -170,6 +173,37 @@ describe('gatherRun', () => {
     expect(moved).toBe(true);
     const outcome = records.find((r) => r.key === victim.key)!.outcome;
     expect(outcome).toMatchObject({ kind: 'receipt', status: 'ok', problem: null });
+  });
+
+  it('forged: a dead letter whose code holds a lone surrogate or a megabyte of text still makes a gate record', async () => {
+    // a branch commits dead letters under .gen/dead/: JSON's "\ud800" has no canonical form
+    const { deadLetterBytes } = await import('../../src/store/dead-letter.js');
+    for (const [job, code] of [
+      [jobs[0]!, 'EGJ_CANCELLED\ud800'],
+      [jobs[1]!, 'x'.repeat(1 << 20)],
+    ] as const) {
+      rmSync(store.layout.receipt(job.key));
+      rmSync(store.layout.jobFile('received', job.key));
+      rmSync(store.layout.lease(job.key), { force: true });
+      deadLetterBytes(store, `${job.key}.job`, jobFileBytes(job), { key: job.key, code, reason: 'forged' });
+    }
+    const records = await gather();
+    const policy = { requireChecks: [], minPass: { num: 0, den: 1 }, maxFail: null, allowFlaky: false };
+    const decision = decideGate(records, policy);
+    if (decision.state !== 'closed') throw new Error('open');
+    const record = buildGateRecord(
+      { name: 'r', revision: 1, id: 'r' },
+      'm'.repeat(64),
+      policy,
+      decision,
+      records,
+    );
+    expect(() => canonicalBytes(record)).not.toThrow();
+    expect(record.keys.map((k) => k.why)).toEqual([
+      'dead: EGJ_CANCELLED\ufffd',
+      `dead: ${'x'.repeat(200)}…`,
+      undefined,
+    ]);
   });
 
   it('reads each job file and receipt once per key', async () => {
