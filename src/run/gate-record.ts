@@ -148,6 +148,13 @@ export function gatesDir(store: Store, ref: Pick<RunRef, 'id'>): string {
 
 const count = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0;
 
+/**
+ * A checker's name as genjob.config.json allows one (check/checker.ts's CHECKER_NAME, not imported: that
+ * module loads the config's schema). A gate only writes declared names; a branch's record could hold any
+ * string, and one holding a lone surrogate (`"\ud800"`) has no canonical form to compare policies by.
+ */
+const CHECKER_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+
 /** A policy as a gate writes one: what decideGate can be run under. */
 function isPolicy(p: unknown): p is GateRecord['policy'] {
   const q = p as GateRecord['policy'] | null;
@@ -155,7 +162,7 @@ function isPolicy(p: unknown): p is GateRecord['policy'] {
     typeof q === 'object' &&
     q !== null &&
     Array.isArray(q.require_checks) &&
-    q.require_checks.every((c) => typeof c === 'string') &&
+    q.require_checks.every((c) => typeof c === 'string' && CHECKER_NAME.test(c)) &&
     count(q.min_pass?.num) &&
     count(q.min_pass.den) &&
     q.min_pass.den > 0 &&

@@ -396,4 +396,28 @@ describe('a stored gate record against the decision made again', () => {
     ).toBe(false);
     expect(own.seq).toBe(1);
   });
+
+  it.each([
+    ['a lone surrogate', '\ud800'],
+    ['markup', '<b>tests</b>'],
+  ])(
+    'forged: a newest record requiring a check named with %s is refused, and the gate writes its own after it',
+    (_, name) => {
+      const store = tempStore('genjob-gate-');
+      const record = closed([ok('k1', 'r1', 'c1')]);
+      const forged = { ...record, policy: { ...record.policy, require_checks: [name] } };
+      const dir = gatesDir(store, RUN);
+      store.fs.mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, '4.json'), JSON.stringify(forged));
+      const err = thrown(() => newestGate(store, RUN)) as GenjobError;
+      expect([err.code, err.message]).toEqual([
+        'EGJ_RUN_INVALID',
+        expect.stringMatching(/policy: require_checks/),
+      ]);
+      expect(writeGate(store, RUN, record, undefined, randomBytes(32))).toMatchObject({
+        seq: 5,
+        fresh: true,
+      });
+    },
+  );
 });
