@@ -3,6 +3,7 @@
 // status and, when ok, whether it verifies — or a dead letter and its reason), whether a live lease is
 // held on it, and the required checkers' states from `readChecks` (the checks plane's reader, passed in,
 // so tests drive the gate with any reader). Reads only: the decision is gate-decision.ts's.
+import { MAX_WAIT_SECONDS } from '../core/duration.js';
 import { GenjobError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
@@ -69,11 +70,18 @@ function wellFormed(text: string): string {
   return text.replace(/\p{Cs}/gu, '\uFFFD');
 }
 
-/** A lease within its TTL whose holder is not a process of this host known to be gone. */
+/**
+ * A lease within its TTL whose holder is not a process of this host known to be gone. A TTL longer than
+ * `work --lease-ttl` can set (a week) is no worker's: a lease a branch commits under .gen/leases/ for a
+ * dead job, with `"ttl_s": 1e12` and another host named, held its gate open for good (reap leaves the
+ * leases of jobs that are not running), and flipped a closed gate's record stale.
+ */
 export function leaseLive(store: Store, key: string, now: number): boolean {
   const lease = readLease(store, key);
   if (lease === undefined) return false;
-  const ttlMs = Number(lease.ttl_s) * 1000;
+  const ttlS = Number(lease.ttl_s);
+  if (!(ttlS > 0 && ttlS <= MAX_WAIT_SECONDS)) return false;
+  const ttlMs = ttlS * 1000;
   return leaseAgeMs(store, key, now) <= ttlMs && !ownerGone(lease.worker ?? {});
 }
 

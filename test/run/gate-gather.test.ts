@@ -206,6 +206,41 @@ describe('gatherRun', () => {
     ]);
   });
 
+  it('forged: a lease a branch commits for a dead job with a TTL no worker can set holds nothing open', async () => {
+    const { deadLetterBytes } = await import('../../src/store/dead-letter.js');
+    rmSync(store.layout.receipt(victim.key));
+    rmSync(store.layout.jobFile('received', victim.key));
+    deadLetterBytes(store, `${victim.key}.job`, jobFileBytes(victim), {
+      key: victim.key,
+      code: 'EGJ_CANCELLED',
+      reason: 'cancelled',
+    });
+    const lease = (ttl_s: number) =>
+      replaceFile(
+        store,
+        store.layout.lease(victim.key),
+        Buffer.from(
+          JSON.stringify({
+            key: victim.key,
+            epoch: 1,
+            worker: { id: 'far:1:a', host: 'far-away', pid: 1, start: 1 },
+            ttl_s,
+            claimed_at: new Date().toISOString(),
+            destination: 'local',
+          }),
+        ),
+      );
+    const live = async () => (await gather()).find((r) => r.key === victim.key)!.liveLease;
+    // a worker's own lease, within the longest TTL work can set (a week): the gate waits for it
+    lease(7 * 24 * 3600);
+    expect(await live()).toBe(true);
+    // a TTL past that (or none a number can be) is no worker's: it would hold the gate open for good
+    for (const ttl of [7 * 24 * 3600 + 1, 1e12, Number.POSITIVE_INFINITY]) {
+      lease(ttl);
+      expect(await live()).toBe(false);
+    }
+  });
+
   it('reads each job file and receipt once per key', async () => {
     const opened: string[] = [];
     const counting: FsPort = {
