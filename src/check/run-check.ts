@@ -87,7 +87,16 @@ export interface CheckOutcome {
   tail: string[];
 }
 
-/** Keep a log's bytes in objects/ by their sha256. */
+/**
+ * The sequence of a new record: one past the highest listed, at most the highest a record may hold. A
+ * record of an old receipt is listed too, and one a branch commits (a job's key is known before it is
+ * minted) may say 2^53 - 1: one past that is no record, so every later check of the job and checker
+ * ended EGJ_CHECK_RECORD and its gate waited for good. At the cap, records tie and the later finish is newer.
+ */
+function nextSequence(listed: readonly number[]): number {
+  return Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, ...listed) + 1);
+}
+
 /** Keep the log among the objects; its digest, size and text (read once, as bytes: see core/read-text.ts). */
 function storeLog(store: Store, file: string): { sha256: string | null; bytes: number; text: string } {
   const bytes = readIfExists(store, file);
@@ -154,7 +163,7 @@ export async function runCheck(
       result_tree: scratch.resultTree,
       verdict: verdictOf(outcomes),
       marks: marksOf(outcomes),
-      sequence: Math.max(0, ...listing.records.map((r) => r.facts.sequence)) + 1,
+      sequence: nextSequence(listing.records.map((r) => r.facts.sequence)),
       previous: current?.digest ?? null,
       attempts,
       setup: run.setup,

@@ -16,6 +16,8 @@ import {
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { canonicalBytes } from '../../src/core/canonical-json.js';
+import { sha256Hex } from '../../src/core/sha256.js';
 import { liveProcesses } from '../helpers/processes.js';
 import { CALC_BAD, CALC_GOOD, checkRepo, checkResults, factsOf, records, UNITTEST } from './check-helpers.js';
 import { CLI } from './helpers.js';
@@ -221,6 +223,27 @@ describe('genjob check: what makes a record stale', () => {
     const refused = await r.genjob(['apply', key, '--require-check', 'tests']);
     expect(refused.exitCode).toBe(3);
     expect(refused.stderr).toMatch(/EGJ_CHECK_STALE: .*the job has another receipt now/);
+  });
+
+  it('forged: a stale record a branch commits with the highest sequence a record may hold never stops the next check', async () => {
+    const r = await checkRepo();
+    const key = await r.generate('Break add', { 'calc.py': CALC_BAD });
+    expect(await r.genjob(['check', key])).toMatchObject({ exitCode: 3 });
+    // the same record as an older receipt's, numbered 2^53 - 1: a job's key is known before it is minted
+    const dir = join(r.repo, '.gen', 'checks', key, 'tests');
+    const [name] = records(r.repo, key, 'tests');
+    const doc = JSON.parse(readFileSync(join(dir, name!), 'utf8'));
+    Object.assign(doc.predicate.genjob, {
+      sequence: Number.MAX_SAFE_INTEGER,
+      receipt_sha256: 'f'.repeat(64),
+    });
+    const forged = canonicalBytes(doc);
+    writeFileSync(join(dir, `${sha256Hex(forged)}.json`), forged);
+    const again = await r.genjob(['check', '--json', '--recheck', key]);
+    expect(again.stderr).toBe('');
+    expect(checkResults(again)[0]).toMatchObject({ verdict: 'fail', marks: '✗✗', ran: true });
+    const shown = JSON.parse((await r.genjob(['show', '--json', key])).stdout).checks[0];
+    expect(shown).toMatchObject({ verdict: 'fail', marks: '✗✗', current: true });
   });
 });
 
