@@ -4,7 +4,7 @@
 // the same bytes lands on the same name. Reading, a file whose bytes do not hash to its name, or that
 // does not decode, is left out and reported, never trusted.
 import { join } from 'node:path';
-import { errnoOf, IoError } from '../core/errors.js';
+import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import type { TrustedKey } from '../core/receipt-envelope.js';
 import { sha256Hex } from '../core/sha256.js';
 import { fsyncDir, publishExclusive, readdirOrEmpty, readIfExists } from '../store/durable.js';
@@ -14,14 +14,23 @@ import { CHECKS_DIR, checksDir, recordedCheckers, recordFile } from './record-pa
 
 export { CHECKS_DIR, checksDir, recordedCheckers, recordFile };
 
-/** mkdir of each missing directory from .gen/checks down to `dir`, each new one's parent fsynced. */
+/**
+ * mkdir of each missing directory from .gen/checks down to `dir`, each new one's parent fsynced; one that
+ * is there must be a real directory. `.gen/` can be committed: a branch holding `.gen/checks/<key>/tests`
+ * as a symbolic link had `check` write its record wherever the link pointed, outside the repository.
+ */
 function ensureDirs(store: Store, dirs: readonly string[]): void {
   for (const dir of dirs) {
     try {
       store.fs.mkdirSync(dir);
     } catch (err) {
-      if (errnoOf(err) === 'EEXIST') continue;
-      throw err;
+      if (errnoOf(err) !== 'EEXIST') throw err;
+      if (!store.fs.lstatSync(dir).isDirectory())
+        throw new UsageError(
+          'EGJ_BAD_PATH',
+          `${dir}: not a real directory (a symbolic link, or a file); check writes its records only inside .gen/, never through a link, so nothing was written: make it a real directory (or delete it)`,
+        );
+      continue;
     }
     fsyncDir(store, join(dir, '..'));
   }

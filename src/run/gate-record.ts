@@ -357,6 +357,20 @@ function readRecordOrNone(store: Store, file: string): Buffer | undefined {
   }
 }
 
+/**
+ * Refuse (EGJ_BAD_PATH) a directory of `dirs` that is not a real one. `.gen/` can be committed: a branch
+ * holding `.gen/runs/NAME.gates` as a symbolic link had `gate` write its records and seals wherever the
+ * link pointed, outside the repository.
+ */
+function realDirs(store: Store, dirs: readonly string[]): void {
+  for (const dir of dirs)
+    if (!store.fs.lstatSync(dir).isDirectory())
+      throw new UsageError(
+        'EGJ_BAD_PATH',
+        `${dir}: not a real directory (a symbolic link, or a file); gate writes its records only inside .gen/, never through a link, so nothing was written: make it a real directory (or delete it)`,
+      );
+}
+
 function publishGate(
   store: Store,
   ref: Pick<RunRef, 'id'>,
@@ -366,6 +380,7 @@ function publishGate(
 ): StoredGate & { fresh: boolean } {
   const dir = gatesDir(store, ref);
   store.fs.mkdirSync(dir, { recursive: true });
+  realDirs(store, [runsDir(store), dir]);
   let bytes: Buffer | undefined; // made only when a record is written
   for (;;) {
     const top = gateSeqs(store, dir)[0];

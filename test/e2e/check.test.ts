@@ -245,6 +245,22 @@ describe('genjob check: what makes a record stale', () => {
     const shown = JSON.parse((await r.genjob(['show', '--json', key])).stdout).checks[0];
     expect(shown).toMatchObject({ verdict: 'fail', marks: '✗✗', current: true });
   });
+
+  it('forged: a record directory a branch commits as a symbolic link is refused, and nothing is written where it points', async () => {
+    const r = await checkRepo();
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    mkdirSync(join(r.repo, '.gen', 'checks', key), { recursive: true });
+    symlinkSync(r.outside, join(r.repo, '.gen', 'checks', key, 'tests'));
+    const run = await r.genjob(['check', '--json', key]);
+    expect(run.exitCode).toBe(2);
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      ok: false,
+      code: 'EGJ_BAD_PATH',
+      failed: [{ key, checker: 'tests', code: 'EGJ_BAD_PATH' }],
+    });
+    expect(run.stderr).toMatch(/EGJ_BAD_PATH: .*tests: not a real directory/);
+    expect(readdirSync(r.outside)).toEqual([]);
+  });
 });
 
 describe('genjob check: flaky, setup, a killed check', () => {

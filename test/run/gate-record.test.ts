@@ -3,7 +3,7 @@
 // record, or a receipt that stopped verifying: the next number), a signed record is a DSSE envelope a public key verifies, and a record that
 // is not one (wrong schema, payload type, tampered payload) is refused.
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { canonicalBytes } from '../../src/core/canonical-json.js';
@@ -23,7 +23,8 @@ import {
   writeGate,
 } from '../../src/run/gate-record.js';
 import { gateSealed } from '../../src/run/gate-seal.js';
-import { tempStore } from '../helpers/temp-store.js';
+import { runsDir } from '../../src/run/run-name.js';
+import { tempDir, tempStore } from '../helpers/temp-store.js';
 import { thrown } from '../helpers/thrown.js';
 
 const RUN = { name: 'r', revision: 1, id: 'r' };
@@ -395,6 +396,21 @@ describe('a stored gate record against the decision made again', () => {
       ),
     ).toBe(false);
     expect(own.seq).toBe(1);
+  });
+
+  it('forged: a gates directory a branch commits as a symbolic link is refused; nothing is written where it points', () => {
+    const store = tempStore('genjob-gate-');
+    const outside = tempDir('genjob-outside-');
+    store.fs.mkdirSync(runsDir(store), { recursive: true });
+    symlinkSync(outside, gatesDir(store, RUN));
+    const err = thrown(() =>
+      writeGate(store, RUN, closed([ok('k1', 'r1', 'c1')]), undefined, randomBytes(32)),
+    );
+    expect([(err as GenjobError).code, (err as GenjobError).message]).toEqual([
+      'EGJ_BAD_PATH',
+      expect.stringMatching(/r\.gates: not a real directory/),
+    ]);
+    expect(readdirSync(outside)).toEqual([]);
   });
 
   it.each([
