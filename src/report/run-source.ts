@@ -31,6 +31,7 @@ export async function readRun(
   };
   if (gate === undefined) return { ...shown, gate: null };
   const { record } = gate;
+  const sealed = secret !== null && gateSealed(store, run.ref, gate, secret);
   return {
     ...shown,
     gate: {
@@ -46,9 +47,11 @@ export async function readRun(
       }),
       file: relative(store.root, gate.file),
       recordDigest: gate.sha256,
-      signed: gate.signed,
+      // an envelope's signature is checked by no one here: only a record the user's gate wrote (sealed)
+      // says it was signed; a branch's envelope with any bytes for a signature is not shown as signed
+      signed: sealed && gate.signed,
       stale: !current,
-      sealed: secret !== null && gateSealed(store, run.ref, gate, secret),
+      sealed,
     },
   };
 }

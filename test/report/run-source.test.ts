@@ -113,6 +113,19 @@ describe('readRun', () => {
     expect((await read(store, 'hints')).gate).toMatchObject({ met: true, stale: true });
   });
 
+  it("forged: an envelope a branch adds after the user's record, any bytes for its signature, is not shown as signed", async () => {
+    const { root, store, keys } = await world();
+    await sealRun(store, 'hints', keys.slice(0, 2));
+    const first = await closeGate(root, 'hints');
+    const envelope = {
+      payload: readFileSync(join(gatesDir(store, { id: 'hints' }), `${first.seq}.json`)).toString('base64'),
+      payloadType: 'application/vnd.genjob.gate+json',
+      signatures: [{ keyid: 'ci', sig: 'AAAA' }],
+    };
+    writeFileSync(join(gatesDir(store, { id: 'hints' }), '2.json'), JSON.stringify(envelope));
+    expect((await read(store, 'hints')).gate).toMatchObject({ sealed: false, signed: false, stale: false });
+  });
+
   it('a receipt replaced after closing makes the record stale; a job outside the run does not', async () => {
     const { root, store, keys } = await world();
     await sealRun(store, 'hints', keys.slice(0, 2));
