@@ -19,7 +19,13 @@ import {
   rateText,
 } from '../run/gate-decision.js';
 import { type CheckReader, gatherRun } from '../run/gate-gather.js';
-import { buildGateRecord, newestGate, newestSealedGate, type Signer, writeGate } from '../run/gate-record.js';
+import {
+  buildGateRecord,
+  newestGateSeq,
+  newestSealedGate,
+  type Signer,
+  writeGate,
+} from '../run/gate-record.js';
 import { sealedRunIntent } from '../run/run-keys.js';
 import type { Store } from '../store/store.js';
 import { loadTrustPolicy } from '../trust/trust-file.js';
@@ -130,7 +136,8 @@ export async function gate(o: GateOptions): Promise<CommandResult> {
         decision,
         records.length,
         o.wait === true,
-        newestGate(store, run.ref)?.seq,
+        // only its number: a newest file that is no record (a branch's junk) must not turn 75 into 2
+        newestGateSeq(store, run.ref),
       );
     }
     const pause = Math.min(POLL_MS, timeoutMs === undefined ? POLL_MS : Math.max(0, timeoutMs - elapsed));

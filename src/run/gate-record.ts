@@ -218,6 +218,11 @@ function gateSeqs(store: Store, dir: string): number[] {
     .sort((a, b) => b - a);
 }
 
+/** The number of the run's newest gate record file, unread: whatever it holds, it does not stand while the gate is open. */
+export function newestGateSeq(store: Store, ref: Pick<RunRef, 'id'>): number | undefined {
+  return gateSeqs(store, gatesDir(store, ref))[0];
+}
+
 /** The newest gate record of a run, or undefined when none was written. */
 export function newestGate(store: Store, ref: Pick<RunRef, 'id'>): StoredGate | undefined {
   const dir = gatesDir(store, ref);

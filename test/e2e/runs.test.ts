@@ -695,4 +695,21 @@ describe('acting on a run', () => {
     expect(cancelled.exitCode, cancelled.stderr).toBe(0);
     expect(cancelled.stdout).toMatch(/^[0-9a-f]{12} cancelled \(was queue\): dead\//);
   });
+
+  it('forged: gate files a branch commits (junk, a number past 2^53) leave an open gate 75 and a closed one deciding', async () => {
+    const sb = await runBox(1);
+    await mintRun(sb, 'j');
+    const gates = join(sb.repo, '.gen', 'runs', 'j.gates');
+    mkdirSync(gates);
+    writeFileSync(join(gates, '3.json'), 'junk\n');
+    writeFileSync(join(gates, '100000000000000000000.json'), 'junk\n');
+    const open = await sb.genjob(['gate', '--run', 'j', '--json']);
+    expect([open.exitCode, JSON.parse(open.stdout).state], open.stderr).toEqual([75, 'open']);
+    expect((await sb.genjob(['work', '--run', 'j', '--quiet', ...sb.gen])).exitCode).toBe(0);
+    const closed = json<{ verdict: string; record: { seq: number; fresh: boolean } }>(
+      await sb.genjob(['gate', '--run', 'j', '--json']),
+    );
+    expect(closed).toMatchObject({ verdict: 'met', record: { seq: 4, fresh: true } });
+    expect((await sb.genjob(['apply', '--run', 'j', '--gated', '--dry-run'])).exitCode).toBe(0);
+  });
 });
