@@ -35,7 +35,7 @@ export interface JudgeAsk {
 type Vote = Omit<SampleRecord, 'index'>;
 
 /**
- * Text of the answer's as a record can hold it: a lone UTF-16 surrogate (JSON's `"\ud800"`, or a pair cut
+ * The answer's text as a record can hold it: a lone UTF-16 surrogate (JSON's `"\ud800"`, or a pair cut
  * in two by a length cap) becomes U+FFFD. Canonical JSON has no form for one, so a single such character
  * from the endpoint made the record unwritable, and the check an internal error with its spend lost.
  */
