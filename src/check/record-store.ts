@@ -4,10 +4,11 @@
 // the same bytes lands on the same name. Reading, a file whose bytes do not hash to its name, or that
 // does not decode, is left out and reported, never trusted.
 import { join } from 'node:path';
-import { errnoOf, IoError, UsageError } from '../core/errors.js';
+import { errnoOf, IoError } from '../core/errors.js';
 import type { TrustedKey } from '../core/receipt-envelope.js';
 import { sha256Hex } from '../core/sha256.js';
 import { fsyncDir, publishExclusive, readdirOrEmpty, readIfExists } from '../store/durable.js';
+import { assertRealDirs } from '../store/real-dirs.js';
 import type { Store } from '../store/store.js';
 import { type DecodedRecord, decodeRecord, MAX_CHECK_RECORD_BYTES } from './record.js';
 import { CHECKS_DIR, checksDir, recordedCheckers, recordFile } from './record-paths.js';
@@ -25,11 +26,7 @@ function ensureDirs(store: Store, dirs: readonly string[]): void {
       store.fs.mkdirSync(dir);
     } catch (err) {
       if (errnoOf(err) !== 'EEXIST') throw err;
-      if (!store.fs.lstatSync(dir).isDirectory())
-        throw new UsageError(
-          'EGJ_BAD_PATH',
-          `${dir}: not a real directory (a symbolic link, or a file); check writes its records only inside .gen/, never through a link, so nothing was written: make it a real directory (or delete it)`,
-        );
+      assertRealDirs(store, [dir], 'check', 'writes');
       continue;
     }
     fsyncDir(store, join(dir, '..'));

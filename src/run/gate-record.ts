@@ -15,6 +15,7 @@ import { signEnvelope, strictBase64 } from '../core/dsse.js';
 import { RecordUnreadableError, UsageError } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
 import { publishExclusive, readdirOrEmpty, readRecord } from '../store/durable.js';
+import { assertRealDirs } from '../store/real-dirs.js';
 import type { Store } from '../store/store.js';
 import { type GateDecision, type GatePolicy, type KeyRecords, rateText } from './gate-decision.js';
 import { gateSealed, sealGate } from './gate-seal.js';
@@ -362,20 +363,6 @@ function readRecordOrNone(store: Store, file: string): Buffer | undefined {
   }
 }
 
-/**
- * Refuse (EGJ_BAD_PATH) a directory of `dirs` that is not a real one. `.gen/` can be committed: a branch
- * holding `.gen/runs/NAME.gates` as a symbolic link had `gate` write its records and seals wherever the
- * link pointed, outside the repository.
- */
-function realDirs(store: Store, dirs: readonly string[]): void {
-  for (const dir of dirs)
-    if (!store.fs.lstatSync(dir).isDirectory())
-      throw new UsageError(
-        'EGJ_BAD_PATH',
-        `${dir}: not a real directory (a symbolic link, or a file); gate writes its records only inside .gen/, never through a link, so nothing was written: make it a real directory (or delete it)`,
-      );
-}
-
 function publishGate(
   store: Store,
   ref: Pick<RunRef, 'id'>,
@@ -385,7 +372,9 @@ function publishGate(
 ): StoredGate & { fresh: boolean } {
   const dir = gatesDir(store, ref);
   store.fs.mkdirSync(dir, { recursive: true });
-  realDirs(store, [runsDir(store), dir]);
+  // .gen/ can be committed: a branch's `.gen/runs/NAME.gates` link had gate write its records and seals
+  // wherever it pointed
+  assertRealDirs(store, [runsDir(store), dir], 'gate', 'writes');
   let bytes: Buffer | undefined; // made only when a record is written
   for (;;) {
     const top = gateSeqs(store, dir)[0];

@@ -48,6 +48,18 @@ export class Layout {
   }
 }
 
+/** Directories other parts of genjob make under .gen/ when they first write there. */
+export const LATER_DIRS = [
+  'journal.d',
+  'tombstones',
+  'promoted',
+  'shadow',
+  'runs',
+  'batches',
+  'checks',
+  'check-setup',
+] as const;
+
 /** Every directory genjob creates under .gen/, in creation order. */
 export const ALL_DIRS = [
   'queue',

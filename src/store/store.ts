@@ -3,7 +3,8 @@
 
 import { join } from 'node:path';
 import { type FsPort, nodeFs } from './fs-port.js';
-import { ALL_DIRS, Layout } from './layout.js';
+import { ALL_DIRS, LATER_DIRS, Layout } from './layout.js';
+import { assertRealDirs } from './real-dirs.js';
 
 export class Store {
   readonly layout: Layout;
@@ -17,6 +18,8 @@ export class Store {
   /** Create any missing .gen/ directories (idempotent; cheap when they exist). */
   ensure(): this {
     const gen = this.layout.gen;
+    // .gen/ can be committed: none of its own directories may be a link out of the repository
+    assertRealDirs(this, [gen, ...[...ALL_DIRS, ...LATER_DIRS].map((d) => join(gen, d))], 'genjob', 'writes');
     try {
       this.fs.lstatSync(join(gen, 'locks'));
       return this;

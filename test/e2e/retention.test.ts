@@ -237,7 +237,7 @@ describe('genjob gc', () => {
       const r = await sb.genjob(args);
       expect(r.exitCode, args.join(' ')).toBe(2);
       expect(r.stderr).toBe(
-        `genjob: EGJ_BAD_PATH: ${staging}: a symbolic link; gc removes only inside .gen/'s own directories, never through a link, so nothing was removed: make it a real directory (or delete it)\n`,
+        `genjob: EGJ_BAD_PATH: ${staging}: a symbolic link; genjob writes only inside .gen/'s own directories, never through a link, so nothing was written: make it a real directory (or delete it)\n`,
       );
     }
     expect(readdirSync(victim).sort()).toEqual(['notes.txt', 'projectA']);

@@ -408,7 +408,7 @@ describe('a stored gate record against the decision made again', () => {
     );
     expect([(err as GenjobError).code, (err as GenjobError).message]).toEqual([
       'EGJ_BAD_PATH',
-      expect.stringMatching(/r\.gates: not a real directory/),
+      expect.stringMatching(/r\.gates: a symbolic link; gate writes only inside/),
     ]);
     expect(readdirSync(outside)).toEqual([]);
   });
