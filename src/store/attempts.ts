@@ -3,6 +3,7 @@
 // The epoch is the fencing token: a receipt carries it, and only the newest epoch may commit.
 import { join } from 'node:path';
 import { peekRecord, publishWithAlias, readdirOrEmpty, readRecord, replaceFile } from './durable.js';
+import { assertRealDirs } from './real-dirs.js';
 import type { Store } from './store.js';
 
 export interface Worker {
@@ -105,9 +106,20 @@ export function mintedAfter(store: Store, key: string): number {
   return Number.isSafeInteger(base) ? base : 0;
 }
 
+/**
+ * The key's attempts/ directory, made if missing, to write into: a real directory, never a link (keys are
+ * known before minting, so a branch can commit `.gen/attempts/<key>` as a link out of the repository).
+ */
+export function attemptsDirToWrite(store: Store, key: string): string {
+  const dir = store.layout.attemptsDir(key);
+  store.fs.mkdirSync(dir, { recursive: true });
+  assertRealDirs(store, [dir], 'genjob', 'writes');
+  return dir;
+}
+
 /** An attempt that never reached a model (its batch expired or was cancelled unanswered) is not counted. */
 export function markUnspent(store: Store, key: string, epoch: number): void {
-  replaceFile(store, join(store.layout.attemptsDir(key), `${epoch}.unspent`), Buffer.from(''));
+  replaceFile(store, join(attemptsDirToWrite(store, key), `${epoch}.unspent`), Buffer.from(''));
 }
 
 function unspent(store: Store, key: string, epoch: number): boolean {
@@ -121,7 +133,7 @@ function unspent(store: Store, key: string, epoch: number): boolean {
  */
 export function markMinted(store: Store, key: string, newest = currentEpoch(store, key)): void {
   if (newest > 0)
-    replaceFile(store, join(store.layout.attemptsDir(key), 'minted-after'), Buffer.from(String(newest)));
+    replaceFile(store, join(attemptsDirToWrite(store, key), 'minted-after'), Buffer.from(String(newest)));
 }
 
 /** Record a new attempt with the next free epoch and make it the key's lease. */
@@ -132,7 +144,7 @@ export function beginAttempt(
   ttlS: number,
   destination: string,
 ): LeaseRecord {
-  store.fs.mkdirSync(store.layout.attemptsDir(key), { recursive: true });
+  attemptsDirToWrite(store, key);
   let epoch = currentEpoch(store, key) + 1;
   for (;;) {
     const record: LeaseRecord = {

@@ -3,6 +3,7 @@
 // may hold the answer, so the job is first asked for again there; another host replays it only once
 // the record is older than --in-doubt-after. An attempt delivered elsewhere replaces the record.
 import { join } from 'node:path';
+import { attemptsDirToWrite } from './attempts.js';
 import { readIfExists, replaceFile } from './durable.js';
 import type { Store } from './store.js';
 
@@ -18,7 +19,7 @@ function fileOf(store: Store, key: string): string {
 
 export function recordInDoubt(store: Store, key: string, epoch: number, destination: string): void {
   const record: InDoubt = { epoch, destination, since: new Date().toISOString() };
-  store.fs.mkdirSync(store.layout.attemptsDir(key), { recursive: true });
+  attemptsDirToWrite(store, key);
   replaceFile(store, fileOf(store, key), Buffer.from(`${JSON.stringify(record)}\n`));
 }
 

@@ -16,7 +16,7 @@
 import { join } from 'node:path';
 import { ConflictError } from '../core/errors.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
-import { currentEpoch, markMinted } from './attempts.js';
+import { attemptsDirToWrite, currentEpoch, markMinted } from './attempts.js';
 import { deadAdvice, deadJobs, deadReason, RETRYABLE_DEAD } from './dead-jobs.js';
 import { deadLetterFile } from './dead-letter.js';
 import { exists, moveState, publishExclusive, readIfExists, replaceFile } from './durable.js';
@@ -118,8 +118,7 @@ function retriedStatus(store: Store, key: string, epoch: number): string {
 function markRetry(store: Store, key: string): number {
   const epoch = currentEpoch(store, key);
   // a job cancelled in the queue was never attempted: it has no attempts/<key>/ yet
-  store.fs.mkdirSync(store.layout.attemptsDir(key), { recursive: true });
-  replaceFile(store, join(store.layout.attemptsDir(key), 'retry-after'), Buffer.from(String(epoch)));
+  replaceFile(store, join(attemptsDirToWrite(store, key), 'retry-after'), Buffer.from(String(epoch)));
   return epoch;
 }
 
@@ -165,5 +164,5 @@ export function regenerateRequested(store: Store, key: string, epoch: number): b
 
 /** The attempt of `epoch` delivered its bundle with the request to generate again: later ones need not. */
 export function markRegenerated(store: Store, key: string, epoch: number): void {
-  replaceFile(store, join(store.layout.attemptsDir(key), 'regenerated'), Buffer.from(String(epoch)));
+  replaceFile(store, join(attemptsDirToWrite(store, key), 'regenerated'), Buffer.from(String(epoch)));
 }

@@ -2,7 +2,8 @@
 // made apply write the replaced bytes of a file (which the branch chooses) there as
 // /etc/cron.d/<sha256>, a name cron runs, and `.gen/tmp` or `.gen/attempts` as links sent work's temps
 // and records out of the repository. Every command that writes .gen/ refuses a directory of its own that
-// is a link (EGJ_BAD_PATH, exit 2) before it writes anything; status still reads the store.
+// is a link (EGJ_BAD_PATH, exit 2) before it writes anything, a job's attempts/<key>/ included; status
+// still reads the store.
 import { mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -51,6 +52,21 @@ describe('forged: a directory of .gen/ committed as a symbolic link', () => {
     }
     const applied = await sb.genjob(['apply', key]);
     expect(applied.exitCode, applied.stderr).toBe(0);
+  });
+
+  it("a job's own attempts directory (keys are known before minting) is refused by work, the job put back", async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Add a timeout to fetch_user', ['src/user.py']);
+    const outside = join(sb.base, 'outside');
+    mkdirSync(outside);
+    symlinkSync(outside, join(sb.repo, '.gen', 'attempts', key));
+    const gen = sb.script('gen.sh', `exec ${DEMO_GENERATOR}`);
+    const r = await sb.genjob(['work', '--once', '--no-sandbox', '--generator', gen]);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr).toContain(`EGJ_BAD_PATH: ${join(sb.repo, '.gen', 'attempts', key)}: a symbolic link`);
+    expect(r.stderr).toContain('was put back in queue/');
+    expect(readdirSync(outside)).toEqual([]);
+    expect(readdirSync(join(sb.repo, '.gen', 'queue'))).toEqual([`${key}.json`]);
   });
 
   it('.gen itself as a link is refused the same way', async () => {
