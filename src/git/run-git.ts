@@ -1,6 +1,8 @@
 // The one way genjob runs git: argv only (no shell), a minimal environment (no GIT_DIR, GIT_INDEX_FILE or
 // other GIT_* the caller happened to export, no prompts: GIT_TERMINAL_PROMPT=0, LC_ALL=C so messages
-// parse), hooks off (-c core.hooksPath=/dev/null), stdout as bytes with a size cap. node:child_process,
+// parse), replace refs ignored (GIT_NO_REPLACE_OBJECTS=1: git honours refs/replace/* by default, so one
+// would make every read see another commit, tree or parent list than the object a push sends or a merge
+// takes), hooks off (-c core.hooksPath=/dev/null), stdout as bytes with a size cap. node:child_process,
 // not execa: `genjob push` with nothing new must stay near `git push`, and execa alone costs ~0.1 s to load.
 // Several commands in a row that need nothing from Node between them run as one `sh` (gitSteps): Node
 // starts a child by forking itself, which costs it several ms at a command's heap, where sh forks in a
@@ -55,7 +57,15 @@ export function gitEnv(extra: Record<string, string> = {}): Record<string, strin
     const v = process.env[name];
     if (v !== undefined) env[name] = v;
   }
-  return { ...env, LC_ALL: 'C', GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '', ...extra };
+  return {
+    ...env,
+    LC_ALL: 'C',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_ASKPASS: '',
+    SSH_ASKPASS: '',
+    GIT_NO_REPLACE_OBJECTS: '1',
+    ...extra,
+  };
 }
 
 /** Run `git -C cwd -c core.hooksPath=/dev/null ARGS`; throws GitFailedError on a non-zero exit not in okCodes. */

@@ -175,10 +175,23 @@ describe('gitEnv', () => {
       const env = gitEnv();
       for (const name of PASSED) expect(env[name]).toBe(`value of ${name}`);
       for (const name of DROPPED) expect(env).not.toHaveProperty(name);
-      // no prompt, messages in C, no askpass program
-      expect(env).toMatchObject({ LC_ALL: 'C', GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '', SSH_ASKPASS: '' });
+      // no prompt, messages in C, no askpass program, no replace refs (a forged commit read as another)
+      expect(env).toMatchObject({
+        LC_ALL: 'C',
+        GIT_TERMINAL_PROMPT: '0',
+        GIT_ASKPASS: '',
+        SSH_ASKPASS: '',
+        GIT_NO_REPLACE_OBJECTS: '1',
+      });
       expect(Object.keys(env).sort()).toEqual(
-        [...PASSED, 'LC_ALL', 'GIT_TERMINAL_PROMPT', 'GIT_ASKPASS', 'SSH_ASKPASS'].sort(),
+        [
+          ...PASSED,
+          'LC_ALL',
+          'GIT_TERMINAL_PROMPT',
+          'GIT_ASKPASS',
+          'SSH_ASKPASS',
+          'GIT_NO_REPLACE_OBJECTS',
+        ].sort(),
       );
       expect(gitEnv({ GIT_INDEX_FILE: '/x', LC_ALL: 'fr_FR' })).toMatchObject({
         GIT_INDEX_FILE: '/x',

@@ -1,0 +1,84 @@
+// The merge gate against history that is not what the commits say: git's own ways of showing a commit
+// other than the one a push sends or a merge takes. Each shape hides a forged generated commit (a
+// Genjob-Key trailer with no receipt anywhere, which the gate must refuse) from a gate run through the
+// built CLI over real git: a replace ref fetched from the remote, a shallow clone whose history ends
+// inside the range. And the gate's own merge of a merge commit's parents: the branch's .gitattributes
+// picks no merge driver for it, and nothing of it is left in the repository.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { git, gitEnv, worldCli } from './git-helpers.js';
+
+interface World {
+  base: string;
+  env: Record<string, string>;
+  bare: string;
+  /** The team's clone: main pushed, then the attacker's branches pushed from it. */
+  team: string;
+  main: string;
+}
+
+const FORGED = `Genjob-Key: ${'a'.repeat(64)}\nGenjob-Receipt: sha256:${'b'.repeat(64)}`;
+
+let w: World;
+let n = 0;
+
+beforeAll(async () => {
+  const base = mkdtempSync(join(tmpdir(), 'gj-history-'));
+  const env = gitEnv(base);
+  const bare = join(base, 'origin.git');
+  await git(base, ['init', '-q', '--bare', '-b', 'main', bare], env);
+  const team = join(base, 'team');
+  await git(base, ['init', '-q', '-b', 'main', team], env);
+  writeFileSync(join(team, 'README.md'), 'hello\n');
+  writeFileSync(join(team, 'f.txt'), 'a\nb\nc\n');
+  await git(team, ['add', '-A'], env);
+  await git(team, ['commit', '-qm', 'the repository'], env);
+  await git(team, ['remote', 'add', 'origin', `file://${bare}`], env);
+  await git(team, ['push', '-q', 'origin', 'main'], env);
+  w = { base, env, bare, team, main: await git(team, ['rev-parse', 'HEAD'], env) };
+});
+afterAll(() => {
+  if (w) rmSync(w.base, { recursive: true, force: true });
+});
+
+const cli = (cwd: string, args: readonly string[]) => worldCli(w, cwd, args);
+
+/** On a new branch `name` off main in the team's clone: a forged generated commit (edits README.md). */
+async function forgedBranch(name: string): Promise<string> {
+  await git(w.team, ['checkout', '-q', '-b', name, w.main], w.env);
+  writeFileSync(join(w.team, 'README.md'), `forged ${name}\n`);
+  await git(w.team, ['commit', '-qam', `forged\n\n${FORGED}`], w.env);
+  return git(w.team, ['rev-parse', 'HEAD'], w.env);
+}
+
+/** A fresh clone of the remote with `branch` checked out (`args`: extra clone options). */
+async function ciClone(branch: string, args: readonly string[] = []): Promise<string> {
+  const dir = join(w.base, `ci-${++n}`);
+  await git(w.base, ['clone', '-q', '--no-single-branch', ...args, `file://${w.bare}`, dir], w.env);
+  await git(dir, ['checkout', '-q', branch], w.env);
+  return dir;
+}
+
+describe('the merge gate against forged history', () => {
+  it('forged: a replace ref fetched with the branch does not make a forged commit read as a person’s', async () => {
+    const forged = await forgedBranch('replaced');
+    // the same change as a person's commit, standing in for the forged one by refs/replace/<forged>
+    const innocent = await git(
+      w.team,
+      ['commit-tree', `${forged}^{tree}`, '-p', w.main, '-m', 'a person’s edit'],
+      w.env,
+    );
+    await git(w.team, ['replace', forged, innocent], w.env);
+    await git(w.team, ['push', '-q', 'origin', 'replaced', 'refs/replace/*:refs/replace/*'], w.env);
+    await git(w.team, ['replace', '-d', forged], w.env);
+    const ci = await ciClone('replaced');
+    // a CI that mirrors every ref of the remote has the replace ref, and git honours it by default
+    await git(ci, ['fetch', '-q', 'origin', 'refs/replace/*:refs/replace/*'], w.env);
+    expect(await git(ci, ['log', '-1', '--format=%H %s', 'HEAD'], w.env)).toBe(`${forged} a person’s edit`);
+    const r = await cli(ci, ['verify', '--commits', 'refs/remotes/origin/main..HEAD']);
+    expect(r.stderr).toContain(`EGJ_COMMIT_RECEIPT_MISSING: commit ${forged.slice(0, 12)}`);
+    expect(r.exitCode).toBe(3);
+  });
+});
