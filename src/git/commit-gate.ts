@@ -24,6 +24,7 @@ import { pinRangeArgs } from './gate-revision.js';
 import { staleInput } from './minted-base.js';
 import type { ReadOutcome } from './read-material.js';
 import { git } from './run-git.js';
+import { refuseShallowCut } from './shallow-range.js';
 import { type CommitTrailers, parseTrailerLog, TRAILER_FORMAT } from './trailers.js';
 import { isRegularMode, outputMode, type TreeEntryAt, treeEntries } from './tree-entries.js';
 
@@ -86,6 +87,12 @@ export async function checkCommits(root: string, o: GateOptions): Promise<Commit
   const revs = await pinRangeArgs(root, rangeArgs(o.range));
   const log = await git(root, ['log', '-z', '--reverse', `--format=${TRAILER_FORMAT}`, ...revs, '--']);
   const commits = parseTrailerLog(log.stdout.toString('utf8'));
+  // a shallow clone's history may end inside the range, hiding the commits below from this walk
+  await refuseShallowCut(
+    root,
+    o.range,
+    commits.map((c) => c.commit),
+  );
   const protect = o.requireGenjob ?? [];
   // the non-merge commits touching each kind of path, one walk each (a merge is judged on its own below)
   const touching = async (pathspecs: readonly string[]) => {

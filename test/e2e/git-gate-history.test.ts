@@ -81,4 +81,22 @@ describe('the merge gate against forged history', () => {
     expect(r.stderr).toContain(`EGJ_COMMIT_RECEIPT_MISSING: commit ${forged.slice(0, 12)}`);
     expect(r.exitCode).toBe(3);
   });
+
+  it('forged: a shallow clone whose history ends inside the range is refused, not judged on the commits it has', async () => {
+    const forged = await forgedBranch('cut');
+    writeFileSync(join(w.team, 'f.txt'), 'a\nb\nc\nd\n');
+    await git(w.team, ['commit', '-qam', 'a person’s commit on top'], w.env);
+    await git(w.team, ['push', '-q', 'origin', 'cut'], w.env);
+    // CI fetching the last commit of each branch: the forged one, below it, is not here
+    const ci = await ciClone('cut', ['--depth', '1']);
+    expect(await git(ci, ['rev-list', '--count', 'HEAD'], w.env)).toBe('1');
+    const r = await cli(ci, ['verify', '--commits', 'refs/remotes/origin/main..HEAD']);
+    expect(r.stderr).toMatch(/EGJ_USAGE: .*this clone is shallow/);
+    expect(r.exitCode).toBe(2);
+    // with the history fetched, the forged commit is there to be judged
+    await git(ci, ['fetch', '-q', '--unshallow', 'origin'], w.env);
+    const full = await cli(ci, ['verify', '--commits', 'refs/remotes/origin/main..HEAD']);
+    expect(full.stderr).toContain(`EGJ_COMMIT_RECEIPT_MISSING: commit ${forged.slice(0, 12)}`);
+    expect(full.exitCode).toBe(3);
+  });
 });
