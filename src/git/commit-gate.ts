@@ -24,6 +24,7 @@ import { pinRangeArgs } from './gate-revision.js';
 import { staleInput } from './minted-base.js';
 import type { ReadOutcome } from './read-material.js';
 import { git } from './run-git.js';
+import { ScratchObjects } from './scratch-objects.js';
 import { refuseShallowCut } from './shallow-range.js';
 import { type CommitTrailers, parseTrailerLog, TRAILER_FORMAT } from './trailers.js';
 import { isRegularMode, outputMode, type TreeEntryAt, treeEntries } from './tree-entries.js';
@@ -113,27 +114,37 @@ export async function checkCommits(root: string, o: GateOptions): Promise<Commit
   const protectedCommits = protect.length > 0 ? await touching(protect) : new Set<string>();
   const material = await loadKeyMaterial(root, new Set(commits.flatMap((c) => c.keys)));
   const checks: CommitCheck[] = [];
-  for (const c of commits) {
-    const own: OwnChanges =
-      c.parents.length > 1
-        ? await mergeOwnChanges(root, c, protect, policyFiles)
-        : {
-            genDir: genDir.has(c.commit),
-            policy: policy.has(c.commit),
-            protected: protectedCommits.has(c.commit),
-          };
-    let check: CommitCheck | null;
-    try {
-      check = await checkOne(root, c, own, { ...o, material, requireGenjob: protect, policyFiles });
-    } catch (err) {
-      if (!(err instanceof GateFailure)) throw err;
-      check = { commit: c.commit, key: c.keys[0] ?? null, ok: false, code: err.code, message: err.message };
-    }
-    if (check === null) continue;
-    checks.push(check);
-    if (!check.ok && o.stopAtFirst) break;
+  // the automatic merges are written outside the repository, gone however the walk ends
+  const scratch = new ScratchObjects(root);
+  try {
+    await judgeAll();
+  } finally {
+    scratch.dispose();
   }
   return checks;
+
+  async function judgeAll(): Promise<void> {
+    for (const c of commits) {
+      const own: OwnChanges =
+        c.parents.length > 1
+          ? await mergeOwnChanges(root, c, protect, policyFiles, scratch)
+          : {
+              genDir: genDir.has(c.commit),
+              policy: policy.has(c.commit),
+              protected: protectedCommits.has(c.commit),
+            };
+      let check: CommitCheck | null;
+      try {
+        check = await checkOne(root, c, own, { ...o, material, requireGenjob: protect, policyFiles });
+      } catch (err) {
+        if (!(err instanceof GateFailure)) throw err;
+        check = { commit: c.commit, key: c.keys[0] ?? null, ok: false, code: err.code, message: err.message };
+      }
+      if (check === null) continue;
+      checks.push(check);
+      if (!check.ok && o.stopAtFirst) break;
+    }
+  }
 }
 
 /** A merge's own changes: where its tree differs from the automatic merge of its parents. */
@@ -142,17 +153,19 @@ async function mergeOwnChanges(
   c: CommitTrailers,
   protect: readonly string[],
   policyFiles: readonly string[],
+  scratch: ScratchObjects,
 ): Promise<OwnChanges> {
-  const auto = await automaticMergeTree(root, c.parents);
+  const auto = await automaticMergeTree(c.parents, scratch);
   return {
-    genDir: await changesPaths(root, auto, c.commit, [GEN_DIR]),
+    genDir: await changesPaths(root, auto, c.commit, [GEN_DIR], scratch),
     policy: await changesPaths(
       root,
       auto,
       c.commit,
       policyFiles.map((f) => `:(literal)${f}`),
+      scratch,
     ),
-    protected: protect.length > 0 && (await changesPaths(root, auto, c.commit, protect)),
+    protected: protect.length > 0 && (await changesPaths(root, auto, c.commit, protect, scratch)),
   };
 }
 

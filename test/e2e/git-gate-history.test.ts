@@ -4,7 +4,8 @@
 // built CLI over real git: a replace ref fetched from the remote, a shallow clone whose history ends
 // inside the range. And the gate's own merge of a merge commit's parents: the branch's .gitattributes
 // picks no merge driver for it, and nothing of it is left in the repository.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,6 +62,20 @@ async function ciClone(branch: string, args: readonly string[] = []): Promise<st
   return dir;
 }
 
+/** Every file under `dir` with its bytes' digest: what "left as it was" is checked against. */
+function snapshot(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else out.set(p, `${statSync(p).mode} ${createHash('sha256').update(readFileSync(p)).digest('hex')}`);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
 describe('the merge gate against forged history', () => {
   it('forged: a replace ref fetched with the branch does not make a forged commit read as a person’s', async () => {
     const forged = await forgedBranch('replaced');
@@ -98,5 +113,49 @@ describe('the merge gate against forged history', () => {
     const full = await cli(ci, ['verify', '--commits', 'refs/remotes/origin/main..HEAD']);
     expect(full.stderr).toContain(`EGJ_COMMIT_RECEIPT_MISSING: commit ${forged.slice(0, 12)}`);
     expect(full.exitCode).toBe(3);
+  });
+
+  it('hostile: the branch’s .gitattributes (merge=union) does not make a conflict resolved by hand look automatic, and the gate leaves .git as it was', async () => {
+    // accepted history: main and side each change line 2 of f.txt
+    await git(w.team, ['checkout', '-q', '-b', 'side', w.main], w.env);
+    writeFileSync(join(w.team, 'f.txt'), 'a\nSIDE\nc\n');
+    await git(w.team, ['commit', '-qam', 'side'], w.env);
+    await git(w.team, ['checkout', '-q', '-b', 'ahead', w.main], w.env);
+    writeFileSync(join(w.team, 'f.txt'), 'a\nMAIN\nc\n');
+    await git(w.team, ['commit', '-qam', 'main moves on'], w.env);
+    await git(w.team, ['checkout', '-q', '-b', 'moved'], w.env);
+    // the branch: attributes that resolve every conflict by taking both sides, then the merge
+    writeFileSync(join(w.team, '.gitattributes'), '* merge=union\n');
+    await git(w.team, ['add', '.gitattributes'], w.env);
+    await git(w.team, ['commit', '-qm', 'attributes'], w.env);
+    await git(w.team, ['merge', '-q', '--no-ff', '-m', 'merge side', 'side'], w.env);
+    expect(readFileSync(join(w.team, 'f.txt'), 'utf8')).toBe('a\nMAIN\nSIDE\nc\n');
+    const merge = await git(w.team, ['rev-parse', 'HEAD'], w.env);
+    await git(w.team, ['push', '-q', 'origin', 'side', 'ahead', 'moved'], w.env);
+    const ci = await ciClone('moved');
+    const before = snapshot(join(ci, '.git'));
+    const tmp = join(w.base, 'tmp');
+    mkdirSync(tmp);
+    const r = await worldCli(
+      w,
+      ci,
+      [
+        'verify',
+        '--commits',
+        'HEAD --not refs/remotes/origin/side refs/remotes/origin/ahead',
+        '--trust-ref',
+        'refs/remotes/origin/ahead',
+        '--require-genjob',
+        'f.txt',
+      ],
+      { TMPDIR: tmp },
+    );
+    expect(r.stderr).toContain(
+      `EGJ_COMMIT_NOT_GENERATED: commit ${merge.slice(0, 12)}: beyond the automatic merge of its parents`,
+    );
+    expect(r.exitCode).toBe(3);
+    // no object of the gate's own merge in the repository, and its scratch store gone
+    expect(snapshot(join(ci, '.git'))).toEqual(before);
+    expect(readdirSync(tmp)).toEqual([]);
   });
 });
