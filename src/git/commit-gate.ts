@@ -1,6 +1,7 @@
 // The merge gate (`verify --commits RANGE`), judging each commit of RANGE, oldest first, by what it changes
 // itself (against its first parent; a merge against the automatic merge of its parents):
-//   - nothing under .gen/ (the gate never reads it; a branch that ships genjob state is refused);
+//   - nothing under .gen/, under any spelling a checkout folds to it (the gate never reads it; a branch that
+//     ships genjob state is refused);
 //   - a commit with a Genjob-Key trailer is a generated one: its material, from refs/genjob/ only
 //     (gate-material.ts), passes every verify rule under the trust policy (taken from outside the range:
 //     gate-policy.ts) and is the receipt its Genjob-Receipt names; its parent holds exactly the job's
@@ -22,6 +23,7 @@ import { type JudgedMaterial, judgeMaterial, loadKeyMaterial } from './gate-mate
 import { POLICY_FILES, rangeArgs } from './gate-policy.js';
 import { pinRangeArgs } from './gate-revision.js';
 import { staleInput } from './minted-base.js';
+import { inGenDir, isPolicyAlias } from './path-aliases.js';
 import type { ReadOutcome } from './read-material.js';
 import { git } from './run-git.js';
 import { ScratchObjects } from './scratch-objects.js';
@@ -62,9 +64,6 @@ const fail: Fail = (code, msg) => {
   throw new GateFailure(code, msg);
 };
 
-/** The genjob state directory, relative to the genjob root (where git runs). */
-const GEN_DIR = ':(literal).gen';
-
 export interface GateOptions {
   range: string;
   requireGenjob?: readonly string[];
@@ -95,7 +94,7 @@ export async function checkCommits(root: string, o: GateOptions): Promise<Commit
     commits.map((c) => c.commit),
   );
   const protect = o.requireGenjob ?? [];
-  // the non-merge commits touching each kind of path, one walk each (a merge is judged on its own below)
+  // the non-merge commits touching the paths given to --require-genjob (a merge is judged on its own below)
   const touching = async (pathspecs: readonly string[]) => {
     const r = await git(root, [
       'log',
@@ -108,9 +107,8 @@ export async function checkCommits(root: string, o: GateOptions): Promise<Commit
     ]);
     return new Set(r.stdout.toString('utf8').split('\n'));
   };
-  const genDir = await touching([GEN_DIR]);
   const policyFiles = o.policyFiles ?? POLICY_FILES;
-  const policy = await touching(policyFiles.map((f) => `:(literal)${f}`));
+  const { genDir, policy } = await genjobPaths(root, revs, policyFiles);
   const protectedCommits = protect.length > 0 ? await touching(protect) : new Set<string>();
   const material = await loadKeyMaterial(root, new Set(commits.flatMap((c) => c.keys)));
   const checks: CommitCheck[] = [];
@@ -147,6 +145,47 @@ export async function checkCommits(root: string, o: GateOptions): Promise<Commit
   }
 }
 
+/**
+ * The non-merge commits of the range that change a path in .gen/, or a policy file, under any spelling a
+ * checkout may fold to them (path-aliases.ts), from one walk listing every commit's changed paths. In
+ * `--raw -z` output a path always follows its `:<modes> <ids> <status>` field, and what follows a path
+ * is either the next such field or the next commit's id: no path can pass for a commit.
+ */
+async function genjobPaths(
+  root: string,
+  revs: readonly string[],
+  policyFiles: readonly string[],
+): Promise<{ genDir: Set<string>; policy: Set<string> }> {
+  const r = await git(root, [
+    'log',
+    '--no-merges',
+    '--root',
+    '--raw',
+    '-z',
+    '--no-renames',
+    '--no-abbrev',
+    '--relative',
+    '--format=%H',
+    ...revs,
+    '--',
+  ]);
+  const genDir = new Set<string>();
+  const policy = new Set<string>();
+  const fields = r.stdout.toString('utf8').split('\0');
+  let commit = '';
+  for (let i = 0; i < fields.length; i++) {
+    const f = fields[i]!.replace(/^\n/, '');
+    if (f.startsWith(':')) {
+      const path = fields[++i];
+      if (path === undefined) throw new Error('git log --raw: a change without its path');
+      if (inGenDir(path)) genDir.add(commit);
+      if (isPolicyAlias(path, policyFiles)) policy.add(commit);
+    } else if (/^[0-9a-f]{40,64}$/.test(f)) commit = f;
+    else if (f !== '') throw new Error(`git log --raw: unexpected field ${JSON.stringify(f.slice(0, 80))}`);
+  }
+  return { genDir, policy };
+}
+
 /** A merge's own changes: where its tree differs from the automatic merge of its parents. */
 async function mergeOwnChanges(
   root: string,
@@ -156,15 +195,18 @@ async function mergeOwnChanges(
   scratch: ScratchObjects,
 ): Promise<OwnChanges> {
   const auto = await automaticMergeTree(c.parents, scratch);
+  const names = await git(
+    root,
+    ['diff-tree', '-r', '-z', '--name-only', '--no-renames', '--relative', auto, c.commit],
+    { env: await scratch.reading() },
+  );
+  const paths = names.stdout
+    .toString('utf8')
+    .split('\0')
+    .filter((p) => p !== '');
   return {
-    genDir: await changesPaths(root, auto, c.commit, [GEN_DIR], scratch),
-    policy: await changesPaths(
-      root,
-      auto,
-      c.commit,
-      policyFiles.map((f) => `:(literal)${f}`),
-      scratch,
-    ),
+    genDir: paths.some(inGenDir),
+    policy: paths.some((p) => isPolicyAlias(p, policyFiles)),
     protected: protect.length > 0 && (await changesPaths(root, auto, c.commit, protect, scratch)),
   };
 }

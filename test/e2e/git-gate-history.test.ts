@@ -158,4 +158,41 @@ describe('the merge gate against forged history', () => {
     expect(snapshot(join(ci, '.git'))).toEqual(before);
     expect(readdirSync(tmp)).toEqual([]);
   });
+
+  it('forged: genjob state committed as .GEN/ (what a case-insensitive checkout writes into .gen/) fails as .gen/ does', async () => {
+    await git(w.team, ['checkout', '-q', '-b', 'gen-alias', w.main], w.env);
+    mkdirSync(join(w.team, '.GEN', 'receipts'), { recursive: true });
+    writeFileSync(join(w.team, '.GEN', 'receipts', `${'a'.repeat(64)}.json`), '{}\n');
+    // a path spelled as a commit id beside it is a path, never read as the next commit of the walk
+    writeFileSync(join(w.team, w.main), 'x\n');
+    await git(w.team, ['add', '-f', '.GEN', w.main], w.env);
+    await git(w.team, ['commit', '-qm', 'ship some state'], w.env);
+    const shipped = await git(w.team, ['rev-parse', 'HEAD'], w.env);
+    await git(w.team, ['push', '-q', 'origin', 'gen-alias'], w.env);
+    const ci = await ciClone('gen-alias');
+    const r = await cli(ci, ['verify', '--commits', 'refs/remotes/origin/main..HEAD']);
+    expect(r.stderr).toContain(`EGJ_COMMIT_GEN_DIR: commit ${shipped.slice(0, 12)}`);
+    expect(r.exitCode).toBe(3);
+  });
+
+  it('forged: a person’s Genjob-Trust.json (the trust file, on a case-insensitive checkout) is a policy change', async () => {
+    await git(w.team, ['checkout', '-q', '-b', 'trust-alias', w.main], w.env);
+    writeFileSync(join(w.team, 'Genjob-Trust.json'), '{"schema":"genjob/trust@1","keys":[]}\n');
+    await git(w.team, ['add', 'Genjob-Trust.json'], w.env);
+    await git(w.team, ['commit', '-qm', 'tidy'], w.env);
+    const repin = await git(w.team, ['rev-parse', 'HEAD'], w.env);
+    await git(w.team, ['push', '-q', 'origin', 'trust-alias'], w.env);
+    const ci = await ciClone('trust-alias');
+    const seen = await cli(ci, ['verify', '--commits', 'refs/remotes/origin/main..HEAD']);
+    expect(seen.stdout).toContain(`${repin.slice(0, 12)} ok: no Genjob-Key; changes genjob-trust.json`);
+    const r = await cli(ci, [
+      'verify',
+      '--commits',
+      'refs/remotes/origin/main..HEAD',
+      '--require-genjob',
+      'src/',
+    ]);
+    expect(r.stderr).toContain(`EGJ_COMMIT_POLICY_CHANGE: commit ${repin.slice(0, 12)}`);
+    expect(r.exitCode).toBe(3);
+  });
 });
