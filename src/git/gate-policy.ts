@@ -3,10 +3,19 @@
 // A..B, the merge base of A...B), or the commit --trust-ref names — as git objects, not from the checkout,
 // which is the branch under review. --trust-file PATH names the trust file itself. A range with no
 // single base (several revisions, --not) needs one of the flags: guessing a base could pick the branch.
+// The merge base of A...B is chosen by the branch too: forked before a leaked key was removed on A, it
+// would take the policy that still pins that key. So A...B trusts a key only while A pins it as well.
 import { readFileSync } from 'node:fs';
 import { errnoOf, IoError, UsageError } from '../core/errors.js';
 import type { ReceiptTrustPolicy, TrustedKey } from '../core/receipt-envelope.js';
-import { parseTrust, TRUST_FILE, type TrustEntry, trustedFor, trustPolicyOf } from '../trust/trust-file.js';
+import {
+  parseTrust,
+  TRUST_FILE,
+  type TrustEntry,
+  type TrustUse,
+  trustedFor,
+  trustPolicyOf,
+} from '../trust/trust-file.js';
 import { pinRevision } from './gate-revision.js';
 import { git, gitText } from './run-git.js';
 import { isRegularMode, treeEntries } from './tree-entries.js';
@@ -42,6 +51,8 @@ export function rangeBase(range: string): string[] | null {
 export interface PolicySource {
   /** The commit the policy files are read from; null when only --trust-file was given for a range without a base. */
   commit: string | null;
+  /** A of A...B when it is not the merge base: a key is trusted only while this commit pins it too. */
+  tip?: string;
   /** How that commit was chosen, for messages: `the range's base 1a2b3c4d5e6f`, `--trust-ref origin/main (…)`. */
   label: string;
   /** --trust-file: the trust file to use instead of the commit's. */
@@ -97,7 +108,12 @@ export async function gatePolicySource(
       'EGJ_USAGE',
       `--commits ${JSON.stringify(range)}: ${a} and ${b} have no merge base to take the trust policy from; give --trust-ref REF or --trust-file PATH`,
     );
-  return { commit, label: `the range's merge base ${commit.slice(0, 12)}`, trustFile };
+  return {
+    commit,
+    label: `the range's merge base ${commit.slice(0, 12)}`,
+    trustFile,
+    ...(commit !== first ? { tip: first } : {}),
+  };
 }
 
 /** Where `name` (relative to the genjob root) sits in the repository's trees: the root's prefix from the top. */
@@ -142,6 +158,39 @@ function gateTrustOf(entries: readonly TrustEntry[], where: string, requireSigna
   };
 }
 
+/**
+ * The keys for `use` that both the merge base and the tip pin (the tip's names), or those of the one that
+ * pins any; `both` when each pins some, so that an empty answer means no key, not "accept unsigned".
+ */
+function pinnedAtBoth(
+  base: readonly TrustEntry[],
+  tip: readonly TrustEntry[],
+  use: TrustUse,
+): { keys: TrustedKey[]; both: boolean } {
+  const b = trustedFor(base, use);
+  const t = trustedFor(tip, use);
+  if (b.length === 0 || t.length === 0) return { keys: b.length === 0 ? t : b, both: false };
+  return { keys: t.filter((k) => b.some((x) => x.publicKey.equals(k.publicKey))), both: true };
+}
+
+/** The gate's trust for A...B: a key counts only while the merge base and A both pin it. */
+function gateTrustOfBoth(
+  base: readonly TrustEntry[],
+  tip: readonly TrustEntry[],
+  where: string,
+  requireSignature?: boolean,
+): GateTrust {
+  const receipts = pinnedAtBoth(base, tip, 'receipts');
+  const checks = pinnedAtBoth(base, tip, 'checks');
+  return {
+    // both pin keys but none in common: nothing unsigned passes, and nothing signed either
+    policy: { trusted: receipts.keys, requireSignature: (requireSignature ?? false) || receipts.both },
+    // a check record has no such flag: with no key in common, the tip's keys (A's policy, as for A..B)
+    checkKeys: checks.both && checks.keys.length === 0 ? trustedFor(tip, 'checks') : checks.keys,
+    where,
+  };
+}
+
 /** The trust policy the gate uses: --trust-file's, else the source commit's genjob-trust.json (none there: no pinned key). */
 export async function gateTrustPolicy(
   root: string,
@@ -160,9 +209,18 @@ export async function gateTrustPolicy(
     return gateTrustOf(parseTrust(bytes, source.trustFile), source.trustFile, options.requireSignature);
   }
   const file = await readPolicyFile(root, source, TRUST_FILE, 'EGJ_TRUST_FILE');
-  if (file === undefined)
-    return gateTrustOf([], `${source.label} (no ${TRUST_FILE})`, options.requireSignature);
-  return gateTrustOf(parseTrust(file.bytes, file.where), file.where, options.requireSignature);
+  const entries = file === undefined ? [] : parseTrust(file.bytes, file.where);
+  const where = file === undefined ? `${source.label} (no ${TRUST_FILE})` : file.where;
+  if (source.tip === undefined) return gateTrustOf(entries, where, options.requireSignature);
+  const tipSource = {
+    commit: source.tip,
+    label: `A of the range ${source.tip.slice(0, 12)}`,
+    trustFile: null,
+  };
+  const tipFile = await readPolicyFile(root, tipSource, TRUST_FILE, 'EGJ_TRUST_FILE');
+  const tip = tipFile === undefined ? [] : parseTrust(tipFile.bytes, tipFile.where);
+  const tipWhere = tipFile === undefined ? `${tipSource.label} (no ${TRUST_FILE})` : tipFile.where;
+  return gateTrustOfBoth(entries, tip, `${where} and ${tipWhere} (keys both pin)`, options.requireSignature);
 }
 
 /** The base trust policy of `range` in one call (the flags, then the base): what any gate over a range uses. */

@@ -350,6 +350,57 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
     });
 
     fileOnly(
+      'forged: a branch forked before a leaked key was rotated out does not get that key back through the merge base of A...B',
+      async () => {
+        // the attacker holds ci-host's private key; main rotates to ci-host-2 and removes ci-host
+        const copy = copyRemote(w, 'rotated');
+        const team = await clone(w, copy, 'team-rotated');
+        const next = JSON.parse(
+          (
+            await ok(
+              cli(w, w.base, [
+                'keygen',
+                '--json',
+                '--out',
+                join(team, '..', `host3-${w.t.name.replace(/\W/g, '')}.key`),
+              ]),
+            )
+          ).stdout,
+        ).publicKey;
+        await ok(cli(w, team, ['trust', 'add', 'ci-host-2', next]));
+        await ok(cli(w, team, ['trust', 'remove', 'ci-host']));
+        await git(team, ['commit', '-qam', 'rotate ci-host out: its key leaked'], w.env);
+        await git(team, ['push', '-q', 'origin', 'main'], w.env);
+        // the attacker's branch starts before the rotation, its commit signed by the leaked key
+        const c = await clone(w, copy, 'c-rotated');
+        await git(c, ['checkout', '-q', '-b', 'leaked', w.commits.fix], w.env);
+        const mint = await ok(cli(w, c, ['mint', '--json', '-m', 'Say hello in the README', 'README.md']));
+        const key = JSON.parse(mint.stdout).key as string;
+        await ok(
+          cli(w, c, ['work', '--drain', '--quiet', '--generator', DEMO_GENERATOR], {
+            GENJOB_SIGN_KEY: join(w.base, 'host.key'),
+          }),
+        );
+        await ok(cli(w, c, ['apply', key, '--commit']));
+        const leaked = await head(c, w);
+        await git(c, ['push', '-q', 'origin', 'leaked'], w.env);
+        await ok(cli(w, c, ['push']));
+        const b = await clone(w, copy, 'b-rotated', { branch: 'leaked' });
+        await ok(cli(w, b, ['pull']));
+        // A..B judges by main as it is now: the leaked key is not pinned there
+        const two = await cli(w, b, ['verify', '--commits', 'refs/remotes/origin/main..HEAD']);
+        expect(two.stderr).toContain(`commit ${short(leaked)}`);
+        expect(two.exitCode).toBe(3);
+        // A...B took the merge base's policy alone, which the branch chose by where it forked
+        const three = await cli(w, b, ['verify', '--commits', 'refs/remotes/origin/main...HEAD', '--json']);
+        const doc = JSON.parse(three.stdout);
+        expect(doc.failures.map((f: { commit: string }) => f.commit)).toContain(leaked);
+        expect(doc.trust_policy).toContain('(keys both pin)');
+        expect(three.exitCode).toBe(3);
+      },
+    );
+
+    fileOnly(
       'a stale receipt replayed on newer history, undoing the security fix, fails naming the path (EGJ_COMMIT_STALE_BASE)',
       async () => {
         const fork = join(w.base, `fork-stale-${w.t.name.replace(/\W/g, '')}.git`);

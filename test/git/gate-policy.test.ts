@@ -105,6 +105,7 @@ describe('gatePolicySource', () => {
       commit: a,
       label: `the range's merge base ${a.slice(0, 12)}`,
       trustFile: null,
+      tip: m,
     });
   });
 
@@ -229,6 +230,34 @@ describe('gateTrustPolicy and baseTrustPolicy', () => {
   it('passes --require-signature on', async () => {
     const { policy } = await baseTrustPolicy(repo.root, 'main..branch', { requireSignature: true });
     expect(policy.requireSignature).toBe(true);
+  });
+
+  it('forged: A...B trusts a key only while A pins it too: a branch forked before a rotation does not get the old key back', async () => {
+    // main rotates: ci-host (pinned at the fork point) out, ci-host-2 in
+    repo.git(['checkout', '-q', 'main']);
+    const rotated = repo.commit('rotate', { 'genjob-trust.json': trustFile('ci-host-2') });
+    const { policy, checkKeys, where, source } = await baseTrustPolicy(repo.root, `${rotated}...branch`, {});
+    expect(source).toMatchObject({ commit: a, tip: rotated });
+    // no key both pin: nothing passes, unsigned included
+    expect(policy).toEqual({ trusted: [], requireSignature: true });
+    expect(checkKeys).toEqual([]);
+    expect(where).toBe(
+      `${a.slice(0, 12)}:genjob-trust.json and ${rotated.slice(0, 12)}:genjob-trust.json (keys both pin)`,
+    );
+  });
+
+  it('A...B: a key both pin is trusted under A’s name; a side that pins none leaves the other’s keys', async () => {
+    repo.git(['checkout', '-q', 'main']);
+    const held = repo.git(['show', `${a}:genjob-trust.json`]);
+    const same = JSON.parse(held).keys[0].key as string;
+    const renamed = repo.commit('rename', { 'genjob-trust.json': trustFile('ci-host-renamed', same) });
+    const kept = await baseTrustPolicy(repo.root, `${renamed}...branch`, {});
+    expect(kept.policy.trusted.map((t) => t.name)).toEqual(['ci-host-renamed']);
+    expect(kept.policy.requireSignature).toBe(true);
+    const none = repo.commit('no keys', { 'genjob-trust.json': null });
+    const open = await baseTrustPolicy(repo.root, `${none}...branch`, {});
+    expect(open.policy.trusted.map((t) => t.name)).toEqual(['ci-host']);
+    expect(open.policy.requireSignature).toBe(false);
   });
 
   it('no pinned key when the base has no trust file', async () => {
