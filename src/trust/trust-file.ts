@@ -3,9 +3,11 @@
 // the file is rewritten whole (tmp + fsync + rename + fsync of the root) so a crash leaves the old
 // list or the new one, never half of either. A missing file means no key is trusted. A key is pinned
 // for what its `for` names: receipts (the default, when absent), check records, or both; a key pinned
-// only for checks never verifies a receipt.
+// only for checks never verifies a receipt. The checkout's file is the branch's: it is read only as a
+// regular file, never through a symbolic link (one to /dev/zero hung every command that loads the
+// policy, one to a file elsewhere would read that file), and never past its cap.
 import * as nodeFs from 'node:fs';
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod/mini';
 import { ConflictError, errnoOf, IoError, UsageError } from '../core/errors.js';
@@ -49,14 +51,34 @@ function malformed(file: string, rule: string): UsageError {
 /** The trusted keys, in file order. Missing file → []. Malformed → UsageError EGJ_TRUST_FILE. */
 export function readTrust(root: string): TrustEntry[] {
   const file = trustFilePath(root);
-  let bytes: Buffer;
+  const bytes = readRegular(file);
+  return bytes === undefined ? [] : parseTrust(bytes, file);
+}
+
+/** A regular file's bytes, at most MAX_TRUST_FILE_BYTES of them (undefined: no file); anything else is malformed. */
+function readRegular(file: string): Buffer | undefined {
+  let fd: number;
   try {
-    bytes = readFileSync(file);
+    // no link followed; O_NONBLOCK: opening a FIFO must not wait for a writer
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return [];
-    throw IoError.wrap('read', file, err);
+    if (errnoOf(err) === 'ENOENT') return undefined;
+    if (errnoOf(err) === 'ELOOP') throw malformed(file, 'it is a symbolic link, not a regular file');
+    throw IoError.wrap('open', file, err);
   }
-  return parseTrust(bytes, file);
+  try {
+    if (!fstatSync(fd).isFile()) throw malformed(file, 'not a regular file');
+    const buf = Buffer.alloc(MAX_TRUST_FILE_BYTES + 1);
+    let n = 0;
+    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null);
+    if (n > MAX_TRUST_FILE_BYTES) throw malformed(file, `larger than ${MAX_TRUST_FILE_BYTES} bytes`);
+    return buf.subarray(0, n);
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw IoError.wrap('read', file, err);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** The keys of a trust file's bytes; `file` names where they came from (a path, or REV:PATH). */

@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -43,6 +43,26 @@ function error(fn: () => unknown): GenjobError {
 }
 
 describe('readTrust', () => {
+  it('hostile: a trust file committed as a symbolic link (to /dev/zero, or to a file elsewhere) is refused at once, never read through', () => {
+    // one to /dev/zero hung every command that loads the policy from the checkout, reading without end
+    symlinkSync('/dev/zero', join(root, TRUST_FILE));
+    const zero = error(() => readTrust(root));
+    expect(zero.code).toBe('EGJ_TRUST_FILE');
+    expect(zero.message).toContain('symbolic link');
+    rmSync(join(root, TRUST_FILE));
+    const elsewhere = join(root, 'elsewhere.json');
+    writeFileSync(elsewhere, `${JSON.stringify({ schema: 'genjob/trust@1', keys: [] })}\n`);
+    symlinkSync(elsewhere, join(root, TRUST_FILE));
+    expect(error(() => readTrust(root)).code).toBe('EGJ_TRUST_FILE');
+  });
+
+  it('hostile: a trust file larger than its cap is refused without reading all of it', () => {
+    writeFileSync(join(root, TRUST_FILE), Buffer.alloc(1024 * 1024 + 1, 0x20));
+    const big = error(() => readTrust(root));
+    expect(big.code).toBe('EGJ_TRUST_FILE');
+    expect(big.message).toContain('larger than 1048576 bytes');
+  });
+
   it('returns no keys when the trust file is missing', () => {
     expect(readTrust(root)).toEqual([]);
   });
