@@ -15,6 +15,36 @@ import { CLI, genDir, makeSandbox, mintKey, readJson } from './helpers.js';
 const setpgidSleep = (marker: string) =>
   `perl -e 'setpgrp(0, 0); exec "sleep", "${marker}"' >/dev/null 2>&1 &`;
 
+/**
+ * `work --once` started as a login through pam_keyinit would start it: a fresh session keyring holding one
+ * user key, `description` → `payload` (x86_64 syscall numbers: keyctl 250, add_key 248).
+ */
+async function workFromKeyedLogin(
+  sb: Awaited<ReturnType<typeof makeSandbox>>,
+  gen: string,
+  description: string,
+  payload: string,
+): Promise<void> {
+  const login = join(sb.base, 'login.py');
+  writeFileSync(
+    login,
+    [
+      'import ctypes, os, sys',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'assert libc.syscall(250, 1, None) >= 0',
+      `s = b"${payload}"`,
+      `assert libc.syscall(248, b"user", b"${description}", s, len(s), ctypes.c_int(-3)) > 0`,
+      'os.execvp(sys.argv[1], sys.argv[1:])',
+    ].join('\n'),
+  );
+  const w = await execa('python3', [login, process.execPath, CLI, 'work', '--once', '--generator', gen], {
+    cwd: sb.repo,
+    env: { XDG_CACHE_HOME: sb.cache },
+    reject: false,
+  });
+  expect(w.exitCode, w.stderr).toBe(0);
+}
+
 describe('a confined generator run by a local serve', () => {
   it("sees none of the worker's secrets, and the receipt says bwrap without network", async () => {
     const sb = await makeSandbox();
@@ -52,24 +82,7 @@ describe('a confined generator run by a local serve', () => {
         `perl -e 'my $b=" "x4096; my $n=syscall(250,11,-3,$b,4096); print "listed $n\\n"; for my $id (unpack("l*",substr($b,0,$n>0?$n:0))) { my $v=" "x4096; my $k=syscall(250,11,$id,$v,4096); print substr($v,0,$k>0?$k:0),"\\n"; }' > src/user.py`,
       );
       // as a login through pam_keyinit would: a fresh session keyring holding a host credential
-      const login = join(sb.base, 'login.py');
-      writeFileSync(
-        login,
-        [
-          'import ctypes, os, sys',
-          'libc = ctypes.CDLL(None, use_errno=True)',
-          'assert libc.syscall(250, 1, None) >= 0',
-          's = b"HOST-CREDENTIAL-IN-KEYRING"',
-          'assert libc.syscall(248, b"user", b"cred", s, len(s), ctypes.c_int(-3)) > 0',
-          'os.execvp(sys.argv[1], sys.argv[1:])',
-        ].join('\n'),
-      );
-      const w = await execa('python3', [login, process.execPath, CLI, 'work', '--once', '--generator', gen], {
-        cwd: sb.repo,
-        env: { XDG_CACHE_HOME: sb.cache },
-        reject: false,
-      });
-      expect(w.exitCode, w.stderr).toBe(0);
+      await workFromKeyedLogin(sb, gen, 'cred', 'HOST-CREDENTIAL-IN-KEYRING');
       const out = readFileSync(join(sb.repo, '.gen/out', key, 'src/user.py'), 'utf8');
       expect(out).toBe('listed -1\n');
       expect(out).not.toContain('HOST-CREDENTIAL');
@@ -86,23 +99,7 @@ describe('a confined generator run by a local serve', () => {
         'cat /proc/keys > src/user.py 2>&1; echo "exit $?" >> src/user.py',
       );
       // a login's session keyring holding a key whose description names the host's account
-      const login = join(sb.base, 'login.py');
-      writeFileSync(
-        login,
-        [
-          'import ctypes, os, sys',
-          'libc = ctypes.CDLL(None, use_errno=True)',
-          'assert libc.syscall(250, 1, None) >= 0',
-          'assert libc.syscall(248, b"user", b"deploy-token:alice@host", b"x", 1, ctypes.c_int(-3)) > 0',
-          'os.execvp(sys.argv[1], sys.argv[1:])',
-        ].join('\n'),
-      );
-      const w = await execa('python3', [login, process.execPath, CLI, 'work', '--once', '--generator', gen], {
-        cwd: sb.repo,
-        env: { XDG_CACHE_HOME: sb.cache },
-        reject: false,
-      });
-      expect(w.exitCode, w.stderr).toBe(0);
+      await workFromKeyedLogin(sb, gen, 'deploy-token:alice@host', 'x');
       const out = readFileSync(join(sb.repo, '.gen/out', key, 'src/user.py'), 'utf8');
       expect(out).not.toContain('deploy-token');
       expect(out).toMatch(/exit 1\n$/);
