@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { errnoOf, UsageError } from '../core/errors.js';
 import { SHADOW_NAME } from '../core/plane.js';
 import { createExclusive, readdirOrEmpty, readIfExists, replaceFile } from '../store/durable.js';
+import { assertRealDirs } from '../store/real-dirs.js';
 import { readSealed, type SealedKind, type SealedRead, writeSealed } from '../store/sealed-file.js';
 import type { Store } from '../store/store.js';
 
@@ -74,8 +75,15 @@ export class ShadowStore {
   }
 
   ensure(): this {
-    for (const d of ['results', 'attempts', 'staging'])
-      this.store.fs.mkdirSync(join(this.dir, d), { recursive: true });
+    const dirs = ['results', 'attempts', 'staging'].map((d) => join(this.dir, d));
+    // a branch can commit .gen/shadow/NAME (or a directory in it) as a link out of the repository
+    assertRealDirs(
+      this.store,
+      [join(this.store.layout.gen, 'shadow'), this.dir, ...dirs],
+      'genjob',
+      'writes',
+    );
+    for (const d of dirs) this.store.fs.mkdirSync(d, { recursive: true });
     return this;
   }
 
@@ -118,6 +126,7 @@ export class ShadowStore {
   nextEpoch(key: string): number {
     const dir = join(this.dir, 'attempts', key);
     this.store.fs.mkdirSync(dir, { recursive: true });
+    assertRealDirs(this.store, [dir], 'genjob', 'writes');
     let epoch = Math.max(0, ...this.store.fs.readdirSync(dir).map((n) => Number.parseInt(n, 10) || 0)) + 1;
     for (;;) {
       try {

@@ -69,6 +69,25 @@ describe('forged: a directory of .gen/ committed as a symbolic link', () => {
     expect(readdirSync(join(sb.repo, '.gen', 'queue'))).toEqual([`${key}.json`]);
   });
 
+  it("a shadow plane, or a job's attempts directory in one, is refused by work --shadow", async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Add a timeout to fetch_user', ['src/user.py']);
+    const gen = sb.script('gen.sh', `exec ${DEMO_GENERATOR}`);
+    const outside = join(sb.base, 'outside');
+    mkdirSync(outside);
+    const shadow = join(sb.repo, '.gen', 'shadow');
+    mkdirSync(shadow);
+    for (const at of [join(shadow, 'b'), join(shadow, 'b', 'attempts', key)]) {
+      mkdirSync(join(at, '..'), { recursive: true });
+      symlinkSync(outside, at);
+      const r = await sb.genjob(['work', '--shadow', 'b', '--all', '--no-sandbox', '--generator', gen]);
+      expect(r.stderr).toContain(`EGJ_BAD_PATH: ${at}: a symbolic link; genjob writes only inside`);
+      expect(readdirSync(outside), at).toEqual([]);
+      renameSync(at, `${at}.link`);
+    }
+    expect(readdirSync(join(sb.repo, '.gen', 'queue'))).toEqual([`${key}.json`]);
+  });
+
   it('.gen itself as a link is refused the same way', async () => {
     const sb = await makeSandbox();
     const outside = join(sb.base, 'outside');
