@@ -11,7 +11,7 @@ export const MAX_DEPTH = 32;
 export const RESERVED_NAMES = ['.git', '.gen'] as const;
 
 // Code points HFS+ ignores when it compares names (git's utf8.c next_hfs_char): '.g\u200cit' is '.git' there.
-const HFS_IGNORABLE = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/gu;
+export const HFS_IGNORABLE = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/gu;
 // NTFS drops trailing dots and spaces, reads '::$INDEX_ALLOCATION' streams and knows the 8.3 alias
 // 'GIT~1' (git's path.c is_ntfs_dotgit); the same holds for '.gen' and 'GEN~1'.
 const NTFS_ALIAS = /^(?:\.(git|gen)|(git|gen)~1)[. ]*(?::.*)?$/;

@@ -4,10 +4,7 @@
 // and knows 8.3 names (GEN~1, GENJOB~1.JSO). So `.GEN/receipts/…` in a commit writes into .gen/ there,
 // and `Genjob-Trust.json` over the trust file the checkout's commands read: the gate holds such a path to
 // the rule of the file it stands for.
-import { reservedAlias } from '../core/paths.js';
-
-// the code points HFS+ ignores when it compares names (git's utf8.c next_hfs_char), as core/paths.ts has them
-const HFS_IGNORABLE = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/gu;
+import { HFS_IGNORABLE, reservedAlias } from '../core/paths.js';
 
 /** True when `path` (relative to the genjob root) lies in .gen/, or is .gen, under some spelling. */
 export function inGenDir(path: string): boolean {
