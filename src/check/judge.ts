@@ -4,7 +4,9 @@
 // pass, fail, invalid (not the fixed JSON schema) or error (no answer: refused, broke off, HTTP error).
 // The round is decided by quorum (verdict.ts). Only a refused connection or an HTTP 429 — nothing was
 // generated — is tried again. Every token the endpoint reports is counted into `spent`.
+
 import { setTimeout as sleep } from 'node:timers/promises';
+import { wellFormed } from '../core/canonical-json.js';
 import { addUsage, excerpt } from '../remote/generators/openai-answer.js';
 import { readOpenAiConfig } from '../remote/generators/openai-config.js';
 import { post, retryAfterMs } from '../remote/generators/openai-http.js';
@@ -35,15 +37,9 @@ export interface JudgeAsk {
 type Vote = Omit<SampleRecord, 'index'>;
 
 /**
- * The answer's text as a record can hold it: a lone UTF-16 surrogate (JSON's `"\ud800"`, or a pair cut
- * in two by a length cap) becomes U+FFFD. Canonical JSON has no form for one, so a single such character
- * from the endpoint made the record unwritable, and the check an internal error with its spend lost.
+ * A chat completion's answer read as a vote, its text well-formed: a single lone surrogate from the
+ * endpoint made the record unwritable, and the check an internal error with its spend lost.
  */
-function wellFormed(text: string): string {
-  return text.replace(/\p{Cs}/gu, '\uFFFD');
-}
-
-/** A chat completion's answer read as a vote, its text well-formed. */
 function voteOf(text: string): Vote {
   const v = readVote(text);
   return { ...v, reason: wellFormed(v.reason), model: v.model === null ? null : wellFormed(v.model) };

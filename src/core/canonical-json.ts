@@ -11,6 +11,15 @@ const UNUSUAL = Symbol('unusual');
 const MAX_DEPTH = 512;
 const LONE_SURROGATE = /\p{Cs}/u;
 
+/**
+ * `text` as a canonical document can hold it: each lone UTF-16 surrogate (JSON's `"\ud800"`, or a pair a
+ * length cap cut in two) as U+FFFD. For text from outside (a judge's answer, a file a branch commits)
+ * that a record repeats: canonical JSON has no form for one.
+ */
+export function wellFormed(text: string): string {
+  return text.replace(/\p{Cs}/gu, '\uFFFD');
+}
+
 function str(s: string): string {
   if (LONE_SURROGATE.test(s)) throw UNUSUAL;
   return JSON.stringify(s);

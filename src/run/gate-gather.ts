@@ -3,6 +3,7 @@
 // status and, when ok, whether it verifies — or a dead letter and its reason), whether a live lease is
 // held on it, and the required checkers' states from `readChecks` (the checks plane's reader, passed in,
 // so tests drive the gate with any reader). Reads only: the decision is gate-decision.ts's.
+import { wellFormed } from '../core/canonical-json.js';
 import { MAX_WAIT_SECONDS } from '../core/duration.js';
 import { GenjobError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
@@ -64,10 +65,6 @@ const MAX_FILE_TEXT = 200;
 function fileText(text: string): string {
   const chars = Array.from(text);
   return wellFormed(chars.length > MAX_FILE_TEXT ? `${chars.slice(0, MAX_FILE_TEXT).join('')}…` : text);
-}
-
-function wellFormed(text: string): string {
-  return text.replace(/\p{Cs}/gu, '\uFFFD');
 }
 
 /**
