@@ -29,6 +29,17 @@ export interface GatedCommit {
   receipt?: string;
 }
 
+/**
+ * Where the checkers are declared: the policy commit, and for A...B (whose policy commit is the merge base)
+ * A itself. A branch forked before A redefined a checker (a stricter command) would otherwise be held to
+ * the fork's definition, and pass on records A's no longer accepts; as with the keys, A's view counts.
+ */
+function checkerSource(source: PolicySource): PolicySource {
+  if (source.tip === undefined) return source;
+  const { tip, ...rest } = source;
+  return { ...rest, commit: tip, label: `the range's first side ${tip.slice(0, 12)}` };
+}
+
 /** The named checkers as the gate's policy commit declares them in its genjob.config.json. */
 async function checkersAt(root: string, source: PolicySource, names: readonly string[]): Promise<Checker[]> {
   const file = await readPolicyFile(root, source, CONFIG_FILE, 'EGJ_CONFIG');
@@ -155,7 +166,7 @@ export async function requireCommitChecks(
   const passed = new Map<string, Array<{ name: string; digest: string }>>();
   const gated = commits.filter((c) => c.ok && c.key !== null);
   if (gated.length === 0) return passed;
-  const checkers = await checkersAt(root, policy.source, names);
+  const checkers = await checkersAt(root, checkerSource(policy.source), names);
   const keys = new Set(gated.map((c) => c.key!));
   const found = new Map<string, RefRecord[]>();
   // this clone's own records first, then what pull fetched; a ref that is not what its name says is left out

@@ -5,7 +5,8 @@
 // --require-check tests` and passes. Then it fails, each time naming the commit and the rule, with
 // the record missing, forged (bytes that are not their name; a consistent pass record nobody pinned
 // signed; one signed by a key the branch under review pins for checks in its own genjob-trust.json: the
-// gate's check keys are the base's), stale (the base redefines the checker) or made for another tree (the commit rebased).
+// gate's check keys are the base's), stale (the base redefines the checker, for A...B too, whose merge base
+// the branch chose) or made for another tree (the commit rebased).
 
 import { createPublicKey } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -239,6 +240,29 @@ describe('verify --commits --require-check in a second clone', () => {
       `${JSON.stringify({ checkers: { tests: { run: 'true' } } })}\n`,
     );
     expect((await gate(dir)).exitCode).toBe(0);
+  });
+
+  it('forged: A...B of a branch forked before A redefined the checker holds it to A’s definition, not the fork’s', async () => {
+    const { dir } = await secondClone(w.bare, 'c-stale-three');
+    await git(dir, ['checkout', '-q', '-b', 'stricter', 'origin/main'], w.env);
+    writeFileSync(
+      join(dir, 'genjob.config.json'),
+      `${JSON.stringify({ checkers: { tests: { run: `${UNITTEST} -v` } } })}\n`,
+    );
+    await git(dir, ['commit', '-qam', 'a stricter test command'], w.env);
+    await git(dir, ['checkout', '-q', 'feature'], w.env);
+    // the merge base is the fork, which still declares the old command: the record made under it is stale
+    const r = await cli(dir, [
+      'verify',
+      '--json',
+      '--commits',
+      'stricter...HEAD',
+      '--require-check',
+      'tests',
+    ]);
+    expect(r.exitCode, r.stdout).toBe(3);
+    const failed = JSON.parse(r.stdout).commits.filter((c: { ok: boolean }) => !c.ok);
+    expect(failed.map((c: { code: string }) => c.code)).toContain('EGJ_CHECK_STALE');
   });
 
   it('refuses a checker the range’s base does not declare, saying whether its genjob.config.json is there at all (exit 2)', async () => {
