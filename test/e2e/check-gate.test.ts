@@ -51,6 +51,17 @@ function gate(dir: string, base = 'origin/main'): Promise<CliResult> {
   return cli(dir, ['verify', '--commits', `${base}..HEAD`, '--require-check', 'tests']);
 }
 
+/** Branch `stricter` in `dir`: main, then a commit that makes the `tests` checker's command stricter. */
+async function stricterBranch(dir: string): Promise<void> {
+  await git(dir, ['checkout', '-q', '-b', 'stricter', 'origin/main'], w.env);
+  writeFileSync(
+    join(dir, 'genjob.config.json'),
+    `${JSON.stringify({ checkers: { tests: { run: `${UNITTEST} -v` } } })}\n`,
+  );
+  await git(dir, ['commit', '-qam', 'a stricter test command'], w.env);
+  await git(dir, ['checkout', '-q', 'feature'], w.env);
+}
+
 function copyRemote(name: string): string {
   const copy = join(w.base, `${name}.git`);
   cpSync(w.bare, copy, { recursive: true });
@@ -222,13 +233,7 @@ describe('verify --commits --require-check in a second clone', () => {
 
   it('fails stale when the range’s base redefines the checker', async () => {
     const { dir } = await secondClone(w.bare, 'c-stale');
-    await git(dir, ['checkout', '-q', '-b', 'stricter', 'origin/main'], w.env);
-    writeFileSync(
-      join(dir, 'genjob.config.json'),
-      `${JSON.stringify({ checkers: { tests: { run: `${UNITTEST} -v` } } })}\n`,
-    );
-    await git(dir, ['commit', '-qam', 'a stricter test command'], w.env);
-    await git(dir, ['checkout', '-q', 'feature'], w.env);
+    await stricterBranch(dir);
     const r = await gate(dir, 'stricter');
     expect(r.exitCode).toBe(3);
     expect(r.stderr).toMatch(
@@ -244,13 +249,7 @@ describe('verify --commits --require-check in a second clone', () => {
 
   it('forged: A...B of a branch forked before A redefined the checker holds it to A’s definition, not the fork’s', async () => {
     const { dir } = await secondClone(w.bare, 'c-stale-three');
-    await git(dir, ['checkout', '-q', '-b', 'stricter', 'origin/main'], w.env);
-    writeFileSync(
-      join(dir, 'genjob.config.json'),
-      `${JSON.stringify({ checkers: { tests: { run: `${UNITTEST} -v` } } })}\n`,
-    );
-    await git(dir, ['commit', '-qam', 'a stricter test command'], w.env);
-    await git(dir, ['checkout', '-q', 'feature'], w.env);
+    await stricterBranch(dir);
     // the merge base is the fork, which still declares the old command: the record made under it is stale
     const r = await cli(dir, [
       'verify',
