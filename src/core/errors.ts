@@ -191,7 +191,10 @@ function gitSaid(stderr: string): string {
 export class RecordUnreadableError extends UsageError {
   constructor(
     readonly file: string,
-    rule: string,
+    /** What the file is instead (`is a symbolic link`, `is 2048 bytes, over the cap of 1024`). */
+    readonly rule: string,
+    /** Set when the file is a regular one, only larger than this cap. */
+    readonly cap?: number,
   ) {
     super('EGJ_RECORD_UNREADABLE', `${file}: ${rule}; a record must be a regular file`);
   }

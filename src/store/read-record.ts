@@ -62,7 +62,7 @@ export function readRecordFile(
   const { fd, size } = opened;
   try {
     if (size > maxBytes)
-      throw new RecordUnreadableError(path, `is ${size} bytes, over the cap of ${maxBytes}`);
+      throw new RecordUnreadableError(path, `is ${size} bytes, over the cap of ${maxBytes}`, maxBytes);
     // sized from the fstat, one byte over so growth shows: a record is one read into a buffer of its own
     // size (a small one comes from Node's pool) instead of 64 KiB reads, a second one to see the end,
     // and a copy; for a regular file a read shorter than asked is the end
@@ -79,7 +79,7 @@ export function readRecordFile(
       if (n === 0) break;
       total += n;
       if (total > maxBytes)
-        throw new RecordUnreadableError(path, `grew past the cap of ${maxBytes} bytes while read`);
+        throw new RecordUnreadableError(path, `grew past the cap of ${maxBytes} bytes while read`, maxBytes);
       // the fstat's size reached by a read shorter than asked (the buffer has one byte more): the end
       if (total === size) break;
     }

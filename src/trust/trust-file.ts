@@ -7,13 +7,13 @@
 // regular file, never through a symbolic link (one to /dev/zero hung every command that loads the
 // policy, one to a file elsewhere would read that file), and never past its cap.
 import * as nodeFs from 'node:fs';
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import * as z from 'zod/mini';
-import { ConflictError, errnoOf, IoError, UsageError } from '../core/errors.js';
+import { ConflictError, RecordUnreadableError, UsageError } from '../core/errors.js';
 import type { ReceiptTrustPolicy, TrustedKey } from '../core/receipt-envelope.js';
 import { checkSchema, issueText } from '../core/schema-check.js';
 import { replaceFile } from '../store/durable.js';
+import { readRecordFile } from '../store/read-record.js';
 import { keyIdOf, parsePublicKey, publicKeyString } from './keys.js';
 
 export const TRUST_FILE = 'genjob-trust.json';
@@ -57,27 +57,15 @@ export function readTrust(root: string): TrustEntry[] {
 
 /** A regular file's bytes, at most MAX_TRUST_FILE_BYTES of them (undefined: no file); anything else is malformed. */
 function readRegular(file: string): Buffer | undefined {
-  let fd: number;
   try {
-    // no link followed; O_NONBLOCK: opening a FIFO must not wait for a writer
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    // read as a record of .gen/ is: no link followed, a FIFO never waited on, nothing past the cap
+    return readRecordFile(nodeFs, file, MAX_TRUST_FILE_BYTES);
   } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return undefined;
-    if (errnoOf(err) === 'ELOOP') throw malformed(file, 'it is a symbolic link, not a regular file');
-    throw IoError.wrap('open', file, err);
-  }
-  try {
-    if (!fstatSync(fd).isFile()) throw malformed(file, 'not a regular file');
-    const buf = Buffer.alloc(MAX_TRUST_FILE_BYTES + 1);
-    let n = 0;
-    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, null);
-    if (n > MAX_TRUST_FILE_BYTES) throw malformed(file, `larger than ${MAX_TRUST_FILE_BYTES} bytes`);
-    return buf.subarray(0, n);
-  } catch (err) {
-    if (err instanceof UsageError) throw err;
-    throw IoError.wrap('read', file, err);
-  } finally {
-    closeSync(fd);
+    if (!(err instanceof RecordUnreadableError)) throw err;
+    throw malformed(
+      file,
+      err.cap === undefined ? `it ${err.rule}, not a regular file` : `larger than ${err.cap} bytes`,
+    );
   }
 }
 
