@@ -12,9 +12,9 @@ import type { KeyObject } from 'node:crypto';
 import { join } from 'node:path';
 import { canonicalBytes } from '../core/canonical-json.js';
 import { signEnvelope, strictBase64 } from '../core/dsse.js';
-import { RecordUnreadableError, UsageError } from '../core/errors.js';
+import { UsageError } from '../core/errors.js';
 import { sha256Hex } from '../core/sha256.js';
-import { publishExclusive, readdirOrEmpty, readRecord } from '../store/durable.js';
+import { peekRecord, publishExclusive, readdirOrEmpty, readRecord } from '../store/durable.js';
 import { assertRealDirs } from '../store/real-dirs.js';
 import type { Store } from '../store/store.js';
 import { type GateDecision, type GatePolicy, type KeyRecords, rateText } from './gate-decision.js';
@@ -338,7 +338,8 @@ function writtenAlready(
   record: GateRecord,
   secret: Buffer | null,
 ): StoredGate | undefined {
-  const bytes = readRecordOrNone(store, newest.file);
+  // gone, or no regular file (a directory, a FIFO a branch made): empty bytes, which parse as no record
+  const bytes = peekRecord(store, newest.file);
   if (bytes === undefined) return undefined;
   const sha256 = sha256Hex(bytes);
   let parsed: ReturnType<typeof parseGateRecord>;
@@ -351,16 +352,6 @@ function writtenAlready(
   if (!sameGate(parsed.record, record)) return undefined;
   if (secret && !gateSealed(store, ref, { ...newest, sha256 }, secret)) return undefined;
   return { ...newest, sha256, ...parsed };
-}
-
-/** The file's bytes; undefined where it is gone or is no regular file (a directory, a FIFO a branch made). */
-function readRecordOrNone(store: Store, file: string): Buffer | undefined {
-  try {
-    return readRecord(store, file);
-  } catch (err) {
-    if (err instanceof RecordUnreadableError) return undefined;
-    throw err;
-  }
 }
 
 function publishGate(
