@@ -9,7 +9,7 @@
 import { CONFIG_FILE } from '../cli/config-file.js';
 import { UsageError } from '../core/errors.js';
 import type { TrustedKey } from '../core/receipt-envelope.js';
-import { type PolicySource, readPolicyFile } from '../git/gate-policy.js';
+import { type PolicySource, readPolicyFile, sourceAtTip } from '../git/gate-policy.js';
 import { gitText } from '../git/run-git.js';
 import { bindingDigest, boundFiles } from './binding.js';
 import { CHECK_REFS, PULLED_CHECK_REFS, type RefRecord, recordsUnder } from './check-refs.js';
@@ -27,17 +27,6 @@ export interface GatedCommit {
   message?: string;
   /** The sha256 of the receipt the gate verified the commit against. */
   receipt?: string;
-}
-
-/**
- * Where the checkers are declared: the policy commit, and for A...B (whose policy commit is the merge base)
- * A itself. A branch forked before A redefined a checker (a stricter command) would otherwise be held to
- * the fork's definition, and pass on records A's no longer accepts; as with the keys, A's view counts.
- */
-function checkerSource(source: PolicySource): PolicySource {
-  if (source.tip === undefined) return source;
-  const { tip, ...rest } = source;
-  return { ...rest, commit: tip, label: `the range's first side ${tip.slice(0, 12)}` };
 }
 
 /** The named checkers as the gate's policy commit declares them in its genjob.config.json. */
@@ -166,7 +155,9 @@ export async function requireCommitChecks(
   const passed = new Map<string, Array<{ name: string; digest: string }>>();
   const gated = commits.filter((c) => c.ok && c.key !== null);
   if (gated.length === 0) return passed;
-  const checkers = await checkersAt(root, checkerSource(policy.source), names);
+  // for A...B, A's declarations: a branch forked before A made a checker stricter is held to A's command,
+  // not the fork's (as A...B trusts a key only while A pins it)
+  const checkers = await checkersAt(root, sourceAtTip(policy.source), names);
   const keys = new Set(gated.map((c) => c.key!));
   const found = new Map<string, RefRecord[]>();
   // this clone's own records first, then what pull fetched; a ref that is not what its name says is left out

@@ -116,6 +116,12 @@ export async function gatePolicySource(
   };
 }
 
+/** For A...B, A itself as a policy source (the merge base is where the branch chose to fork); else `source`. */
+export function sourceAtTip(source: PolicySource): PolicySource {
+  if (source.tip === undefined) return source;
+  return { commit: source.tip, label: `A of the range ${source.tip.slice(0, 12)}`, trustFile: null };
+}
+
 /** Where `name` (relative to the genjob root) sits in the repository's trees: the root's prefix from the top. */
 async function repoPath(root: string, name: string): Promise<string> {
   return `${await gitText(root, ['rev-parse', '--show-prefix'])}${name}`;
@@ -212,11 +218,7 @@ export async function gateTrustPolicy(
   const entries = file === undefined ? [] : parseTrust(file.bytes, file.where);
   const where = file === undefined ? `${source.label} (no ${TRUST_FILE})` : file.where;
   if (source.tip === undefined) return gateTrustOf(entries, where, options.requireSignature);
-  const tipSource = {
-    commit: source.tip,
-    label: `A of the range ${source.tip.slice(0, 12)}`,
-    trustFile: null,
-  };
+  const tipSource = sourceAtTip(source);
   const tipFile = await readPolicyFile(root, tipSource, TRUST_FILE, 'EGJ_TRUST_FILE');
   const tip = tipFile === undefined ? [] : parseTrust(tipFile.bytes, tipFile.where);
   const tipWhere = tipFile === undefined ? `${tipSource.label} (no ${TRUST_FILE})` : tipFile.where;
