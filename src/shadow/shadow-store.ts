@@ -77,12 +77,8 @@ export class ShadowStore {
   ensure(): this {
     const dirs = ['results', 'attempts', 'staging'].map((d) => join(this.dir, d));
     // a branch can commit .gen/shadow/NAME (or a directory in it) as a link out of the repository
-    assertRealDirs(
-      this.store,
-      [join(this.store.layout.gen, 'shadow'), this.dir, ...dirs],
-      'genjob',
-      'writes',
-    );
+    // (.gen/shadow itself: the store's own ensure(), which opened it)
+    assertRealDirs(this.store, [this.dir, ...dirs], 'genjob', 'writes');
     for (const d of dirs) this.store.fs.mkdirSync(d, { recursive: true });
     return this;
   }
