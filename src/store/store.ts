@@ -8,6 +8,8 @@ import { assertRealDirs } from './real-dirs.js';
 
 export class Store {
   readonly layout: Layout;
+  /** Whether ensure() found .gen/'s own directories real once: apply --all ensures once per job. */
+  #realDirs = false;
   constructor(
     readonly root: string,
     readonly fs: FsPort = nodeFs,
@@ -18,8 +20,16 @@ export class Store {
   /** Create any missing .gen/ directories (idempotent; cheap when they exist). */
   ensure(): this {
     const gen = this.layout.gen;
-    // .gen/ can be committed: none of its own directories may be a link out of the repository
-    assertRealDirs(this, [gen, ...[...ALL_DIRS, ...LATER_DIRS].map((d) => join(gen, d))], 'genjob', 'writes');
+    // .gen/ can be committed: none of its own directories may be a link out of the repository (what this
+    // process makes there later is its own)
+    if (!this.#realDirs)
+      assertRealDirs(
+        this,
+        [gen, ...[...ALL_DIRS, ...LATER_DIRS].map((d) => join(gen, d))],
+        'genjob',
+        'writes',
+      );
+    this.#realDirs = true;
     try {
       this.fs.lstatSync(join(gen, 'locks'));
       return this;
