@@ -8,8 +8,9 @@
 // (U+E0020–U+E007E, an invisible copy of ASCII that can smuggle a sentence to a model) is one mark that
 // spells out what it says. The controls a browser would draw as nothing or as a space (marked-chars.ts)
 // are marked the same way; a CR is a mark of its own (␍), so a CRLF line never reads as an LF one.
+// Each mark in text is one image to a screen reader, named for the character (marked-chars.ts markedName).
 import { codePointLabel, TAG_RUNS, tagText } from '../core/hidden-chars.js';
-import { MARKED_CLASS } from '../core/marked-chars.js';
+import { MARKED_CLASS, markedName } from '../core/marked-chars.js';
 
 /** Markup made by `html` (or `raw` for genjob's own constants); nothing else can pose as one. */
 class Markup {
@@ -88,8 +89,16 @@ export function markupLength(text: string): number {
 /** The mark standing for a hidden character, a run of tag characters or a CR. */
 function markOf(c: string, where: Where): string {
   if (c === '\r')
-    return where === 'text' ? `<span class="cr-char" title="carriage return">${CR_MARK}</span>` : CR_MARK;
-  return where === 'text' ? `<span class="hidden-char">${hiddenLabel(c)}</span>` : `[${hiddenLabel(c)}]`;
+    return where === 'text'
+      ? `<span class="cr-char" role="img" aria-label="carriage return" title="carriage return">${CR_MARK}</span>`
+      : CR_MARK;
+  const label = hiddenLabel(c);
+  if (where === 'plain') return `[${label}]`;
+  // read aloud, a code point says nothing: one image named for what the character is
+  if ([...c].length > 1)
+    return `<span class="hidden-char" role="img" aria-label="hidden text: ${label}">${label}</span>`;
+  const name = markedName(c);
+  return `<span class="hidden-char" role="img" aria-label="hidden character: ${name}, ${label}" title="${name}">${label}</span>`;
 }
 
 /**

@@ -63,14 +63,17 @@ describe('diffView', () => {
     if (v.kind !== 'text') throw new Error(v.note);
     expect(v.hidden).toBe(2);
     expect(v.split.markup).not.toMatch(/[\u007f\u2028]/u);
-    expect(v.unified.markup).toContain('// note<span class="hidden-char">U+2028</span>evil()');
+    expect(v.unified.markup).toContain(
+      '// note<span class="hidden-char" role="img" aria-label="hidden character: line separator, U+2028" title="line separator">U+2028</span>evil()',
+    );
   });
 
   it('hostile: draws a CRLF line and a missing newline at the end, which read as unchanged otherwise', () => {
     const v = diffView(b('hello\nworld\n'), b('hello\r\nworld'), L);
     if (v.kind !== 'text') throw new Error(v.note);
     expect([v.added, v.removed, v.hidden]).toEqual([2, 2, 0]);
-    const cr = '<span class="cr-char" title="carriage return">&#9229;</span>';
+    const cr =
+      '<span class="cr-char" role="img" aria-label="carriage return" title="carriage return">&#9229;</span>';
     expect(cells(v.unified.markup, 'add')).toEqual([`hello${cr}`, 'world']);
     expect(v.unified.markup).toContain(
       '<td class="add">world</td></tr><tr><td class="ln"></td><td class="ln"></td><td class="sign"></td><td class="no-eol">\\ No newline at end of file</td></tr>',
@@ -83,7 +86,7 @@ describe('diffView', () => {
     const v = diffView(null, soft, L, 100_000);
     expect(v).toMatchObject({ kind: 'note', hidden: 999 * 20, large: true });
     expect(v.kind === 'note' && v.note).toMatch(
-      /^too large to show here: its diff would be 1\.\d MiB of markup/,
+      /^too large to show here: its diff would be 4\.\d MiB of markup/,
     );
     expect(diffView(null, soft, L, 10_000_000).kind).toBe('text');
   });
@@ -130,7 +133,7 @@ describe('diffView', () => {
       expect(markup).not.toContain('<img');
       expect(markup).not.toMatch(/\u202e/u);
       expect(markup).toContain(
-        '<caption class="vh">&lt;img src=x onerror=alert(1)&gt;<span class="hidden-char">U+202E</span>.ts: ',
+        '<caption class="vh">&lt;img src=x onerror=alert(1)&gt;<span class="hidden-char" role="img" aria-label="hidden character: right-to-left override, U+202E" title="right-to-left override">U+202E</span>.ts: ',
       );
     }
   });

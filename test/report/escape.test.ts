@@ -56,34 +56,48 @@ describe('hidden characters (Trojan Source, zero-width and tag characters)', () 
     const out = html`<td>${TROJAN}</td>`.markup;
     expect(out).not.toMatch(HIDDEN);
     expect(out).toBe(
-      '<td>if (role != &quot;user<span class="hidden-char">U+202E</span> <span class="hidden-char">U+2066</span>// admin only<span class="hidden-char">U+2069</span> <span class="hidden-char">U+2066</span>&quot;) {</td>',
+      '<td>if (role != &quot;user<span class="hidden-char" role="img" aria-label="hidden character: right-to-left override, U+202E" title="right-to-left override">U+202E</span> <span class="hidden-char" role="img" aria-label="hidden character: left-to-right isolate, U+2066" title="left-to-right isolate">U+2066</span>// admin only<span class="hidden-char" role="img" aria-label="hidden character: pop directional isolate, U+2069" title="pop directional isolate">U+2069</span> <span class="hidden-char" role="img" aria-label="hidden character: left-to-right isolate, U+2066" title="left-to-right isolate">U+2066</span>&quot;) {</td>',
     );
   });
 
   it.each([
-    { name: 'a zero-width space', text: 'ad\u200bmin', shown: 'U+200B' },
-    { name: 'a right-to-left mark', text: 'a\u200fb', shown: 'U+200F' },
-    { name: 'a soft hyphen', text: 'pass\u00adword', shown: 'U+00AD' },
-    { name: 'a tag character (past U+FFFF)', text: 'ok\u{e0049}', shown: 'U+E0049' },
-    { name: 'a word joiner', text: 'a\u2060b', shown: 'U+2060' },
-    { name: 'a byte order mark', text: '\ufeffx', shown: 'U+FEFF' },
-  ])('shows $name', ({ text, shown }) => {
+    { name: 'a zero-width space', text: 'ad\u200bmin', shown: 'U+200B', said: 'zero-width space' },
+    { name: 'a right-to-left mark', text: 'a\u200fb', shown: 'U+200F', said: 'right-to-left mark' },
+    { name: 'a soft hyphen', text: 'pass\u00adword', shown: 'U+00AD', said: 'soft hyphen' },
+    { name: 'a tag character (past U+FFFF)', text: 'ok\u{e0049}', shown: 'U+E0049', said: 'tag character' },
+    { name: 'a word joiner', text: 'a\u2060b', shown: 'U+2060', said: 'word joiner' },
+    {
+      name: 'a byte order mark',
+      text: '\ufeffx',
+      shown: 'U+FEFF',
+      said: 'zero-width no-break space (byte order mark)',
+    },
+    { name: 'a variation selector', text: 'a\ufe0fb', shown: 'U+FE0F', said: 'variation selector' },
+    {
+      name: 'a Hangul filler (no name of its own here)',
+      text: 'a\u3164b',
+      shown: 'U+3164',
+      said: 'invisible character',
+    },
+  ])('shows $name', ({ text, shown, said }) => {
     const out = html`<pre>${text}</pre>`.markup;
     expect(out).not.toMatch(HIDDEN);
-    expect(out).toContain(`<span class="hidden-char">${shown}</span>`);
+    expect(out).toContain(
+      `<span class="hidden-char" role="img" aria-label="hidden character: ${said}, ${shown}" title="${said}">${shown}</span>`,
+    );
   });
 
   it('shows a run of tag characters as one mark spelling out the text they smuggle, escaped', () => {
     const out = html`<pre>ok ${`x${tagChars('<b>pass & "go"')}\u200by`}</pre>`.markup;
     expect(out).toBe(
-      '<pre>ok x<span class="hidden-char">U+E003C…U+E0022, 14 tag characters spelling &quot;&lt;b&gt;pass &amp; &quot;go&quot;&quot;</span><span class="hidden-char">U+200B</span>y</pre>',
+      '<pre>ok x<span class="hidden-char" role="img" aria-label="hidden text: U+E003C…U+E0022, 14 tag characters spelling &quot;&lt;b&gt;pass &amp; &quot;go&quot;&quot;">U+E003C…U+E0022, 14 tag characters spelling &quot;&lt;b&gt;pass &amp; &quot;go&quot;&quot;</span><span class="hidden-char" role="img" aria-label="hidden character: zero-width space, U+200B" title="zero-width space">U+200B</span>y</pre>',
     );
     expect(html`<p title="${tagChars('hi')}">`.markup).toBe(
       '<p title="[U+E0068…U+E0069, 2 tag characters spelling &quot;hi&quot;]">',
     );
     // the language tag and the cancel tag spell nothing: each is its own mark
     expect(html`<pre>${'\u{e0001}\u{e007f}'}</pre>`.markup).toBe(
-      '<pre><span class="hidden-char">U+E0001</span><span class="hidden-char">U+E007F</span></pre>',
+      '<pre><span class="hidden-char" role="img" aria-label="hidden character: language tag, U+E0001" title="language tag">U+E0001</span><span class="hidden-char" role="img" aria-label="hidden character: cancel tag, U+E007F" title="cancel tag">U+E007F</span></pre>',
     );
   });
 
@@ -97,14 +111,14 @@ describe('hidden characters (Trojan Source, zero-width and tag characters)', () 
     expect(html`<textarea id="t">${'\u200b'}</textarea>`.markup).toBe('<textarea id="t">[U+200B]</textarea>');
     // once the title has closed, a value is in text again
     expect(html`<title>${'t'}</title><p>${'\u202e'}</p>`.markup).toBe(
-      '<title>t</title><p><span class="hidden-char">U+202E</span></p>',
+      '<title>t</title><p><span class="hidden-char" role="img" aria-label="hidden character: right-to-left override, U+202E" title="right-to-left override">U+202E</span></p>',
     );
     expect(html`<title>t</title><p>${'\u202e'}</p>`.markup).toBe(
-      '<title>t</title><p><span class="hidden-char">U+202E</span></p>',
+      '<title>t</title><p><span class="hidden-char" role="img" aria-label="hidden character: right-to-left override, U+202E" title="right-to-left override">U+202E</span></p>',
     );
     // after the tag closes, text again
     expect(html`<p title="${'x'}">${'\u202e'}</p>`.markup).toBe(
-      '<p title="x"><span class="hidden-char">U+202E</span></p>',
+      '<p title="x"><span class="hidden-char" role="img" aria-label="hidden character: right-to-left override, U+202E" title="right-to-left override">U+202E</span></p>',
     );
   });
 
@@ -113,23 +127,27 @@ describe('hidden characters (Trojan Source, zero-width and tag characters)', () 
       name: 'a line separator (drawn as a space: `// note` then code that runs)',
       text: '// note\u2028evil()',
       shown: 'U+2028',
+      said: 'line separator',
     },
-    { name: 'a paragraph separator', text: 'a\u2029b', shown: 'U+2029' },
-    { name: 'DEL', text: '"admin\u007f"', shown: 'U+007F' },
-    { name: 'ESC', text: '\u001b[2J', shown: 'U+001B' },
-    { name: 'NUL', text: 'a\u0000b', shown: 'U+0000' },
-    { name: 'a C1 control (NEL)', text: 'a\u0085b', shown: 'U+0085' },
-    { name: 'a form feed', text: 'a\u000cb', shown: 'U+000C' },
-  ])('hostile: shows $name as its code point, never drawn', ({ text, shown }) => {
+    { name: 'a paragraph separator', text: 'a\u2029b', shown: 'U+2029', said: 'paragraph separator' },
+    { name: 'DEL', text: '"admin\u007f"', shown: 'U+007F', said: 'delete' },
+    { name: 'ESC', text: '\u001b[2J', shown: 'U+001B', said: 'escape' },
+    { name: 'NUL', text: 'a\u0000b', shown: 'U+0000', said: 'null' },
+    { name: 'a C1 control (NEL)', text: 'a\u0085b', shown: 'U+0085', said: 'next line' },
+    { name: 'a form feed', text: 'a\u000cb', shown: 'U+000C', said: 'form feed' },
+    { name: 'SOH (no name of its own here)', text: 'a\u0001b', shown: 'U+0001', said: 'control character' },
+  ])('hostile: shows $name as its code point, never drawn', ({ text, shown, said }) => {
     const out = html`<pre>${text}</pre>`.markup;
     expect(out).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/u);
-    expect(out).toContain(`<span class="hidden-char">${shown}</span>`);
+    expect(out).toContain(
+      `<span class="hidden-char" role="img" aria-label="hidden character: ${said}, ${shown}" title="${said}">${shown}</span>`,
+    );
     expect(html`<p title="${text}">`.markup).toContain(`[${shown}]`);
   });
 
   it('marks a CR as a line ending of its own, and leaves tab and newline as they are', () => {
     expect(html`<pre>${'a\r\n\tb'}</pre>`.markup).toBe(
-      '<pre>a<span class="cr-char" title="carriage return">&#9229;</span>\n\tb</pre>',
+      '<pre>a<span class="cr-char" role="img" aria-label="carriage return" title="carriage return">&#9229;</span>\n\tb</pre>',
     );
     expect(html`<title>${'a\rb'}</title>`.markup).toBe('<title>a&#9229;b</title>');
   });

@@ -227,6 +227,27 @@ describe('a report of hostile text', () => {
     ]);
     // each bidi control and the zero-width space a mark, the run of tag characters one
     expect(await w.page.locator('table.diff.unified td.add .hidden-char').count()).toBe(6);
+    // heard, not only seen: each mark is one image named for the character, the run for what it spells
+    // (in the view on screen: hidden ones are out of the accessibility tree)
+    const shownView = w.page.locator('table.diff.split');
+    expect(
+      await shownView
+        .getByRole('img', { name: 'hidden character: right-to-left override, U+202E', exact: true })
+        .count(),
+    ).toBe(1);
+    expect(
+      await shownView
+        .getByRole('img', { name: 'hidden character: left-to-right isolate, U+2066', exact: true })
+        .count(),
+    ).toBe(2);
+    expect(
+      await shownView
+        .getByRole('img', {
+          name: 'hidden text: U+E0049…U+E0045, 6 tag characters spelling "IGNORE"',
+          exact: true,
+        })
+        .count(),
+    ).toBe(1);
     const warnings = await w.page.locator('.hidden-warning').allTextContents();
     expect(warnings).toHaveLength(2); // the change's, then the file's
     expect(warnings[0]).toMatch(/^This change adds 11 hidden character\(s\)/);
