@@ -18,7 +18,7 @@ import { overlapLines, overlaps } from '../run/overlap.js';
 import { buildManifest, type Sealing, sealedAlready, sealManifest } from '../run/run-manifest.js';
 import { manifestFile, parseRunName, type RunRef, runId } from '../run/run-name.js';
 import { gitignoreIgnoresGen } from '../store/gitignore.js';
-import { type MintOutcome, mintJob } from '../store/mint-job.js';
+import { type MintOutcome, mintLocked } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
 import {
   assertNoSecretInInstruction,
@@ -147,10 +147,10 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
     run && buildManifest(run, runTemplate(instruction, [], readTyped, null), [{ path: null, key: job.key }]);
   if (manifest && sealedAlready(store, manifest, run!.secret)) return alreadySealed(store, run!, [job]);
   const warnings = overlaps(store, [job]);
-  const outcome = mintJob(store, job);
+  const outcome = await mintLocked(store, job);
   const sealing = manifest && sealManifest(store, manifest, run!.secret);
   const status = outcome.minted
-    ? `minted: ${job.inputs.length} path(s)${reads.length > 0 ? ` and ${reads.length} read-only` : ''} → .gen/queue/${job.key}.json`
+    ? `minted: ${job.inputs.length} path(s)${reads.length > 0 ? ` and ${reads.length} read-only` : ''} → .gen/${outcome.state}/${job.key}.json${outcome.finished ? ` (${FINISHED})` : ''}`
     : outcome.prunedOn
       ? `already applied (pruned on ${outcome.prunedOn})`
       : `already minted (state: ${outcome.state})`;
@@ -164,6 +164,7 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
       digest: outcome.digest,
       minted: outcome.minted,
       state: outcome.state,
+      ...(outcome.finished ? { finished: true } : {}),
       ...(outcome.prunedOn ? { pruned_on: outcome.prunedOn } : {}),
       inputs: job.inputs,
       ...(job.reads ? { reads: job.reads } : {}),
@@ -172,6 +173,9 @@ export async function mint(o: MintOptions): Promise<CommandResult> {
     },
   };
 }
+
+/** Said of a mint that wrote the `minted` line of one killed after it published the job file. */
+const FINISHED = 'an interrupted mint finished';
 
 /** A run to seal, with the user's secret that seals it (run-seal.ts). */
 interface MintRun extends RunRef {
@@ -291,13 +295,14 @@ async function mintEach(
   });
   const distinct = jobs.filter((_, i) => sameAs[i] === undefined);
   const warnings = overlaps(store, distinct);
-  const minted = new Map(distinct.map((job) => [job.key, mintJob(store, job)]));
+  const minted = new Map<string, MintOutcome>();
+  for (const job of distinct) minted.set(job.key, await mintLocked(store, job));
   const outcomes: MintOutcome[] = jobs.map((job) => minted.get(job.key)!);
   const sealing = manifest && sealManifest(store, manifest, ctx.run!.secret);
   const fresh = [...minted.values()].filter((m) => m.minted).length;
   const lines = expanded.map(
     (e, i) =>
-      `${e.path}: ${jobs[i]!.key.slice(0, 12)}${sameAs[i] !== undefined ? ` (the same job as ${sameAs[i]})` : outcomes[i]!.minted ? '' : ` (already minted, state: ${outcomes[i]!.state})`}`,
+      `${e.path}: ${jobs[i]!.key.slice(0, 12)}${sameAs[i] !== undefined ? ` (the same job as ${sameAs[i]})` : outcomes[i]!.finished ? ` (${FINISHED})` : outcomes[i]!.minted ? '' : ` (already minted, state: ${outcomes[i]!.state})`}`,
   );
   const collapsed = jobs.length - distinct.length;
   lines.push(
@@ -319,6 +324,7 @@ async function mintEach(
         digest: outcomes[i]!.digest,
         minted: sameAs[i] === undefined && outcomes[i]!.minted,
         state: outcomes[i]!.state,
+        ...(sameAs[i] === undefined && outcomes[i]!.finished ? { finished: true } : {}),
         ...(sameAs[i] === undefined ? {} : { same_as: sameAs[i] }),
       })),
       ...(warnings.length > 0 ? { warnings } : {}),

@@ -19,7 +19,7 @@ import { refuseInterruptedApply } from '../store/interrupted-apply.js';
 import { loadJob } from '../store/job-files.js';
 import { findJob } from '../store/job-states.js';
 import { withKeyLock } from '../store/key-lock.js';
-import { mintJob } from '../store/mint-job.js';
+import { mintLocked } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
 import { finishSuperseded, supersede } from '../store/supersede.js';
 import { chooseKeys, eachKey } from './each-key.js';
@@ -87,7 +87,7 @@ export async function remintKey(
       'EGJ_NOT_REMINTABLE',
       `${key.slice(0, 12)}: none of its files changed since it was minted; its successor would be itself (genjob retry generates it again)`,
     );
-  const outcome = mintJob(store, next);
+  const outcome = await mintLocked(store, next);
   // the apply lock first (apply's own order), so no apply begins between the look and the move
   const dead = await withApplyLock(store, { timeoutMs: 30_000 }, () =>
     withKeyLock(store, key, () => {

@@ -3,7 +3,7 @@ import { type DeadReason, deadLetterBytes, deadLetterFile } from './dead-letter.
 import { exists } from './durable.js';
 import { parseJobFile } from './job-files.js';
 import { findJob, RECORD_STATES, type StoredJob } from './job-states.js';
-import { readJournal } from './journal.js';
+import { journalledSince } from './journal.js';
 import { jobFileBytes } from './mint-job.js';
 import type { Store } from './store.js';
 
@@ -90,9 +90,4 @@ export function givenUpUnfinished(
   const since = typeof at === 'string' ? at : '';
   if (!result && journalledSince(store, key, event!, since)) return undefined;
   return { job: dead.name, why: why as DeadReason };
-}
-
-/** Whether the journal holds an `event` line of the key at or after `since` (an ISO time). */
-function journalledSince(store: Store, key: string, event: string, since: string): boolean {
-  return readJournal(store, key).some((e) => e.event === event && typeof e.at === 'string' && e.at >= since);
 }

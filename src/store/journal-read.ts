@@ -184,6 +184,22 @@ export function readJournal(store: Store, key?: string): JournalLine[] {
 }
 
 /**
+ * Whether the journal holds a line of the key, of `event` (or one of them), at or after `since` (an ISO
+ * time): a command's last line, looked for since the life of the key it belongs to began.
+ */
+export function journalledSince(
+  store: Store,
+  key: string,
+  event: string | readonly string[],
+  since: string,
+): boolean {
+  const events: readonly string[] = typeof event === 'string' ? [event] : event;
+  return readJournal(store, key).some(
+    (e) => events.includes(e.event) && typeof e.at === 'string' && e.at >= since,
+  );
+}
+
+/**
  * readJournal of one key, reading the live files with overlapped reads (scanFileOverlapped) first. The
  * listing is asked again afterwards, as readJournal does: a file gc renamed meanwhile is read then.
  */

@@ -1,14 +1,20 @@
 // Put a minted job into queue/ — or recognise it. Same key + same digest anywhere in the flow
 // is "already minted"; same key + another digest is a conflict, never an overwrite.
-// The job file is published by exclusive link, so two racing minters cannot both create it.
+// The job file is published by exclusive link, so two racing minters cannot both create it; the
+// `minted` line follows it. A mint killed between the two left the job queued without its line: the
+// same mint again finds the job and no line since the key's life began, and writes it (`finished`).
+// Both are done under the key's lock (mintLocked), so a mint still on its way to its line is never
+// taken for a killed one: one mint, one line, however many processes race it.
 import { canonicalBytes, canonicalJson } from '../core/canonical-json.js';
 import { ConflictError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { sha256Hex } from '../core/sha256.js';
 import { currentEpoch, markMinted } from './attempts.js';
+import { deadJobs, deadWhy } from './dead-jobs.js';
 import { publishExclusive } from './durable.js';
-import { findJob, RECORD_STATES } from './job-states.js';
-import { journal } from './journal.js';
+import { findJob, RECORD_STATES, type StoredJob } from './job-states.js';
+import { journal, journalledSince } from './journal.js';
+import { withKeyLock } from './key-lock.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
 import { prunedOn, readTombstone, tombstoneFile } from './tombstone.js';
@@ -20,6 +26,8 @@ export interface MintOutcome {
   state: JobState;
   /** Set when the key was applied and its material pruned by gc (the tombstone's date). */
   prunedOn?: string;
+  /** Set when this wrote the `minted` line of a mint killed after its job file was published. */
+  finished?: true;
 }
 
 export function jobFileBytes(job: Job): Buffer {
@@ -56,7 +64,38 @@ function sameOrConflict(store: Store, job: Job, digest: string): MintOutcome | u
       `${found.file}: key ${job.key.slice(0, 12)} already names a different job (${existing === null ? 'an unreadable file' : `digest ${existing.slice(0, 12)}`}, this one ${digest.slice(0, 12)}); nothing was written`,
     );
   }
-  return { key: job.key, digest, minted: false, state: found.state };
+  if (!mintUnjournalled(store, found, job.key))
+    return { key: job.key, digest, minted: false, state: found.state };
+  journalMinted(store, job, digest);
+  return { key: job.key, digest, minted: true, state: found.state, finished: true };
+}
+
+function journalMinted(store: Store, job: Job, digest: string): void {
+  journal(store, { event: 'minted', key: job.key, digest, inputs: job.inputs.length });
+}
+
+/**
+ * Whether the key's job (its bytes the ones minted) is waiting or being worked without the `minted` line
+ * of its mint: a mint killed after it published the job file and before the line. The line is looked for
+ * since the key's life began: when the key was given up before, its newest job file in dead/ says when
+ * (a life before that one has its own line). A `retried` line counts too: a retry from dead/ queues the
+ * job again without a mint. Applied and reverted jobs are left as they are: a give-up copies their job
+ * into dead/ before it moves the record, so their dead/ file can be newer than their mint. Call under
+ * the key's lock.
+ */
+function mintUnjournalled(store: Store, found: StoredJob, key: string): boolean {
+  if (RECORD_STATES.has(found.state)) return false;
+  const dead = deadJobs(store).find((d) => d.key === key);
+  const at = dead === undefined ? undefined : deadWhy(store, dead.name)?.at;
+  return !journalledSince(store, key, ['minted', 'retried'], typeof at === 'string' ? at : '');
+}
+
+/**
+ * Mint `job` under its key's lock: what every command that mints does, since another genjob may mint the
+ * same job at the same time (mintJob alone is for a store nothing else writes).
+ */
+export function mintLocked(store: Store, job: Job): Promise<MintOutcome> {
+  return withKeyLock(store, job.key, () => mintJob(store, job));
 }
 
 export function mintJob(store: Store, job: Job): MintOutcome {
@@ -82,6 +121,6 @@ export function mintJob(store: Store, job: Job): MintOutcome {
   const created = publishExclusive(store, store.layout.jobFile('queue', job.key), bytes);
   if (!created)
     return sameOrConflict(store, job, digest) ?? { key: job.key, digest, minted: false, state: 'queue' };
-  journal(store, { event: 'minted', key: job.key, digest, inputs: job.inputs.length });
+  journalMinted(store, job, digest);
   return { key: job.key, digest, minted: true, state: 'queue' };
 }
