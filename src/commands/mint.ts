@@ -18,7 +18,7 @@ import { overlapLines, overlaps } from '../run/overlap.js';
 import { buildManifest, type Sealing, sealedAlready, sealManifest } from '../run/run-manifest.js';
 import { manifestFile, parseRunName, type RunRef, runId } from '../run/run-name.js';
 import { gitignoreIgnoresGen } from '../store/gitignore.js';
-import { type MintOutcome, mintLocked } from '../store/mint-job.js';
+import { MintMemo, type MintOutcome, mintLocked } from '../store/mint-job.js';
 import type { Store } from '../store/store.js';
 import {
   assertNoSecretInInstruction,
@@ -296,7 +296,8 @@ async function mintEach(
   const distinct = jobs.filter((_, i) => sameAs[i] === undefined);
   const warnings = overlaps(store, distinct);
   const minted = new Map<string, MintOutcome>();
-  for (const job of distinct) minted.set(job.key, await mintLocked(store, job));
+  const memo = new MintMemo(store); // the journal read once for all the jobs found minted already
+  for (const job of distinct) minted.set(job.key, await mintLocked(store, job, memo));
   const outcomes: MintOutcome[] = jobs.map((job) => minted.get(job.key)!);
   const sealing = manifest && sealManifest(store, manifest, ctx.run!.secret);
   const fresh = [...minted.values()].filter((m) => m.minted).length;

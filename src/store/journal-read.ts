@@ -184,19 +184,27 @@ export function readJournal(store: Store, key?: string): JournalLine[] {
 }
 
 /**
+ * The journal's lines of one event, every key's, oldest first: each file searched for the event's name
+ * (as readJournal of a key searches for the key), only those lines parsed.
+ */
+export function readJournalEvent(store: Store, event: string): JournalLine[] {
+  return journalLines(store, undefined, new Map(), event);
+}
+
+/**
  * Whether the journal holds a line of the key, of `event` (or one of them), at or after `since` (an ISO
- * time): a command's last line, looked for since the life of the key it belongs to began.
+ * time): a command's last line, looked for since the life of the key it belongs to began. `lines` are the
+ * key's lines when read already (by default they are read now).
  */
 export function journalledSince(
   store: Store,
   key: string,
   event: string | readonly string[],
   since: string,
+  lines: readonly JournalLine[] = readJournal(store, key),
 ): boolean {
   const events: readonly string[] = typeof event === 'string' ? [event] : event;
-  return readJournal(store, key).some(
-    (e) => events.includes(e.event) && typeof e.at === 'string' && e.at >= since,
-  );
+  return lines.some((e) => events.includes(e.event) && typeof e.at === 'string' && e.at >= since);
 }
 
 /**
@@ -215,8 +223,18 @@ export async function readKeyJournal(store: Store, key: string): Promise<Journal
 }
 
 /** The events of the journal's files (of `key`), using the lines of files already in `scanned`. */
-function journalLines(store: Store, key: string | undefined, scanned: Map<string, string[]>): JournalLine[] {
-  const needle = key === undefined ? undefined : Buffer.from(`"key":${JSON.stringify(key)}`);
+function journalLines(
+  store: Store,
+  key: string | undefined,
+  scanned: Map<string, string[]>,
+  event?: string,
+): JournalLine[] {
+  const needle =
+    key !== undefined
+      ? Buffer.from(`"key":${JSON.stringify(key)}`)
+      : event !== undefined
+        ? Buffer.from(`"event":${JSON.stringify(event)}`)
+        : undefined;
   const readFile = (file: string, lines: string[]): boolean => {
     const done = scanned.get(file);
     if (done !== undefined) {
@@ -241,7 +259,7 @@ function journalLines(store: Store, key: string | undefined, scanned: Map<string
       continue; // torn line from a crash
     }
     if (ev === null || typeof ev !== 'object' || ev.event === SORTED_MARKER_EVENT) continue;
-    if (key === undefined || ev.key === key) out.push(ev);
+    if ((key === undefined || ev.key === key) && (event === undefined || ev.event === event)) out.push(ev);
   }
   const at = (e: JournalLine) => (typeof e.at === 'string' ? e.at : '');
   return out.sort((a, b) => (at(a) < at(b) ? -1 : at(a) > at(b) ? 1 : 0));

@@ -12,7 +12,7 @@ export interface JournalEvent {
   [field: string]: unknown;
 }
 
-export { journalledSince, readJournal, readKeyJournal } from './journal-read.js';
+export { journalledSince, readJournal, readJournalEvent, readKeyJournal } from './journal-read.js';
 
 /**
  * Segments this process failed to append to: the failed write may have left half a line, which the

@@ -13,7 +13,8 @@ import { currentEpoch, markMinted } from './attempts.js';
 import { deadJobs, deadWhy } from './dead-jobs.js';
 import { publishExclusive } from './durable.js';
 import { findJob, RECORD_STATES, type StoredJob } from './job-states.js';
-import { journal, journalledSince } from './journal.js';
+import { journal, journalledSince, readJournalEvent } from './journal.js';
+import type { JournalLine } from './journal-read.js';
 import { withKeyLock } from './key-lock.js';
 import type { JobState } from './layout.js';
 import type { Store } from './store.js';
@@ -54,7 +55,46 @@ function existingDigest(state: JobState, bytes: Buffer): string | null {
   }
 }
 
-function sameOrConflict(store: Store, job: Job, digest: string): MintOutcome | undefined {
+/** The events that begin a key's life in the queue: mint's, and a retry's from dead/. */
+const QUEUED_BY = ['minted', 'retried'];
+
+/**
+ * What a mint of many jobs (mint --each) reads once for all of them rather than once a job: every line
+ * of QUEUED_BY and the newest job file in dead/ of each key, read when the first job is found there
+ * already. Only a line it holds is taken as is: for a job it holds none of, the journal is read again
+ * under the job's lock before one is written (another process may have written it since).
+ */
+export class MintMemo {
+  #lines: Map<string, JournalLine[]> | undefined;
+  #dead: Map<string, string> | undefined;
+  constructor(private readonly store: Store) {}
+
+  lines(key: string): JournalLine[] {
+    if (this.#lines === undefined) {
+      this.#lines = new Map();
+      for (const event of QUEUED_BY)
+        for (const line of readJournalEvent(this.store, event)) {
+          if (typeof line.key !== 'string') continue;
+          const of = this.#lines.get(line.key);
+          if (of) of.push(line);
+          else this.#lines.set(line.key, [line]);
+        }
+    }
+    return this.#lines.get(key) ?? [];
+  }
+
+  deadJob(key: string): string | undefined {
+    this.#dead ??= new Map(deadJobs(this.store).map((d) => [d.key, d.name]));
+    return this.#dead.get(key);
+  }
+}
+
+function sameOrConflict(
+  store: Store,
+  job: Job,
+  digest: string,
+  memo: MintMemo | undefined,
+): MintOutcome | undefined {
   const found = findJob(store, job.key);
   if (!found) return undefined;
   const existing = existingDigest(found.state, found.bytes);
@@ -64,7 +104,7 @@ function sameOrConflict(store: Store, job: Job, digest: string): MintOutcome | u
       `${found.file}: key ${job.key.slice(0, 12)} already names a different job (${existing === null ? 'an unreadable file' : `digest ${existing.slice(0, 12)}`}, this one ${digest.slice(0, 12)}); nothing was written`,
     );
   }
-  if (!mintUnjournalled(store, found, job.key))
+  if (!mintUnjournalled(store, found, job.key, memo))
     return { key: job.key, digest, minted: false, state: found.state };
   journalMinted(store, job, digest);
   return { key: job.key, digest, minted: true, state: found.state, finished: true };
@@ -83,22 +123,29 @@ function journalMinted(store: Store, job: Job, digest: string): void {
  * into dead/ before it moves the record, so their dead/ file can be newer than their mint. Call under
  * the key's lock.
  */
-function mintUnjournalled(store: Store, found: StoredJob, key: string): boolean {
+function mintUnjournalled(store: Store, found: StoredJob, key: string, memo?: MintMemo): boolean {
   if (RECORD_STATES.has(found.state)) return false;
+  if (memo && journalledSince(store, key, QUEUED_BY, lifeBegan(store, memo.deadJob(key)), memo.lines(key)))
+    return false;
   const dead = deadJobs(store).find((d) => d.key === key);
-  const at = dead === undefined ? undefined : deadWhy(store, dead.name)?.at;
-  return !journalledSince(store, key, ['minted', 'retried'], typeof at === 'string' ? at : '');
+  return !journalledSince(store, key, QUEUED_BY, lifeBegan(store, dead?.name));
+}
+
+/** When the key's life began: the time its newest job file in dead/ (`deadName`) went there, '' if none. */
+function lifeBegan(store: Store, deadName: string | undefined): string {
+  const at = deadName === undefined ? undefined : deadWhy(store, deadName)?.at;
+  return typeof at === 'string' ? at : '';
 }
 
 /**
  * Mint `job` under its key's lock: what every command that mints does, since another genjob may mint the
  * same job at the same time (mintJob alone is for a store nothing else writes).
  */
-export function mintLocked(store: Store, job: Job): Promise<MintOutcome> {
-  return withKeyLock(store, job.key, () => mintJob(store, job));
+export function mintLocked(store: Store, job: Job, memo?: MintMemo): Promise<MintOutcome> {
+  return withKeyLock(store, job.key, () => mintJob(store, job, memo));
 }
 
-export function mintJob(store: Store, job: Job): MintOutcome {
+export function mintJob(store: Store, job: Job, memo?: MintMemo): MintOutcome {
   const { bytes, digest } = fileAndDigest(job);
   // an applied key whose material gc pruned is never generated again (store/tombstone.ts)
   const tomb = readTombstone(store, job.key);
@@ -113,14 +160,16 @@ export function mintJob(store: Store, job: Job): MintOutcome {
   }
   // the key's newest epoch before anything else: once the job is published a worker may begin an attempt
   const newest = currentEpoch(store, job.key);
-  const before = sameOrConflict(store, job, digest);
+  const before = sameOrConflict(store, job, digest, memo);
   if (before) return before;
   // the count restarts before the job can be claimed: a crash between the two leaves a mark with no job
   // (minting again marks again), never a queued job counting its earlier life's attempts
   markMinted(store, job.key, newest);
   const created = publishExclusive(store, store.layout.jobFile('queue', job.key), bytes);
   if (!created)
-    return sameOrConflict(store, job, digest) ?? { key: job.key, digest, minted: false, state: 'queue' };
+    return (
+      sameOrConflict(store, job, digest, memo) ?? { key: job.key, digest, minted: false, state: 'queue' }
+    );
   journalMinted(store, job, digest);
   return { key: job.key, digest, minted: true, state: 'queue' };
 }

@@ -90,6 +90,13 @@ describe('mint killed after its job file, before its minted line', () => {
     expect(third.exitCode).toBe(0);
     expect(String(third.stderr)).toContain(`${PATH}: ${key.slice(0, 12)} (already minted, state: queue)`);
     expect(b.lines(key)).toHaveLength(1);
+    // its second life: the first life's line, read once for all the jobs, does not count for it
+    expect((await b.genjob(['drop', key])).exitCode).toBe(0);
+    expect((await each(AFTER_QUEUE_LINK)).signal).toBe('SIGKILL');
+    const fourth = await each();
+    expect(fourth.exitCode, String(fourth.stderr)).toBe(0);
+    expect(String(fourth.stderr)).toContain(`${PATH}: ${key.slice(0, 12)} (an interrupted mint finished)`);
+    expect(b.lines(key)).toHaveLength(2);
   });
 
   it("in the key's second life (minted, dropped, minted again), though the first life's line is there", async () => {
@@ -143,6 +150,38 @@ describe('mint killed after its job file, before its minted line', () => {
     expect(json(first)).toMatchObject({ key, minted: true });
     expect(json(first).finished).toBeUndefined();
     expect(json(second)).toMatchObject({ key, minted: false, state: 'queue' });
+    expect(b.lines(key)).toHaveLength(1);
+  });
+});
+
+describe('mint --each reads the journal once for the jobs minted already', () => {
+  it('and still looks again under the lock before it writes a line: one a held mint writes meanwhile is seen', async () => {
+    const b = box();
+    writeFileSync(join(b.root, 'm/b.txt'), 'b\n');
+    await execa('git', ['init', '-q'], { cwd: b.root });
+    await execa('git', ['add', 'm'], { cwd: b.root });
+    const list = join(b.base, 'list.txt');
+    writeFileSync(list, 'm/a.txt\nm/b.txt\n');
+    // m/a.txt's job is there already, so --each reads the journal at it, before m/b.txt's line exists
+    expect((await b.genjob(['mint', '-m', 'Bump m/a.txt', 'm/a.txt'])).exitCode).toBe(0);
+    const held = b.genjob(['mint', '--json', '-m', 'Bump m/b.txt', 'm/b.txt'], {
+      ...AFTER_QUEUE_LINK,
+      pauseMs: 1500,
+    });
+    await until(
+      'the held mint to link its job file',
+      () => b.store.fs.readdirSync(b.store.layout.dir('queue')).length === 2,
+      500,
+    );
+    const each = await b.genjob(['mint', '--json', '-m', 'Bump {path}', '--each-file', list]);
+    const first = await held;
+    expect(first.exitCode, String(first.stderr)).toBe(0);
+    expect(each.exitCode, String(each.stderr)).toBe(0);
+    const key = String(json(first).key);
+    expect(json(each)).toMatchObject({
+      minted: 0,
+      jobs: [{ path: 'm/a.txt' }, { path: 'm/b.txt', key, minted: false }],
+    });
     expect(b.lines(key)).toHaveLength(1);
   });
 });
