@@ -8,6 +8,7 @@ import { canonicalJson } from '../core/canonical-json.js';
 import { macHolds, macOf } from '../core/mac.js';
 import { SHA256_HEX, sha256Hex } from '../core/sha256.js';
 import { publishExclusive, readdirOrEmpty, readIfExists, replaceFile } from './durable.js';
+import { assertRealDirs } from './real-dirs.js';
 import type { Store } from './store.js';
 
 export type OutboxState = 'intent' | 'uploaded' | 'submitted' | 'done';
@@ -78,6 +79,21 @@ export function recordPath(store: Store, run: string): string {
   return join(runDir(store, run), 'record.json');
 }
 
+/**
+ * The run's directory, or `sub` below it, made if missing, to write into: each a real directory, never a
+ * link, checked before anything is made. A new run's id is random, but a poll carries forward every run
+ * listed in batches/, whose names a branch chooses when it commits one: `.gen/batches/<run>` (or its
+ * `raw/`) as a link had the poll write its record, result files and raw answers wherever it pointed.
+ */
+export function runDirToWrite(store: Store, run: string, sub: readonly string[] = []): string {
+  const dirs = [runDir(store, run)];
+  for (const name of sub) dirs.push(join(dirs.at(-1)!, name));
+  assertRealDirs(store, dirs, 'genjob', 'writes');
+  const dir = dirs.at(-1)!;
+  store.fs.mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
 const bytesOf = (rec: BatchRecord) => Buffer.from(`${JSON.stringify(rec, null, 2)}\n`);
 
 /** Write the JSONL input, then the record (intent): the record is the commit point of the intent. */
@@ -90,7 +106,7 @@ export function recordIntent(store: Store, rec: BatchRecord, jsonl: Buffer): voi
 
 /** Replace the record with its next state (rename over it, directory fsynced). */
 export function updateRecord(store: Store, rec: BatchRecord): void {
-  replaceFile(store, recordPath(store, rec.run), bytesOf(rec));
+  replaceFile(store, join(runDirToWrite(store, rec.run), 'record.json'), bytesOf(rec));
 }
 
 const STATES: ReadonlySet<unknown> = new Set<OutboxState>(['intent', 'uploaded', 'submitted', 'done']);

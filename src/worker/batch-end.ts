@@ -9,6 +9,7 @@ import { type BatchRecord, batchesDir, recordPath, runDir } from '../store/batch
 import { fsyncDir } from '../store/durable.js';
 import { journal } from '../store/journal.js';
 import { readLease } from '../store/lease.js';
+import { assertRealDirs } from '../store/real-dirs.js';
 import type { Store } from '../store/store.js';
 import { requeue } from './release-job.js';
 import type { JobOutcome } from './work-one.js';
@@ -27,6 +28,8 @@ export async function endIntent(
   except?: string,
 ): Promise<JobOutcome[]> {
   if (rec.state !== 'intent') throw new Error(`batch run ${rec.run} is ${rec.state}, not an unsent intent`); // a bug
+  // the run is listed, so a branch can name it: an intent it committed behind a link is not removed there
+  assertRealDirs(store, [runDir(store, rec.run)], 'genjob');
   store.fs.unlinkSync(recordPath(store, rec.run));
   fsyncDir(store, runDir(store, rec.run));
   journal(store, {

@@ -15,7 +15,13 @@ import {
   type ProviderBatch,
 } from '../remote/generators/openai-batch-api.js';
 import { markUnspent } from '../store/attempts.js';
-import { type BatchRecord, openRecords, readRecord, runDir, updateRecord } from '../store/batch-outbox.js';
+import {
+  type BatchRecord,
+  openRecords,
+  readRecord,
+  runDirToWrite,
+  updateRecord,
+} from '../store/batch-outbox.js';
 import { deadLetterFile } from '../store/dead-letter.js';
 import { exists, readIfExists, replaceFile } from '../store/durable.js';
 import { journal } from '../store/journal.js';
@@ -112,7 +118,7 @@ export async function pollBatches(ctx: BatchContext): Promise<PollSummary> {
 
 async function settle(ctx: BatchContext, rec: BatchRecord, batch: ProviderBatch, s: PollSummary) {
   const { store } = ctx;
-  const dir = runDir(store, rec.run);
+  const dir = runDirToWrite(store, rec.run);
   const texts: string[] = [];
   for (const [name, id] of [
     ['output.jsonl', batch.output_file_id],
@@ -147,7 +153,8 @@ async function settle(ctx: BatchContext, rec: BatchRecord, batch: ProviderBatch,
       s.outcomes.push({ key: e.key, outcome: 'dead', reason: err.message });
       continue;
     }
-    const outcome = await commitAnswer(ctx, job, e, batch.id, join(dir, 'raw', e.key), (target) =>
+    const raw = runDirToWrite(store, rec.run, ['raw', e.key]);
+    const outcome = await commitAnswer(ctx, job, e, batch.id, raw, (target) =>
       lineOutcome(line, e.format, target, batch.id),
     );
     s.outcomes.push(outcome);

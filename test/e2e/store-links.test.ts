@@ -4,10 +4,17 @@
 // and records out of the repository. Every command that writes .gen/ refuses a directory of its own that
 // is a link (EGJ_BAD_PATH, exit 2) before it writes anything, a job's attempts/<key>/ included; status
 // still reads the store.
-import { mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  chatCompletion,
+  type FakeOpenAi,
+  startFakeOpenAi,
+  structuredAnswer,
+} from '../helpers/fake-openai.js';
 import { DEMO_GENERATOR, makeSandbox, mintKey } from './helpers.js';
+import { gj, makeRepo, mintBump } from './trust-helpers.js';
 
 describe('forged: a directory of .gen/ committed as a symbolic link', () => {
   it('is refused by every writer before it writes, and nothing lands where the link points', async () => {
@@ -97,5 +104,87 @@ describe('forged: a directory of .gen/ committed as a symbolic link', () => {
     expect(r.exitCode).toBe(2);
     expect(r.stderr).toContain(`EGJ_BAD_PATH: ${join(sb.repo, '.gen')}: a symbolic link`);
     expect(readdirSync(outside)).toEqual([]);
+  });
+});
+
+describe('forged: a batch run directory of .gen/batches/ committed as a symbolic link', () => {
+  // a new run's id is random, but `work --batch-poll` carries forward every run batches/ lists, so the
+  // name is the branch's to choose (the record in it still needs a batch the provider knows)
+  let fake: FakeOpenAi | undefined;
+  afterEach(async () => {
+    await fake?.close();
+    fake = undefined;
+  });
+  const A = 'src/a.ts';
+
+  /** A repository with one job submitted as a batch the fake provider finishes at its first look. */
+  async function submitted() {
+    const answer = () => ({
+      body: chatCompletion(structuredAnswer([{ path: A, content: 'export const a = 2;\n' }])),
+    });
+    fake = await startFakeOpenAi([], { batch: { answer, pollsToFinish: 1 } });
+    const repo = makeRepo({ [A]: 'export const a = 1;\n' });
+    repo.env = { GENJOB_OPENAI_BASE_URL: fake.url, GENJOB_OPENAI_MODEL: 'm' };
+    const key = await mintBump(repo, A);
+    const s = await gj(repo, ['work', '--batch', '--generator', 'builtin:openai', '--json']);
+    expect(s.exitCode, String(s.stderr)).toBe(0);
+    const run = (JSON.parse(String(s.stdout)) as { submitted: { run: string } }).submitted.run;
+    const outside = join(repo.outside, 'target');
+    mkdirSync(outside);
+    return { repo, key, run, runDir: join(repo.root, '.gen', 'batches', run), outside };
+  }
+
+  const poll = (repo: ReturnType<typeof makeRepo>) => gj(repo, ['work', '--batch-poll', '--json']);
+
+  it('the run directory as a link is refused by --batch-poll before it writes its results there', async () => {
+    const { repo, runDir, outside } = await submitted();
+    // the run's files where the link points, as a branch would commit them
+    renameSync(runDir, join(outside, 'run'));
+    symlinkSync(join(outside, 'run'), runDir);
+    const before = readdirSync(join(outside, 'run')).sort();
+    const record = readFileSync(join(outside, 'run', 'record.json'));
+    const r = await poll(repo);
+    expect(readdirSync(join(outside, 'run')).sort()).toEqual(before);
+    expect(readFileSync(join(outside, 'run', 'record.json'))).toEqual(record);
+    expect(r.exitCode, String(r.stderr)).toBe(2);
+    expect(String(r.stderr)).toContain(
+      `EGJ_BAD_PATH: ${runDir}: a symbolic link; genjob writes only inside .gen/'s own directories, never through a link, so nothing was written`,
+    );
+  });
+
+  it("a run's raw/ as a link is refused by --batch-poll before an answer is kept there", async () => {
+    const { repo, key, runDir, outside } = await submitted();
+    symlinkSync(outside, join(runDir, 'raw'));
+    const r = await poll(repo);
+    expect(readdirSync(outside)).toEqual([]);
+    expect(r.exitCode, String(r.stderr)).toBe(2);
+    expect(String(r.stderr)).toContain(
+      `EGJ_BAD_PATH: ${join(runDir, 'raw')}: a symbolic link; genjob writes only inside .gen/'s own`,
+    );
+    expect(readdirSync(join(repo.root, '.gen', 'running'))).toEqual([`${key}.json`]);
+  });
+
+  it('an unsent intent behind a link is not removed through it when the poll ends it', async () => {
+    const { repo, outside } = await submitted();
+    // an intent no user sealed (the poll ends it, removing its record), in a run named to be listed first
+    const at = join(repo.root, '.gen', 'batches', '0forged');
+    const intent = {
+      run: '0forged',
+      state: 'intent',
+      created_at: new Date().toISOString(),
+      jobs: [],
+      file_id: null,
+      batch_id: null,
+      provider_status: null,
+    };
+    writeFileSync(join(outside, 'record.json'), `${JSON.stringify(intent)}\n`);
+    writeFileSync(join(outside, 'input.jsonl'), '');
+    symlinkSync(outside, at);
+    const r = await poll(repo);
+    expect(readdirSync(outside).sort()).toEqual(['input.jsonl', 'record.json']);
+    expect(r.exitCode, String(r.stderr)).toBe(2);
+    expect(String(r.stderr)).toContain(
+      `EGJ_BAD_PATH: ${at}: a symbolic link; genjob removes only inside .gen/'s own directories, never through a link, so nothing was removed`,
+    );
   });
 });
