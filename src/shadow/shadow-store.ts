@@ -5,11 +5,17 @@
 // live workers, verify and apply never look under shadow/, and nothing is ever moved from here into
 // a live directory (promote regenerates through the live path instead).
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { errnoOf, UsageError } from '../core/errors.js';
 import { SHADOW_NAME } from '../core/plane.js';
-import { createExclusive, readdirOrEmpty, readIfExists, replaceFile } from '../store/durable.js';
+import {
+  appendNoFollow,
+  createExclusive,
+  readdirOrEmpty,
+  readIfExists,
+  replaceFile,
+} from '../store/durable.js';
 import { assertRealDirs } from '../store/real-dirs.js';
 import { readSealed, type SealedKind, type SealedRead, writeSealed } from '../store/sealed-file.js';
 import type { Store } from '../store/store.js';
@@ -170,9 +176,13 @@ export class ShadowStore {
 
   journal(event: Record<string, unknown>): void {
     mkdirSync(this.dir, { recursive: true });
-    appendFileSync(
+    // a branch can commit journal.jsonl as a link too: the append never follows it
+    appendNoFollow(
+      this.store,
       join(this.dir, 'journal.jsonl'),
-      `${JSON.stringify({ at: new Date().toISOString(), pid: process.pid, plane: this.plane, ...event })}\n`,
+      Buffer.from(
+        `${JSON.stringify({ at: new Date().toISOString(), pid: process.pid, plane: this.plane, ...event })}\n`,
+      ),
     );
   }
 }

@@ -9,7 +9,7 @@
 // An fsync error is fatal and never retried (fsyncgate): it surfaces as an IoError.
 import { constants } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { errnoOf, IoError, RecordUnreadableError } from '../core/errors.js';
+import { errnoOf, IoError, RecordUnreadableError, UsageError } from '../core/errors.js';
 import { ownerGone, thisProcess } from './process-identity.js';
 import { MAX_RECORD_BYTES, readRecordFile } from './read-record.js';
 import type { Store } from './store.js';
@@ -83,6 +83,46 @@ function closeAfterFailure(store: HasFs, fd: number): void {
   } catch {
     // the fd is freed even when close fails
   }
+}
+
+/**
+ * Append `bytes` to `file` (created if missing) where it is: never through a link, never to a FIFO or a
+ * device. .gen/ can be committed, and an append follows a link there as any open does. Anything but a
+ * regular file is refused (EGJ_BAD_PATH, naming it) before a byte is written.
+ */
+export function appendNoFollow(store: HasFs, file: string, bytes: Uint8Array): void {
+  const { fs } = store;
+  let fd: number;
+  try {
+    fd = fs.openSync(
+      file,
+      constants.O_WRONLY |
+        constants.O_APPEND |
+        constants.O_CREAT |
+        constants.O_NOFOLLOW |
+        constants.O_NONBLOCK,
+      0o644,
+    );
+  } catch (err) {
+    const code = errnoOf(err);
+    if (code === 'ELOOP') throw notWritten(file, 'a symbolic link');
+    if (code === 'ENXIO' || code === 'EISDIR') throw notWritten(file, 'not a regular file');
+    throw IoError.wrap('open', file, err);
+  }
+  try {
+    if (!fs.fstatSync(fd).isFile()) throw notWritten(file, 'not a regular file');
+    let off = 0;
+    while (off < bytes.length) off += fs.writeSync(fd, bytes, off, bytes.length - off);
+  } finally {
+    closeAfterFailure(store, fd);
+  }
+}
+
+function notWritten(file: string, what: string): UsageError {
+  return new UsageError(
+    'EGJ_BAD_PATH',
+    `${file}: ${what}; genjob writes only inside .gen/'s own directories, never through a link, so nothing was written: delete it`,
+  );
 }
 
 /** Write `bytes` to a fresh, fsynced file in `dir` named `<prefix><pid>-…`; returns its path. */

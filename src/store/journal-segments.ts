@@ -32,6 +32,9 @@ function tryTakeOver(store: Store, dir: string, to: string): boolean {
     const m = SEGMENT.exec(name);
     if (!m || m[1] !== host) continue;
     if (!ownerGone({ host: thisProcess().host, pid: Number(m[2]), start: Number(m[3]) })) continue;
+    // only a file a process appended to: a branch can commit a link under a gone process's name, and
+    // the taker appends to what it took (readers refuse the link: journal-read.ts)
+    if (!isRegularFile(store, join(dir, name))) continue;
     try {
       store.fs.renameSync(join(dir, name), to);
       return true;
@@ -66,6 +69,14 @@ function endTornLine(store: Store, path: string): void {
     throw IoError.wrap('append', path, err);
   } finally {
     fs.closeSync(fd);
+  }
+}
+
+function isRegularFile(store: Store, path: string): boolean {
+  try {
+    return store.fs.lstatSync(path).isFile();
+  } catch {
+    return false; // gone: another taker had it
   }
 }
 

@@ -5,6 +5,7 @@
 // is a link (EGJ_BAD_PATH, exit 2) before it writes anything, a job's attempts/<key>/ included; status
 // still reads the store.
 import { mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -186,5 +187,39 @@ describe('forged: a batch run directory of .gen/batches/ committed as a symbolic
     expect(String(r.stderr)).toContain(
       `EGJ_BAD_PATH: ${at}: a symbolic link; genjob removes only inside .gen/'s own directories, never through a link, so nothing was removed`,
     );
+  });
+});
+
+describe('forged: a journal file of .gen/ committed as a symbolic link', () => {
+  // a file genjob appends to is opened where it is: O_APPEND follows a link as any open does
+  it("a shadow plane's journal.jsonl is not appended to through it by work --shadow", async () => {
+    const sb = await makeSandbox();
+    await mintKey(sb, 'Add a timeout to fetch_user', ['src/user.py']);
+    const gen = sb.script('gen.sh', `exec ${DEMO_GENERATOR}`);
+    const target = join(sb.base, 'victim');
+    writeFileSync(target, 'kept\n');
+    const plane = join(sb.repo, '.gen', 'shadow', 'b');
+    mkdirSync(plane, { recursive: true });
+    symlinkSync(target, join(plane, 'journal.jsonl'));
+    const r = await sb.genjob(['work', '--shadow', 'b', '--all', '--no-sandbox', '--generator', gen]);
+    expect(readFileSync(target, 'utf8')).toBe('kept\n');
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stderr).toContain(
+      `EGJ_BAD_PATH: ${join(plane, 'journal.jsonl')}: a symbolic link; genjob writes only inside .gen/'s own directories, never through a link, so nothing was written`,
+    );
+  });
+
+  it('a journal segment named for a gone process of this host is not taken over (and appended to) through it', async () => {
+    const sb = await makeSandbox();
+    const target = join(sb.base, 'victim');
+    writeFileSync(target, 'kept');
+    const segments = join(sb.repo, '.gen', 'journal.d');
+    mkdirSync(segments, { recursive: true });
+    // pid 1 never started at time 1: a gone process, whose segment the next writer takes over
+    const host = hostname().replace(/[^A-Za-z0-9._]/g, '_') || 'host';
+    const forged = join(segments, `${host}-1-1.jsonl`);
+    symlinkSync(target, forged);
+    expect((await sb.genjob(['mint', '-m', 'Add a timeout', 'src/user.py'])).exitCode).toBe(0);
+    expect(readFileSync(target, 'utf8')).toBe('kept');
   });
 });
