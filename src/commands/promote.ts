@@ -17,7 +17,7 @@ export async function promote(o: CommonOptions & { key: string; shadow: string }
   // the pin is sealed under the user's secret: `work` follows no pin a branch committed
   const p = await promoteShadow(store, o.shadow, key, await requireUserSecret());
   const lines = [
-    `${key.slice(0, 12)} promoted from ${p.plane}: queued live with generator ${JSON.stringify(p.generator)}${p.serve_args.length ? ` and sandbox flags ${p.serve_args.join(' ')}` : ''} (as the shadow run was)`,
+    `${key.slice(0, 12)} promoted from ${p.plane}: queued live with generator ${JSON.stringify(p.generator)}${p.serve_args.length ? ` and sandbox flags ${p.serve_args.join(' ')}` : ''} (as the shadow run was${p.finished ? '; an interrupted promote finished' : ''})`,
     ...p.replaced.map((d) => `  the earlier live answer is kept in ${d}`),
     'run genjob work to generate it in the live plane, then verify and apply as usual',
   ];

@@ -9,13 +9,14 @@ import { ConflictError, RejectedError } from '../core/errors.js';
 import { decodeReceipt } from '../core/receipt-decode.js';
 import { sha256Hex } from '../core/sha256.js';
 import { markMinted } from '../store/attempts.js';
+import { deadWhy } from '../store/dead-jobs.js';
 import { deadLetterFile } from '../store/dead-letter.js';
-import { exists, moveState } from '../store/durable.js';
+import { exists, moveState, readdirOrEmpty } from '../store/durable.js';
 import { loadJob } from '../store/job-files.js';
 import { findJob } from '../store/job-states.js';
-import { journal } from '../store/journal.js';
+import { journal, journalledSince } from '../store/journal.js';
 import { withKeyLock } from '../store/key-lock.js';
-import { type Promotion, writePromotion } from '../store/promotion.js';
+import { type Promotion, readPromotion, writePromotion } from '../store/promotion.js';
 import type { Store } from '../store/store.js';
 import { ShadowStore } from './shadow-store.js';
 
@@ -26,6 +27,34 @@ export interface Promoted {
   serve_args: string[];
   from_state: 'queue' | 'received';
   replaced: string[];
+  /** Set when this wrote the line of a promote killed after it moved the job back to the queue. */
+  finished?: true;
+}
+
+const PROMOTED = 'EGJ_PROMOTED';
+
+/**
+ * A promote of a received job killed after it moved the job back to the queue and before its journal
+ * line: the user's pin is there, no `promoted` line since it was written, and the live answer it
+ * replaced went to dead/ (EGJ_PROMOTED) since then. Returns where that answer went (as a promote
+ * names it), or undefined when the queued job is no such thing. Call under the key's lock.
+ */
+function interruptedPromote(store: Store, key: string, secret: Buffer): string[] | undefined {
+  const pin = readPromotion(store, key, secret);
+  if (pin === undefined || !('record' in pin)) return undefined;
+  const since = pin.record.at;
+  if (journalledSince(store, key, 'promoted', since)) return undefined;
+  const aside = readdirOrEmpty(store, store.layout.dir('dead'))
+    .filter(
+      (n) => (n.startsWith(`${key}.receipt.`) || n.startsWith(`${key}.out.`)) && !n.endsWith('.why.json'),
+    )
+    .filter((n) => {
+      const why = deadWhy(store, n);
+      return why?.code === PROMOTED && typeof why.at === 'string' && why.at >= since;
+    })
+    .sort()
+    .map((n) => `dead/${n}`);
+  return aside.length > 0 ? aside : undefined;
 }
 
 /** The worker's record of the run behind the plane's answer, naming a generator, or why there is none. */
@@ -99,6 +128,8 @@ export async function promoteShadow(
         file,
       );
     const ran = recordedRun(plane, key, receipt.epoch, secret);
+    // read before the pin is written again: it says when an interrupted promote began
+    const interrupted = found.state === 'queue' ? interruptedPromote(store, key, secret) : undefined;
     const pin: Promotion = {
       schema: 'genjob/promotion@1',
       key,
@@ -113,11 +144,11 @@ export async function promoteShadow(
     writePromotion(store, secret, pin);
     // the promoted run's attempts count afresh against --max-attempts: marked before the job is queued
     markMinted(store, key);
-    const replaced: string[] = [];
+    const replaced: string[] = interrupted ?? [];
     if (found.state === 'received') {
       const why = {
         key,
-        code: 'EGJ_PROMOTED',
+        code: PROMOTED,
         reason: `replaced by a live run of ${plane.plane}'s generator`,
       };
       for (const [from, base] of [
@@ -130,6 +161,8 @@ export async function promoteShadow(
       }
       moveState(store, found.file, store.layout.jobFile('queue', key));
     }
+    // the job a promote killed after its move came from received/, and its line says so
+    const from = interrupted ? 'received' : found.state;
     journal(store, {
       event: 'promoted',
       key,
@@ -137,15 +170,16 @@ export async function promoteShadow(
       generator: pin.generator,
       serve_args: ran.serve_args,
       shadow_receipt_sha256: pin.shadow_receipt_sha256,
-      from_state: found.state,
+      from_state: from,
     });
     return {
       key,
       plane: plane.plane,
       generator: pin.generator,
       serve_args: ran.serve_args,
-      from_state: found.state,
+      from_state: from,
       replaced,
+      ...(interrupted ? { finished: true as const } : {}),
     };
   });
 }
