@@ -161,6 +161,30 @@ export class GitFailedError extends GenjobError {
   }
 }
 
+/**
+ * A git command ran out of its time (a remote that stalls, or a network too slow) and was stopped with
+ * every process it started: exit 75, as for anything to try again later.
+ */
+export class GitTimedOutError extends GenjobError {
+  readonly code = 'EGJ_GIT_TIMEOUT';
+  readonly exitCode = EXIT.OPEN;
+  constructor(
+    readonly args: readonly string[],
+    readonly timeoutMs: number,
+  ) {
+    super(
+      `git ${args.slice(0, 2).join(' ')} did not finish within ${timeoutMs / 1000} s; it was stopped, with every process it started`,
+    );
+  }
+
+  /** The same failure, its message led by what genjob was doing (`pull from origin`) and ended by `then`. */
+  within(doing: string, then: string): GitTimedOutError {
+    const e = new GitTimedOutError(this.args, this.timeoutMs);
+    e.message = `${doing}: ${e.message}; ${then}`;
+    return e;
+  }
+}
+
 /** Git's first `fatal:`/`error:` lines quoted at most, and each at most this long. */
 const GIT_FIRST_LINES = 2;
 const GIT_LINE_CHARS = 300;

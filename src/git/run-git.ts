@@ -7,8 +7,8 @@
 // Several commands in a row that need nothing from Node between them run as one `sh` (gitSteps): Node
 // starts a child by forking itself, which costs it several ms at a command's heap, where sh forks in a
 // fraction of one.
-import { spawn } from 'node:child_process';
-import { GitFailedError } from '../core/errors.js';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { GitFailedError, GitTimedOutError } from '../core/errors.js';
 
 /** Variables passed through from the caller: identity, ssh, HOME for the user's own config and keys. */
 const PASS = [
@@ -43,6 +43,17 @@ export interface GitOptions {
   maxOutput?: number;
   /** Leave core.hooksPath as configured (only to ask git where the hooks live). */
   userHooksPath?: boolean;
+  /**
+   * Stop git after this many ms: it runs in a process group of its own, and the whole group (git and the
+   * ssh, index-pack... it started) is killed, so a remote that stalls cannot hold a hook for ever; the
+   * promise then rejects with GitTimedOutError. A Ctrl-C or SIGTERM of genjob meanwhile kills it too.
+   */
+  timeoutMs?: number;
+  /**
+   * The largest file git and every process it starts may write (RLIMIT_FSIZE, set by `ulimit -f` in
+   * 512-byte blocks, so rounded up to one): a write past it kills the writer with SIGXFSZ.
+   */
+  maxFileBytes?: number;
 }
 
 export interface GitResult {
@@ -71,7 +82,15 @@ export function gitEnv(extra: Record<string, string> = {}): Record<string, strin
 /** Run `git -C cwd -c core.hooksPath=/dev/null ARGS`; throws GitFailedError on a non-zero exit not in okCodes. */
 export function git(cwd: string, args: readonly string[], opts: GitOptions = {}): Promise<GitResult> {
   const argv = ['-C', cwd, ...(opts.userHooksPath ? [] : ['-c', 'core.hooksPath=/dev/null']), ...args];
-  return runChild('git', argv, () => args, opts);
+  if (opts.maxFileBytes === undefined) return runChild('git', argv, () => args, opts);
+  // POSIX counts `ulimit -f` in 512-byte blocks (dash, and bash as sh)
+  const blocks = String(Math.max(1, Math.ceil(opts.maxFileBytes / 512)));
+  return runChild(
+    'sh',
+    ['-c', 'ulimit -f "$1" && shift && exec git "$@"', 'sh', blocks, ...argv],
+    () => args,
+    opts,
+  );
 }
 
 /** One step of gitSteps: git's arguments, and optionally a file its stdin is read from instead of the sh's. */
@@ -126,11 +145,16 @@ function runChild(
   stepFd = false,
 ): Promise<GitResult> {
   const max = opts.maxOutput ?? MAX_GIT_OUTPUT;
+  const group = opts.timeoutMs !== undefined;
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, argv, {
       env: gitEnv(opts.env),
       stdio: stepFd ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
+      // a group of its own, to be killed whole (never this process's)
+      detached: group,
     });
+    let timedOut = false;
+    const stop = group ? stopGroup(child, opts.timeoutMs!, () => (timedOut = true)) : () => {};
     const out: Buffer[] = [];
     let outLen = 0;
     let err = '';
@@ -151,8 +175,17 @@ function runChild(
         step = (step + d).slice(-16);
       });
     const failedArgs = () => argsOf(/^\d+\n$/.test(step) ? Number(step) : undefined);
-    child.on('error', (e) => reject(new GitFailedError(failedArgs(), -1, e.message, { cause: e })));
+    child.on('error', (e) => {
+      stop();
+      reject(new GitFailedError(failedArgs(), -1, e.message, { cause: e }));
+    });
+    // killed for its time: settled once git is gone (a process that left its group may hold the pipes open)
+    child.on('exit', () => {
+      stop();
+      if (timedOut) reject(new GitTimedOutError(failedArgs(), opts.timeoutMs!));
+    });
     child.on('close', (code, signal) => {
+      if (timedOut) return;
       if (tooBig) {
         reject(new GitFailedError(failedArgs(), -1, `output larger than ${max} bytes; refused`));
         return;
@@ -169,6 +202,39 @@ function runChild(
     });
     child.stdin!.end(opts.input ?? '');
   });
+}
+
+/**
+ * Kill `child`'s process group after `ms` (calling `expired` first), or when this process is told to
+ * stop (SIGINT, SIGTERM, SIGHUP: a detached group gets no Ctrl-C of its own), which is then re-raised.
+ * Returns what ends the watch once the child has exited.
+ */
+function stopGroup(child: ChildProcess, ms: number, expired: () => void): () => void {
+  const kill = () => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // the group is gone already
+    }
+  };
+  const timer = setTimeout(() => {
+    expired();
+    kill();
+    for (const s of child.stdio) s?.destroy();
+  }, ms);
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const onSignal = (sig: NodeJS.Signals) => {
+    kill();
+    end();
+    process.kill(process.pid, sig);
+  };
+  const end = () => {
+    clearTimeout(timer);
+    for (const s of signals) process.off(s, onSignal);
+  };
+  if (child.pid === undefined) return end; // never started: 'error' follows
+  for (const s of signals) process.once(s, onSignal);
+  return end;
 }
 
 /** stdout as text without the final newline. */

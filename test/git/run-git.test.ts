@@ -1,12 +1,15 @@
 // gitSteps runs several git commands in one sh: what each step is given must reach git exactly as git()
 // would give it (the script only names positional parameters), a failing step stops the rest and is the
 // one the error names, and stdin, the environment and the output cap hold as for one command.
+
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GitFailedError } from '../../src/core/errors.js';
+import { GitFailedError, GitTimedOutError } from '../../src/core/errors.js';
 import { git, gitEnv, gitSteps } from '../../src/git/run-git.js';
+import { liveProcesses } from '../helpers/processes.js';
 import { tempDir } from '../helpers/temp-store.js';
 import { tempGitRepo } from './git-repo.js';
 
@@ -149,6 +152,51 @@ describe('gitSteps', () => {
     );
     expect(err).toBeInstanceOf(GitFailedError);
     expect((err as GitFailedError).message).toMatch(/larger than 50 bytes; refused/);
+  });
+});
+
+describe('git with bounds', () => {
+  it('hostile: kills the whole process group at timeoutMs, a command git started included (exit 75)', async () => {
+    const { repo } = fresh();
+    // an alias git runs as a child of its own, marked by its argument, that would outlive git alone
+    const mark = ['sleep', '876.543'];
+    try {
+      const err = await git(repo.root, ['-c', `alias.stall=!${mark.join(' ')}`, 'stall'], {
+        timeoutMs: 500,
+      }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(GitTimedOutError);
+      expect((err as GitTimedOutError).exitCode).toBe(75);
+      expect((err as GitTimedOutError).message).toBe(
+        'git -c alias.stall=!sleep 876.543 did not finish within 0.5 s; it was stopped, with every process it started',
+      );
+      await expect.poll(() => liveProcesses(mark)).toEqual([]);
+    } finally {
+      for (const pid of liveProcesses(mark)) process.kill(pid, 'SIGKILL');
+    }
+  });
+
+  it('a command that ends in time is not stopped, and leaves no signal handler behind', async () => {
+    const { repo, head } = fresh();
+    const before = process.listenerCount('SIGINT');
+    const r = await git(repo.root, ['rev-parse', 'HEAD'], { timeoutMs: 600_000 });
+    expect(r.stdout.toString('utf8').trim()).toBe(head);
+    expect(process.listenerCount('SIGINT')).toBe(before);
+  });
+
+  it('hostile: maxFileBytes stops git as it writes a file past it, and lets a smaller one through', async () => {
+    const { repo } = fresh();
+    const data = randomBytes(64 * 1024); // incompressible: its loose object is as large
+    const err = await git(repo.root, ['hash-object', '-w', '--stdin'], {
+      input: data,
+      maxFileBytes: 16 * 1024,
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GitFailedError);
+    const oid = (await git(repo.root, ['hash-object', '--stdin'], { input: data })).stdout
+      .toString('utf8')
+      .trim();
+    expect((await git(repo.root, ['cat-file', '-e', oid], { okCodes: [1, 128] })).code).not.toBe(0);
+    await git(repo.root, ['hash-object', '-w', '--stdin'], { input: data, maxFileBytes: 1024 * 1024 });
+    expect((await git(repo.root, ['cat-file', '-e', oid])).code).toBe(0);
   });
 });
 
