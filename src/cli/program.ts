@@ -32,6 +32,19 @@ function seconds(value: string): number {
   return n;
 }
 
+const SIZE_UNIT = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 } as const;
+
+/** A size in bytes: a whole number above 0, optionally with K, M or G (powers of 1024): 512K, 64M, 1G. */
+function byteSize(value: string): number {
+  const m = /^(\d{1,12})([kmg]?)$/i.exec(value);
+  const n = m ? Number(m[1]) * SIZE_UNIT[m[2]!.toLowerCase() as keyof typeof SIZE_UNIT] : 0;
+  if (n <= 0)
+    throw new InvalidArgumentError(
+      'takes a size above 0: a number of bytes, or one with K, M or G (512K, 64M, 1G)',
+    );
+  return n;
+}
+
 function secondsUpTo(max: number) {
   return (value: string): number => {
     const n = seconds(value);
@@ -43,7 +56,8 @@ function secondsUpTo(max: number) {
 /** Every exit code a command can end with (docs/exit-codes.md; README lists the same). */
 export const EXIT_CODES_HELP =
   'Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict (stale, key reuse, lock, lease lost),\n' +
-  '5 the environment failed (I/O, disk full), 75 open: try again later (genjob gate: a run not decided yet),\n' +
+  '5 the environment failed (I/O, disk full), 75 open: try again later (genjob gate: a run not decided yet;\n' +
+  'genjob pull: the remote did not answer within --timeout),\n' +
   '130 work stopped by SIGINT.';
 
 /** After a usage error, point at the help of the command that was run, by its whole name. */
@@ -833,6 +847,30 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
       'fetch refs/genjob/ from a git remote for the merge gate; pulled material never becomes a job here',
     )
     .argument('[remote]', "the git remote (default: the branch's remote, else origin)")
+    .option(
+      '--timeout <duration>',
+      'stop the fetch after this long (30s, 10m, 1h; default 10m): git and all it started are killed, no ref changes, exit 75',
+    )
+    .option(
+      '--max-bytes <size>',
+      'refuse a fetch that writes a file (its pack) larger than this (512K, 64M, 1G; default 1G): nothing kept, exit 3',
+      byteSize,
+    )
+    .addHelpText(
+      'after',
+      [
+        '',
+        'What a remote sends is checked before any ref moves: git refuses a malformed object',
+        '(EGJ_PULL_MALFORMED, exit 3) and a pack over --max-bytes (EGJ_PULL_TOO_LARGE, exit 3); a fetch',
+        'still running at --timeout is stopped (EGJ_GIT_TIMEOUT, exit 75: try again). Each time nothing',
+        'fetched is kept. A ref whose material is unusable is named on stderr and skipped (exit 0).',
+        '',
+        'Examples:',
+        '  genjob pull && genjob verify --commits origin/main..HEAD',
+        '  genjob pull upstream --timeout 2m',
+        '  genjob pull --max-bytes 256M --json',
+      ].join('\n'),
+    )
     .action(async (remote: string | undefined, _opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/pull.js')).pull({ ...o, remote }), !!o.json);
@@ -851,7 +889,6 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/hook.js')).hookInstall(o), !!o.json);
     });
-
   // `help [command]` like commander's, but an unknown command is bad usage that says so (exit 2)
   program
     .command('help')

@@ -4,21 +4,46 @@
 // verification only: nothing enters .gen/, so no pulled job is ever in the set that `apply --all`,
 // `status` or `work` act on, and a job gc pruned here cannot come back. A ref that cannot be used is
 // named on stderr and skipped (exit 0): only a gate that needs that key fails, saying why.
+// The fetch itself is bounded: git's strict object checks refuse a malformed object (exit 3,
+// EGJ_PULL_MALFORMED), no file it writes may pass --max-bytes (exit 3, EGJ_PULL_TOO_LARGE), and it is
+// killed with all it started after --timeout (exit 75, EGJ_GIT_TIMEOUT: try again); each time no ref
+// moves and nothing fetched is kept.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { findRoot } from '../cli/root.js';
-import { GitFailedError } from '../core/errors.js';
+import { parseWait } from '../core/duration.js';
+import { GitFailedError, GitTimedOutError } from '../core/errors.js';
 import { KEY_REFS, PULLED_REFS } from '../git/material-refs.js';
 import { checkRemote, defaultRemote } from '../git/push-material.js';
-import { fetchKeyRefs, type PulledRef, readPulled } from '../git/read-material.js';
+import { fetchKeyRefs, MAX_PULL_BYTES, type PulledRef, readPulled } from '../git/read-material.js';
+
+/**
+ * How long a pull's fetch may take by default: ample for the largest pull (--max-bytes) on an ordinary
+ * link, and the same as a generator's default time limit; a stalled remote holds a pre-push hook no longer.
+ */
+export const DEFAULT_PULL_TIMEOUT = '10m';
+/** The most a pull's fetch may write to one file by default: the most one pull reads (MAX_PULL_BYTES). */
+export const DEFAULT_PULL_MAX_BYTES = MAX_PULL_BYTES;
 
 export interface PullOptions extends CommonOptions {
   remote?: string;
+  /** A duration (30s, 10m): the fetch is killed after it. */
+  timeout?: string;
+  /** Bytes: the fetch may write no larger file (its pack). */
+  maxBytes?: number;
 }
 
 export async function pull(o: PullOptions): Promise<CommandResult> {
+  const timeout = o.timeout ?? DEFAULT_PULL_TIMEOUT;
+  const timeoutMs = parseWait(timeout, '--timeout');
+  const maxBytes = o.maxBytes ?? DEFAULT_PULL_MAX_BYTES;
   const root = findRoot(o.root);
   const remote = checkRemote(o.remote ?? (await defaultRemote(root)));
-  const refs = await fetchKeyRefs(root, remote).catch((err: unknown) => {
+  const refs = await fetchKeyRefs(root, remote, { timeoutMs, maxBytes }).catch((err: unknown) => {
+    if (err instanceof GitTimedOutError)
+      throw err.within(
+        `pull from ${remote}`,
+        `no ref changed and nothing it fetched was kept; try again, or give a longer --timeout than ${timeout}`,
+      );
     throw err instanceof GitFailedError ? err.within(`pull from ${remote}`) : err;
   });
   const refused: Array<{ ref: string; rule: string }> = [];

@@ -1,4 +1,4 @@
-// A retention window as the CLI spells it: a whole number and a unit, s m h d or w ("30d", "12h", "0s").
+// A retention window or a time limit as the CLI spells it: a whole number and a unit, s m h d or w ("30d", "12h", "0s").
 import { UsageError } from './errors.js';
 
 /** The window gc and cache prune use when none is given. */
@@ -20,4 +20,18 @@ export function parseDuration(text: string, flag = '--older-than'): number {
       `${flag} ${JSON.stringify(text)}: give a whole number and a unit, s m h d or w (e.g. 30d, 12h, 0s)`,
     );
   return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+}
+
+/**
+ * A time limit as the CLI spells it (30s, 10m, 2h): above zero and at most MAX_WAIT_SECONDS, in ms (a
+ * longer one would overflow Node's timers and fire at once).
+ */
+export function parseWait(text: string, flag: string): number {
+  const ms = parseDuration(text, flag);
+  if (ms <= 0 || ms > MAX_WAIT_SECONDS * 1000)
+    throw new UsageError(
+      'EGJ_BAD_DURATION',
+      `${flag} ${JSON.stringify(text)}: give a time above 0s and at most a week (${MAX_WAIT_SECONDS / 86_400}d)`,
+    );
+  return ms;
 }

@@ -239,7 +239,7 @@ describe('usage', () => {
     expect(r.stdout).toContain('genjob verify --all && genjob apply --all');
     expect(r.stdout).toContain('Exit codes: 0 done, 1 bug, 2 bad usage or input, 3 rejected, 4 conflict');
     expect(r.stdout).toContain(
-      '75 open: try again later (genjob gate: a run not decided yet),\n130 work stopped by SIGINT',
+      '75 open: try again later (genjob gate: a run not decided yet;\ngenjob pull: the remote did not answer within --timeout),\n130 work stopped by SIGINT',
     );
   });
 

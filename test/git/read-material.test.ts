@@ -673,6 +673,9 @@ describe('readPulled refuses', () => {
   });
 });
 
+/** Far from anything this test fetches: neither bound decides it. */
+const BOUNDS = { timeoutMs: 600_000, maxBytes: 64 * 1024 * 1024 };
+
 describe('fetchKeyRefs', () => {
   it('mirrors the remote’s key refs (forced and pruned), naming each ref’s object, type and key', async () => {
     const remote = tempGitRepo('gj-material-remote-');
@@ -682,7 +685,7 @@ describe('fetchKeyRefs', () => {
     remote.git(['update-ref', `refs/genjob/keys/${'d'.repeat(64)}`, tag]);
     remote.git(['update-ref', 'refs/heads/other', commit]);
     const local = tempGitRepo('gj-material-local-');
-    const refs = await fetchKeyRefs(local.root, remote.root);
+    const refs = await fetchKeyRefs(local.root, remote.root, BOUNDS);
     expect(refs).toEqual([
       { oid: commit, type: 'commit', ref: `${PULLED_REFS}${doc.job.key}`, key: doc.job.key },
       { oid: tag, type: 'tag', ref: `${PULLED_REFS}${'d'.repeat(64)}`, key: 'd'.repeat(64) },
@@ -693,7 +696,7 @@ describe('fetchKeyRefs', () => {
     remote.git(['update-ref', keyRef(doc.job.key), moved]);
     remote.git(['update-ref', '-d', 'refs/genjob/keys/not-a-key']);
     remote.git(['update-ref', '-d', `refs/genjob/keys/${'d'.repeat(64)}`]);
-    expect(await fetchKeyRefs(local.root, remote.root)).toEqual([
+    expect(await fetchKeyRefs(local.root, remote.root, BOUNDS)).toEqual([
       { oid: moved, type: 'commit', ref: `${PULLED_REFS}${doc.job.key}`, key: doc.job.key },
     ]);
     expect(local.git(['for-each-ref', '--format=%(refname)'])).toBe(`${PULLED_REFS}${doc.job.key}`);

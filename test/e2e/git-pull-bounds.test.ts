@@ -1,0 +1,310 @@
+// `genjob pull` against a hostile remote, through the built CLI: a bare repository reached by file:// and
+// served by a real `git daemon` on 127.0.0.1, a TCP server that accepts and never answers, and an ssh
+// command that never answers. What the remote sends is hostile: a malformed object is refused by git's
+// strict checks, a pack over --max-bytes is refused, a fetch still running at --timeout is killed with
+// every process it started; each time no ref moves and nothing fetched stays on disk.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { liveProcesses } from '../helpers/processes.js';
+import { tempDir } from '../helpers/temp-store.js';
+import { fakeReceived, git, gitEnv } from './git-helpers.js';
+import { CLI, runCli } from './helpers.js';
+
+let base: string;
+let env: Record<string, string>;
+let daemon: ChildProcess;
+let daemonPort: number;
+
+/** A port free a moment ago on 127.0.0.1. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+beforeAll(async () => {
+  base = tempDir('gj-pull-bounds-', undefined, 'file');
+  env = gitEnv(base);
+  daemonPort = await freePort();
+  // every repository under base, served read-only as git://127.0.0.1:PORT/<name>
+  daemon = spawn(
+    'git',
+    [
+      'daemon',
+      '--reuseaddr',
+      '--export-all',
+      `--base-path=${base}`,
+      '--listen=127.0.0.1',
+      `--port=${daemonPort}`,
+      base,
+    ],
+    { env: { ...process.env, ...env }, stdio: 'ignore', detached: true },
+  );
+  // ready once a client is answered (ls-remote of a repository it serves)
+  const probe = join(base, 'probe.git');
+  await git(base, ['init', '-q', '--bare', probe], env);
+  for (let tries = 0; ; tries++) {
+    const r = await execa('git', ['ls-remote', `git://127.0.0.1:${daemonPort}/probe.git`], {
+      env,
+      reject: false,
+    });
+    if (r.exitCode === 0) break;
+    if (tries > 600) throw new Error(`git daemon did not answer: ${r.stderr}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+});
+
+afterAll(() => {
+  if (daemon?.pid) process.kill(-daemon.pid, 'SIGKILL');
+});
+
+interface Transport {
+  name: string;
+  url: (bare: string) => string;
+}
+const TRANSPORTS: Transport[] = [
+  { name: 'file://', url: (bare) => `file://${bare}` },
+  { name: 'git daemon', url: (bare) => `git://127.0.0.1:${daemonPort}/${bare.slice(base.length + 1)}` },
+];
+
+let worlds = 0;
+
+/**
+ * A bare remote holding one good key (pushed by a clone), and a clone `b` of it that pulled once: its
+ * refs/genjob-pulled/ are what each refused pull must leave as they were.
+ */
+async function world(t: Transport) {
+  const dir = join(base, `w${++worlds}`);
+  await git(base, ['init', '-q', dir], env);
+  const bare = join(base, `w${worlds}.git`);
+  await git(base, ['init', '-q', '--bare', bare], env);
+  writeFileSync(join(dir, '.gitignore'), '.gen/\n');
+  await git(dir, ['add', '-A'], env);
+  await git(dir, ['commit', '-qm', 'seed'], env);
+  await git(dir, ['push', '-q', `file://${bare}`, 'main'], env);
+  const cli = (cwd: string, args: readonly string[]) =>
+    runCli(args, { cwd, env: { ...env, XDG_CACHE_HOME: join(base, 'cache') } });
+  const [good] = fakeReceived(dir, 1, 'good');
+  expect((await cli(dir, ['push', `file://${bare}`])).exitCode).toBe(0);
+  const b = join(base, `w${worlds}-b`);
+  await git(base, ['clone', '-q', t.url(bare), b], env);
+  const first = await cli(b, ['pull', '--json']);
+  expect(first.exitCode, first.stderr).toBe(0);
+  expect(JSON.parse(first.stdout).keys).toEqual([good]);
+  const pulled = () =>
+    git(b, ['for-each-ref', '--format=%(objectname) %(refname)', 'refs/genjob-pulled/'], env);
+  const before = await pulled();
+  expect(before).toContain(`refs/genjob-pulled/keys/${good}`);
+  /** index-pack's temporary files (a pack refused half way) and the packs in b. */
+  const packDir = join(b, '.git/objects/pack');
+  const tmpFiles = () =>
+    existsSync(packDir) ? readdirSync(packDir).filter((n) => n.startsWith('tmp_')) : [];
+  /** Whether b holds the object. */
+  const has = async (oid: string) =>
+    (await execa('git', ['cat-file', '-e', oid], { cwd: b, env, reject: false })).exitCode === 0;
+  return { bare, b, cli, good: good!, pulled, before, tmpFiles, has };
+}
+
+/** Point `ref` of the remote at a commit of `tree` (written there, as a hostile pusher would). */
+async function forgeRef(bare: string, ref: string, tree: string): Promise<string> {
+  const commit = await git(bare, ['commit-tree', tree, '-m', 'forged'], env);
+  await git(bare, ['update-ref', ref, commit], env);
+  return commit;
+}
+
+const EVIL_KEY = 'e'.repeat(64);
+
+/** Objects git's strict checks (fsck) refuse, each written into the remote under an object id of its own. */
+const MALFORMED = [
+  {
+    name: 'a commit whose author has no email and no date',
+    async make(bare: string) {
+      const tree = await git(bare, ['mktree'], env, '');
+      const commit = await git(
+        bare,
+        ['hash-object', '-t', 'commit', '--literally', '-w', '--stdin'],
+        env,
+        `tree ${tree}\nauthor evil\ncommitter evil\n\nforged\n`,
+      );
+      await git(bare, ['update-ref', `refs/genjob/keys/${EVIL_KEY}`, commit], env);
+      return commit;
+    },
+    said: /missingEmail|bad author/i,
+  },
+  {
+    name: 'a tree holding an entry named .git (a checkout would write into .git/)',
+    async make(bare: string) {
+      const blob = await git(bare, ['hash-object', '-w', '--stdin'], env, '[core]\n\tfsmonitor = evil\n');
+      const tree = await git(bare, ['mktree'], env, `100644 blob ${blob}\t.git\n`);
+      return forgeRef(bare, `refs/genjob/keys/${EVIL_KEY}`, tree);
+    },
+    said: /hasDotgit/,
+  },
+  {
+    name: 'a tree naming one entry twice',
+    async make(bare: string) {
+      const blob = await git(bare, ['hash-object', '-w', '--stdin'], env, 'x');
+      const entry = Buffer.concat([Buffer.from('100644 job.json\0'), Buffer.from(blob, 'hex')]);
+      const tree = await execa('git', ['hash-object', '-t', 'tree', '--literally', '-w', '--stdin'], {
+        cwd: bare,
+        env,
+        input: Buffer.concat([entry, entry]),
+      });
+      return forgeRef(bare, `refs/genjob/keys/${EVIL_KEY}`, String(tree.stdout).trim());
+    },
+    said: /duplicateEntries/,
+  },
+];
+
+for (const t of TRANSPORTS) {
+  describe(`genjob pull over ${t.name}`, () => {
+    for (const m of MALFORMED) {
+      it(`hostile: refuses ${m.name} (exit 3, EGJ_PULL_MALFORMED), moving no ref and keeping nothing of it`, async () => {
+        const w = await world(t);
+        const evil = await m.make(w.bare);
+        // the user's own config turning git's checks off does not turn off pull's
+        await git(w.b, ['config', 'fetch.fsckObjects', 'false'], env);
+        await git(w.b, ['config', 'transfer.fsckObjects', 'false'], env);
+        const r = await w.cli(w.b, ['pull', '--json']);
+        expect(r.exitCode, r.stderr).toBe(3);
+        expect(r.stderr).toMatch(
+          /^genjob: EGJ_PULL_MALFORMED: pull from origin: git refused a malformed object the remote sent; nothing it fetched was kept and no ref changed: git fetch --quiet failed \(exit \d+\): /,
+        );
+        expect(r.stderr).toMatch(m.said);
+        expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, code: 'EGJ_PULL_MALFORMED' });
+        expect(await w.pulled()).toBe(w.before);
+        expect(await w.has(evil)).toBe(false);
+        expect(w.tmpFiles()).toEqual([]);
+      });
+    }
+
+    it('hostile: refuses a pack over --max-bytes (exit 3, EGJ_PULL_TOO_LARGE), keeping nothing of it; under the bound it comes in', async () => {
+      const w = await world(t);
+      // 512 KiB that no compression shrinks, under a key ref
+      const big = join(base, `big-${worlds}`);
+      writeFileSync(big, randomBytes(512 * 1024));
+      const blob = await git(w.bare, ['hash-object', '-w', big], env);
+      const tree = await git(w.bare, ['mktree'], env, `100644 blob ${blob}\tjob.json\n`);
+      await forgeRef(w.bare, `refs/genjob/keys/${EVIL_KEY}`, tree);
+      const r = await w.cli(w.b, ['pull', '--max-bytes', '128K']);
+      expect(r).toMatchObject({
+        exitCode: 3,
+        stdout: '',
+        stderr: `genjob: EGJ_PULL_TOO_LARGE: pull from origin: the remote sent more than 131072 bytes (--max-bytes); git was stopped, nothing it fetched was kept and no ref changed\n`,
+      });
+      expect(await w.pulled()).toBe(w.before);
+      expect(await w.has(blob)).toBe(false);
+      expect(w.tmpFiles()).toEqual([]);
+      // the same remote under a bound it fits: fetched, its ref skipped as no material
+      const ok = await w.cli(w.b, ['pull', '--max-bytes', '4M', '--json']);
+      expect(ok.exitCode, ok.stderr).toBe(0);
+      expect(JSON.parse(ok.stdout)).toMatchObject({
+        keys: [w.good],
+        refused: [{ ref: `refs/genjob/keys/${EVIL_KEY}` }],
+      });
+      expect(await w.has(blob)).toBe(true);
+    });
+  });
+}
+
+describe('genjob pull from a remote that never answers', () => {
+  let server: Server;
+  let port: number;
+  const held: Socket[] = [];
+  beforeAll(async () => {
+    // accepts every connection and says nothing, ever
+    server = createServer((s) => {
+      held.push(s);
+      s.on('error', () => {});
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as { port: number }).port;
+  });
+  afterAll(() => {
+    for (const s of held) s.destroy();
+    server.close();
+  });
+
+  /** The built CLI with a guard against a hang: killed after 120 s (a pull with no bound never ends). */
+  const guarded = (cwd: string, args: readonly string[], extra: Record<string, string> = {}) =>
+    execa(process.execPath, [CLI, ...args], {
+      cwd,
+      env: { ...env, XDG_CACHE_HOME: join(base, 'cache'), GENJOB_DEBUG: '', ...extra },
+      reject: false,
+      stripFinalNewline: false,
+      timeout: 120_000,
+    });
+
+  it('hostile: a git:// server that accepts and stalls is stopped at --timeout (exit 75, EGJ_GIT_TIMEOUT); refs stay as they were', async () => {
+    const w = await world(TRANSPORTS[0]!);
+    const url = `git://127.0.0.1:${port}/stall.git`;
+    const r = await guarded(w.b, ['pull', url, '--timeout', '3s', '--json']);
+    expect(r.exitCode, String(r.stderr)).toBe(75);
+    expect(String(r.stderr)).toBe(
+      `genjob: EGJ_GIT_TIMEOUT: pull from ${url}: git fetch --quiet did not finish within 3 s; it was stopped, with every process it started; no ref changed and nothing it fetched was kept; try again, or give a longer --timeout than 3s\n`,
+    );
+    expect(JSON.parse(String(r.stdout))).toMatchObject({ ok: false, code: 'EGJ_GIT_TIMEOUT' });
+    expect(await w.pulled()).toBe(w.before);
+  });
+
+  it('hostile: an ssh command that stalls is killed with every process it started at --timeout', async () => {
+    const w = await world(TRANSPORTS[0]!);
+    const started = join(base, `ssh-started-${worlds}`);
+    // stands for ssh: starts a child of its own (marked by its argument) and waits on it for ever
+    const ssh = join(base, `stall-ssh-${worlds}`);
+    writeFileSync(ssh, `#!/bin/sh\nsleep 987.654 &\necho $! > '${started}'\nwait\n`, { mode: 0o755 });
+    const r = await guarded(w.b, ['pull', 'ssh://evil.invalid/x.git', '--timeout', '5s'], {
+      GIT_SSH_COMMAND: ssh,
+      GIT_SSH_VARIANT: 'simple',
+    });
+    try {
+      expect(r.exitCode, String(r.stderr)).toBe(75);
+      expect(String(r.stderr)).toMatch(/^genjob: EGJ_GIT_TIMEOUT: pull from ssh:\/\/evil.invalid\/x.git: /);
+      expect(existsSync(started), 'the stalling ssh ran').toBe(true);
+      await expect.poll(() => liveProcesses(['sleep', '987.654'])).toEqual([]);
+      expect(await w.pulled()).toBe(w.before);
+    } finally {
+      for (const pid of liveProcesses(['sleep', '987.654'])) process.kill(pid, 'SIGKILL');
+    }
+  });
+
+  it('a remote that answers is not stopped: a pull well within --timeout fetches as before', async () => {
+    const w = await world(TRANSPORTS[1]!);
+    const r = await guarded(w.b, ['pull', '--timeout', '10m', '--json']);
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(JSON.parse(String(r.stdout)).keys).toEqual([w.good]);
+  });
+
+  it('takes a --timeout above 0s and at most a week, and a --max-bytes above 0', async () => {
+    const w = await world(TRANSPORTS[0]!);
+    for (const [args, message] of [
+      [
+        ['--timeout', '0s'],
+        'genjob: EGJ_BAD_DURATION: --timeout "0s": give a time above 0s and at most a week (7d)\n',
+      ],
+      [
+        ['--timeout', '8d'],
+        'genjob: EGJ_BAD_DURATION: --timeout "8d": give a time above 0s and at most a week (7d)\n',
+      ],
+      [['--timeout', '10'], /^genjob: EGJ_BAD_DURATION: --timeout "10": give a whole number and a unit/],
+      [['--max-bytes', '0'], /--max-bytes <size>' argument '0' is invalid. takes a size above 0/],
+      [['--max-bytes', '1T'], /--max-bytes <size>' argument '1T' is invalid/],
+    ] as const) {
+      const r = await w.cli(w.b, ['pull', ...args]);
+      expect(r.exitCode, r.stderr).toBe(2);
+      if (typeof message === 'string') expect(r.stderr).toBe(message);
+      else expect(r.stderr).toMatch(message);
+    }
+    expect(await w.pulled()).toBe(w.before);
+  });
+});
