@@ -885,10 +885,44 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
       'install the pre-merge-commit hook instead of pre-push, and set merge.ff=false (git runs no such hook on a fast-forward)',
     )
     .option('--force', 'replace a hook that is not exactly what genjob wrote')
+    .addHelpText(
+      'after',
+      '\nUndo it with genjob hook uninstall (with --pre-merge-commit, it also puts back the merge.ff it replaced).',
+    )
     .action(async (_opts, cmd: Command) => {
       const o = cmd.optsWithGlobals();
       await run(async () => (await import('../commands/hook.js')).hookInstall(o), !!o.json);
     });
+  common(hook.command('uninstall'))
+    .description(
+      "remove the pre-push hook (or --pre-merge-commit) genjob wrote; a hook that is not exactly genjob's is kept (exit 4) unless --force",
+    )
+    .option(
+      '--pre-merge-commit',
+      'remove the pre-merge-commit hook instead, and put back the merge.ff that hook install replaced, if merge.ff is still the false install set',
+    )
+    .option(
+      '--force',
+      'remove the hook even when it is not exactly what genjob wrote (edited by hand, or another)',
+    )
+    .addHelpText(
+      'after',
+      [
+        '',
+        "A hook is genjob's while its bytes are exactly what hook install wrote (its last line sums the",
+        'rest). One with a check merged in by hand is yours: uninstall keeps it (EGJ_HOOK_EXISTS, exit 4).',
+        'merge.ff is put back only when it is still false: a value you set since stays.',
+        '',
+        'Examples:',
+        '  genjob hook uninstall',
+        '  genjob hook uninstall --pre-merge-commit --json',
+      ].join('\n'),
+    )
+    .action(async (_opts, cmd: Command) => {
+      const o = cmd.optsWithGlobals();
+      await run(async () => (await import('../commands/hook.js')).hookUninstall(o), !!o.json);
+    });
+
   // `help [command]` like commander's, but an unknown command is bad usage that says so (exit 2)
   program
     .command('help')

@@ -4,8 +4,12 @@
 // refused (exit 4) unless --force, so no one's hook is lost silently.
 // git runs no pre-merge-commit hook on a fast-forward (it makes no merge commit), so installing that hook
 // also sets merge.ff=false in the repository's own config: every `git merge` then makes a merge commit,
-// which the hook checks. The line saying so names the value it replaced.
-import { mkdirSync } from 'node:fs';
+// which the hook checks. The line saying so names the value it replaced, and install records that value
+// in the same config (genjob.mergeFfBeforeHook) for uninstall.
+// genjob hook uninstall [--pre-merge-commit] [--force]: remove the hook under the same rule (only genjob's
+// own bytes, unless --force), and put back the merge.ff install replaced, only while merge.ff is still
+// the false install set: a value set since is the user's.
+import { mkdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { findRoot } from '../cli/root.js';
@@ -21,9 +25,14 @@ export interface HookOptions extends CommonOptions {
   force?: boolean;
 }
 
-export async function hookInstall(o: HookOptions): Promise<CommandResult> {
-  const root = findRoot(o.root);
-  const name: HookName = o.preMergeCommit ? 'pre-merge-commit' : 'pre-push';
+/**
+ * Where install records the merge.ff it replaced, in the repository's own config: JSON, the value as
+ * git gave it or null for none. Set only when install changed merge.ff (it was not false already).
+ */
+const MERGE_FF_RECORD = 'genjob.mergeFfBeforeHook';
+
+/** The hooks directory (core.hooksPath respected), the hook's file in it, and the bytes there now. */
+async function hookAt(root: string, name: HookName) {
   const hooks = await gitText(root, ['rev-parse', '--path-format=absolute', '--git-path', 'hooks'], {
     userHooksPath: true,
   });
@@ -34,7 +43,13 @@ export async function hookInstall(o: HookOptions): Promise<CommandResult> {
   } catch (err) {
     if (errnoOf(err) !== 'ENOENT') throw new IoError('read', file, err);
   }
-  const ours = existing !== undefined && isGenjobHook(existing);
+  return { hooks, file, existing, ours: existing !== undefined && isGenjobHook(existing) };
+}
+
+export async function hookInstall(o: HookOptions): Promise<CommandResult> {
+  const root = findRoot(o.root);
+  const name: HookName = o.preMergeCommit ? 'pre-merge-commit' : 'pre-push';
+  const { hooks, file, existing, ours } = await hookAt(root, name);
   if (existing !== undefined && !ours && !o.force)
     throw new ConflictError(
       'EGJ_HOOK_EXISTS',
@@ -59,10 +74,88 @@ export async function hookInstall(o: HookOptions): Promise<CommandResult> {
   };
 }
 
-/** Set merge.ff=false in the repository's own config; the value it held before (null: none). */
+/**
+ * Set merge.ff=false in the repository's own config; the value it held before (null: none). A value
+ * install replaces is recorded first (MERGE_FF_RECORD); false found there leaves the record as it is (an
+ * earlier install's, or none: then the user's own false, for uninstall to keep).
+ */
 async function noFastForward(root: string): Promise<string | null> {
-  const r = await git(root, ['config', '--local', '--get', 'merge.ff'], { okCodes: [1] });
-  const was = r.code === 0 ? r.stdout.toString('utf8').replace(/\n$/, '') : null;
-  await git(root, ['config', '--local', 'merge.ff', 'false']);
+  const was = await localConfig(root, 'merge.ff');
+  if (was !== 'false') {
+    await git(root, ['config', '--local', MERGE_FF_RECORD, JSON.stringify(was)]);
+    await git(root, ['config', '--local', 'merge.ff', 'false']);
+  }
   return was;
+}
+
+/** The repository's own value of `name` (null: none). */
+async function localConfig(root: string, name: string): Promise<string | null> {
+  const r = await git(root, ['config', '--local', '--get', name], { okCodes: [1] });
+  return r.code === 0 ? r.stdout.toString('utf8').replace(/\n$/, '') : null;
+}
+
+export async function hookUninstall(o: HookOptions): Promise<CommandResult> {
+  const root = findRoot(o.root);
+  const name: HookName = o.preMergeCommit ? 'pre-merge-commit' : 'pre-push';
+  const { file, existing, ours } = await hookAt(root, name);
+  if (existing !== undefined && !ours && !o.force)
+    throw new ConflictError(
+      'EGJ_HOOK_EXISTS',
+      `${file}: a ${name} hook genjob did not write (or one edited since) is there; it was left alone (merge the gate out of it by hand, or pass --force to remove it)`,
+    );
+  if (existing !== undefined) {
+    try {
+      unlinkSync(file);
+    } catch (err) {
+      if (errnoOf(err) !== 'ENOENT') throw new IoError('unlink', file, err);
+    }
+  }
+  const action = existing === undefined ? 'absent' : ours ? 'removed' : 'removed-foreign';
+  const said =
+    action === 'absent'
+      ? `no ${name} hook at ${file}`
+      : action === 'removed'
+        ? `removed ${file}`
+        : `removed ${file} (not exactly what genjob wrote: --force)`;
+  const done = { ok: true, hook: name, file, action };
+  if (name !== 'pre-merge-commit') return { human: said, json: done };
+  const ff = await restoreFastForward(root);
+  return { human: `${said}\n${ff.line}`, json: { ...done, merge_ff: ff.json } };
+}
+
+/** Put back the merge.ff install replaced, if merge.ff is still the false install set; the record goes. */
+async function restoreFastForward(root: string): Promise<{ line: string; json: Record<string, unknown> }> {
+  const now = await localConfig(root, 'merge.ff');
+  const text = await localConfig(root, MERGE_FF_RECORD);
+  let recorded: { was: string | null } | undefined;
+  try {
+    const was: unknown = text === null ? undefined : JSON.parse(text);
+    if (was === null || typeof was === 'string') recorded = { was };
+  } catch {
+    // not what install writes: no record
+  }
+  if (text !== null) await git(root, ['config', '--local', '--unset-all', MERGE_FF_RECORD], { okCodes: [5] });
+  if (recorded === undefined)
+    return {
+      line:
+        now === 'false'
+          ? 'left merge.ff=false as it is: hook install recorded no value it replaced (it was false already, or set by a genjob that kept no record); git config --unset merge.ff undoes it'
+          : `merge.ff: nothing to put back (hook install recorded no value it replaced)`,
+      json: { action: 'kept', now, why: 'no-record' },
+    };
+  if (now !== 'false')
+    return {
+      line: `left merge.ff${now === null ? ' unset' : `=${now}`} as it is: it was changed since hook install set it to false`,
+      json: { action: 'kept', now, why: 'changed-since', was: recorded.was },
+    };
+  if (recorded.was === null)
+    await git(root, ['config', '--local', '--unset-all', 'merge.ff'], { okCodes: [5] });
+  else await git(root, ['config', '--local', 'merge.ff', recorded.was]);
+  return {
+    line:
+      recorded.was === null
+        ? 'unset merge.ff, as it was before hook install set it to false'
+        : `set merge.ff back to ${recorded.was}, the value hook install replaced`,
+    json: { action: 'restored', now: recorded.was },
+  };
 }

@@ -202,7 +202,7 @@ describe('usage', () => {
     const sb = await makeSandbox();
     for (const [args, message] of [
       [['trust', '--json'], 'trust needs a subcommand: add, list, remove (genjob trust --help for usage)'],
-      [['hook', '--json'], 'hook needs a subcommand: install (genjob hook --help for usage)'],
+      [['hook', '--json'], 'hook needs a subcommand: install, uninstall (genjob hook --help for usage)'],
       [['config', '--json'], 'config needs a subcommand: allow (genjob config --help for usage)'],
       [['cache', '--json'], 'cache needs a subcommand: prune (genjob cache --help for usage)'],
       [['mint', '--bogus', '--json'], "unknown option '--bogus'"],

@@ -3,7 +3,9 @@
 // never touches .gen/ and names each hostile ref it skips (exit 0) while the good keys stay usable, and
 // `hook install` keeps a hook that is not exactly genjob's unless --force, and the pre-push hook it
 // writes stops a tampered push, and a new branch that un-pins a key, pushed by name or by URL; the
-// pre-merge-commit hook comes with merge.ff=false, so a merge git could fast-forward is checked too.
+// pre-merge-commit hook comes with merge.ff=false, so a merge git could fast-forward is checked too;
+// `hook uninstall` removes only genjob's own hook unless --force, and puts back the merge.ff install
+// replaced only while merge.ff is still the false install set.
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -468,5 +470,139 @@ describe('genjob hook install', () => {
       `genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ${head.slice(0, 12)}: no receipt for job ${key.slice(0, 12)} here (run genjob pull first)`,
     );
     expect(await git(bare, ['rev-parse', 'main'], env)).toBe(before);
+  });
+});
+
+describe('genjob hook uninstall', () => {
+  const EXISTS = (hook: string, name: string) =>
+    `genjob: EGJ_HOOK_EXISTS: ${hook}: a ${name} hook genjob did not write (or one edited since) is there; it was left alone (merge the gate out of it by hand, or pass --force to remove it)\n`;
+
+  it('removes the pre-push hook genjob wrote, says when there is none, and leaves merge.ff alone', async () => {
+    const { env, clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    const hook = join(x, '.git/hooks/pre-push');
+    await git(x, ['config', '--local', 'merge.ff', 'only'], env);
+    expect((await cli(x, ['hook', 'install'])).exitCode).toBe(0);
+    expect(await cli(x, ['hook', 'uninstall'])).toMatchObject({
+      exitCode: 0,
+      stdout: `removed ${hook}\n`,
+      stderr: '',
+    });
+    expect(existsSync(hook)).toBe(false);
+    expect(JSON.parse((await cli(x, ['hook', 'uninstall', '--json'])).stdout)).toEqual({
+      schema: 'genjob/result@1',
+      ok: true,
+      hook: 'pre-push',
+      file: hook,
+      action: 'absent',
+    });
+    expect(await cli(x, ['hook', 'uninstall'])).toMatchObject({
+      exitCode: 0,
+      stdout: `no pre-push hook at ${hook}\n`,
+    });
+    expect(await git(x, ['config', '--local', 'merge.ff'], env)).toBe('only');
+    // core.hooksPath is respected, as install respects it
+    await git(x, ['config', '--local', 'core.hooksPath', 'team-hooks'], env);
+    expect(await cli(x, ['hook', 'install'])).toMatchObject({
+      exitCode: 0,
+      stdout: `installed ${join(x, 'team-hooks/pre-push')}\n`,
+    });
+    expect(await cli(x, ['hook', 'uninstall'])).toMatchObject({
+      exitCode: 0,
+      stdout: `removed ${join(x, 'team-hooks/pre-push')}\n`,
+    });
+    expect(existsSync(join(x, 'team-hooks/pre-push'))).toBe(false);
+  });
+
+  it('tamper: keeps a hook genjob did not write, or its own with a check merged in by hand (exit 4), unless --force', async () => {
+    const { env, clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    const hook = join(x, '.git/hooks/pre-push');
+    writeFileSync(hook, '#!/bin/sh\necho the team hook\n');
+    expect(await cli(x, ['hook', 'uninstall'])).toMatchObject({
+      exitCode: 4,
+      stdout: '',
+      stderr: EXISTS(hook, 'pre-push'),
+    });
+    expect(readFileSync(hook, 'utf8')).toBe('#!/bin/sh\necho the team hook\n');
+    // genjob's own, with a team's check merged in: the marker is there, the bytes are not genjob's
+    expect((await cli(x, ['hook', 'install', '--force'])).exitCode).toBe(0);
+    const merged = readFileSync(hook, 'utf8').replace(
+      'remote="$1"',
+      'remote="$1"\n./ci/team-check.sh || exit 1',
+    );
+    writeFileSync(hook, merged);
+    const refused = await cli(x, ['hook', 'uninstall', '--json']);
+    expect(refused.exitCode).toBe(4);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ ok: false, code: 'EGJ_HOOK_EXISTS' });
+    expect(readFileSync(hook, 'utf8')).toBe(merged);
+    // the pre-merge-commit hook the same, and merge.ff stays as install left it while the hook stays
+    const mergeHook = join(x, '.git/hooks/pre-merge-commit');
+    expect((await cli(x, ['hook', 'install', '--pre-merge-commit'])).exitCode).toBe(0);
+    writeFileSync(mergeHook, `${readFileSync(mergeHook, 'utf8')}echo edited\n`);
+    expect(await cli(x, ['hook', 'uninstall', '--pre-merge-commit'])).toMatchObject({
+      exitCode: 4,
+      stderr: EXISTS(mergeHook, 'pre-merge-commit'),
+    });
+    expect(await git(x, ['config', '--local', 'merge.ff'], env)).toBe('false');
+    expect(JSON.parse((await cli(x, ['hook', 'uninstall', '--force', '--json'])).stdout)).toMatchObject({
+      ok: true,
+      action: 'removed-foreign',
+    });
+    expect(existsSync(hook)).toBe(false);
+    expect(await cli(x, ['hook', 'uninstall', '--pre-merge-commit', '--force'])).toMatchObject({
+      exitCode: 0,
+      stdout: `removed ${mergeHook} (not exactly what genjob wrote: --force)\nunset merge.ff, as it was before hook install set it to false\n`,
+    });
+    expect(existsSync(mergeHook)).toBe(false);
+    expect(await git(x, ['config', '--local', '--default', 'unset', 'merge.ff'], env)).toBe('unset');
+  });
+
+  it('puts back the merge.ff install replaced, only while merge.ff is still the false install set', async () => {
+    const { env, clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    const hook = join(x, '.git/hooks/pre-merge-commit');
+    const ff = () => git(x, ['config', '--local', '--default', '(unset)', 'merge.ff'], env);
+    const install = () => cli(x, ['hook', 'install', '--pre-merge-commit']);
+    const uninstall = () => cli(x, ['hook', 'uninstall', '--pre-merge-commit']);
+    // none before: none after
+    expect((await install()).exitCode).toBe(0);
+    expect(await uninstall()).toMatchObject({
+      exitCode: 0,
+      stdout: `removed ${hook}\nunset merge.ff, as it was before hook install set it to false\n`,
+    });
+    expect(await ff()).toBe('(unset)');
+    // a value of the user's, installed over twice (the second install finds the false the first set)
+    await git(x, ['config', '--local', 'merge.ff', 'only'], env);
+    expect((await install()).exitCode).toBe(0);
+    expect((await install()).stdout).toBe(`unchanged ${hook}\n${MERGE_FF('it was false')}\n`);
+    const back = await cli(x, ['hook', 'uninstall', '--pre-merge-commit', '--json']);
+    expect(JSON.parse(back.stdout)).toEqual({
+      schema: 'genjob/result@1',
+      ok: true,
+      hook: 'pre-merge-commit',
+      file: hook,
+      action: 'removed',
+      merge_ff: { action: 'restored', now: 'only' },
+    });
+    expect(await ff()).toBe('only');
+    // changed since install set it: the user's new value stays
+    expect((await install()).exitCode).toBe(0);
+    await git(x, ['config', '--local', 'merge.ff', 'true'], env);
+    expect(await uninstall()).toMatchObject({
+      exitCode: 0,
+      stdout: `removed ${hook}\nleft merge.ff=true as it is: it was changed since hook install set it to false\n`,
+    });
+    expect(await ff()).toBe('true');
+    // the user's own false, there before install: install replaced nothing, uninstall keeps it
+    await git(x, ['config', '--local', 'merge.ff', 'false'], env);
+    expect((await install()).stdout).toBe(`installed ${hook}\n${MERGE_FF('it was false')}\n`);
+    expect(await uninstall()).toMatchObject({
+      exitCode: 0,
+      stdout: `removed ${hook}\nleft merge.ff=false as it is: hook install recorded no value it replaced (it was false already, or set by a genjob that kept no record); git config --unset merge.ff undoes it\n`,
+    });
+    expect(await ff()).toBe('false');
+    // no record is left behind in the repository's config
+    expect(await git(x, ['config', '--local', '--get-regexp', '^genjob\\.'], env).catch(() => '')).toBe('');
   });
 });
