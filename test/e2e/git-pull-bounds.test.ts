@@ -278,6 +278,32 @@ describe('genjob pull from a remote that never answers', () => {
     }
   });
 
+  it.each(['SIGINT', 'SIGTERM'] as const)(
+    'hostile: genjob stopped by %s while the fetch stalls takes the fetch and all it started with it',
+    async (signal) => {
+      const w = await world(TRANSPORTS[0]!);
+      const started = join(base, `ssh-started-${worlds}`);
+      const mark = ['sleep', `765.${worlds}`];
+      const ssh = join(base, `stall-ssh-${worlds}`);
+      writeFileSync(ssh, `#!/bin/sh\n${mark.join(' ')} &\necho $! > '${started}'\nwait\n`, { mode: 0o755 });
+      // git runs in a group of its own (no Ctrl-C of the terminal reaches it): genjob passes the signal on
+      const child = guarded(w.b, ['pull', 'ssh://evil.invalid/x.git', '--timeout', '10m'], {
+        GIT_SSH_COMMAND: ssh,
+        GIT_SSH_VARIANT: 'simple',
+      });
+      try {
+        await expect.poll(() => existsSync(started)).toBe(true);
+        child.kill(signal);
+        const r = await child;
+        expect(r.signal, String(r.stderr)).toBe(signal);
+        await expect.poll(() => liveProcesses(mark)).toEqual([]);
+        expect(await w.pulled()).toBe(w.before);
+      } finally {
+        for (const pid of liveProcesses(mark)) process.kill(pid, 'SIGKILL');
+      }
+    },
+  );
+
   it('a remote that answers is not stopped: a pull well within --timeout fetches as before', async () => {
     const w = await world(TRANSPORTS[1]!);
     const r = await guarded(w.b, ['pull', '--timeout', '10m', '--json']);
