@@ -6,6 +6,7 @@
 // pre-merge-commit hook comes with merge.ff=false, so a merge git could fast-forward is checked too;
 // `hook uninstall` removes only genjob's own hook unless --force, and puts back the merge.ff install
 // replaced only while merge.ff is still the false install set.
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -512,6 +513,24 @@ describe('genjob hook uninstall', () => {
       stdout: `removed ${join(x, 'team-hooks/pre-push')}\n`,
     });
     expect(existsSync(join(x, 'team-hooks/pre-push'))).toBe(false);
+  });
+
+  it('removes a hook an older genjob wrote (other paths, its sum intact), as install rewrites it', async () => {
+    const { clones, cli } = await remoteAndClones(['x']);
+    const x = clones.x!;
+    const hook = join(x, '.git/hooks/pre-push');
+    expect((await cli(x, ['hook', 'install'])).exitCode).toBe(0);
+    // the same hook naming another node and CLI, summed as genjob sums it
+    const body = readFileSync(hook, 'utf8')
+      .replace(/\n# genjob hook sha256:[0-9a-f]{64}\n$/, '\n')
+      .replace(/^genjob\(\) \{ .* "\$@"; \}$/m, `genjob() { '/opt/old/node' '/opt/old/genjob.js' "$@"; }`);
+    const old = `${body}# genjob hook sha256:${createHash('sha256').update(body).digest('hex')}\n`;
+    expect(old).toContain('/opt/old/genjob.js');
+    writeFileSync(hook, old);
+    expect(await cli(x, ['hook', 'install'])).toMatchObject({ exitCode: 0, stdout: `rewrote ${hook}\n` });
+    writeFileSync(hook, old);
+    expect(await cli(x, ['hook', 'uninstall'])).toMatchObject({ exitCode: 0, stdout: `removed ${hook}\n` });
+    expect(existsSync(hook)).toBe(false);
   });
 
   it('tamper: keeps a hook genjob did not write, or its own with a check merged in by hand (exit 4), unless --force', async () => {
