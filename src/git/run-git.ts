@@ -7,8 +7,10 @@
 // Several commands in a row that need nothing from Node between them run as one `sh` (gitSteps): Node
 // starts a child by forking itself, which costs it several ms at a command's heap, where sh forks in a
 // fraction of one.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { GitFailedError, GitTimedOutError } from '../core/errors.js';
+import { RUN_TAG_VAR, sweepRun } from '../core/process-sweep.js';
 
 /** Variables passed through from the caller: identity, ssh, HOME for the user's own config and keys. */
 const PASS = [
@@ -44,9 +46,11 @@ export interface GitOptions {
   /** Leave core.hooksPath as configured (only to ask git where the hooks live). */
   userHooksPath?: boolean;
   /**
-   * Stop git after this many ms: it runs in a process group of its own, and the whole group (git and the
-   * ssh, index-pack... it started) is killed, so a remote that stalls cannot hold a hook for ever; the
-   * promise then rejects with GitTimedOutError. A Ctrl-C or SIGTERM of genjob meanwhile kills it too.
+   * Stop git after this many ms: git and every process it started (the ssh, index-pack...) are killed, so
+   * a remote that stalls cannot hold a hook for ever; the promise then rejects with GitTimedOutError. git
+   * stays in this process's session and process group, so ssh keeps the terminal to ask for a passphrase
+   * or a host key and a Ctrl-C reaches it; what it started is found by a tag in its environment
+   * (src/core/process-sweep.ts). A SIGINT, SIGTERM or SIGHUP sent to genjob alone meanwhile kills them too.
    */
   timeoutMs?: number;
   /**
@@ -145,16 +149,21 @@ function runChild(
   stepFd = false,
 ): Promise<GitResult> {
   const max = opts.maxOutput ?? MAX_GIT_OUTPUT;
-  const group = opts.timeoutMs !== undefined;
+  // bounded in time: every process git starts inherits the tag, by which the sweep finds it
+  const tag = opts.timeoutMs !== undefined ? randomBytes(12).toString('hex') : undefined;
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, argv, {
-      env: gitEnv(opts.env),
+      env: { ...gitEnv(opts.env), ...(tag ? { [RUN_TAG_VAR]: tag } : {}) },
       stdio: stepFd ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
-      // a group of its own, to be killed whole (never this process's)
-      detached: group,
     });
     let timedOut = false;
-    const stop = group ? stopGroup(child, opts.timeoutMs!, () => (timedOut = true)) : () => {};
+    const stop =
+      tag !== undefined
+        ? watchRun(child.pid, tag, opts.timeoutMs!, () => {
+            timedOut = true;
+            for (const s of child.stdio) s?.destroy();
+          })
+        : () => {};
     const out: Buffer[] = [];
     let outLen = 0;
     let err = '';
@@ -179,7 +188,7 @@ function runChild(
       stop();
       reject(new GitFailedError(failedArgs(), -1, e.message, { cause: e }));
     });
-    // killed for its time: settled once git is gone (a process that left its group may hold the pipes open)
+    // killed for its time: settled once git is gone (a process that escaped the sweep may hold the pipes open)
     child.on('exit', () => {
       stop();
       if (timedOut) reject(new GitTimedOutError(failedArgs(), opts.timeoutMs!));
@@ -205,26 +214,19 @@ function runChild(
 }
 
 /**
- * Kill `child`'s process group after `ms` (calling `expired` first), or when this process is told to
- * stop (SIGINT, SIGTERM, SIGHUP: a detached group gets no Ctrl-C of its own), which is then re-raised.
- * Returns what ends the watch once the child has exited.
+ * Kill the processes of a run (`pid`, its descendants, every process carrying `tag`) after `ms` (calling
+ * `expired` after), or when this process is told to stop (SIGINT, SIGTERM, SIGHUP: one sent to genjob alone,
+ * by `kill` or a CI runner, reaches none of them), which is then re-raised. Returns what ends the watch once
+ * the child has exited.
  */
-function stopGroup(child: ChildProcess, ms: number, expired: () => void): () => void {
-  const kill = () => {
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      // the group is gone already
-    }
-  };
+function watchRun(pid: number | undefined, tag: string, ms: number, expired: () => void): () => void {
   const timer = setTimeout(() => {
+    sweepRun(tag, pid);
     expired();
-    kill();
-    for (const s of child.stdio) s?.destroy();
   }, ms);
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
   const onSignal = (sig: NodeJS.Signals) => {
-    kill();
+    sweepRun(tag, pid);
     end();
     process.kill(process.pid, sig);
   };
@@ -232,7 +234,7 @@ function stopGroup(child: ChildProcess, ms: number, expired: () => void): () => 
     clearTimeout(timer);
     for (const s of signals) process.off(s, onSignal);
   };
-  if (child.pid === undefined) return end; // never started: 'error' follows
+  if (pid === undefined) return end; // never started: 'error' follows
   for (const s of signals) process.once(s, onSignal);
   return end;
 }

@@ -5,7 +5,7 @@
 // every process it started; each time no ref moves and nothing fetched stays on disk.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -217,6 +217,16 @@ for (const t of TRANSPORTS) {
   });
 }
 
+/** The built CLI with a guard against a hang: killed after 120 s (a pull with no bound never ends). */
+const guarded = (cwd: string, args: readonly string[], extra: Record<string, string> = {}) =>
+  execa(process.execPath, [CLI, ...args], {
+    cwd,
+    env: { ...env, XDG_CACHE_HOME: join(base, 'cache'), GENJOB_DEBUG: '', ...extra },
+    reject: false,
+    stripFinalNewline: false,
+    timeout: 120_000,
+  });
+
 describe('genjob pull from a remote that never answers', () => {
   let server: Server;
   let port: number;
@@ -234,16 +244,6 @@ describe('genjob pull from a remote that never answers', () => {
     for (const s of held) s.destroy();
     server.close();
   });
-
-  /** The built CLI with a guard against a hang: killed after 120 s (a pull with no bound never ends). */
-  const guarded = (cwd: string, args: readonly string[], extra: Record<string, string> = {}) =>
-    execa(process.execPath, [CLI, ...args], {
-      cwd,
-      env: { ...env, XDG_CACHE_HOME: join(base, 'cache'), GENJOB_DEBUG: '', ...extra },
-      reject: false,
-      stripFinalNewline: false,
-      timeout: 120_000,
-    });
 
   it('hostile: a git:// server that accepts and stalls is stopped at --timeout (exit 75, EGJ_GIT_TIMEOUT); refs stay as they were', async () => {
     const w = await world(TRANSPORTS[0]!);
@@ -286,7 +286,7 @@ describe('genjob pull from a remote that never answers', () => {
       const mark = ['sleep', `765.${worlds}`];
       const ssh = join(base, `stall-ssh-${worlds}`);
       writeFileSync(ssh, `#!/bin/sh\n${mark.join(' ')} &\necho $! > '${started}'\nwait\n`, { mode: 0o755 });
-      // git runs in a group of its own (no Ctrl-C of the terminal reaches it): genjob passes the signal on
+      // a signal sent to genjob alone (kill, a CI runner) reaches no process git started: genjob ends them
       const child = guarded(w.b, ['pull', 'ssh://evil.invalid/x.git', '--timeout', '10m'], {
         GIT_SSH_COMMAND: ssh,
         GIT_SSH_VARIANT: 'simple',
@@ -332,5 +332,83 @@ describe('genjob pull from a remote that never answers', () => {
       else expect(r.stderr).toMatch(message);
     }
     expect(await w.pulled()).toBe(w.before);
+  });
+});
+
+/** `sh` words quoted for a command line `script -c` runs. */
+const sq = (w: string) => `'${w.replaceAll("'", `'\\''`)}'`;
+
+describe('genjob pull over ssh, run from a terminal', () => {
+  /** The built CLI under `script` (util-linux): a pseudo-terminal its controlling terminal, as in a shell. */
+  const inTerminal = (cwd: string, args: readonly string[], extra: Record<string, string>) =>
+    execa('script', ['-qec', [process.execPath, CLI, ...args].map(sq).join(' '), '/dev/null'], {
+      cwd,
+      env: { ...env, XDG_CACHE_HOME: join(base, 'cache'), GENJOB_DEBUG: '', ...extra },
+      reject: false,
+      timeout: 120_000,
+    });
+
+  it('ssh keeps the terminal: it can open /dev/tty to ask for a passphrase or a host key', async () => {
+    const w = await world(TRANSPORTS[0]!);
+    const said = join(base, `tty-${worlds}`);
+    // stands for ssh: says whether its controlling terminal opens, then fails as an unreachable host would
+    const ssh = join(base, `tty-ssh-${worlds}`);
+    writeFileSync(
+      ssh,
+      `#!/bin/sh
+if (: </dev/tty) 2>/dev/null; then echo opens > '${said}'; else echo none > '${said}'; fi
+exit 255
+`,
+      { mode: 0o755 },
+    );
+    const r = await inTerminal(w.b, ['pull', 'ssh://host.invalid/x.git', '--timeout', '1m'], {
+      GIT_SSH_COMMAND: ssh,
+      GIT_SSH_VARIANT: 'simple',
+    });
+    expect(r.exitCode, String(r.stdout)).toBe(2);
+    expect(readFileSync(said, 'utf8')).toBe('opens\n');
+    expect(await w.pulled()).toBe(w.before);
+  });
+
+  it('hostile: Ctrl-C at the terminal while the fetch stalls leaves nothing git started behind, even a process that ignores SIGINT and SIGHUP', async () => {
+    const w = await world(TRANSPORTS[0]!);
+    const started = join(base, `ssh-started-${worlds}`);
+    const mark = ['sleep', `766.${worlds}`];
+    // a child that ignores SIGINT and SIGHUP: neither the terminal's Ctrl-C nor its hang-up ends it
+    const ssh = join(base, `stall-ssh-${worlds}`);
+    writeFileSync(ssh, `#!/bin/sh\ntrap '' INT HUP\n${mark.join(' ')} &\necho $! > '${started}'\nwait\n`, {
+      mode: 0o755,
+    });
+    const child = execa(
+      'script',
+      [
+        '-qec',
+        [process.execPath, CLI, 'pull', 'ssh://evil.invalid/x.git', '--timeout', '10m'].map(sq).join(' '),
+        '/dev/null',
+      ],
+      {
+        cwd: w.b,
+        env: {
+          ...env,
+          XDG_CACHE_HOME: join(base, 'cache'),
+          GENJOB_DEBUG: '',
+          GIT_SSH_COMMAND: ssh,
+          GIT_SSH_VARIANT: 'simple',
+        },
+        reject: false,
+        timeout: 120_000,
+      },
+    );
+    try {
+      await expect.poll(() => existsSync(started), { timeout: 30_000 }).toBe(true);
+      child.stdin!.write('\x03');
+      const r = await child;
+      expect(r.exitCode, String(r.stdout)).toBe(130);
+      await expect.poll(() => liveProcesses(mark)).toEqual([]);
+      expect(await w.pulled()).toBe(w.before);
+    } finally {
+      child.kill('SIGKILL');
+      for (const pid of liveProcesses(mark)) process.kill(pid, 'SIGKILL');
+    }
   });
 });

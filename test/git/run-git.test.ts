@@ -3,7 +3,7 @@
 // one the error names, and stdin, the environment and the output cap hold as for one command.
 
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -156,7 +156,7 @@ describe('gitSteps', () => {
 });
 
 describe('git with bounds', () => {
-  it('hostile: kills the whole process group at timeoutMs, a command git started included (exit 75)', async () => {
+  it('hostile: kills git at timeoutMs with every command it started (exit 75)', async () => {
     const { repo } = fresh();
     // an alias git runs as a child of its own, marked by its argument, that would outlive git alone
     const mark = ['sleep', '876.543'];
@@ -173,6 +173,35 @@ describe('git with bounds', () => {
     } finally {
       for (const pid of liveProcesses(mark)) process.kill(pid, 'SIGKILL');
     }
+  });
+
+  it('hostile: a process git started that left its session, and one that left its tree too (setsid -f), is killed at timeoutMs', async () => {
+    const { repo } = fresh();
+    // one in a session of its own under git's sh, one handed to init: neither is in git's process group
+    const inSession = ['sleep', '871.101'];
+    const orphan = ['sleep', '871.102'];
+    const stall = `!setsid -f ${orphan.join(' ')} && setsid ${inSession.join(' ')}`;
+    try {
+      const err = await git(repo.root, ['-c', `alias.stall=${stall}`, 'stall'], { timeoutMs: 1000 }).catch(
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(GitTimedOutError);
+      await expect.poll(() => [...liveProcesses(inSession), ...liveProcesses(orphan)]).toEqual([]);
+    } finally {
+      for (const pid of [...liveProcesses(inSession), ...liveProcesses(orphan)]) process.kill(pid, 'SIGKILL');
+    }
+  });
+
+  it("git bounded in time stays in this process's session and process group (ssh keeps the terminal)", async () => {
+    const { repo } = fresh();
+    /** A process's group and session, from its /proc stat. */
+    const ids = (stat: string) =>
+      stat
+        .slice(stat.lastIndexOf(')') + 2)
+        .split(' ')
+        .slice(2, 4);
+    const r = await git(repo.root, ['-c', 'alias.ids=!cat /proc/$$/stat', 'ids'], { timeoutMs: 600_000 });
+    expect(ids(r.stdout.toString('utf8'))).toEqual(ids(readFileSync('/proc/self/stat', 'utf8')));
   });
 
   it('a command that ends in time is not stopped, and leaves no signal handler behind', async () => {
