@@ -849,21 +849,22 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
     .argument('[remote]', "the git remote (default: the branch's remote, else origin)")
     .option(
       '--timeout <duration>',
-      'stop the fetch after this long (30s, 10m, 1h; default 10m): git and all it started are killed, no ref changes, exit 75',
+      'stop the pull after this long in all (30s, 10m, 1h; default 10m): git and all it started are killed, no ref changes, exit 75',
     )
     .option(
       '--max-bytes <size>',
-      'refuse a fetch that writes a file (its pack) larger than this (512K, 64M, 1G; default 1G): nothing kept, exit 3',
+      'refuse a pull whose fetches write more than this in all (their packs; 512K, 64M, 1G; default 1G): nothing kept, exit 3',
       byteSize,
     )
     .addHelpText(
       'after',
       [
         '',
-        'What a remote sends is checked before any ref moves: git refuses a malformed object',
-        '(EGJ_PULL_MALFORMED, exit 3) and a pack over --max-bytes (EGJ_PULL_TOO_LARGE, exit 3); a fetch',
-        'still running at --timeout is stopped (EGJ_GIT_TIMEOUT, exit 75: try again). Each time nothing',
-        'fetched is kept. A ref whose material is unusable is named on stderr and skipped (exit 0).',
+        'What a remote sends is checked before any ref moves: a ref git refuses a malformed object of is',
+        'found by fetching the refs by halves, and skipped by itself, nothing of it kept; a pack over',
+        '--max-bytes is refused (EGJ_PULL_TOO_LARGE, exit 3); a pull still running at --timeout is stopped',
+        '(EGJ_GIT_TIMEOUT, exit 75: try again), nothing fetched kept. A ref skipped, malformed or its',
+        'material unusable, is named on stderr (exit 0): only a gate that needs its key fails.',
         '',
         'Examples:',
         '  genjob pull && genjob verify --commits origin/main..HEAD',

@@ -4,17 +4,19 @@
 // verification only: nothing enters .gen/, so no pulled job is ever in the set that `apply --all`,
 // `status` or `work` act on, and a job gc pruned here cannot come back. A ref that cannot be used is
 // named on stderr and skipped (exit 0): only a gate that needs that key fails, saying why.
-// The fetch itself is bounded: git's strict object checks refuse a malformed object (exit 3,
-// EGJ_PULL_MALFORMED), no file it writes may pass --max-bytes (exit 3, EGJ_PULL_TOO_LARGE), and it is
-// killed with all it started after --timeout (exit 75, EGJ_GIT_TIMEOUT: try again); each time no ref
-// moves and nothing fetched is kept.
+// The fetch itself is bounded (src/git/fetch-material.ts): git's strict object checks refuse a malformed
+// object, and the ref that points to it is found and skipped by itself (exit 0, named like any other ref
+// skipped: one pusher's bad ref must not stop every pull); the fetches may write no more than --max-bytes
+// (exit 3, EGJ_PULL_TOO_LARGE) and are killed with all they started once --timeout has passed since the
+// pull began (exit 75, EGJ_GIT_TIMEOUT: try again); each time no ref moves and nothing fetched is kept.
 import type { CommandResult, CommonOptions } from '../cli/result.js';
 import { findRoot } from '../cli/root.js';
 import { parseWait } from '../core/duration.js';
 import { GitFailedError, GitTimedOutError } from '../core/errors.js';
+import { fetchKeyRefs } from '../git/fetch-material.js';
 import { KEY_REFS, PULLED_REFS } from '../git/material-refs.js';
 import { checkRemote, defaultRemote } from '../git/push-material.js';
-import { fetchKeyRefs, MAX_PULL_BYTES, type PulledRef, readPulled } from '../git/read-material.js';
+import { MAX_PULL_BYTES, type PulledRef, readPulled } from '../git/read-material.js';
 
 /**
  * How long a pull's fetch may take by default: ample for the largest pull (--max-bytes) on an ordinary
@@ -26,9 +28,9 @@ export const DEFAULT_PULL_MAX_BYTES = MAX_PULL_BYTES;
 
 export interface PullOptions extends CommonOptions {
   remote?: string;
-  /** A duration (30s, 10m): the fetch is killed after it. */
+  /** A duration (30s, 10m): the pull's fetches are killed after it, counted from the start of the pull. */
   timeout?: string;
-  /** Bytes: the fetch may write no larger file (its pack). */
+  /** Bytes: the most the pull's fetches may write in all (their packs). */
   maxBytes?: number;
 }
 
@@ -38,15 +40,18 @@ export async function pull(o: PullOptions): Promise<CommandResult> {
   const maxBytes = o.maxBytes ?? DEFAULT_PULL_MAX_BYTES;
   const root = findRoot(o.root);
   const remote = checkRemote(o.remote ?? (await defaultRemote(root)));
-  const refs = await fetchKeyRefs(root, remote, { timeoutMs, maxBytes }).catch((err: unknown) => {
-    if (err instanceof GitTimedOutError)
-      throw err.within(
-        `pull from ${remote}`,
-        `no ref changed and nothing it fetched was kept; try again, or give a longer --timeout than ${timeout}`,
-      );
-    throw err instanceof GitFailedError ? err.within(`pull from ${remote}`) : err;
-  });
-  const refused: Array<{ ref: string; rule: string }> = [];
+  const { refs, skipped } = await fetchKeyRefs(root, remote, { timeoutMs, maxBytes }).catch(
+    (err: unknown) => {
+      if (err instanceof GitTimedOutError)
+        throw err.within(
+          `pull from ${remote}`,
+          `no ref changed and nothing it fetched was kept; try again, or give a longer --timeout than ${timeout}`,
+        );
+      throw err instanceof GitFailedError ? err.within(`pull from ${remote}`) : err;
+    },
+  );
+  // refs whose objects git's checks refused, each by itself: nothing of them was kept
+  const refused: Array<{ ref: string; rule: string }> = [...skipped];
   const named: Array<PulledRef & { key: string }> = [];
   // named as the remote names them: that is where someone would look
   const theirs = (ref: string) => ref.replace(PULLED_REFS, KEY_REFS);

@@ -1,29 +1,18 @@
-// Fetch the remote's key refs into refs/genjob-pulled/keys/ and read each key's material, trusting none
+// Read each key's material pull fetched into refs/genjob-pulled/keys/ (fetch-material.ts), trusting none
 // of it: the ref must name exactly one key and point at a commit; its tree may hold only job.json,
 // receipt.json (regular files, mode 100644) and out/ (directories and 100644 files whose paths pass
 // pathProblem, no two folding to the same name); sizes are capped before any content is read; the
 // job must be canonical and hash to its key. A tree may be named many times over (fan-out): the walk
 // reads each distinct tree once per depth, caps the trees' sizes before reading them, and counts every
 // entry before queuing it, so a small hostile ref is refused instead of filling memory. Receipt against job and bytes against receipt: verify.
-import { lstatSync, readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { errnoOf, GitFailedError, IoError, RejectedError } from '../core/errors.js';
 import { parseJob } from '../core/job-schema.js';
 import { foldedPath, MAX_DEPTH, pathProblem } from '../core/paths.js';
 import { MAX_RECEIPT_BYTES } from '../core/receipt.js';
 import { decodeReceipt } from '../core/receipt-decode.js';
 import { jobFileBytes } from '../store/mint-job.js';
 import { catFile, type GitObject, parseTree, type TreeEntry } from './cat-file.js';
-import {
-  JOB_ENTRY,
-  keyOfRef,
-  OUT_DIR,
-  PULLED_KINDS,
-  PULLED_REFS,
-  pulledRefspec,
-  RECEIPT_ENTRY,
-} from './material-refs.js';
-import { git, gitText } from './run-git.js';
+import { JOB_ENTRY, keyOfRef, OUT_DIR, RECEIPT_ENTRY } from './material-refs.js';
+import { git } from './run-git.js';
 
 export const MAX_JOB_FILE_BYTES = 16 * 1024 * 1024;
 export const MAX_OUTPUTS = 10_000;
@@ -74,102 +63,6 @@ export interface PulledMaterial {
 export type ReadOutcome =
   | { ok: true; material: PulledMaterial }
   | { ok: false; key: string; ref: string; rule: string };
-
-/** How long one pull's fetch may take, and the most it may write to one file (the pack). */
-export interface FetchBounds {
-  timeoutMs: number;
-  maxBytes: number;
-}
-
-/** git's words when its strict checks (fetch.fsckObjects) refused an object of the pack (index-pack). */
-const FSCK_REFUSED = /fsck error in pack(?:ed)? objects?|^error: object [0-9a-f]+: \w+:/m;
-/** A process killed for writing past RLIMIT_FSIZE (SIGXFSZ is 25 on Linux), or the shell's words for it. */
-const FILE_TOO_LARGE = /died of signal 25\b|File size limit exceeded/;
-/**
- * As `git -c` gives them (above any config file): strict object checks, and every object in one pack
- * (git 2.39 already indexes a pack it checks instead of unpacking it into loose objects, whose number no
- * file-size bound limits; unpackLimit=1 says so rather than rely on it).
- */
-const STRICT_FETCH = {
-  GIT_CONFIG_COUNT: '2',
-  GIT_CONFIG_KEY_0: 'fetch.fsckObjects',
-  GIT_CONFIG_VALUE_0: 'true',
-  GIT_CONFIG_KEY_1: 'transfer.unpackLimit',
-  GIT_CONFIG_VALUE_1: '1',
-};
-/** What index-pack writes while a pack comes in, renamed into place only once the pack is whole and checked. */
-const TMP_PACK = /^tmp_(?:pack|idx|rev)_/;
-
-/**
- * Mirror the remote's refs/genjob/<kind>/* into refs/genjob-pulled/<kind>/* (forced, pruned), every kind in
- * one fetch; returns the key refs. The remote is hostile: git checks every object it sends
- * (fetch.fsckObjects, so a user's fetch.fsckObjects=false cannot turn it off) and keeps them in one
- * pack (never loose objects, whose number nothing bounds), no file written may
- * exceed bounds.maxBytes, and the fetch is killed, with all it started, after bounds.timeoutMs. git moves
- * no ref unless the pack arrived whole and passed its checks; what a refused or stopped fetch left in
- * objects/pack/ is removed.
- */
-export async function fetchKeyRefs(root: string, remote: string, bounds: FetchBounds): Promise<PulledRef[]> {
-  const packs = await gitText(root, ['rev-parse', '--path-format=absolute', '--git-path', 'objects/pack']);
-  const before = new Set(tmpPacks(packs));
-  try {
-    await git(
-      root,
-      [
-        'fetch',
-        '--quiet',
-        '--no-tags',
-        '--prune',
-        '--no-write-fetch-head',
-        '--no-recurse-submodules',
-        // a repack of the whole repository has no place under the pack's bound or the fetch's time
-        '--no-auto-gc',
-        remote,
-        ...PULLED_KINDS.map(pulledRefspec),
-      ],
-      { timeoutMs: bounds.timeoutMs, maxFileBytes: bounds.maxBytes, env: STRICT_FETCH },
-    );
-  } catch (err) {
-    let largest = 0;
-    for (const name of tmpPacks(packs)) {
-      if (before.has(name)) continue;
-      const file = join(packs, name);
-      largest = Math.max(largest, sizeOf(file));
-      rmSync(file, { force: true });
-    }
-    if (!(err instanceof GitFailedError)) throw err;
-    if (largest >= bounds.maxBytes || FILE_TOO_LARGE.test(err.stderr))
-      throw new RejectedError(
-        'EGJ_PULL_TOO_LARGE',
-        `pull from ${remote}: the remote sent more than ${bounds.maxBytes} bytes (--max-bytes); git was stopped, nothing it fetched was kept and no ref changed`,
-      );
-    if (FSCK_REFUSED.test(err.stderr))
-      throw new RejectedError(
-        'EGJ_PULL_MALFORMED',
-        `pull from ${remote}: git refused a malformed object the remote sent; nothing it fetched was kept and no ref changed: ${err.message}`,
-      );
-    throw err;
-  }
-  return listKeyRefs(root, PULLED_REFS, PULLED_REFS);
-}
-
-/** The names of index-pack's temporary files in `dir` (none when it does not exist yet). */
-function tmpPacks(dir: string): string[] {
-  try {
-    return readdirSync(dir).filter((n) => TMP_PACK.test(n));
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return [];
-    throw new IoError('readdir', dir, err);
-  }
-}
-
-function sizeOf(file: string): number {
-  try {
-    return lstatSync(file).size;
-  } catch {
-    return 0;
-  }
-}
 
 /** The refs under `under`, each with the key it names as `keys`<key> (null for any other name). */
 export async function listKeyRefs(root: string, under: string, keys: string): Promise<PulledRef[]> {

@@ -169,22 +169,31 @@ const MALFORMED = [
 for (const t of TRANSPORTS) {
   describe(`genjob pull over ${t.name}`, () => {
     for (const m of MALFORMED) {
-      it(`hostile: refuses ${m.name} (exit 3, EGJ_PULL_MALFORMED), moving no ref and keeping nothing of it`, async () => {
+      it(`hostile: skips ${m.name} by itself (exit 0, the ref named with git's words), pulls the good key and keeps nothing of it`, async () => {
         const w = await world(t);
         const evil = await m.make(w.bare);
         // the user's own config turning git's checks off does not turn off pull's
         await git(w.b, ['config', 'fetch.fsckObjects', 'false'], env);
         await git(w.b, ['config', 'transfer.fsckObjects', 'false'], env);
-        const r = await w.cli(w.b, ['pull', '--json']);
-        expect(r.exitCode, r.stderr).toBe(3);
+        const r = await w.cli(w.b, ['pull']);
+        expect(r.exitCode, r.stderr).toBe(0);
+        expect(r.stdout).toBe('1 key(s) of verification material from origin, 1 ref(s) skipped\n');
         expect(r.stderr).toMatch(
-          /^genjob: EGJ_PULL_MALFORMED: pull from origin: git refused a malformed object the remote sent; nothing it fetched was kept and no ref changed: git fetch --quiet failed \(exit \d+\): /,
+          new RegExp(
+            `^genjob: warning: origin refs/genjob/keys/${EVIL_KEY}: git's object checks refused what it points to: error: object [0-9a-f]{40}: \\w+: .*; skipped \\(a gate that needs this key fails\\)\n$`,
+          ),
         );
         expect(r.stderr).toMatch(m.said);
-        expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, code: 'EGJ_PULL_MALFORMED' });
+        const json = JSON.parse((await w.cli(w.b, ['pull', '--json'])).stdout);
+        expect(json).toMatchObject({
+          ok: true,
+          keys: [w.good],
+          refused: [{ ref: `refs/genjob/keys/${EVIL_KEY}`, rule: expect.stringMatching(m.said) }],
+        });
         expect(await w.pulled()).toBe(w.before);
         expect(await w.has(evil)).toBe(false);
         expect(w.tmpFiles()).toEqual([]);
+        expect(readdirSync(join(w.b, '.git')).filter((n) => n.startsWith('genjob-pull-'))).toEqual([]);
       });
     }
 
@@ -216,6 +225,69 @@ for (const t of TRANSPORTS) {
     });
   });
 }
+
+describe('genjob pull from a shared remote where one ref is malformed', () => {
+  it('hostile: one pusher’s malformed ref stops no one’s pull: the good keys are pulled in O(log n) fetches, the gate passes a commit of a good key and fails the bad one’s', async () => {
+    const dir = join(base, `gate-${++worlds}`);
+    const bare = join(base, `gate-${worlds}.git`);
+    await git(base, ['init', '-q', dir], env);
+    await git(base, ['init', '-q', '--bare', bare], env);
+    writeFileSync(join(dir, '.gitignore'), '.gen/\n');
+    await git(dir, ['add', '-A'], env);
+    await git(dir, ['commit', '-qm', 'seed'], env);
+    const cli = (cwd: string, args: readonly string[]) =>
+      runCli(args, { cwd, env: { ...env, XDG_CACHE_HOME: join(base, 'cache') } });
+    const keys = fakeReceived(dir, 20, 'shared');
+    const [good, bad] = [keys[3]!, keys[12]!];
+    // a commit of each, on main
+    for (const k of [good, bad]) {
+      const applied = await cli(dir, ['apply', k, '--commit']);
+      expect(applied.exitCode, applied.stderr).toBe(0);
+    }
+    await git(dir, ['push', '-q', `file://${bare}`, 'main'], env);
+    expect((await cli(dir, ['push', `file://${bare}`])).exitCode).toBe(0);
+    // whoever can push one ref moves the bad key's to a malformed commit
+    const tree = await git(bare, ['mktree'], env, '');
+    const evil = await git(
+      bare,
+      ['hash-object', '-t', 'commit', '--literally', '-w', '--stdin'],
+      env,
+      `tree ${tree}\nauthor evil\ncommitter evil\n\nforged\n`,
+    );
+    await git(bare, ['update-ref', `refs/genjob/keys/${bad}`, evil], env);
+    // a contributor's clone, whose upload-pack for origin notes each of its runs (a listing or a fetch)
+    const b = join(base, `gate-${worlds}-b`);
+    await git(base, ['clone', '-q', `file://${bare}`, b], env);
+    const runs = join(base, `gate-${worlds}-runs`);
+    const uploadPack = join(base, `gate-${worlds}-upload-pack`);
+    writeFileSync(uploadPack, `#!/bin/sh\necho run >> '${runs}'\nexec git-upload-pack "$@"\n`, {
+      mode: 0o755,
+    });
+    await git(b, ['config', 'remote.origin.uploadpack', uploadPack], env);
+    const r = await cli(b, ['pull', '--json']);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      ok: true,
+      keys: keys.filter((k) => k !== bad),
+      refused: [{ ref: `refs/genjob/keys/${bad}`, rule: expect.stringMatching(/missingEmail/) }],
+    });
+    expect(r.stderr).toMatch(new RegExp(`^genjob: warning: origin refs/genjob/keys/${bad}: .*missingEmail`));
+    // the fetch of all, the listing, two fetches per halving of 20 refs: 12 at most, where one a ref is 22
+    expect(readFileSync(runs, 'utf8').split('\n').filter(Boolean).length).toBeLessThanOrEqual(
+      2 + 2 * Math.ceil(Math.log2(keys.length)),
+    );
+    const bHas = async (oid: string) =>
+      (await execa('git', ['cat-file', '-e', oid], { cwd: b, env, reject: false })).exitCode === 0;
+    expect(await bHas(evil)).toBe(false);
+    // the gate: the good key's commit passes, the bad key's fails, named
+    const [seed, ofGood, ofBad] = (await git(b, ['rev-list', '--reverse', 'HEAD'], env)).split('\n');
+    const passed = await cli(b, ['verify', '--commits', `${seed}..${ofGood}`]);
+    expect(passed.exitCode, passed.stderr).toBe(0);
+    const failed = await cli(b, ['verify', '--commits', `${seed}..${ofBad}`]);
+    expect(failed.exitCode, failed.stdout).toBe(3);
+    expect(failed.stderr).toContain(`EGJ_COMMIT_RECEIPT_MISSING: commit ${ofBad!.slice(0, 12)}`);
+  });
+});
 
 /** The built CLI with a guard against a hang: killed after 120 s (a pull with no bound never ends). */
 const guarded = (cwd: string, args: readonly string[], extra: Record<string, string> = {}) =>

@@ -7,9 +7,9 @@ import { DEFAULT_CONSTRAINTS, type Job } from '../../src/core/job.js';
 import { MAX_DEPTH } from '../../src/core/paths.js';
 import { MAX_RECEIPT_BYTES } from '../../src/core/receipt.js';
 import { buildMaterial } from '../../src/git/build-material.js';
+import { fetchKeyRefs } from '../../src/git/fetch-material.js';
 import { keyRef, PULLED_REFS } from '../../src/git/material-refs.js';
 import {
-  fetchKeyRefs,
   MAX_DEPTH_TREE_BYTES,
   MAX_JOB_FILE_BYTES,
   MAX_OUTPUTS,
@@ -685,7 +685,8 @@ describe('fetchKeyRefs', () => {
     remote.git(['update-ref', `refs/genjob/keys/${'d'.repeat(64)}`, tag]);
     remote.git(['update-ref', 'refs/heads/other', commit]);
     const local = tempGitRepo('gj-material-local-');
-    const refs = await fetchKeyRefs(local.root, remote.root, BOUNDS);
+    const { refs, skipped } = await fetchKeyRefs(local.root, remote.root, BOUNDS);
+    expect(skipped).toEqual([]);
     expect(refs).toEqual([
       { oid: commit, type: 'commit', ref: `${PULLED_REFS}${doc.job.key}`, key: doc.job.key },
       { oid: tag, type: 'tag', ref: `${PULLED_REFS}${'d'.repeat(64)}`, key: 'd'.repeat(64) },
@@ -696,7 +697,7 @@ describe('fetchKeyRefs', () => {
     remote.git(['update-ref', keyRef(doc.job.key), moved]);
     remote.git(['update-ref', '-d', 'refs/genjob/keys/not-a-key']);
     remote.git(['update-ref', '-d', `refs/genjob/keys/${'d'.repeat(64)}`]);
-    expect(await fetchKeyRefs(local.root, remote.root, BOUNDS)).toEqual([
+    expect((await fetchKeyRefs(local.root, remote.root, BOUNDS)).refs).toEqual([
       { oid: moved, type: 'commit', ref: `${PULLED_REFS}${doc.job.key}`, key: doc.job.key },
     ]);
     expect(local.git(['for-each-ref', '--format=%(refname)'])).toBe(`${PULLED_REFS}${doc.job.key}`);
