@@ -1,8 +1,10 @@
 // `genjob pull` against a hostile remote, through the built CLI: a bare repository reached by file:// and
 // served by a real `git daemon` on 127.0.0.1, a TCP server that accepts and never answers, and an ssh
-// command that never answers. What the remote sends is hostile: a malformed object is refused by git's
-// strict checks, a pack over --max-bytes is refused, a fetch still running at --timeout is killed with
-// every process it started; each time no ref moves and nothing fetched stays on disk.
+// command that never answers. What the remote sends is hostile: a ref to an object git's strict checks
+// refuse is skipped by itself (the refs fetched by halves) while the good keys are pulled and pass the
+// gate, a pack over --max-bytes is refused, a pull still running at --timeout is killed with every
+// process it started; each time no ref moves and nothing refused stays on disk. git keeps genjob's
+// terminal (ssh can prompt there), and what it started goes with genjob when genjob is stopped.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
