@@ -272,6 +272,9 @@ async function strictFetch(
           // a repack of the whole repository has no place under the pack's bound or the fetch's time
           '--no-auto-gc',
           what.prune ? '--prune' : '--no-prune',
+          // only the refs named here: never those a refspec of the user's config maps beside them
+          // (git's "opportunistic" updates), which could move this clone's own refs/genjob/
+          '--refmap=',
           ...('stdin' in what ? ['--stdin', from] : [from, ...what.refspecs]),
         ],
         {

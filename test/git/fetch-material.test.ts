@@ -112,6 +112,28 @@ describe('fetchKeyRefs narrows a fetch refused by git’s checks down to the bad
     expect(count().length).toBeLessThanOrEqual(2 + 2 * Math.ceil(Math.log2(13)));
   });
 
+  it('hostile: a fetch refspec of the user’s config mapping refs/genjob/ does not let the remote move this clone’s own material refs', async () => {
+    const remote = tempGitRepo('gj-fetch-remote-');
+    const local = tempGitRepo('gj-fetch-local-');
+    remote.git(['update-ref', `refs/genjob/keys/${key('1')}`, goodCommit(remote, 'theirs')]);
+    remote.git(['update-ref', `refs/genjob/keys/${key('2')}`, goodCommit(remote, 'more of theirs')]);
+    const mine = goodCommit(local, 'mine');
+    local.git(['update-ref', `refs/genjob/keys/${key('1')}`, mine]);
+    local.git(['remote', 'add', 'origin', remote.root]);
+    // git updates the refs a configured refspec maps beside those a fetch names ("opportunistic")
+    local.git(['config', '--add', 'remote.origin.fetch', '+refs/genjob/*:refs/genjob/*']);
+    const own = () => local.git(['for-each-ref', '--format=%(objectname) %(refname)', 'refs/genjob/']);
+    const before = own();
+    await fetchKeyRefs(local.root, 'origin', BOUNDS);
+    expect(own()).toBe(before);
+    // and so when narrowing down a malformed ref
+    remote.git(['update-ref', `refs/genjob/keys/${key('3')}`, badCommit(remote, '3')]);
+    const { skipped } = await fetchKeyRefs(local.root, 'origin', BOUNDS);
+    expect(skipped.map((s) => s.ref)).toEqual([`refs/genjob/keys/${key('3')}`]);
+    expect(own()).toBe(before);
+    expect(pulledRefs(local)).toBe(mirrorOf(remote, [`refs/genjob/keys/${key('3')}`]));
+  });
+
   it('removes the quarantine a pull killed on its way left behind, and leaves a live pull’s alone', async () => {
     const remote = tempGitRepo('gj-fetch-remote-');
     const local = tempGitRepo('gj-fetch-local-');
