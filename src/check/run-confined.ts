@@ -58,7 +58,7 @@ export async function runConfined(r: ConfinedRun): Promise<RunResult> {
       readOnly: [],
       jobEnv: r.jobEnv,
     },
-    { probeFirst: false },
+    { probeFirst: false, where: 'genjob check' },
   );
   const fd = openSync(r.log, 'w', 0o600);
   let logBytes = 0;
@@ -97,6 +97,8 @@ export async function runConfined(r: ConfinedRun): Promise<RunResult> {
         // fd 3 carries the seccomp filter to bwrap
         stdio: confined.filter ? ['ignore', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
         detached: true,
+        // as the sandbox user, when genjob runs as root (sandbox-user.ts)
+        ...(confined.uid === undefined ? {} : { uid: confined.uid, gid: confined.gid }),
       });
       if (confined.filter) sendFilter(child.stdio, confined.filter);
       let timedOut = false;
@@ -154,7 +156,7 @@ export async function runConfined(r: ConfinedRun): Promise<RunResult> {
     const failed = facts.exitCode === 1 && r.policy.kind === 'bwrap' ? sandboxFailure(r.log) : null;
     // bwrap missing, or refusing to start a sandbox: the probe says whether any sandbox can start here
     if (r.policy.kind === 'bwrap' && (failed !== null || facts.startFailed !== null))
-      await requireBwrap('genjob check');
+      await requireBwrap('genjob check', r.policy.user);
     return { ...facts, ...(failed ? { startFailed: failed } : {}), ms: Date.now() - started, logBytes };
   } catch (err) {
     try {

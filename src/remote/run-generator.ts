@@ -91,6 +91,8 @@ export async function runGenerator(opts: {
     reject: false,
     detached: true,
     cleanup: true,
+    // as the sandbox user, when genjob runs as root (sandbox-user.ts)
+    ...(confined.uid === undefined ? {} : { uid: confined.uid, gid: confined.gid }),
   });
   if (confined.filter) sendFilter(child.stdio, confined.filter);
   const tail = tailKeeper();

@@ -4,16 +4,18 @@
 // (later mounts cover earlier ones): the system read-only, the worker's repository masked in it →
 // /proc (read-only), /dev (read-only, its /dev/shm bounded), a bounded private /tmp → exposed paths →
 // every hidden path masked wherever a view shows it, by real path (cache, workspaces root, key, /etc
-// secrets, and as root what only root may read in /etc) → this run's scratch writable, its workspace
-// bound onto itself (a mount point cannot be renamed or removed, so the generator cannot swap it for a
-// link) → its read-only files → every mask's tmpfs and the sandbox's root read-only.
+// secrets, and in root's sandbox what only root may read in /etc) → this run's scratch writable, its
+// workspace bound onto itself (a mount point cannot be renamed or removed, so the generator cannot swap it
+// for a link) → its read-only files → every mask's tmpfs and the sandbox's root read-only. Run as a
+// sandbox user (sandbox-user.ts), the command's shell first lowers its process limit.
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DEVICES } from './device-nodes.js';
 import { ETC_SECRETS } from './exposure.js';
-import type { SandboxPolicy } from './policy.js';
+import { type SandboxPolicy, sandboxIsRoot } from './policy.js';
 import { realPath, rebase, within } from './real-path.js';
 import { rootOnlyPaths } from './root-only.js';
+import { limitProcesses } from './sandbox-user.js';
 import { SHM_BYTES, tmpBytes } from './tmpfs-limits.js';
 
 export { ETC_SECRETS } from './exposure.js';
@@ -30,7 +32,7 @@ export const PROC_MASKED = ['/proc/keys'];
 export const SANDBOX_HOME = '/tmp/home';
 /**
  * How every sandbox starts, the probe's included (bwrap-probe.ts): its own namespaces of every kind, a
- * user namespace even when serve runs as root, no capability, no user namespace inside it; it dies with
+ * user namespace even in root's sandbox, no capability, no user namespace inside it; it dies with
  * serve and has its own session (no TIOCSTI into serve's terminal).
  */
 export const NAMESPACE_FLAGS = [
@@ -50,7 +52,7 @@ export interface BwrapRun {
   workspace: string;
   /** Files the generator may read but not change (the job file; the generator's own script). */
   readOnly: readonly string[];
-  /** Served as root: device nodes of genjob's own (device-nodes.ts), bound over the host's. */
+  /** Root's sandbox: device nodes of genjob's own (device-nodes.ts), bound over the host's. */
   devices?: string;
   env: Record<string, string>;
   command: string;
@@ -65,8 +67,8 @@ function kindOf(path: string): 'dir' | 'file' | 'link' | undefined {
   }
 }
 
-/** The directory of the node running genjob, when it lies outside the system directories. */
-function nodeDir(): string[] {
+/** The directory of the node running genjob, when it lies outside the system directories: every sandbox shows it. */
+export function nodeDir(): string[] {
   const dir = dirname(process.execPath);
   return SYSTEM_DIRS.some((s) => dir === s || dir.startsWith(`${s}/`)) ? [] : [dir];
 }
@@ -148,14 +150,14 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
   // before anything is exposed, which then shows on top
   const early = masks(views, policy.masked ?? []);
   a.push(...early);
-  // /proc read-only: root inside is the host's uid 0 (no capability, but the kernel lets uid 0 write
-  // /proc/sys by its file modes alone, and bwrap leaves /proc/sys writable then): core_pattern would run a
-  // program of the generator's as real root, outside every namespace
+  // /proc read-only: in root's sandbox, root inside is the host's uid 0 (no capability, but the kernel lets
+  // uid 0 write /proc/sys by its file modes alone, and bwrap leaves /proc/sys writable then): core_pattern
+  // would run a program of the generator's as real root, outside every namespace
   a.push('--proc', '/proc', '--remount-ro', '/proc');
   for (const f of PROC_MASKED) if (existsSync(f)) a.push('--ro-bind', '/dev/null', f);
   // a tmpfs is the host's memory: /dev/shm and /tmp bounded, /dev itself read-only (tmpfs-limits.ts)
   a.push('--dev', '/dev');
-  // served as root, device nodes of genjob's own over the host's, which root inside owns (device-nodes.ts)
+  // root's sandbox: device nodes of genjob's own over the host's, which root inside owns (device-nodes.ts)
   if (run.devices) for (const [n] of DEVICES) a.push('--dev-bind', join(run.devices, n), `/dev/${n}`);
   a.push('--size', String(SHM_BYTES), '--tmpfs', '/dev/shm', '--remount-ro', '/dev');
   a.push('--size', String(tmpBytes()), '--tmpfs', '/tmp', '--dir', SANDBOX_HOME);
@@ -170,8 +172,8 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
       views.push({ at: p, real: realPath(p), writable });
     }
   }
-  // served as root, what under /etc only root may read too (root-only.ts): root inside matches its owner
-  const rootOnly = process.geteuid?.() === 0 ? rootOnlyPaths() : [];
+  // root's sandbox: what under /etc only root may read too (root-only.ts): root inside matches its owner
+  const rootOnly = sandboxIsRoot(policy) ? rootOnlyPaths() : [];
   const hiding = masks(views, [...ETC_SECRETS, ...rootOnly, ...policy.hidden]);
   a.push(...hiding);
   a.push('--bind', run.scratch, run.scratch);
@@ -186,6 +188,6 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
   // the sandbox's own root (a tmpfs holding the mount points) read-only: nothing to write beside them
   a.push('--remount-ro', '/', '--chdir', run.workspace, '--clearenv');
   for (const [k, v] of Object.entries(run.env)) a.push('--setenv', k, v);
-  a.push('--', 'sh', '-c', run.command);
+  a.push('--', 'sh', '-c', policy.user ? limitProcesses(run.command) : run.command);
   return a;
 }

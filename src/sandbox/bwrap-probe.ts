@@ -2,22 +2,29 @@
 // by running `true` under the very namespace flags and seccomp filter a generator gets (bwrap-argv.ts,
 // seccomp.ts): a host that cannot make a user namespace (a chroot, a kernel that forbids them) or load
 // the filter is refused here with one line, not by every run failing. A missing or broken bwrap is refused naming the Debian package, unless
-// the host chose --no-sandbox.
+// the host chose --no-sandbox. A sandbox user's sandbox (sandbox-user.ts) is probed as that user: a host
+// that lets root make a user namespace but no one else (a sysctl, an AppArmor rule) is refused naming the
+// remedy, and never runs the sandbox as root instead.
 import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { SandboxUnavailableError } from '../core/errors.js';
 import { NAMESPACE_FLAGS } from './bwrap-argv.js';
+import type { SandboxUser } from './sandbox-user.js';
 import { FILTER_FD, keyringFilter, sendFilter } from './seccomp.js';
 
-let probe: Promise<string | null> | undefined;
+/** The probe's answer per user it runs as (-1: genjob's own). */
+const probes = new Map<number, Promise<string | null>>();
 
-/** null when bwrap works; otherwise why not. */
-export function probeBwrap(): Promise<string | null> {
-  probe ??= new Promise((resolve) => {
+/** null when bwrap works (started as `user`, when given); otherwise why not. */
+export function probeBwrap(user?: SandboxUser): Promise<string | null> {
+  const known = probes.get(user?.uid ?? -1);
+  if (known) return known;
+  const probe = new Promise<string | null>((resolve) => {
     const args = [...NAMESPACE_FLAGS, '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev'];
     const child = spawn('bwrap', ['--seccomp', String(FILTER_FD), ...args, '--', 'true'], {
       stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+      ...(user ? { uid: user.uid, gid: user.gid } : {}),
     });
     sendFilter(child.stdio, keyringFilter());
     let err = '';
@@ -35,6 +42,7 @@ export function probeBwrap(): Promise<string | null> {
         );
     });
   });
+  probes.set(user?.uid ?? -1, probe);
   return probe;
 }
 
@@ -42,11 +50,18 @@ export function probeBwrap(): Promise<string | null> {
 const NO_NAMESPACES =
   'bwrap is installed, but this host may not create the user namespace every sandbox gets (a chroot, or a kernel or container that forbids them): run serve where it may, or pass --no-sandbox to run generators unconfined';
 
-/** Throw EGJ_SANDBOX_UNAVAILABLE unless bwrap can start a sandbox here. */
-export async function requireBwrap(where: string): Promise<void> {
-  const why = await probeBwrap();
-  if (why !== null)
-    throw new SandboxUnavailableError(where, why, /namespace/i.test(why) ? NO_NAMESPACES : undefined);
+/** Started as a sandbox user, bwrap could not make its namespaces: that user may not, where root may. */
+const userMayNot = (user: SandboxUser) =>
+  `bwrap runs as the sandbox user ${user.label}, and this host may not let an unprivileged user create a user namespace: allow it (sysctl kernel.unprivileged_userns_clone=1 and user.max_user_namespaces above 0; on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0), or pass --sandbox-user root to run the sandbox as root (weaker: docs/trust.md)`;
+
+/** Throw EGJ_SANDBOX_UNAVAILABLE unless bwrap can start a sandbox here (as `user`, when given). */
+export async function requireBwrap(where: string, user?: SandboxUser): Promise<void> {
+  const why = await probeBwrap(user);
+  if (why === null) return;
+  // the sandbox user may not where root may (asked only now): the remedy is the host's sysctl
+  if (user && !/not installed/.test(why) && (await probeBwrap()) === null)
+    throw new SandboxUnavailableError(where, `${why} as ${user.label}`, userMayNot(user));
+  throw new SandboxUnavailableError(where, why, /namespace/i.test(why) ? NO_NAMESPACES : undefined);
 }
 
 /**

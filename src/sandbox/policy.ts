@@ -4,6 +4,7 @@
 // One policy per serve process; serve's own flags and environment decide it on that host.
 import { isAbsolute, resolve } from 'node:path';
 import { UsageError } from '../core/errors.js';
+import type { SandboxUser } from './sandbox-user.js';
 
 export interface SandboxPolicy {
   /** bwrap: confined; none: `--no-sandbox` (environment allowlist and process sweep only). */
@@ -26,6 +27,16 @@ export interface SandboxPolicy {
    * checker's tree) still shows.
    */
   masked?: readonly string[];
+  /**
+   * The unprivileged user bubblewrap (or, unconfined, the command) is started as: a genjob run as root
+   * (sandbox-user.ts). Absent: it runs as genjob's own user (not root, or root by --sandbox-user root).
+   */
+  user?: SandboxUser;
+}
+
+/** The sandbox is the host's root: genjob runs as root and drops to no sandbox user. */
+export function sandboxIsRoot(policy: Pick<SandboxPolicy, 'user'>): boolean {
+  return policy.user === undefined && process.geteuid?.() === 0;
 }
 
 /** What a receipt records about the confinement of the run that produced it. */

@@ -1,0 +1,165 @@
+// The sandbox user: --sandbox-user parsed against a passwd file, what bwrap's argv and the spawn options
+// become with one (the command's shell lowers its process limit; bwrap starts as that uid and gid; no
+// device nodes and no root-only masks, which only root's sandbox needs), the reach of a path by its mode
+// bits, and a tree handed to the user without following a link. The real bubblewrap as that user:
+// test/e2e/sandbox-user.test.ts and check-sandbox-user.test.ts.
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { bwrapArgv } from '../../src/sandbox/bwrap-argv.js';
+import { confine } from '../../src/sandbox/confine.js';
+import type { SandboxPolicy } from '../../src/sandbox/policy.js';
+import {
+  giveTree,
+  limitProcesses,
+  SANDBOX_NPROC,
+  type SandboxUser,
+  sandboxUser,
+  unreachable,
+} from '../../src/sandbox/sandbox-user.js';
+
+const asRoot = process.geteuid?.() === 0;
+const NOBODY: SandboxUser = { uid: 65534, gid: 65534, label: 'nobody (65534:65534)' };
+
+let dir: string;
+let passwd: string;
+beforeEach(() => {
+  dir = realpathSync(mkdtempSync(join(tmpdir(), 'gj-sandbox-user-')));
+  chmodSync(dir, 0o755);
+  passwd = join(dir, 'passwd');
+  writeFileSync(
+    passwd,
+    'root:x:0:0:root:/root:/bin/bash\nbuilder:x:1500:1600::/home/builder:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n',
+  );
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('sandboxUser: --sandbox-user', () => {
+  it('as root: nobody by default, a name from passwd, a uid, a uid or name with a group; root keeps root', () => {
+    expect(sandboxUser(undefined, 0, passwd)).toEqual(NOBODY);
+    expect(sandboxUser('builder', 0, passwd)).toEqual({ uid: 1500, gid: 1600, label: 'builder (1500:1600)' });
+    expect(sandboxUser('builder:70', 0, passwd)).toEqual({ uid: 1500, gid: 70, label: 'builder (1500:70)' });
+    expect(sandboxUser('4242', 0, passwd)).toEqual({ uid: 4242, gid: 4242, label: 'uid (4242:4242)' });
+    expect(sandboxUser('4242:77', 0, passwd)).toEqual({ uid: 4242, gid: 77, label: 'uid (4242:77)' });
+    expect(sandboxUser('root', 0, passwd)).toBeUndefined();
+    expect(sandboxUser('0', 0, passwd)).toBeUndefined();
+  });
+
+  it('without a nobody in passwd, the default is the overflow ids 65534:65534', () => {
+    writeFileSync(passwd, 'root:x:0:0::/root:/bin/sh\n');
+    expect(sandboxUser(undefined, 0, passwd)).toEqual(NOBODY);
+  });
+
+  it('refuses an unknown name, a malformed spec and root’s group for another user', () => {
+    expect(() => sandboxUser('ghost', 0, passwd)).toThrow(/--sandbox-user "ghost": no such user in/);
+    for (const bad of ['', ':5', 'a:b', '1:2:3', 'builder:'])
+      expect(() => sandboxUser(bad, 0, passwd)).toThrow(/give USER, UID, USER:GID or UID:GID/);
+    expect(() => sandboxUser('4242:0', 0, passwd)).toThrow(/group 0 is root's/);
+  });
+
+  it('not root: none by default, its own user accepted, any other refused', () => {
+    expect(sandboxUser(undefined, 1500, passwd)).toBeUndefined();
+    expect(sandboxUser('builder', 1500, passwd)).toBeUndefined();
+    expect(() => sandboxUser('nobody', 1500, passwd)).toThrow(/genjob runs as uid 1500, not root/);
+    expect(() => sandboxUser('root', 1500, passwd)).toThrow(/genjob runs as uid 1500, not root/);
+  });
+});
+
+describe('the argv and spawn options with a sandbox user', () => {
+  const policy = (user?: SandboxUser): SandboxPolicy => ({
+    kind: 'bwrap',
+    network: false,
+    envNames: [],
+    binds: [],
+    bindsRw: [],
+    hidden: [],
+    ...(user ? { user } : {}),
+  });
+  const run = () => ({
+    scratch: join(dir, 'scratch'),
+    workspace: join(dir, 'scratch', 'files'),
+    readOnly: [],
+    env: {},
+    command: 'echo hi',
+  });
+
+  it('the command runs once its shell has lowered the process limit; without a user, as given', () => {
+    expect(limitProcesses('echo hi')).toBe(
+      `ulimit -p ${SANDBOX_NPROC} 2>/dev/null || ulimit -u ${SANDBOX_NPROC} || exit 126; echo hi`,
+    );
+    expect(bwrapArgv(policy(NOBODY), run()).slice(-4)).toEqual(['--', 'sh', '-c', limitProcesses('echo hi')]);
+    expect(bwrapArgv(policy(), run()).slice(-4)).toEqual(['--', 'sh', '-c', 'echo hi']);
+  });
+
+  it.skipIf(!asRoot)('as a sandbox user, neither device nodes of its own nor root-only masks of /etc', () => {
+    const token = join('/etc', `gj-sandbox-user-${process.pid}`);
+    writeFileSync(token, 'TOKEN\n', { mode: 0o600 });
+    try {
+      // root's sandbox masks what only root may read (root-only.ts, walked once per process: a new file is not seen
+      // by a walk made before; the argv of a sandbox user holds no root-only mask at all)
+      const args = bwrapArgv(policy(NOBODY), { ...run(), devices: undefined });
+      expect(args.join(' ')).not.toContain('--dev-bind');
+      const masksOfEtc = args.filter((a, i) => a.startsWith('/etc/') && args[i - 1] === '/dev/null');
+      expect(masksOfEtc.every((m) => !/gj-sandbox-user/.test(m))).toBe(true);
+    } finally {
+      rmSync(token, { force: true });
+    }
+  });
+
+  it.skipIf(!asRoot)('confine starts bwrap as the user (uid and gid for spawn), unconfined too', async () => {
+    mkdirSync(join(dir, 'scratch', 'files'), { recursive: true });
+    const c = await confine(policy(NOBODY), { ...run(), jobEnv: {} });
+    expect({ file: c.file, uid: c.uid, gid: c.gid }).toEqual({ file: 'bwrap', uid: 65534, gid: 65534 });
+    expect(c.args.join(' ')).not.toContain('--dev-bind');
+    const root = await confine(policy(), { ...run(), jobEnv: {} });
+    expect({ uid: root.uid, gid: root.gid }).toEqual({ uid: undefined, gid: undefined });
+    const none = await confine({ ...policy(NOBODY), kind: 'none' }, { ...run(), jobEnv: {} });
+    expect({ file: none.file, args: none.args, uid: none.uid }).toEqual({
+      file: 'sh',
+      args: ['-c', limitProcesses('echo hi')],
+      uid: 65534,
+    });
+    // its HOME (in the scratch) is the user's
+    expect(lstatSync(join(dir, 'scratch', 'home')).uid).toBe(65534);
+  });
+});
+
+describe('reach and ownership', () => {
+  it('a path is unreachable from the first directory on the way its mode does not let the user search', () => {
+    mkdirSync(join(dir, 'a', 'b'), { recursive: true });
+    chmodSync(join(dir, 'a'), 0o700);
+    expect(unreachable(join(dir, 'a', 'b'), NOBODY)).toBe(join(dir, 'a'));
+    chmodSync(join(dir, 'a'), 0o711);
+    expect(unreachable(join(dir, 'a', 'b'), NOBODY)).toBeNull();
+    // the user's own directory, or its group's, by those bits
+    chmodSync(join(dir, 'a'), 0o710);
+    expect(unreachable(join(dir, 'a', 'b'), { ...NOBODY, gid: lstatSync(join(dir, 'a')).gid })).toBeNull();
+    expect(unreachable(join(dir, 'absent', 'x'), NOBODY)).toBeNull();
+  });
+
+  it.skipIf(!asRoot)(
+    'giveTree hands every name to the user, a link itself and never what it points to',
+    () => {
+      const tree = join(dir, 'tree');
+      mkdirSync(join(tree, 'sub'), { recursive: true });
+      writeFileSync(join(tree, 'sub', 'f'), 'x');
+      const outside = join(dir, 'outside');
+      writeFileSync(outside, 'host file');
+      symlinkSync(outside, join(tree, 'link'));
+      giveTree(tree, NOBODY);
+      for (const p of [tree, join(tree, 'sub'), join(tree, 'sub', 'f'), join(tree, 'link')])
+        expect(lstatSync(p).uid, p).toBe(65534);
+      expect(lstatSync(outside).uid).toBe(0);
+    },
+  );
+});
