@@ -34,6 +34,7 @@ const sandboxKeys = {
   generator_bind: z.optional(names),
   generator_bind_rw: z.optional(names),
   no_sandbox: z.optional(z.boolean()),
+  sandbox_user: z.optional(configText),
 };
 
 const ConfigSchema = z.strictObject({
@@ -93,6 +94,7 @@ export const CONSENT_SETTINGS: readonly string[] = [
   'generator_bind',
   'generator_bind_rw',
   'no_sandbox',
+  'sandbox_user',
 ];
 
 export interface LoadedConfig {
@@ -220,6 +222,7 @@ const sandboxSettings = (prefix: string): Setting[] => [
   { option: 'generatorBindRw', key: `${prefix}generator_bind_rw`, value: paths },
   // --no-sandbox is commander's option "sandbox", false when given
   { option: 'sandbox', key: `${prefix}no_sandbox`, value: () => false },
+  { option: 'sandboxUser', key: `${prefix}sandbox_user` },
 ];
 
 const WORK_SETTINGS: Setting[] = [

@@ -96,7 +96,11 @@ function sandboxOptions(cmd: Command): Command {
       'expose this path writable to the generator (repeatable; weakens the confinement, see docs/trust.md)',
       collect,
     )
-    .option('--no-sandbox', 'run generators unconfined (no bubblewrap); receipts record sandbox kind "none"');
+    .option('--no-sandbox', 'run generators unconfined (no bubblewrap); receipts record sandbox kind "none"')
+    .option(
+      '--sandbox-user <user>',
+      'USER, UID or USER:GID a serve run as root runs generators as (default: nobody; root keeps the sandbox root, weaker: see docs/trust.md)',
+    );
 }
 
 /** Run a lazily imported command and print its result. */

@@ -11,6 +11,7 @@ import { UsageError } from '../core/errors.js';
 import type { Receipt } from '../core/receipt.js';
 import { ResultCache } from '../remote/result-cache.js';
 import { serveSession } from '../remote/serve-session.js';
+import { userRunsDir } from '../sandbox/sandbox-user.js';
 import { sandboxPolicy } from '../sandbox/serve-policy.js';
 import { ProtocolError } from '../transport/protocol.js';
 
@@ -24,6 +25,8 @@ export interface ServeOptions {
   generatorBindRw?: string[];
   /** commander's --no-sandbox: false when given. */
   sandbox?: boolean;
+  /** --sandbox-user: who generators run as when serve runs as root (default nobody). */
+  sandboxUser?: string;
   gcOlderThan?: string;
   /** --worker-repo: the repository of the worker that started this serve on its own machine. */
   workerRepo?: string;
@@ -69,6 +72,9 @@ export async function serve(o: ServeOptions): Promise<void> {
     // main checkout and the common git directory too
     masked: o.workerRepo === undefined ? [] : await workerRepoDirs(o.workerRepo),
   };
+  // served as root, runs are made where the sandbox user reaches them (sandbox-user.ts), hidden like the
+  // work directory from every other run, even through an exposed path that holds it (/tmp)
+  if (policy.user) policy.hidden = [...policy.hidden, userRunsDir(policy.user)];
   if (o.gcOlderThan) {
     // retention: prune before serving; an entry another session is generating is skipped
     const { parseDuration } = await import('../core/duration.js');

@@ -10,6 +10,7 @@ import { EXIT } from '../core/exit-codes.js';
 import { decodeReceiptWithPolicy } from '../core/receipt-decode.js';
 import { userSecret } from '../remote/cache-mac.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
+import { sandboxUser } from '../sandbox/sandbox-user.js';
 import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { runShadow, type ShadowOutcome } from '../shadow/shadow-run.js';
 import { checkShadowName } from '../shadow/shadow-store.js';
@@ -71,7 +72,7 @@ export async function shadowWork(o: ShadowWorkOptions): Promise<CommandResult> {
     );
   const { launcher } = destinations[0]!;
   if (servesLocally(o) && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
-    await requireBwrap('genjob work --shadow');
+    await requireBwrap('genjob work --shadow', sandboxUser(o.sandboxUser));
   const policy = loadTrustPolicy(store.root);
   try {
     const outcomes = await runShadow(

@@ -16,6 +16,7 @@ import type { ReceiptTrustPolicy } from '../core/receipt-envelope.js';
 import { userSecret } from '../remote/cache-mac.js';
 import { generatorCommandProblem } from '../remote/generator-check.js';
 import { requireBwrap } from '../sandbox/bwrap-probe.js';
+import { sandboxUser } from '../sandbox/sandbox-user.js';
 import { serveArgsOf } from '../sandbox/serve-policy.js';
 import { wasCancelled } from '../store/cancel-job.js';
 import { findJob, keysIn, resolveKey } from '../store/job-states.js';
@@ -67,6 +68,8 @@ export interface WorkCliOptions extends CommonOptions {
   generatorBindRw?: string[];
   /** commander's --no-sandbox: false when given. */
   sandbox?: boolean;
+  /** --sandbox-user: forwarded to serve, which runs generators as this user when run as root. */
+  sandboxUser?: string;
   batch?: boolean;
   batchPoll?: boolean;
   batchSize?: number;
@@ -267,7 +270,7 @@ export async function work(o: WorkCliOptions): Promise<CommandResult> {
   // the sandbox flags travel to serve as arguments; a local serve is checked here, before any claim
   const serveArgs = serveArgsOf(o);
   if (servesLocally(o) && o.sandbox !== false && o.generator && !o.generator.startsWith('builtin:'))
-    await requireBwrap('genjob work');
+    await requireBwrap('genjob work', sandboxUser(o.sandboxUser));
   // a key the user typed must be queued now (a typo or a worked job is an error before anything is
   // claimed); a run's keys were listed as queued, and one another worker of the run claims meanwhile is
   // simply not ours to take: claimChosen skips it

@@ -2,9 +2,11 @@
 // bundle is read or anything is cached. A missing generator, one the host's pin forbids, an unknown
 // built-in or a built-in whose settings are unusable (no GENJOB_OPENAI_BASE_URL, an `htp://` typo)
 // is a refusal, never a result: no generator ran, so there is nothing to keep. So is a command whose
-// first word names a file this host does not have (`./gen.sh` from the wrong directory).
+// first word names a file this host does not have (`./gen.sh` from the wrong directory), or one the
+// sandbox user of a serve run as root cannot read.
 import { exposureProblem } from '../sandbox/exposure.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
+import { unreadable } from '../sandbox/sandbox-user.js';
 import { generatorFile, generatorFileProblem } from './generator-file.js';
 
 /** Generators genjob runs itself (no command): `builtin:<name>`. */
@@ -62,10 +64,15 @@ export async function generatorConfigProblem(
   if (!generator.startsWith(BUILTIN_PREFIX)) {
     const file = generatorFile(generator, process.cwd());
     const problem = generatorFileProblem(file, process.cwd());
-    if (problem !== null || file.kind !== 'file' || policy?.kind !== 'bwrap') return problem;
+    if (problem !== null || file.kind !== 'file' || policy === undefined) return problem;
     // the file is shown to the generator: never one that serve hides
-    const hidden = exposureProblem(file.real, policy);
-    return hidden === null ? null : `generator ${JSON.stringify(file.word)}: ${hidden}`;
+    const hidden = policy.kind === 'bwrap' ? exposureProblem(file.real, policy) : null;
+    if (hidden !== null) return `generator ${JSON.stringify(file.word)}: ${hidden}`;
+    // and run as the sandbox user, confined or not: that user must read it (bwrap must reach it to bind it)
+    const unread = policy.user ? unreadable(file.real, policy.user) : null;
+    return unread === null
+      ? null
+      : `generator ${JSON.stringify(file.word)}: the sandbox user runs it, and ${unread}; put it where that user may read it, or pass --sandbox-user root`;
   }
   const { OPENAI_GENERATOR_NAME } = await import('./generators/openai.js');
   if (generator !== OPENAI_GENERATOR_NAME)

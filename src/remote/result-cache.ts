@@ -131,9 +131,12 @@ export class ResultCache {
     return undefined;
   }
 
-  /** A fresh private directory for one attempt (workspace, job file, usage file), outside the cache. */
-  async scratch(): Promise<string> {
-    return mkdtemp(join(this.workDir, 'a-'));
+  /**
+   * A fresh private directory for one attempt (workspace, job file, usage file), outside the cache: in
+   * `runsDir` when given (one a sandbox user can reach: sandbox-user.ts), else in the work directory.
+   */
+  async scratch(runsDir = this.workDir): Promise<string> {
+    return mkdtemp(join(runsDir, 'a-'));
   }
 
   /** A fresh directory to build an entry in (outside the cache and outside any sandbox's view). */

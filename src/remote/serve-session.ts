@@ -14,6 +14,7 @@ import { allowedPaths, type Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
 import { probeBwrap, requireBwrap } from '../sandbox/bwrap-probe.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
+import { giveTree, userRunsDir } from '../sandbox/sandbox-user.js';
 import { nodeFs } from '../store/fs-port.js';
 import {
   BodyAbortedError,
@@ -186,12 +187,17 @@ async function answer(
   // a generator that cannot run produces no result to cache: refuse before reading the bundle
   const problem = await generatorConfigProblem(generator, process.env, cfg.policy);
   if (problem !== null) throw new RefusedError('EGJ_GENERATOR_CONFIG', problem);
-  const confined = cfg.policy.kind === 'bwrap' && !generator.startsWith(BUILTIN_PREFIX);
+  const builtin = generator.startsWith(BUILTIN_PREFIX);
+  const confined = cfg.policy.kind === 'bwrap' && !builtin;
+  // a command run as the sandbox user (serve runs as root) runs in a directory that user reaches and owns
+  const user = builtin ? undefined : cfg.policy.user;
   // bubblewrap's probe (asked once per process) starts now and runs while the bundle comes in
-  if (confined) void probeBwrap();
-  const scratch = await cfg.cache.scratch();
+  if (confined) void probeBwrap(user);
+  const scratch = await cfg.cache.scratch(user && userRunsDir(user, `genjob serve on ${host}`));
   try {
     const { job, ws, files } = await receiveBundle(code, body, reader, scratch, req);
+    // before the fence (knownFiles): a chown moves each file's ctime, which then still precedes it
+    if (user) giveTree(scratch, user);
     const release = await takeTurn(cfg.cache, name, deadline);
     try {
       const result = usable(await cfg.cache.read(name));
@@ -200,7 +206,7 @@ async function answer(
       await refuseInDoubt(cfg.cache, name, req.retry_aborted === true || req.regenerate === true);
       await cfg.cache.clearStarted(name);
       // no sandbox, no generation: refused before anything is recorded as started
-      if (confined) await requireBwrap(`genjob serve on ${host}`);
+      if (confined) await requireBwrap(`genjob serve on ${host}`, user);
       const jobFile = join(scratch, 'job.json');
       await writeFile(jobFile, canonicalBytes(job)).catch((err: unknown) => {
         throw ioErrorAt(jobFile, err); // its close's error names no file

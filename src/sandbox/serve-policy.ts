@@ -2,9 +2,12 @@
 // add up: GENJOB_GENERATOR_BIND / GENJOB_GENERATOR_BIND_RW (`:`-separated absolute paths) expose
 // paths like --generator-bind / --generator-bind-rw, so a test harness or a wrapper can set them
 // once. Nothing in the environment can turn the sandbox off or the network on: only flags can.
-// A bind that would show what serve hides is refused here, before anything is served (exposure.ts).
+// A bind that would show what serve hides is refused here, before anything is served (exposure.ts), and
+// so is one the sandbox user (a serve run as root: sandbox-user.ts) cannot reach, which bwrap would fail on.
+import { UsageError } from '../core/errors.js';
 import { checkExposure } from './exposure.js';
 import { checkBindPath, checkEnvName, pathsFromEnv, type SandboxPolicy } from './policy.js';
+import { type SandboxUser, sandboxUser, unreachable } from './sandbox-user.js';
 
 export interface SandboxFlags {
   generatorEnv?: string[];
@@ -13,6 +16,20 @@ export interface SandboxFlags {
   generatorBindRw?: string[];
   /** commander's --no-sandbox: false when given. */
   sandbox?: boolean;
+  /** --sandbox-user USER|UID[:GID]: who a root serve runs generators as (default nobody; root keeps root). */
+  sandboxUser?: string;
+}
+
+/** Refuse (EGJ_USAGE) an exposed path `user` cannot reach: bwrap, started as that user, could not bind it. */
+export function checkReach(user: SandboxUser, flagged: ReadonlyArray<readonly [string, string]>): void {
+  for (const [flag, p] of flagged) {
+    const blocked = unreachable(p, user);
+    if (blocked !== null)
+      throw new UsageError(
+        'EGJ_USAGE',
+        `${flag} ${p}: the sandbox user ${user.label} cannot reach it (${blocked} is not searchable by it); expose a path that user may reach, or pass --sandbox-user root`,
+      );
+  }
 }
 
 export function sandboxPolicy(
@@ -32,7 +49,16 @@ export function sandboxPolicy(
     hidden: [...hidden, ...secrets],
     secrets,
   };
-  if (policy.kind === 'bwrap') checkExposure(policy);
+  const user = sandboxUser(o.sandboxUser);
+  if (user) policy.user = user;
+  if (policy.kind === 'bwrap') {
+    checkExposure(policy);
+    if (user)
+      checkReach(user, [
+        ...policy.binds.map((p) => ['--generator-bind', p] as const),
+        ...policy.bindsRw.map((p) => ['--generator-bind-rw', p] as const),
+      ]);
+  }
   return policy;
 }
 
@@ -45,5 +71,6 @@ export function serveArgsOf(o: SandboxFlags): string[] {
     args.push('--generator-bind-rw', checkBindPath('--generator-bind-rw', p));
   if (o.generatorNetwork) args.push('--generator-network');
   if (o.sandbox === false) args.push('--no-sandbox');
+  if (o.sandboxUser !== undefined) args.push('--sandbox-user', o.sandboxUser);
   return args;
 }

@@ -178,7 +178,12 @@ describe('withWorkConfig', () => {
   it.each(CONSENT_SETTINGS.map((s) => [s]))('refuses the repository’s %s until allowed', (setting) => {
     const body: Record<string, unknown> = {};
     const [head, tail] = setting.split('.') as [string, string | undefined];
-    const value = setting === 'generator_network' || setting === 'no_sandbox' ? true : ['x'];
+    const value =
+      setting === 'generator_network' || setting === 'no_sandbox'
+        ? true
+        : setting === 'sandbox_user'
+          ? 'root'
+          : ['x'];
     if (tail) body[head] = { [tail]: tail === 'options' ? ['A=b'] : 'x' };
     else body[head] = value;
     // the ssh settings apply only when a host is used

@@ -46,6 +46,9 @@ export async function makeSandbox(
   opts: { git?: boolean; parent?: string; life?: 'test' | 'file' } = {},
 ): Promise<Sandbox> {
   const base = tempDir('genjob-e2e-', opts.parent, opts.life);
+  // run as root, serve runs its generators as nobody: the sandbox's scripts and logs (exposed writable
+  // to them) are theirs to write, as a host shares such a directory
+  if (process.getuid?.() === 0) chmodSync(base, 0o777);
   const repo = join(base, 'repo');
   const cache = join(base, 'cache');
   mkdirSync(cache);

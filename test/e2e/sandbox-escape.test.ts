@@ -1,11 +1,12 @@
 // A hostile generator trying to get out of the sandbox, or to make serve (outside it) act for it:
-// as root it unmounts masks, remounts read-only paths writable and nests a user namespace; it swaps
+// served as root (as the sandbox user, and as root inside with --sandbox-user root) it unmounts masks, remounts read-only paths writable and nests a user namespace; it swaps
 // its workspace (or a directory in it) for a link to the host's files, so that serve would return and
 // move them; it makes the usage file a FIFO or a link; and binds given through symlinks (or a key
 // reached through a rotation link) would show what serve hides. Real bwrap, the built CLI, a local
 // serve or the suite's sshd on loopback. Every attempt must fail closed with nothing of the host's
 // read, moved or deleted.
 import {
+  chmodSync,
   existsSync,
   mkdirSync,
   readdirSync,
@@ -68,108 +69,121 @@ function attempts(tries: Record<string, string>): string {
     .join('\n');
 }
 
-describe.skipIf(!asRoot)('root inside the sandbox (serve run as root)', () => {
-  it('escape: can unmount no mask, remount nothing writable, write nothing outside its workspace, chmod no host device, nest no user namespace', async () => {
-    const sb = await box();
-    // the signing key under /opt, which the sandbox shows read-only: its mask is what root would unmount
-    const keyDir = path.join('/opt', `genjob-escape-${process.pid}`);
-    strays.push(keyDir);
-    mkdirSync(keyDir);
-    const key = path.join(keyDir, 'host.key');
-    expect((await genjob(sb, ['keygen', '--out', key])).exitCode).toBe(0);
-    const ro = tempDir('gj-ro-');
-    writeFileSync(path.join(ro, 'tool.txt'), 'read-only tool\n');
-    const mark = `gj-escape-${process.pid}`;
-    const outside = ['/usr', '/etc', '/opt', ro, ''].map((d) => `${d}/${mark}`);
-    strays.push(...outside);
-    // what only root may read under /etc (a token, a directory of rules): root inside is the host's uid 0
-    const token = `/etc/${mark}-token`;
-    const rules = `/etc/${mark}-rules.d`;
-    const shown = `/etc/${mark}-shown`;
-    strays.push(token, rules, shown);
-    writeFileSync(token, 'TOKEN\n', { mode: 0o600 });
-    mkdirSync(rules, { mode: 0o700 });
-    writeFileSync(path.join(rules, 'a.rules'), 'RULE\n', { mode: 0o644 });
-    writeFileSync(shown, 'PUBLIC\n', { mode: 0o644 });
-    const tries = {
-      'umount-key': `umount ${key}`,
-      'read-key': `grep -q PRIVATE ${key}`,
-      'umount-ssh': 'umount /etc/ssh',
-      'umount-shadow': 'umount /etc/shadow',
-      'remount-usr': 'mount -o remount,bind,rw /usr',
-      'remount-etc': 'mount -o remount,bind,rw /etc',
-      'remount-opt': 'mount -o remount,bind,rw /opt',
-      'remount-bind': `mount -o remount,bind,rw ${ro}`,
-      'write-usr': `touch ${outside[0]}`,
-      'write-etc': `touch ${outside[1]}`,
-      'write-opt': `touch ${outside[2]}`,
-      'write-bind': `touch ${outside[3]}`,
-      'write-root': `touch ${outside[4]}`,
-      'nested-userns': 'unshare -Ur true',
-      // uid 0 writes /proc/sys by its file modes, no capability needed; a core_pattern of its own would
-      // run as real root. The current value is written back: harmless if this ever succeeds
-      'write-sysctl':
-        'p=$(cat /proc/sys/kernel/core_pattern) && printf %s "$p" > /proc/sys/kernel/core_pattern',
-      'write-proc': 'echo 0 > /proc/self/oom_score_adj',
-      'read-root-only': `grep -q TOKEN ${token}`,
-      'read-root-only-dir': `grep -q RULE ${rules}/a.rules`,
-      // bwrap's /dev binds the host's device inodes, whose owner root inside is: a chmod 0 would take
-      // them from every user of the host. The mode written is theirs already: harmless if this succeeds
-      'chmod-dev-null': 'chmod 666 /dev/null',
-      'chmod-dev-urandom': 'chmod 666 /dev/urandom',
-      'chmod-dev-tty': 'chmod 666 /dev/tty',
-    };
-    const devices = 'echo x > /dev/null && head -c 4 /dev/urandom | wc -c';
-    const gen = script(sb, 'root.sh', `{ id -u; cat ${shown}; ${devices}; ${attempts(tries)}; } > README.md`);
-    const k = await mintJob(sb, ['-m', 'try every way out', 'README.md']);
-    const w = await genjob(
-      sb,
-      ['work', '--once', '--generator', gen, '--generator-bind', ro, ...binFlags(sb)],
-      {
-        env: { XDG_CACHE_HOME: sb.workerCache, NO_COLOR: '1', GENJOB_SIGN_KEY: key },
+describe.skipIf(!asRoot)(
+  'serve run as root: the sandbox user, and root inside with --sandbox-user root',
+  () => {
+    it.each([
+      { inside: 'the sandbox user (nobody)', flags: [] as string[], uid: '65534' },
+      { inside: 'root (--sandbox-user root)', flags: ['--sandbox-user', 'root'], uid: '0' },
+    ])(
+      'escape: $inside can unmount no mask, remount nothing writable, write nothing outside its workspace, chmod no host device, nest no user namespace',
+      async (c) => {
+        const sb = await box();
+        // the signing key under /opt, which the sandbox shows read-only: its mask is what root would unmount
+        const keyDir = path.join('/opt', `genjob-escape-${process.pid}`);
+        strays.push(keyDir);
+        mkdirSync(keyDir);
+        const key = path.join(keyDir, 'host.key');
+        expect((await genjob(sb, ['keygen', '--out', key])).exitCode).toBe(0);
+        const ro = tempDir('gj-ro-');
+        writeFileSync(path.join(ro, 'tool.txt'), 'read-only tool\n');
+        const mark = `gj-escape-${process.pid}`;
+        const outside = ['/usr', '/etc', '/opt', ro, ''].map((d) => `${d}/${mark}`);
+        strays.push(...outside);
+        // what only root may read under /etc (a token, a directory of rules): root inside is the host's uid 0
+        const token = `/etc/${mark}-token`;
+        const rules = `/etc/${mark}-rules.d`;
+        const shown = `/etc/${mark}-shown`;
+        strays.push(token, rules, shown);
+        writeFileSync(token, 'TOKEN\n', { mode: 0o600 });
+        mkdirSync(rules, { mode: 0o700 });
+        writeFileSync(path.join(rules, 'a.rules'), 'RULE\n', { mode: 0o644 });
+        writeFileSync(shown, 'PUBLIC\n', { mode: 0o644 });
+        const tries = {
+          'umount-key': `umount ${key}`,
+          'read-key': `grep -q PRIVATE ${key}`,
+          'umount-ssh': 'umount /etc/ssh',
+          'umount-shadow': 'umount /etc/shadow',
+          'remount-usr': 'mount -o remount,bind,rw /usr',
+          'remount-etc': 'mount -o remount,bind,rw /etc',
+          'remount-opt': 'mount -o remount,bind,rw /opt',
+          'remount-bind': `mount -o remount,bind,rw ${ro}`,
+          'write-usr': `touch ${outside[0]}`,
+          'write-etc': `touch ${outside[1]}`,
+          'write-opt': `touch ${outside[2]}`,
+          'write-bind': `touch ${outside[3]}`,
+          'write-root': `touch ${outside[4]}`,
+          'nested-userns': 'unshare -Ur true',
+          // uid 0 writes /proc/sys by its file modes, no capability needed; a core_pattern of its own would
+          // run as real root. The current value is written back: harmless if this ever succeeds
+          'write-sysctl':
+            'p=$(cat /proc/sys/kernel/core_pattern) && printf %s "$p" > /proc/sys/kernel/core_pattern',
+          'write-proc': 'echo 0 > /proc/self/oom_score_adj',
+          'read-root-only': `grep -q TOKEN ${token}`,
+          'read-root-only-dir': `grep -q RULE ${rules}/a.rules`,
+          // bwrap's /dev binds the host's device inodes, whose owner root inside is: a chmod 0 would take
+          // them from every user of the host. The mode written is theirs already: harmless if this succeeds
+          'chmod-dev-null': 'chmod 666 /dev/null',
+          'chmod-dev-urandom': 'chmod 666 /dev/urandom',
+          'chmod-dev-tty': 'chmod 666 /dev/tty',
+        };
+        const devices = 'echo x > /dev/null && head -c 4 /dev/urandom | wc -c';
+        const gen = script(
+          sb,
+          'root.sh',
+          `{ id -u; cat ${shown}; ${devices}; ${attempts(tries)}; } > README.md`,
+        );
+        const k = await mintJob(sb, ['-m', 'try every way out', 'README.md']);
+        const w = await genjob(
+          sb,
+          ['work', '--once', ...c.flags, '--generator', gen, '--generator-bind', ro, ...binFlags(sb)],
+          {
+            env: { XDG_CACHE_HOME: sb.workerCache, NO_COLOR: '1', GENJOB_SIGN_KEY: key },
+          },
+        );
+        expect(w.exitCode, String(w.stderr)).toBe(0);
+        expect(committedReceipt(sb, k), String(committedReceipt(sb, k).reason)).toMatchObject({
+          status: 'ok',
+          sandbox: { kind: 'bwrap', network: false },
+        });
+        const report = readFileSync(path.join(sb.repo, '.gen/out', k, 'README.md'), 'utf8')
+          .trim()
+          .split('\n');
+        expect(report).toEqual([c.uid, 'PUBLIC', '4', ...Object.keys(tries).map((n) => `${n}: refused`)]);
+        for (const f of outside) expect(existsSync(f), f).toBe(false);
       },
     );
-    expect(w.exitCode, String(w.stderr)).toBe(0);
-    expect(committedReceipt(sb, k), String(committedReceipt(sb, k).reason)).toMatchObject({
-      status: 'ok',
-      sandbox: { kind: 'bwrap', network: false },
-    });
-    const report = readFileSync(path.join(sb.repo, '.gen/out', k, 'README.md'), 'utf8')
-      .trim()
-      .split('\n');
-    expect(report).toEqual(['0', 'PUBLIC', '4', ...Object.keys(tries).map((n) => `${n}: refused`)]);
-    for (const f of outside) expect(existsSync(f), f).toBe(false);
-  });
 
-  it('escape: a key under a system directory reached through a rotation link is masked where it really is', async () => {
-    const sb = await box();
-    const keyDir = path.join('/opt', `genjob-rotation-${process.pid}`);
-    strays.push(keyDir);
-    mkdirSync(keyDir);
-    expect((await genjob(sb, ['keygen', '--out', path.join(keyDir, '2026.key')])).exitCode).toBe(0);
-    symlinkSync('2026.key', path.join(keyDir, 'current.key'));
-    const gen = script(
-      sb,
-      'read-key.sh',
-      `{\n${attempts({
-        'through-link': `grep -q PRIVATE ${keyDir}/current.key`,
-        real: `grep -q PRIVATE ${keyDir}/2026.key`,
-      })}\n} > README.md`,
-    );
-    const k = await mintJob(sb, ['-m', 'read the key', 'README.md']);
-    const w = await genjob(sb, ['work', '--once', '--generator', gen, ...binFlags(sb)], {
-      env: {
-        XDG_CACHE_HOME: sb.workerCache,
-        NO_COLOR: '1',
-        GENJOB_SIGN_KEY: path.join(keyDir, 'current.key'),
-      },
+    it('escape: a key under a system directory reached through a rotation link is masked where it really is', async () => {
+      const sb = await box();
+      const keyDir = path.join('/opt', `genjob-rotation-${process.pid}`);
+      strays.push(keyDir);
+      mkdirSync(keyDir);
+      expect((await genjob(sb, ['keygen', '--out', path.join(keyDir, '2026.key')])).exitCode).toBe(0);
+      symlinkSync('2026.key', path.join(keyDir, 'current.key'));
+      const gen = script(
+        sb,
+        'read-key.sh',
+        `{\n${attempts({
+          'through-link': `grep -q PRIVATE ${keyDir}/current.key`,
+          real: `grep -q PRIVATE ${keyDir}/2026.key`,
+        })}\n} > README.md`,
+      );
+      const k = await mintJob(sb, ['-m', 'read the key', 'README.md']);
+      const w = await genjob(sb, ['work', '--once', '--generator', gen, ...binFlags(sb)], {
+        env: {
+          XDG_CACHE_HOME: sb.workerCache,
+          NO_COLOR: '1',
+          GENJOB_SIGN_KEY: path.join(keyDir, 'current.key'),
+        },
+      });
+      expect(w.exitCode, String(w.stderr)).toBe(0);
+      expect(readFileSync(path.join(sb.repo, '.gen/out', k, 'README.md'), 'utf8')).toBe(
+        'through-link: refused\nreal: refused\n',
+      );
     });
-    expect(w.exitCode, String(w.stderr)).toBe(0);
-    expect(readFileSync(path.join(sb.repo, '.gen/out', k, 'README.md'), 'utf8')).toBe(
-      'through-link: refused\nreal: refused\n',
-    );
-  });
-});
+  },
+);
 
 describe('binds and keys compared by what they really are', () => {
   it('escape: a --generator-bind given through a symlink into the result cache is refused before anything is claimed', async () => {
@@ -257,6 +271,7 @@ describe('a generator that swaps its workspace, over ssh', () => {
     // where the generator says how its swap went (its stderr reaches no file here)
     const log = path.join(sb.dir, 'log');
     mkdirSync(log);
+    chmodSync(log, 0o777); // served as root, the generator writes it as the sandbox user
     const remote = `HOME=${home} ${NODE} ${CLI} serve --session --cache-dir ${sb.hostCache} --generator-bind ${REPO_ROOT} ${binFlags(sb).join(' ')} --generator-bind-rw ${log} ${extra}`;
     return { home, decoy, log, remote };
   }

@@ -3,7 +3,7 @@
 // without bubblewrap is refused before any claim, and --no-sandbox is recorded in the receipt and
 // refused by `verify/apply --require-sandbox`.
 
-import { existsSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -152,7 +152,9 @@ describe('a confined generator run by a local serve', () => {
       const git = (args: string[], cwd = sb.repo) => execa('git', args, { cwd });
       await git(['add', '-A']);
       await git(['-c', 'user.email=t@t', '-c', 'user.name=t', 'commit', '-qm', 'base']);
-      const wt = join(mkdtempSync(join(tmpdir(), 'genjob-wt-')), 'wt');
+      const wtParent = mkdtempSync(join(tmpdir(), 'genjob-wt-'));
+      chmodSync(wtParent, 0o755); // served as root, the sandbox user runs the worktree's gen.sh
+      const wt = join(wtParent, 'wt');
       await git(['worktree', 'add', '-q', wt]);
       const common = (await git(['rev-parse', '--path-format=absolute', '--git-common-dir'], wt)).stdout;
       expect(common).toBe(join(sb.repo, '.git'));

@@ -4,7 +4,7 @@
 // byte-for-byte snapshots of file trees. Only 127.0.0.1 is ever a target.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa, type Options, type ResultPromise } from 'execa';
@@ -39,6 +39,9 @@ export interface Sandbox {
 // Short prefix: the ssh control socket lives in <repo>/.gen/ssh, which must stay ≤ 49 bytes.
 export async function sandbox(files: Record<string, string> = TOY_FILES): Promise<Sandbox> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'gj-e2e-'));
+  // run as root, serve runs its generators as nobody: the test's scratch dir (scripts, counters, markers,
+  // exposed writable to them) is theirs to reach and write, as a host shares such a directory
+  if (process.getuid?.() === 0) await chmod(dir, 0o777);
   const repo = path.join(dir, 'r');
   const workerCache = path.join(dir, 'wc');
   const hostCache = path.join(dir, 'hc');

@@ -3,7 +3,7 @@
 // Store root with its .gen/ made, or a repository root (repo/ with .git/ and some files) beside scratch
 // space. Cleanups registered with `afterTest` run first, so a child process is killed before its
 // directory goes.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Store } from '../../src/store/store.js';
@@ -37,9 +37,14 @@ export function afterTest(fn: () => void): void {
   cleanups.push(fn);
 }
 
-/** A fresh directory under the system temp dir, removed after the test (`life: 'file'`: after the file's last test). */
+/**
+ * A fresh directory under the system temp dir, removed after the test (`life: 'file'`: after the file's last
+ * test). Run as root, it is searchable by every user, as the places a root host keeps its repositories and
+ * tools are: a serve or check run as root runs its sandbox as nobody, which must reach what it binds.
+ */
 export function tempDir(prefix: string, parent = tmpdir(), life: 'test' | 'file' = 'test'): string {
   const dir = mkdtempSync(join(parent, prefix));
+  if (process.getuid?.() === 0) chmodSync(dir, 0o755);
   (life === 'file' ? fileTemps : temps).push(dir);
   return dir;
 }
