@@ -9,9 +9,11 @@
 // link (O_PATH|O_NOFOLLOW) and changed through that descriptor: a link is left as it is, never followed.
 import {
   chmodSync,
+  chownSync,
   closeSync,
   constants,
   fstatSync,
+  lchownSync,
   lstatSync,
   openSync,
   readdirSync,
@@ -23,33 +25,46 @@ import { FD_DIR, O_PATH, OWNER_RWX } from '../store/proc-fd.js';
 
 // without /proc (FD_DIR undefined), a name is lstat'ed and changed by its path
 const { S_IFMT, S_IFDIR, S_IFREG, S_IFLNK } = constants;
+/** Who a handed-back entry belongs to: genjob's own user. */
+const OWN_UID = process.getuid?.() ?? 0;
+const OWN_GID = process.getgid?.() ?? 0;
 
-/** Make `path` plain (see the header); true when it is a directory to walk. */
-function plainEntry(path: string): boolean {
+/** Make `path` plain (see the header), and, handed back, genjob's own; true when it is a directory to walk. */
+function plainEntry(path: string, handBack: boolean): boolean {
   const fd = FD_DIR === undefined ? undefined : openSync(path, O_PATH | constants.O_NOFOLLOW);
   try {
     const { mode } = fd === undefined ? lstatSync(path) : fstatSync(fd);
     const type = mode & S_IFMT;
-    if (type === S_IFLNK) return false; // a link's own mode means nothing, and it is never followed
-    const want = type === S_IFDIR ? (mode & 0o777) | OWNER_RWX : type === S_IFREG ? mode & 0o777 : null;
-    if (want === null) {
+    if (type === S_IFLNK) {
+      if (handBack) lchownSync(path, OWN_UID, OWN_GID); // a link is never followed, its own owner changed
+      return false; // a link's own mode means nothing, and it is never followed
+    }
+    const plain = type === S_IFDIR ? (mode & 0o777) | OWNER_RWX : type === S_IFREG ? mode & 0o777 : null;
+    if (plain === null) {
       unlinkSync(path); // a FIFO, a socket, a device: a name, removed as one
       return false;
     }
-    // chmod of the descriptor's /proc name changes what it holds, whatever the path names now
-    if (want !== (mode & 0o7777)) chmodSync(fd === undefined ? path : `${FD_DIR}/${fd}`, want);
+    // handed back: others may read (and search, run) what its owner may, as the sandbox user then must
+    const want = handBack ? plain | ((plain & 0o500) >> 6) : plain;
+    // chown and chmod of the descriptor's /proc name change what it holds, whatever the path names now
+    const at = fd === undefined ? path : `${FD_DIR}/${fd}`;
+    if (handBack) chownSync(at, OWN_UID, OWN_GID); // before the chmod: a chown may clear mode bits
+    if (handBack || want !== (mode & 0o7777)) chmodSync(at, want);
     return type === S_IFDIR;
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
 }
 
-/** Make the tree under `dir` (and `dir` itself) plain: no setuid/setgid/sticky bit, no special file. */
-export function plainTree(dir: string): void {
+/**
+ * Make the tree under `dir` (and `dir` itself) plain: no setuid/setgid/sticky bit, no special file.
+ * `handBack`: made by a sandbox user, every name becomes genjob's user's, readable by others as by its owner.
+ */
+export function plainTree(dir: string, handBack = false): void {
   const walk = (path: string) => {
     let isDir: boolean;
     try {
-      isDir = plainEntry(path);
+      isDir = plainEntry(path, handBack);
     } catch (err) {
       throw ioErrorAt(path, err);
     }

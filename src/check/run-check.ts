@@ -14,6 +14,7 @@ import { sha256Hex } from '../core/sha256.js';
 import { catFile } from '../git/cat-file.js';
 import { repositoryDirs } from '../git/repository-dirs.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
+import { giveTree, type SandboxUser } from '../sandbox/sandbox-user.js';
 import { publishExclusive, readIfExists } from '../store/durable.js';
 import { lockNamed } from '../store/key-lock.js';
 import type { Store } from '../store/store.js';
@@ -58,6 +59,8 @@ export interface RunCheckOptions {
   attempts?: number;
   recheck: boolean;
   sandbox: 'bwrap' | 'none';
+  /** Who checker commands run as: a check run as root drops to this user (sandbox-user.ts). */
+  user?: SandboxUser;
   signing?: Signing;
   /** The file the signing key was read from: no checker sees it, wherever it lies. */
   signKeyFile?: string;
@@ -236,7 +239,7 @@ async function runCommand(
   const key = job.v.job.key;
   // each checker of the job has its own part of the job's scratch directory (checks may run at once)
   const own = join('checkers', checker.name);
-  const logs = scratchDirs(scratch.dir, `${own}/logs`);
+  const logs = scratchDirs(scratch.dir, `${own}/logs`, scratch.mode);
   const repository = await repositoryDirs(root);
   const policy = (binds: string[]): SandboxPolicy => ({
     kind: o.sandbox,
@@ -250,6 +253,7 @@ async function runCommand(
     // (.env), which a system directory shows when it lives under /opt or /usr/src; from a linked
     // worktree, neither the main checkout's nor the common git directory (repository-dirs.ts)
     masked: repository,
+    ...(o.user ? { user: o.user } : {}),
   });
   const jobEnv = (n: number | 'setup') => ({
     GENJOB_KEY: key,
@@ -278,6 +282,8 @@ async function runCommand(
         ? await setupCopy(root, scratch, join(own, `${name}-${n}`), dependedFiles(checker).paths)
         : { ...(await checkoutCopy(root, scratch, join(own, `${name}-${n}`))), tracked: scratch.tracked };
     if (entry) linkSetup(entry, copy.tree);
+    // the sandbox user's own copy to run in, made by git as genjob's user (its links to the entry too)
+    if (o.user) giveTree(copy.runDir, o.user);
     const log = join(logs, `${name}-${n}.log`);
     const r = await runConfined({
       command,
@@ -345,6 +351,7 @@ async function runCommand(
           staging: join(scratch.dir, own, `setup-entry-${n}`),
         },
         secret,
+        o.user !== undefined,
       );
     removeScratch(ran.runDir);
     if (ok) return { entry };

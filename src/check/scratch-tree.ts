@@ -10,7 +10,7 @@
 // outside the repository's own object store (read through it as an alternate): the checked code cannot
 // change what the next copy is made from, and checking leaves the repository as it was.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConflictError, errnoOf, GitFailedError, ioErrorAt, UsageError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
@@ -38,6 +38,8 @@ export interface Scratch {
   tracked: string[];
   /** A copy of the result tree no run has taken yet (checkoutCopy), or null. */
   spare: string | null;
+  /** The mode of the directories on the way to a run's copy: 0711 when a sandbox user must reach it. */
+  mode: number;
 }
 
 /** Quote a path for update-index --index-info (paths passed pathProblem: no control characters). */
@@ -151,7 +153,7 @@ export async function prepareScratch(
   at: HeadIds,
   job: Job,
   outputs: readonly ReceiptOutput[],
-  opts: { spare?: boolean } = {},
+  opts: { spare?: boolean; searchable?: boolean } = {},
 ): Promise<Scratch> {
   const root = store.root;
   const { head, baseTree, objects } = at;
@@ -166,7 +168,10 @@ export async function prepareScratch(
     store.layout.staging,
     `${CHECK_STAGING_PREFIX}${pid}-${start}-${randomBytes(6).toString('hex')}`,
   );
-  mkdirSync(dir, { mode: 0o700 });
+  // searchable (not listable) by others when a sandbox user's copies lie beneath (sandbox-user.ts)
+  const mode = opts.searchable ? 0o711 : 0o700;
+  mkdirSync(dir, { mode });
+  if (opts.searchable) chmodSync(dir, mode); // whatever the umask
   try {
     const own = join(dir, 'objects');
     mkdirSync(own);
@@ -218,7 +223,7 @@ export async function prepareScratch(
     );
     const resultTree = written.stdout.toString('utf8').replace(/\n$/, '');
     const tracked = [...new Set([...modes.keys(), ...outputs.map((o) => o.path)])];
-    return { dir, env, head, baseTree, resultTree, tracked, spare };
+    return { dir, env, head, baseTree, resultTree, tracked, spare, mode };
   } catch (err) {
     removeScratch(dir);
     throw err;
@@ -261,12 +266,13 @@ function blobsThenModes(
  * Not mkdir's recursive mode: when a level fails, that reports the error of the level it tried first
  * (ENOENT for a disk that failed one level up), not the one that failed.
  */
-export function scratchDirs(dir: string, rel: string): string {
+export function scratchDirs(dir: string, rel: string, mode = 0o700): string {
   let at = dir;
   for (const part of rel.split('/')) {
     at = join(at, part);
     try {
-      mkdirSync(at, { mode: 0o700 });
+      mkdirSync(at, { mode });
+      if (mode !== 0o700) chmodSync(at, mode); // whatever the umask
     } catch (err) {
       if (errnoOf(err) !== 'EEXIST') throw ioErrorAt(at, err);
     }
@@ -288,7 +294,7 @@ export async function checkoutCopy(
   const spare = scratch.spare;
   if (spare !== null) {
     scratch.spare = null; // taken by this run alone, whatever runs beside it
-    scratchDirs(scratch.dir, name);
+    scratchDirs(scratch.dir, name, scratch.mode);
     const tree = join(runDir, 'tree');
     try {
       renameSync(spare, tree);
@@ -297,7 +303,7 @@ export async function checkoutCopy(
     }
     return { runDir, tree };
   }
-  const tree = scratchDirs(scratch.dir, `${name}/tree`);
+  const tree = scratchDirs(scratch.dir, `${name}/tree`, scratch.mode);
   await git(root, checkoutAll(tree), { env: scratch.env });
   return { runDir, tree };
 }
@@ -315,7 +321,7 @@ export async function setupCopy(
   pinned: readonly string[],
 ): Promise<{ runDir: string; tree: string; tracked: string[] }> {
   const runDir = join(scratch.dir, name);
-  const tree = scratchDirs(scratch.dir, `${name}/tree`);
+  const tree = scratchDirs(scratch.dir, `${name}/tree`, scratch.mode);
   // its own index, beside the run directory (outside what the sandbox can write)
   const env = { ...scratch.env, GIT_INDEX_FILE: `${runDir}.index`, GIT_LITERAL_PATHSPECS: '1' };
   const read = ['read-tree', scratch.head];

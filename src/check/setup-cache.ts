@@ -12,6 +12,9 @@
 // read-only: the checked code can use the setup's result but never change it for the next run.
 // Moved, tools must not depend on the directory they were made in (node_modules does not; a venv's
 // scripts do: call `python -m`).
+// Run as a sandbox user (check run as root), setup made its files as that user: the entry is handed back
+// to genjob's own user (root), readable by others as far as its owner could read it, so every later run
+// reads it, and only root changes it.
 // .gen/ is a directory a branch can commit into (force-added) and a checkout can write into, and the
 // digest is anyone's to compute: an entry is used only when its manifest's seal holds, an HMAC under the
 // user's own secret (as the report's cache is sealed) over the digest, the paths and a digest of every
@@ -172,6 +175,8 @@ export function publishSetup(
   digest: string,
   from: { tree: string; tracked: readonly string[]; staging: string },
   secret: Buffer | null,
+  /** The setup ran as a sandbox user: its files are handed back to genjob's user (plain-tree.ts). */
+  handBack = false,
 ): SetupEntry {
   const { tree, tracked, staging } = from;
   mkdirSync(join(staging, 'tree'), { recursive: true });
@@ -182,7 +187,7 @@ export function publishSetup(
     renameSync(join(tree, ...p.split('/')), to);
   }
   // nothing setuid, setgid or special stays on the host, cached or not
-  plainTree(join(staging, 'tree'));
+  plainTree(join(staging, 'tree'), handBack);
   if (secret === null) return { tree: join(staging, 'tree'), paths };
   const root = store.layout.dir(SETUP_DIR);
   mkdirSync(root, { recursive: true });

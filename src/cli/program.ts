@@ -458,6 +458,10 @@ export function buildProgram(opts: { json?: boolean; argv?: readonly string[] } 
       '--no-sandbox',
       'run checker commands unconfined (no bubblewrap); records say sandbox kind "none"',
     )
+    .option(
+      '--sandbox-user <user>',
+      'USER, UID or USER:GID a check run as root runs checker commands as (default: nobody; root keeps the sandbox root, weaker: see docs/trust.md)',
+    )
     .addHelpText(
       'after',
       '\nExamples:\n  genjob check --list\n  genjob check 277c --checker tests\n  genjob check --all --concurrency 2 && genjob apply --all --require-check tests\n  genjob check 277c --recheck --attempts 3     (more attempts on the same record: ✗✓ is flaky)\n  genjob check --run hints && genjob gate --run hints --require-check tests',

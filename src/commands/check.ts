@@ -5,6 +5,7 @@
 // checker with its binding digest at HEAD. With --run, the run's received or applied jobs whose receipt is
 // ok are checked (the ones its gate waits on for --require-check); its other jobs are counted.
 
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { boundFiles } from '../check/binding.js';
 import { type CheckContext, checkContext } from '../check/check-state.js';
@@ -18,6 +19,7 @@ import {
   removeScratch,
   type Scratch,
 } from '../check/scratch-tree.js';
+import { SETUP_DIR } from '../check/setup-cache.js';
 import {
   CONFIG_FILE,
   checkerConsentSettings,
@@ -30,6 +32,7 @@ import { lookStore, openStore } from '../cli/root.js';
 import { SandboxUnavailableError, UsageError } from '../core/errors.js';
 import { EXIT } from '../core/exit-codes.js';
 import { requireBwrapOnPath } from '../sandbox/bwrap-probe.js';
+import { type SandboxUser, sandboxUser, unreachable } from '../sandbox/sandbox-user.js';
 import { readRecord } from '../store/durable.js';
 import { keysIn, resolveKey } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
@@ -51,6 +54,25 @@ export interface CheckOptions extends CommonOptions {
   signKey?: string;
   /** commander's --no-sandbox: false when given. */
   sandbox?: boolean;
+  /** --sandbox-user: who checker commands run as when check runs as root (default nobody). */
+  sandboxUser?: string;
+}
+
+/**
+ * Refuse (EGJ_SANDBOX_UNAVAILABLE) a repository whose scratch copies the sandbox user cannot reach: each
+ * run's copy and the setup cache live in its .gen/, and bwrap, started as that user, binds them from there.
+ */
+function requireReachable(store: Store, user: SandboxUser): void {
+  mkdirSync(store.layout.staging, { recursive: true }); // as prepareScratch would: its mode counts
+  for (const dir of [store.layout.staging, store.layout.dir(SETUP_DIR)]) {
+    const blocked = unreachable(dir, user);
+    if (blocked !== null)
+      throw new SandboxUnavailableError(
+        'genjob check',
+        `checker commands run as the sandbox user ${user.label}, on copies made in ${dir}, and ${blocked} is not searchable by that user`,
+        'check a repository every user may search the way to (not under /root or a private home), or pass --sandbox-user root to run the sandbox as root',
+      );
+  }
 }
 
 /** The declared checkers `names` picks (all when none is named); an unknown name is bad usage. */
@@ -160,6 +182,9 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
   // check: a host where it cannot start a sandbox is refused then, the whole command with it (below);
   // one without it at all is refused now, before anything is built
   if (sandbox === 'bwrap' && checkers.some((c) => c.kind === 'command')) requireBwrapOnPath('genjob check');
+  // run as root, checker commands run as the sandbox user, in copies it must reach (sandbox-user.ts)
+  const user = checkers.some((c) => c.kind === 'command') ? sandboxUser(o.sandboxUser) : undefined;
+  if (user) requireReachable(store, user);
   const signing = signingOf(o);
   // HEAD is read once: every job is checked on this commit, and its records name this tree and the
   // checkers' bindings in it, whatever commits land while the checks run. Without one, a job that needs
@@ -195,7 +220,12 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
           if (!scratches.has(key))
             scratches.set(
               key,
-              head.then((at) => prepareScratch(store, at, v.job, v.receipt.outputs, { spare })),
+              head.then((at) =>
+                prepareScratch(store, at, v.job, v.receipt.outputs, {
+                  spare,
+                  searchable: user !== undefined,
+                }),
+              ),
             );
           return scratches.get(key)!;
         };
@@ -204,6 +234,7 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
             attempts: o.attempts,
             recheck: o.recheck === true,
             sandbox,
+            ...(user ? { user } : {}),
             signing,
             signKeyFile: signKeyFileOf(o),
             env: process.env,

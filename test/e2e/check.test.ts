@@ -484,7 +484,8 @@ describe('genjob check: usage', () => {
     const r = await checkRepo();
     const first = await r.generate('Document add', { 'calc.py': CALC_GOOD });
     const second = await r.generate('Break add', { 'calc.py': CALC_BAD });
-    // a checker (unconfined, so it reaches the repository) that commits a change of the tree each time
+    // a checker (unconfined, with the user's rights, so it reaches the repository) that commits a change
+    // of the tree each time
     const repo = JSON.stringify(r.repo);
     r.checkers({
       tests: {
@@ -493,7 +494,9 @@ describe('genjob check: usage', () => {
     });
     await r.git(['commit', '-qam', 'a checker that commits']);
     const started = await r.git(['rev-parse', 'HEAD^{tree}']);
-    const run = await r.genjob(['check', '--no-sandbox', '--json', first, second]);
+    // run as root, an unconfined checker is still the sandbox user (nobody) unless root is asked for
+    const asUser = process.getuid?.() === 0 ? ['--sandbox-user', 'root'] : [];
+    const run = await r.genjob(['check', '--no-sandbox', ...asUser, '--json', first, second]);
     expect(run.exitCode, run.stderr + run.stdout).toBe(0);
     expect(await r.git(['rev-list', '--count', 'HEAD'])).toBe('4');
     // both records name the tree the command started on: the second job was not checked on a HEAD
