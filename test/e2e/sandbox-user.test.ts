@@ -3,11 +3,22 @@
 // Root inside (--sandbox-user root, or genjob before it dropped) read every root-only file a view shows,
 // left setuid-root files in a writable bind, and was exempt from RLIMIT_NPROC. Real bwrap, the built CLI,
 // a local serve run as root.
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
+import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp-store.js';
-import { committedReceipt, genjob, type Sandbox, useBoxes } from './ssh-helpers.js';
+import { CLI, committedReceipt, genjob, type Sandbox, useBoxes } from './ssh-helpers.js';
 
 const box = useBoxes();
 const asRoot = process.getuid?.() === 0;
@@ -169,5 +180,30 @@ describe.skipIf(!asRoot)('served as root, the generator runs as the sandbox user
     expect(String(w.stderr)).toContain(
       `the sandbox user runs it, and ${hidden} is not searchable by nobody (65534:65534); put it where that user may read it, or pass --sandbox-user root`,
     );
+  });
+
+  it('a node the sandbox user cannot reach (every sandbox shows its directory) is refused naming the remedy, not a bwrap that fails', async () => {
+    const sb = await box();
+    const hidden = tempDir('gj-node-');
+    chmodSync(hidden, 0o700);
+    const node = path.join(hidden, 'node');
+    try {
+      linkSync(process.execPath, node);
+    } catch {
+      copyFileSync(process.execPath, node);
+      chmodSync(node, 0o755);
+    }
+    const k = await mintJob(sb, ['-m', 'run under a private node', 'README.md']);
+    const w = await execa(node, [CLI, 'work', '--once', '--generator', 'echo x >> README.md'], {
+      cwd: sb.repo,
+      reject: false,
+      env: { XDG_CACHE_HOME: sb.workerCache, NO_COLOR: '1' },
+    });
+    expect(w.exitCode).not.toBe(0);
+    expect(String(w.stderr)).toContain(
+      `EGJ_SANDBOX_UNAVAILABLE: local: genjob serve: the node running genjob is in ${hidden}, which every sandbox shows, and the sandbox user nobody (65534:65534) cannot reach it (${hidden} is not searchable by it); run genjob with a node installed where every user may read it`,
+    );
+    expect(String(w.stderr)).not.toMatch(/bwrap: Can't find source path/);
+    expect(existsSync(path.join(sb.repo, '.gen/out', k))).toBe(false);
   });
 });

@@ -15,7 +15,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { bwrapArgv } from '../../src/sandbox/bwrap-argv.js';
 import { confine } from '../../src/sandbox/confine.js';
 import type { SandboxPolicy } from '../../src/sandbox/policy.js';
@@ -27,6 +27,8 @@ import {
   sandboxUser,
   unreachable,
 } from '../../src/sandbox/sandbox-user.js';
+import { sandboxPolicy } from '../../src/sandbox/serve-policy.js';
+import { thrown } from '../helpers/thrown.js';
 
 const asRoot = process.geteuid?.() === 0;
 const NOBODY: SandboxUser = { uid: 65534, gid: 65534, label: 'nobody (65534:65534)' };
@@ -162,4 +164,48 @@ describe('reach and ownership', () => {
       expect(lstatSync(outside).uid).toBe(0);
     },
   );
+});
+
+describe.skipIf(!asRoot)('refusals that name the remedy, before bubblewrap fails', () => {
+  it('a --generator-bind the sandbox user cannot reach is refused when serve starts', () => {
+    const closed = join(dir, 'closed');
+    mkdirSync(join(closed, 'tools'), { recursive: true });
+    chmodSync(closed, 0o700);
+    expect(thrown(() => sandboxPolicy({ generatorBind: [join(closed, 'tools')] }, {}, []))).toMatchObject({
+      code: 'EGJ_USAGE',
+      message: `--generator-bind ${join(closed, 'tools')}: the sandbox user nobody (65534:65534) cannot reach it (${closed} is not searchable by it); expose a path that user may reach, or pass --sandbox-user root`,
+    });
+    // root's sandbox reaches it
+    expect(sandboxPolicy({ generatorBind: [join(closed, 'tools')], sandboxUser: 'root' }, {}, []).user).toBe(
+      undefined,
+    );
+  });
+
+  it('a host where root may make a user namespace and the sandbox user may not is refused naming the sysctl', async () => {
+    // a bwrap that, like the kernel with unprivileged user namespaces off, starts for root only
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    writeFileSync(
+      join(bin, 'bwrap'),
+      '#!/bin/sh\n[ "$(id -u)" = 0 ] && exit 0\necho "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces." >&2\nexit 1\n',
+      { mode: 0o755 },
+    );
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path}`;
+    try {
+      // a fresh probe module: the answers of the real bwrap above are cached per process
+      vi.resetModules();
+      const { requireBwrap } = await import('../../src/sandbox/bwrap-probe.js');
+      const err = (await requireBwrap('genjob serve', NOBODY).catch((e: unknown) => e)) as Error & {
+        code: string;
+      };
+      expect(err.code).toBe('EGJ_SANDBOX_UNAVAILABLE');
+      const message = err.message;
+      expect(message).toContain('as nobody (65534:65534)');
+      expect(message).toContain('kernel.unprivileged_userns_clone=1');
+      expect(message).toContain('or pass --sandbox-user root');
+    } finally {
+      process.env.PATH = path;
+    }
+  });
 });
