@@ -72,9 +72,13 @@ export async function serve(o: ServeOptions): Promise<void> {
     // main checkout and the common git directory too
     masked: o.workerRepo === undefined ? [] : await workerRepoDirs(o.workerRepo),
   };
-  // served as root, runs are made where the sandbox user reaches them (sandbox-user.ts), hidden like the
-  // work directory from every other run, even through an exposed path that holds it (/tmp)
-  if (policy.user) policy.hidden = [...policy.hidden, userRunsDir(policy.user)];
+  // served as root, runs are made where the sandbox user reaches them (sandbox-user.ts): the work directory
+  // when it may, else a directory of TMPDIR, hidden like the work directory from every other run, even
+  // through an exposed path that holds it (/tmp)
+  if (policy.user) {
+    const runs = userRunsDir(policy.user, { preferred: cache.workDir });
+    if (runs !== cache.workDir) policy.hidden = [...policy.hidden, runs];
+  }
   if (o.gcOlderThan) {
     // retention: prune before serving; an entry another session is generating is skipped
     const { parseDuration } = await import('../core/duration.js');

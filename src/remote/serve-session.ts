@@ -193,7 +193,7 @@ async function answer(
   const user = builtin ? undefined : cfg.policy.user;
   // bubblewrap's probe (asked once per process) starts now and runs while the bundle comes in
   if (confined) void probeBwrap(user);
-  const scratch = await cfg.cache.scratch(user && userRunsDir(user, `genjob serve on ${host}`));
+  const scratch = await cfg.cache.scratch(user && userRunsDir(user, { where: `genjob serve on ${host}` }));
   try {
     const { job, ws, files } = await receiveBundle(code, body, reader, scratch, req);
     // before the fence (knownFiles): a chown moves each file's ctime, which then still precedes it

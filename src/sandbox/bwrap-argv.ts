@@ -15,7 +15,7 @@ import { ETC_SECRETS } from './exposure.js';
 import { type SandboxPolicy, sandboxIsRoot } from './policy.js';
 import { realPath, rebase, within } from './real-path.js';
 import { rootOnlyPaths } from './root-only.js';
-import { limitProcesses } from './sandbox-user.js';
+import { limitProcesses, type SandboxUser, unreachable } from './sandbox-user.js';
 import { SHM_BYTES, tmpBytes } from './tmpfs-limits.js';
 
 export { ETC_SECRETS } from './exposure.js';
@@ -89,14 +89,14 @@ function mask(at: string, real: string): string[] {
 }
 
 /**
- * Every hidden path, wherever a view shows it: masked at its place in that view, and in a writable view
+ * Every hidden path, wherever a view shows it (to a sandbox user: one it may reach): masked at its place in that view, and in a writable view
  * each directory on the way to it bound onto itself first, so the generator cannot rename a parent
  * away and put a directory of its own in the mask's place (not the root of another view, a mount
  * point already, nor a directory in a read-only view). A view that lies inside a hidden path is
  * masked whole (serve refuses such a bind; this holds even if it did not). A hidden path inside
  * another is covered by it.
  */
-function masks(views: readonly View[], hidden: readonly string[]): string[] {
+function masks(views: readonly View[], hidden: readonly string[], user?: SandboxUser): string[] {
   const out: string[] = [];
   const done = new Set<string>();
   const add = (args: string[]) => {
@@ -105,8 +105,12 @@ function masks(views: readonly View[], hidden: readonly string[]): string[] {
     done.add(at);
     out.push(...args);
   };
-  // only what is there is masked (a path that does not exist shows nothing)
-  const reals = [...new Set(hidden.map(realPath))].filter((r) => mask(r, r).length > 0);
+  // only what is there is masked (a path that does not exist shows nothing), and, for a sandbox user,
+  // only what it may reach: behind a directory it may not search, the host's modes hide it, and bwrap,
+  // started as that user, could not reach the place to mount a mask
+  const reals = [...new Set(hidden.map(realPath))].filter(
+    (r) => mask(r, r).length > 0 && (user === undefined || unreachable(dirname(r), user) === null),
+  );
   const outermost = reals.filter((r) => !reals.some((o) => o !== r && within(r, o)));
   const fixed = (at: string) => views.some((w) => at === w.at || (!w.writable && within(at, w.at)));
   for (const real of outermost) {
@@ -148,7 +152,7 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
     views.push({ at: d, real: realPath(d), writable: false });
   }
   // before anything is exposed, which then shows on top
-  const early = masks(views, policy.masked ?? []);
+  const early = masks(views, policy.masked ?? [], policy.user);
   a.push(...early);
   // /proc read-only: in root's sandbox, root inside is the host's uid 0 (no capability, but the kernel lets
   // uid 0 write /proc/sys by its file modes alone, and bwrap leaves /proc/sys writable then): core_pattern
@@ -174,7 +178,7 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
   }
   // root's sandbox: what under /etc only root may read too (root-only.ts): root inside matches its owner
   const rootOnly = sandboxIsRoot(policy) ? rootOnlyPaths() : [];
-  const hiding = masks(views, [...ETC_SECRETS, ...rootOnly, ...policy.hidden]);
+  const hiding = masks(views, [...ETC_SECRETS, ...rootOnly, ...policy.hidden], policy.user);
   a.push(...hiding);
   a.push('--bind', run.scratch, run.scratch);
   a.push('--bind', run.workspace, run.workspace);

@@ -11,6 +11,7 @@ import {
   chmodSync,
   type Dirent,
   lchownSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -18,7 +19,7 @@ import {
   statSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { ioErrorAt, SandboxUnavailableError, UsageError } from '../core/errors.js';
 import { realPath } from './real-path.js';
 
@@ -177,13 +178,26 @@ export function giveTree(dir: string, user: SandboxUser): void {
 let runsDir: string | undefined;
 
 /**
- * Where serve, run as root, makes each run's directory for `user` (its workspace, job file, usage file):
- * its own result cache lies in root's home, which no other user may search. One directory per process, in
- * the system's temporary directory (TMPDIR, else /tmp), made private by mkdtemp (no other user can have
- * made or linked it), searchable but not listable by others (0711), and removed when the process exits.
+ * Where serve, run as root, makes each run's directory for `user` (its workspace, job file, usage file).
+ * `preferred`, serve's work directory beside its cache, when the user can reach it: made searchable but
+ * not listable by others (0711; each run's directory in it is the user's own, 0700, and an entry being
+ * built root's, 0700). Otherwise (a cache in root's home, which no other user may search) one directory
+ * per process in the system's temporary directory (TMPDIR, else /tmp), made private by mkdtemp (no other
+ * user can have made or linked it), 0711 too, and removed when the process exits. Decided once per process.
  */
-export function userRunsDir(user: SandboxUser, where = 'genjob serve'): string {
+export function userRunsDir(user: SandboxUser, opts: { preferred?: string; where?: string } = {}): string {
   if (runsDir !== undefined) return runsDir;
+  const where = opts.where ?? 'genjob serve';
+  if (opts.preferred !== undefined && unreachable(dirname(opts.preferred), user) === null) {
+    try {
+      mkdirSync(opts.preferred, { recursive: true, mode: 0o700 });
+      chmodSync(opts.preferred, 0o711);
+    } catch (err) {
+      throw ioErrorAt(opts.preferred, err);
+    }
+    runsDir = opts.preferred;
+    return runsDir;
+  }
   const base = tmpdir();
   const blocked = unreachable(base, user);
   if (blocked !== null)

@@ -39,12 +39,13 @@ export function afterTest(fn: () => void): void {
 
 /**
  * A fresh directory under the system temp dir, removed after the test (`life: 'file'`: after the file's last
- * test). Run as root, it is searchable by every user, as the places a root host keeps its repositories and
- * tools are: a serve or check run as root runs its sandbox as nobody, which must reach what it binds.
+ * test). Run as root, every user may search and write it, as a root host shares the places its generators
+ * read and write (their scripts, logs, markers): a serve or check run as root runs its sandbox as nobody,
+ * which must reach what it binds and write what it is given writable.
  */
 export function tempDir(prefix: string, parent = tmpdir(), life: 'test' | 'file' = 'test'): string {
   const dir = mkdtempSync(join(parent, prefix));
-  if (process.getuid?.() === 0) chmodSync(dir, 0o755);
+  if (process.getuid?.() === 0) chmodSync(dir, 0o777);
   (life === 'file' ? fileTemps : temps).push(dir);
   return dir;
 }

@@ -103,6 +103,26 @@ describe('the argv and spawn options with a sandbox user', () => {
     expect(bwrapArgv(policy(), run()).slice(-4)).toEqual(['--', 'sh', '-c', 'echo hi']);
   });
 
+  it('a hidden path behind a directory the sandbox user may not search is left to the host’s modes, not masked', () => {
+    // an exposed directory holding the cache's parent, closed to others (a cache base made 0700)
+    mkdirSync(join(dir, 'exposed', 'closed', 'cache'), { recursive: true });
+    mkdirSync(join(dir, 'exposed', 'open', 'cache'), { recursive: true });
+    chmodSync(join(dir, 'exposed', 'closed'), 0o700);
+    const hiding = {
+      ...policy(NOBODY),
+      bindsRw: [join(dir, 'exposed')],
+      hidden: [join(dir, 'exposed', 'closed', 'cache'), join(dir, 'exposed', 'open', 'cache')],
+    };
+    const args = bwrapArgv(hiding, run()).join(' ');
+    // bwrap, started as that user, could not reach it to mount the mask: it would fail the run
+    expect(args).not.toContain(`--tmpfs ${join(dir, 'exposed', 'closed', 'cache')}`);
+    expect(args).toContain(`--tmpfs ${join(dir, 'exposed', 'open', 'cache')}`);
+    // root's sandbox masks both
+    expect(bwrapArgv({ ...hiding, user: undefined }, run()).join(' ')).toContain(
+      `--tmpfs ${join(dir, 'exposed', 'closed', 'cache')}`,
+    );
+  });
+
   it.skipIf(!asRoot)('as a sandbox user, neither device nodes of its own nor root-only masks of /etc', () => {
     const token = join('/etc', `gj-sandbox-user-${process.pid}`);
     writeFileSync(token, 'TOKEN\n', { mode: 0o600 });
