@@ -1,4 +1,5 @@
-// The devices of the sandbox's /dev, served as root. bwrap's --dev binds the host's own device inodes
+// The devices of the sandbox's /dev in root's sandbox (--sandbox-user root: a sandbox user owns no
+// device, sandbox-user.ts). bwrap's --dev binds the host's own device inodes
 // (/dev/null, /dev/urandom…), and root inside is the host's uid 0, their owner: an owner changes a
 // file's mode with no capability, so `chmod 0 /dev/null` in a generator took /dev/null from every other
 // user of the host, long after the run. A bind cannot be read-only and keep its devices (bwrap's

@@ -1,9 +1,11 @@
-// What under /etc only root may read. Root inside the sandbox is the host's uid 0 and gid 0 without
+// What under /etc only root may read, masked in root's sandbox (--sandbox-user root; a sandbox user reads
+// none of it by its modes, sandbox-user.ts). Root inside the sandbox is the host's uid 0 and gid 0 without
 // capabilities: no capability lets it past a file's mode, but its uid and gid match the owner of the
 // host's root-only files, so /etc/security/opasswd, a 0600 token in /etc/default or a 0700 directory of
-// rules read as they would for root outside. Served as root, every such entry under /etc is masked like
+// rules read as they would for root outside. In root's sandbox, every such entry under /etc is masked like
 // the named /etc secrets. /usr and /opt are not walked: /usr is too big to walk per process (a second on a
-// small system) and holds programs, not secrets; /opt is what the host chose to install.
+// small system) and holds programs, not secrets; /opt is what the host chose to install (the sandbox user,
+// the default, is what closes them).
 import { type Dirent, lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 

@@ -55,10 +55,12 @@ describe('hostile checks (escape attempts)', () => {
       'write-repo': `echo pwned > ${r.repo}/calc.py`,
       // keyctl(KEYCTL_GET_KEYRING_ID, @s): the kernel keyring is not namespaced (x86_64 number)
       keyring: `perl -e 'exit(syscall(250, 0, -3, 0) < 0 ? 1 : 0)'`,
-      // as root, /proc/sys is writable by file modes alone (a core_pattern of its own runs as real root):
-      // the current value written back, harmless if this ever succeeds
+      // root inside (--sandbox-user root) writes /proc/sys by file modes alone (a core_pattern of its own
+      // runs as real root); the sandbox user (a check run as root) may not: the current value written
+      // back, harmless if this ever succeeds
       sysctl: 'p=$(cat /proc/sys/kernel/core_pattern) && printf %s "$p" > /proc/sys/kernel/core_pattern',
-      // as root, the host's device inodes are root's to chmod: the mode they have, harmless if this succeeds
+      // the host's device inodes are root's to chmod (root inside, with --sandbox-user root), never the
+      // sandbox user's: the mode they have, harmless if this succeeds
       'chmod-dev': 'chmod 666 /dev/null',
       // a tmpfs is the host's memory: /dev and the masks are not there to fill
       'fill-dev': 'head -c 1048576 /dev/zero > /dev/fill',

@@ -80,9 +80,8 @@ describe.skipIf(!asRoot)('checked as root, the checker runs as the sandbox user'
     // the cached entry, read by the next run as the sandbox user
     const again = await r.genjob(['check', '--json', '--recheck', key]);
     expect(again.exitCode, again.stderr).toBe(0);
-    expect(factsOf(r.repo, key, 'tests', records(r.repo, key, 'tests').at(-1)!)).toMatchObject({
-      setup: { cached: true },
-    });
+    const record = `${checkResults(again)[0]!.record as string}.json`;
+    expect(factsOf(r.repo, key, 'tests', record)).toMatchObject({ setup: { cached: true } });
   });
 
   it('--sandbox-user root keeps the checker root', async () => {
