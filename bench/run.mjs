@@ -8,6 +8,7 @@
 // See docs/performance.md for what each measures and why.
 import { spawn, spawnSync } from 'node:child_process';
 import {
+  chmodSync,
   closeSync,
   cpSync,
   linkSync,
@@ -125,6 +126,9 @@ const SSH_STAGES = ['ship-big', 'ship-small', 'second-job'];
 
 // ---------- scratch and a private copy of the built CLI ----------
 const TMP = mkdtempSync(join(os.tmpdir(), 'gjb-'));
+// run as root, serve and check run their sandboxes as nobody, which must reach the repositories and
+// scripts the stages make here
+if (process.getuid?.() === 0) chmodSync(TMP, 0o755);
 // Other people rebuild dist/ while we run: snapshot bin/, dist/ and package.json once.
 const APP = join(TMP, 'app');
 for (const p of ['bin', 'dist', 'package.json']) cpSync(join(repoRoot, p), join(APP, p), { recursive: true });
@@ -764,10 +768,12 @@ Object.assign(
 function captureBwrapArgv(ssh) {
   const real = spawnSync('sh', ['-c', 'command -v bwrap']).stdout.toString().trim();
   const shim = join(TMP, 'bwrap-shim');
-  const log = join(TMP, 'bwrap-argv');
+  // written by the shim, which runs as serve's sandbox user when serve runs as root
+  const log = join(shim, 'bwrap-argv');
   // the seccomp filter genjob hands bwrap on fd 3 (--seccomp 3), kept to hand it again
-  const filter = join(TMP, 'bwrap-filter');
+  const filter = join(shim, 'bwrap-filter');
   mkdirSync(shim, { recursive: true });
+  chmodSync(shim, 0o777);
   writeFileSync(
     join(shim, 'bwrap'),
     [
