@@ -31,7 +31,7 @@ export interface SandboxUser {
 }
 
 /** The sandbox user of a root genjob that names none. */
-export const DEFAULT_SANDBOX_USER = 'nobody';
+const DEFAULT_SANDBOX_USER = 'nobody';
 /** nobody's ids where /etc/passwd has no `nobody` (the kernel's overflow uid and gid). */
 const NOBODY_IDS = 65534;
 

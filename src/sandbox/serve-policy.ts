@@ -21,7 +21,7 @@ export interface SandboxFlags {
 }
 
 /** Refuse (EGJ_USAGE) an exposed path `user` cannot reach: bwrap, started as that user, could not bind it. */
-export function checkReach(user: SandboxUser, flagged: ReadonlyArray<readonly [string, string]>): void {
+function checkReach(user: SandboxUser, flagged: ReadonlyArray<readonly [string, string]>): void {
   for (const [flag, p] of flagged) {
     const blocked = unreachable(p, user);
     if (blocked !== null)
