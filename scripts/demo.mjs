@@ -6,7 +6,7 @@
 // diff the job made, the run gate's verdict and the run's report (its index path is the last line). No
 // network, no model. Exits non-zero if a step fails.
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +18,9 @@ const generator = `node ${JSON.stringify(join(pkg, 'fixtures', 'demo-generator.m
 const keep = process.argv.includes('--keep');
 
 const base = mkdtempSync(join(tmpdir(), 'genjob-demo-'));
+// run as root, genjob runs generators and checkers as an unprivileged sandbox user (nobody), which must
+// reach the toy repository: mkdtemp's directory is its owner's alone
+if (process.getuid?.() === 0) chmodSync(base, 0o755);
 const repo = join(base, 'toy-repo');
 // the demo generator runs confined: the package it lives in is exposed to it read-only
 const env = {
