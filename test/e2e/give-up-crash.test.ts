@@ -6,6 +6,7 @@
 // work generates again. A store an older genjob left that way is finished by the replay, and `work`
 // refuses a receipt of an attempt given up even when it is still in place.
 import {
+  chmodSync,
   existsSync,
   readdirSync,
   readFileSync,
@@ -47,7 +48,8 @@ async function box() {
   const job = buildJob(PATH, [{ path: PATH, sha256: sha256Hex(ORIGINAL) }]);
   const key = job.key;
   const genLog = join(base, 'gen.log');
-  writeFileSync(genLog, '');
+  writeFileSync(genLog, '', { mode: 0o666 });
+  chmodSync(genLog, 0o666); // served as root, the generator appends to it as the sandbox user
   const env = { ...process.env, XDG_CACHE_HOME: join(base, 'cache'), GEN_LOG: genLog };
   const genjob = async (args: string[], crash?: unknown) => {
     const r = await spawnCli(
