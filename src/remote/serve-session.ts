@@ -4,7 +4,7 @@
 // and caches the result; every answer is a fresh receipt carrying the requester's epoch. A
 // `cancel` sent while a run generates kills its generator, and that run is answered, not cached. A
 // generator command the shell could not start is refused (EGJ_GENERATOR_CONFIG), not cached either.
-import { rm, writeFile } from 'node:fs/promises';
+import { chmod, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -211,6 +211,11 @@ async function answer(
       await writeFile(jobFile, canonicalBytes(job)).catch((err: unknown) => {
         throw ioErrorAt(jobFile, err); // its close's error names no file
       });
+      // root's, bound read-only, and readable by the sandbox user whatever serve's umask (027, 077)
+      if (user)
+        await chmod(jobFile, 0o644).catch((err: unknown) => {
+          throw ioErrorAt(jobFile, err);
+        });
       // the extraction hashed every file: the diff re-hashes only those touched since
       const known = knownFiles(ws, files, join(scratch, 'extracted.fence'));
       const built = await cfg.cache.tmpDir();

@@ -134,8 +134,10 @@ function agePastStale(store: Store): void {
 async function oneRun(step: Step, nth: number): Promise<RunResult> {
   const original: Record<string, string> = { 's/one.txt': 'one\n', 'm/a.txt': 'a\n', 'm/b.txt': 'b\n' };
   const { base, root, store, generator: gen } = workerRepo('genjob-crash-', GENERATOR, original);
-  // this generator kills the worker by its pid on purpose: it must run outside the sandbox to see it
-  const generator = [...gen, '--no-sandbox'];
+  // this generator kills the worker by its pid on purpose: it must run outside the sandbox to see it,
+  // and, run as root, as root too (the sandbox user, nobody, may not signal root's worker)
+  const asRoot = process.getuid?.() === 0 ? ['--sandbox-user', 'root'] : [];
+  const generator = [...gen, '--no-sandbox', ...asRoot];
   const input = (p: string) => ({ path: p, sha256: p in original ? sha256Hex(original[p]!) : null });
   const jobs = [['s/one.txt'], ['m/a.txt', 'm/b.txt', 'm/new.txt']].map((paths) =>
     buildJob(paths.join(' '), paths.map(input)),

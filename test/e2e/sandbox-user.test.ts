@@ -206,4 +206,27 @@ describe.skipIf(!asRoot)('served as root, the generator runs as the sandbox user
     expect(String(w.stderr)).not.toMatch(/bwrap: Can't find source path/);
     expect(existsSync(path.join(sb.repo, '.gen/out', k))).toBe(false);
   });
+
+  it('under a umask of 027, the sandbox user still reads its job file and writes its workspace', async () => {
+    const sb = await box();
+    const gen = script(sb, 'job.sh', 'grep -q instruction "$GENJOB_JOB" && echo read > README.md');
+    const k = await mintJob(sb, ['-m', 'read the job file', 'README.md']);
+    const w = await execa(
+      'sh',
+      [
+        '-c',
+        'umask 027 && exec "$0" "$@"',
+        process.execPath,
+        CLI,
+        'work',
+        '--once',
+        '--generator',
+        gen,
+        ...binFlags(sb),
+      ],
+      { cwd: sb.repo, reject: false, env: { XDG_CACHE_HOME: sb.workerCache, NO_COLOR: '1' } },
+    );
+    expect(w.exitCode, String(w.stderr)).toBe(0);
+    expect(committedReceipt(sb, k), String(committedReceipt(sb, k).reason)).toMatchObject({ status: 'ok' });
+  });
 });
