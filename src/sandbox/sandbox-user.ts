@@ -11,16 +11,17 @@ import {
   chmodSync,
   type Dirent,
   lchownSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
-  rmSync,
   statSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ioErrorAt, SandboxUnavailableError, UsageError } from '../core/errors.js';
+import { removeTree } from '../store/remove-tree.js';
 import { realPath } from './real-path.js';
 
 export interface SandboxUser {
@@ -183,7 +184,8 @@ let runsDir: string | undefined;
  * not listable by others (0711; each run's directory in it is the user's own, 0700, and an entry being
  * built root's, 0700). Otherwise (a cache in root's home, which no other user may search) one directory
  * per process in the system's temporary directory (TMPDIR, else /tmp), made private by mkdtemp (no other
- * user can have made or linked it), 0711 too, and removed when the process exits. Decided once per process.
+ * user can have made or linked it; named by the pid, so the next serve removes one a killed serve left), 0711
+ * too, and removed when the process exits. Decided once per process.
  */
 export function userRunsDir(user: SandboxUser, opts: { preferred?: string; where?: string } = {}): string {
   if (runsDir !== undefined) return runsDir;
@@ -206,14 +208,58 @@ export function userRunsDir(user: SandboxUser, opts: { preferred?: string; where
       `each run's directory is made in the temporary directory ${base}, and the sandbox user ${user.label} cannot reach it (${blocked} is not searchable by it)`,
       'set TMPDIR to a directory every user may search (/tmp), or pass --sandbox-user root',
     );
+  sweepDeadRuns(base);
   let dir: string;
   try {
-    dir = mkdtempSync(join(base, 'genjob-runs-'));
+    dir = mkdtempSync(join(base, `${RUNS_PREFIX}${process.pid}-`));
     chmodSync(dir, 0o711);
   } catch (err) {
-    throw ioErrorAt(join(base, 'genjob-runs-*'), err);
+    throw ioErrorAt(join(base, `${RUNS_PREFIX}*`), err);
   }
   runsDir = dir;
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  process.once('exit', () => {
+    try {
+      removeTree(dir);
+    } catch {
+      // the next serve's sweep takes it
+    }
+  });
   return dir;
+}
+
+const RUNS_PREFIX = 'genjob-runs-';
+
+/**
+ * Remove the runs directories a serve killed before it could (named by its pid) left in `base`: ours (our
+ * uid's, a real directory), whose process is gone. Their contents are a sandbox user's: removed as names,
+ * never followed (remove-tree.ts).
+ */
+function sweepDeadRuns(base: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(base);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = new RegExp(`^${RUNS_PREFIX}(\\d+)-`).exec(name)?.[1];
+    if (pid === undefined || Number(pid) === process.pid || alive(Number(pid))) continue;
+    const path = join(base, name);
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    if (!st?.isDirectory() || st.uid !== process.getuid?.()) continue;
+    try {
+      removeTree(path);
+    } catch {
+      // another serve sweeping it, or a disk that fails: left for the next
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

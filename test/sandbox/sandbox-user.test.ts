@@ -3,8 +3,10 @@
 // device nodes and no root-only masks, which only root's sandbox needs), the reach of a path by its mode
 // bits, and a tree handed to the user without following a link. The real bubblewrap as that user:
 // test/e2e/sandbox-user.test.ts and check-sandbox-user.test.ts.
+import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
+  existsSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
@@ -226,6 +228,34 @@ describe.skipIf(!asRoot)('refusals that name the remedy, before bubblewrap fails
       expect(message).toContain('or pass --sandbox-user root');
     } finally {
       process.env.PATH = path;
+    }
+  });
+});
+
+describe.skipIf(!asRoot)('the runs directory of a serve whose cache the sandbox user cannot reach', () => {
+  it('is made in TMPDIR, 0711, named by the pid; one a killed serve left is removed, a live one kept', async () => {
+    const dead = spawnSync('true').pid!;
+    const left = join(dir, `genjob-runs-${dead}-AbC123`);
+    mkdirSync(join(left, 'a-x', 'files'), { recursive: true });
+    giveTree(join(left, 'a-x'), NOBODY);
+    symlinkSync('/etc', join(left, 'a-x', 'files', 'link'));
+    const live = join(dir, 'genjob-runs-1-XyZ789');
+    mkdirSync(live);
+    const tmp = process.env.TMPDIR;
+    process.env.TMPDIR = dir;
+    try {
+      vi.resetModules();
+      const { userRunsDir } = await import('../../src/sandbox/sandbox-user.js');
+      // a cache in a home only root may search (the default, /root/.cache)
+      mkdirSync(join(dir, 'home'), { mode: 0o700 });
+      const made = userRunsDir(NOBODY, { preferred: join(dir, 'home', '.cache', 'genjob-work') });
+      expect(made.startsWith(join(dir, `genjob-runs-${process.pid}-`))).toBe(true);
+      expect(lstatSync(made).mode & 0o777).toBe(0o711);
+      expect(existsSync(left)).toBe(false);
+      expect(existsSync(live)).toBe(true);
+      expect(existsSync('/etc/passwd')).toBe(true);
+    } finally {
+      process.env.TMPDIR = tmp;
     }
   });
 });
