@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SandboxUnavailableError } from '../core/errors.js';
+import { RUN_TAG_VAR, sweepRun } from '../core/process-sweep.js';
 import { nodeFs } from '../store/fs-port.js';
 import { bwrapArgv, nodeDir, SANDBOX_HOME } from './bwrap-argv.js';
 import { requireBwrap } from './bwrap-probe.js';
@@ -16,7 +17,6 @@ import { generatorEnv } from './env-allowlist.js';
 import { type SandboxPolicy, sandboxIsRoot } from './policy.js';
 import { giveTree, limitProcesses, type SandboxUser, unreachable } from './sandbox-user.js';
 import { FILTER_FD, keyringFilter, keyringFilterCovers } from './seccomp.js';
-import { RUN_TAG_VAR, sweepRun } from './sweep.js';
 
 export interface ConfineRun {
   command: string;
