@@ -11,7 +11,7 @@ import { delimiter, join } from 'node:path';
 import { SandboxUnavailableError } from '../core/errors.js';
 import { NAMESPACE_FLAGS } from './bwrap-argv.js';
 import type { SandboxUser } from './sandbox-user.js';
-import { FILTER_FD, keyringFilter, sendFilter } from './seccomp.js';
+import { FILTER_FD, sandboxFilter, sendFilter } from './seccomp.js';
 
 /** The probe's answer per user it runs as (-1: genjob's own). */
 const probes = new Map<number, Promise<string | null>>();
@@ -26,7 +26,7 @@ export function probeBwrap(user?: SandboxUser): Promise<string | null> {
       stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
       ...(user ? { uid: user.uid, gid: user.gid } : {}),
     });
-    sendFilter(child.stdio, keyringFilter());
+    sendFilter(child.stdio, sandboxFilter());
     let err = '';
     child.stderr?.on('data', (c: Buffer) => {
       err = (err + c.toString('utf8')).slice(-500);

@@ -1,6 +1,6 @@
 // How one generator command is started under the host's policy: inside bubblewrap (own
 // namespaces, the scratch directory the only writable place, an allowlisted environment, the kernel
-// keyring refused by a seccomp filter: seccomp.ts), or with
+// keyring and io_uring refused by a seccomp filter: seccomp.ts), or with
 // --no-sandbox as a plain `sh -c` with the same allowlist and a tag that lets us sweep every
 // process it started when the run ends. The only entry point remote/run-generator.ts uses. Either way a
 // policy with a sandbox user (sandbox-user.ts) starts the process as that user, its process limit lowered.
@@ -16,7 +16,7 @@ import { keptDevices } from './device-nodes.js';
 import { generatorEnv } from './env-allowlist.js';
 import { type SandboxPolicy, sandboxIsRoot } from './policy.js';
 import { giveTree, limitProcesses, type SandboxUser, unreachable } from './sandbox-user.js';
-import { FILTER_FD, keyringFilter, keyringFilterCovers } from './seccomp.js';
+import { FILTER_FD, sandboxFilter, sandboxFilterCovers } from './seccomp.js';
 
 export interface ConfineRun {
   command: string;
@@ -75,7 +75,7 @@ export async function confine(
   if (policy.kind === 'bwrap') {
     if (policy.user) requireNodeReachable(policy.user, where);
     if (opts.probeFirst !== false) await requireBwrap(where, policy.user);
-    if (!keyringFilterCovers())
+    if (!sandboxFilterCovers())
       throw new SandboxUnavailableError(
         where,
         `the sandbox's seccomp filter knows no syscall numbers for this architecture (${process.arch})`,
@@ -87,7 +87,7 @@ export async function confine(
     return {
       file: 'bwrap',
       args: ['--seccomp', String(FILTER_FD), ...bwrapArgv(policy, { ...run, env, devices })],
-      filter: keyringFilter(),
+      filter: sandboxFilter(),
       // bwrap itself needs only PATH to be found; --clearenv then empties what the generator sees
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
       cwd: run.workspace,

@@ -106,6 +106,18 @@ describe('a confined generator run by a local serve', () => {
     },
   );
 
+  it('escape: cannot set up an io_uring, a way into the kernel beside its system calls', async () => {
+    const sb = await makeSandbox();
+    const key = await mintKey(sb, 'Use io_uring', ['src/user.py']);
+    // io_uring_setup(1, params): 425 in every architecture's table; the host itself allows it
+    const probe = `perl -e 'my $p="\\0"x120; my $r=syscall(425,1,$p); print "setup $r ", ($r<0?$!+0:0), "\\n"'`;
+    const gen = sb.script('uring.sh', `${probe} > src/user.py`);
+    const w = await sb.genjob(['work', '--once', '--generator', gen]);
+    expect(w.exitCode, w.stderr).toBe(0);
+    // EPERM (1), as a host with kernel.io_uring_disabled answers
+    expect(readFileSync(join(sb.repo, '.gen/out', key, 'src/user.py'), 'utf8')).toBe('setup -1 1\n');
+  });
+
   // /opt is a system directory the sandbox shows read-only; writing a repository there needs root
   it.skipIf(process.getuid?.() !== 0)(
     'does not show the worker repository that lives under /opt: not its .gen/, .git/ or unshipped files; a generator kept in it still runs',
