@@ -11,14 +11,14 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
-  rmSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useSshd } from '../helpers/sshd.js';
 import { tempDir } from '../helpers/temp-store.js';
+import { attempts, binFlags, mintJob, script, useStrays } from './escape-helpers.js';
 import {
   CLI,
   committedReceipt,
@@ -37,37 +37,7 @@ const box = useBoxes();
 const asRoot = process.getuid?.() === 0;
 
 /** Files a test made outside its temp dirs (in /opt, /usr...), removed after it whatever happened. */
-const strays: string[] = [];
-afterEach(() => {
-  for (const p of strays.splice(0)) rmSync(p, { recursive: true, force: true });
-});
-
-/** A generator script (executable, in the test's bin/, which `binFlags` exposes) with `body` under `#!/bin/sh`. */
-function script(sb: Sandbox, name: string, body: string): string {
-  mkdirSync(path.join(sb.dir, 'bin'), { recursive: true });
-  const file = path.join(sb.dir, 'bin', name);
-  writeFileSync(file, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
-  return file;
-}
-
-/** The flag exposing the test's scripts read-only to a confined generator. */
-const binFlags = (sb: Sandbox) => ['--generator-bind', path.join(sb.dir, 'bin')];
-
-async function mintJob(sb: Sandbox, args: readonly string[]): Promise<string> {
-  const r = await genjob(sb, ['mint', '--json', ...args]);
-  if (r.exitCode !== 0) throw new Error(`mint failed (${r.exitCode}): ${r.stderr}`);
-  return JSON.parse(String(r.stdout)).key as string;
-}
-
-/** Shell text: run each [name, command] and print `name: DONE` or `name: refused`. */
-function attempts(tries: Record<string, string>): string {
-  return Object.entries(tries)
-    .map(
-      ([name, cmd]) =>
-        `if (${cmd}) >/dev/null 2>&1; then echo "${name}: DONE"; else echo "${name}: refused"; fi`,
-    )
-    .join('\n');
-}
+const strays = useStrays();
 
 describe.skipIf(!asRoot)(
   'serve run as root: the sandbox user, and root inside with --sandbox-user root',
