@@ -192,6 +192,8 @@ export function bwrapArgv(policy: SandboxPolicy, run: BwrapRun): string[] {
   // the sandbox's own root (a tmpfs holding the mount points) read-only: nothing to write beside them
   a.push('--remount-ro', '/', '--chdir', run.workspace, '--clearenv');
   for (const [k, v] of Object.entries(run.env)) a.push('--setenv', k, v);
-  a.push('--', 'sh', '-c', policy.user ? limitProcesses(run.command) : run.command);
+  // every run its own process limit (sandbox-user.ts): the sandbox user's, or genjob's own user's when it
+  // is not root (root's sandbox is exempt: uid 0 is not held by RLIMIT_NPROC)
+  a.push('--', 'sh', '-c', limitProcesses(run.command));
   return a;
 }

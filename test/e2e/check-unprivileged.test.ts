@@ -48,6 +48,20 @@ describe.skipIf(!canSetpriv)('check as an unprivileged user', () => {
     expect(sh.mode & 0o7777).toBe(0o755);
   });
 
+  it('hostile: a checker fork bomb is held by the process limit and the check ends before its timeout', async () => {
+    const bomb = 'i=0; while [ $i -lt 5000 ]; do sleep 120 & i=$((i+1)); done; wait';
+    const r = await checkRepo({ bomb: { run: bomb, timeout: 40 } });
+    const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });
+    own(r.base);
+    const started = Date.now();
+    const run = await asNobody(['check', '--json', key], r.repo, { ...r.env, HOME: join(r.base, 'home') });
+    const took = Date.now() - started;
+    expect(run.exitCode, run.stderr).toBe(3);
+    expect(checkResults(run)[0]).toMatchObject({ checker: 'bomb', verdict: 'fail' });
+    // held, the shell that cannot fork ends the run; not held, it waits for its children until the timeout
+    expect(took).toBeLessThan(30_000);
+  }, 90_000);
+
   it('hostile: a checker that locks a directory it made (chmod 000) fails its check, and the next check runs', async () => {
     const r = await checkRepo({ tests: { run: 'mkdir -p d/e && chmod 000 d; exit 1' } });
     const key = await r.generate('Document add', { 'calc.py': CALC_GOOD });

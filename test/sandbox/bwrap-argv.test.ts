@@ -29,6 +29,7 @@ import {
   SYSTEM_DIRS,
 } from '../../src/sandbox/bwrap-argv.js';
 import type { SandboxPolicy } from '../../src/sandbox/policy.js';
+import { limitProcesses } from '../../src/sandbox/sandbox-user.js';
 import { SHM_BYTES, TMP_MAX_BYTES, tmpBytes } from '../../src/sandbox/tmpfs-limits.js';
 
 let dir: string;
@@ -281,7 +282,8 @@ describe('bwrapArgv', () => {
       '--',
       'sh',
       '-c',
-      'echo hi',
+      // its shell lowers its process limit first (sandbox-user.ts)
+      limitProcesses('echo hi'),
     ]);
   });
 
