@@ -3,7 +3,7 @@
 // keyring and io_uring refused by a seccomp filter: seccomp.ts), or with
 // --no-sandbox as a plain `sh -c` with the same allowlist and a tag that lets us sweep every
 // process it started when the run ends. The only entry point remote/run-generator.ts uses. Either way a
-// policy with a sandbox user (sandbox-user.ts) starts the process as that user, its process limit lowered.
+// policy with a sandbox user (sandbox-user.ts) starts the process as that user.
 
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -15,7 +15,7 @@ import { requireBwrap } from './bwrap-probe.js';
 import { keptDevices } from './device-nodes.js';
 import { generatorEnv } from './env-allowlist.js';
 import { type SandboxPolicy, sandboxIsRoot } from './policy.js';
-import { giveTree, limitProcesses, type SandboxUser, unreachable } from './sandbox-user.js';
+import { giveTree, type SandboxUser, unreachable } from './sandbox-user.js';
 import { FILTER_FD, sandboxFilter, sandboxFilterCovers } from './seccomp.js';
 
 export interface ConfineRun {
@@ -105,7 +105,9 @@ export async function confine(
   const env = { [RUN_TAG_VAR]: tag, ...generatorEnv(process.env, policy.envNames, run.jobEnv, home) };
   return {
     file: 'sh',
-    args: ['-c', policy.user ? limitProcesses(run.command) : run.command],
+    // no process limit unconfined: outside a user namespace of its own the count would be every process of
+    // the user on the host, so any other (another job's sandbox among them) could make this run fail to fork
+    args: ['-c', run.command],
     env,
     cwd: run.workspace,
     ...asUser(policy.user),

@@ -37,11 +37,11 @@ const DEFAULT_SANDBOX_USER = 'nobody';
 const NOBODY_IDS = 65534;
 
 /**
- * The process limit (RLIMIT_NPROC, soft and hard) of every sandboxed run, and of an unconfined run as a
- * sandbox user. Set by the run's own shell inside the sandbox's user namespace, where the kernel counts
- * that namespace's processes (and threads) against it: each run has its own limit, a fork bomb in one
- * leaves the others their own. Unconfined (--no-sandbox) the count is every process of the sandbox user on
- * the host. Root's sandbox (--sandbox-user root) is not held by it: uid 0 is exempt.
+ * The process limit (RLIMIT_NPROC, soft and hard) of every sandboxed run. Set by the run's own shell inside
+ * the sandbox's user namespace, where the kernel counts that namespace's processes (and threads) against
+ * it: each run has its own limit, a fork bomb in one leaves the others their own. An unconfined run
+ * (--no-sandbox) gets none: there the count is every process of the user on the host, other runs' sandboxes
+ * included. Root's sandbox (--sandbox-user root) is not held by it: uid 0 is exempt.
  */
 export const SANDBOX_NPROC = 4096;
 

@@ -113,6 +113,39 @@ describe.skipIf(!asRoot)('served as root, the generator runs as the sandbox user
     expect(took).toBeLessThan(30_000);
   }, 90_000);
 
+  it('hostile: processes of the sandbox user elsewhere on the host cannot make an unconfined run fail to fork', async () => {
+    const sb = await box();
+    // 4,200 processes of nobody outside any sandbox (another job's sandbox may hold as many): a process
+    // limit of 4096 on the unconfined run would count them all, and its shell could not fork
+    const holder = execa(
+      'setpriv',
+      [
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        'perl',
+        '-e',
+        '$| = 1; my $n=0; while ($n < 4200) { my $p = fork(); die "fork: $!" unless defined $p; if (!$p) { sleep 90; exit 0 } $n++ } print "held\\n"; sleep 90',
+      ],
+      { detached: true, reject: false },
+    );
+    try {
+      await new Promise<void>((resolve, reject) => {
+        holder.stdout?.on('data', (d: Buffer) => {
+          if (d.toString().includes('held')) resolve();
+        });
+        void holder.then((r) => reject(new Error(`holder ended: ${r.stderr}`)));
+      });
+      const gen = script(sb, 'forks.sh', 'for i in 1 2 3; do sh -c true; done; echo forked > README.md');
+      const k = await mintJob(sb, ['-m', 'fork a little', 'README.md']);
+      const w = await genjob(sb, ['work', '--once', '--no-sandbox', '--generator', gen]);
+      expect(w.exitCode, String(w.stderr)).toBe(0);
+      expect(committedReceipt(sb, k)).toMatchObject({ status: 'ok' });
+    } finally {
+      process.kill(-holder.pid!, 'SIGKILL');
+    }
+  }, 90_000);
+
   it('--sandbox-user root keeps the sandbox root: uid 0 inside, root-only files under /etc still masked', async () => {
     const sb = await box();
     const mark = `gj-root-sandbox-${process.pid}`;
