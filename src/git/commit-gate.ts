@@ -291,7 +291,10 @@ async function checkGenerated(root: string, c: CommitTrailers, o: JudgeContext):
 function judgeKey(key: string, named: string, o: JudgeContext): JudgedMaterial {
   const found = o.material.get(key) ?? [];
   if (found.length === 0)
-    fail('EGJ_COMMIT_RECEIPT_MISSING', `no receipt for job ${key.slice(0, 12)} here (run genjob pull first)`);
+    fail(
+      'EGJ_COMMIT_RECEIPT_MISSING',
+      `no receipt for job ${key.slice(0, 12)} here (run genjob pull first; a ref of it that pull skipped is named in pull's warnings)`,
+    );
   const usable = found.flatMap((f) => (f.ok ? [f.material] : []));
   if (usable.length === 0) {
     const bad = found[0] as Extract<ReadOutcome, { ok: false }>;

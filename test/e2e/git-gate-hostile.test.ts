@@ -334,7 +334,7 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
       const plain = await ci(w, b);
       expect(plain.exitCode).toBe(3);
       expect(plain.stderr).toBe(
-        `genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ${short(forged)}: no receipt for job ${short(key)} here (run genjob pull first)\n`,
+        `genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ${short(forged)}: no receipt for job ${short(key)} here (run genjob pull first; a ref of it that pull skipped is named in pull's warnings)\n`,
       );
       const all = JSON.parse(
         (await cli(w, b, ['verify', '--commits', 'origin/main..HEAD', '--json'])).stdout,

@@ -209,7 +209,7 @@ describe.each([{ transport: FILE_TRANSPORT }, { transport: sshTransport(sshd) }]
       expect(pull.stdout).toBe('1 key(s) of verification material from origin\n');
       expect(verify).toMatchObject({
         exitCode: 3,
-        stderr: `genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ${w.commits[0]!.slice(0, 12)}: no receipt for job ${w.keys.timeout.slice(0, 12)} here (run genjob pull first)\n`,
+        stderr: `genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ${w.commits[0]!.slice(0, 12)}: no receipt for job ${w.keys.timeout.slice(0, 12)} here (run genjob pull first; a ref of it that pull skipped is named in pull's warnings)\n`,
       });
       // --json: the top-level code and message every failure has, besides each commit's
       const json = await cli(w, b, ['verify', '--commits', 'origin/main..HEAD', '--json']);

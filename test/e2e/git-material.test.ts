@@ -468,7 +468,7 @@ describe('genjob hook install', () => {
     );
     expect(push.exitCode).not.toBe(0);
     expect(String(push.stderr)).toContain(
-      `genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ${head.slice(0, 12)}: no receipt for job ${key.slice(0, 12)} here (run genjob pull first)`,
+      `genjob: EGJ_COMMIT_RECEIPT_MISSING: commit ${head.slice(0, 12)}: no receipt for job ${key.slice(0, 12)} here (run genjob pull first; a ref of it that pull skipped is named in pull's warnings)`,
     );
     expect(await git(bare, ['rev-parse', 'main'], env)).toBe(before);
   });

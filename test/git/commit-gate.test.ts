@@ -484,7 +484,7 @@ describe('checkCommits refuses', () => {
     expect(await failure()).toEqual({
       key: only.job.key,
       code: 'EGJ_COMMIT_RECEIPT_MISSING',
-      message: `no receipt for job ${only.job.key.slice(0, 12)} here (run genjob pull first)`,
+      message: `no receipt for job ${only.job.key.slice(0, 12)} here (run genjob pull first; a ref of it that pull skipped is named in pull's warnings)`,
     });
     const unknown = 'f'.repeat(64);
     repo.commit(trailers(gen).replace(gen.job.key, unknown), { 'src/a.py': 'x\n' });
@@ -492,7 +492,7 @@ describe('checkCommits refuses', () => {
     expect(checks[1]).toMatchObject({
       key: unknown,
       code: 'EGJ_COMMIT_RECEIPT_MISSING',
-      message: `no receipt for job ${'f'.repeat(12)} here (run genjob pull first)`,
+      message: `no receipt for job ${'f'.repeat(12)} here (run genjob pull first; a ref of it that pull skipped is named in pull's warnings)`,
     });
   });
 
