@@ -17,6 +17,7 @@
 import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { errnoOf, GitFailedError, GitTimedOutError, IoError, RejectedError } from '../core/errors.js';
+import { pidAlive } from '../store/process-identity.js';
 import { PULLED_KINDS, PULLED_REFS, pulledRefs, pulledRefspec } from './material-refs.js';
 import { listKeyRefs, type PulledRef } from './read-material.js';
 import { git, gitText } from './run-git.js';
@@ -194,17 +195,8 @@ async function narrowDown(root: string, budget: Budget): Promise<SkippedRef[]> {
 function removeDeadQuarantines(common: string): void {
   for (const name of packFiles(common)) {
     const m = QUARANTINE_NAME.exec(name);
-    if (!m || alive(Number(m[1]))) continue;
+    if (!m || pidAlive(Number(m[1]))) continue;
     rmSync(join(common, name), { recursive: true, force: true });
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return errnoOf(err) !== 'ESRCH';
   }
 }
 

@@ -21,6 +21,7 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { ioErrorAt, SandboxUnavailableError, UsageError } from '../core/errors.js';
+import { pidAlive } from '../store/process-identity.js';
 import { removeTree } from '../store/remove-tree.js';
 import { realPath } from './real-path.js';
 
@@ -244,7 +245,7 @@ function sweepDeadRuns(base: string): void {
   }
   for (const name of names) {
     const pid = new RegExp(`^${RUNS_PREFIX}(\\d+)-`).exec(name)?.[1];
-    if (pid === undefined || Number(pid) === process.pid || alive(Number(pid))) continue;
+    if (pid === undefined || Number(pid) === process.pid || pidAlive(Number(pid))) continue;
     const path = join(base, name);
     const st = lstatSync(path, { throwIfNoEntry: false });
     if (!st?.isDirectory() || st.uid !== process.getuid?.()) continue;
@@ -253,14 +254,5 @@ function sweepDeadRuns(base: string): void {
     } catch {
       // another serve sweeping it, or a disk that fails: left for the next
     }
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -10,7 +10,7 @@
 import { constants } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { errnoOf, IoError, RecordUnreadableError, UsageError } from '../core/errors.js';
-import { ownerGone, thisProcess } from './process-identity.js';
+import { ownerGone, pidAlive, thisProcess } from './process-identity.js';
 import { MAX_RECORD_BYTES, readRecordFile } from './read-record.js';
 import type { Store } from './store.js';
 
@@ -322,7 +322,7 @@ export function sweepStaleTemps(
       } catch {
         continue; // gone already
       }
-      const gone = pid !== process.pid && (!processAlive(pid) || ownerGone({ ...thisProcess(), pid, start }));
+      const gone = pid !== process.pid && (!pidAlive(pid) || ownerGone({ ...thisProcess(), pid, start }));
       if (!old && !gone) continue;
       store.fs.rmSync(path, { force: true });
       here += 1;
@@ -331,15 +331,6 @@ export function sweepStaleTemps(
     removed += here;
   }
   return removed;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return errnoOf(err) === 'EPERM';
-  }
 }
 
 /**

@@ -25,7 +25,8 @@ export function processStart(pid: number): number | undefined {
   }
 }
 
-function pidAlive(pid: number): boolean {
+/** Whether a process `pid` exists (one of another user's counts: EPERM says it is there). */
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
