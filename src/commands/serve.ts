@@ -75,10 +75,8 @@ export async function serve(o: ServeOptions): Promise<void> {
   // served as root, runs are made where the sandbox user reaches them (sandbox-user.ts): the work directory
   // when it may, else a directory of TMPDIR, hidden like the work directory from every other run, even
   // through an exposed path that holds it (/tmp)
-  if (policy.user) {
-    const runs = userRunsDir(policy.user, { preferred: cache.workDir });
-    if (runs !== cache.workDir) policy.hidden = [...policy.hidden, runs];
-  }
+  const runsDir = policy.user && userRunsDir(policy.user, { preferred: cache.workDir });
+  if (runsDir !== undefined && runsDir !== cache.workDir) policy.hidden = [...policy.hidden, runsDir];
   if (o.gcOlderThan) {
     // retention: prune before serving; an entry another session is generating is skipped
     const { parseDuration } = await import('../core/duration.js');
@@ -91,6 +89,7 @@ export async function serve(o: ServeOptions): Promise<void> {
       pinnedGenerator: pinnedGenerator(o.generator, process.env.GENJOB_GENERATOR),
       encodeReceipt,
       policy,
+      ...(runsDir === undefined ? {} : { runsDir }),
       ...(o.checkGenerator === undefined
         ? {}
         : { check: { generator: o.checkGenerator === true ? null : o.checkGenerator } }),

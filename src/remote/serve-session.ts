@@ -14,7 +14,7 @@ import { allowedPaths, type Job } from '../core/job.js';
 import type { Receipt } from '../core/receipt.js';
 import { probeBwrap, requireBwrap } from '../sandbox/bwrap-probe.js';
 import type { SandboxPolicy } from '../sandbox/policy.js';
-import { giveTree, userRunsDir } from '../sandbox/sandbox-user.js';
+import { giveTree } from '../sandbox/sandbox-user.js';
 import { nodeFs } from '../store/fs-port.js';
 import {
   BodyAbortedError,
@@ -81,6 +81,11 @@ export interface ServeConfig {
   hostId?: string;
   /** How generator commands are confined on this host. */
   policy: SandboxPolicy;
+  /**
+   * Where each run's directory is made when a sandbox user runs the generator (a serve run as root: one
+   * that user reaches, sandbox-user.ts userRunsDir); the cache's work directory otherwise.
+   */
+  runsDir?: string;
   /**
    * `serve --check-generator`: the hello says whether this generator (null: the pinned one) would run.
    * The pre-claim check rides on the hello because it then needs nothing from the worker: a remote
@@ -193,7 +198,7 @@ async function answer(
   const user = builtin ? undefined : cfg.policy.user;
   // bubblewrap's probe (asked once per process) starts now and runs while the bundle comes in
   if (confined) void probeBwrap(user);
-  const scratch = await cfg.cache.scratch(user && userRunsDir(user, { where: `genjob serve on ${host}` }));
+  const scratch = await cfg.cache.scratch(user && cfg.runsDir);
   try {
     const { job, ws, files } = await receiveBundle(code, body, reader, scratch, req);
     // before the fence (knownFiles): a chown moves each file's ctime, which then still precedes it

@@ -178,8 +178,6 @@ export function giveTree(dir: string, user: SandboxUser): void {
   }
 }
 
-let runsDir: string | undefined;
-
 /**
  * Where serve, run as root, makes each run's directory for `user` (its workspace, job file, usage file).
  * `preferred`, serve's work directory beside its cache, when the user can reach it: made searchable but
@@ -187,11 +185,9 @@ let runsDir: string | undefined;
  * built root's, 0700). Otherwise (a cache in root's home, which no other user may search) one directory
  * per process in the system's temporary directory (TMPDIR, else /tmp), made private by mkdtemp (no other
  * user can have made or linked it; named by the pid, so the next serve removes one a killed serve left), 0711
- * too, and removed when the process exits. Decided once per process.
+ * too, and removed when the process exits. serve decides it once, when it starts.
  */
-export function userRunsDir(user: SandboxUser, opts: { preferred?: string; where?: string } = {}): string {
-  if (runsDir !== undefined) return runsDir;
-  const where = opts.where ?? 'genjob serve';
+export function userRunsDir(user: SandboxUser, opts: { preferred?: string } = {}): string {
   if (opts.preferred !== undefined && unreachable(dirname(opts.preferred), user) === null) {
     try {
       mkdirSync(opts.preferred, { recursive: true, mode: 0o700 });
@@ -199,14 +195,13 @@ export function userRunsDir(user: SandboxUser, opts: { preferred?: string; where
     } catch (err) {
       throw ioErrorAt(opts.preferred, err);
     }
-    runsDir = opts.preferred;
-    return runsDir;
+    return opts.preferred;
   }
   const base = tmpdir();
   const blocked = unreachable(base, user);
   if (blocked !== null)
     throw new SandboxUnavailableError(
-      where,
+      'genjob serve',
       `each run's directory is made in the temporary directory ${base}, and the sandbox user ${user.label} cannot reach it (${blocked} is not searchable by it)`,
       'set TMPDIR to a directory every user may search (/tmp), or pass --sandbox-user root',
     );
@@ -218,7 +213,6 @@ export function userRunsDir(user: SandboxUser, opts: { preferred?: string; where
   } catch (err) {
     throw ioErrorAt(join(base, `${RUNS_PREFIX}*`), err);
   }
-  runsDir = dir;
   process.once('exit', () => {
     try {
       removeTree(dir);
