@@ -14,9 +14,11 @@
 // fetch from the quarantine, with the same checks and --prune, sets this repository's refs exactly as a
 // clean fetch of the good refs would (a skipped ref is pruned: no object of it is kept); a pull stopped
 // before then leaves them as they were, and the quarantine goes either way.
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { errnoOf, GitFailedError, GitTimedOutError, IoError, RejectedError } from '../core/errors.js';
+import { GitFailedError, GitTimedOutError, IoError, RejectedError } from '../core/errors.js';
+import { readdirOrEmpty } from '../store/durable.js';
+import { nodeFs } from '../store/fs-port.js';
 import { pidAlive } from '../store/process-identity.js';
 import { PULLED_KINDS, PULLED_REFS, pulledRefs, pulledRefspec } from './material-refs.js';
 import { listKeyRefs, type PulledRef } from './read-material.js';
@@ -162,16 +164,16 @@ async function narrowDown(root: string, budget: Budget): Promise<SkippedRef[]> {
           skipped.push({ ref: names[0]!, rule: `git's object checks refused what it points to: ${r.said}` });
         return;
       }
+      await byHalves(names);
+    };
+    const byHalves = async (names: readonly string[]): Promise<void> => {
       const half = Math.ceil(names.length / 2);
       await narrow(names.slice(0, half));
       await narrow(names.slice(half));
     };
     // the fetch of them all was refused already: its halves are where narrowing starts
-    if (listed.length > 1) {
-      const half = Math.ceil(listed.length / 2);
-      await narrow(listed.slice(0, half));
-      await narrow(listed.slice(half));
-    } else if (listed.length === 1) await narrow(listed);
+    if (listed.length > 1) await byHalves(listed);
+    else if (listed.length === 1) await narrow(listed);
     // one local fetch sets every ref as a clean fetch of the good ones would, pruning the rest
     const last = await strictFetch(
       root,
@@ -307,14 +309,7 @@ function configString(text: string): string {
 }
 
 /** The names of the entries of `dir` (none when it does not exist yet). */
-function packFiles(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return [];
-    throw new IoError('readdir', dir, err);
-  }
-}
+const packFiles = (dir: string): string[] => readdirOrEmpty({ fs: nodeFs }, dir);
 
 function sizeOf(file: string): number {
   try {
