@@ -181,9 +181,10 @@ export async function check(o: CheckOptions): Promise<CommandResult> {
   // bubblewrap is probed only when a checker's run could not start (run-confined.ts), not before every
   // check: a host where it cannot start a sandbox is refused then, the whole command with it (below);
   // one without it at all is refused now, before anything is built
-  if (sandbox === 'bwrap' && checkers.some((c) => c.kind === 'command')) requireBwrapOnPath('genjob check');
+  const commands = checkers.some((c) => c.kind === 'command');
+  if (sandbox === 'bwrap' && commands) requireBwrapOnPath('genjob check');
   // run as root, checker commands run as the sandbox user, in copies it must reach (sandbox-user.ts)
-  const user = checkers.some((c) => c.kind === 'command') ? sandboxUser(o.sandboxUser) : undefined;
+  const user = commands ? sandboxUser(o.sandboxUser) : undefined;
   if (user) requireReachable(store, user);
   const signing = signingOf(o);
   // HEAD is read once: every job is checked on this commit, and its records name this tree and the

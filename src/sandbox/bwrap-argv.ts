@@ -6,8 +6,8 @@
 // every hidden path masked wherever a view shows it, by real path (cache, workspaces root, key, /etc
 // secrets, and in root's sandbox what only root may read in /etc) → this run's scratch writable, its
 // workspace bound onto itself (a mount point cannot be renamed or removed, so the generator cannot swap it
-// for a link) → its read-only files → every mask's tmpfs and the sandbox's root read-only. Run as a
-// sandbox user (sandbox-user.ts), the command's shell first lowers its process limit.
+// for a link) → its read-only files → every mask's tmpfs and the sandbox's root read-only. Whoever it runs
+// as, the command's shell first lowers its process limit (sandbox-user.ts).
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { DEVICES } from './device-nodes.js';
