@@ -9,7 +9,7 @@ import { openStore } from '../cli/root.js';
 import { ConflictError } from '../core/errors.js';
 import { openRecords, readRecord } from '../store/batch-outbox.js';
 import { cancelJob, finishCancel, wasCancelled } from '../store/cancel-job.js';
-import { deadJobs, deadReason } from '../store/dead-jobs.js';
+import { deadJobOf, deadReason } from '../store/dead-jobs.js';
 import { findJob } from '../store/job-states.js';
 import type { Store } from '../store/store.js';
 import { endIntent, intentHolding } from '../worker/batch-end.js';
@@ -23,7 +23,7 @@ export async function cancel(o: CommonOptions & KeysChoice & { reason?: string }
     chosen,
     'cancelled',
     async (key) => {
-      const gone = findJob(store, key) === undefined ? deadJobs(store).find((d) => d.key === key) : undefined;
+      const gone = findJob(store, key) === undefined ? deadJobOf(store, key) : undefined;
       if (gone && wasCancelled(store, key)) {
         // a cancel killed after the job file moved left its lease, or (an older genjob) its receipt and outputs
         const finished = await finishCancel(store, key);

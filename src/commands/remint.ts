@@ -13,7 +13,7 @@ import { ConflictError } from '../core/errors.js';
 import { buildJob, type Job, type JobInput, type JobRead } from '../core/job.js';
 import { parseJob } from '../core/job-schema.js';
 import { requireUserSecret } from '../remote/cache-mac.js';
-import { deadJobs, deadReason, INPUT_CHANGED } from '../store/dead-jobs.js';
+import { deadJobOf, deadReason, INPUT_CHANGED } from '../store/dead-jobs.js';
 import { readIfExists } from '../store/durable.js';
 import { refuseInterruptedApply } from '../store/interrupted-apply.js';
 import { loadJob } from '../store/job-files.js';
@@ -46,7 +46,7 @@ function remintable(store: Store, key: string): { job: Job; state: string } {
   const found = findJob(store, key);
   if (found?.state === 'queue' || found?.state === 'received' || found?.state === 'reverted')
     return { job: loadJob(store, found.state, key).job, state: found.state };
-  const dead = found === undefined ? deadJobs(store).find((d) => d.key === key) : undefined;
+  const dead = found === undefined ? deadJobOf(store, key) : undefined;
   if (dead !== undefined && deadReason(store, dead.name)?.code === INPUT_CHANGED) {
     const file = join(store.layout.dir('dead'), dead.name);
     return { job: parseJob(readIfExists(store, file)!, file).job, state: 'dead' };
@@ -95,7 +95,7 @@ export async function remintKey(
       const found = findJob(store, key);
       if (found?.state === 'queue' || found?.state === 'received' || found?.state === 'reverted')
         return supersede(store, key, next.key, found, secret);
-      const deadJob = found === undefined ? deadJobs(store).find((d) => d.key === key) : undefined;
+      const deadJob = found === undefined ? deadJobOf(store, key) : undefined;
       const bytes = deadJob && readIfExists(store, join(store.layout.dir('dead'), deadJob.name));
       if (bytes === undefined || deadReason(store, deadJob!.name)?.code !== INPUT_CHANGED)
         throw new ConflictError(

@@ -13,7 +13,7 @@ import { parseJob } from '../core/job-schema.js';
 import { splitEnvelope } from '../core/receipt-peek.js';
 import { terminalText } from '../core/terminal-text.js';
 import { epochsOf, readAttempt } from '../store/attempts.js';
-import { deadJobs, deadReason } from '../store/dead-jobs.js';
+import { deadJobOf, deadReason } from '../store/dead-jobs.js';
 import { peekRecord, readdirOrEmpty } from '../store/durable.js';
 import { findJob, resolveKey } from '../store/job-states.js';
 import { readKeyJournal } from '../store/journal.js';
@@ -137,7 +137,7 @@ export async function show(o: CommonOptions & { key: string }): Promise<CommandR
   const journalRead = readKeyJournal(store, key);
   journalRead.catch(() => {}); // awaited below; a failure is reported there
   const found = findJob(store, key);
-  const died = found ? undefined : deadJobs(store).find((d) => d.key === key);
+  const died = found ? undefined : deadJobOf(store, key);
   const why = died ? deadReason(store, died.name) : null;
   const doc = parseLoose(
     found?.bytes ?? (died ? peekRecord(store, join(store.layout.dir('dead'), died.name)) : undefined),

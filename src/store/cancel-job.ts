@@ -4,7 +4,7 @@
 // next heartbeat, asks the host on its session to kill the generator, and stands down; nothing it brings
 // back is ever committed.
 import { ConflictError } from '../core/errors.js';
-import { CANCELLED, deadJobs, deadReason } from './dead-jobs.js';
+import { CANCELLED, deadJobOf, deadReason } from './dead-jobs.js';
 import { deadLetterFile } from './dead-letter.js';
 import { exists } from './durable.js';
 import { finishGivenUp, setAsideResult } from './give-up.js';
@@ -65,7 +65,7 @@ export async function finishCancel(store: Store, key: string): Promise<string[] 
 
 /** The reason of the key's newest job file in dead/, when cancel put it there. */
 function cancelledReason(store: Store, key: string): string | undefined {
-  const dead = deadJobs(store).find((d) => d.key === key);
+  const dead = deadJobOf(store, key);
   const why = dead && deadReason(store, dead.name);
   return why?.code === CANCELLED ? why.reason : undefined;
 }

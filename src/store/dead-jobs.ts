@@ -54,6 +54,11 @@ export function deadJobs(store: Store, names = readdirOrEmpty(store, store.layou
   return [...byKey.values()];
 }
 
+/** The key's newest job file in dead/, when it has one. */
+export function deadJobOf(store: Store, key: string): DeadJob | undefined {
+  return deadJobs(store).find((d) => d.key === key);
+}
+
 /** The why.json of a dead item ({code, reason, ...}), or null when there is none (an older genjob wrote the item first). */
 export function deadReason(store: Store, name: string): { code: string; reason: string } | null {
   const why = deadWhy(store, name);

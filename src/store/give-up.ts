@@ -1,4 +1,4 @@
-import { deadJobs, deadWhy } from './dead-jobs.js';
+import { deadJobOf, deadWhy } from './dead-jobs.js';
 import { type DeadReason, deadLetterBytes, deadLetterFile } from './dead-letter.js';
 import { exists } from './durable.js';
 import { parseJobFile } from './job-files.js';
@@ -82,7 +82,7 @@ export function givenUpUnfinished(
   if (findJob(store, key) !== undefined) return undefined;
   const result = hasResult(store, key);
   if (!result && event === undefined) return undefined;
-  const dead = deadJobs(store).find((d) => d.key === key);
+  const dead = deadJobOf(store, key);
   if (dead === undefined) return undefined;
   const { at, ...why } = deadWhy(store, dead.name) ?? {};
   if (why.code !== code || typeof why.reason !== 'string') return undefined;

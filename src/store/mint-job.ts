@@ -10,7 +10,7 @@ import { ConflictError } from '../core/errors.js';
 import type { Job } from '../core/job.js';
 import { sha256Hex } from '../core/sha256.js';
 import { currentEpoch, markMinted } from './attempts.js';
-import { deadJobs, deadWhy } from './dead-jobs.js';
+import { deadJobOf, deadJobs, deadWhy } from './dead-jobs.js';
 import { publishExclusive } from './durable.js';
 import { findJob, RECORD_STATES, type StoredJob } from './job-states.js';
 import { journal, journalledSince, readJournalEvent } from './journal.js';
@@ -127,7 +127,7 @@ function mintUnjournalled(store: Store, found: StoredJob, key: string, memo?: Mi
   if (RECORD_STATES.has(found.state)) return false;
   if (memo && journalledSince(store, key, QUEUED_BY, lifeBegan(store, memo.deadJob(key)), memo.lines(key)))
     return false;
-  const dead = deadJobs(store).find((d) => d.key === key);
+  const dead = deadJobOf(store, key);
   return !journalledSince(store, key, QUEUED_BY, lifeBegan(store, dead?.name));
 }
 

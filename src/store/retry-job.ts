@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { ConflictError } from '../core/errors.js';
 import { peekEpoch, splitEnvelope } from '../core/receipt-peek.js';
 import { attemptsDirToWrite, currentEpoch, markMinted } from './attempts.js';
-import { deadAdvice, deadJobs, deadReason, RETRYABLE_DEAD } from './dead-jobs.js';
+import { deadAdvice, deadJobOf, deadReason, RETRYABLE_DEAD } from './dead-jobs.js';
 import { deadLetterFile } from './dead-letter.js';
 import { exists, moveState, publishExclusive, readIfExists, replaceFile } from './durable.js';
 import { refuseInterruptedApply } from './interrupted-apply.js';
@@ -37,7 +37,7 @@ function receiptStatus(bytes: Buffer): string {
 
 /** The key's newest job file in dead/ and what a retry says it was, when its reason allows a retry. */
 export function retryableDead(store: Store, key: string): { name: string; status: string } | undefined {
-  const dead = deadJobs(store).find((d) => d.key === key);
+  const dead = deadJobOf(store, key);
   const status = dead && RETRYABLE_DEAD.get(deadReason(store, dead.name)?.code ?? '');
   return dead && status ? { name: dead.name, status } : undefined;
 }
@@ -62,7 +62,7 @@ export async function retryJob(store: Store, key: string): Promise<Retried> {
     const bytes = readIfExists(store, receiptFile);
     const status = bytes ? receiptStatus(bytes) : 'none';
     if (found?.state !== 'received') {
-      const deadJob = deadJobs(store).find((d) => d.key === key);
+      const deadJob = deadJobOf(store, key);
       const state =
         found?.state ??
         (deadJob
@@ -110,7 +110,7 @@ function retriedStatus(store: Store, key: string, epoch: number): string {
     .at(-1);
   const bytes = receipt && readIfExists(store, join(store.layout.dir('dead'), receipt));
   if (bytes) return receiptStatus(bytes);
-  const dead = deadJobs(store).find((d) => d.key === key);
+  const dead = deadJobOf(store, key);
   return RETRYABLE_DEAD.get((dead && deadReason(store, dead.name)?.code) ?? '') ?? 'unknown';
 }
 
